@@ -1,0 +1,39 @@
+# loaderbench: `make run` and `make test` set everything up on first use.
+# LIBTORCH comes from scripts/setup (a per-user cache shared by every clone).
+
+CARGO ?= cargo
+LIBTORCH_DIR = $(shell cat .libtorch-path)
+TORCH = LIBTORCH=$(LIBTORCH_DIR)
+
+.PHONY: setup run demo test bench check fmt clippy fuzz .libtorch-path
+
+# Always re-checked: cheap when the cache is there, installs it when not.
+.libtorch-path:
+	@scripts/setup > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path
+
+setup: .libtorch-path
+	@echo "libtorch: $(LIBTORCH_DIR)"
+
+## Build in release mode and run the seed-light preset on the built-in dataset.
+run: .libtorch-path
+	$(TORCH) $(CARGO) run --release -- run presets/seed-light.ron
+
+## The whole test suite against the real libtorch.
+test: .libtorch-path
+	$(TORCH) $(CARGO) test --all-targets
+	$(TORCH) $(CARGO) test --doc
+
+## Benchmarks: our loader against the in-process floor, heavy-pipeline scaling.
+bench: .libtorch-path
+	$(TORCH) $(CARGO) bench
+
+check: .libtorch-path
+	$(TORCH) $(CARGO) check --all-targets
+	$(TORCH) $(CARGO) check --no-default-features
+
+clippy: .libtorch-path
+	$(TORCH) $(CARGO) clippy --all-targets -- -D warnings
+	$(TORCH) $(CARGO) clippy --no-default-features -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all

@@ -1,0 +1,194 @@
+//! Datasets: where samples come from. A [`Dataset`] knows its length and sample shape
+//! and copies sample `i` into a caller's buffer; it is shared (`Arc`) by every worker
+//! thread, so file-backed datasets are memory-mapped once and N workers cost no extra
+//! copies. [`open`] turns a preset's [`DatasetSpec`] into a dataset, checking the files
+//! up front so that bad input is reported before a run starts.
+
+mod idx;
+mod image_folder;
+mod npy;
+mod synthetic;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+pub use synthetic::SYNTHETIC_LEN;
+
+/// Which reader to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetKind {
+    /// FashionMNIST-shaped images generated in memory from `seed`; needs no files.
+    #[default]
+    Synthetic,
+    /// MNIST-family IDX files (plain or .gz): a directory or the images file.
+    Idx,
+    /// One sub-folder per class holding PNG/JPEG files.
+    ImageFolder,
+    /// A uint8 or float32 .npy array, (N, C, H, W) or (N, H, W), plus optional labels.
+    Npy,
+}
+
+/// What the preset says about the dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    #[serde(default)]
+    pub kind: DatasetKind,
+    /// The file or directory to read (every kind but `synthetic`).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// Labels file for `npy` (optional) and `idx` (found beside the images if omitted).
+    #[serde(default)]
+    pub labels: Option<PathBuf>,
+    /// Channels the images are converted to (`image_folder`): 1 (grey) or 3 (RGB).
+    #[serde(default = "default_channels")]
+    pub channels: usize,
+    /// `[height, width]` that `image_folder` images are resized to.
+    #[serde(default = "default_image_size")]
+    pub image_size: [usize; 2],
+    /// Seed of the synthetic generator.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_channels() -> usize {
+    1
+}
+
+fn default_image_size() -> [usize; 2] {
+    [28, 28]
+}
+
+impl Default for DatasetSpec {
+    fn default() -> Self {
+        DatasetSpec {
+            kind: DatasetKind::Synthetic,
+            path: None,
+            labels: None,
+            channels: default_channels(),
+            image_size: default_image_size(),
+            seed: 0,
+        }
+    }
+}
+
+/// The element type of a sample's pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PixelKind {
+    U8,
+    F32,
+}
+
+impl PixelKind {
+    pub fn bytes(self) -> usize {
+        match self {
+            PixelKind::U8 => 1,
+            PixelKind::F32 => 4,
+        }
+    }
+}
+
+/// The shape of one sample: channels-first pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleShape {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+    pub pixel: PixelKind,
+}
+
+impl SampleShape {
+    /// Bytes one sample takes in a buffer.
+    pub fn sample_bytes(&self) -> usize {
+        self.channels * self.height * self.width * self.pixel.bytes()
+    }
+}
+
+/// A source of labelled samples, shared by all workers.
+pub trait Dataset: Send + Sync {
+    /// Number of samples.
+    fn len(&self) -> usize;
+
+    /// True when there are no samples.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The shape every sample has.
+    fn shape(&self) -> SampleShape;
+
+    /// Copies sample `index` (channels-first, native-endian pixels) into `pixels`, which
+    /// is exactly `shape().sample_bytes()` long, and returns its label.
+    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64>;
+
+    /// One line for humans: the kind, the source and the size.
+    fn describe(&self) -> String;
+}
+
+/// Opens the dataset a preset describes, limited to its first `samples` samples.
+pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Dataset>> {
+    let path = || {
+        spec.path.clone().ok_or_else(|| {
+            Error::value(format!(
+                "dataset.path: the {:?} dataset needs a path",
+                spec.kind
+            ))
+        })
+    };
+    let dataset: Arc<dyn Dataset> = match spec.kind {
+        DatasetKind::Synthetic => Arc::new(synthetic::Synthetic::generate(
+            samples.unwrap_or(SYNTHETIC_LEN),
+            spec.seed,
+        )),
+        DatasetKind::Idx => Arc::new(idx::Idx::open(&path()?, spec.labels.as_deref())?),
+        DatasetKind::ImageFolder => Arc::new(image_folder::ImageFolder::open(
+            &path()?,
+            spec.channels,
+            spec.image_size,
+        )?),
+        DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
+    };
+    if dataset.is_empty() {
+        return Err(Error::value(format!(
+            "{}: the dataset has no samples",
+            dataset.describe()
+        )));
+    }
+    Ok(match samples {
+        Some(n) if n < dataset.len() => Arc::new(Subset {
+            inner: dataset,
+            len: n,
+        }),
+        _ => dataset,
+    })
+}
+
+/// The first `len` samples of another dataset.
+struct Subset {
+    inner: Arc<dyn Dataset>,
+    len: usize,
+}
+
+impl Dataset for Subset {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn shape(&self) -> SampleShape {
+        self.inner.shape()
+    }
+
+    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        self.inner.read(index, pixels)
+    }
+
+    fn describe(&self) -> String {
+        format!("first {} of {}", self.len, self.inner.describe())
+    }
+}

@@ -1,0 +1,16 @@
+//! loaderbench: measure and tune deep-learning data-loader configurations.
+//!
+//! The library is the engine: presets are checked and resolved into a plan, the runner
+//! sweeps its configs on a background thread through a loader with PyTorch DataLoader
+//! semantics (datasets, libtorch transform pipelines, worker pools) and streams events;
+//! results are plain data that exporters turn into JSON, CSV or Markdown. The desktop app
+//! and the CLI are thin front ends over the same event stream.
+
+pub mod dataset;
+pub mod device;
+pub mod error;
+pub mod plan;
+pub mod preset;
+pub mod transform;
+
+pub use error::{Error, Result};

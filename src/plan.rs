@@ -1,0 +1,379 @@
+//! Plans: a preset checked and resolved. [`Plan::from_preset`] validates every value
+//! (naming the field and the file), expands the sweep into concrete [`Config`]s (the
+//! grid of every list, then `extra_configs`, duplicates dropped) and collects warnings
+//! such as more workers than cores. The runner only ever sees a plan.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::DatasetSpec;
+use crate::device::DeviceSpec;
+use crate::error::{Error, Result};
+use crate::preset::{ConfigPoint, Preset, WorkerKind};
+use crate::transform::{Normalize, PipelineSpec};
+
+/// One point of the sweep: every loader knob with a single value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub pipeline: PipelineSpec,
+    pub batch_size: usize,
+    pub num_workers: usize,
+    pub worker_kind: WorkerKind,
+    pub persistent_workers: bool,
+    pub prefetch_factor: usize,
+    pub pin_memory: bool,
+    pub in_order: bool,
+    pub device: DeviceSpec,
+}
+
+impl Config {
+    /// A short label for plots, such as `nw=4 persistent pin`. Knobs that are the same
+    /// in every config of the plan (`common`) are left out.
+    pub fn label(&self, common: &Config) -> String {
+        let mut parts = vec![format!("nw={}", self.num_workers)];
+        if self.persistent_workers {
+            parts.push("persistent".to_owned());
+        }
+        if self.pin_memory {
+            parts.push("pin".to_owned());
+        }
+        if self.pipeline != common.pipeline {
+            parts.push(self.pipeline.name().to_owned());
+        }
+        if self.batch_size != common.batch_size {
+            parts.push(format!("bs={}", self.batch_size));
+        }
+        if self.worker_kind != common.worker_kind {
+            parts.push(format!("{:?}", self.worker_kind).to_lowercase());
+        }
+        if self.prefetch_factor != common.prefetch_factor {
+            parts.push(format!("prefetch={}", self.prefetch_factor));
+        }
+        if !self.in_order {
+            parts.push("unordered".to_owned());
+        }
+        if self.device != common.device {
+            parts.push(self.device.to_string());
+        }
+        parts.join(" ")
+    }
+}
+
+/// Everything a run needs, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub name: String,
+    /// The preset file, when the plan came from one.
+    pub source: Option<PathBuf>,
+    pub dataset: DatasetSpec,
+    pub samples: Option<usize>,
+    pub epochs: usize,
+    pub repeats: usize,
+    pub warmup: bool,
+    pub shuffle: bool,
+    pub seed: u64,
+    pub drop_last: bool,
+    pub normalize: Normalize,
+    pub worker_timeout_s: f64,
+    pub configs: Vec<Config>,
+    /// Things worth knowing before the run, such as more workers than cores.
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Checks a preset and expands its sweep. `origin` names the preset in errors.
+    pub fn from_preset(preset: &Preset, origin: Option<&Path>) -> Result<Plan> {
+        let bad = |field: &str, problem: String| match origin {
+            Some(path) => Error::file(path, format!("field `{field}`: {problem}")),
+            None => Error::value(format!("field `{field}`: {problem}")),
+        };
+        check_preset(preset).map_err(|(field, problem)| bad(field, problem))?;
+        let devices = preset
+            .device
+            .iter()
+            .map(|d| {
+                d.parse::<DeviceSpec>()
+                    .map_err(|problem| bad("device", problem))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut configs = grid(preset, &devices);
+        for (i, point) in preset.extra_configs.iter().enumerate() {
+            let field = format!("extra_configs[{i}]");
+            configs.push(extra_config(preset, &devices, point).map_err(|p| bad(&field, p))?);
+        }
+        let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
+        for config in configs {
+            if !unique.contains(&config) {
+                unique.push(config);
+            }
+        }
+        let configs = unique;
+        for config in &configs {
+            check_config(config).map_err(|(field, problem)| bad(field, problem))?;
+        }
+        let warnings = warnings(&configs);
+        Ok(Plan {
+            name: preset.name.clone(),
+            source: origin.map(Path::to_path_buf),
+            dataset: preset.dataset.clone(),
+            samples: preset.samples,
+            epochs: preset.epochs,
+            repeats: preset.repeats,
+            warmup: preset.warmup,
+            shuffle: preset.shuffle,
+            seed: preset.seed,
+            drop_last: preset.drop_last,
+            normalize: preset.normalize.clone(),
+            worker_timeout_s: preset.worker_timeout_s,
+            configs,
+            warnings,
+        })
+    }
+
+    /// The config that holds, for each knob, the value most configs share: labels leave
+    /// those values out.
+    pub fn common_config(&self) -> Config {
+        fn most_common<T: PartialEq + Clone>(values: impl Iterator<Item = T>) -> T {
+            let values: Vec<T> = values.collect();
+            let count = |v: &T| values.iter().filter(|w| *w == v).count();
+            values
+                .iter()
+                .max_by_key(|v| count(v))
+                .cloned()
+                .expect("a plan has at least one config")
+        }
+        let configs = &self.configs;
+        Config {
+            pipeline: most_common(configs.iter().map(|c| c.pipeline.clone())),
+            batch_size: most_common(configs.iter().map(|c| c.batch_size)),
+            num_workers: most_common(configs.iter().map(|c| c.num_workers)),
+            worker_kind: most_common(configs.iter().map(|c| c.worker_kind)),
+            persistent_workers: most_common(configs.iter().map(|c| c.persistent_workers)),
+            prefetch_factor: most_common(configs.iter().map(|c| c.prefetch_factor)),
+            pin_memory: most_common(configs.iter().map(|c| c.pin_memory)),
+            in_order: most_common(configs.iter().map(|c| c.in_order)),
+            device: most_common(configs.iter().map(|c| c.device.clone())),
+        }
+    }
+
+    /// The label of config `index` within this plan.
+    pub fn label(&self, index: usize) -> String {
+        self.configs[index].label(&self.common_config())
+    }
+}
+
+type FieldProblem = (&'static str, String);
+
+fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
+    let positive = |field: &'static str, value: usize| {
+        if value == 0 {
+            Err((field, "must be at least 1".to_owned()))
+        } else {
+            Ok(())
+        }
+    };
+    positive("epochs", preset.epochs)?;
+    positive("repeats", preset.repeats)?;
+    if preset.samples == Some(0) {
+        return Err(("samples", "must be at least 1".to_owned()));
+    }
+    if !(preset.worker_timeout_s > 0.0) {
+        return Err((
+            "worker_timeout_s",
+            "must be a positive number of seconds".to_owned(),
+        ));
+    }
+    let lists: [(&'static str, usize); 9] = [
+        ("pipeline", preset.pipeline.len()),
+        ("batch_size", preset.batch_size.len()),
+        ("num_workers", preset.num_workers.len()),
+        ("worker_kind", preset.worker_kind.len()),
+        ("persistent_workers", preset.persistent_workers.len()),
+        ("prefetch_factor", preset.prefetch_factor.len()),
+        ("pin_memory", preset.pin_memory.len()),
+        ("in_order", preset.in_order.len()),
+        ("device", preset.device.len()),
+    ];
+    for (field, len) in lists {
+        if len == 0 {
+            return Err((
+                field,
+                "the list is empty; give at least one value".to_owned(),
+            ));
+        }
+    }
+    let normalize = &preset.normalize;
+    if normalize.mean.is_empty() || normalize.mean.len() != normalize.std.len() {
+        return Err((
+            "normalize",
+            "mean and std must be non-empty lists of the same length".to_owned(),
+        ));
+    }
+    if normalize.std.iter().any(|s| !(*s > 0.0)) {
+        return Err(("normalize", "every std must be positive".to_owned()));
+    }
+    for spec in &preset.pipeline {
+        crate::transform::check_ops(&spec.ops()).map_err(|p| ("pipeline", p))?;
+    }
+    Ok(())
+}
+
+fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
+    if config.batch_size == 0 {
+        return Err(("batch_size", "must be at least 1".to_owned()));
+    }
+    if config.prefetch_factor == 0 {
+        return Err(("prefetch_factor", "must be at least 1".to_owned()));
+    }
+    Ok(())
+}
+
+/// The Cartesian product of every knob's list, in the preset's order (the last knob
+/// varies fastest, so `num_workers` lists read top to bottom in tables).
+fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
+    let mut configs = Vec::new();
+    for pipeline in &preset.pipeline {
+        for &batch_size in &preset.batch_size {
+            for device in devices {
+                for &worker_kind in &preset.worker_kind {
+                    for &persistent_workers in &preset.persistent_workers {
+                        for &pin_memory in &preset.pin_memory {
+                            for &prefetch_factor in &preset.prefetch_factor {
+                                for &in_order in &preset.in_order {
+                                    for &num_workers in &preset.num_workers {
+                                        configs.push(Config {
+                                            pipeline: pipeline.clone(),
+                                            batch_size,
+                                            num_workers,
+                                            worker_kind,
+                                            persistent_workers,
+                                            prefetch_factor,
+                                            pin_memory,
+                                            in_order,
+                                            device: device.clone(),
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    configs
+}
+
+fn extra_config(
+    preset: &Preset,
+    devices: &[DeviceSpec],
+    point: &ConfigPoint,
+) -> std::result::Result<Config, String> {
+    let device = match &point.device {
+        Some(text) => text.parse::<DeviceSpec>()?,
+        None => devices[0].clone(),
+    };
+    Ok(Config {
+        pipeline: point
+            .pipeline
+            .clone()
+            .unwrap_or_else(|| preset.pipeline[0].clone()),
+        batch_size: point.batch_size.unwrap_or(preset.batch_size[0]),
+        num_workers: point.num_workers.unwrap_or(preset.num_workers[0]),
+        worker_kind: point.worker_kind.unwrap_or(preset.worker_kind[0]),
+        persistent_workers: point
+            .persistent_workers
+            .unwrap_or(preset.persistent_workers[0]),
+        prefetch_factor: point.prefetch_factor.unwrap_or(preset.prefetch_factor[0]),
+        pin_memory: point.pin_memory.unwrap_or(preset.pin_memory[0]),
+        in_order: point.in_order.unwrap_or(preset.in_order[0]),
+        device,
+    })
+}
+
+fn warnings(configs: &[Config]) -> Vec<String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most_workers = configs.iter().map(|c| c.num_workers).max().unwrap_or(0);
+    let mut warnings = Vec::new();
+    if most_workers > cores {
+        warnings.push(format!(
+            "num_workers goes up to {most_workers} but this machine has {cores} logical cores; \
+             workers beyond that compete for the same cores"
+        ));
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset() -> Preset {
+        Preset {
+            num_workers: vec![0, 2, 4, 8],
+            extra_configs: vec![
+                ConfigPoint {
+                    num_workers: Some(4),
+                    persistent_workers: Some(true),
+                    ..ConfigPoint::default()
+                },
+                ConfigPoint {
+                    num_workers: Some(0),
+                    pin_memory: Some(true),
+                    ..ConfigPoint::default()
+                },
+            ],
+            ..Preset::default()
+        }
+    }
+
+    #[test]
+    fn grid_then_extra_configs_in_order() {
+        let plan = Plan::from_preset(&preset(), None).unwrap();
+        let workers: Vec<_> = plan.configs.iter().map(|c| c.num_workers).collect();
+        assert_eq!(workers, vec![0, 2, 4, 8, 4, 0]);
+        assert!(plan.configs[4].persistent_workers);
+        assert!(plan.configs[5].pin_memory);
+        assert_eq!(plan.label(4), "nw=4 persistent");
+        assert_eq!(plan.label(5), "nw=0 pin");
+    }
+
+    #[test]
+    fn duplicates_collapse() {
+        let mut preset = preset();
+        preset.set("num_workers", "0").unwrap();
+        preset.set("persistent_workers", "false").unwrap();
+        preset.set("pin_memory", "false").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 1);
+    }
+
+    #[test]
+    fn zero_batch_size_is_named() {
+        let mut preset = preset();
+        preset.batch_size = vec![0];
+        let err = Plan::from_preset(&preset, Some(Path::new("p.ron"))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "p.ron: field `batch_size`: must be at least 1"
+        );
+    }
+
+    #[test]
+    fn bad_device_is_named() {
+        let mut preset = preset();
+        preset.device = vec!["tpu".to_owned()];
+        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
+        assert!(err.contains("device") && err.contains("tpu"), "{err}");
+    }
+
+    #[test]
+    fn too_many_workers_warns_with_core_count() {
+        let mut preset = preset();
+        preset.num_workers = vec![1024];
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert!(plan.warnings[0].contains("1024"), "{:?}", plan.warnings);
+        assert!(plan.warnings[0].contains("logical cores"));
+    }
+}

@@ -1,0 +1,396 @@
+//! Presets: what a benchmark file says, as plain serde data. A preset is versioned RON
+//! with unknown fields rejected by name; it names a dataset, the pipelines, and lists for
+//! every loader knob (a sweep: their Cartesian product, plus `extra_configs`). `--set`
+//! edits any field by its path before the preset is checked and resolved into a
+//! [`Plan`](crate::plan::Plan).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use ron::extensions::Extensions;
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::DatasetSpec;
+use crate::error::{Error, Result};
+use crate::transform::{Normalize, PipelineSpec};
+
+/// The preset format version this build reads and writes.
+pub const PRESET_VERSION: u32 = 1;
+
+/// How a worker runs: in a thread of this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerKind {
+    /// A thread of the loading process; shares the dataset and the allocator.
+    Thread,
+}
+
+/// A benchmark: the dataset, the pipelines and the loader settings to sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    /// Format version; must be [`PRESET_VERSION`].
+    pub version: u32,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub dataset: DatasetSpec,
+    /// Use only the first `samples` samples (the synthetic dataset generates that many).
+    #[serde(default)]
+    pub samples: Option<usize>,
+    /// Measured epochs per config and repeat.
+    #[serde(default = "defaults::epochs")]
+    pub epochs: usize,
+    /// How many times each config is measured.
+    #[serde(default = "defaults::one")]
+    pub repeats: usize,
+    /// Run one unmeasured epoch before the measured ones.
+    #[serde(default)]
+    pub warmup: bool,
+    #[serde(default = "defaults::yes")]
+    pub shuffle: bool,
+    /// Seeds the shuffle and every random augmentation.
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub drop_last: bool,
+    /// Mean and standard deviation that `normalize` uses.
+    #[serde(default)]
+    pub normalize: Normalize,
+    /// A worker that sends nothing for this long is considered hung.
+    #[serde(default = "defaults::worker_timeout_s")]
+    pub worker_timeout_s: f64,
+    /// Sweep knobs: every combination of these lists is one config.
+    #[serde(default = "defaults::pipeline")]
+    pub pipeline: Vec<PipelineSpec>,
+    #[serde(default = "defaults::batch_size")]
+    pub batch_size: Vec<usize>,
+    #[serde(default = "defaults::num_workers")]
+    pub num_workers: Vec<usize>,
+    #[serde(default = "defaults::worker_kind")]
+    pub worker_kind: Vec<WorkerKind>,
+    #[serde(default = "defaults::no")]
+    pub persistent_workers: Vec<bool>,
+    #[serde(default = "defaults::prefetch_factor")]
+    pub prefetch_factor: Vec<usize>,
+    #[serde(default = "defaults::no")]
+    pub pin_memory: Vec<bool>,
+    #[serde(default = "defaults::yes_list")]
+    pub in_order: Vec<bool>,
+    #[serde(default = "defaults::device")]
+    pub device: Vec<String>,
+    /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
+    #[serde(default)]
+    pub extra_configs: Vec<ConfigPoint>,
+}
+
+/// One extra config: the knobs it sets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigPoint {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelineSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_workers: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_kind: Option<WorkerKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_workers: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch_factor: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_memory: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_order: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+/// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
+pub const SWEEP_KNOBS: [&str; 9] = [
+    "pipeline",
+    "batch_size",
+    "num_workers",
+    "worker_kind",
+    "persistent_workers",
+    "prefetch_factor",
+    "pin_memory",
+    "in_order",
+    "device",
+];
+
+mod defaults {
+    use super::WorkerKind;
+    use crate::transform::PipelineSpec;
+
+    pub fn epochs() -> usize {
+        2
+    }
+    pub fn one() -> usize {
+        1
+    }
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn worker_timeout_s() -> f64 {
+        60.0
+    }
+    pub fn pipeline() -> Vec<PipelineSpec> {
+        vec![PipelineSpec::Light]
+    }
+    pub fn batch_size() -> Vec<usize> {
+        vec![64]
+    }
+    pub fn num_workers() -> Vec<usize> {
+        vec![0]
+    }
+    pub fn worker_kind() -> Vec<WorkerKind> {
+        vec![WorkerKind::Thread]
+    }
+    pub fn no() -> Vec<bool> {
+        vec![false]
+    }
+    pub fn yes_list() -> Vec<bool> {
+        vec![true]
+    }
+    pub fn prefetch_factor() -> Vec<usize> {
+        vec![2]
+    }
+    pub fn device() -> Vec<String> {
+        vec!["cpu".to_owned()]
+    }
+}
+
+impl Default for Preset {
+    fn default() -> Self {
+        Preset {
+            version: PRESET_VERSION,
+            name: "untitled".to_owned(),
+            description: String::new(),
+            dataset: DatasetSpec::default(),
+            samples: None,
+            epochs: defaults::epochs(),
+            repeats: 1,
+            warmup: false,
+            shuffle: true,
+            seed: 0,
+            drop_last: false,
+            normalize: Normalize::default(),
+            worker_timeout_s: defaults::worker_timeout_s(),
+            pipeline: defaults::pipeline(),
+            batch_size: defaults::batch_size(),
+            num_workers: defaults::num_workers(),
+            worker_kind: defaults::worker_kind(),
+            persistent_workers: defaults::no(),
+            prefetch_factor: defaults::prefetch_factor(),
+            pin_memory: defaults::no(),
+            in_order: defaults::yes_list(),
+            device: defaults::device(),
+            extra_configs: Vec::new(),
+        }
+    }
+}
+
+fn ron_options() -> ron::Options {
+    ron::Options::default().with_default_extension(Extensions::IMPLICIT_SOME)
+}
+
+impl Preset {
+    /// Parses RON text; `origin` names the file in errors.
+    pub fn from_ron(text: &str, origin: &Path) -> Result<Preset> {
+        let preset: Preset = ron_options()
+            .from_str(text)
+            .map_err(|err| Error::file(origin, format!("{err}")))?;
+        if preset.version != PRESET_VERSION {
+            return Err(Error::file(
+                origin,
+                format!(
+                    "field `version`: this build reads version {PRESET_VERSION}, the file says {}",
+                    preset.version
+                ),
+            ));
+        }
+        Ok(preset)
+    }
+
+    /// Reads and parses a preset file.
+    pub fn load(path: &Path) -> Result<Preset> {
+        let text = fs::read_to_string(path).map_err(|err| Error::file(path, err.to_string()))?;
+        Preset::from_ron(&text, path)
+    }
+
+    /// The preset as pretty RON text.
+    pub fn to_ron(&self) -> String {
+        let pretty = ron::ser::PrettyConfig::default()
+            .struct_names(false)
+            .extensions(Extensions::IMPLICIT_SOME);
+        // Serializing plain data with derived impls has no failure path besides I/O,
+        // and this writes to a String.
+        ron_options()
+            .to_string_pretty(self, pretty)
+            .expect("serializing a preset to a string cannot fail")
+    }
+
+    /// Writes the preset atomically: to a temporary file beside `path`, then renamed.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let file_name = path
+            .file_name()
+            .ok_or_else(|| Error::file(path, "not a file path"))?;
+        let mut temp = PathBuf::from(dir.unwrap_or(Path::new(".")));
+        temp.push(format!(".{}.tmp", file_name.to_string_lossy()));
+        fs::write(&temp, self.to_ron()).map_err(|err| Error::file(&temp, err.to_string()))?;
+        fs::rename(&temp, path).map_err(|err| Error::file(path, err.to_string()))
+    }
+
+    /// Sets the field at `key` (a dotted path such as `dataset.path` or `num_workers`)
+    /// from `value`. A single value given for a sweep list replaces the list, and also
+    /// fixes that knob in every extra config.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
+        let slot = field_mut(&mut tree, key)
+            .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
+        *slot = parse_value(value, slot);
+        if SWEEP_KNOBS.contains(&key) {
+            if let Some(points) = tree["extra_configs"].as_array_mut() {
+                for point in points {
+                    if let Some(fields) = point.as_object_mut() {
+                        fields.remove(key);
+                    }
+                }
+            }
+        }
+        *self = serde_json::from_value(tree)
+            .map_err(|err| Error::value(format!("--set {key}={value}: {err}")))?;
+        Ok(())
+    }
+}
+
+/// The JSON node at a dotted path; list items are addressed by their index.
+/// A missing leaf of an existing object (an optional field left out) is created.
+fn field_mut<'a>(tree: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
+    let (parents, leaf) = match key.rsplit_once('.') {
+        Some((parents, leaf)) => (Some(parents), leaf),
+        None => (None, key),
+    };
+    let mut node = tree;
+    for part in parents.into_iter().flat_map(|p| p.split('.')) {
+        node = match node {
+            serde_json::Value::Object(map) => map.get_mut(part)?,
+            serde_json::Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    match node {
+        serde_json::Value::Object(map) => Some(
+            map.entry(leaf.to_owned())
+                .or_insert(serde_json::Value::Null),
+        ),
+        serde_json::Value::Array(items) => items.get_mut(leaf.parse::<usize>().ok()?),
+        _ => None,
+    }
+}
+
+/// Reads a command-line value for the slot it will replace: JSON where it parses
+/// (numbers, booleans, lists, objects), a comma-separated list or a single value wrapped
+/// into a list where the slot is a list, and a plain string otherwise.
+fn parse_value(text: &str, slot: &serde_json::Value) -> serde_json::Value {
+    let scalar = |t: &str| {
+        serde_json::from_str(t.trim())
+            .unwrap_or_else(|_| serde_json::Value::String(t.trim().to_owned()))
+    };
+    let parsed = scalar(text);
+    if slot.is_array() && !parsed.is_array() {
+        return serde_json::Value::Array(text.split(',').map(scalar).collect());
+    }
+    parsed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin() -> &'static Path {
+        Path::new("test.ron")
+    }
+
+    #[test]
+    fn minimal_preset_takes_defaults() {
+        let preset = Preset::from_ron("(version: 1, name: \"x\")", origin()).unwrap();
+        assert_eq!(preset.num_workers, vec![0]);
+        assert_eq!(preset.pipeline, vec![PipelineSpec::Light]);
+        assert_eq!(preset.epochs, 2);
+    }
+
+    #[test]
+    fn unknown_field_is_named_with_the_file() {
+        let err = Preset::from_ron("(version: 1, name: \"x\", num_wrokers: [1])", origin())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("test.ron:"), "{err}");
+        assert!(err.contains("num_wrokers"), "{err}");
+    }
+
+    #[test]
+    fn wrong_version_is_rejected() {
+        let err = Preset::from_ron("(version: 7, name: \"x\")", origin()).unwrap_err();
+        assert!(err.to_string().contains("version"), "{err}");
+        assert!(err.is_bad_input());
+    }
+
+    #[test]
+    fn ron_round_trip_keeps_everything() {
+        let mut preset = Preset::default();
+        preset.samples = Some(512);
+        preset.extra_configs.push(ConfigPoint {
+            num_workers: Some(4),
+            persistent_workers: Some(true),
+            ..ConfigPoint::default()
+        });
+        let text = preset.to_ron();
+        assert_eq!(Preset::from_ron(&text, origin()).unwrap(), preset);
+    }
+
+    #[test]
+    fn set_scalar_replaces_sweep_list_and_fixes_extra_configs() {
+        let mut preset = Preset::default();
+        preset.num_workers = vec![0, 2, 4];
+        preset.extra_configs.push(ConfigPoint {
+            num_workers: Some(4),
+            pin_memory: Some(true),
+            ..ConfigPoint::default()
+        });
+        preset.set("num_workers", "2").unwrap();
+        assert_eq!(preset.num_workers, vec![2]);
+        assert_eq!(preset.extra_configs[0].num_workers, None);
+        assert_eq!(preset.extra_configs[0].pin_memory, Some(true));
+    }
+
+    #[test]
+    fn set_accepts_lists_nested_paths_and_options() {
+        let mut preset = Preset::default();
+        preset.set("num_workers", "0,2,8").unwrap();
+        assert_eq!(preset.num_workers, vec![0, 2, 8]);
+        preset.set("dataset.kind", "idx").unwrap();
+        preset.set("dataset.path", "/data/mnist").unwrap();
+        assert_eq!(preset.dataset.path, Some(PathBuf::from("/data/mnist")));
+        preset.set("samples", "2560").unwrap();
+        assert_eq!(preset.samples, Some(2560));
+        preset.set("persistent_workers", "false").unwrap();
+        assert_eq!(preset.persistent_workers, vec![false]);
+    }
+
+    #[test]
+    fn set_rejects_unknown_fields_and_bad_values() {
+        let mut preset = Preset::default();
+        let err = preset.set("nope", "1").unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+        let err = preset.set("batch_size", "lots").unwrap_err().to_string();
+        assert!(err.contains("batch_size"), "{err}");
+        let err = preset.set("dataset.nope", "1").unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+}

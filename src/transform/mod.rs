@@ -1,0 +1,117 @@
+//! Transform pipelines: what a preset says (`light`, `heavy` or a custom chain of
+//! [`Op`]s) and the [`Pipeline`] that applies it to a whole batch with libtorch, drawing
+//! each sample's random parameters from a seeded generator so that a batch comes out the
+//! same whichever worker builds it.
+
+use serde::{Deserialize, Serialize};
+
+/// A pipeline as a preset names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineSpec {
+    /// To float, scale to [0, 1], normalize.
+    Light,
+    /// Random rotation (±30°), elastic deformation (alpha 50, sigma 5), Gaussian blur
+    /// (kernel 5, sigma in [0.1, 2.0]), normalize.
+    Heavy,
+    /// An ordered list of ops, after the conversion to float in [0, 1].
+    Custom { name: String, ops: Vec<Op> },
+}
+
+/// One step of a pipeline. Random parameters are drawn per sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Op {
+    /// Rotate by an angle uniform in ±`degrees` (nearest neighbour, zero fill).
+    Rotate { degrees: f64 },
+    /// torchvision's ElasticTransform: a smoothed random displacement field.
+    Elastic { alpha: f64, sigma: f64 },
+    /// Gaussian blur with a `kernel`-wide kernel and sigma uniform in `sigma`.
+    GaussianBlur { kernel: usize, sigma: [f64; 2] },
+    /// Horizontal flip with probability `p`.
+    Flip { p: f64 },
+    /// Random crop of `size` `[height, width]` after zero-padding by `padding`.
+    Crop { size: [usize; 2], padding: usize },
+    /// Bilinear resize to `size` `[height, width]`.
+    Resize { size: [usize; 2] },
+    /// Busy work of `micros_per_sample` µs per sample: models any pipeline's cost.
+    Cost { micros_per_sample: u64 },
+    /// Subtract the preset's mean and divide by its std, per channel.
+    Normalize,
+}
+
+/// Per-channel mean and standard deviation (one value applies to every channel).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Normalize {
+    pub mean: Vec<f64>,
+    pub std: Vec<f64>,
+}
+
+impl Default for Normalize {
+    /// FashionMNIST's statistics.
+    fn default() -> Self {
+        Normalize {
+            mean: vec![0.2860],
+            std: vec![0.3530],
+        }
+    }
+}
+
+impl PipelineSpec {
+    /// The name tables and plots use.
+    pub fn name(&self) -> &str {
+        match self {
+            PipelineSpec::Light => "light",
+            PipelineSpec::Heavy => "heavy",
+            PipelineSpec::Custom { name, .. } => name,
+        }
+    }
+
+    /// The ops this pipeline runs after the conversion to float.
+    pub fn ops(&self) -> Vec<Op> {
+        match self {
+            PipelineSpec::Light => vec![Op::Normalize],
+            PipelineSpec::Heavy => vec![
+                Op::Rotate { degrees: 30.0 },
+                Op::Elastic {
+                    alpha: 50.0,
+                    sigma: 5.0,
+                },
+                Op::GaussianBlur {
+                    kernel: 5,
+                    sigma: [0.1, 2.0],
+                },
+                Op::Normalize,
+            ],
+            PipelineSpec::Custom { ops, .. } => ops.clone(),
+        }
+    }
+}
+
+/// Checks every op's parameters; the error names the op and the problem.
+pub fn check_ops(ops: &[Op]) -> Result<(), String> {
+    for op in ops {
+        let problem = match op {
+            Op::Rotate { degrees } if !degrees.is_finite() => Some("degrees must be finite"),
+            Op::Elastic { alpha, sigma } if !(*alpha >= 0.0 && *sigma >= 0.0) => {
+                Some("alpha and sigma must be non-negative")
+            }
+            Op::GaussianBlur { kernel, .. } if kernel % 2 == 0 => {
+                Some("kernel must be an odd number of pixels")
+            }
+            Op::GaussianBlur { sigma, .. } if !(sigma[0] > 0.0 && sigma[0] <= sigma[1]) => {
+                Some("sigma must be [min, max] with 0 < min <= max")
+            }
+            Op::Flip { p } if !(0.0..=1.0).contains(p) => Some("p must be between 0 and 1"),
+            Op::Crop { size, .. } | Op::Resize { size } if size.contains(&0) => {
+                Some("size must be at least 1×1")
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            return Err(format!("{op:?}: {problem}"));
+        }
+    }
+    Ok(())
+}
