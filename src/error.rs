@@ -17,6 +17,9 @@ pub enum Error {
     /// The run itself failed: a worker died or hung, a tensor operation failed.
     #[error("{0}")]
     Run(String),
+    /// The user cancelled the run.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl Error {

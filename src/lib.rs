@@ -6,11 +6,20 @@
 //! results are plain data that exporters turn into JSON, CSV or Markdown. The desktop app
 //! and the CLI are thin front ends over the same event stream.
 
+pub mod bench;
+pub mod builtin;
+pub mod cancel;
 pub mod dataset;
 pub mod device;
 pub mod error;
+pub mod export;
+pub mod loader;
+pub mod machine;
+pub mod memory;
 pub mod plan;
 pub mod preset;
+pub mod results;
+pub mod stats;
 pub mod transform;
 
 pub use error::{Error, Result};

@@ -3,7 +3,11 @@
 //! each sample's random parameters from a seeded generator so that a batch comes out the
 //! same whichever worker builds it.
 
+mod pipeline;
+
 use serde::{Deserialize, Serialize};
+
+pub use pipeline::Pipeline;
 
 /// A pipeline as a preset names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

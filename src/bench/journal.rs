@@ -1,0 +1,122 @@
+//! The results journal: JSON lines appended as a run goes (a header with the run, one
+//! line per finished config, and the final status), flushed each time, so a crash, a
+//! failure or a cancel never loses a config that was already measured.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::results::{ConfigResult, RunResult, RunStatus};
+
+/// One line of a journal.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "entry")]
+enum Entry {
+    Run { run: Box<RunResult> },
+    Config { result: Box<ConfigResult> },
+    End { status: RunStatus },
+}
+
+/// An open journal file.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+/// Where a run's journal goes by default: the user's data directory.
+pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
+    let base = dirs::data_local_dir().unwrap_or_else(std::env::temp_dir);
+    let safe: String = preset
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    base.join("loaderbench")
+        .join("runs")
+        .join(format!("{started_unix_s}-{safe}.jsonl"))
+}
+
+impl Journal {
+    /// Creates the journal and writes the run's header.
+    pub fn create(path: &Path, run: &RunResult) -> Result<Journal> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|err| Error::file(dir, err.to_string()))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|err| Error::file(path, err.to_string()))?;
+        let mut journal = Journal {
+            path: path.to_path_buf(),
+            file,
+        };
+        journal.append(&Entry::Run {
+            run: Box::new(run.clone()),
+        })?;
+        Ok(journal)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a finished config.
+    pub fn config(&mut self, result: &ConfigResult) -> Result<()> {
+        self.append(&Entry::Config {
+            result: Box::new(result.clone()),
+        })
+    }
+
+    /// Appends the run's final status.
+    pub fn end(&mut self, status: &RunStatus) -> Result<()> {
+        self.append(&Entry::End {
+            status: status.clone(),
+        })
+    }
+
+    fn append(&mut self, entry: &Entry) -> Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(|err| Error::run(err.to_string()))?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .map_err(|err| Error::file(&self.path, err.to_string()))
+    }
+}
+
+/// Rebuilds a run from its journal: every config that finished, and the status (still
+/// `Running` if the run never ended, e.g. the process was killed).
+pub fn read_journal(path: &Path) -> Result<RunResult> {
+    let file = File::open(path).map_err(|err| Error::file(path, err.to_string()))?;
+    let mut run: Option<RunResult> = None;
+    for (number, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|err| Error::file(path, err.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: Entry = serde_json::from_str(&line)
+            .map_err(|err| Error::file(path, format!("line {}: {err}", number + 1)))?;
+        match (entry, run.as_mut()) {
+            (Entry::Run { run: header }, None) => run = Some(*header),
+            (Entry::Config { result }, Some(run)) => run.results.push(*result),
+            (Entry::End { status }, Some(run)) => run.status = status,
+            _ => {
+                return Err(Error::file(
+                    path,
+                    format!("line {}: entry out of order", number + 1),
+                ));
+            }
+        }
+    }
+    run.ok_or_else(|| Error::file(path, "empty journal"))
+}

@@ -1,0 +1,75 @@
+//! Benchmark runs: the [`Runner`](runner::spawn) sweeps a plan's configs on a background
+//! thread and reports everything as [`Event`]s over an unbounded channel, so a slow or
+//! hidden consumer never slows a measurement. Every run ends with exactly one of
+//! `Finished`, `Failed` or `Cancelled`, each carrying all results measured so far.
+
+mod journal;
+mod runner;
+
+use serde::{Deserialize, Serialize};
+
+use crate::loader::WorkerStartup;
+use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult};
+
+pub use journal::{Journal, default_journal_path, read_journal};
+pub use runner::{RunHandle, RunOptions, spawn};
+
+/// What the runner reports, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum Event {
+    /// The run began; `result` holds the plan's configs and the machine, no results yet.
+    Started {
+        result: Box<RunResult>,
+        batches_per_epoch: usize,
+    },
+    /// A config (one repeat of it) began.
+    ConfigStarted { config: usize, repeat: usize },
+    /// A worker became ready.
+    WorkerReady {
+        config: usize,
+        startup: WorkerStartup,
+    },
+    /// A batch reached the device. `epoch` is 0 for the warm-up epoch.
+    Batch {
+        config: usize,
+        repeat: usize,
+        epoch: usize,
+        batch: BatchRecord,
+    },
+    /// An epoch finished.
+    EpochFinished {
+        config: usize,
+        repeat: usize,
+        result: Box<EpochResult>,
+    },
+    /// A config (one repeat of it) finished and was written to the journal.
+    ConfigFinished { result: Box<ConfigResult> },
+    /// Something the user should know; the run goes on.
+    Warning {
+        config: Option<usize>,
+        message: String,
+    },
+    /// The run finished.
+    Finished { result: Box<RunResult> },
+    /// The run stopped with an error; `bad_input` when the user's input is to blame.
+    Failed {
+        error: String,
+        bad_input: bool,
+        result: Box<RunResult>,
+    },
+    /// The run was cancelled.
+    Cancelled { result: Box<RunResult> },
+}
+
+impl Event {
+    /// The final result, if this event ends the run.
+    pub fn final_result(&self) -> Option<&RunResult> {
+        match self {
+            Event::Finished { result }
+            | Event::Failed { result, .. }
+            | Event::Cancelled { result } => Some(result),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! The runner: one background thread that opens the dataset, then measures every config
+//! of a plan `repeats` times, epoch by epoch, timing what ../shared/DESIGN.md defines
+//! (first batch and epoch time from asking for the epoch's iterator to the batch being on
+//! the device), streaming events, and appending each finished config to the journal.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use super::Event;
+use super::journal::{Journal, default_journal_path};
+use crate::cancel::CancelToken;
+use crate::dataset::{self, Dataset};
+use crate::error::{Error, Result};
+use crate::loader::{Loader, LoaderSettings, batches_per_epoch};
+use crate::machine::Machine;
+use crate::memory;
+use crate::plan::Plan;
+use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
+use crate::transform::Pipeline;
+
+/// How a run is recorded.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The journal file; `None` uses [`default_journal_path`].
+    pub journal: Option<PathBuf>,
+}
+
+/// A run in progress: its events, and the means to cancel it.
+pub struct RunHandle {
+    events: Receiver<Event>,
+    cancel: CancelToken,
+    journal: PathBuf,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RunHandle {
+    /// The run's events; the last one is `Finished`, `Failed` or `Cancelled`.
+    pub fn events(&self) -> &Receiver<Event> {
+        &self.events
+    }
+
+    /// Asks the run to stop; it ends with `Cancelled` as soon as the loader notices
+    /// (within a batch, or 50 ms while waiting for workers).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Where the journal is written.
+    pub fn journal_path(&self) -> &std::path::Path {
+        &self.journal
+    }
+
+    /// True once the runner thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Waits for the runner thread to end.
+    pub fn join(mut self) {
+        self.join_thread();
+    }
+
+    fn join_thread(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            // The runner catches its own failures and reports them as events.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.join_thread();
+    }
+}
+
+/// Starts running `plan` on a background thread. `wake` is called after every event
+/// (the GUI passes a repaint request).
+pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) -> RunHandle {
+    let (sender, events) = unbounded();
+    let cancel = CancelToken::new();
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let journal = options
+        .journal
+        .unwrap_or_else(|| default_journal_path(&plan.name, started_unix_s));
+    let run = Run {
+        plan,
+        cancel: cancel.clone(),
+        emit: Emitter {
+            sender,
+            wake: Box::new(wake),
+        },
+        journal_path: journal.clone(),
+        started_unix_s,
+    };
+    let thread = std::thread::Builder::new()
+        .name("loaderbench-runner".to_owned())
+        .spawn(move || run.run())
+        .ok();
+    RunHandle {
+        events,
+        cancel,
+        journal,
+        thread,
+    }
+}
+
+struct Emitter {
+    sender: Sender<Event>,
+    wake: Box<dyn Fn() + Send>,
+}
+
+impl Emitter {
+    fn send(&self, event: Event) {
+        // Nobody listening is fine: the journal still records the run.
+        let _ = self.sender.send(event);
+        (self.wake)();
+    }
+}
+
+struct Run {
+    plan: Plan,
+    cancel: CancelToken,
+    emit: Emitter,
+    journal_path: PathBuf,
+    started_unix_s: u64,
+}
+
+impl Run {
+    fn run(self) {
+        let mut result = self.empty_result();
+        let outcome = self.measure_all(&mut result);
+        let event = match outcome {
+            Ok(()) => {
+                result.status = RunStatus::Finished;
+                Event::Finished {
+                    result: Box::new(result),
+                }
+            }
+            Err(Error::Cancelled) => {
+                result.status = RunStatus::Cancelled;
+                Event::Cancelled {
+                    result: Box::new(result),
+                }
+            }
+            Err(error) => {
+                result.status = RunStatus::Failed {
+                    error: error.to_string(),
+                };
+                Event::Failed {
+                    error: error.to_string(),
+                    bad_input: error.is_bad_input(),
+                    result: Box::new(result),
+                }
+            }
+        };
+        self.emit.send(event);
+    }
+
+    fn empty_result(&self) -> RunResult {
+        RunResult {
+            preset: self.plan.name.clone(),
+            dataset: String::new(),
+            epochs: self.plan.epochs,
+            repeats: self.plan.repeats,
+            started_unix_s: self.started_unix_s,
+            machine: Machine::current(),
+            configs: self.plan.configs.clone(),
+            labels: (0..self.plan.configs.len())
+                .map(|i| self.plan.label(i))
+                .collect(),
+            warnings: self.plan.warnings.clone(),
+            results: Vec::new(),
+            status: RunStatus::Running,
+        }
+    }
+
+    fn measure_all(&self, result: &mut RunResult) -> Result<()> {
+        let dataset = dataset::open(&self.plan.dataset, self.plan.samples)?;
+        result.dataset = dataset.describe();
+        for config in &self.plan.configs {
+            config.device.resolve()?;
+        }
+        let batches = self.plan.configs.first().map_or(0, |c| {
+            batches_per_epoch(dataset.len(), c.batch_size, self.plan.drop_last)
+        });
+        self.emit.send(Event::Started {
+            result: Box::new(result.clone()),
+            batches_per_epoch: batches,
+        });
+        for message in &self.plan.warnings {
+            self.warn(None, message.clone());
+        }
+        let mut journal = Journal::create(&self.journal_path, result)?;
+        let outcome = self.measure_configs(&dataset, result, &mut journal);
+        let status = match &outcome {
+            Ok(()) => RunStatus::Finished,
+            Err(Error::Cancelled) => RunStatus::Cancelled,
+            Err(error) => RunStatus::Failed {
+                error: error.to_string(),
+            },
+        };
+        journal.end(&status)?;
+        outcome
+    }
+
+    fn measure_configs(
+        &self,
+        dataset: &Arc<dyn Dataset>,
+        result: &mut RunResult,
+        journal: &mut Journal,
+    ) -> Result<()> {
+        for index in 0..self.plan.configs.len() {
+            for repeat in 0..self.plan.repeats {
+                self.cancel.check()?;
+                self.emit.send(Event::ConfigStarted {
+                    config: index,
+                    repeat,
+                });
+                let measured = self.measure_config(dataset, index, repeat)?;
+                journal.config(&measured)?;
+                result.results.push(measured.clone());
+                self.emit.send(Event::ConfigFinished {
+                    result: Box::new(measured),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn measure_config(
+        &self,
+        dataset: &Arc<dyn Dataset>,
+        index: usize,
+        repeat: usize,
+    ) -> Result<ConfigResult> {
+        let config = &self.plan.configs[index];
+        let pipeline = Arc::new(Pipeline::new(
+            &config.pipeline,
+            &self.plan.normalize,
+            dataset.shape().channels,
+        )?);
+        let settings = LoaderSettings {
+            batch_size: config.batch_size,
+            shuffle: self.plan.shuffle,
+            seed: self.plan.seed,
+            drop_last: self.plan.drop_last,
+            num_workers: config.num_workers,
+            persistent_workers: config.persistent_workers,
+            prefetch_factor: config.prefetch_factor,
+            in_order: config.in_order,
+            pin_memory: config.pin_memory,
+            device: config.device.resolve()?,
+            worker_timeout: Duration::from_secs_f64(self.plan.worker_timeout_s),
+        };
+        let mut loader = Loader::new(dataset.clone(), pipeline, settings, self.cancel.clone())?;
+        if config.pin_memory && !loader.pin_memory_effective() {
+            self.warn(
+                Some(index),
+                format!(
+                    "{}: pin_memory has no effect without CUDA; measured as a no-op",
+                    self.plan.label(index)
+                ),
+            );
+        }
+        memory::reset_peak_rss();
+        let rss_before_bytes = memory::rss_bytes();
+        let warmup = if self.plan.warmup {
+            Some(self.measure_epoch(&mut loader, index, repeat, 0)?)
+        } else {
+            None
+        };
+        let epochs = (1..=self.plan.epochs)
+            .map(|epoch| self.measure_epoch(&mut loader, index, repeat, epoch))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ConfigResult {
+            config_index: index,
+            repeat,
+            label: self.plan.label(index),
+            config: config.clone(),
+            warmup,
+            epochs,
+            pin_memory_effective: loader.pin_memory_effective(),
+            intra_op_threads: loader.intra_op_threads(),
+            rss_before_bytes,
+            peak_rss_bytes: memory::peak_rss_bytes(),
+        })
+    }
+
+    fn measure_epoch(
+        &self,
+        loader: &mut Loader,
+        config: usize,
+        repeat: usize,
+        epoch: usize,
+    ) -> Result<EpochResult> {
+        let started = Instant::now();
+        let mut batches = loader.epoch()?;
+        let mut timeline = Vec::new();
+        let mut startups = Vec::new();
+        while let Some(batch) = batches.next() {
+            let batch = batch?;
+            let record = BatchRecord {
+                index: batch.index,
+                at_s: started.elapsed().as_secs_f64(),
+                samples: usize::try_from(batch.labels.size()[0]).unwrap_or(0),
+                stages: batch.stages,
+            };
+            for startup in batches.take_worker_startups() {
+                self.emit.send(Event::WorkerReady { config, startup });
+                startups.push(startup);
+            }
+            timeline.push(record);
+            self.emit.send(Event::Batch {
+                config,
+                repeat,
+                epoch,
+                batch: record,
+            });
+        }
+        drop(batches);
+        let seconds = started.elapsed().as_secs_f64();
+        let result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+        self.emit.send(Event::EpochFinished {
+            config,
+            repeat,
+            result: Box::new(result.clone()),
+        });
+        Ok(result)
+    }
+
+    fn warn(&self, config: Option<usize>, message: String) {
+        self.emit.send(Event::Warning { config, message });
+    }
+}

@@ -1,0 +1,132 @@
+//! The command line: `run`, `validate` and `presets`, parsed with clap. Exit codes: 0
+//! success, 1 the run failed, 2 bad input (a preset, a dataset file, a `--set` value).
+
+mod progress;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use loaderbench::Error;
+use loaderbench::builtin;
+use loaderbench::plan::Plan;
+
+/// Measure and tune deep-learning data-loader configurations.
+#[derive(Debug, Parser)]
+#[command(name = "loaderbench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a preset's sweep and print the results table for each pipeline.
+    Run(RunArgs),
+    /// Check a preset (and any --set values) without running it.
+    Validate(PresetArgs),
+    /// List the built-in presets.
+    Presets,
+}
+
+/// A preset and the edits made to it on the command line.
+#[derive(Debug, Args)]
+struct PresetArgs {
+    /// A preset file (.ron), or the name of a built-in preset (see `loaderbench presets`).
+    preset: String,
+    /// Set a preset field by its path, e.g. `--set num_workers=0,2,4 --set dataset.kind=idx
+    /// --set dataset.path=DIR`. A single value replaces a sweep list.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    preset: PresetArgs,
+    /// Also write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also write the results as CSV (one row per config, repeat and epoch).
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Also write the results tables as Markdown.
+    #[arg(long, value_name = "FILE")]
+    md: Option<PathBuf>,
+    /// Where to append results as each config finishes (default: the user data directory).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Parses the command line and runs the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Validate(args) => validate(&args),
+        Command::Presets => {
+            list_presets();
+            Ok(())
+        }
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            exit_code(&error)
+        }
+    }
+}
+
+fn exit_code(error: &Error) -> ExitCode {
+    if error.is_bad_input() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Loads the preset, applies the `--set`s and checks it all.
+fn load_plan(args: &PresetArgs) -> Result<Plan, Error> {
+    let (mut preset, origin) = builtin::load(&args.preset)?;
+    for set in &args.sets {
+        let (key, value) = set
+            .split_once('=')
+            .ok_or_else(|| Error::value(format!("--set {set}: expected KEY=VALUE")))?;
+        preset.set(key.trim(), value)?;
+    }
+    Plan::from_preset(&preset, Some(&origin))
+}
+
+fn validate(args: &PresetArgs) -> Result<(), Error> {
+    let plan = load_plan(args)?;
+    loaderbench::dataset::open(&plan.dataset, plan.samples)?;
+    println!(
+        "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",
+        args.preset,
+        plan.configs.len(),
+        plan.repeats,
+        plan.epochs
+    );
+    for index in 0..plan.configs.len() {
+        println!("  {}", plan.label(index));
+    }
+    for warning in &plan.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
+}
+
+fn list_presets() {
+    for name in builtin::names() {
+        let description = builtin::load(name)
+            .map(|(preset, _)| preset.description)
+            .unwrap_or_default();
+        println!("{name:<14} {description}");
+    }
+}

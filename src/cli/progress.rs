@@ -1,0 +1,63 @@
+//! The progress bar of `loaderbench run`: one bar over every batch of the run, its
+//! message naming the config, repeat and epoch. Hidden when stderr is not a terminal
+//! or with `--quiet`; warnings are printed above it.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    pub fn new(quiet: bool) -> Progress {
+        let bar = if quiet {
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+        } else {
+            ProgressBar::new(0)
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} batches (eta {eta}) {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress { bar }
+    }
+
+    pub fn set_total(&self, batches: u64) {
+        self.bar.set_length(batches);
+    }
+
+    pub fn at(&self, label: &str, repeat: usize, repeats: usize, epoch: usize, epochs: usize) {
+        let epoch = if epoch == 0 {
+            "warm-up".to_owned()
+        } else {
+            format!("epoch {epoch}/{epochs}")
+        };
+        let repeat = if repeats > 1 {
+            format!(" · repeat {}/{repeats}", repeat + 1)
+        } else {
+            String::new()
+        };
+        self.bar.set_message(format!("{label}{repeat} · {epoch}"));
+    }
+
+    pub fn batch(&self) {
+        self.bar.inc(1);
+    }
+
+    pub fn println(&self, line: String) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

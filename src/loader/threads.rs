@@ -1,0 +1,170 @@
+//! Thread workers: named threads (`loader-worker-N`) that share the dataset, each taking
+//! batch tasks from its own queue and sending results to the loader over one channel.
+//! Every worker announces when it is ready (its start-up time) and turns a panic into an
+//! error message rather than dying silently. Dropping the pool closes the queues and
+//! joins every thread.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use super::collate::{BuiltBatch, build_batch};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::transform::Pipeline;
+
+/// Work for one batch.
+pub struct Task {
+    pub epoch: u64,
+    pub batch: usize,
+    pub indices: Vec<usize>,
+    pub seed: u64,
+}
+
+/// What a worker sends back.
+pub enum WorkerMessage {
+    Ready {
+        worker: usize,
+        startup: Duration,
+    },
+    Batch {
+        epoch: u64,
+        batch: usize,
+        built: Box<BuiltBatch>,
+    },
+    Failed {
+        worker: usize,
+        epoch: u64,
+        batch: usize,
+        error: Error,
+    },
+}
+
+struct Worker {
+    tasks: Sender<Task>,
+    thread: JoinHandle<()>,
+}
+
+/// A set of running worker threads.
+pub struct ThreadPool {
+    workers: Vec<Worker>,
+    results: Receiver<WorkerMessage>,
+}
+
+impl ThreadPool {
+    /// Starts `count` workers.
+    pub fn start(
+        count: usize,
+        dataset: &Arc<dyn Dataset>,
+        pipeline: &Arc<Pipeline>,
+    ) -> Result<Self> {
+        let (results_tx, results) = unbounded();
+        let workers = (0..count)
+            .map(|id| spawn_worker(id, dataset.clone(), pipeline.clone(), results_tx.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ThreadPool { workers, results })
+    }
+
+    pub fn len(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Queues a task on worker `worker`.
+    pub fn send(&self, worker: usize, task: Task) -> Result<()> {
+        self.workers[worker]
+            .tasks
+            .send(task)
+            .map_err(|_| Error::run(format!("loader-worker-{worker} has stopped")))
+    }
+
+    /// The channel every worker reports on.
+    pub fn results(&self) -> &Receiver<WorkerMessage> {
+        &self.results
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        for worker in self.workers.drain(..) {
+            drop(worker.tasks);
+            // A worker only panics outside `catch_unwind` if sending fails, which means
+            // the pool is going away anyway; nothing is left to report.
+            let _ = worker.thread.join();
+        }
+    }
+}
+
+fn spawn_worker(
+    id: usize,
+    dataset: Arc<dyn Dataset>,
+    pipeline: Arc<Pipeline>,
+    results: Sender<WorkerMessage>,
+) -> Result<Worker> {
+    let (tasks, queue) = unbounded::<Task>();
+    let asked_at = Instant::now();
+    let thread = std::thread::Builder::new()
+        .name(format!("loader-worker-{id}"))
+        .spawn(move || serve(id, asked_at, &*dataset, &pipeline, queue, results))
+        .map_err(|err| Error::run(format!("could not start loader-worker-{id}: {err}")))?;
+    Ok(Worker { tasks, thread })
+}
+
+fn serve(
+    worker: usize,
+    asked_at: Instant,
+    dataset: &dyn Dataset,
+    pipeline: &Pipeline,
+    queue: Receiver<Task>,
+    results: Sender<WorkerMessage>,
+) {
+    let ready = WorkerMessage::Ready {
+        worker,
+        startup: asked_at.elapsed(),
+    };
+    if results.send(ready).is_err() {
+        return;
+    }
+    for task in queue {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            build_batch(dataset, pipeline, &task.indices, task.seed)
+        }));
+        let message = match outcome {
+            Ok(Ok(built)) => WorkerMessage::Batch {
+                epoch: task.epoch,
+                batch: task.batch,
+                built: Box::new(built),
+            },
+            Ok(Err(error)) => WorkerMessage::Failed {
+                worker,
+                epoch: task.epoch,
+                batch: task.batch,
+                error,
+            },
+            Err(panic) => WorkerMessage::Failed {
+                worker,
+                epoch: task.epoch,
+                batch: task.batch,
+                error: Error::run(format!(
+                    "loader-worker-{worker} crashed: {}",
+                    panic_message(&panic)
+                )),
+            },
+        };
+        if results.send(message).is_err() {
+            return;
+        }
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}

@@ -1,0 +1,188 @@
+//! Results: what a run measured, as plain serde data that exporters, the GUI and the
+//! journal only read. A [`RunResult`] holds one [`ConfigResult`] per config and repeat;
+//! [`RunResult::summary`] folds repeats into one row per config (medians), the shape of
+//! the classic `num_workers | persistent | pin | first batch | epoch 1 …` table.
+
+use serde::{Deserialize, Serialize};
+
+use crate::loader::{StageTimes, WorkerStartup};
+use crate::machine::Machine;
+use crate::plan::Config;
+use crate::stats;
+
+/// One batch as the consumer saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BatchRecord {
+    pub index: usize,
+    /// Seconds from the start of the epoch until this batch was on the device.
+    pub at_s: f64,
+    pub samples: usize,
+    pub stages: StageTimes,
+}
+
+/// One measured epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochResult {
+    /// 1-based; the warm-up epoch is 0.
+    pub epoch: usize,
+    /// From asking for the epoch's iterator until the last batch was on the device.
+    pub seconds: f64,
+    /// From the same start until the first batch was on the device.
+    pub first_batch_s: f64,
+    pub batches: usize,
+    pub samples: usize,
+    /// Samples per second over the whole epoch.
+    pub throughput: f64,
+    /// Samples per second after the first batch.
+    pub steady_throughput: f64,
+    /// Sums over the epoch's batches.
+    pub stages: StageTimes,
+    /// Workers started for this epoch.
+    pub worker_startups: Vec<WorkerStartup>,
+    pub timeline: Vec<BatchRecord>,
+}
+
+impl EpochResult {
+    /// Derives the totals from a finished epoch's batches.
+    pub fn from_batches(
+        epoch: usize,
+        seconds: f64,
+        timeline: Vec<BatchRecord>,
+        worker_startups: Vec<WorkerStartup>,
+    ) -> EpochResult {
+        let samples: usize = timeline.iter().map(|b| b.samples).sum();
+        let first = timeline.first();
+        let first_batch_s = first.map_or(seconds, |b| b.at_s);
+        let steady_samples = samples - first.map_or(0, |b| b.samples);
+        let steady_seconds = seconds - first_batch_s;
+        let mut stages = StageTimes::default();
+        for batch in &timeline {
+            stages.add(&batch.stages);
+        }
+        EpochResult {
+            epoch,
+            seconds,
+            first_batch_s,
+            batches: timeline.len(),
+            samples,
+            throughput: rate(samples, seconds),
+            steady_throughput: rate(steady_samples, steady_seconds),
+            stages,
+            worker_startups,
+            timeline,
+        }
+    }
+}
+
+fn rate(samples: usize, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        samples as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// One config measured once (one repeat).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigResult {
+    /// Position of the config in the plan.
+    pub config_index: usize,
+    pub repeat: usize,
+    pub label: String,
+    pub config: Config,
+    pub warmup: Option<EpochResult>,
+    pub epochs: Vec<EpochResult>,
+    /// False when pin_memory was asked for but had no effect (no CUDA).
+    pub pin_memory_effective: bool,
+    pub intra_op_threads: i32,
+    /// Resident set size when the config started and at its peak.
+    pub rss_before_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum RunStatus {
+    Running,
+    Finished,
+    Failed { error: String },
+    Cancelled,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub preset: String,
+    pub dataset: String,
+    pub epochs: usize,
+    pub repeats: usize,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix_s: u64,
+    pub machine: Machine,
+    pub configs: Vec<Config>,
+    pub labels: Vec<String>,
+    pub warnings: Vec<String>,
+    pub results: Vec<ConfigResult>,
+    pub status: RunStatus,
+}
+
+/// One config's figures, repeats folded into medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    pub config_index: usize,
+    pub label: String,
+    pub config: Config,
+    pub repeats: usize,
+    /// First-batch latency of epoch 1.
+    pub first_batch_s: Option<f64>,
+    /// Time of each epoch (index 0 is epoch 1).
+    pub epoch_s: Vec<Option<f64>>,
+    pub pin_memory_effective: bool,
+}
+
+impl RunResult {
+    /// One row per config that has at least one result, in plan order.
+    pub fn summary(&self) -> Vec<SummaryRow> {
+        (0..self.configs.len())
+            .filter_map(|index| self.summary_row(index))
+            .collect()
+    }
+
+    fn summary_row(&self, index: usize) -> Option<SummaryRow> {
+        let runs: Vec<&ConfigResult> = self
+            .results
+            .iter()
+            .filter(|r| r.config_index == index)
+            .collect();
+        let first = runs.first()?;
+        let epoch_values = |epoch: usize, value: fn(&EpochResult) -> f64| -> Vec<f64> {
+            runs.iter()
+                .filter_map(|r| r.epochs.get(epoch).map(value))
+                .collect()
+        };
+        Some(SummaryRow {
+            config_index: index,
+            label: first.label.clone(),
+            config: first.config.clone(),
+            repeats: runs.len(),
+            first_batch_s: stats::median(&epoch_values(0, |e| e.first_batch_s)),
+            epoch_s: (0..self.epochs)
+                .map(|epoch| stats::median(&epoch_values(epoch, |e| e.seconds)))
+                .collect(),
+            pin_memory_effective: first.pin_memory_effective,
+        })
+    }
+
+    /// The pipelines in the order the configs use them.
+    pub fn pipelines(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for config in &self.configs {
+            let name = config.pipeline.name().to_owned();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+}
