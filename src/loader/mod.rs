@@ -318,7 +318,11 @@ impl Epoch<'_> {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
                     if last_heard.elapsed() > self.loader.settings.worker_timeout {
-                        return Err(self.hung_worker_error());
+                        let error = self.hung_worker_error();
+                        if let Some(pool) = self.loader.pool.as_mut() {
+                            pool.abandon_on_drop();
+                        }
+                        return Err(error);
                     }
                     continue;
                 }

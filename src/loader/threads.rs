@@ -2,14 +2,15 @@
 //! batch tasks from its own queue and sending results to the loader over one channel.
 //! Every worker announces when it is ready (its start-up time) and turns a panic into an
 //! error message rather than dying silently. Dropping the pool closes the queues and
-//! joins every thread.
+//! joins every thread that stops within [`SHUTDOWN_GRACE`]; a thread stuck inside a
+//! read (which no one can interrupt) is left detached rather than hanging the loader.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 
 use super::collate::{BuiltBatch, build_batch};
 use crate::dataset::Dataset;
@@ -43,8 +44,13 @@ pub enum WorkerMessage {
     },
 }
 
+/// How long dropping a pool waits for its workers to finish the batch in hand.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
 struct Worker {
     tasks: Sender<Task>,
+    /// Disconnects when the thread ends, however it ends.
+    stopped: Receiver<()>,
     thread: JoinHandle<()>,
 }
 
@@ -52,6 +58,7 @@ struct Worker {
 pub struct ThreadPool {
     workers: Vec<Worker>,
     results: Receiver<WorkerMessage>,
+    shutdown_grace: Duration,
 }
 
 impl ThreadPool {
@@ -65,7 +72,11 @@ impl ThreadPool {
         let workers = (0..count)
             .map(|id| spawn_worker(id, dataset.clone(), pipeline.clone(), results_tx.clone()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(ThreadPool { workers, results })
+        Ok(ThreadPool {
+            workers,
+            results,
+            shutdown_grace: SHUTDOWN_GRACE,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -80,6 +91,11 @@ impl ThreadPool {
             .map_err(|_| Error::run(format!("loader-worker-{worker} has stopped")))
     }
 
+    /// Don't wait for workers when the pool is dropped: one is known to be hung.
+    pub fn abandon_on_drop(&mut self) {
+        self.shutdown_grace = Duration::ZERO;
+    }
+
     /// The channel every worker reports on.
     pub fn results(&self) -> &Receiver<WorkerMessage> {
         &self.results
@@ -88,11 +104,26 @@ impl ThreadPool {
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        for worker in self.workers.drain(..) {
-            drop(worker.tasks);
-            // A worker only panics outside `catch_unwind` if sending fails, which means
-            // the pool is going away anyway; nothing is left to report.
-            let _ = worker.thread.join();
+        let deadline = Instant::now() + self.shutdown_grace;
+        // Closing every queue before waiting lets all workers wind down at once.
+        let running: Vec<(Receiver<()>, JoinHandle<()>)> = self
+            .workers
+            .drain(..)
+            .map(|worker| (worker.stopped, worker.thread))
+            .collect();
+        for (stopped, thread) in running {
+            let ended = matches!(
+                stopped.recv_deadline(deadline),
+                Err(RecvTimeoutError::Disconnected)
+            );
+            if ended {
+                // The thread has ended (its end of `stopped` is gone), so joining cannot
+                // block. A worker only panics outside `catch_unwind` when its results
+                // channel is gone, i.e. when the pool is going away; nothing to report.
+                let _ = thread.join();
+            }
+            // Otherwise the thread is stuck in a read; it is detached, and exits when the
+            // read returns and it finds its queue closed.
         }
     }
 }
@@ -104,12 +135,20 @@ fn spawn_worker(
     results: Sender<WorkerMessage>,
 ) -> Result<Worker> {
     let (tasks, queue) = unbounded::<Task>();
+    let (stopped_tx, stopped) = crossbeam_channel::bounded::<()>(0);
     let asked_at = Instant::now();
     let thread = std::thread::Builder::new()
         .name(format!("loader-worker-{id}"))
-        .spawn(move || serve(id, asked_at, &*dataset, &pipeline, queue, results))
+        .spawn(move || {
+            let _stopped = stopped_tx;
+            serve(id, asked_at, &*dataset, &pipeline, queue, results);
+        })
         .map_err(|err| Error::run(format!("could not start loader-worker-{id}: {err}")))?;
-    Ok(Worker { tasks, thread })
+    Ok(Worker {
+        tasks,
+        stopped,
+        thread,
+    })
 }
 
 fn serve(
