@@ -4,6 +4,7 @@
 //! copies. [`open`] turns a preset's [`DatasetSpec`] into a dataset, checking the files
 //! up front so that bad input is reported before a run starts.
 
+mod files;
 mod idx;
 mod image_folder;
 mod npy;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub use idx::{IdxError, IdxLayout, IdxRole, parse_idx};
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
