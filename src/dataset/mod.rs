@@ -147,7 +147,7 @@ pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Datase
         DatasetKind::Synthetic => Arc::new(synthetic::Synthetic::generate(
             samples.unwrap_or(SYNTHETIC_LEN),
             spec.seed,
-        )),
+        )?),
         DatasetKind::Idx => Arc::new(idx::Idx::open(&path()?, spec.labels.as_deref())?),
         DatasetKind::ImageFolder => Arc::new(image_folder::ImageFolder::open(
             &path()?,

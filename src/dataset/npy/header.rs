@@ -284,7 +284,7 @@ pub mod tests {
 
     pub fn npy_with_dict(dict: &str, data: &[u8]) -> Vec<u8> {
         let mut dict = dict.to_string();
-        while (MAGIC.len() + 4 + dict.len() + 1) % 64 != 0 {
+        while !(MAGIC.len() + 4 + dict.len() + 1).is_multiple_of(64) {
             dict.push(' ');
         }
         dict.push('\n');
