@@ -1,29 +1,308 @@
-//! Placeholder until the image_folder reader lands.
+//! The image-folder reader, laid out as torchvision's `ImageFolder`: one sub-folder per
+//! class, classes sorted by name and numbered by position, PNG/JPEG files of any size and
+//! colour type inside (searched recursively; hidden files and folders skipped). Every
+//! file's header is checked at open, so a corrupt file is reported before a run starts;
+//! `read` decodes, converts to 1 or 3 channels, resizes to the requested size and writes
+//! channels-first bytes.
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 
-use super::{Dataset, SampleShape};
+use image::imageops::{self, FilterType};
+use image::{DynamicImage, ImageReader};
+
+use super::files;
+use super::{Dataset, PixelKind, SampleShape};
 use crate::error::{Error, Result};
 
-pub struct ImageFolder;
+/// The image files of a class folder tree, each with its class index.
+pub struct ImageFolder {
+    root: PathBuf,
+    samples: Vec<(PathBuf, i64)>,
+    classes: usize,
+    shape: SampleShape,
+}
 
 impl ImageFolder {
-    pub fn open(path: &Path, _channels: usize, _size: [usize; 2]) -> Result<Self> {
-        Err(Error::file(path, "not implemented yet"))
+    /// Lists and checks the images under `root`, to be read as `channels` × `size`.
+    pub fn open(root: &Path, channels: usize, size: [usize; 2]) -> Result<Self> {
+        let shape = sample_shape(channels, size)?;
+        let classes = visible_entries(root)?
+            .into_iter()
+            .filter(|path| path.is_dir())
+            .collect::<Vec<_>>();
+        if classes.is_empty() {
+            return Err(Error::file(root, "no class folders in this folder"));
+        }
+        let mut samples = Vec::new();
+        for (class, folder) in classes.iter().enumerate() {
+            let images = images_under(folder)?;
+            if images.is_empty() {
+                return Err(Error::file(
+                    folder,
+                    "no PNG or JPEG images in this class folder",
+                ));
+            }
+            samples.extend(images.into_iter().map(|path| (path, class as i64)));
+        }
+        for (path, _) in &samples {
+            check_header(path)?;
+        }
+        Ok(ImageFolder {
+            root: root.to_path_buf(),
+            samples,
+            classes: classes.len(),
+            shape,
+        })
     }
 }
 
 impl Dataset for ImageFolder {
     fn len(&self) -> usize {
-        0
+        self.samples.len()
     }
+
     fn shape(&self) -> SampleShape {
-        unreachable!()
+        self.shape
     }
-    fn read(&self, _index: usize, _pixels: &mut [u8]) -> Result<i64> {
-        unreachable!()
+
+    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        files::check_index(index, self.len())?;
+        let (path, label) = &self.samples[index];
+        let image = ImageReader::open(path)
+            .and_then(|reader| reader.with_guessed_format())
+            .map_err(|err| Error::file(path, format!("cannot read: {err}")))?
+            .decode()
+            .map_err(|err| Error::file(path, format!("cannot decode: {err}")))?;
+        write_chw(&image, self.shape, pixels);
+        Ok(*label)
     }
+
     fn describe(&self) -> String {
-        String::new()
+        let files = files::describe("image_folder", &self.root, self.len(), self.shape);
+        format!("{files}, {} classes", self.classes)
+    }
+}
+
+/// The shape samples are converted to, if the preset's values make sense.
+fn sample_shape(channels: usize, [height, width]: [usize; 2]) -> Result<SampleShape> {
+    if channels != 1 && channels != 3 {
+        return Err(Error::value(format!(
+            "dataset.channels: must be 1 (grey) or 3 (RGB), not {channels}"
+        )));
+    }
+    let fits_u32 = |side: usize| side >= 1 && u32::try_from(side).is_ok();
+    if !fits_u32(height) || !fits_u32(width) {
+        return Err(Error::value(format!(
+            "dataset.image_size: height and width must be at least 1, not [{height}, {width}]"
+        )));
+    }
+    Ok(SampleShape {
+        channels,
+        height,
+        width,
+        pixel: PixelKind::U8,
+    })
+}
+
+/// The entries of `folder` whose names do not start with a dot, sorted by name.
+fn visible_entries(folder: &Path) -> Result<Vec<PathBuf>> {
+    let entries =
+        fs::read_dir(folder).map_err(|err| Error::file(folder, format!("cannot list: {err}")))?;
+    let mut paths = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|err| Error::file(folder, format!("cannot list: {err}")))?;
+        if !entry.file_name().to_string_lossy().starts_with('.') {
+            paths.push(entry.path());
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// The PNG/JPEG files in `folder` and its sub-folders, in sorted order.
+fn images_under(folder: &Path) -> Result<Vec<PathBuf>> {
+    let mut images = Vec::new();
+    for path in visible_entries(folder)? {
+        if path.is_dir() {
+            images.extend(images_under(&path)?);
+        } else if has_image_extension(&path) {
+            images.push(path);
+        }
+    }
+    Ok(images)
+}
+
+fn has_image_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|ext| ext.to_str())
+        .is_some_and(|ext| ["png", "jpg", "jpeg"].contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+/// Reads just enough of the file at `path` to know it is an image with a size.
+fn check_header(path: &Path) -> Result<()> {
+    let reader = ImageReader::open(path)
+        .and_then(|reader| reader.with_guessed_format())
+        .map_err(|err| Error::file(path, format!("cannot read: {err}")))?;
+    let (width, height) = reader
+        .into_dimensions()
+        .map_err(|err| Error::file(path, format!("not a readable image: {err}")))?;
+    if width == 0 || height == 0 {
+        return Err(Error::file(path, "the image has no pixels"));
+    }
+    Ok(())
+}
+
+/// Converts `image` to `shape`'s channels and size and writes it channels-first.
+fn write_chw(image: &DynamicImage, shape: SampleShape, pixels: &mut [u8]) {
+    // `sample_shape` checked that both sides fit in u32.
+    let (width, height) = (shape.width as u32, shape.height as u32);
+    if shape.channels == 1 {
+        let grey = resized(image.to_luma8(), width, height);
+        pixels.copy_from_slice(grey.as_raw());
+    } else {
+        let rgb = resized(image.to_rgb8(), width, height);
+        let plane = shape.height * shape.width;
+        for (i, pixel) in rgb.pixels().enumerate() {
+            for (channel, &value) in pixel.0.iter().enumerate() {
+                pixels[channel * plane + i] = value;
+            }
+        }
+    }
+}
+
+/// `image` at `width` × `height`, untouched when it is that size already.
+fn resized<P>(
+    image: image::ImageBuffer<P, Vec<u8>>,
+    width: u32,
+    height: u32,
+) -> image::ImageBuffer<P, Vec<u8>>
+where
+    P: image::Pixel<Subpixel = u8> + 'static,
+{
+    if image.dimensions() == (width, height) {
+        image
+    } else {
+        imageops::resize(&image, width, height, FilterType::Triangle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use image::{GrayImage, Luma, Rgb, RgbImage};
+    use tempfile::TempDir;
+
+    use super::*;
+
+    /// `cats/` holds a 4×3 red PNG, `dogs/` a 6×5 grey JPEG (upper-case extension), a
+    /// hidden file and a text file; `.hidden/` is not a class.
+    fn write_folder() -> TempDir {
+        let dir = TempDir::new().unwrap();
+        let cats = dir.path().join("cats");
+        let dogs = dir.path().join("dogs");
+        for folder in [&cats, &dogs, &dir.path().join(".hidden")] {
+            fs::create_dir(folder).unwrap();
+        }
+        RgbImage::from_pixel(4, 3, Rgb([200, 10, 30]))
+            .save(cats.join("a.png"))
+            .unwrap();
+        GrayImage::from_pixel(6, 5, Luma([120]))
+            .save_with_format(dogs.join("b.JPG"), image::ImageFormat::Jpeg)
+            .unwrap();
+        fs::write(dogs.join(".c.png"), "hidden, not an image").unwrap();
+        fs::write(dogs.join("notes.txt"), "not an image").unwrap();
+        dir
+    }
+
+    fn open_error(root: &Path, channels: usize, size: [usize; 2]) -> String {
+        match ImageFolder::open(root, channels, size) {
+            Ok(_) => panic!("{} opened but should not", root.display()),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    #[test]
+    fn reads_classes_in_name_order_as_rgb_chw() {
+        let dir = write_folder();
+        let folder = ImageFolder::open(dir.path(), 3, [2, 2]).unwrap();
+        assert_eq!(folder.len(), 2);
+        assert!(folder.describe().ends_with("(2 × 3×2×2 u8), 2 classes"));
+        let mut pixels = [0u8; 12];
+        assert_eq!(folder.read(0, &mut pixels).unwrap(), 0);
+        assert_eq!(pixels[..4], [200; 4], "red plane first");
+        assert_eq!(pixels[4..8], [10; 4]);
+        assert_eq!(pixels[8..], [30; 4]);
+        assert_eq!(folder.read(1, &mut pixels).unwrap(), 1);
+        assert!(pixels.iter().all(|&v| v.abs_diff(120) <= 2), "{pixels:?}");
+    }
+
+    #[test]
+    fn converts_colour_to_grey_at_full_size() {
+        let dir = write_folder();
+        let folder = ImageFolder::open(dir.path(), 1, [3, 4]).unwrap();
+        let mut pixels = [0u8; 12];
+        folder.read(0, &mut pixels).unwrap();
+        // Rec. 709 luma of (200, 10, 30), as the image crate computes it.
+        assert!(pixels.iter().all(|&v| v.abs_diff(52) <= 1), "{pixels:?}");
+    }
+
+    #[test]
+    fn corrupt_image_is_named_at_open() {
+        let dir = write_folder();
+        let bad = dir.path().join("dogs").join("broken.png");
+        fs::write(&bad, "not a png").unwrap();
+        let msg = open_error(dir.path(), 3, [2, 2]);
+        assert!(msg.starts_with(&bad.display().to_string()), "{msg}");
+        assert!(msg.contains("not a readable image"), "{msg}");
+    }
+
+    #[test]
+    fn decode_failure_in_read_is_named() {
+        let dir = write_folder();
+        let folder = ImageFolder::open(dir.path(), 1, [2, 2]).unwrap();
+        let png = dir.path().join("cats").join("a.png");
+        let mut bytes = fs::read(&png).unwrap();
+        // Past the signature and the 25-byte IHDR chunk, into the pixel data.
+        bytes.truncate(40);
+        fs::write(&png, bytes).unwrap();
+        let msg = folder.read(0, &mut [0; 4]).unwrap_err().to_string();
+        assert!(msg.starts_with(&png.display().to_string()), "{msg}");
+        assert!(msg.contains("cannot decode"), "{msg}");
+    }
+
+    #[test]
+    fn class_folder_without_images_is_named() {
+        let dir = write_folder();
+        let empty = dir.path().join("emus");
+        fs::create_dir(&empty).unwrap();
+        let msg = open_error(dir.path(), 3, [2, 2]);
+        assert!(msg.starts_with(&empty.display().to_string()), "{msg}");
+        assert!(msg.contains("no PNG or JPEG images"), "{msg}");
+    }
+
+    #[test]
+    fn root_without_class_folders_is_named() {
+        let dir = TempDir::new().unwrap();
+        fs::write(dir.path().join("a.png"), "loose file").unwrap();
+        let msg = open_error(dir.path(), 3, [2, 2]);
+        assert!(msg.contains("no class folders"), "{msg}");
+        let missing = dir.path().join("missing");
+        let msg = open_error(&missing, 3, [2, 2]);
+        assert!(
+            msg.contains("missing") && msg.contains("cannot list"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn channels_and_size_are_checked() {
+        let dir = write_folder();
+        let msg = open_error(dir.path(), 4, [2, 2]);
+        assert!(
+            msg.contains("dataset.channels") && msg.contains("not 4"),
+            "{msg}"
+        );
+        let msg = open_error(dir.path(), 1, [0, 2]);
+        assert!(msg.contains("dataset.image_size"), "{msg}");
     }
 }

@@ -4,6 +4,7 @@
 //! copies. [`open`] turns a preset's [`DatasetSpec`] into a dataset, checking the files
 //! up front so that bad input is reported before a run starts.
 
+mod files;
 mod idx;
 mod image_folder;
 mod npy;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub use idx::{IdxError, IdxLayout, IdxRole, parse_idx};
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
@@ -145,7 +147,7 @@ pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Datase
         DatasetKind::Synthetic => Arc::new(synthetic::Synthetic::generate(
             samples.unwrap_or(SYNTHETIC_LEN),
             spec.seed,
-        )),
+        )?),
         DatasetKind::Idx => Arc::new(idx::Idx::open(&path()?, spec.labels.as_deref())?),
         DatasetKind::ImageFolder => Arc::new(image_folder::ImageFolder::open(
             &path()?,
