@@ -5,6 +5,15 @@
 
 use serde::{Deserialize, Serialize};
 
+mod blur;
+mod cost;
+mod geometry;
+mod normalize;
+mod pipeline;
+mod random;
+
+pub use pipeline::Pipeline;
+
 /// A pipeline as a preset names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
