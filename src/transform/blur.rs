@@ -1,7 +1,7 @@
 //! Gaussian blurring as torchvision does it: 1-D Gaussian kernels, reflect padding and a
 //! separable convolution. Per-sample kernels are applied to the whole batch at once with
-//! one grouped convolution per axis. The elastic op blurs its noise field with the same
-//! pieces.
+//! one grouped convolution per axis. The elastic op's wide kernels are cheaper as
+//! matrices (padding folded in) multiplied from both sides, so those are built here too.
 
 use tch::Tensor;
 
@@ -39,6 +39,38 @@ pub(super) fn gaussian_kernel(size: usize, sigma: f64) -> Vec<f32> {
     pdf.iter().map(|p| (p / sum) as f32).collect()
 }
 
+/// The `size`×`size` matrix that blurs a length-`size` signal with `kernel`, reflect
+/// padding included: multiplying by it equals reflect-padding and convolving.
+pub(super) fn reflect_blur_matrix(size: i64, kernel: &[f32]) -> Result<Vec<f32>> {
+    let pad = kernel.len() as i64 / 2;
+    check_reflect_pad(pad, size, size)?;
+    let reflect = |i: i64| match i {
+        i if i < 0 => -i,
+        i if i >= size => 2 * (size - 1) - i,
+        i => i,
+    };
+    let mut matrix = vec![0.0; (size * size) as usize];
+    for row in 0..size {
+        for (tap, &weight) in kernel.iter().enumerate() {
+            let column = reflect(row + tap as i64 - pad);
+            matrix[(row * size + column) as usize] += weight;
+        }
+    }
+    Ok(matrix)
+}
+
+/// Reflect padding mirrors the image once, so it must be narrower than the image.
+fn check_reflect_pad(pad: i64, h: i64, w: i64) -> Result<()> {
+    if pad < h && pad < w {
+        Ok(())
+    } else {
+        Err(Error::run(format!(
+            "a blur that reflect-pads by {pad} pixels needs images larger than \
+             {pad}×{pad}, but they are {h}×{w}"
+        )))
+    }
+}
+
 /// Pads the last two dimensions of `x` by `pad` on every side, mirroring the edge.
 pub(super) fn reflect_pad(x: &Tensor, pad: usize) -> Result<Tensor> {
     if pad == 0 {
@@ -46,12 +78,7 @@ pub(super) fn reflect_pad(x: &Tensor, pad: usize) -> Result<Tensor> {
     }
     let (_, _, h, w) = x.size4()?;
     let p = pad as i64;
-    if p >= h || p >= w {
-        return Err(Error::run(format!(
-            "a blur that reflect-pads by {pad} pixels needs images larger than \
-             {pad}×{pad}, but they are {h}×{w}"
-        )));
-    }
+    check_reflect_pad(p, h, w)?;
     Ok(x.f_pad([p, p, p, p], "reflect", None)?)
 }
 
@@ -126,6 +153,27 @@ mod tests {
         assert!(out.double_value(&[1, 0, 6, 6]) > out.double_value(&[0, 0, 6, 6]));
         // Away from the border nothing is lost.
         assert!((out.sum(Kind::Double).double_value(&[]) - 2.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_blur_matrix_equals_padding_and_convolving() {
+        let x = Tensor::rand([2, 1, 7, 7], (Kind::Float, tch::Device::Cpu));
+        let kernel = gaussian_kernel(9, 1.5);
+        let padded = reflect_pad(&x, 4).unwrap();
+        let by_conv = separable_conv(&padded, &kernel, &kernel, 1).unwrap();
+        let m = Tensor::from_slice(&reflect_blur_matrix(7, &kernel).unwrap()).view([7, 7]);
+        let by_matrix = m.matmul(&x).matmul(&m.tr());
+        let diff = (by_conv - by_matrix).abs().max().double_value(&[]);
+        assert!(diff < 1e-6, "{diff}");
+    }
+
+    #[test]
+    fn a_blur_matrix_too_wide_for_the_signal_is_an_error() {
+        assert!(reflect_blur_matrix(4, &gaussian_kernel(9, 1.0)).is_err());
+        assert_eq!(
+            reflect_blur_matrix(3, &[1.0]).unwrap(),
+            [1., 0., 0., 0., 1., 0., 0., 0., 1.]
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use tch::Tensor;
 
-use super::blur::{gaussian_kernel, reflect_pad, separable_conv};
+use super::blur::{gaussian_kernel, reflect_blur_matrix};
 use crate::error::{Error, Result};
 
 /// `grid_sampler`'s interpolation modes.
@@ -59,17 +59,18 @@ pub(super) fn elastic(x: &Tensor, noise: &[f32], alpha: f64, sigma: f64) -> Resu
 /// normalized coordinates.
 fn displacement_field(noise: &Tensor, alpha: f64, sigma: f64) -> Result<Tensor> {
     let (_, _, h, w) = noise.size4()?;
-    let taps = elastic_kernel_size(sigma);
-    let padded = reflect_pad(noise, taps / 2)?;
-    let kernel = gaussian_kernel(taps, sigma);
+    let kernel = gaussian_kernel(elastic_kernel_size(sigma), sigma);
+    // The kernels are wide (41 taps for sigma 5) and the images small, so blurring as
+    // `columns · noise · rowsᵀ` with reflect padding folded into the matrices beats a
+    // padded convolution by far.
+    let columns = Tensor::f_from_slice(&reflect_blur_matrix(h, &kernel)?)?.f_view([h, h])?;
+    let rows = Tensor::f_from_slice(&reflect_blur_matrix(w, &kernel)?)?.f_view([1, w, w])?;
     // torchvision scales dx by alpha / height and dy by alpha / width (sic). Folding the
-    // scales into the row kernels saves a pass over the field.
-    let scaled = |factor: f64| kernel.iter().map(move |&k| k * factor as f32);
-    let rows: Vec<f32> = scaled(alpha / h as f64)
-        .chain(scaled(alpha / w as f64))
-        .collect();
-    let columns = kernel.repeat(2);
-    let field = separable_conv(&padded, &rows, &columns, 2)?;
+    // scales into the row matrices saves a pass over the field.
+    let scales = Tensor::f_from_slice(&[(alpha / h as f64) as f32, (alpha / w as f64) as f32])?
+        .f_view([2, 1, 1])?;
+    let rows_t = rows.f_mul(&scales)?.f_transpose(1, 2)?;
+    let field = columns.f_matmul(noise)?.f_matmul(&rows_t)?;
     Ok(field.f_permute([0, 2, 3, 1])?)
 }
 
@@ -229,13 +230,30 @@ mod tests {
 
     #[test]
     fn elastic_with_a_constant_field_shifts_the_image() {
-        // Unsmoothed (sigma 0) noise of 1 with alpha = h moves x by one normalized unit:
-        // half the width, so the left half now shows the right half.
-        let x = ramp(1, 1, 4, 4);
-        let noise = [vec![1.0f32; 16], vec![0.0f32; 16]].concat();
-        let out = elastic(&x, &noise, 4.0, 0.0).unwrap();
-        assert!(max_diff(&out.narrow(3, 0, 2), &x.narrow(3, 2, 2)) < 1e-4);
-        assert!(out.narrow(3, 2, 2).abs().max().double_value(&[]) < 1e-6);
+        // Blurring constant noise leaves it constant; noise 1 in x with alpha = h moves x
+        // by one normalized unit: half the width, so the left half shows the right half.
+        for sigma in [0.0, 0.5] {
+            let x = ramp(1, 1, 8, 8);
+            let noise = [vec![1.0f32; 64], vec![0.0f32; 64]].concat();
+            let out = elastic(&x, &noise, 8.0, sigma).unwrap();
+            assert!(
+                max_diff(&out.narrow(3, 0, 4), &x.narrow(3, 4, 4)) < 1e-3,
+                "{sigma}"
+            );
+            assert!(out.narrow(3, 4, 4).abs().max().double_value(&[]) < 1e-6);
+        }
+    }
+
+    #[test]
+    fn elastic_scales_x_by_height_and_y_by_width_as_torchvision_does() {
+        // On a 4×8 image, noise 1 in y with alpha 2 moves y by alpha / width = 0.25
+        // normalized units: half a pixel of 4 rows, which bilinear sampling shows as the
+        // mean of two neighbouring rows (scaling by the height would move a whole pixel).
+        let x = ramp(1, 1, 4, 8);
+        let noise = [vec![0.0f32; 32], vec![1.0f32; 32]].concat();
+        let out = elastic(&x, &noise, 2.0, 0.0).unwrap();
+        let want = (x.narrow(2, 0, 1) + x.narrow(2, 1, 1)) / 2.0;
+        assert!(max_diff(&out.narrow(2, 0, 1), &want) < 1e-4);
     }
 
     #[test]
