@@ -60,7 +60,7 @@ pub(super) fn reflect_blur_matrix(size: i64, kernel: &[f32]) -> Result<Vec<f32>>
 }
 
 /// Reflect padding mirrors the image once, so it must be narrower than the image.
-fn check_reflect_pad(pad: i64, h: i64, w: i64) -> Result<()> {
+pub(super) fn check_reflect_pad(pad: i64, h: i64, w: i64) -> Result<()> {
     if pad < h && pad < w {
         Ok(())
     } else {

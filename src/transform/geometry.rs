@@ -5,7 +5,7 @@
 
 use tch::Tensor;
 
-use super::blur::{gaussian_kernel, reflect_blur_matrix};
+use super::blur::{check_reflect_pad, gaussian_kernel, reflect_blur_matrix};
 use crate::error::{Error, Result};
 
 /// `grid_sampler`'s interpolation modes.
@@ -59,7 +59,10 @@ pub(super) fn elastic(x: &Tensor, noise: &[f32], alpha: f64, sigma: f64) -> Resu
 /// normalized coordinates.
 fn displacement_field(noise: &Tensor, alpha: f64, sigma: f64) -> Result<Tensor> {
     let (_, _, h, w) = noise.size4()?;
-    let kernel = gaussian_kernel(elastic_kernel_size(sigma), sigma);
+    let taps = elastic_kernel_size(sigma);
+    // Checked before the kernel is built, as a huge sigma would ask for a huge kernel.
+    check_reflect_pad((taps / 2) as i64, h, w)?;
+    let kernel = gaussian_kernel(taps, sigma);
     // The kernels are wide (41 taps for sigma 5) and the images small, so blurring as
     // `columns · noise · rowsᵀ` with reflect padding folded into the matrices beats a
     // padded convolution by far.
@@ -105,7 +108,7 @@ pub(super) fn flip(x: &Tensor, flips: &[bool]) -> Result<Tensor> {
 /// How far a `size` crop can move on each axis (`[rows, columns]`) once an `h`×`w` image
 /// is zero-padded by `padding`; an error if the crop does not fit.
 pub(super) fn crop_room(h: i64, w: i64, size: [usize; 2], padding: usize) -> Result<[usize; 2]> {
-    let padded = [h as usize + 2 * padding, w as usize + 2 * padding];
+    let padded = [h, w].map(|side| (side as usize).saturating_add(padding.saturating_mul(2)));
     match (
         padded[0].checked_sub(size[0]),
         padded[1].checked_sub(size[1]),

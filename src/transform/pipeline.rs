@@ -215,7 +215,7 @@ mod tests {
         let (mean, std) = (0.2860f32, 0.3530f32);
         for (got, v) in out.iter().zip(&raw) {
             let want = (f32::from(*v) / 255.0 - mean) / std;
-            assert!((got - want).abs() < 1e-6, "{v}: {got} vs {want}");
+            assert_eq!(*got, want, "{v}");
         }
     }
 
@@ -281,6 +281,15 @@ mod tests {
         }]);
         let err = Pipeline::new(&even, &Normalize::default(), 1).unwrap_err();
         assert!(err.to_string().contains("odd"), "{err}");
+        let huge = custom(vec![Op::Elastic {
+            alpha: 1.0,
+            sigma: 1e18,
+        }]);
+        let p = Pipeline::new(&huge, &Normalize::default(), 1).unwrap();
+        let err = p
+            .apply(&images(1), &mut StdRng::seed_from_u64(0))
+            .unwrap_err();
+        assert!(err.to_string().contains("larger than"), "{err}");
         let endless = custom(vec![Op::GaussianBlur {
             kernel: 3,
             sigma: [0.1, f64::INFINITY],
