@@ -3,7 +3,12 @@
 //! each sample's random parameters from a seeded generator so that a batch comes out the
 //! same whichever worker builds it.
 
+mod blur;
+mod cost;
+mod geometry;
+mod normalize;
 mod pipeline;
+mod random;
 
 use serde::{Deserialize, Serialize};
 
