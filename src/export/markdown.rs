@@ -31,9 +31,14 @@ impl Exporter for Markdown {
     }
 }
 
-/// Seconds with two decimals; a dash for no value.
+/// Seconds with two decimals (`<0.01` rather than a misleading `0.00`); a dash for no
+/// value.
 pub fn seconds(value: Option<f64>) -> String {
-    value.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"))
+    match value {
+        None => "-".to_owned(),
+        Some(s) if s > 0.0 && s < 0.005 => "<0.01".to_owned(),
+        Some(s) => format!("{s:.2}"),
+    }
 }
 
 /// The aligned Markdown table of one pipeline's configs.

@@ -1,0 +1,465 @@
+//! The CLI as a process, on real libtorch: a small sweep end to end with every export,
+//! the commands that list and check presets, and each kind of bad input, which must exit
+//! with code 2 and a one-line error naming the file and the problem — never a panic or
+//! a hang.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// Runs `loaderbench ARGS`, failing the test if it takes longer than two minutes.
+fn loaderbench(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("waitable").is_none() {
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("loaderbench {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts exit code 2 and one `error:` line that contains every fragment.
+fn assert_bad_input(output: &Output, fragments: &[&str]) {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line in: {err}"));
+    for fragment in fragments {
+        assert!(line.contains(fragment), "`{fragment}` missing from: {line}");
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
+
+/// Runs a tiny copy of seed-light on a dataset the test made.
+fn run_on_dataset(kind: &str, path: &Path, extra: &[&str]) -> Output {
+    let kind = format!("dataset.kind={kind}");
+    let dataset = format!("dataset.path={}", path_str(path));
+    let mut args = vec![
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        &kind,
+        "--set",
+        &dataset,
+        "--set",
+        "num_workers=0",
+        "--set",
+        "persistent_workers=false",
+        "--set",
+        "pin_memory=false",
+        "--set",
+        "epochs=1",
+        "--set",
+        "batch_size=4",
+    ];
+    args.extend_from_slice(extra);
+    loaderbench(&args)
+}
+
+fn idx_images(count: u32, rows: u32, cols: u32, pixels: usize) -> Vec<u8> {
+    let mut bytes = vec![0, 0, 8, 3];
+    for dim in [count, rows, cols] {
+        bytes.extend_from_slice(&dim.to_be_bytes());
+    }
+    bytes.extend(std::iter::repeat_n(7u8, pixels));
+    bytes
+}
+
+fn idx_labels(count: u32) -> Vec<u8> {
+    let mut bytes = vec![0, 0, 8, 1];
+    bytes.extend_from_slice(&count.to_be_bytes());
+    bytes.extend((0..count).map(|i| (i % 10) as u8));
+    bytes
+}
+
+/// A directory holding `train-images-idx3-ubyte` and `train-labels-idx1-ubyte`.
+fn idx_dir(images: &[u8], labels: &[u8]) -> TempDir {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("train-images-idx3-ubyte"), images).unwrap();
+    std::fs::write(dir.path().join("train-labels-idx1-ubyte"), labels).unwrap();
+    dir
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 99]));
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+    bytes.into_inner()
+}
+
+#[test]
+fn a_small_sweep_prints_the_classic_table_and_writes_every_export() {
+    let out = TempDir::new().unwrap();
+    let file = |name: &str| out.path().join(name);
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=1024",
+        "--set",
+        "batch_size=128",
+        "--json",
+        path_str(&file("r.json")),
+        "--csv",
+        path_str(&file("r.csv")),
+        "--md",
+        path_str(&file("r.md")),
+        "--journal",
+        path_str(&file("j.jsonl")),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(
+        table.contains(
+            "| num_workers | persistent | pin          | first batch | epoch 1 | epoch 2 |"
+        ),
+        "{table}"
+    );
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("| ")).count(),
+        2 + 7,
+        "{table}"
+    );
+    assert!(
+        table.contains("True (no-op)") || table.contains("| True "),
+        "{table}"
+    );
+    assert!(stderr(&output).contains("pin_memory has no effect without CUDA"));
+
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file("r.json")).unwrap()).unwrap();
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 7);
+    let workers: Vec<u64> = results
+        .iter()
+        .map(|r| r["config"]["num_workers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(workers, vec![0, 2, 4, 8, 4, 0, 4]);
+    assert_eq!(results[4]["config"]["persistent_workers"], true);
+    assert_eq!(results[5]["config"]["pin_memory"], true);
+    for result in results {
+        let epochs = result["epochs"].as_array().unwrap();
+        assert_eq!(epochs.len(), 2);
+        for epoch in epochs {
+            let seconds = epoch["seconds"].as_f64().unwrap();
+            let first = epoch["first_batch_s"].as_f64().unwrap();
+            assert!(seconds > 0.0 && first > 0.0 && first <= seconds, "{epoch}");
+            assert_eq!(epoch["samples"], 1024);
+        }
+    }
+    assert!(json["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(
+        json["machine"]["libtorch"]
+            .as_str()
+            .unwrap()
+            .starts_with("2.13.0")
+    );
+    assert_eq!(json["status"]["status"], "finished");
+
+    let csv = std::fs::read_to_string(file("r.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 7 * 2);
+    let markdown = std::fs::read_to_string(file("r.md")).unwrap();
+    assert!(markdown.contains("## light") && markdown.contains("| epoch 2 |"));
+    let journal = std::fs::read_to_string(file("j.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 1 + 7 + 1, "header, configs, end");
+}
+
+#[test]
+fn the_heavy_pipeline_runs_with_workers() {
+    let output = loaderbench(&[
+        "run",
+        "seed-heavy",
+        "-q",
+        "--set",
+        "samples=256",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "num_workers=0,2",
+        "--set",
+        "persistent_workers=false",
+        "--set",
+        "epochs=1",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.starts_with("\nheavy"), "{table}");
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("| ")).count(),
+        2 + 2,
+        "{table}"
+    );
+}
+
+#[test]
+fn presets_and_validate_list_and_check() {
+    let output = loaderbench(&["presets"]);
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("seed-light") && stdout(&output).contains("seed-heavy"));
+    let output = loaderbench(&["validate", "presets/seed-light.ron"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("7 config(s)"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(stdout(&output).contains("nw=4 persistent pin"));
+}
+
+#[test]
+fn more_workers_than_cores_warns_with_the_core_count() {
+    let output = loaderbench(&["validate", "seed-light", "--set", "num_workers=512"]);
+    assert!(output.status.success(), "a warning, not a refusal");
+    assert!(
+        stderr(&output).contains("logical cores"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_hung_worker_fails_the_run_with_exit_code_1() {
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=64",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "num_workers=1",
+        "--set",
+        "worker_timeout_s=0.2",
+        "--set",
+        "epochs=1",
+        "--set",
+        "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":200000}}]}}]",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("hung"), "{}", stderr(&output));
+}
+
+#[test]
+fn bad_preset_files_name_the_file_and_the_problem() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("missing.ron");
+    assert_bad_input(
+        &loaderbench(&["run", path_str(&missing)]),
+        &["missing.ron", "no such file"],
+    );
+
+    let malformed = dir.path().join("malformed.ron");
+    std::fs::write(&malformed, "(version: 1, name: \"x\", num_workers: [0, 2").unwrap();
+    assert_bad_input(
+        &loaderbench(&["validate", path_str(&malformed)]),
+        &["malformed.ron", "1:"],
+    );
+
+    let unknown = dir.path().join("unknown.ron");
+    std::fs::write(&unknown, "(version: 1, name: \"x\", num_wrokers: [2])").unwrap();
+    assert_bad_input(
+        &loaderbench(&["run", path_str(&unknown)]),
+        &["unknown.ron", "num_wrokers"],
+    );
+}
+
+#[test]
+fn bad_values_name_the_field() {
+    assert_bad_input(
+        &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),
+        &["batch_size", "at least 1"],
+    );
+    assert_bad_input(
+        &loaderbench(&["run", "seed-light", "--set", "nope=1"]),
+        &["nope"],
+    );
+    assert_bad_input(
+        &loaderbench(&["run", "seed-light", "--set", "epochs"]),
+        &["KEY=VALUE"],
+    );
+    assert_bad_input(
+        &loaderbench(&["run", "seed-light", "--set", "device=tpu"]),
+        &["device", "tpu"],
+    );
+    if !Path::new("/dev/nvidia0").exists() {
+        assert_bad_input(
+            &loaderbench(&[
+                "run",
+                "seed-light",
+                "--set",
+                "samples=64",
+                "--set",
+                "device=cuda",
+            ]),
+            &["cuda:0", "CUDA is not available"],
+        );
+    }
+}
+
+#[test]
+fn idx_datasets_plain_and_gzipped_run() {
+    let images = idx_images(12, 28, 28, 12 * 784);
+    let dir = idx_dir(&gzip(&images), &gzip(&idx_labels(12)));
+    let gz = dir.path().join("train-images-idx3-ubyte.gz");
+    std::fs::rename(dir.path().join("train-images-idx3-ubyte"), &gz).unwrap();
+    std::fs::rename(
+        dir.path().join("train-labels-idx1-ubyte"),
+        dir.path().join("train-labels-idx1-ubyte.gz"),
+    )
+    .unwrap();
+    let output = run_on_dataset("idx", dir.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("idx"), "{}", stdout(&output));
+
+    let plain = idx_dir(&images, &idx_labels(12));
+    let output = run_on_dataset("idx", plain.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn bad_idx_files_name_the_file_and_the_problem() {
+    let missing = TempDir::new().unwrap();
+    let gone = missing.path().join("nowhere");
+    assert_bad_input(&run_on_dataset("idx", &gone, &[]), &["nowhere"]);
+
+    let mut wrong_magic = idx_images(2, 28, 28, 2 * 784);
+    wrong_magic[3] = 9;
+    let dir = idx_dir(&wrong_magic, &idx_labels(2));
+    assert_bad_input(
+        &run_on_dataset("idx", dir.path(), &[]),
+        &["train-images-idx3-ubyte", "magic"],
+    );
+
+    let short = idx_dir(&idx_images(10, 28, 28, 3 * 784), &idx_labels(10));
+    assert_bad_input(
+        &run_on_dataset("idx", short.path(), &[]),
+        &["train-images-idx3-ubyte", "bytes"],
+    );
+
+    let absurd = idx_dir(&idx_images(u32::MAX, 65_535, 65_535, 16), &idx_labels(2));
+    let output = run_on_dataset("idx", absurd.path(), &[]);
+    assert_bad_input(&output, &["train-images-idx3-ubyte"]);
+
+    let mut corrupt = gzip(&idx_images(2, 28, 28, 2 * 784));
+    let middle = corrupt.len() / 2;
+    corrupt[middle..]
+        .iter_mut()
+        .for_each(|b| *b = b.wrapping_add(77));
+    let dir = idx_dir(&[], &idx_labels(2));
+    std::fs::remove_file(dir.path().join("train-images-idx3-ubyte")).unwrap();
+    std::fs::write(dir.path().join("train-images-idx3-ubyte.gz"), corrupt).unwrap();
+    assert_bad_input(
+        &run_on_dataset("idx", dir.path(), &[]),
+        &["train-images-idx3-ubyte.gz"],
+    );
+
+    let mismatch = idx_dir(&idx_images(5, 28, 28, 5 * 784), &idx_labels(4));
+    assert_bad_input(
+        &run_on_dataset("idx", mismatch.path(), &[]),
+        &["labels", "5", "4"],
+    );
+}
+
+#[test]
+fn image_folders_run_and_bad_ones_are_named() {
+    let dir = TempDir::new().unwrap();
+    for class in ["cat", "dog"] {
+        std::fs::create_dir(dir.path().join(class)).unwrap();
+        for i in 0..3 {
+            std::fs::write(
+                dir.path().join(class).join(format!("{i}.png")),
+                png(31 + i, 17),
+            )
+            .unwrap();
+        }
+    }
+    let output = run_on_dataset("image_folder", dir.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let fake = dir.path().join("dog").join("fake.png");
+    std::fs::write(&fake, b"this is not a png").unwrap();
+    assert_bad_input(
+        &run_on_dataset("image_folder", dir.path(), &[]),
+        &["fake.png"],
+    );
+    std::fs::remove_file(&fake).unwrap();
+
+    let truncated = dir.path().join("cat").join("truncated.png");
+    let mut bytes = png(64, 64);
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&truncated, bytes).unwrap();
+    assert_bad_input(
+        &run_on_dataset("image_folder", dir.path(), &[]),
+        &["truncated.png"],
+    );
+
+    let empty = TempDir::new().unwrap();
+    std::fs::create_dir(empty.path().join("cat")).unwrap();
+    assert_bad_input(&run_on_dataset("image_folder", empty.path(), &[]), &["cat"]);
+}
+
+fn npy(header_dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = header_dict.to_owned();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    bytes
+}
+
+#[test]
+fn npy_arrays_run_and_bad_ones_are_named() {
+    let dir = TempDir::new().unwrap();
+    let good: PathBuf = dir.path().join("good.npy");
+    let dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (6, 28, 28), }";
+    std::fs::write(&good, npy(dict, &vec![3u8; 6 * 784])).unwrap();
+    let output = run_on_dataset("npy", &good, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let short = dir.path().join("short.npy");
+    std::fs::write(&short, npy(dict, &[1u8; 100])).unwrap();
+    assert_bad_input(&run_on_dataset("npy", &short, &[]), &["short.npy"]);
+
+    let wrong = dir.path().join("wrong.npy");
+    std::fs::write(&wrong, b"not numpy at all").unwrap();
+    assert_bad_input(&run_on_dataset("npy", &wrong, &[]), &["wrong.npy"]);
+}
