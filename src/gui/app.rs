@@ -224,9 +224,15 @@ impl App {
         )
     }
 
-    /// Where PNG and data exports go (the extension is replaced per format).
-    pub fn export_path(&self) -> &Path {
-        &self.saved.export_path
+    /// Sets where exports go, as the export file dialog does.
+    pub fn set_export_path(&mut self, path: PathBuf) {
+        self.paths.export = path.display().to_string();
+        self.saved.export_path = path;
+    }
+
+    /// Where the two plots were drawn in the last frame, in points.
+    pub fn plots_rect(&self) -> Option<Rect> {
+        self.plots_rect
     }
 
     fn timeline_config(&self, data: &RunData) -> usize {
@@ -313,10 +319,7 @@ impl App {
                 preset.dataset.path = Some(path);
                 self.apply(ctx, Action::Edit(Box::new(preset)));
             }
-            Pick::ExportPath => {
-                self.paths.export = path.display().to_string();
-                self.saved.export_path = path;
-            }
+            Pick::ExportPath => self.set_export_path(path),
         }
     }
 
@@ -451,7 +454,7 @@ impl App {
     fn message_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
         for (index, message) in self.messages.iter().enumerate().rev() {
             ui.horizontal(|ui| {
-                if ui.small_button("✕").on_hover_text("Dismiss").clicked() {
+                if ui.small_button("×").on_hover_text("Dismiss").clicked() {
                     actions.push(Action::DismissMessage(index));
                 }
                 let text = RichText::new(&message.text);
@@ -469,7 +472,7 @@ impl App {
         ui.horizontal(|ui| {
             if self.is_running() {
                 if ui
-                    .add(egui::Button::new("⏹ Cancel").shortcut_text("Esc"))
+                    .add(egui::Button::new("Cancel").shortcut_text("Esc"))
                     .clicked()
                 {
                     actions.push(Action::CancelRun);
@@ -477,7 +480,7 @@ impl App {
             } else {
                 let ready = self.plan.is_ok() && !self.form.has_errors();
                 let run = ui
-                    .add_enabled(ready, egui::Button::new("▶ Run").shortcut_text("Ctrl+R"))
+                    .add_enabled(ready, egui::Button::new("Run").shortcut_text("Ctrl+R"))
                     .on_disabled_hover_text("Fix the fields marked in the side panel first");
                 if run.clicked() {
                     actions.push(Action::StartRun);

@@ -99,13 +99,12 @@ impl Background {
 
 fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
     let mut dialog = rfd::FileDialog::new();
-    if let Some(dir) = start
+    let dir = start
         .as_deref()
         .and_then(|p| if p.is_dir() { Some(p) } else { p.parent() })
-    {
-        if dir.is_dir() {
-            dialog = dialog.set_directory(dir);
-        }
+        .filter(|dir| dir.is_dir());
+    if let Some(dir) = dir {
+        dialog = dialog.set_directory(dir);
     }
     match pick {
         Pick::OpenPreset => dialog

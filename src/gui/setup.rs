@@ -258,7 +258,7 @@ fn section(ui: &mut Ui, title: &str) {
 fn mark(ui: &mut Ui, problem: Option<String>) {
     if let Some(problem) = problem {
         let color = ui.visuals().error_fg_color;
-        ui.add(egui::Label::new(RichText::new(format!("⚠ {problem}")).color(color).small()).wrap());
+        ui.add(egui::Label::new(RichText::new(problem).color(color).small()).wrap());
     }
 }
 
@@ -486,7 +486,7 @@ fn pipelines(ui: &mut Ui, preset: &mut Preset) {
                     .labelled_by(label.id);
                 if many
                     && ui
-                        .small_button("✕")
+                        .small_button("×")
                         .on_hover_text("Remove this pipeline")
                         .clicked()
                 {
@@ -529,7 +529,7 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
                     ui.label(RichText::new(format!("{}.", index + 1)).weak());
                     op_editor(ui, op);
                     if ui
-                        .small_button("✕")
+                        .small_button("×")
                         .on_hover_text("Remove this op")
                         .clicked()
                     {
@@ -654,7 +654,7 @@ fn extra_configs(ui: &mut Ui, preset: &mut Preset) {
             }
             ui.label(RichText::new(parts.join(" ")).monospace());
             if ui
-                .small_button("✕")
+                .small_button("×")
                 .on_hover_text("Remove this extra config")
                 .clicked()
             {
