@@ -133,7 +133,8 @@ impl App {
         if let Some(name) = requested {
             match builtin::load(&name) {
                 Ok((preset, origin)) => {
-                    saved.preset_path = origin.exists().then_some(origin);
+                    // A built-in preset's origin names no file on disk to save over.
+                    saved.preset_path = Path::new(&name).exists().then_some(origin);
                     saved.clean = Some(preset.clone());
                     saved.preset = preset;
                 }
@@ -362,10 +363,8 @@ impl App {
 
     fn save_action(&self) -> Action {
         match &self.saved.preset_path {
-            Some(path) if !path.starts_with("presets") || path.exists() => {
-                Action::SavePreset(path.clone())
-            }
-            _ => Action::Browse(Pick::SavePresetAs),
+            Some(path) => Action::SavePreset(path.clone()),
+            None => Action::Browse(Pick::SavePresetAs),
         }
     }
 
@@ -529,7 +528,6 @@ impl App {
             return;
         };
         let data = &run.data;
-        let top = ui.min_rect().bottom();
         let plots = ui.columns(2, |columns| {
             plots::draw(&mut columns[0], &charts::first_batch(data), 230.0);
             plots::draw(&mut columns[1], &charts::epoch_times(data), 230.0);
@@ -568,11 +566,12 @@ impl App {
             );
         }
         self.export_row(ui, actions);
-        self.plots_rect = Some(plots);
-        self.results_rect = Some(Rect::from_min_max(
-            egui::pos2(plots.left(), top.max(plots.top() - 24.0)),
-            egui::pos2(plots.right(), ui.min_rect().bottom()),
-        ));
+        // Only what is on screen can be captured.
+        let visible = ui.clip_rect();
+        let results =
+            Rect::from_min_max(plots.min, egui::pos2(plots.right(), ui.min_rect().bottom()));
+        self.plots_rect = Some(plots.intersect(visible));
+        self.results_rect = Some(results.intersect(visible));
     }
 
     fn export_row(&mut self, ui: &mut Ui, actions: &mut Vec<Action>) {

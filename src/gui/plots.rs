@@ -7,19 +7,18 @@ use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Legend, Line, Plot};
 
 use super::charts::{Axis, Chart, Mark};
 
-/// Colour-blind-friendly colours (Okabe–Ito, then Tableau) that read on dark and light
-/// backgrounds.
+/// Tableau 10: distinct hues that read on dark and light backgrounds.
 const PALETTE: [Color32; 10] = [
-    Color32::from_rgb(0x4e, 0x9a, 0xe6),
-    Color32::from_rgb(0xe6, 0x9f, 0x00),
-    Color32::from_rgb(0x2a, 0xb0, 0x7f),
-    Color32::from_rgb(0xd5, 0x5e, 0x00),
-    Color32::from_rgb(0xcc, 0x79, 0xa7),
-    Color32::from_rgb(0x56, 0xb4, 0xe9),
-    Color32::from_rgb(0xb0, 0x7a, 0xa1),
-    Color32::from_rgb(0x9c, 0x75, 0x5f),
+    Color32::from_rgb(0x4e, 0x79, 0xa7),
+    Color32::from_rgb(0xf2, 0x8e, 0x2b),
+    Color32::from_rgb(0xe1, 0x57, 0x59),
+    Color32::from_rgb(0x76, 0xb7, 0xb2),
+    Color32::from_rgb(0x59, 0xa1, 0x4f),
     Color32::from_rgb(0xed, 0xc9, 0x48),
-    Color32::from_rgb(0x8c, 0x8c, 0x8c),
+    Color32::from_rgb(0xb0, 0x7a, 0xa1),
+    Color32::from_rgb(0xff, 0x9d, 0xa7),
+    Color32::from_rgb(0x9c, 0x75, 0x5f),
+    Color32::from_rgb(0xba, 0xb0, 0xac),
 ];
 
 /// The colour of palette entry `index`.
@@ -34,11 +33,17 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
     let x_axis = chart.x.clone();
     let plot = Plot::new(chart.id)
         .height(height)
-        .legend(Legend::default().position(egui_plot::Corner::RightTop))
+        .legend(
+            Legend::default()
+                .position(egui_plot::Corner::RightTop)
+                .text_style(egui::TextStyle::Small)
+                .follow_insertion_order(true),
+        )
         .x_axis_label(chart.x.title())
         .y_axis_label(chart.y.title())
         .x_axis_formatter(move |mark, _| tick(&x_axis, mark))
         .include_y(0.0)
+        .include_y(headroom(chart))
         .allow_scroll(false)
         .label_formatter(move |position| hover(position, y_unit));
     let plot = match chart.mark {
@@ -76,6 +81,17 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
             }
         }
     });
+}
+
+/// A y value above the tallest point that leaves the top of the plot to the legend.
+fn headroom(chart: &Chart) -> f64 {
+    let tallest = chart
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|[_, y]| *y)
+        .fold(0.0, f64::max);
+    tallest * (1.0 + 0.12 * chart.series.len().min(8) as f64)
 }
 
 /// A tick's text: the category name at integer positions, nothing between them.
