@@ -1,5 +1,6 @@
 //! Frame times of the desktop app while a run streams events: the app runs headless in
-//! an egui_kittest harness, a synthetic run (light pipeline, num_workers 0 and 2) starts,
+//! an egui_kittest harness, a synthetic run (400,000 samples, light pipeline, batch 64,
+//! num_workers 0 and 2, persistent or not: about 50,000 batch events) starts,
 //! and every frame's UI pass (draining events within the budget, layout, plots, table)
 //! is timed until the run ends. Prints p50, p95 and max. Run with
 //! `cargo bench --bench gui_frames`.
@@ -17,7 +18,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let preset = Preset {
         name: "frames".to_owned(),
-        samples: Some(30_000),
+        samples: Some(400_000),
         epochs: 2,
         batch_size: vec![64],
         num_workers: vec![0, 2],
@@ -46,6 +47,11 @@ fn main() {
         // A 60 Hz display asks for a frame every 16.7 ms at most.
         std::thread::sleep(Duration::from_millis(16).saturating_sub(frame.elapsed()));
     }
+    println!(
+        "run: {:?}, messages: {:?}",
+        harness.state().phase(),
+        harness.state().messages()
+    );
     let batches = harness.state().result().map_or(0, |r| {
         r.results
             .iter()
