@@ -13,6 +13,8 @@ pub mod dataset;
 pub mod device;
 pub mod error;
 pub mod export;
+#[cfg(feature = "gui")]
+pub mod gui;
 pub mod loader;
 pub mod machine;
 pub mod memory;

@@ -1,4 +1,5 @@
-//! The command line: `run`, `validate` and `presets`, parsed with clap. Exit codes: 0
+//! The command line: `run`, `validate`, `presets` and `gui` (the default when the
+//! `gui` feature is on), parsed with clap. Exit codes: 0
 //! success, 1 the run failed, 2 bad input (a preset, a dataset file, a `--set` value).
 
 mod progress;
@@ -17,8 +18,9 @@ use loaderbench::plan::Plan;
 #[derive(Debug, Parser)]
 #[command(name = "loaderbench", version, about, long_about = None)]
 struct Cli {
+    /// With no command, the desktop app opens (when built with the `gui` feature).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -29,6 +31,23 @@ enum Command {
     Validate(PresetArgs),
     /// List the built-in presets.
     Presets,
+    /// Open the desktop app.
+    #[cfg(feature = "gui")]
+    Gui(GuiArgs),
+}
+
+/// How the desktop app starts.
+#[cfg(feature = "gui")]
+#[derive(Debug, Default, Args)]
+struct GuiArgs {
+    /// A preset file (.ron) or built-in name to open (default: the last one, else seed-light).
+    preset: Option<String>,
+    /// Start the run as soon as the window opens.
+    #[arg(long)]
+    run: bool,
+    /// Where run journals go (default: the user data directory).
+    #[arg(long, value_name = "DIR")]
+    journal_dir: Option<PathBuf>,
 }
 
 /// A preset and the edits made to it on the command line.
@@ -67,11 +86,21 @@ struct RunArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(args) => run::run(args),
-        Command::Validate(args) => validate(&args),
-        Command::Presets => {
+        Some(Command::Run(args)) => run::run(args),
+        Some(Command::Validate(args)) => validate(&args),
+        Some(Command::Presets) => {
             list_presets();
             Ok(())
+        }
+        #[cfg(feature = "gui")]
+        Some(Command::Gui(args)) => gui(args),
+        #[cfg(feature = "gui")]
+        None => gui(GuiArgs::default()),
+        #[cfg(not(feature = "gui"))]
+        None => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            return ExitCode::from(2);
         }
     };
     match outcome {
@@ -120,6 +149,16 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
         eprintln!("warning: {warning}");
     }
     Ok(())
+}
+
+#[cfg(feature = "gui")]
+fn gui(args: GuiArgs) -> Result<(), Error> {
+    loaderbench::gui::run(loaderbench::gui::Launch {
+        preset: args.preset,
+        run_now: args.run,
+        journal_dir: args.journal_dir,
+    })
+    .map_err(|err| Error::run(format!("the window could not open: {err}")))
 }
 
 fn list_presets() {

@@ -1,0 +1,73 @@
+//! Frame times of the desktop app while a run streams events: the app runs headless in
+//! an egui_kittest harness, a synthetic run (400,000 samples, light pipeline, batch 64,
+//! num_workers 0 and 2, persistent or not: about 50,000 batch events) starts,
+//! and every frame's UI pass (draining events within the budget, layout, plots, table)
+//! is timed until the run ends. Prints p50, p95 and max. Run with
+//! `cargo bench --bench gui_frames`.
+
+use std::time::{Duration, Instant};
+
+use egui::{Key, Modifiers};
+use egui_kittest::Harness;
+
+use loaderbench::gui::{App, Launch};
+use loaderbench::preset::Preset;
+use loaderbench::stats;
+
+fn main() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let preset = Preset {
+        name: "frames".to_owned(),
+        samples: Some(400_000),
+        epochs: 2,
+        batch_size: vec![64],
+        num_workers: vec![0, 2],
+        persistent_workers: vec![false, true],
+        ..Preset::default()
+    };
+    let path = dir.path().join("frames.ron");
+    preset.save(&path).expect("writing the preset");
+    let launch = Launch {
+        preset: Some(path.display().to_string()),
+        run_now: false,
+        journal_dir: Some(dir.path().to_path_buf()),
+    };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 720.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+
+    let mut frames_ms = Vec::new();
+    let started = Instant::now();
+    while harness.state().is_running() && started.elapsed() < Duration::from_secs(300) {
+        let frame = Instant::now();
+        harness.step();
+        frames_ms.push(frame.elapsed().as_secs_f64() * 1000.0);
+        // A 60 Hz display asks for a frame every 16.7 ms at most.
+        std::thread::sleep(Duration::from_millis(16).saturating_sub(frame.elapsed()));
+    }
+    println!(
+        "run: {:?}, messages: {:?}",
+        harness.state().phase(),
+        harness.state().messages()
+    );
+    let batches = harness.state().result().map_or(0, |r| {
+        r.results
+            .iter()
+            .flat_map(|c| &c.epochs)
+            .map(|e| e.batches)
+            .sum::<usize>()
+    });
+    println!(
+        "gui_frames: {} frames over {:.1} s while {batches} batches streamed",
+        frames_ms.len(),
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "frame (UI pass) p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+        stats::percentile(&frames_ms, 50.0).unwrap_or(f64::NAN),
+        stats::percentile(&frames_ms, 95.0).unwrap_or(f64::NAN),
+        stats::min_max(&frames_ms).map_or(f64::NAN, |(_, max)| max),
+    );
+}

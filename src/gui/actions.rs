@@ -1,0 +1,53 @@
+//! What the user asked for during a frame. Drawing code returns these instead of
+//! changing the app, and the app applies them once the frame is drawn, so a frame always
+//! shows one consistent state.
+
+use std::path::PathBuf;
+
+use crate::preset::Preset;
+
+/// Which part of the window a PNG export captures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PngArea {
+    /// The two live plots side by side.
+    Plots,
+    /// Plots, timeline and results table.
+    Results,
+}
+
+/// A results file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataFormat {
+    Json,
+    Csv,
+    Markdown,
+}
+
+/// What a file dialog is picking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    OpenPreset,
+    SavePresetAs,
+    Dataset,
+    ExportPath,
+}
+
+/// One request from the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Replace the preset being edited.
+    Edit(Box<Preset>),
+    NewPreset,
+    LoadBuiltin(&'static str),
+    OpenPreset(PathBuf),
+    SavePreset(PathBuf),
+    /// Open a file dialog (on a background thread).
+    Browse(Pick),
+    StartRun,
+    CancelRun,
+    SelectConfig(usize),
+    CopyMarkdown,
+    ExportPng(PngArea),
+    ExportData(DataFormat),
+    DismissMessage(usize),
+}

@@ -1,0 +1,121 @@
+//! Work that must not block a frame: file dialogs (rfd, which waits for the user), PNG
+//! encoding and file writes, and the renderer's screenshot callback. Each runs on its
+//! own thread or callback and answers with a [`Reply`] over one channel, which the app
+//! drains at the top of the next frame; each reply also requests a repaint.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use egui::ColorImage;
+
+use super::actions::Pick;
+
+/// An answer from background work.
+pub enum Reply {
+    /// A file dialog closed; `None` when the user cancelled it.
+    Picked(Pick, Option<PathBuf>),
+    /// The frame the app asked a screenshot of.
+    Screenshot(Arc<ColorImage>),
+    /// A file was written, or could not be.
+    Wrote(Result<PathBuf, String>),
+}
+
+/// Starts background work and collects its replies.
+pub struct Background {
+    ctx: egui::Context,
+    sender: Sender<Reply>,
+    replies: Receiver<Reply>,
+}
+
+impl Background {
+    pub fn new(ctx: egui::Context) -> Background {
+        let (sender, replies) = unbounded();
+        Background {
+            ctx,
+            sender,
+            replies,
+        }
+    }
+
+    /// The next reply, if one has arrived.
+    pub fn try_next(&self) -> Option<Reply> {
+        self.replies.try_recv().ok()
+    }
+
+    fn replier(&self) -> impl Fn(Reply) + Send + 'static {
+        let sender = self.sender.clone();
+        let ctx = self.ctx.clone();
+        move |reply| {
+            // The app owns the receiver for its whole life; a send can only fail while
+            // the app is closing, when nobody needs the reply.
+            let _ = sender.send(reply);
+            ctx.request_repaint();
+        }
+    }
+
+    /// Opens a file dialog on its own thread, starting in `start`'s directory.
+    pub fn pick(&self, pick: Pick, start: Option<PathBuf>) {
+        let reply = self.replier();
+        let spawned = std::thread::Builder::new()
+            .name("loaderbench-dialog".to_owned())
+            .spawn(move || reply(Reply::Picked(pick, show_dialog(pick, start))));
+        if spawned.is_err() {
+            (self.replier())(Reply::Picked(pick, None));
+        }
+    }
+
+    /// Asks the renderer for the next frame's pixels.
+    pub fn screenshot(&self) {
+        let reply = self.replier();
+        self.ctx
+            .request_screenshot(move |image| reply(Reply::Screenshot(image)));
+    }
+
+    /// Produces a file's bytes and writes them on a thread of its own.
+    pub fn write(
+        &self,
+        path: PathBuf,
+        bytes: impl FnOnce() -> Result<Vec<u8>, String> + Send + 'static,
+    ) {
+        let reply = self.replier();
+        let spawned = std::thread::Builder::new()
+            .name("loaderbench-export".to_owned())
+            .spawn(move || {
+                let written = bytes().and_then(|bytes| {
+                    std::fs::write(&path, bytes)
+                        .map(|()| path.clone())
+                        .map_err(|err| format!("{}: {err}", path.display()))
+                });
+                reply(Reply::Wrote(written));
+            });
+        if let Err(err) = spawned {
+            (self.replier())(Reply::Wrote(Err(format!(
+                "could not start a thread: {err}"
+            ))));
+        }
+    }
+}
+
+fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
+    let mut dialog = rfd::FileDialog::new();
+    let dir = start
+        .as_deref()
+        .and_then(|p| if p.is_dir() { Some(p) } else { p.parent() })
+        .filter(|dir| dir.is_dir());
+    if let Some(dir) = dir {
+        dialog = dialog.set_directory(dir);
+    }
+    match pick {
+        Pick::OpenPreset => dialog
+            .add_filter("loaderbench preset", &["ron"])
+            .set_title("Open a preset")
+            .pick_file(),
+        Pick::SavePresetAs => dialog
+            .add_filter("loaderbench preset", &["ron"])
+            .set_title("Save the preset as")
+            .save_file(),
+        Pick::Dataset => dialog.set_title("Choose the dataset").pick_folder(),
+        Pick::ExportPath => dialog.set_title("Export to").save_file(),
+    }
+}

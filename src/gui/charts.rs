@@ -1,0 +1,220 @@
+//! The charts, described once as plain data: a title, two axes with their units, and
+//! named series of points, drawn as bars or lines. The live plots (`plots`) draw these
+//! descriptions, and the tests read them, so what a chart shows is decided here only.
+
+use crate::stats;
+
+use super::live::RunData;
+
+/// How a chart draws its series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    /// Bars grouped around each integer x; `width` is one bar's width in x units.
+    Bars {
+        width: f64,
+    },
+    Lines,
+}
+
+/// One axis: what it measures, in which unit, and names for integer positions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub label: &'static str,
+    pub unit: &'static str,
+    /// Names shown at integer positions (`epoch 1`) instead of the numbers.
+    pub category: Option<&'static str>,
+}
+
+impl Axis {
+    /// The label with its unit, as the axis shows it.
+    pub fn title(&self) -> String {
+        if self.unit.is_empty() {
+            self.label.to_owned()
+        } else {
+            format!("{} ({})", self.label, self.unit)
+        }
+    }
+}
+
+/// One named series; `color` indexes the palette, so a config keeps its colour across
+/// charts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub color: usize,
+    pub points: Vec<[f64; 2]>,
+}
+
+/// A chart, ready to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub id: &'static str,
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub mark: Mark,
+    pub series: Vec<Series>,
+}
+
+const SECONDS: Axis = Axis {
+    label: "seconds",
+    unit: "s",
+    category: None,
+};
+
+const EPOCH: Axis = Axis {
+    label: "epoch",
+    unit: "",
+    category: Some("epoch"),
+};
+
+/// First-batch latency: one bar per config in each epoch's group.
+pub fn first_batch(data: &RunData) -> Chart {
+    Chart {
+        id: "first_batch",
+        title: "First-batch latency".to_owned(),
+        x: EPOCH,
+        y: SECONDS,
+        mark: grouped_bars(data.labels.len()),
+        series: per_config(data, &data.first_batch_s, true),
+    }
+}
+
+/// Epoch times: one line per config across epochs, or grouped bars for two epochs or
+/// fewer, where a line says little.
+pub fn epoch_times(data: &RunData) -> Chart {
+    let bars = data.epochs <= 2;
+    Chart {
+        id: "epoch_times",
+        title: "Epoch time".to_owned(),
+        x: EPOCH,
+        y: SECONDS,
+        mark: if bars {
+            grouped_bars(data.labels.len())
+        } else {
+            Mark::Lines
+        },
+        series: per_config(data, &data.epoch_s, bars),
+    }
+}
+
+/// The stall before each batch of the latest repeat of `config`, one line per epoch.
+pub fn timeline(data: &RunData, config: usize) -> Chart {
+    let label = data.labels.get(config).map_or("", String::as_str);
+    let series = data
+        .wait_s
+        .get(config)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, waits)| !waits.is_empty())
+        .map(|(epoch, waits)| Series {
+            name: format!("epoch {}", epoch + 1),
+            color: epoch,
+            points: waits
+                .iter()
+                .enumerate()
+                .map(|(batch, wait)| [batch as f64, *wait])
+                .collect(),
+        })
+        .collect();
+    Chart {
+        id: "timeline",
+        title: format!("Wait for each batch — {label}"),
+        x: Axis {
+            label: "batch",
+            unit: "",
+            category: None,
+        },
+        y: Axis {
+            label: "wait",
+            unit: "s",
+            category: None,
+        },
+        mark: Mark::Lines,
+        series,
+    }
+}
+
+/// Bars that fill 80% of each group, whatever the number of configs.
+fn grouped_bars(configs: usize) -> Mark {
+    Mark::Bars {
+        width: 0.8 / configs.max(1) as f64,
+    }
+}
+
+/// One series per config with a point per measured epoch (the median of the repeats);
+/// grouped bars shift each config within its epoch's group.
+fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Series> {
+    let configs = data.labels.len();
+    let width = match grouped_bars(configs) {
+        Mark::Bars { width } => width,
+        Mark::Lines => 0.0,
+    };
+    data.labels
+        .iter()
+        .zip(values)
+        .enumerate()
+        .map(|(config, (label, epochs))| {
+            let offset = if grouped {
+                (config as f64 - (configs as f64 - 1.0) / 2.0) * width
+            } else {
+                0.0
+            };
+            Series {
+                name: label.clone(),
+                color: config,
+                points: epochs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(epoch, repeats)| {
+                        stats::median(repeats).map(|s| [(epoch + 1) as f64 + offset, s])
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data() -> RunData {
+        let mut data = RunData::new(vec!["nw=0".into(), "nw=2".into()], 2, 1, false);
+        data.first_batch_s[0][0] = vec![0.1];
+        data.first_batch_s[1][0] = vec![0.3, 0.2, 0.4];
+        data.epoch_s[1][1] = vec![2.0];
+        data.wait_s[1][0] = vec![0.5, 0.0];
+        data
+    }
+
+    #[test]
+    fn first_batch_groups_configs_around_each_epoch() {
+        let chart = first_batch(&data());
+        assert_eq!(chart.mark, Mark::Bars { width: 0.4 });
+        assert_eq!(chart.series[0].name, "nw=0");
+        assert_eq!(chart.series[0].points, vec![[0.8, 0.1]]);
+        assert_eq!(chart.series[1].points, vec![[1.2, 0.3]]);
+        assert_eq!(chart.y.title(), "seconds (s)");
+    }
+
+    #[test]
+    fn epoch_times_are_lines_beyond_two_epochs() {
+        assert!(matches!(epoch_times(&data()).mark, Mark::Bars { .. }));
+        let mut many = RunData::new(vec!["nw=0".into()], 3, 1, false);
+        many.epoch_s[0][2] = vec![1.5];
+        let chart = epoch_times(&many);
+        assert_eq!(chart.mark, Mark::Lines);
+        assert_eq!(chart.series[0].points, vec![[3.0, 1.5]]);
+    }
+
+    #[test]
+    fn timeline_has_one_line_per_epoch_with_batches() {
+        let chart = timeline(&data(), 1);
+        assert_eq!(chart.series.len(), 1);
+        assert_eq!(chart.series[0].name, "epoch 1");
+        assert_eq!(chart.series[0].points, vec![[0.0, 0.5], [1.0, 0.0]]);
+        assert!(chart.title.contains("nw=2"));
+    }
+}

@@ -1,0 +1,270 @@
+//! A run as the app sees it: [`RunData`] folds the runner's events into what the plots,
+//! the table and the progress line show (per config and epoch, every repeat's first-batch
+//! latency and epoch time; the stall of every batch; how far the run has got). It is
+//! plain data with no egui in it, so it is tested without a window.
+
+use std::time::Duration;
+
+use crate::bench::Event;
+use crate::results::RunResult;
+
+/// Where a run stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    Running,
+    Finished,
+    Failed(String),
+    Cancelled,
+}
+
+/// How far a run has got, for the progress line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    pub config: usize,
+    pub repeat: usize,
+    pub epoch: usize,
+    pub batch: usize,
+    pub batches_per_epoch: usize,
+    pub batches_done: usize,
+    pub batches_total: usize,
+}
+
+/// Everything measured so far in one run.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub phase: Phase,
+    pub labels: Vec<String>,
+    /// Measured epochs per config and repeat (the warm-up epoch is not counted).
+    pub epochs: usize,
+    pub repeats: usize,
+    warmup: bool,
+    /// The run's result: configs as they finish, then the final one.
+    pub result: Option<RunResult>,
+    /// `[config][epoch - 1]`: one value per repeat.
+    pub first_batch_s: Vec<Vec<Vec<f64>>>,
+    pub epoch_s: Vec<Vec<Vec<f64>>>,
+    /// `[config][epoch - 1]`: the consumer's wait for each batch of the latest repeat.
+    pub wait_s: Vec<Vec<Vec<f64>>>,
+    pub progress: Progress,
+    pub warnings: Vec<String>,
+}
+
+impl RunData {
+    /// An empty run of `labels.len()` configs.
+    pub fn new(labels: Vec<String>, epochs: usize, repeats: usize, warmup: bool) -> RunData {
+        let grid = || vec![vec![Vec::new(); epochs]; labels.len()];
+        RunData {
+            phase: Phase::Running,
+            epochs,
+            repeats,
+            warmup,
+            result: None,
+            first_batch_s: grid(),
+            epoch_s: grid(),
+            wait_s: grid(),
+            progress: Progress::default(),
+            warnings: Vec::new(),
+            labels,
+        }
+    }
+
+    /// True until the run has ended.
+    pub fn is_running(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    /// Folds one event in.
+    pub fn apply(&mut self, event: Event) {
+        match event {
+            Event::Started {
+                result,
+                batches_per_epoch,
+            } => {
+                let epochs = self.epochs + usize::from(self.warmup);
+                self.progress.batches_per_epoch = batches_per_epoch;
+                self.progress.batches_total =
+                    batches_per_epoch * epochs * self.repeats * self.labels.len();
+                self.result = Some(*result);
+            }
+            Event::ConfigStarted { config, repeat } => {
+                self.progress.config = config;
+                self.progress.repeat = repeat;
+            }
+            Event::Batch {
+                config,
+                epoch,
+                batch,
+                ..
+            } => {
+                self.progress.epoch = epoch;
+                self.progress.batch = batch.index + 1;
+                self.progress.batches_done += 1;
+                if let Some(waits) = self.slot(Slot::Wait, config, epoch) {
+                    if batch.index == 0 {
+                        waits.clear();
+                    }
+                    waits.push(batch.stages.wait_s);
+                }
+            }
+            Event::EpochFinished { config, result, .. } => {
+                if let Some(values) = self.slot(Slot::FirstBatch, config, result.epoch) {
+                    values.push(result.first_batch_s);
+                }
+                if let Some(values) = self.slot(Slot::Epoch, config, result.epoch) {
+                    values.push(result.seconds);
+                }
+            }
+            Event::ConfigFinished { result } => {
+                if let Some(run) = &mut self.result {
+                    run.results.push(*result);
+                }
+            }
+            Event::Warning { message, .. } => self.warnings.push(message),
+            Event::WorkerReady { .. } => {}
+            Event::Finished { result } => self.end(Phase::Finished, *result),
+            Event::Cancelled { result } => self.end(Phase::Cancelled, *result),
+            Event::Failed { error, result, .. } => self.end(Phase::Failed(error), *result),
+        }
+    }
+
+    fn end(&mut self, phase: Phase, result: RunResult) {
+        self.phase = phase;
+        self.result = Some(result);
+    }
+
+    fn slot(&mut self, slot: Slot, config: usize, epoch: usize) -> Option<&mut Vec<f64>> {
+        let grid = match slot {
+            Slot::FirstBatch => &mut self.first_batch_s,
+            Slot::Epoch => &mut self.epoch_s,
+            Slot::Wait => &mut self.wait_s,
+        };
+        grid.get_mut(config)?.get_mut(epoch.checked_sub(1)?)
+    }
+
+    /// The progress line: config, epoch, batch, elapsed and the estimated time left.
+    pub fn progress_line(&self, elapsed: Duration) -> String {
+        let p = &self.progress;
+        let label = self.labels.get(p.config).map_or("", String::as_str);
+        let mut line = format!(
+            "config {}/{} {label}",
+            (p.config + 1).min(self.labels.len()),
+            self.labels.len()
+        );
+        if self.repeats > 1 {
+            line.push_str(&format!(" · repeat {}/{}", p.repeat + 1, self.repeats));
+        }
+        let epoch = if p.epoch == 0 && self.warmup && p.batches_done > 0 {
+            "warm-up".to_owned()
+        } else {
+            format!("{}/{}", p.epoch.max(1), self.epochs)
+        };
+        line.push_str(&format!(
+            " · epoch {epoch} · batch {}/{} · {} elapsed",
+            p.batch,
+            p.batches_per_epoch,
+            clock(elapsed.as_secs_f64())
+        ));
+        if let Some(left) = self.seconds_left(elapsed) {
+            line.push_str(&format!(" · about {} left", clock(left)));
+        }
+        line
+    }
+
+    fn seconds_left(&self, elapsed: Duration) -> Option<f64> {
+        let p = &self.progress;
+        if p.batches_done == 0 || p.batches_total == 0 {
+            return None;
+        }
+        let per_batch = elapsed.as_secs_f64() / p.batches_done as f64;
+        Some(per_batch * p.batches_total.saturating_sub(p.batches_done) as f64)
+    }
+}
+
+enum Slot {
+    FirstBatch,
+    Epoch,
+    Wait,
+}
+
+/// `m:ss`, or `0.0 s` under ten seconds.
+fn clock(seconds: f64) -> String {
+    if seconds < 10.0 {
+        format!("{seconds:.1} s")
+    } else {
+        let whole = seconds.round() as u64;
+        format!("{}:{:02}", whole / 60, whole % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loader::StageTimes;
+    use crate::results::{BatchRecord, EpochResult};
+
+    fn batch(index: usize, wait_s: f64) -> BatchRecord {
+        BatchRecord {
+            index,
+            at_s: 0.0,
+            samples: 64,
+            stages: StageTimes {
+                wait_s,
+                ..StageTimes::default()
+            },
+        }
+    }
+
+    #[test]
+    fn folds_batches_and_epochs_per_config() {
+        let mut data = RunData::new(vec!["nw=0".into(), "nw=2".into()], 2, 1, false);
+        for index in 0..2 {
+            data.apply(Event::Batch {
+                config: 1,
+                repeat: 0,
+                epoch: 2,
+                batch: batch(index, 0.5),
+            });
+        }
+        let epoch = EpochResult::from_batches(2, 3.0, vec![batch(0, 0.5)], Vec::new());
+        data.apply(Event::EpochFinished {
+            config: 1,
+            repeat: 0,
+            result: Box::new(epoch),
+        });
+        assert_eq!(data.wait_s[1][1], vec![0.5, 0.5]);
+        assert_eq!(data.epoch_s[1][1], vec![3.0]);
+        assert!(data.epoch_s[0][0].is_empty());
+        assert_eq!(data.progress.batches_done, 2);
+    }
+
+    #[test]
+    fn warmup_batches_are_not_plotted() {
+        let mut data = RunData::new(vec!["nw=0".into()], 1, 1, true);
+        data.apply(Event::Batch {
+            config: 0,
+            repeat: 0,
+            epoch: 0,
+            batch: batch(0, 1.0),
+        });
+        assert!(data.wait_s[0][0].is_empty());
+    }
+
+    #[test]
+    fn progress_line_estimates_time_left() {
+        let mut data = RunData::new(vec!["nw=4 persistent".into()], 2, 1, false);
+        data.progress = Progress {
+            config: 0,
+            epoch: 1,
+            batch: 5,
+            batches_per_epoch: 10,
+            batches_done: 5,
+            batches_total: 20,
+            ..Progress::default()
+        };
+        let line = data.progress_line(Duration::from_secs(2));
+        assert_eq!(
+            line,
+            "config 1/1 nw=4 persistent · epoch 1/2 · batch 5/10 · 2.0 s elapsed · about 6.0 s left"
+        );
+    }
+}

@@ -1,0 +1,37 @@
+//! The desktop app (feature `gui`): an eframe window to set up a run from a preset,
+//! watch it live as side-by-side plots and a results table, and export what it shows.
+//! It consumes the engine's event stream like the CLI does; the engine knows nothing of
+//! egui.
+
+mod actions;
+mod app;
+mod background;
+mod charts;
+mod export;
+mod live;
+mod plots;
+mod setup;
+mod table;
+
+pub use actions::{DataFormat, PngArea};
+pub use app::{App, DEFAULT_PRESET, Launch, Message};
+pub use charts::{Axis, Chart, Mark, Series};
+pub use export::{crop, png_bytes};
+pub use live::Phase;
+
+/// Opens the window and runs until it is closed.
+pub fn run(launch: Launch) -> Result<(), String> {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("loaderbench")
+            .with_inner_size([1280.0, 720.0])
+            .with_min_inner_size([900.0, 560.0]),
+        ..eframe::NativeOptions::default()
+    };
+    eframe::run_native(
+        "loaderbench",
+        options,
+        Box::new(|cc| Ok(Box::new(App::new(cc, launch)))),
+    )
+    .map_err(|err| err.to_string())
+}

@@ -1,0 +1,235 @@
+//! The desktop app through egui_kittest: settings changed by label, a tiny synthetic run
+//! streamed into the plots and the table, cancelling, preset files (a broken one, and a
+//! save/load round trip) and the PNG export rendered with wgpu.
+#![cfg(feature = "gui")]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use egui::accesskit::Role;
+use egui::{Key, Modifiers};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+
+use loaderbench::gui::{App, Launch, Phase};
+use loaderbench::preset::Preset;
+
+fn harness(launch: Launch) -> Harness<'static, App> {
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// A launch that keeps journals in `dir`.
+fn launch(dir: &Path, preset: Option<String>) -> Launch {
+    Launch {
+        preset,
+        run_now: false,
+        journal_dir: Some(dir.to_path_buf()),
+    }
+}
+
+/// A tiny synthetic preset file: 512 samples, batch 64, num_workers 0 and 2, 2 epochs.
+fn tiny_preset(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
+    let preset = Preset {
+        name: "tiny".to_owned(),
+        samples: Some(samples),
+        epochs,
+        batch_size: vec![64],
+        num_workers: vec![0, 2],
+        ..Preset::default()
+    };
+    let path = dir.join("tiny.ron");
+    preset.save(&path).unwrap();
+    path
+}
+
+/// Replaces the text of the text field labelled `label`.
+fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
+    harness
+        .get_by_role_and_label(Role::TextInput, label)
+        .focus();
+    harness.run_steps(2);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    harness
+        .get_by_role_and_label(Role::TextInput, label)
+        .type_text(text);
+    harness.run_steps(2);
+}
+
+/// Steps the harness until `done` holds, failing after `limit`.
+fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
+    let start = Instant::now();
+    while !done(harness.state()) {
+        assert!(
+            start.elapsed() < limit,
+            "timed out; messages: {:?}",
+            harness.state().messages()
+        );
+        harness.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    harness.run_steps(2);
+}
+
+#[test]
+fn opens_with_seed_light_and_edits_settings_by_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    assert_eq!(harness.state().preset().name, "seed-light");
+    assert!(!harness.state().title().contains('*'));
+
+    type_into(&mut harness, "num_workers", "0, 2");
+    assert_eq!(harness.state().preset().num_workers, vec![0, 2]);
+    assert!(harness.state().title().ends_with('*'));
+
+    type_into(&mut harness, "batch size", "0");
+    assert_eq!(harness.state().preset().batch_size, vec![0]);
+    harness
+        .get_by_label_contains("field `batch_size`: must be at least 1")
+        .hover();
+
+    type_into(&mut harness, "num_workers", "two");
+    assert!(
+        harness
+            .query_by_label_contains("`two` is not a whole number")
+            .is_some()
+    );
+    assert_eq!(harness.state().preset().num_workers, vec![0, 2]);
+}
+
+#[test]
+fn a_tiny_run_fills_the_plots_and_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset(dir.path(), 512, 2);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    assert!(harness.state().is_running());
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+
+    let app = harness.state();
+    assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
+    let charts = app.charts();
+    let names: Vec<&str> = charts[0].series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["nw=0", "nw=2"]);
+    for chart in &charts[..2] {
+        assert!(
+            chart.series.iter().all(|s| s.points.len() == 2),
+            "{chart:?}"
+        );
+    }
+    assert_eq!(charts[2].series.len(), 2);
+    assert!(charts[2].series.iter().all(|s| s.points.len() == 8));
+    assert_eq!(app.result().unwrap().summary().len(), 2);
+    assert!(harness.query_by_label("first batch").is_some());
+    assert!(harness.query_all_by_label("epoch 2").next().is_some());
+    assert!(harness.query_by_label_contains("Finished in").is_some());
+}
+
+#[test]
+fn cancelling_returns_to_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset(dir.path(), 60_000, 20);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    step_until(&mut harness, Duration::from_secs(60), |app| {
+        app.charts()
+            .get(2)
+            .and_then(|timeline| timeline.series.first())
+            .is_some_and(|s| !s.points.is_empty())
+    });
+    harness.key_press(Key::Escape);
+    step_until(&mut harness, Duration::from_secs(30), |app| {
+        !app.is_running()
+    });
+    assert_eq!(harness.state().phase(), Some(&Phase::Cancelled));
+    assert!(harness.query_by_label_contains("Run").is_some());
+}
+
+#[test]
+fn a_broken_preset_file_is_reported_with_the_file_and_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.ron");
+    std::fs::write(&broken, "(version: 1, name: \"x\", num_wrokers: [1])").unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "preset file", &broken.display().to_string());
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    let messages = harness.state().messages();
+    let message = &messages.last().unwrap().text;
+    assert!(
+        message.contains("broken.ron") && message.contains("num_wrokers"),
+        "{message}"
+    );
+    assert!(harness.query_by_label_contains("num_wrokers").is_some());
+    assert_eq!(harness.state().preset().name, "seed-light");
+}
+
+#[test]
+fn saving_then_loading_gives_the_same_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.ron");
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "num_workers", "0,4");
+    type_into(&mut harness, "preset file", &path.display().to_string());
+    harness.get_by_label("Save").click();
+    harness.run_steps(3);
+    let saved = harness.state().preset().clone();
+    assert!(!harness.state().title().contains('*'));
+    assert_eq!(Preset::load(&path).unwrap(), saved);
+
+    type_into(&mut harness, "num_workers", "8");
+    assert!(harness.state().title().ends_with('*'));
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset(), &saved);
+    assert_eq!(harness.state().preset_path(), Some(path.as_path()));
+}
+
+#[test]
+fn exports_the_plots_as_a_png_at_the_pixel_density() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset(dir.path(), 512, 2);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.set_pixels_per_point(1.5);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_ok();
+    let base = dir.path().join("out.md");
+    harness.state_mut().set_export_path(base.clone());
+
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::E);
+    let png = dir.path().join("out-plots.png");
+    step_until(&mut harness, Duration::from_secs(60), |_| png.exists());
+    std::thread::sleep(Duration::from_millis(200));
+    let image = image::open(&png).unwrap().to_rgba8();
+    let rect = harness.state().plots_rect().unwrap();
+    let expected = (rect.width() * 1.5, rect.height() * 1.5);
+    assert!(
+        (image.width() as f32 - expected.0).abs() <= 2.0,
+        "{:?} vs {expected:?}",
+        image.dimensions()
+    );
+    assert!(
+        (image.height() as f32 - expected.1).abs() <= 2.0,
+        "{:?} vs {expected:?}",
+        image.dimensions()
+    );
+    let mut colors: Vec<[u8; 4]> = image.pixels().map(|p| p.0).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    assert!(
+        colors.len() > 20,
+        "the image looks blank: {} colours",
+        colors.len()
+    );
+
+    harness.get_by_label("CSV").click_accesskit();
+    let csv = dir.path().join("out.csv");
+    step_until(&mut harness, Duration::from_secs(30), |_| csv.exists());
+}
