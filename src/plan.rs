@@ -178,7 +178,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
     if preset.samples == Some(0) {
         return Err(("samples", "must be at least 1".to_owned()));
     }
-    if !(preset.worker_timeout_s > 0.0) {
+    if preset.worker_timeout_s.is_nan() || preset.worker_timeout_s <= 0.0 {
         return Err((
             "worker_timeout_s",
             "must be a positive number of seconds".to_owned(),
@@ -210,7 +210,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
             "mean and std must be non-empty lists of the same length".to_owned(),
         ));
     }
-    if normalize.std.iter().any(|s| !(*s > 0.0)) {
+    if normalize.std.iter().any(|s| s.is_nan() || *s <= 0.0) {
         return Err(("normalize", "every std must be positive".to_owned()));
     }
     for spec in &preset.pipeline {

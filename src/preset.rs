@@ -254,12 +254,12 @@ impl Preset {
         let slot = field_mut(&mut tree, key)
             .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
         *slot = parse_value(value, slot);
-        if SWEEP_KNOBS.contains(&key) {
-            if let Some(points) = tree["extra_configs"].as_array_mut() {
-                for point in points {
-                    if let Some(fields) = point.as_object_mut() {
-                        fields.remove(key);
-                    }
+        if SWEEP_KNOBS.contains(&key)
+            && let Some(points) = tree["extra_configs"].as_array_mut()
+        {
+            for point in points {
+                if let Some(fields) = point.as_object_mut() {
+                    fields.remove(key);
                 }
             }
         }
@@ -343,26 +343,30 @@ mod tests {
 
     #[test]
     fn ron_round_trip_keeps_everything() {
-        let mut preset = Preset::default();
-        preset.samples = Some(512);
-        preset.extra_configs.push(ConfigPoint {
-            num_workers: Some(4),
-            persistent_workers: Some(true),
-            ..ConfigPoint::default()
-        });
+        let preset = Preset {
+            samples: Some(512),
+            extra_configs: vec![ConfigPoint {
+                num_workers: Some(4),
+                persistent_workers: Some(true),
+                ..ConfigPoint::default()
+            }],
+            ..Preset::default()
+        };
         let text = preset.to_ron();
         assert_eq!(Preset::from_ron(&text, origin()).unwrap(), preset);
     }
 
     #[test]
     fn set_scalar_replaces_sweep_list_and_fixes_extra_configs() {
-        let mut preset = Preset::default();
-        preset.num_workers = vec![0, 2, 4];
-        preset.extra_configs.push(ConfigPoint {
-            num_workers: Some(4),
-            pin_memory: Some(true),
-            ..ConfigPoint::default()
-        });
+        let mut preset = Preset {
+            num_workers: vec![0, 2, 4],
+            extra_configs: vec![ConfigPoint {
+                num_workers: Some(4),
+                pin_memory: Some(true),
+                ..ConfigPoint::default()
+            }],
+            ..Preset::default()
+        };
         preset.set("num_workers", "2").unwrap();
         assert_eq!(preset.num_workers, vec![2]);
         assert_eq!(preset.extra_configs[0].num_workers, None);

@@ -435,7 +435,7 @@ fn image_folders_run_and_bad_ones_are_named() {
 
 fn npy(header_dict: &str, data: &[u8]) -> Vec<u8> {
     let mut header = header_dict.to_owned();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');

@@ -67,7 +67,7 @@ impl Dataset for Numbered {
             }
             Trouble::PanicAt(i) if i == index => panic!("sample {index} exploded"),
             Trouble::HangAt(i) if i == index => std::thread::sleep(Duration::from_secs(3600)),
-            Trouble::SlowEven(delay) if index % 2 == 0 => std::thread::sleep(delay),
+            Trouble::SlowEven(delay) if index.is_multiple_of(2) => std::thread::sleep(delay),
             _ => {}
         }
         pixels.fill((index % 256) as u8);
