@@ -14,8 +14,18 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR)
 setup: .libtorch-path
 	@echo "libtorch: $(LIBTORCH_DIR)"
 
-## Build in release mode and run the seed-light preset on the built-in dataset.
+## Open the desktop app with the seed-light preset on the built-in dataset (the
+## headless demo where there is no display).
 run: .libtorch-path
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+		$(TORCH) $(CARGO) run --release -- gui presets/seed-light.ron; \
+	else \
+		echo "make run: no display (DISPLAY and WAYLAND_DISPLAY are unset): running the headless demo"; \
+		$(MAKE) --no-print-directory demo; \
+	fi
+
+## Build in release mode and run the seed-light preset headless, printing its tables.
+demo: .libtorch-path
 	$(TORCH) $(CARGO) run --release -- run presets/seed-light.ron
 
 ## The whole test suite against the real libtorch.

@@ -3,7 +3,8 @@
 //! num_workers 0 and 2, persistent or not: about 50,000 batch events) starts,
 //! and every frame's UI pass (draining events within the budget, layout, plots, table)
 //! is timed until the run ends. Prints p50, p95 and max. Run with
-//! `cargo bench --bench gui_frames`.
+//! `cargo bench --bench gui_frames`; under `cargo test` (no `--bench` argument) it runs a
+//! 4,000-sample smoke version.
 
 use std::time::{Duration, Instant};
 
@@ -15,10 +16,11 @@ use loaderbench::preset::Preset;
 use loaderbench::stats;
 
 fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let preset = Preset {
         name: "frames".to_owned(),
-        samples: Some(400_000),
+        samples: Some(if full { 400_000 } else { 4_000 }),
         epochs: 2,
         batch_size: vec![64],
         num_workers: vec![0, 2],
