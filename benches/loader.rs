@@ -142,12 +142,17 @@ fn heavy_scaling(sizes: &Sizes) {
     for workers in [0, 1, 2] {
         let mut settings = settings(workers);
         settings.persistent_workers = true;
-        let mut loader =
-            Loader::new(dataset.clone(), heavy.clone(), settings, CancelToken::new()).expect("loader");
+        let mut loader = Loader::new(dataset.clone(), heavy.clone(), settings, CancelToken::new())
+            .expect("loader");
         epoch_seconds(&mut loader);
-        let rounds: Vec<f64> = (0..sizes.rounds.min(3)).map(|_| epoch_seconds(&mut loader)).collect();
+        let rounds: Vec<f64> = (0..sizes.rounds.min(3))
+            .map(|_| epoch_seconds(&mut loader))
+            .collect();
         let ms = median(&rounds).unwrap_or(0.0) * 1e3 / batches;
-        println!("heavy, {} samples, batch 256, {workers} worker(s): {ms:.2} ms per batch", sizes.heavy_samples);
+        println!(
+            "heavy, {} samples, batch 256, {workers} worker(s): {ms:.2} ms per batch",
+            sizes.heavy_samples
+        );
         per_batch_ms.push(ms);
     }
     println!(

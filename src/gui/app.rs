@@ -25,6 +25,8 @@ use super::{plots, table};
 
 /// How long a frame may spend folding in run events; the rest wait for the next frame.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
+/// How often the window redraws while a run streams events (about 15 frames a second).
+const LIVE_FRAME_INTERVAL: Duration = Duration::from_millis(66);
 
 /// The preset the app opens with when nothing else is asked for or remembered.
 pub const DEFAULT_PRESET: &str = "seed-light";
@@ -529,8 +531,8 @@ impl App {
         };
         let data = &run.data;
         let plots = ui.columns(2, |columns| {
-            plots::draw(&mut columns[0], &charts::first_batch(data), 230.0);
-            plots::draw(&mut columns[1], &charts::epoch_times(data), 230.0);
+            plots::draw(&mut columns[0], &charts::first_batch(data), 190.0);
+            plots::draw(&mut columns[1], &charts::epoch_times(data), 190.0);
             columns[0].min_rect().union(columns[1].min_rect())
         });
         ui.add_space(8.0);
@@ -549,7 +551,7 @@ impl App {
                 .response
                 .labelled_by(label.id);
         });
-        plots::draw(ui, &charts::timeline(data, selected), 150.0);
+        plots::draw(ui, &charts::timeline(data, selected), 110.0);
         ui.add_space(8.0);
         if let Some(result) = &data.result {
             ui.horizontal(|ui| {
@@ -731,7 +733,11 @@ impl App {
             }),
         };
         let wake_ctx = ctx.clone();
-        let handle = bench::spawn(plan, options, move || wake_ctx.request_repaint());
+        // Batch events arrive thousands of times a second; redrawing for each would take
+        // the CPU the measurement needs, so a run asks for frames at a live-plot rate.
+        let handle = bench::spawn(plan, options, move || {
+            wake_ctx.request_repaint_after(LIVE_FRAME_INTERVAL)
+        });
         self.selected = None;
         self.messages.retain(|m| !m.error);
         self.run = Some(LiveRun {
@@ -802,7 +808,7 @@ impl eframe::App for App {
             self.title = title;
         }
         if left_over {
-            ctx.request_repaint();
+            ctx.request_repaint_after(LIVE_FRAME_INTERVAL);
         } else if self.is_running() {
             ctx.request_repaint_after(Duration::from_millis(250));
         }
