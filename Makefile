@@ -47,3 +47,12 @@ clippy: .libtorch-path
 
 fmt:
 	$(CARGO) fmt --all
+
+FUZZ_SECONDS ?= 60
+## Fuzz the IDX reader and the preset parser (needs `cargo install cargo-fuzz`).
+fuzz: .libtorch-path
+	mkdir -p fuzz/corpus/preset && cp presets/*.ron fuzz/corpus/preset/
+	cd fuzz && for target in idx_header preset; do \
+		LIBTORCH=$(LIBTORCH_DIR) LD_LIBRARY_PATH=$(LIBTORCH_DIR)/lib RUSTC_BOOTSTRAP=1 \
+		cargo fuzz run $$target -O --sanitizer none -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
