@@ -62,7 +62,9 @@ fn main() {
         }
     };
     let spec = DatasetSpec::default();
+    let generating = Instant::now();
     let dataset = dataset::open(&spec, Some(scale.samples)).expect("the synthetic dataset opens");
+    let generation_s = generating.elapsed().as_secs_f64();
     println!(
         "workers bench: {} synthetic samples, light pipeline, batch 256, 2 workers; medians of {} runs",
         scale.samples, scale.repeats
@@ -112,6 +114,20 @@ fn main() {
             startup / thread_startup
         );
     }
+    let copied = measure(
+        &dataset,
+        &scale,
+        Setup {
+            kind: Kind::Spawn,
+            data: DatasetTransfer::Copy,
+            ..base
+        },
+    );
+    println!(
+        "Spawn worker start-up with the dataset copied instead of regenerated: {:.4} s \
+         (generating the synthetic dataset takes {generation_s:.3} s here)",
+        med(&copied.startup_s)
+    );
 
     println!("\n| transfer | per batch | share of epoch 1 | epoch 1 | vs thread workers |");
     println!("|---|---|---|---|---|");

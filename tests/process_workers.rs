@@ -393,3 +393,71 @@ fn cli_runs_a_sweep_with_spawned_workers() {
         "{stdout}"
     );
 }
+
+/// The children of process `pid` (all its threads).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return pids;
+    };
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        pids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    pids
+}
+
+/// Whether `pid` is still a running (not dead, not zombie) process.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+            Some(!matches!(state, 'Z' | 'X'))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn workers_exit_when_the_loader_process_is_killed() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cli = std::process::Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+        .args([
+            "run",
+            "seed-heavy-spawn",
+            "--quiet",
+            "--set",
+            "num_workers=2",
+        ])
+        .args(["--set", "extra_configs=[]", "--set", "samples=12800"])
+        .arg("--journal")
+        .arg(dir.path().join("journal.jsonl"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let workers = loop {
+        let workers = children_of(cli.id());
+        if workers.len() == 2 || Instant::now() > deadline {
+            break workers;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(workers.len(), 2, "the run did not start two workers");
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    let killed = Instant::now();
+    while workers.iter().any(|&w| running(w)) && killed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left: Vec<u32> = workers.into_iter().filter(|&w| running(w)).collect();
+    assert!(
+        left.is_empty(),
+        "workers {left:?} outlived their killed parent"
+    );
+}
