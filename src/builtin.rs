@@ -7,9 +7,17 @@ use crate::error::{Error, Result};
 use crate::preset::Preset;
 
 /// Name and RON text of every built-in preset.
-pub const PRESETS: [(&str, &str); 2] = [
+pub const PRESETS: [(&str, &str); 4] = [
     ("seed-light", include_str!("../presets/seed-light.ron")),
     ("seed-heavy", include_str!("../presets/seed-heavy.ron")),
+    (
+        "seed-light-spawn",
+        include_str!("../presets/seed-light-spawn.ron"),
+    ),
+    (
+        "seed-heavy-spawn",
+        include_str!("../presets/seed-heavy-spawn.ron"),
+    ),
 ];
 
 /// Loads `name_or_path`: a file if one exists there, else a built-in preset by name.

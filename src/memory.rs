@@ -1,6 +1,7 @@
 //! Process memory: the resident set size now and its peak since the last reset, read
 //! from /proc on Linux (where the peak can be reset, so each config gets its own) and
-//! from getrusage elsewhere on Unix. `None` where neither exists.
+//! from getrusage elsewhere on Unix. `None` where neither exists. Other processes (worker
+//! processes) are read the same way, with their proportional set size.
 
 /// Resets the peak resident set size so the next reading covers only what follows.
 /// Returns whether the platform supports it.
@@ -22,8 +23,36 @@ pub fn rss_bytes() -> Option<u64> {
 }
 
 fn status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
+    field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// Memory of another process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessMemory {
+    pub rss_bytes: u64,
+    /// Proportional set size: shared pages divided among their sharers (Linux only).
+    pub pss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// The memory of process `pid`, from `/proc/PID/smaps_rollup` and `/proc/PID/status`
+/// (Linux); `None` elsewhere or once the process is gone.
+pub fn process_memory(pid: u32) -> Option<ProcessMemory> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss_bytes = field_kib(&status, "VmRSS:")? * 1024;
+    Some(ProcessMemory {
+        rss_bytes,
+        pss_bytes: rollup
+            .and_then(|text| field_kib(&text, "Pss:"))
+            .map(|kib| kib * 1024),
+        peak_rss_bytes: field_kib(&status, "VmHWM:").map(|kib| kib * 1024),
+    })
+}
+
+/// The value of a `Name:   123 kB` line.
+fn field_kib(text: &str, field: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(field))?;
     line[field.len()..]
         .trim()
         .trim_end_matches("kB")
@@ -72,5 +101,7 @@ mod tests {
         let after = peak_rss_bytes().unwrap();
         assert!(after >= before + (60 << 20), "{before} -> {after}");
         assert!(rss_bytes().unwrap() > 0);
+        let own = process_memory(std::process::id()).unwrap();
+        assert!(own.rss_bytes > 0 && own.pss_bytes.unwrap() > 0, "{own:?}");
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::DatasetSpec;
 use crate::device::DeviceSpec;
 use crate::error::{Error, Result};
-use crate::preset::{ConfigPoint, Preset, WorkerKind};
+use crate::preset::{BatchTransfer, ConfigPoint, DatasetTransfer, Preset, WorkerKind};
 use crate::transform::{Normalize, PipelineSpec};
 
 /// One point of the sweep: every loader knob with a single value.
@@ -25,6 +25,10 @@ pub struct Config {
     pub pin_memory: bool,
     pub in_order: bool,
     pub device: DeviceSpec,
+    #[serde(default)]
+    pub dataset_transfer: DatasetTransfer,
+    #[serde(default)]
+    pub batch_transfer: BatchTransfer,
 }
 
 impl Config {
@@ -45,7 +49,7 @@ impl Config {
             parts.push(format!("bs={}", self.batch_size));
         }
         if self.worker_kind != common.worker_kind {
-            parts.push(format!("{:?}", self.worker_kind).to_lowercase());
+            parts.push(self.worker_kind.name().to_owned());
         }
         if self.prefetch_factor != common.prefetch_factor {
             parts.push(format!("prefetch={}", self.prefetch_factor));
@@ -55,6 +59,12 @@ impl Config {
         }
         if self.device != common.device {
             parts.push(self.device.to_string());
+        }
+        if self.dataset_transfer != common.dataset_transfer {
+            parts.push(format!("dataset={}", self.dataset_transfer.name()));
+        }
+        if self.batch_transfer != common.batch_transfer {
+            parts.push(format!("batches={}", self.batch_transfer.name()));
         }
         parts.join(" ")
     }
@@ -154,6 +164,8 @@ impl Plan {
             pin_memory: most_common(configs.iter().map(|c| c.pin_memory)),
             in_order: most_common(configs.iter().map(|c| c.in_order)),
             device: most_common(configs.iter().map(|c| c.device.clone())),
+            dataset_transfer: most_common(configs.iter().map(|c| c.dataset_transfer)),
+            batch_transfer: most_common(configs.iter().map(|c| c.batch_transfer)),
         }
     }
 
@@ -184,7 +196,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
             "must be a positive number of seconds".to_owned(),
         ));
     }
-    let lists: [(&'static str, usize); 9] = [
+    let lists: [(&'static str, usize); 11] = [
         ("pipeline", preset.pipeline.len()),
         ("batch_size", preset.batch_size.len()),
         ("num_workers", preset.num_workers.len()),
@@ -194,6 +206,8 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
         ("pin_memory", preset.pin_memory.len()),
         ("in_order", preset.in_order.len()),
         ("device", preset.device.len()),
+        ("dataset_transfer", preset.dataset_transfer.len()),
+        ("batch_transfer", preset.batch_transfer.len()),
     ];
     for (field, len) in lists {
         if len == 0 {
@@ -226,6 +240,15 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
     if config.prefetch_factor == 0 {
         return Err(("prefetch_factor", "must be at least 1".to_owned()));
     }
+    if config.worker_kind != WorkerKind::Thread && !cfg!(unix) {
+        return Err((
+            "worker_kind",
+            format!(
+                "{} workers need a Unix system (Linux or macOS); use thread",
+                config.worker_kind.name()
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -242,17 +265,22 @@ fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
                             for &prefetch_factor in &preset.prefetch_factor {
                                 for &in_order in &preset.in_order {
                                     for &num_workers in &preset.num_workers {
-                                        configs.push(Config {
-                                            pipeline: pipeline.clone(),
-                                            batch_size,
-                                            num_workers,
-                                            worker_kind,
-                                            persistent_workers,
-                                            prefetch_factor,
-                                            pin_memory,
-                                            in_order,
-                                            device: device.clone(),
-                                        });
+                                        for (dataset_transfer, batch_transfer) in transfers(preset)
+                                        {
+                                            configs.push(Config {
+                                                pipeline: pipeline.clone(),
+                                                batch_size,
+                                                num_workers,
+                                                worker_kind,
+                                                persistent_workers,
+                                                prefetch_factor,
+                                                pin_memory,
+                                                in_order,
+                                                device: device.clone(),
+                                                dataset_transfer,
+                                                batch_transfer,
+                                            });
+                                        }
                                     }
                                 }
                             }
@@ -263,6 +291,15 @@ fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
         }
     }
     configs
+}
+
+/// Every pair of the two transfer knobs, in the preset's order.
+fn transfers(preset: &Preset) -> Vec<(DatasetTransfer, BatchTransfer)> {
+    preset
+        .dataset_transfer
+        .iter()
+        .flat_map(|&d| preset.batch_transfer.iter().map(move |&b| (d, b)))
+        .collect()
 }
 
 fn extra_config(
@@ -289,6 +326,8 @@ fn extra_config(
         pin_memory: point.pin_memory.unwrap_or(preset.pin_memory[0]),
         in_order: point.in_order.unwrap_or(preset.in_order[0]),
         device,
+        dataset_transfer: point.dataset_transfer.unwrap_or(preset.dataset_transfer[0]),
+        batch_transfer: point.batch_transfer.unwrap_or(preset.batch_transfer[0]),
     })
 }
 
@@ -366,6 +405,25 @@ mod tests {
         preset.device = vec!["tpu".to_owned()];
         let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
         assert!(err.contains("device") && err.contains("tpu"), "{err}");
+    }
+
+    #[test]
+    fn worker_kinds_and_transfers_sweep_and_label() {
+        let mut preset = preset();
+        preset.num_workers = vec![2];
+        preset.extra_configs.clear();
+        preset.set("worker_kind", "thread,spawn").unwrap();
+        preset.set("batch_transfer", "shared_memory,pipe").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 4);
+        let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
+        // Each label names the knobs where it differs from the most common value.
+        assert!(labels.iter().any(|l| l.contains("thread")), "{labels:?}");
+        assert!(labels.iter().any(|l| l.contains("batches=")), "{labels:?}");
+        let mut unique = labels.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 4, "{labels:?}");
     }
 
     #[test]

@@ -17,12 +17,71 @@ use crate::transform::{Normalize, PipelineSpec};
 /// The preset format version this build reads and writes.
 pub const PRESET_VERSION: u32 = 1;
 
-/// How a worker runs: in a thread of this process.
+/// How a worker runs: in a thread of this process, or as a process of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerKind {
     /// A thread of the loading process; shares the dataset and the allocator.
     Thread,
+    /// A fresh process of this program that opens the dataset itself (PyTorch's `spawn`).
+    Spawn,
+    /// A forked child of the loading process (PyTorch's `fork`; Unix only).
+    Fork,
+}
+
+impl WorkerKind {
+    /// The name presets and tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerKind::Thread => "thread",
+            WorkerKind::Spawn => "spawn",
+            WorkerKind::Fork => "fork",
+        }
+    }
+}
+
+/// How a worker process gets the dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetTransfer {
+    /// The worker opens it itself: files are memory-mapped (pages shared with every
+    /// process), the synthetic dataset is regenerated from its seed; a forked worker
+    /// uses the pages it inherited.
+    #[default]
+    Reopen,
+    /// The worker gets a private copy of every sample, as a pickled dataset would be.
+    Copy,
+}
+
+impl DatasetTransfer {
+    /// The name presets and tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetTransfer::Reopen => "reopen",
+            DatasetTransfer::Copy => "copy",
+        }
+    }
+}
+
+/// How a worker process hands a finished batch back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchTransfer {
+    /// Through a ring of shared-memory segments that only this user can open.
+    #[default]
+    SharedMemory,
+    /// Serialized through the worker's pipe.
+    Pipe,
+}
+
+impl BatchTransfer {
+    /// The name presets and tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            BatchTransfer::SharedMemory => "shared_memory",
+            BatchTransfer::Pipe => "pipe",
+        }
+    }
 }
 
 /// A benchmark: the dataset, the pipelines and the loader settings to sweep.
@@ -83,6 +142,12 @@ pub struct Preset {
     /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
     #[serde(default)]
     pub extra_configs: Vec<ConfigPoint>,
+    /// How worker processes get the dataset (ignored by thread workers).
+    #[serde(default = "defaults::dataset_transfer")]
+    pub dataset_transfer: Vec<DatasetTransfer>,
+    /// How worker processes hand batches back (ignored by thread workers).
+    #[serde(default = "defaults::batch_transfer")]
+    pub batch_transfer: Vec<BatchTransfer>,
 }
 
 /// One extra config: the knobs it sets.
@@ -107,10 +172,14 @@ pub struct ConfigPoint {
     pub in_order: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_transfer: Option<DatasetTransfer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_transfer: Option<BatchTransfer>,
 }
 
 /// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
-pub const SWEEP_KNOBS: [&str; 9] = [
+pub const SWEEP_KNOBS: [&str; 11] = [
     "pipeline",
     "batch_size",
     "num_workers",
@@ -120,10 +189,12 @@ pub const SWEEP_KNOBS: [&str; 9] = [
     "pin_memory",
     "in_order",
     "device",
+    "dataset_transfer",
+    "batch_transfer",
 ];
 
 mod defaults {
-    use super::WorkerKind;
+    use super::{BatchTransfer, DatasetTransfer, WorkerKind};
     use crate::transform::PipelineSpec;
 
     pub fn epochs() -> usize {
@@ -162,6 +233,12 @@ mod defaults {
     pub fn device() -> Vec<String> {
         vec!["cpu".to_owned()]
     }
+    pub fn dataset_transfer() -> Vec<DatasetTransfer> {
+        vec![DatasetTransfer::Reopen]
+    }
+    pub fn batch_transfer() -> Vec<BatchTransfer> {
+        vec![BatchTransfer::SharedMemory]
+    }
 }
 
 impl Default for Preset {
@@ -190,6 +267,8 @@ impl Default for Preset {
             in_order: defaults::yes_list(),
             device: defaults::device(),
             extra_configs: Vec::new(),
+            dataset_transfer: defaults::dataset_transfer(),
+            batch_transfer: defaults::batch_transfer(),
         }
     }
 }
@@ -385,6 +464,15 @@ mod tests {
         assert_eq!(preset.samples, Some(2560));
         preset.set("persistent_workers", "false").unwrap();
         assert_eq!(preset.persistent_workers, vec![false]);
+        preset.set("worker_kind", "spawn,fork").unwrap();
+        assert_eq!(
+            preset.worker_kind,
+            vec![WorkerKind::Spawn, WorkerKind::Fork]
+        );
+        preset.set("dataset_transfer", "copy").unwrap();
+        assert_eq!(preset.dataset_transfer, vec![DatasetTransfer::Copy]);
+        preset.set("batch_transfer", "pipe").unwrap();
+        assert_eq!(preset.batch_transfer, vec![BatchTransfer::Pipe]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::loader::{StageTimes, WorkerStartup};
+use crate::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use crate::machine::Machine;
 use crate::plan::Config;
 use crate::stats;
@@ -98,6 +98,22 @@ pub struct ConfigResult {
     /// Resident set size when the config started and at its peak.
     pub rss_before_bytes: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
+    /// Each worker process's memory at the end of the last epoch (empty for threads).
+    #[serde(default)]
+    pub workers: Vec<WorkerMemory>,
+}
+
+impl ConfigResult {
+    /// The extra memory one worker process costs: the median of their proportional set
+    /// sizes (shared pages counted once among their sharers). `None` for threads.
+    pub fn extra_bytes_per_worker(&self) -> Option<u64> {
+        let pss: Vec<f64> = self
+            .workers
+            .iter()
+            .filter_map(|w| w.pss_bytes.map(|b| b as f64))
+            .collect();
+        stats::median(&pss).map(|b| b as u64)
+    }
 }
 
 /// How a run ended.

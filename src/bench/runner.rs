@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::loader::{Loader, LoaderSettings, batches_per_epoch};
 use crate::machine::Machine;
 use crate::memory;
-use crate::plan::Plan;
+use crate::plan::{Config, Plan};
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
 use crate::transform::Pipeline;
 
@@ -260,7 +260,8 @@ impl Run {
             device: config.device.resolve()?,
             worker_timeout: Duration::from_secs_f64(self.plan.worker_timeout_s),
         };
-        let mut loader = Loader::new(dataset.clone(), pipeline, settings, self.cancel.clone())?;
+        let loader = Loader::new(dataset.clone(), pipeline, settings, self.cancel.clone())?;
+        let mut loader = self.with_worker_processes(loader, config);
         if config.pin_memory && !loader.pin_memory_effective() {
             self.warn(
                 Some(index),
@@ -291,7 +292,38 @@ impl Run {
             intra_op_threads: loader.intra_op_threads(),
             rss_before_bytes,
             peak_rss_bytes: memory::peak_rss_bytes(),
+            workers: loader.worker_memory().to_vec(),
         })
+    }
+
+    /// Sets the loader up for worker processes when the config asks for them (the plan
+    /// has already refused them where the platform has none).
+    fn with_worker_processes(&self, loader: Loader, config: &Config) -> Loader {
+        #[cfg(unix)]
+        {
+            use crate::loader::process::{ProcessKind, ProcessWorkers};
+            use crate::preset::WorkerKind;
+            let kind = match config.worker_kind {
+                WorkerKind::Thread => return loader,
+                WorkerKind::Spawn => ProcessKind::Spawn,
+                WorkerKind::Fork => ProcessKind::Fork,
+            };
+            loader.with_processes(ProcessWorkers {
+                kind,
+                dataset: Some(self.plan.dataset.clone()),
+                samples: self.plan.samples,
+                pipeline: config.pipeline.clone(),
+                normalize: self.plan.normalize.clone(),
+                dataset_transfer: config.dataset_transfer,
+                batch_transfer: config.batch_transfer,
+                executable: None,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = config;
+            loader
+        }
     }
 
     fn measure_epoch(

@@ -34,6 +34,20 @@ enum Command {
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
+    /// A spawned loader worker (started by the loader itself, over inherited pipes).
+    #[cfg(unix)]
+    #[command(name = "__worker", hide = true)]
+    Worker(WorkerArgs),
+}
+
+/// The pipes a spawned worker was handed.
+#[cfg(unix)]
+#[derive(Debug, Args)]
+struct WorkerArgs {
+    #[arg(long)]
+    tasks_fd: i32,
+    #[arg(long)]
+    results_fd: i32,
 }
 
 /// How the desktop app starts.
@@ -86,6 +100,11 @@ struct RunArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        #[cfg(unix)]
+        Some(Command::Worker(args)) => {
+            let code = loaderbench::loader::process::worker_main(args.tasks_fd, args.results_fd);
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Validate(args)) => validate(&args),
         Some(Command::Presets) => {

@@ -85,14 +85,14 @@ type KnobColumn = (&'static str, fn(&Config) -> String);
 
 /// Knobs beyond the classic three whose value differs between configs.
 fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
-    let candidates: [KnobColumn; 5] = [
-        ("worker kind", |c| {
-            format!("{:?}", c.worker_kind).to_lowercase()
-        }),
+    let candidates: [KnobColumn; 7] = [
+        ("worker kind", |c| c.worker_kind.name().to_owned()),
         ("batch size", |c| c.batch_size.to_string()),
         ("prefetch", |c| c.prefetch_factor.to_string()),
         ("in order", |c| python_bool(c.in_order)),
         ("device", |c| c.device.to_string()),
+        ("dataset transfer", |c| c.dataset_transfer.name().to_owned()),
+        ("batch transfer", |c| c.batch_transfer.name().to_owned()),
     ];
     candidates
         .into_iter()

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use egui::{ComboBox, DragValue, RichText, Ui};
 
 use crate::dataset::DatasetKind;
-use crate::preset::Preset;
+use crate::preset::{BatchTransfer, DatasetTransfer, Preset, WorkerKind};
 use crate::transform::{Op, PipelineSpec};
 
 use super::actions::{Action, Pick};
@@ -225,6 +225,21 @@ pub fn draw(
                 problem,
             );
             choice_field(ui, "in order", &mut edited.in_order, true, "");
+            kind_field(ui, "worker kind", &mut edited.worker_kind, worker_kinds());
+            let transfers = [DatasetTransfer::Reopen, DatasetTransfer::Copy];
+            kind_field(
+                ui,
+                "dataset transfer",
+                &mut edited.dataset_transfer,
+                transfers.map(|t| (t.name(), t)).to_vec(),
+            );
+            let transfers = [BatchTransfer::SharedMemory, BatchTransfer::Pipe];
+            kind_field(
+                ui,
+                "batch transfer",
+                &mut edited.batch_transfer,
+                transfers.map(|t| (t.name(), t)).to_vec(),
+            );
             devices(
                 ui,
                 &mut edited.device,
@@ -394,6 +409,51 @@ fn choice_field(
             .labelled_by(label.id)
             .on_disabled_hover_text(disabled_note);
     });
+    ui.end_row();
+}
+
+/// The worker kinds this platform has.
+fn worker_kinds() -> Vec<(&'static str, WorkerKind)> {
+    let mut kinds = vec![WorkerKind::Thread];
+    if cfg!(unix) {
+        kinds.extend([WorkerKind::Spawn, WorkerKind::Fork]);
+    }
+    kinds.into_iter().map(|k| (k.name(), k)).collect()
+}
+
+/// A sweepable choice among named values: one of them, or all of them.
+fn kind_field<T: Copy + PartialEq>(
+    ui: &mut Ui,
+    title: &str,
+    values: &mut Vec<T>,
+    choices: Vec<(&'static str, T)>,
+) {
+    let label = ui.label(title);
+    let all: Vec<T> = choices.iter().map(|(_, value)| *value).collect();
+    let current = match values.as_slice() {
+        [one] => choices
+            .iter()
+            .find(|(_, value)| value == one)
+            .map_or("?", |(name, _)| *name),
+        _ => "all (sweep)",
+    };
+    ComboBox::from_id_salt(title)
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for (name, value) in &choices {
+                if ui.selectable_label(current == *name, *name).clicked() {
+                    *values = vec![*value];
+                }
+            }
+            if ui
+                .selectable_label(current == "all (sweep)", "all (sweep)")
+                .clicked()
+            {
+                *values = all.clone();
+            }
+        })
+        .response
+        .labelled_by(label.id);
     ui.end_row();
 }
 

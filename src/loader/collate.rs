@@ -19,6 +19,8 @@ pub struct BuiltBatch {
     pub collate: Duration,
     pub read: Duration,
     pub transform: Duration,
+    /// Handing the batch from a worker process to the loader (zero within a process).
+    pub transfer: Duration,
 }
 
 /// Reads the samples at `indices` and transforms them with a generator seeded by `seed`.
@@ -53,6 +55,7 @@ pub fn build_batch(
         collate,
         read,
         transform,
+        transfer: Duration::ZERO,
     })
 }
 

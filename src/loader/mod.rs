@@ -3,9 +3,14 @@
 //! out `prefetch_factor × num_workers` batch tasks round-robin and one more for each
 //! batch taken, yields batches in order (or as they come, without `in_order`), pins and
 //! copies them to the device, and stops non-persistent workers once the epoch is done.
-//! Each [`Batch`] carries the time spent in every stage.
+//! Each [`Batch`] carries the time spent in every stage. The workers are threads, or
+//! processes (spawned or forked, see [`process`]); the epoch drives either through the
+//! same [`WorkerPool`](pool::WorkerPool) trait.
 
 mod collate;
+mod pool;
+#[cfg(unix)]
+pub mod process;
 mod sampler;
 mod threads;
 
@@ -18,13 +23,15 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use self::collate::{BuiltBatch, build_batch};
-use self::threads::{Task, ThreadPool, WorkerMessage};
+use self::pool::{Task, WorkerPool};
+use self::threads::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::dataset::Dataset;
 use crate::device;
 use crate::error::{Error, Result};
 use crate::transform::Pipeline;
 
+pub use pool::{WorkerMemory, WorkerMessage};
 pub use sampler::batches_per_epoch;
 
 /// How often a waiting loader checks for cancellation.
@@ -99,8 +106,13 @@ pub struct Loader {
     pipeline: Arc<Pipeline>,
     settings: LoaderSettings,
     cancel: CancelToken,
-    pool: Option<ThreadPool>,
+    pool: Option<Box<dyn WorkerPool>>,
     epochs_started: u64,
+    /// Worker processes instead of threads.
+    #[cfg(unix)]
+    processes: Option<process::ProcessWorkers>,
+    /// Worker process memory, read at the end of the last epoch.
+    worker_memory: Vec<WorkerMemory>,
 }
 
 impl Loader {
@@ -123,7 +135,41 @@ impl Loader {
             cancel,
             pool: None,
             epochs_started: 0,
+            #[cfg(unix)]
+            processes: None,
+            worker_memory: Vec::new(),
         })
+    }
+
+    /// Runs the workers as processes (spawned or forked) instead of threads.
+    #[cfg(unix)]
+    pub fn with_processes(mut self, processes: process::ProcessWorkers) -> Loader {
+        self.processes = Some(processes);
+        self
+    }
+
+    /// Each worker process's memory at the end of the last epoch (empty for threads).
+    pub fn worker_memory(&self) -> &[WorkerMemory] {
+        &self.worker_memory
+    }
+
+    fn start_pool(&self) -> Result<Box<dyn WorkerPool>> {
+        let count = self.settings.num_workers;
+        #[cfg(unix)]
+        if let Some(processes) = &self.processes {
+            let start = process::PoolStart {
+                count,
+                dataset: &self.dataset,
+                pipeline: &self.pipeline,
+                prefetch_factor: self.settings.prefetch_factor,
+            };
+            return Ok(Box::new(process::ProcessPool::start(processes, &start)?));
+        }
+        Ok(Box::new(ThreadPool::start(
+            count,
+            &self.dataset,
+            &self.pipeline,
+        )?))
     }
 
     /// Whether pinning happens: it needs CUDA, and is a recorded no-op without it.
@@ -168,11 +214,7 @@ impl Loader {
         let mut started_workers = Vec::new();
         if settings.num_workers > 0 && (self.pool.is_none() || !settings.persistent_workers) {
             self.pool = None;
-            self.pool = Some(ThreadPool::start(
-                settings.num_workers,
-                &self.dataset,
-                &self.pipeline,
-            )?);
+            self.pool = Some(self.start_pool()?);
             started_workers = (0..settings.num_workers).collect();
         }
         let mut epoch = Epoch {
@@ -221,6 +263,14 @@ impl Epoch<'_> {
     /// Worker start-ups reported since the last call.
     pub fn take_worker_startups(&mut self) -> Vec<WorkerStartup> {
         self.startups.drain(..).collect()
+    }
+
+    /// The process id of each worker process (empty for thread workers).
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.loader
+            .pool
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.pids())
     }
 
     fn prefetch(&mut self) -> Result<()> {
@@ -306,7 +356,8 @@ impl Epoch<'_> {
         let mut last_heard = Instant::now();
         loop {
             if let Some((index, built)) = self.take_arrived(in_order) {
-                return Ok((index, built, Duration::ZERO));
+                let transfer = built.transfer;
+                return Ok((index, built, transfer));
             }
             self.loader.cancel.check()?;
             let pool = self
@@ -348,7 +399,8 @@ impl Epoch<'_> {
                 } if epoch == self.epoch => {
                     if !in_order || batch == self.next_to_yield {
                         self.advance_yield_cursor(batch);
-                        return Ok((batch, built, received.elapsed()));
+                        let transfer = built.transfer + received.elapsed();
+                        return Ok((batch, built, transfer));
                     }
                     self.arrived.insert(batch, built);
                 }
@@ -367,6 +419,7 @@ impl Epoch<'_> {
                     });
                 }
                 WorkerMessage::Failed { .. } => {}
+                WorkerMessage::Died { error } => return Err(error),
             }
         }
     }
@@ -419,6 +472,9 @@ impl Epoch<'_> {
     }
 
     fn finish(&mut self) {
+        if let Some(pool) = &self.loader.pool {
+            self.loader.worker_memory = pool.memory();
+        }
         if !self.loader.settings.persistent_workers {
             self.loader.pool = None;
         }

@@ -12,37 +12,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 
-use super::collate::{BuiltBatch, build_batch};
+use super::collate::build_batch;
+use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::transform::Pipeline;
-
-/// Work for one batch.
-pub struct Task {
-    pub epoch: u64,
-    pub batch: usize,
-    pub indices: Vec<usize>,
-    pub seed: u64,
-}
-
-/// What a worker sends back.
-pub enum WorkerMessage {
-    Ready {
-        worker: usize,
-        startup: Duration,
-    },
-    Batch {
-        epoch: u64,
-        batch: usize,
-        built: Box<BuiltBatch>,
-    },
-    Failed {
-        worker: usize,
-        epoch: u64,
-        batch: usize,
-        error: Error,
-    },
-}
 
 /// How long dropping a pool waits for its workers to finish the batch in hand.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
@@ -78,27 +52,34 @@ impl ThreadPool {
             shutdown_grace: SHUTDOWN_GRACE,
         })
     }
+}
 
-    pub fn len(&self) -> usize {
+impl WorkerPool for ThreadPool {
+    fn len(&self) -> usize {
         self.workers.len()
     }
 
-    /// Queues a task on worker `worker`.
-    pub fn send(&self, worker: usize, task: Task) -> Result<()> {
+    fn send(&self, worker: usize, task: Task) -> Result<()> {
         self.workers[worker]
             .tasks
             .send(task)
             .map_err(|_| Error::run(format!("loader-worker-{worker} has stopped")))
     }
 
-    /// Don't wait for workers when the pool is dropped: one is known to be hung.
-    pub fn abandon_on_drop(&mut self) {
+    fn results(&self) -> &Receiver<WorkerMessage> {
+        &self.results
+    }
+
+    fn abandon_on_drop(&mut self) {
         self.shutdown_grace = Duration::ZERO;
     }
 
-    /// The channel every worker reports on.
-    pub fn results(&self) -> &Receiver<WorkerMessage> {
-        &self.results
+    fn memory(&self) -> Vec<WorkerMemory> {
+        Vec::new()
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        Vec::new()
     }
 }
 
@@ -198,7 +179,7 @@ fn serve(
     }
 }
 
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+pub(super) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(text) = panic.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = panic.downcast_ref::<String>() {

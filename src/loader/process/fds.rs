@@ -1,0 +1,247 @@
+//! The operating-system pieces a worker process is built from: pipes and shared-memory
+//! segments that only this user can open (a `memfd` on Linux — it has no name at all —
+//! elsewhere a 0600 POSIX segment under a random name that is unlinked the moment it is
+//! created), and the child process itself, reaped exactly once so that its pid is never
+//! signalled after it may have been reused.
+//!
+//! Every descriptor a pool holds is listed in a process-wide registry for as long as it
+//! is open, so that a forked worker can close the ones that belong to other workers:
+//! otherwise a sibling holding a copy of a pipe's end would hide its end-of-file.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+static OPEN: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
+
+/// The registry of descriptors that pools hold; a fork takes this lock so that the
+/// child sees a consistent list.
+pub fn registry() -> MutexGuard<'static, Vec<RawFd>> {
+    // A panic while holding this lock cannot leave the list half-edited (every edit is
+    // one push or one removal), so a poisoned lock is still a valid list.
+    OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A registered, close-on-exec descriptor: a pipe end or a segment.
+pub struct SharedFd {
+    file: Option<File>,
+}
+
+impl SharedFd {
+    fn new(fd: OwnedFd) -> SharedFd {
+        registry().push(fd.as_raw_fd());
+        SharedFd {
+            file: Some(File::from(fd)),
+        }
+    }
+
+    pub fn file(&self) -> &File {
+        // `file` is only taken in `drop`.
+        self.file
+            .as_ref()
+            .expect("a SharedFd holds its file until dropped")
+    }
+
+    pub fn raw(&self) -> RawFd {
+        self.file().as_raw_fd()
+    }
+}
+
+impl Drop for SharedFd {
+    fn drop(&mut self) {
+        let mut open = registry();
+        if let Some(file) = self.file.take() {
+            let fd = file.as_raw_fd();
+            open.retain(|&f| f != fd);
+            // Closed while the registry is locked, so no fork sees the number listed
+            // after it has been reused for something else.
+            drop(file);
+        }
+    }
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+pub fn pipe() -> Result<(SharedFd, SharedFd)> {
+    let (reader, writer) =
+        std::io::pipe().map_err(|err| Error::run(format!("could not create a pipe: {err}")))?;
+    Ok((
+        SharedFd::new(OwnedFd::from(reader)),
+        SharedFd::new(OwnedFd::from(writer)),
+    ))
+}
+
+/// An empty shared-memory segment only this user can open; it grows as batches need.
+pub fn segment() -> Result<SharedFd> {
+    let fd = new_segment()
+        .map_err(|err| Error::run(format!("could not create a shared-memory segment: {err}")))?;
+    Ok(SharedFd::new(fd))
+}
+
+#[cfg(target_os = "linux")]
+fn new_segment() -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a valid C string; memfd_create returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"loaderbench-batches".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by memfd_create and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn new_segment() -> std::io::Result<OwnedFd> {
+    use rand::Rng;
+    use std::ffi::CString;
+    use std::os::fd::FromRawFd;
+    let name = format!("/lb-{:016x}", rand::rng().random::<u64>());
+    let name = CString::new(name).map_err(std::io::Error::other)?;
+    // SAFETY: `name` is a valid C string; O_EXCL makes a guessed name fail instead of
+    // opening someone else's segment.
+    let fd = unsafe {
+        libc::shm_open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // The name is gone at once; only descriptors (ours, and the worker's inherited
+    // copy) keep the segment alive, so nothing is left behind when they close.
+    // SAFETY: as above; `fd` is ours.
+    unsafe {
+        libc::shm_unlink(name.as_ptr());
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// A worker's process, reaped exactly once.
+pub struct ChildProcess {
+    pid: libc::pid_t,
+    /// How it ended, once reaped.
+    ended: Mutex<Option<String>>,
+}
+
+impl ChildProcess {
+    pub fn new(pid: libc::pid_t) -> ChildProcess {
+        ChildProcess {
+            pid,
+            ended: Mutex::new(None),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid.unsigned_abs()
+    }
+
+    /// How the process ended, reaping it if it has; `None` while it runs.
+    pub fn try_reap(&self) -> Option<String> {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        if ended.is_none() {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child with a valid status pointer.
+            let reaped = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+            if reaped == self.pid {
+                *ended = Some(describe_status(status));
+            } else if reaped < 0 {
+                *ended = Some("ended (its status is unknown)".to_owned());
+            }
+        }
+        ended.clone()
+    }
+
+    /// Waits up to `patience` for the process to end on its own.
+    pub fn wait(&self, patience: Duration) -> Option<String> {
+        let deadline = Instant::now() + patience;
+        loop {
+            if let Some(ended) = self.try_reap() {
+                return Some(ended);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Kills the process (if it has not been reaped) and reaps it.
+    pub fn kill(&self) {
+        {
+            let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+            if ended.is_none() {
+                // SAFETY: the pid is our unreaped child, so it cannot have been reused.
+                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            }
+        }
+        // SIGKILL cannot be caught; the kernel ends the process promptly.
+        self.wait(Duration::from_secs(5));
+    }
+}
+
+fn describe_status(status: libc::c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exited with status {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        format!("was killed by signal {signal} ({})", signal_name(signal))
+    } else {
+        format!("ended with wait status {status}")
+    }
+}
+
+fn signal_name(signal: libc::c_int) -> &'static str {
+    match signal {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGINT => "SIGINT",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "a signal",
+    }
+}
+
+/// Makes the calling process die with its parent (Linux; elsewhere workers notice their
+/// parent is gone when their task pipe reaches end-of-file). Async-signal-safe.
+pub fn die_with_parent(parent: libc::pid_t) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number; no pointers involved.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    // The parent may have died before prctl took effect.
+    // SAFETY: getppid and _exit are async-signal-safe and take no pointers.
+    unsafe {
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_are_registered_while_open() {
+        let (reader, writer) = pipe().unwrap();
+        let fds = (reader.raw(), writer.raw());
+        assert!(registry().contains(&fds.0) && registry().contains(&fds.1));
+        drop(reader);
+        assert!(!registry().contains(&fds.0));
+        drop(writer);
+    }
+
+    #[test]
+    fn exit_statuses_read_as_words() {
+        assert_eq!(describe_status(3 << 8), "exited with status 3");
+        assert_eq!(describe_status(9), "was killed by signal 9 (SIGKILL)");
+    }
+}

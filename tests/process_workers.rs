@@ -1,0 +1,463 @@
+//! Worker processes with real children and real libtorch: spawned and forked workers
+//! deliver exactly the batches thread workers do (every sample once per epoch), through
+//! shared memory or the pipe, with the dataset reopened or copied; persistent pools start
+//! once; and a worker that is killed or hangs, or a cancel, ends the epoch promptly with
+//! a clear error and leaves no child process and no segment behind.
+
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use loaderbench::cancel::CancelToken;
+use loaderbench::dataset::{self, Dataset, DatasetSpec, PixelKind, SampleShape};
+use loaderbench::loader::process::{ProcessKind, ProcessWorkers};
+use loaderbench::loader::{Loader, LoaderSettings};
+use loaderbench::preset::{BatchTransfer, DatasetTransfer};
+use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench::{Error, Result};
+use tch::{Device, Tensor};
+
+/// The leak checks look at this whole process's children and descriptors, so tests that
+/// start workers run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const SAMPLES: usize = 100;
+
+fn settings(num_workers: usize, persistent: bool) -> LoaderSettings {
+    LoaderSettings {
+        batch_size: 8,
+        shuffle: true,
+        seed: 7,
+        drop_last: false,
+        num_workers,
+        persistent_workers: persistent,
+        prefetch_factor: 2,
+        in_order: true,
+        pin_memory: false,
+        device: Device::Cpu,
+        worker_timeout: Duration::from_secs(30),
+    }
+}
+
+fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -> ProcessWorkers {
+    ProcessWorkers {
+        kind,
+        dataset: Some(DatasetSpec::default()),
+        samples: Some(SAMPLES),
+        pipeline: PipelineSpec::Light,
+        normalize: Normalize::default(),
+        dataset_transfer: data,
+        batch_transfer: batches,
+        executable: Some(PathBuf::from(env!("CARGO_BIN_EXE_loaderbench"))),
+    }
+}
+
+fn loader(dataset: Arc<dyn Dataset>, settings: LoaderSettings, cancel: CancelToken) -> Loader {
+    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
+    Loader::new(dataset, Arc::new(pipeline), settings, cancel).unwrap()
+}
+
+fn synthetic() -> Arc<dyn Dataset> {
+    dataset::open(&DatasetSpec::default(), Some(SAMPLES)).unwrap()
+}
+
+/// Every batch of one epoch: labels and images, in the order they came.
+fn epoch(loader: &mut Loader) -> (Vec<Vec<i64>>, Vec<Tensor>, usize) {
+    let mut epoch = loader.epoch().unwrap();
+    let (mut labels, mut images) = (Vec::new(), Vec::new());
+    for batch in epoch.by_ref() {
+        let batch = batch.unwrap();
+        labels.push(Vec::<i64>::try_from(&batch.labels).unwrap());
+        images.push(batch.images);
+    }
+    let startups = epoch.take_worker_startups().len();
+    (labels, images, startups)
+}
+
+/// This process's child processes, from every thread's children list.
+fn children() -> Vec<u32> {
+    let mut pids = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        pids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    pids
+}
+
+/// Shared-memory segments this process still holds.
+fn segments_open() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.to_string_lossy().contains("loaderbench-batches"))
+        .count()
+}
+
+fn assert_nothing_left() {
+    if cfg!(target_os = "linux") {
+        assert_eq!(
+            children(),
+            Vec::<u32>::new(),
+            "worker processes outlived the pool"
+        );
+        assert_eq!(segments_open(), 0, "segments outlived the pool");
+    }
+}
+
+#[test]
+fn spawned_and_forked_workers_deliver_the_thread_workers_batches() {
+    let _serial = serial();
+    let dataset = synthetic();
+    let (reference, reference_images, _) = epoch(&mut loader(
+        dataset.clone(),
+        settings(2, false),
+        CancelToken::new(),
+    ));
+    let mut all: Vec<i64> = reference.concat();
+    let mut expected: Vec<i64> = (0..SAMPLES).map(|i| label(&*dataset, i)).collect();
+    all.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(all, expected, "every sample once");
+    for kind in [ProcessKind::Spawn, ProcessKind::Fork] {
+        for data in [DatasetTransfer::Reopen, DatasetTransfer::Copy] {
+            for batches in [BatchTransfer::SharedMemory, BatchTransfer::Pipe] {
+                let what = format!("{kind:?} {data:?} {batches:?}");
+                let mut loader = loader(dataset.clone(), settings(2, false), CancelToken::new())
+                    .with_processes(processes(kind, data, batches));
+                let (labels, images, startups) = epoch(&mut loader);
+                assert_eq!(labels, reference, "{what}");
+                assert_eq!(startups, 2, "{what}");
+                for (a, b) in images.iter().zip(&reference_images) {
+                    assert!(
+                        a.equal(b),
+                        "{what}: a batch differs from the thread workers'"
+                    );
+                }
+                assert_nothing_left();
+            }
+        }
+    }
+}
+
+fn label(dataset: &dyn Dataset, index: usize) -> i64 {
+    let mut pixels = vec![0; dataset.shape().sample_bytes()];
+    dataset.read(index, &mut pixels).unwrap()
+}
+
+#[test]
+fn persistent_workers_start_once_restarted_ones_every_epoch() {
+    let _serial = serial();
+    for kind in [ProcessKind::Spawn, ProcessKind::Fork] {
+        for persistent in [true, false] {
+            let mut loader =
+                loader(synthetic(), settings(2, persistent), CancelToken::new()).with_processes(
+                    processes(kind, DatasetTransfer::Reopen, BatchTransfer::SharedMemory),
+                );
+            let (first, _, startups_1) = epoch(&mut loader);
+            let (second, _, startups_2) = epoch(&mut loader);
+            assert_eq!(startups_1, 2, "{kind:?}");
+            assert_eq!(
+                startups_2,
+                if persistent { 0 } else { 2 },
+                "{kind:?} {persistent}"
+            );
+            assert_ne!(first, second, "a new epoch reshuffles");
+            let memory = loader.worker_memory();
+            assert_eq!(memory.len(), 2, "{kind:?} {persistent}: {memory:?}");
+            assert!(memory.iter().all(|m| m.rss_bytes > 0), "{memory:?}");
+            if persistent {
+                assert_eq!(
+                    children().len(),
+                    2,
+                    "persistent workers wait between epochs"
+                );
+            }
+            drop(loader);
+            assert_nothing_left();
+        }
+    }
+}
+
+/// Synthetic samples that take `delay` each to read, so an epoch lasts long enough to
+/// interfere with.
+struct Slow {
+    inner: Arc<dyn Dataset>,
+    delay: Duration,
+    hang_at: Option<usize>,
+}
+
+impl Dataset for Slow {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn shape(&self) -> SampleShape {
+        self.inner.shape()
+    }
+    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        if self.hang_at == Some(index) {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+        std::thread::sleep(self.delay);
+        self.inner.read(index, pixels)
+    }
+    fn describe(&self) -> String {
+        "slow".to_owned()
+    }
+}
+
+fn slow(delay: Duration, hang_at: Option<usize>) -> Arc<dyn Dataset> {
+    assert_eq!(synthetic().shape().pixel, PixelKind::U8);
+    Arc::new(Slow {
+        inner: dataset::open(&DatasetSpec::default(), Some(400)).unwrap(),
+        delay,
+        hang_at,
+    })
+}
+
+#[test]
+fn a_killed_worker_ends_the_epoch_within_two_seconds_and_leaves_nothing() {
+    let _serial = serial();
+    for kind in [ProcessKind::Spawn, ProcessKind::Fork] {
+        // Spawned workers cannot reopen a dataset made in code; they get a copy.
+        let mut loader = loader(
+            slow(Duration::from_millis(2), None),
+            settings(2, false),
+            CancelToken::new(),
+        )
+        .with_processes(processes(
+            kind,
+            DatasetTransfer::Copy,
+            BatchTransfer::SharedMemory,
+        ));
+        let mut epoch = loader.epoch().unwrap();
+        epoch.next().unwrap().unwrap();
+        let pids = epoch.worker_pids();
+        assert_eq!(pids.len(), 2);
+        // SAFETY: the pid is our own live, unreaped worker.
+        assert_eq!(unsafe { libc::kill(pids[1] as i32, libc::SIGKILL) }, 0);
+        let killed = Instant::now();
+        let error = loop {
+            match epoch.next() {
+                Some(Ok(_)) => continue,
+                Some(Err(error)) => break error,
+                None => panic!("{kind:?}: the epoch finished without its killed worker"),
+            }
+        };
+        let waited = killed.elapsed();
+        let message = error.to_string();
+        assert!(matches!(error, Error::Run(_)), "{message}");
+        assert!(
+            message.contains("loader-worker-1") && message.contains(&pids[1].to_string()),
+            "{message}"
+        );
+        assert!(message.contains("SIGKILL"), "{message}");
+        assert!(waited < Duration::from_secs(2), "{kind:?}: took {waited:?}");
+        drop(epoch);
+        drop(loader);
+        assert_nothing_left();
+    }
+}
+
+#[test]
+fn a_hung_worker_is_reported_after_the_timeout_and_killed() {
+    let _serial = serial();
+    let mut settings = settings(2, false);
+    settings.worker_timeout = Duration::from_millis(800);
+    settings.shuffle = false;
+    let mut loader = loader(slow(Duration::ZERO, Some(0)), settings, CancelToken::new())
+        .with_processes(processes(
+            ProcessKind::Fork,
+            DatasetTransfer::Reopen,
+            BatchTransfer::Pipe,
+        ));
+    let started = Instant::now();
+    let error = loader
+        .epoch()
+        .unwrap()
+        .find_map(|batch| batch.err())
+        .expect("the hung worker is reported");
+    let message = error.to_string();
+    assert!(
+        message.contains("loader-worker-0") && message.contains("hung"),
+        "{message}"
+    );
+    drop(loader);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_nothing_left();
+}
+
+#[test]
+fn cancelling_stops_every_worker_within_a_second() {
+    let _serial = serial();
+    for kind in [ProcessKind::Spawn, ProcessKind::Fork] {
+        let cancel = CancelToken::new();
+        let mut loader = loader(
+            slow(Duration::from_millis(5), None),
+            settings(3, true),
+            cancel.clone(),
+        )
+        .with_processes(processes(kind, DatasetTransfer::Copy, BatchTransfer::Pipe));
+        let mut epoch = loader.epoch().unwrap();
+        epoch.next().unwrap().unwrap();
+        cancel.cancel();
+        let cancelled = Instant::now();
+        // A batch that has already arrived may still be handed out; the next wait stops.
+        let outcome = epoch.find_map(|batch| batch.err());
+        drop(epoch);
+        drop(loader);
+        let waited = cancelled.elapsed();
+        assert!(
+            matches!(outcome, Some(Error::Cancelled)),
+            "{kind:?}: {outcome:?}"
+        );
+        assert!(waited < Duration::from_secs(1), "{kind:?}: took {waited:?}");
+        assert_nothing_left();
+    }
+}
+
+#[test]
+fn spawned_worker_reports_a_dataset_it_cannot_open() {
+    let _serial = serial();
+    let mut spec = processes(
+        ProcessKind::Spawn,
+        DatasetTransfer::Reopen,
+        BatchTransfer::Pipe,
+    );
+    spec.dataset = Some(DatasetSpec {
+        kind: dataset::DatasetKind::Npy,
+        path: Some(PathBuf::from("/no/such/data.npy")),
+        ..DatasetSpec::default()
+    });
+    let mut loader =
+        loader(synthetic(), settings(1, false), CancelToken::new()).with_processes(spec);
+    let error = loader.epoch().unwrap().find_map(|b| b.err()).unwrap();
+    let message = error.to_string();
+    assert!(
+        message.contains("loader-worker-0 could not start") && message.contains("data.npy"),
+        "{message}"
+    );
+    drop(loader);
+    assert_nothing_left();
+}
+
+#[test]
+fn cli_runs_a_sweep_with_spawned_workers() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+        .args(["run", "seed-light", "--quiet", "--set", "worker_kind=spawn"])
+        .args([
+            "--set",
+            "samples=1024",
+            "--set",
+            "num_workers=2",
+            "--set",
+            "epochs=1",
+        ])
+        .args(["--set", "batch_transfer=shared_memory,pipe"])
+        .arg("--journal")
+        .arg(dir.path().join("journal.jsonl"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let results = result["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for run in results {
+        assert_eq!(run["config"]["worker_kind"], "spawn");
+        let workers = run["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 2, "{run}");
+        assert!(workers[0]["pss_bytes"].as_u64().unwrap() > 0, "{run}");
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("batch transfer") && stdout.contains("pipe"),
+        "{stdout}"
+    );
+}
+
+/// The children of process `pid` (all its threads).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return pids;
+    };
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        pids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    pids
+}
+
+/// Whether `pid` is still a running (not dead, not zombie) process.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+            Some(!matches!(state, 'Z' | 'X'))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn workers_exit_when_the_loader_process_is_killed() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cli = std::process::Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+        .args([
+            "run",
+            "seed-heavy-spawn",
+            "--quiet",
+            "--set",
+            "num_workers=2",
+        ])
+        .args(["--set", "extra_configs=[]", "--set", "samples=12800"])
+        .arg("--journal")
+        .arg(dir.path().join("journal.jsonl"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let workers = loop {
+        let workers = children_of(cli.id());
+        if workers.len() == 2 || Instant::now() > deadline {
+            break workers;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(workers.len(), 2, "the run did not start two workers");
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    let killed = Instant::now();
+    while workers.iter().any(|&w| running(w)) && killed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left: Vec<u32> = workers.into_iter().filter(|&w| running(w)).collect();
+    assert!(
+        left.is_empty(),
+        "workers {left:?} outlived their killed parent"
+    );
+}
