@@ -93,6 +93,8 @@ pub struct PoolStart<'a> {
 }
 
 enum Outgoing {
+    /// The worker's config, with the dataset's bytes when it gets a copy.
+    Start(ToWorker, Option<Arc<(protocol::CopyLayout, Vec<u8>)>>),
     Message(ToWorker),
     /// Close the task pipe: the worker finishes what it has and exits. (The queue itself
     /// stays open as long as the reader may free segments.)
@@ -138,12 +140,15 @@ impl ProcessPool {
             };
             let ends = Ends::new(segments)?;
             let asked_at = Instant::now();
-            let worker = match spec.kind {
-                ProcessKind::Spawn => spawn(id, spec, &ends, copy.as_deref())?,
-                ProcessKind::Fork => fork(id, spec, start, &ends)?,
+            let (worker, first) = match spec.kind {
+                ProcessKind::Spawn => {
+                    let (child, config) = spawn(id, spec, &ends, copy.as_ref())?;
+                    (child, Some(config))
+                }
+                ProcessKind::Fork => (fork(id, spec, start, &ends)?, None),
             };
             pool.workers
-                .push(ends.connect(id, worker, asked_at, results_tx.clone())?);
+                .push(ends.connect(id, worker, asked_at, first, results_tx.clone())?);
         }
         Ok(pool)
     }
@@ -178,12 +183,16 @@ impl Ends {
         fds
     }
 
-    /// Closes the worker's ends here and starts the threads that talk to it.
+    /// Closes the worker's ends here and starts the threads that talk to it; `first`
+    /// (a spawned worker's config) goes out before any task. Only once this side holds
+    /// no read end of the task pipe does a worker's death make writing to it fail
+    /// rather than block.
     fn connect(
         self,
         id: usize,
         child: Arc<ChildProcess>,
         asked_at: Instant,
+        first: Option<Outgoing>,
         results: Sender<WorkerMessage>,
     ) -> Result<ProcessWorker> {
         let Ends {
@@ -195,6 +204,10 @@ impl Ends {
         } = self;
         drop((tasks_read, results_write));
         let (tasks, queue) = unbounded();
+        if let Some(first) = first {
+            // The queue's receiver is alive in this scope, so sending cannot fail.
+            let _ = tasks.send(first);
+        }
         let writer = std::thread::Builder::new()
             .name(format!("loader-worker-{id}-tasks"))
             .spawn(move || write_tasks(&tasks_write, &queue))
@@ -238,12 +251,13 @@ fn worker_executable(spec: &ProcessWorkers) -> Result<PathBuf> {
     })
 }
 
+/// Starts a spawned worker; returns it and the config frame its writer sends first.
 fn spawn(
     id: usize,
     spec: &ProcessWorkers,
     ends: &Ends,
-    copy: Option<&(protocol::CopyLayout, Vec<u8>)>,
-) -> Result<Arc<ChildProcess>> {
+    copy: Option<&Arc<(protocol::CopyLayout, Vec<u8>)>>,
+) -> Result<(Arc<ChildProcess>, Outgoing)> {
     use std::os::unix::process::CommandExt;
     let executable = worker_executable(spec)?;
     let keep = ends.workers_fds();
@@ -286,20 +300,13 @@ fn spawn(
             })?),
         },
         samples: spec.samples,
-        copy: copy.map(|(layout, _)| *layout),
+        copy: copy.map(|copy| copy.0),
         pipeline: spec.pipeline.clone(),
         normalize: spec.normalize.clone(),
         segments: ends.segments.iter().map(SharedFd::raw).collect(),
     };
     let start = ToWorker::Start(Box::new(config));
-    let data = copy.map(|(_, bytes)| bytes.as_slice()).unwrap_or(&[]);
-    // The config goes out here (it is small, or the copy the worker needs first); the
-    // writer thread takes over the pipe for tasks afterwards.
-    write_frame(&mut ends.tasks_write.file(), &start, data).map_err(|err| {
-        child.kill();
-        Error::run(format!("loader-worker-{id} did not take its config: {err}"))
-    })?;
-    Ok(child)
+    Ok((child, Outgoing::Start(start, copy.cloned())))
 }
 
 fn fork(
@@ -357,6 +364,10 @@ fn write_tasks(pipe: &SharedFd, queue: &Receiver<Outgoing>) {
     let mut out = pipe.file();
     for outgoing in queue {
         let sent = match &outgoing {
+            Outgoing::Start(message, copy) => {
+                let data = copy.as_ref().map_or(&[][..], |copy| copy.1.as_slice());
+                write_frame(&mut out, message, data)
+            }
             Outgoing::Message(message) => write_frame(&mut out, message, &[]),
             Outgoing::Close => return,
         };
