@@ -12,10 +12,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
 use crate::error::{Error, Result};
+use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
 
 /// The preset format version this build reads and writes.
 pub const PRESET_VERSION: u32 = 1;
+
+/// The epochs a training run is assumed to take unless the preset says otherwise.
+pub const DEFAULT_PLANNED_EPOCHS: usize = 50;
 
 /// How a worker runs: in a thread of this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -83,6 +87,12 @@ pub struct Preset {
     /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
     #[serde(default)]
     pub extra_configs: Vec<ConfigPoint>,
+    /// The training step run on each batch: `none`, `fixed(MS)` or `mlp(hidden: N)`.
+    #[serde(default)]
+    pub step: StepCost,
+    /// The epochs a training run would take, for the break-even and the recommendation.
+    #[serde(default = "defaults::planned_epochs")]
+    pub planned_epochs: usize,
 }
 
 /// One extra config: the knobs it sets.
@@ -162,6 +172,9 @@ mod defaults {
     pub fn device() -> Vec<String> {
         vec!["cpu".to_owned()]
     }
+    pub fn planned_epochs() -> usize {
+        super::DEFAULT_PLANNED_EPOCHS
+    }
 }
 
 impl Default for Preset {
@@ -190,6 +203,8 @@ impl Default for Preset {
             in_order: defaults::yes_list(),
             device: defaults::device(),
             extra_configs: Vec::new(),
+            step: StepCost::None,
+            planned_epochs: defaults::planned_epochs(),
         }
     }
 }
