@@ -112,9 +112,9 @@ pub fn break_even(
             let sentence = if saved > 0.0 {
                 format!(
                     "persistent workers save {saved:.2} s per epoch for {} ({against}); \
-                     over {planned_epochs} epochs that is {:.1} minutes",
+                     over {planned_epochs} epochs that is {}",
                     runs.label,
-                    total / 60.0
+                    super::duration(total)
                 )
             } else {
                 format!(
@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(
             saving.sentence,
             "persistent workers save 0.40 s per epoch for nw=2 (measured against nw=2 \
-             persistent); over 50 epochs that is 0.3 minutes"
+             persistent); over 50 epochs that is 19.6 s"
         );
     }
 
@@ -204,10 +204,6 @@ mod tests {
         assert!((saving.saved_per_epoch_s - 0.9).abs() < 1e-9);
         assert!((saving.saved_total_s - 90.0).abs() < 1e-9);
         assert!(saving.sentence.contains("estimated from its restart cost"));
-        assert!(
-            saving
-                .sentence
-                .ends_with("over 101 epochs that is 1.5 minutes")
-        );
+        assert!(saving.sentence.ends_with("over 101 epochs that is 90.0 s"));
     }
 }

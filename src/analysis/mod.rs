@@ -160,6 +160,15 @@ pub fn steady_batch_s(epoch: &EpochResult) -> Option<f64> {
     (epoch.batches > 1).then(|| (epoch.seconds - epoch.first_batch_s) / (epoch.batches - 1) as f64)
 }
 
+/// Seconds under two minutes, else minutes, with one decimal.
+pub fn duration(seconds: f64) -> String {
+    if seconds.abs() < 120.0 {
+        format!("{seconds:.1} s")
+    } else {
+        format!("{:.1} minutes", seconds / 60.0)
+    }
+}
+
 /// Bytes as MiB with one decimal.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::input::InputBound;
-use super::{ConfigEstimate, ConfigRuns, mib};
+use super::{ConfigEstimate, ConfigRuns, duration, mib};
 
 /// Configs within this share of the fastest projected time count as equally fast.
 pub const NEAR_SHARE: f64 = 0.05;
@@ -154,15 +154,6 @@ fn paragraph(
         text.push_str(&format!(" With the training step, {}.", stall.verdict));
     }
     text
-}
-
-/// Seconds under two minutes, else minutes.
-fn duration(seconds: f64) -> String {
-    if seconds < 120.0 {
-        format!("{seconds:.1} s")
-    } else {
-        format!("{:.1} minutes", seconds / 60.0)
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 use std::fmt::Write;
 
 use crate::export::markdown::render;
-use crate::export::seconds;
 
 use super::Analysis;
 use super::scaling::{KNEE_GAIN, ScalingCurve};
@@ -14,7 +13,7 @@ use super::scaling::{KNEE_GAIN, ScalingCurve};
 pub fn text(analysis: &Analysis) -> String {
     let mut text = String::new();
     if !analysis.ledger.is_empty() {
-        let _ = writeln!(text, "Start-up ledger (seconds, medians)");
+        let _ = writeln!(text, "Start-up ledger (milliseconds, medians)");
         text.push_str(&ledger_table(analysis));
         for saving in &analysis.break_even {
             let _ = writeln!(text, "{}.", capitalized(&saving.sentence));
@@ -54,14 +53,19 @@ fn ledger_table(analysis: &Analysis) -> String {
         .map(|row| {
             vec![
                 row.label.clone(),
-                seconds(row.worker_startup_s),
-                seconds(row.first_batch_s),
-                seconds(row.steady_batch_s),
-                seconds(row.restart_cost_s),
+                milliseconds(row.worker_startup_s),
+                milliseconds(row.first_batch_s),
+                milliseconds(row.steady_batch_s),
+                milliseconds(row.restart_cost_s),
             ]
         })
         .collect();
     render(&header, &rows)
+}
+
+/// Seconds as milliseconds with one decimal; a dash for no value.
+fn milliseconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s * 1e3))
 }
 
 /// `num_workers: 0 → 4.40 s, 2 → 2.20 s; knee at 2 workers; serial fraction 0.11`.
@@ -118,13 +122,14 @@ mod tests {
         ];
         let text = text(&Analysis::of(&result(configs, results)));
         assert!(
-            text.starts_with("Start-up ledger (seconds, medians)\n| config "),
+            text.starts_with("Start-up ledger (milliseconds, medians)\n| config "),
             "{text}"
         );
-        assert!(
-            text.contains(
-                "| nw=2            | -               | 0.50        | 0.20         | 0.30"
-            ),
+        let row = text.lines().find(|l| l.starts_with("| nw=2 ")).unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(
+            cells[1..6],
+            ["nw=2", "-", "500.0", "200.0", "300.0"],
             "{text}"
         );
         assert!(
