@@ -119,10 +119,10 @@ pub struct Change {
 }
 
 impl Change {
-    /// `nw=4: 1.23 s → 1.10 s (−10.6%), beyond the noise`.
+    /// `nw=4: 1.23 s, then 1.10 s (-10.6%), beyond the noise`.
     pub fn line(&self) -> String {
         format!(
-            "{}: {:.2} s → {:.2} s ({:+.1}%), {}",
+            "{}: {:.2} s, then {:.2} s ({:+.1}%), {}",
             self.label,
             self.before.epoch_s.median,
             self.after.epoch_s.median,
@@ -198,7 +198,9 @@ mod tests {
         assert!(changes[0].beyond_noise);
         assert!(changes[0].change < -0.4, "{}", changes[0].change);
         assert!(
-            changes[0].line().starts_with("nw=2: 1.10 s → 0.60 s (-45."),
+            changes[0]
+                .line()
+                .starts_with("nw=2: 1.10 s, then 0.60 s (-45."),
             "{}",
             changes[0].line()
         );

@@ -102,7 +102,7 @@ fn recommend_prints_and_exports_the_analysis() {
         "{text}"
     );
     assert!(text.contains("over 20 epochs"), "{text}");
-    assert!(text.contains("num_workers: 0 → "), "{text}");
+    assert!(text.contains("num_workers: 0 workers "), "{text}");
     let paragraph = text
         .split("\nRecommendation\n")
         .nth(1)

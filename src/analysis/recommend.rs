@@ -143,7 +143,7 @@ fn paragraph(
         match r.extra_rss_bytes {
             Some(extra) if r.config != r.baseline_config => text.push_str(&format!(
                 " ({}{} against {}).",
-                if extra >= 0 { "+" } else { "−" },
+                if extra >= 0 { "+" } else { "-" },
                 mib(extra.unsigned_abs()),
                 r.baseline_label
             )),

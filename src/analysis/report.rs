@@ -68,12 +68,12 @@ fn milliseconds(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s * 1e3))
 }
 
-/// `num_workers: 0 → 4.40 s, 2 → 2.20 s; knee at 2 workers; serial fraction 0.11`.
+/// `num_workers: 0 workers 4.40 s, 2 workers 2.20 s; knee at 2 workers; serial fraction 0.11`.
 pub fn scaling_line(curve: &ScalingCurve) -> String {
     let points: Vec<String> = curve
         .points
         .iter()
-        .map(|p| format!("{} → {:.2} s", p.num_workers, p.steady_epoch_s))
+        .map(|p| format!("{} workers {:.2} s", p.num_workers, p.steady_epoch_s))
         .collect();
     let knee = match curve.knee_workers {
         Some(workers) => format!(
@@ -137,7 +137,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("num_workers: 0 → 4.40 s, 2 → 2.20 s; no knee"),
+            text.contains("num_workers: 0 workers 4.40 s, 2 workers 2.20 s; no knee"),
             "{text}"
         );
         assert!(
