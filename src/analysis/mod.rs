@@ -100,7 +100,8 @@ pub fn measured_configs(result: &RunResult) -> Vec<ConfigRuns<'_>> {
             let label = result
                 .labels
                 .get(index)
-                .map_or_else(|| runs.first().map_or("", |r| r.label.as_str()), |l| l);
+                .map(String::as_str)
+                .unwrap_or_else(|| runs.first().map_or("", |r| r.label.as_str()));
             (!runs.is_empty()).then_some(ConfigRuns {
                 index,
                 label,

@@ -71,9 +71,9 @@ pub fn ledger(analysis: &Analysis) -> Chart {
         .collect();
     let names = [
         "worker start-up",
-        "first batch",
-        "steady batch",
-        "restart cost",
+        "first-batch latency",
+        "steady per batch",
+        "restart cost per epoch",
     ];
     let (mark, series) = grouped(&names, &values, 1e3);
     Chart {
