@@ -21,7 +21,8 @@ pub struct LedgerRow {
     /// Seconds per batch after the first, over every epoch.
     pub steady_batch_s: Option<f64>,
     /// What each later epoch spends before its first batch beyond a steady batch: the
-    /// price of restarting workers (about zero when they persist).
+    /// price of restarting workers that do not persist, plus refilling the prefetch
+    /// pipeline, which every epoch pays (so persistent configs show it too).
     pub restart_cost_s: Option<f64>,
 }
 
@@ -107,7 +108,7 @@ pub fn break_even(
             let total = saved * restarts as f64;
             let against = match twin {
                 Some(twin) => format!("measured against {}", twin.label),
-                None => "estimated from its restart cost".to_owned(),
+                None => "estimated from its restart cost, an upper bound".to_owned(),
             };
             let sentence = if saved > 0.0 {
                 format!(

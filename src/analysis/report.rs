@@ -137,7 +137,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("num_workers: 0 workers 4.40 s, 2 workers 2.20 s; no knee"),
+            text.contains("num_workers: 0 workers 4.40 s, 2 workers 2.50 s; no knee"),
             "{text}"
         );
         assert!(

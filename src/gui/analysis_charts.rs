@@ -249,7 +249,7 @@ mod tests {
         assert!(chart.series[1].name.starts_with("num_workers fit, serial "));
         assert_eq!(chart.highlights.len(), 1);
         assert_eq!(chart.highlights[0].name, "num_workers knee: 2 workers");
-        assert!((chart.highlights[0].points[0][1] - 2.2).abs() < 1e-9);
+        assert!((chart.highlights[0].points[0][1] - 2.5).abs() < 1e-9);
     }
 
     #[test]
