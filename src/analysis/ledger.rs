@@ -112,15 +112,15 @@ pub fn break_even(
             };
             let sentence = if saved > 0.0 {
                 format!(
-                    "persistent workers save {saved:.2} s per epoch for {} ({against}); \
+                    "Persistent workers save {saved:.2} s per epoch for {} ({against}); \
                      over {planned_epochs} epochs that is {}",
                     runs.label,
                     super::duration(total)
                 )
             } else {
                 format!(
-                    "persistent workers save nothing measurable for {} ({against}: {:+.2} s \
-                     per epoch)",
+                    "Persistent workers save nothing for {} ({against}, they were {:.2} s \
+                     per epoch slower)",
                     runs.label, -saved
                 )
             };
@@ -182,7 +182,7 @@ mod tests {
         assert!((saving.saved_total_s - 19.6).abs() < 1e-9);
         assert_eq!(
             saving.sentence,
-            "persistent workers save 0.40 s per epoch for nw=2 (measured against nw=2 \
+            "Persistent workers save 0.40 s per epoch for nw=2 (measured against nw=2 \
              persistent); over 50 epochs that is 19.6 s"
         );
     }

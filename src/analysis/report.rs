@@ -16,7 +16,7 @@ pub fn text(analysis: &Analysis) -> String {
         let _ = writeln!(text, "Start-up ledger (milliseconds, medians)");
         text.push_str(&ledger_table(analysis));
         for saving in &analysis.break_even {
-            let _ = writeln!(text, "{}.", capitalized(&saving.sentence));
+            let _ = writeln!(text, "{}.", saving.sentence);
         }
     }
     if !analysis.scaling.is_empty() {
@@ -86,13 +86,6 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
         format!("; serial fraction {:.2}", fit.serial_fraction)
     });
     format!("{}: {}; {knee}{fit}", curve.family, points.join(", "))
-}
-
-fn capitalized(sentence: &str) -> String {
-    let mut chars = sentence.chars();
-    chars.next().map_or_else(String::new, |first| {
-        first.to_uppercase().chain(chars).collect()
-    })
 }
 
 #[cfg(test)]
