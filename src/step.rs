@@ -180,6 +180,24 @@ mod tests {
     }
 
     #[test]
+    fn presets_write_steps_in_ron_and_set_them_in_json() {
+        let origin = std::path::Path::new("p.ron");
+        let read = |step: &str| {
+            let text = format!("(version: 1, name: \"x\", step: {step})");
+            crate::preset::Preset::from_ron(&text, origin).unwrap().step
+        };
+        assert_eq!(read("none"), StepCost::None);
+        assert_eq!(read("fixed(2.5)"), StepCost::Fixed(2.5));
+        assert_eq!(read("mlp(hidden: 64)"), StepCost::Mlp { hidden: 64 });
+        let mut preset = crate::preset::Preset::default();
+        assert_eq!(preset.step, StepCost::None);
+        preset.set("step", r#"{"mlp": {"hidden": 32}}"#).unwrap();
+        assert_eq!(preset.step, StepCost::Mlp { hidden: 32 });
+        preset.set("step", "none").unwrap();
+        assert_eq!(preset.step, StepCost::None);
+    }
+
+    #[test]
     fn bad_costs_are_named() {
         assert!(StepCost::Fixed(-1.0).problem().unwrap().contains("fixed"));
         assert!(
