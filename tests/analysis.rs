@@ -98,10 +98,10 @@ fn recommend_prints_and_exports_the_analysis() {
     );
     assert!(text.contains("| nw=2 persistent |"), "{text}");
     assert!(
-        text.contains("for nw=2 (measured against nw=2 persistent)"),
+        text.contains("Persistent workers save ")
+            && text.contains("for nw=2 (measured against nw=2 persistent"),
         "{text}"
     );
-    assert!(text.contains("over 20 epochs"), "{text}");
     assert!(text.contains("num_workers: 0 workers "), "{text}");
     let paragraph = text
         .split("\nRecommendation\n")
