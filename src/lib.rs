@@ -6,6 +6,8 @@
 //! results are plain data that exporters turn into JSON, CSV or Markdown. The desktop app
 //! and the CLI are thin front ends over the same event stream.
 
+pub mod analysis;
+pub mod baseline;
 pub mod bench;
 pub mod builtin;
 pub mod cancel;
@@ -22,6 +24,7 @@ pub mod plan;
 pub mod preset;
 pub mod results;
 pub mod stats;
+pub mod step;
 pub mod transform;
 
 pub use error::{Error, Result};

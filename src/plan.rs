@@ -11,6 +11,7 @@ use crate::dataset::DatasetSpec;
 use crate::device::DeviceSpec;
 use crate::error::{Error, Result};
 use crate::preset::{BatchTransfer, ConfigPoint, DatasetTransfer, Preset, WorkerKind};
+use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
 
 /// One point of the sweep: every loader knob with a single value.
@@ -89,6 +90,10 @@ pub struct Plan {
     pub configs: Vec<Config>,
     /// Things worth knowing before the run, such as more workers than cores.
     pub warnings: Vec<String>,
+    /// The training step run on each batch.
+    pub step: StepCost,
+    /// The epochs a training run would take (for the break-even and recommendation).
+    pub planned_epochs: usize,
 }
 
 impl Plan {
@@ -138,6 +143,8 @@ impl Plan {
             worker_timeout_s: preset.worker_timeout_s,
             configs,
             warnings,
+            step: preset.step,
+            planned_epochs: preset.planned_epochs,
         })
     }
 
@@ -187,6 +194,10 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
     };
     positive("epochs", preset.epochs)?;
     positive("repeats", preset.repeats)?;
+    positive("planned_epochs", preset.planned_epochs)?;
+    if let Some(problem) = preset.step.problem() {
+        return Err(("step", problem));
+    }
     if preset.samples == Some(0) {
         return Err(("samples", "must be at least 1".to_owned()));
     }

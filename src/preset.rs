@@ -12,10 +12,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
 use crate::error::{Error, Result};
+use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
 
 /// The preset format version this build reads and writes.
 pub const PRESET_VERSION: u32 = 1;
+
+/// The epochs a training run is assumed to take unless the preset says otherwise.
+pub const DEFAULT_PLANNED_EPOCHS: usize = 50;
 
 /// How a worker runs: in a thread of this process, or as a process of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,6 +152,12 @@ pub struct Preset {
     /// How worker processes hand batches back (ignored by thread workers).
     #[serde(default = "defaults::batch_transfer")]
     pub batch_transfer: Vec<BatchTransfer>,
+    /// The training step run on each batch: `none`, `fixed(MS)` or `mlp(hidden: N)`.
+    #[serde(default)]
+    pub step: StepCost,
+    /// The epochs a training run would take, for the break-even and the recommendation.
+    #[serde(default = "defaults::planned_epochs")]
+    pub planned_epochs: usize,
 }
 
 /// One extra config: the knobs it sets.
@@ -239,6 +249,9 @@ mod defaults {
     pub fn batch_transfer() -> Vec<BatchTransfer> {
         vec![BatchTransfer::SharedMemory]
     }
+    pub fn planned_epochs() -> usize {
+        super::DEFAULT_PLANNED_EPOCHS
+    }
 }
 
 impl Default for Preset {
@@ -269,6 +282,8 @@ impl Default for Preset {
             extra_configs: Vec::new(),
             dataset_transfer: defaults::dataset_transfer(),
             batch_transfer: defaults::batch_transfer(),
+            step: StepCost::None,
+            planned_epochs: defaults::planned_epochs(),
         }
     }
 }

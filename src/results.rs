@@ -1,7 +1,8 @@
 //! Results: what a run measured, as plain serde data that exporters, the GUI and the
 //! journal only read. A [`RunResult`] holds one [`ConfigResult`] per config and repeat;
-//! [`RunResult::summary`] folds repeats into one row per config (medians), the shape of
-//! the classic `num_workers | persistent | pin | first batch | epoch 1 …` table.
+//! [`RunResult::summary`] folds repeats into one row per config (medians, with their
+//! bootstrap intervals), the shape of the classic `num_workers | persistent | pin |
+//! first batch | epoch 1 …` table.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,7 @@ use crate::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use crate::machine::Machine;
 use crate::plan::Config;
 use crate::stats;
+use crate::step::StepCost;
 
 /// One batch as the consumer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -141,6 +143,16 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     pub results: Vec<ConfigResult>,
     pub status: RunStatus,
+    /// The training step the consumer ran on each batch.
+    #[serde(default)]
+    pub step: StepCost,
+    /// The epochs a training run would take, as the preset planned them.
+    #[serde(default = "default_planned_epochs")]
+    pub planned_epochs: usize,
+}
+
+fn default_planned_epochs() -> usize {
+    crate::preset::DEFAULT_PLANNED_EPOCHS
 }
 
 /// One config's figures, repeats folded into medians.
@@ -155,6 +167,9 @@ pub struct SummaryRow {
     /// Time of each epoch (index 0 is epoch 1).
     pub epoch_s: Vec<Option<f64>>,
     pub pin_memory_effective: bool,
+    /// The 95% bootstrap interval of each median above, with two repeats or more.
+    pub first_batch_interval_s: Option<(f64, f64)>,
+    pub epoch_interval_s: Vec<Option<(f64, f64)>>,
 }
 
 impl RunResult {
@@ -177,6 +192,11 @@ impl RunResult {
                 .filter_map(|r| r.epochs.get(epoch).map(value))
                 .collect()
         };
+        let interval = |values: Vec<f64>| {
+            (runs.len() > 1)
+                .then(|| stats::bootstrap_median_interval(&values, 0.95))
+                .flatten()
+        };
         Some(SummaryRow {
             config_index: index,
             label: first.label.clone(),
@@ -187,6 +207,10 @@ impl RunResult {
                 .map(|epoch| stats::median(&epoch_values(epoch, |e| e.seconds)))
                 .collect(),
             pin_memory_effective: first.pin_memory_effective,
+            first_batch_interval_s: interval(epoch_values(0, |e| e.first_batch_s)),
+            epoch_interval_s: (0..self.epochs)
+                .map(|epoch| interval(epoch_values(epoch, |e| e.seconds)))
+                .collect(),
         })
     }
 

@@ -1,4 +1,14 @@
-//! Statistics over repeated measurements: pure functions on slices of seconds.
+//! Statistics over repeated measurements: pure functions on slices of seconds — the
+//! median, min/max, percentiles, the relative spread and a seeded bootstrap interval for
+//! the median, folded together in an [`Estimate`]. Non-finite values are ignored.
+
+use serde::{Deserialize, Serialize};
+
+/// Resamples a bootstrap interval draws: enough for a stable 95% interval, and cheap.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// The seed of every bootstrap, so that the same measurements give the same interval.
+const BOOTSTRAP_SEED: u64 = 0x6c6f_6164_6572_6265;
 
 /// The median, or `None` for no values. Even counts average the middle two.
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -33,9 +43,150 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// `(max − min) / median`: how far apart the measurements lie, relative to their
+/// typical value (0.1 = a 10% spread). `None` for no values or a zero median.
+pub fn relative_spread(values: &[f64]) -> Option<f64> {
+    let (lo, hi) = min_max(values)?;
+    let mid = median(values)?;
+    (mid > 0.0).then(|| (hi - lo) / mid)
+}
+
+/// The percentile-bootstrap interval of the median at `confidence` (0.95 for 95%):
+/// the median of [`BOOTSTRAP_RESAMPLES`] resamples with replacement, drawn from a
+/// fixed seed so the interval is reproducible. A single value is its own interval.
+pub fn bootstrap_median_interval(values: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() {
+        return None;
+    }
+    let mut random = SplitMix64(BOOTSTRAP_SEED);
+    let mut resample = vec![0.0; finite.len()];
+    let mut medians = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for slot in &mut resample {
+            *slot = finite[random.below(finite.len())];
+        }
+        medians.extend(median(&resample));
+    }
+    let tail = (1.0 - confidence.clamp(0.0, 1.0)) / 2.0 * 100.0;
+    Some((
+        percentile(&medians, tail)?,
+        percentile(&medians, 100.0 - tail)?,
+    ))
+}
+
+/// A deterministic generator (SplitMix64): the bootstrap must not depend on a crate's
+/// choice of algorithm, or the same results would get different intervals.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n ≥ 1); the modulo bias is below 1e-15 for any slice we hold.
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// What repeated measurements of one quantity say: the median, the range, the 95%
+/// bootstrap interval of the median and the relative spread.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// The 95% bootstrap interval of the median.
+    pub low: f64,
+    pub high: f64,
+    /// `(max − min) / median`.
+    pub spread: f64,
+    /// How many measurements.
+    pub n: usize,
+}
+
+impl Estimate {
+    /// The estimate of `values`, or `None` when none is finite.
+    pub fn of(values: &[f64]) -> Option<Estimate> {
+        let (min, max) = min_max(values)?;
+        let (low, high) = bootstrap_median_interval(values, 0.95)?;
+        Some(Estimate {
+            median: median(values)?,
+            min,
+            max,
+            low,
+            high,
+            spread: relative_spread(values).unwrap_or(0.0),
+            n: values.iter().filter(|v| v.is_finite()).count(),
+        })
+    }
+
+    /// True when the two 95% intervals do not overlap.
+    pub fn differs_from(&self, other: &Estimate) -> bool {
+        self.high < other.low || other.high < self.low
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_is_range_over_median() {
+        assert_eq!(relative_spread(&[0.5, 1.0, 1.5]), Some(1.0));
+        assert_eq!(relative_spread(&[4.0, 2.0, 3.0, 5.0]), Some(3.0 / 3.5));
+        assert_eq!(relative_spread(&[2.0]), Some(0.0));
+        assert_eq!(relative_spread(&[]), None);
+        assert_eq!(relative_spread(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn bootstrap_interval_of_identical_values_is_that_value() {
+        assert_eq!(bootstrap_median_interval(&[0.5; 7], 0.95), Some((0.5, 0.5)));
+        assert_eq!(bootstrap_median_interval(&[3.0], 0.95), Some((3.0, 3.0)));
+        assert_eq!(bootstrap_median_interval(&[], 0.95), None);
+    }
+
+    #[test]
+    fn bootstrap_interval_brackets_the_median_and_is_reproducible() {
+        let values: Vec<f64> = (1..=21).map(f64::from).collect();
+        let (low, high) = bootstrap_median_interval(&values, 0.95).unwrap();
+        // The median is 11; resampled medians of 21 values rarely stray beyond ±4.
+        assert!((7.0..11.0).contains(&low), "{low}");
+        assert!(high > 11.0 && high <= 15.0, "{high}");
+        assert_eq!(
+            bootstrap_median_interval(&values, 0.95),
+            Some((low, high)),
+            "the same values give the same interval"
+        );
+        let (narrow_low, narrow_high) = bootstrap_median_interval(&values, 0.5).unwrap();
+        assert!(narrow_low >= low && narrow_high <= high);
+    }
+
+    #[test]
+    fn bootstrap_interval_stays_within_the_range() {
+        let (low, high) = bootstrap_median_interval(&[1.0, 2.0, 10.0], 0.95).unwrap();
+        assert!(low >= 1.0 && high <= 10.0 && low <= 2.0 && high >= 2.0);
+    }
+
+    #[test]
+    fn estimate_folds_everything_and_compares_intervals() {
+        let fast = Estimate::of(&[1.0, 1.1, 0.9, 1.0, 1.05]).unwrap();
+        assert_eq!(fast.median, 1.0);
+        assert_eq!((fast.min, fast.max), (0.9, 1.1));
+        assert_eq!(fast.n, 5);
+        assert!((fast.spread - 0.2).abs() < 1e-12);
+        let slow = Estimate::of(&[2.0, 2.1, 1.9, 2.0, 2.05]).unwrap();
+        assert!(fast.differs_from(&slow) && slow.differs_from(&fast));
+        let overlapping = Estimate::of(&[0.95, 1.2, 1.0]).unwrap();
+        assert!(!fast.differs_from(&overlapping));
+        assert!(Estimate::of(&[f64::NAN]).is_none());
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

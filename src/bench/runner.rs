@@ -1,7 +1,9 @@
 //! The runner: one background thread that opens the dataset, then measures every config
 //! of a plan `repeats` times, epoch by epoch, timing what ../shared/DESIGN.md defines
 //! (first batch and epoch time from asking for the epoch's iterator to the batch being on
-//! the device), streaming events, and appending each finished config to the journal.
+//! the device), running the preset's training step on each batch, streaming events,
+//! appending each finished config to the journal, and warning at the end about what the
+//! measurements show.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::Event;
 use super::journal::{Journal, default_journal_path};
+use crate::analysis;
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset};
 use crate::error::{Error, Result};
@@ -20,6 +23,7 @@ use crate::machine::Machine;
 use crate::memory;
 use crate::plan::{Config, Plan};
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
+use crate::step::Step;
 use crate::transform::Pipeline;
 
 /// How a run is recorded.
@@ -137,6 +141,7 @@ impl Run {
     fn run(self) {
         let mut result = self.empty_result();
         let outcome = self.measure_all(&mut result);
+        self.warn_about_results(&mut result);
         let event = match outcome {
             Ok(()) => {
                 result.status = RunStatus::Finished;
@@ -164,6 +169,15 @@ impl Run {
         self.emit.send(event);
     }
 
+    /// Warns about what the measurements show (noise, a slow first epoch,
+    /// oversubscription), and keeps the warnings with the result.
+    fn warn_about_results(&self, result: &mut RunResult) {
+        for message in analysis::warnings::warnings(result) {
+            self.warn(None, message.clone());
+            result.warnings.push(message);
+        }
+    }
+
     fn empty_result(&self) -> RunResult {
         RunResult {
             preset: self.plan.name.clone(),
@@ -179,6 +193,8 @@ impl Run {
             warnings: self.plan.warnings.clone(),
             results: Vec::new(),
             status: RunStatus::Running,
+            step: self.plan.step,
+            planned_epochs: self.plan.planned_epochs,
         }
     }
 
@@ -262,6 +278,7 @@ impl Run {
         };
         let loader = Loader::new(dataset.clone(), pipeline, settings, self.cancel.clone())?;
         let mut loader = self.with_worker_processes(loader, config);
+        let mut step = Step::new(self.plan.step);
         if config.pin_memory && !loader.pin_memory_effective() {
             self.warn(
                 Some(index),
@@ -274,12 +291,12 @@ impl Run {
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
         let warmup = if self.plan.warmup {
-            Some(self.measure_epoch(&mut loader, index, repeat, 0)?)
+            Some(self.measure_epoch(&mut loader, &mut step, index, repeat, 0)?)
         } else {
             None
         };
         let epochs = (1..=self.plan.epochs)
-            .map(|epoch| self.measure_epoch(&mut loader, index, repeat, epoch))
+            .map(|epoch| self.measure_epoch(&mut loader, &mut step, index, repeat, epoch))
             .collect::<Result<Vec<_>>>()?;
         Ok(ConfigResult {
             config_index: index,
@@ -329,6 +346,7 @@ impl Run {
     fn measure_epoch(
         &self,
         loader: &mut Loader,
+        step: &mut Step,
         config: usize,
         repeat: usize,
         epoch: usize,
@@ -356,6 +374,7 @@ impl Run {
                 epoch,
                 batch: record,
             });
+            step.run(&batch.images, &batch.labels)?;
         }
         drop(batches);
         let seconds = started.elapsed().as_secs_f64();

@@ -1,7 +1,8 @@
-//! The command line: `run`, `validate`, `presets` and `gui` (the default when the
-//! `gui` feature is on), parsed with clap. Exit codes: 0
+//! The command line: `run`, `validate`, `presets`, `baseline` and `gui` (the default
+//! when the `gui` feature is on), parsed with clap. Exit codes: 0
 //! success, 1 the run failed, 2 bad input (a preset, a dataset file, a `--set` value).
 
+mod baseline;
 mod progress;
 mod run;
 
@@ -31,6 +32,9 @@ enum Command {
     Validate(PresetArgs),
     /// List the built-in presets.
     Presets,
+    /// Save, list and compare against named baselines.
+    #[command(subcommand)]
+    Baseline(baseline::BaselineCommand),
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
@@ -94,6 +98,16 @@ struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Print the analysis: start-up ledger, scaling, input-bound verdicts and the config
+    /// to use.
+    #[arg(long)]
+    recommend: bool,
+    /// Compare the results with a saved baseline.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Save the results as a baseline under this name.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
 }
 
 /// Parses the command line and runs the command.
@@ -111,6 +125,7 @@ pub fn main() -> ExitCode {
             list_presets();
             Ok(())
         }
+        Some(Command::Baseline(command)) => baseline::run(command),
         #[cfg(feature = "gui")]
         Some(Command::Gui(args)) => gui(args),
         #[cfg(feature = "gui")]

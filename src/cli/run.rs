@@ -1,9 +1,13 @@
 //! `loaderbench run`: runs a plan on the background runner, shows progress from its
-//! events, then prints one table per pipeline and writes the requested exports. The
-//! exports are written for failed and cancelled runs too, with what was measured.
+//! events, then prints one table per pipeline (with the analysis, a baseline comparison
+//! and the training step's verdict where asked for) and writes the requested exports and
+//! baseline. The exports are written for failed and cancelled runs too, with what was
+//! measured.
 
 use std::path::Path;
 
+use loaderbench::analysis::{Analysis, report};
+use loaderbench::baseline;
 use loaderbench::bench::{self, Event, RunOptions};
 use loaderbench::export::{self, Exporter};
 use loaderbench::results::RunResult;
@@ -14,6 +18,10 @@ use super::{RunArgs, load_plan};
 
 pub fn run(args: RunArgs) -> Result<()> {
     let plan = load_plan(&args.preset)?;
+    let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
+    if let Some(name) = &args.save_baseline {
+        baseline::path(name)?;
+    }
     let epochs = plan.epochs + usize::from(plan.warmup);
     let runs_per_config = plan.repeats * epochs;
     let progress = Progress::new(args.quiet);
@@ -71,7 +79,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (result, error) =
         outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))?;
     print_tables(&result);
+    print_analysis(&args, &result);
+    if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
+        super::baseline::print_comparison(name, before, &result);
+    }
     write_exports(&args, &result)?;
+    if let Some(name) = &args.save_baseline {
+        super::baseline::save(name, &result)?;
+    }
     error.map_or(Ok(()), Err)
 }
 
@@ -84,6 +99,22 @@ fn print_tables(result: &RunResult) {
         print!("{}", export::markdown::table(result, &pipeline));
     }
     println!("\n{}", result.machine.summary());
+}
+
+/// The whole analysis with `--recommend`; else the training step's verdicts, if any.
+fn print_analysis(args: &RunArgs, result: &RunResult) {
+    if result.results.is_empty() {
+        return;
+    }
+    let analysis = Analysis::of(result);
+    if args.recommend {
+        println!("\n{}", report::text(&analysis).trim_end());
+    } else if !analysis.input_bound.is_empty() {
+        println!("\nTraining step: {}", result.step.describe());
+        for verdict in &analysis.input_bound {
+            println!("{}: {}", verdict.label, verdict.verdict);
+        }
+    }
 }
 
 fn write_exports(args: &RunArgs, result: &RunResult) -> Result<()> {

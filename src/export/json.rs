@@ -1,10 +1,23 @@
-//! JSON export: the whole [`RunResult`], pretty-printed; what the other tools read.
+//! JSON export: the whole [`RunResult`], pretty-printed, with its [`Analysis`] beside
+//! the measurements under `analysis`; what the other tools read. The file reads back as
+//! a `RunResult` (the extra field is ignored).
+
+use serde::Serialize;
 
 use super::Exporter;
+use crate::analysis::Analysis;
 use crate::error::{Error, Result};
 use crate::results::RunResult;
 
 pub struct Json;
+
+/// The exported document: the result's fields, then `analysis`.
+#[derive(Serialize)]
+struct Document<'a> {
+    #[serde(flatten)]
+    result: &'a RunResult,
+    analysis: Analysis,
+}
 
 impl Exporter for Json {
     fn extension(&self) -> &'static str {
@@ -12,8 +25,12 @@ impl Exporter for Json {
     }
 
     fn export(&self, result: &RunResult) -> Result<Vec<u8>> {
+        let document = Document {
+            result,
+            analysis: Analysis::of(result),
+        };
         let mut bytes =
-            serde_json::to_vec_pretty(result).map_err(|err| Error::run(err.to_string()))?;
+            serde_json::to_vec_pretty(&document).map_err(|err| Error::run(err.to_string()))?;
         bytes.push(b'\n');
         Ok(bytes)
     }

@@ -1,7 +1,8 @@
 //! Markdown export: the classic experiment's tables, one per pipeline —
 //! `num_workers | persistent | pin | first batch | epoch 1 | epoch 2 …` in seconds with
-//! two decimals (medians when a config was repeated) — plus columns for any other knob
-//! that varies, and the machine they were measured on.
+//! two decimals (medians when a config was repeated, followed by their 95% bootstrap
+//! interval: `0.53 [0.49, 0.58]`) — plus columns for any other knob that varies, and the
+//! machine they were measured on.
 
 use std::fmt::Write;
 
@@ -25,7 +26,11 @@ impl Exporter for Markdown {
         let _ = writeln!(text, "Dataset: {}  ", result.dataset);
         let _ = writeln!(text, "Machine: {}", result.machine.summary());
         if result.repeats > 1 {
-            let _ = writeln!(text, "\nSeconds are medians of {} repeats.", result.repeats);
+            let _ = writeln!(
+                text,
+                "\nSeconds are medians of {} repeats, with their 95% bootstrap interval.",
+                result.repeats
+            );
         }
         Ok(text.into_bytes())
     }
@@ -69,12 +74,30 @@ pub fn table(result: &RunResult, pipeline: &str) -> String {
                 pin,
             ];
             line.extend(extra.iter().map(|(_, value)| value(c)));
-            line.push(seconds(row.first_batch_s));
-            line.extend(row.epoch_s.iter().map(|s| seconds(*s)));
+            line.push(with_interval(row.first_batch_s, row.first_batch_interval_s));
+            line.extend(
+                row.epoch_s
+                    .iter()
+                    .zip(&row.epoch_interval_s)
+                    .map(|(s, interval)| with_interval(*s, *interval)),
+            );
             line
         })
         .collect();
     render(&header, &cells)
+}
+
+/// Seconds, followed by the interval when there is one.
+pub fn with_interval(value: Option<f64>, interval: Option<(f64, f64)>) -> String {
+    match interval {
+        Some((low, high)) => format!(
+            "{} [{}, {}]",
+            seconds(value),
+            seconds(Some(low)),
+            seconds(Some(high))
+        ),
+        None => seconds(value),
+    }
 }
 
 fn python_bool(value: bool) -> String {
@@ -100,7 +123,8 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         .collect()
 }
 
-fn render(header: &[String], rows: &[Vec<String>]) -> String {
+/// An aligned Markdown table.
+pub fn render(header: &[String], rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()

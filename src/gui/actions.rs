@@ -13,6 +13,8 @@ pub enum PngArea {
     Plots,
     /// Plots, timeline and results table.
     Results,
+    /// The analysis section: recommendation, ledger, scaling and baseline charts.
+    Analysis,
 }
 
 /// A results file format.
@@ -50,4 +52,8 @@ pub enum Action {
     ExportPng(PngArea),
     ExportData(DataFormat),
     DismissMessage(usize),
+    /// Save the shown run's results as the named baseline.
+    SaveBaseline(String),
+    /// Compare the shown run with the named baseline.
+    CompareBaseline(String),
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use egui::{Key, KeyboardShortcut, Modifiers, Rect, RichText, Ui};
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Analysis;
+use crate::baseline::{self, Change};
 use crate::bench::{self, RunHandle, RunOptions};
 use crate::builtin;
 use crate::plan::Plan;
@@ -16,6 +18,8 @@ use crate::preset::Preset;
 use crate::results::RunResult;
 
 use super::actions::{Action, DataFormat, Pick, PngArea};
+use super::analysis_charts;
+use super::analysis_view;
 use super::background::{Background, Reply};
 use super::charts::{self, Chart};
 use super::export;
@@ -80,6 +84,10 @@ struct LiveRun {
     started: Instant,
     /// Set when the run ends, to freeze the elapsed time.
     took: Option<Duration>,
+    /// The analysis of the final result, once the run has ended.
+    analysis: Option<Analysis>,
+    /// The baseline it is compared with, and each config's change.
+    comparison: Option<(String, Vec<Change>)>,
 }
 
 impl LiveRun {
@@ -115,6 +123,11 @@ pub struct App {
     pending_png: Option<PendingPng>,
     plots_rect: Option<Rect>,
     results_rect: Option<Rect>,
+    analysis_rect: Option<Rect>,
+    /// The baseline name field.
+    baseline_name: String,
+    /// The saved baselines, read when a run ends or one is saved (not every frame).
+    baseline_names: Vec<String>,
     cuda_devices: usize,
     journal_dir: Option<PathBuf>,
     title: String,
@@ -165,6 +178,9 @@ impl App {
             pending_png: None,
             plots_rect: None,
             results_rect: None,
+            analysis_rect: None,
+            baseline_name: String::new(),
+            baseline_names: Vec::new(),
             cuda_devices: crate::device::cuda_device_count(),
             journal_dir: launch.journal_dir,
             title: String::new(),
@@ -210,6 +226,36 @@ impl App {
                 charts::timeline(&run.data, self.timeline_config(&run.data)),
             ]
         })
+    }
+
+    /// The analysis of the last run, once it has ended.
+    pub fn analysis(&self) -> Option<&Analysis> {
+        self.run.as_ref().and_then(|run| run.analysis.as_ref())
+    }
+
+    /// The analysis charts as they are drawn now: ledger and scaling, then the stall
+    /// with a training step and the baseline comparison when there is one.
+    pub fn analysis_charts(&self) -> Vec<Chart> {
+        let Some(run) = &self.run else {
+            return Vec::new();
+        };
+        let Some(analysis) = &run.analysis else {
+            return Vec::new();
+        };
+        let mut charts = vec![
+            analysis_charts::ledger(analysis),
+            analysis_charts::scaling(analysis),
+        ];
+        charts.extend(analysis_charts::stall(analysis));
+        if let Some((name, changes)) = &run.comparison {
+            charts.push(analysis_charts::baseline(name, changes));
+        }
+        charts
+    }
+
+    /// Where the analysis section was drawn in the last frame, in points.
+    pub fn analysis_rect(&self) -> Option<Rect> {
+        self.analysis_rect
     }
 
     /// The messages shown in the window.
@@ -286,6 +332,13 @@ impl App {
         if !run.data.is_running() && run.took.is_none() {
             run.took = Some(run.started.elapsed());
             run.handle = None;
+            run.analysis = run
+                .data
+                .result
+                .as_ref()
+                .filter(|result| !result.results.is_empty())
+                .map(Analysis::of);
+            self.baseline_names = baseline::names();
             let ended = run.data.phase.clone();
             let warnings = std::mem::take(&mut run.data.warnings);
             for warning in warnings {
@@ -333,6 +386,7 @@ impl App {
         let rect = match pending.area {
             PngArea::Plots => self.plots_rect,
             PngArea::Results => self.results_rect,
+            PngArea::Analysis => self.analysis_rect,
         };
         let Some(cropped) = rect.and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
         else {
@@ -408,6 +462,9 @@ impl App {
                     }
                     if ui.button("Results view as PNG").clicked() {
                         actions.push(Action::ExportPng(PngArea::Results));
+                    }
+                    if ui.button("Analysis as PNG").clicked() {
+                        actions.push(Action::ExportPng(PngArea::Analysis));
                     }
                     ui.separator();
                     for (name, format) in data_formats() {
@@ -567,6 +624,17 @@ impl App {
                     .small(),
             );
         }
+        self.analysis_rect = None;
+        if let (Some(analysis), Some(result)) = (&run.analysis, &data.result) {
+            ui.add_space(8.0);
+            baseline_row(ui, &mut self.baseline_name, &self.baseline_names, actions);
+            let comparison = run
+                .comparison
+                .as_ref()
+                .map(|(name, changes)| analysis_view::Comparison { name, changes });
+            let rect = analysis_view::draw(ui, analysis, &result.warnings, comparison);
+            self.analysis_rect = Some(rect.intersect(ui.clip_rect()));
+        }
         self.export_row(ui, actions);
         // Only what is on screen can be captured.
         let visible = ui.clip_rect();
@@ -594,6 +662,9 @@ impl App {
             }
             if ui.button("PNG: results view").clicked() {
                 actions.push(Action::ExportPng(PngArea::Results));
+            }
+            if ui.button("PNG: analysis").clicked() {
+                actions.push(Action::ExportPng(PngArea::Analysis));
             }
             for (name, format) in data_formats() {
                 if ui.button(name).clicked() {
@@ -669,6 +740,7 @@ impl App {
                     let suffix = match area {
                         PngArea::Plots => "-plots",
                         PngArea::Results => "-results",
+                        PngArea::Analysis => "-analysis",
                     };
                     let path = export::path_for(&self.saved.export_path, None, suffix);
                     self.pending_png = Some(PendingPng { area, path });
@@ -688,6 +760,43 @@ impl App {
                     self.messages.remove(index);
                 }
             }
+            Action::SaveBaseline(name) => self.save_baseline(&name),
+            Action::CompareBaseline(name) => self.compare_baseline(&name),
+        }
+    }
+
+    fn save_baseline(&mut self, name: &str) {
+        let Some(result) = self.result().cloned() else {
+            self.error("Nothing to save yet: run a benchmark first.");
+            return;
+        };
+        match baseline::save(name, &result) {
+            Ok(path) => {
+                self.baseline_names = baseline::names();
+                self.note(format!("Saved baseline `{name}`: {}", path.display()));
+            }
+            Err(err) => self.error(format!("Could not save the baseline: {err}")),
+        }
+    }
+
+    fn compare_baseline(&mut self, name: &str) {
+        let loaded = baseline::load(name);
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        let Some(result) = &run.data.result else {
+            return;
+        };
+        match loaded {
+            Ok(before) => {
+                let changes = baseline::compare(&before, result);
+                let matched = changes.len();
+                run.comparison = Some((name.to_owned(), changes));
+                self.note(format!(
+                    "Compared with baseline `{name}`: {matched} config(s) matched."
+                ));
+            }
+            Err(err) => self.error(format!("Could not compare: {err}")),
         }
     }
 
@@ -745,8 +854,44 @@ impl App {
             data,
             started: Instant::now(),
             took: None,
+            analysis: None,
+            comparison: None,
         });
     }
+}
+
+/// The baseline name field with its Save and Compare buttons.
+fn baseline_row(ui: &mut Ui, name: &mut String, saved: &[String], actions: &mut Vec<Action>) {
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label("baseline");
+        ui.add(
+            egui::TextEdit::singleline(name)
+                .hint_text("name")
+                .desired_width(140.0),
+        )
+        .labelled_by(label.id);
+        let name = name.trim().to_owned();
+        let has_name = !name.is_empty();
+        if ui
+            .add_enabled(has_name, egui::Button::new("Save as baseline"))
+            .clicked()
+        {
+            actions.push(Action::SaveBaseline(name.clone()));
+        }
+        if ui
+            .add_enabled(has_name, egui::Button::new("Compare with baseline"))
+            .clicked()
+        {
+            actions.push(Action::CompareBaseline(name));
+        }
+        if !saved.is_empty() {
+            ui.label(
+                RichText::new(format!("saved: {}", saved.join(", ")))
+                    .weak()
+                    .small(),
+            );
+        }
+    });
 }
 
 fn data_formats() -> [(&'static str, DataFormat); 3] {

@@ -23,6 +23,8 @@ pub struct Axis {
     pub unit: &'static str,
     /// Names shown at integer positions (`epoch 1`) instead of the numbers.
     pub category: Option<&'static str>,
+    /// Names for positions 1, 2, … (config labels); they take the place of `category`.
+    pub names: Vec<String>,
 }
 
 impl Axis {
@@ -54,18 +56,22 @@ pub struct Chart {
     pub y: Axis,
     pub mark: Mark,
     pub series: Vec<Series>,
+    /// Points drawn as large markers over the series (a knee).
+    pub highlights: Vec<Series>,
 }
 
 const SECONDS: Axis = Axis {
     label: "seconds",
     unit: "s",
     category: None,
+    names: Vec::new(),
 };
 
 const EPOCH: Axis = Axis {
     label: "epoch",
     unit: "",
     category: Some("epoch"),
+    names: Vec::new(),
 };
 
 /// First-batch latency: one bar per config in each epoch's group.
@@ -77,6 +83,7 @@ pub fn first_batch(data: &RunData) -> Chart {
         y: SECONDS,
         mark: grouped_bars(data.labels.len()),
         series: per_config(data, &data.first_batch_s, true),
+        highlights: Vec::new(),
     }
 }
 
@@ -95,6 +102,7 @@ pub fn epoch_times(data: &RunData) -> Chart {
             Mark::Lines
         },
         series: per_config(data, &data.epoch_s, bars),
+        highlights: Vec::new(),
     }
 }
 
@@ -125,19 +133,22 @@ pub fn timeline(data: &RunData, config: usize) -> Chart {
             label: "batch",
             unit: "",
             category: None,
+            names: Vec::new(),
         },
         y: Axis {
             label: "wait",
             unit: "s",
             category: None,
+            names: Vec::new(),
         },
         mark: Mark::Lines,
         series,
+        highlights: Vec::new(),
     }
 }
 
 /// Bars that fill 80% of each group, whatever the number of configs.
-fn grouped_bars(configs: usize) -> Mark {
+pub fn grouped_bars(configs: usize) -> Mark {
     Mark::Bars {
         width: 0.8 / configs.max(1) as f64,
     }

@@ -1,9 +1,13 @@
 //! The desktop app (feature `gui`): an eframe window to set up a run from a preset,
-//! watch it live as side-by-side plots and a results table, and export what it shows.
+//! watch it live as side-by-side plots and a results table, read the analysis of a
+//! finished run (recommendation, start-up ledger, scaling, baselines), and export what it
+//! shows.
 //! It consumes the engine's event stream like the CLI does; the engine knows nothing of
 //! egui.
 
 mod actions;
+mod analysis_charts;
+mod analysis_view;
 mod app;
 mod background;
 mod charts;

@@ -3,7 +3,7 @@
 //! the exact values. It reads the description and nothing else.
 
 use egui::{Color32, Ui};
-use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Legend, Line, Plot};
+use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, Points};
 
 use super::charts::{Axis, Chart, Mark};
 
@@ -60,14 +60,14 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
                         .map(|[x, y]| Bar::new(*x, *y).width(width * 0.95))
                         .collect();
                     let name = series.name.clone();
-                    let group = chart.x.category.unwrap_or("");
+                    let x_axis = chart.x.clone();
                     plot_ui.add(
                         BarChart::new(series.name.clone(), bars)
                             .color(color(series.color))
                             .element_formatter(Box::new(move |bar, _| {
                                 format!(
-                                    "{name}\n{group} {}: {:.4} {y_unit}",
-                                    bar.argument.round(),
+                                    "{name}\n{}: {:.4} {y_unit}",
+                                    group_name(&x_axis, bar.argument.round()),
                                     bar.value
                                 )
                             })),
@@ -80,7 +80,27 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
                 ),
             }
         }
+        for highlight in &chart.highlights {
+            plot_ui.add(
+                Points::new(highlight.name.clone(), highlight.points.clone())
+                    .color(color(highlight.color))
+                    .shape(MarkerShape::Diamond)
+                    .radius(7.0)
+                    .filled(true),
+            );
+        }
     });
+}
+
+/// The name of the group at integer position `x`: its own name, else the category and
+/// the number.
+fn group_name(axis: &Axis, x: f64) -> String {
+    let named = (x >= 1.0).then(|| axis.names.get(x as usize - 1)).flatten();
+    match (named, axis.category) {
+        (Some(name), _) => name.clone(),
+        (None, Some(category)) => format!("{category} {x}"),
+        (None, None) => format!("{x}"),
+    }
 }
 
 /// A y value above the tallest point that leaves the top of the plot to the legend.
@@ -96,6 +116,13 @@ fn headroom(chart: &Chart) -> f64 {
 
 /// A tick's text: the category name at integer positions, nothing between them.
 fn tick(axis: &Axis, mark: GridMark) -> String {
+    if !axis.names.is_empty() {
+        return if mark.value.fract() == 0.0 {
+            group_name(axis, mark.value)
+        } else {
+            String::new()
+        };
+    }
     match axis.category {
         Some(name) if mark.value.fract() == 0.0 && mark.value >= 1.0 => {
             format!("{name} {}", mark.value)

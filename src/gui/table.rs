@@ -1,11 +1,11 @@
 //! The results table in the classic format (`num_workers | persistent | pin | first
-//! batch | epoch 1 …`, seconds with two decimals, medians over repeats), one per
-//! pipeline, with the row of the config shown in the timeline highlighted. Clicking a
-//! row selects its config.
+//! batch | epoch 1 …`, seconds with two decimals, medians over repeats with their 95%
+//! interval), one per pipeline, with the row of the config shown in the timeline
+//! highlighted. Clicking a row selects its config.
 
 use egui::{RichText, Ui};
 
-use crate::export::seconds;
+use crate::export::markdown::with_interval;
 use crate::results::{RunResult, SummaryRow};
 
 use super::actions::Action;
@@ -37,9 +37,14 @@ fn cells(row: &SummaryRow) -> Vec<String> {
         c.num_workers.to_string(),
         yes_no(c.persistent_workers),
         pin,
-        seconds(row.first_batch_s),
+        with_interval(row.first_batch_s, row.first_batch_interval_s),
     ];
-    line.extend(row.epoch_s.iter().map(|s| seconds(*s)));
+    line.extend(
+        row.epoch_s
+            .iter()
+            .zip(&row.epoch_interval_s)
+            .map(|(s, interval)| with_interval(*s, *interval)),
+    );
     line
 }
 

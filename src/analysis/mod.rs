@@ -1,0 +1,311 @@
+//! Analysis: what a finished run means, computed from its [`RunResult`] alone (pure,
+//! so it is the same in the app, the CLI and the JSON export). Per config, the epoch
+//! time as an [`Estimate`] (median, range, bootstrap interval); the warnings the
+//! measurements call for ([`warnings`]); the start-up ledger and the break-even of
+//! persistent workers ([`ledger`]); the scaling curve against `num_workers` with its knee
+//! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]); the
+//! recommendation ([`recommend`]); and its text for the CLI ([`report`]).
+
+pub mod input;
+pub mod ledger;
+pub mod recommend;
+pub mod report;
+pub mod scaling;
+pub mod warnings;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Config;
+use crate::results::{ConfigResult, EpochResult, RunResult};
+use crate::stats::{self, Estimate};
+
+pub use ledger::{BreakEven, LedgerRow};
+pub use recommend::Recommendation;
+pub use scaling::ScalingCurve;
+
+/// One config's epoch times, repeats and epochs folded together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigEstimate {
+    pub config: usize,
+    pub label: String,
+    /// A typical epoch: every epoch after the first, across repeats (the first epoch
+    /// alone when only one was measured).
+    pub epoch_s: Estimate,
+    /// The first epoch, across repeats.
+    pub first_epoch_s: Estimate,
+    /// Peak resident set size, the median over repeats.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// Everything the analysis says about a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// The number of epochs the break-even and the recommendation plan for.
+    pub planned_epochs: usize,
+    pub estimates: Vec<ConfigEstimate>,
+    pub ledger: Vec<LedgerRow>,
+    pub break_even: Vec<BreakEven>,
+    pub scaling: Vec<ScalingCurve>,
+    pub input_bound: Vec<input::InputBound>,
+    pub recommendation: Option<Recommendation>,
+}
+
+impl Analysis {
+    /// Analyses `result`.
+    pub fn of(result: &RunResult) -> Analysis {
+        let configs = measured_configs(result);
+        let estimates: Vec<ConfigEstimate> =
+            configs.iter().filter_map(ConfigRuns::estimate).collect();
+        let ledger: Vec<LedgerRow> = configs.iter().map(ledger::row).collect();
+        let break_even = ledger::break_even(&configs, &ledger, result.planned_epochs);
+        let input_bound = configs
+            .iter()
+            .filter_map(|runs| input::input_bound(runs, result.step))
+            .collect::<Vec<_>>();
+        let recommendation =
+            recommend::recommend(&configs, &estimates, &input_bound, result.planned_epochs);
+        Analysis {
+            planned_epochs: result.planned_epochs,
+            scaling: scaling::curves(&configs),
+            estimates,
+            ledger,
+            break_even,
+            input_bound,
+            recommendation,
+        }
+    }
+}
+
+/// Every repeat of one config.
+#[derive(Debug, Clone)]
+pub struct ConfigRuns<'a> {
+    pub index: usize,
+    pub label: &'a str,
+    pub config: &'a Config,
+    pub runs: Vec<&'a ConfigResult>,
+}
+
+/// The configs with at least one result, in plan order.
+pub fn measured_configs(result: &RunResult) -> Vec<ConfigRuns<'_>> {
+    result
+        .configs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, config)| {
+            let runs: Vec<&ConfigResult> = result
+                .results
+                .iter()
+                .filter(|r| r.config_index == index)
+                .collect();
+            let label = result
+                .labels
+                .get(index)
+                .map(String::as_str)
+                .unwrap_or_else(|| runs.first().map_or("", |r| r.label.as_str()));
+            (!runs.is_empty()).then_some(ConfigRuns {
+                index,
+                label,
+                config,
+                runs,
+            })
+        })
+        .collect()
+}
+
+impl ConfigRuns<'_> {
+    /// The epochs that stand for a typical epoch: all but the first of each repeat, or
+    /// the first when a repeat measured only one.
+    pub fn typical_epochs(&self) -> impl Iterator<Item = &EpochResult> {
+        self.runs
+            .iter()
+            .flat_map(|run| run.epochs.iter().skip(usize::from(run.epochs.len() > 1)))
+    }
+
+    /// Each repeat's first epoch.
+    pub fn first_epochs(&self) -> impl Iterator<Item = &EpochResult> {
+        self.runs.iter().filter_map(|run| run.epochs.first())
+    }
+
+    /// True when some repeat measured more than one epoch.
+    pub fn has_later_epochs(&self) -> bool {
+        self.runs.iter().any(|run| run.epochs.len() > 1)
+    }
+
+    /// The epoch-time estimates, or `None` when no epoch finished.
+    pub fn estimate(&self) -> Option<ConfigEstimate> {
+        let typical: Vec<f64> = self.typical_epochs().map(|e| e.seconds).collect();
+        let first: Vec<f64> = self.first_epochs().map(|e| e.seconds).collect();
+        Some(ConfigEstimate {
+            config: self.index,
+            label: self.label.to_owned(),
+            epoch_s: Estimate::of(&typical)?,
+            first_epoch_s: Estimate::of(&first)?,
+            peak_rss_bytes: self.peak_rss_bytes(),
+        })
+    }
+
+    /// The median peak RSS over repeats.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        let peaks: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.peak_rss_bytes)
+            .map(|b| b as f64)
+            .collect();
+        stats::median(&peaks).map(|b| b as u64)
+    }
+}
+
+/// Seconds per batch after the first, in one epoch (`None` with fewer than two batches).
+pub fn steady_batch_s(epoch: &EpochResult) -> Option<f64> {
+    (epoch.batches > 1).then(|| (epoch.seconds - epoch.first_batch_s) / (epoch.batches - 1) as f64)
+}
+
+/// Seconds under two minutes, else minutes, with one decimal.
+pub fn duration(seconds: f64) -> String {
+    if seconds.abs() < 120.0 {
+        format!("{seconds:.1} s")
+    } else {
+        format!("{:.1} minutes", seconds / 60.0)
+    }
+}
+
+/// Bytes as MiB with one decimal.
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! Recorded-style results built by hand, so each test states the numbers it is about.
+
+    use crate::loader::{StageTimes, WorkerStartup};
+    use crate::machine::Machine;
+    use crate::plan::Config;
+    use crate::preset::{BatchTransfer, DatasetTransfer, WorkerKind};
+    use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
+    use crate::step::StepCost;
+    use crate::transform::PipelineSpec;
+
+    pub fn config(num_workers: usize, persistent: bool) -> Config {
+        Config {
+            pipeline: PipelineSpec::Light,
+            batch_size: 64,
+            num_workers,
+            worker_kind: WorkerKind::Thread,
+            persistent_workers: persistent,
+            prefetch_factor: 2,
+            pin_memory: false,
+            in_order: true,
+            device: "cpu".parse().expect("cpu is a device"),
+            dataset_transfer: DatasetTransfer::Reopen,
+            batch_transfer: BatchTransfer::SharedMemory,
+        }
+    }
+
+    /// An epoch of `batches` batches of 64 samples: the first arrives after
+    /// `first_batch_s`, the rest every `batch_s`, each after waiting `wait_s`.
+    pub fn epoch(number: usize, first_batch_s: f64, batch_s: f64, batches: usize) -> EpochResult {
+        epoch_with_wait(number, first_batch_s, batch_s, batches, 0.0)
+    }
+
+    pub fn epoch_with_wait(
+        number: usize,
+        first_batch_s: f64,
+        batch_s: f64,
+        batches: usize,
+        wait_s: f64,
+    ) -> EpochResult {
+        let timeline = (0..batches)
+            .map(|index| BatchRecord {
+                index,
+                at_s: first_batch_s + index as f64 * batch_s,
+                samples: 64,
+                stages: StageTimes {
+                    wait_s: if index == 0 { first_batch_s } else { wait_s },
+                    ..StageTimes::default()
+                },
+            })
+            .collect();
+        let seconds = first_batch_s + (batches - 1) as f64 * batch_s;
+        EpochResult::from_batches(number, seconds, timeline, Vec::new())
+    }
+
+    /// One repeat of config `index` with the given epochs.
+    pub fn run(index: usize, config: Config, epochs: Vec<EpochResult>) -> ConfigResult {
+        ConfigResult {
+            config_index: index,
+            repeat: 0,
+            label: String::new(),
+            config,
+            warmup: None,
+            epochs,
+            pin_memory_effective: false,
+            intra_op_threads: 1,
+            rss_before_bytes: Some(100 << 20),
+            peak_rss_bytes: Some(200 << 20),
+            workers: Vec::new(),
+        }
+    }
+
+    /// Adds start-ups of `seconds` for each worker to every epoch.
+    pub fn with_startups(mut run: ConfigResult, epochs: &[usize], seconds: f64) -> ConfigResult {
+        for epoch in &mut run.epochs {
+            if epochs.contains(&epoch.epoch) {
+                epoch.worker_startups = (0..run.config.num_workers)
+                    .map(|worker| WorkerStartup { worker, seconds })
+                    .collect();
+            }
+        }
+        run
+    }
+
+    /// A finished run of `configs` with `results`, labels `nw=N[ persistent]`.
+    pub fn result(configs: Vec<Config>, results: Vec<ConfigResult>) -> RunResult {
+        let labels = configs
+            .iter()
+            .map(|c| {
+                let mut label = format!("nw={}", c.num_workers);
+                if c.persistent_workers {
+                    label.push_str(" persistent");
+                }
+                label
+            })
+            .collect();
+        let epochs = results.iter().map(|r| r.epochs.len()).max().unwrap_or(0);
+        let mut repeats_seen = vec![0; configs.len()];
+        let results = results
+            .into_iter()
+            .map(|mut r| {
+                r.repeat = repeats_seen[r.config_index];
+                repeats_seen[r.config_index] += 1;
+                r
+            })
+            .collect();
+        RunResult {
+            preset: "test".to_owned(),
+            dataset: "synthetic".to_owned(),
+            epochs,
+            repeats: 1,
+            started_unix_s: 0,
+            machine: Machine {
+                cpu_model: "test cpu".to_owned(),
+                logical_cores: 8,
+                os: "test os".to_owned(),
+                total_memory_bytes: None,
+                libtorch: "2".to_owned(),
+                tch: "0.26".to_owned(),
+                loaderbench: "0.1".to_owned(),
+                default_intra_op_threads: 8,
+                cuda_devices: 0,
+            },
+            configs,
+            labels,
+            warnings: Vec::new(),
+            results,
+            status: RunStatus::Finished,
+            step: StepCost::None,
+            planned_epochs: 50,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The analysis as text, for `loaderbench run --recommend`: the start-up ledger as a
+//! table, the break-even sentences, one line per scaling curve, the input-bound
+//! verdicts and the recommendation paragraph.
+
+use std::fmt::Write;
+
+use crate::export::markdown::render;
+
+use super::Analysis;
+use super::scaling::{KNEE_GAIN, ScalingCurve};
+
+/// The whole analysis, sections separated by blank lines.
+pub fn text(analysis: &Analysis) -> String {
+    let mut text = String::new();
+    if !analysis.ledger.is_empty() {
+        let _ = writeln!(text, "Start-up ledger (milliseconds, medians)");
+        text.push_str(&ledger_table(analysis));
+        for saving in &analysis.break_even {
+            let _ = writeln!(text, "{}.", saving.sentence);
+        }
+    }
+    if !analysis.scaling.is_empty() {
+        let _ = writeln!(text, "\nScaling (steady epoch time against num_workers)");
+        for curve in &analysis.scaling {
+            let _ = writeln!(text, "{}", scaling_line(curve));
+        }
+    }
+    if !analysis.input_bound.is_empty() {
+        let _ = writeln!(text, "\nTraining step");
+        for verdict in &analysis.input_bound {
+            let _ = writeln!(text, "{}: {}", verdict.label, verdict.verdict);
+        }
+    }
+    if let Some(recommendation) = &analysis.recommendation {
+        let _ = writeln!(text, "\nRecommendation\n{}", recommendation.text);
+    }
+    text
+}
+
+fn ledger_table(analysis: &Analysis) -> String {
+    let header = [
+        "config",
+        "worker start-up",
+        "first batch",
+        "steady batch",
+        "restart cost",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = analysis
+        .ledger
+        .iter()
+        .map(|row| {
+            vec![
+                row.label.clone(),
+                milliseconds(row.worker_startup_s),
+                milliseconds(row.first_batch_s),
+                milliseconds(row.steady_batch_s),
+                milliseconds(row.restart_cost_s),
+            ]
+        })
+        .collect();
+    render(&header, &rows)
+}
+
+/// Seconds as milliseconds with one decimal; a dash for no value.
+fn milliseconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |s| format!("{:.1}", s * 1e3))
+}
+
+/// `num_workers: 0 workers 4.40 s, 2 workers 2.20 s; knee at 2 workers; serial fraction 0.11`.
+pub fn scaling_line(curve: &ScalingCurve) -> String {
+    let points: Vec<String> = curve
+        .points
+        .iter()
+        .map(|p| format!("{} workers {:.2} s", p.num_workers, p.steady_epoch_s))
+        .collect();
+    let knee = match curve.knee_workers {
+        Some(workers) => format!(
+            "knee at {workers} workers (the next count gains under {:.0}% per worker)",
+            KNEE_GAIN * 100.0
+        ),
+        None => "no knee: still scaling at the largest count".to_owned(),
+    };
+    let fit = curve.fit.map_or_else(String::new, |fit| {
+        format!("; serial fraction {:.2}", fit.serial_fraction)
+    });
+    format!("{}: {}; {knee}{fit}", curve.family, points.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{config, epoch, result, run};
+    use super::*;
+
+    #[test]
+    fn report_has_every_section() {
+        let configs = vec![config(0, false), config(2, false), config(2, true)];
+        let results = vec![
+            run(
+                0,
+                config(0, false),
+                vec![epoch(1, 0.4, 0.4, 11), epoch(2, 0.4, 0.4, 11)],
+            ),
+            run(
+                1,
+                config(2, false),
+                vec![epoch(1, 0.5, 0.2, 11), epoch(2, 0.5, 0.2, 11)],
+            ),
+            run(
+                2,
+                config(2, true),
+                vec![epoch(1, 0.5, 0.2, 11), epoch(2, 0.2, 0.2, 11)],
+            ),
+        ];
+        let text = text(&Analysis::of(&result(configs, results)));
+        assert!(
+            text.starts_with("Start-up ledger (milliseconds, medians)\n| config "),
+            "{text}"
+        );
+        let row = text.lines().find(|l| l.starts_with("| nw=2 ")).unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(
+            cells[1..6],
+            ["nw=2", "-", "500.0", "200.0", "300.0"],
+            "{text}"
+        );
+        assert!(
+            text.contains("Persistent workers save 0.30 s per epoch for nw=2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("num_workers: 0 workers 4.40 s, 2 workers 2.50 s; no knee"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nRecommendation\nUse nw=2 persistent."),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! The scaling curve: the steady epoch time (a typical epoch once the first is over,
+//! the median of epochs 2 and later) against `num_workers`, for each family of configs
+//! that differ only in
+//! `num_workers`; its knee, where one more worker gains less than [`KNEE_GAIN`]; and the
+//! serial fraction of an Amdahl fit, the share of the work that more workers cannot
+//! spread.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Config;
+use crate::stats;
+
+use super::ConfigRuns;
+
+/// One more worker must cut the steady epoch time by at least this share to be worth it.
+pub const KNEE_GAIN: f64 = 0.10;
+
+/// One measured point of a curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    pub num_workers: usize,
+    pub config: usize,
+    /// The median of the epochs after the first (the first when there is no other).
+    /// Not the rate after the first batch: with many workers a short epoch is all
+    /// prefetched, and that rate would flatter them.
+    pub steady_epoch_s: f64,
+}
+
+/// Amdahl's law fitted to the points with workers: `time(n) = t1 · (serial + (1 − serial) / n)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AmdahlFit {
+    /// The fitted time with one worker.
+    pub one_worker_s: f64,
+    /// The fitted serial fraction, 0 (scales perfectly) to 1 (does not scale).
+    pub serial_fraction: f64,
+}
+
+impl AmdahlFit {
+    /// The fitted epoch time with `workers` workers.
+    pub fn time_s(&self, workers: f64) -> f64 {
+        self.one_worker_s * (self.serial_fraction + (1.0 - self.serial_fraction) / workers)
+    }
+}
+
+/// The configs that differ only in `num_workers`, in increasing worker order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScalingCurve {
+    /// The label of the family's first config, without its `nw=N`.
+    pub family: String,
+    pub points: Vec<ScalingPoint>,
+    /// The worker count past which one more worker gains less than [`KNEE_GAIN`];
+    /// `None` while it still scales at the largest count measured.
+    pub knee_workers: Option<usize>,
+    pub fit: Option<AmdahlFit>,
+}
+
+/// A curve per family with at least two worker counts.
+pub fn curves(configs: &[ConfigRuns<'_>]) -> Vec<ScalingCurve> {
+    let mut families: Vec<(Config, Vec<&ConfigRuns<'_>>)> = Vec::new();
+    for runs in configs {
+        let key = Config {
+            num_workers: 0,
+            ..runs.config.clone()
+        };
+        match families.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(runs),
+            None => families.push((key, vec![runs])),
+        }
+    }
+    families
+        .into_iter()
+        .filter_map(|(_, members)| curve(&members))
+        .collect()
+}
+
+fn curve(members: &[&ConfigRuns<'_>]) -> Option<ScalingCurve> {
+    let mut points: Vec<ScalingPoint> = members
+        .iter()
+        .filter_map(|runs| {
+            let steady: Vec<f64> = runs.typical_epochs().map(|e| e.seconds).collect();
+            Some(ScalingPoint {
+                num_workers: runs.config.num_workers,
+                config: runs.index,
+                steady_epoch_s: stats::median(&steady)?,
+            })
+        })
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    points.sort_by_key(|p| p.num_workers);
+    let pairs: Vec<(usize, f64)> = points
+        .iter()
+        .map(|p| (p.num_workers, p.steady_epoch_s))
+        .collect();
+    let family = family_name(members[0].label);
+    Some(ScalingCurve {
+        family,
+        knee_workers: knee(&pairs, KNEE_GAIN),
+        fit: amdahl_fit(&pairs),
+        points,
+    })
+}
+
+fn family_name(label: &str) -> String {
+    let rest: Vec<&str> = label
+        .split_whitespace()
+        .filter(|part| !part.starts_with("nw="))
+        .collect();
+    if rest.is_empty() {
+        "num_workers".to_owned()
+    } else {
+        rest.join(" ")
+    }
+}
+
+/// The first worker count from which the next one measured gains less than `gain` per
+/// added worker (`t_i / t_next − 1`, divided by the workers added); `None` if every step
+/// gains more. `points` are `(workers, seconds)` in increasing worker order.
+pub fn knee(points: &[(usize, f64)], gain: f64) -> Option<usize> {
+    points.windows(2).find_map(|pair| {
+        let [(workers, time), (next_workers, next_time)] = [pair[0], pair[1]];
+        let added = next_workers.saturating_sub(workers).max(1) as f64;
+        let per_worker = (time / next_time - 1.0) / added;
+        (per_worker < gain).then_some(workers)
+    })
+}
+
+/// Least squares of `time = a + b / n` over the points with workers (`n ≥ 1`), which is
+/// Amdahl's law scaled by the one-worker time: `1 / speed-up = serial + (1 − serial) / n`
+/// with `serial = a / (a + b)`. `None` with fewer than two worker counts.
+pub fn amdahl_fit(points: &[(usize, f64)]) -> Option<AmdahlFit> {
+    let xy: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|(n, t)| *n >= 1 && t.is_finite())
+        .map(|(n, t)| (1.0 / *n as f64, *t))
+        .collect();
+    let count = xy.len() as f64;
+    let mean_x = xy.iter().map(|(x, _)| x).sum::<f64>() / count;
+    let mean_y = xy.iter().map(|(_, y)| y).sum::<f64>() / count;
+    let sxx: f64 = xy.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+    if xy.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = xy.iter().map(|(x, y)| (x - mean_x) * (y - mean_y)).sum();
+    let b = sxy / sxx;
+    let a = mean_y - b * mean_x;
+    let one_worker_s = a + b;
+    (one_worker_s > 0.0).then(|| AmdahlFit {
+        one_worker_s,
+        serial_fraction: (a / one_worker_s).clamp(0.0, 1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Analysis;
+    use super::super::fixtures::{config, epoch, result, run};
+    use super::*;
+
+    #[test]
+    fn knee_is_where_a_worker_stops_paying() {
+        // 0→2 halves the time (50% per worker), 2→4 gains 60% over two workers (30%
+        // each), 4→8 gains 25% over four workers (6% each): the knee is at 4.
+        let points = [(0, 8.0), (2, 4.0), (4, 2.5), (8, 2.0)];
+        assert_eq!(knee(&points, 0.10), Some(4));
+        assert_eq!(knee(&points, 0.35), Some(2));
+        assert_eq!(knee(&points, 0.01), None);
+        assert_eq!(
+            knee(&[(2, 1.0), (4, 1.2)], 0.10),
+            Some(2),
+            "slower is no gain"
+        );
+        assert_eq!(knee(&[(1, 1.0)], 0.10), None);
+    }
+
+    #[test]
+    fn amdahl_fit_recovers_the_serial_fraction() {
+        let law = |n: usize| 10.0 * (0.2 + 0.8 / n as f64);
+        let points: Vec<(usize, f64)> = [0, 1, 2, 4, 8].map(|n| (n, law(n.max(1)) * 3.0)).to_vec();
+        let fit = amdahl_fit(&points).unwrap();
+        assert!((fit.serial_fraction - 0.2).abs() < 1e-9, "{fit:?}");
+        assert!((fit.one_worker_s - 30.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.time_s(4.0) - law(4) * 3.0).abs() < 1e-9);
+        let perfect = amdahl_fit(&[(1, 8.0), (2, 4.0), (8, 1.0)]).unwrap();
+        assert!(perfect.serial_fraction.abs() < 1e-9);
+        let flat = amdahl_fit(&[(2, 3.0), (4, 3.0)]).unwrap();
+        assert!((flat.serial_fraction - 1.0).abs() < 1e-9);
+        assert!(
+            amdahl_fit(&[(0, 3.0), (4, 3.0)]).is_none(),
+            "one worker count"
+        );
+    }
+
+    #[test]
+    fn curves_group_configs_that_differ_only_in_workers() {
+        let batch_s =
+            |n: usize| [0.4, 0.2, 0.1, 0.09][[0, 2, 4, 8].iter().position(|w| *w == n).unwrap()];
+        let mut configs: Vec<_> = [0, 2, 4, 8].map(|n| config(n, false)).to_vec();
+        configs.push(config(4, true));
+        let results = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let b = batch_s(c.num_workers);
+                run(
+                    i,
+                    c.clone(),
+                    vec![epoch(1, 0.5, b, 11), epoch(2, 0.5, b, 11)],
+                )
+            })
+            .collect();
+        let analysis = Analysis::of(&result(configs, results));
+        assert_eq!(
+            analysis.scaling.len(),
+            1,
+            "the lone persistent config has no curve"
+        );
+        let curve = &analysis.scaling[0];
+        assert_eq!(curve.family, "num_workers");
+        let workers: Vec<usize> = curve.points.iter().map(|p| p.num_workers).collect();
+        assert_eq!(workers, vec![0, 2, 4, 8]);
+        // Epoch 2 of nw=0: a 0.5 s first batch, then 10 batches of 0.4 s.
+        assert!((curve.points[0].steady_epoch_s - 4.5).abs() < 1e-9);
+        assert_eq!(curve.knee_workers, Some(4));
+        // Least squares over 2, 4 and 8 workers: time = 0.90 + 3.086 / n.
+        let serial = curve.fit.unwrap().serial_fraction;
+        assert!((serial - 0.2258).abs() < 1e-3, "{serial}");
+    }
+}

@@ -1,0 +1,86 @@
+//! `loaderbench baseline`: save a run's results under a name (from a JSON export or a
+//! journal), list the saved ones, and compare a results file against one. Baselines
+//! live under the user data directory (`$LOADERBENCH_DATA_DIR` overrides it).
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use loaderbench::baseline;
+use loaderbench::bench::read_journal;
+use loaderbench::results::RunResult;
+use loaderbench::{Error, Result};
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Save results as baseline NAME: a JSON export, or a journal with --from-journal.
+    Save {
+        name: String,
+        /// A JSON export (`loaderbench run --json FILE`).
+        #[arg(
+            required_unless_present = "from_journal",
+            conflicts_with = "from_journal"
+        )]
+        result: Option<PathBuf>,
+        /// A run's journal (JSON lines), e.g. of a run that was cancelled.
+        #[arg(long, value_name = "FILE")]
+        from_journal: Option<PathBuf>,
+    },
+    /// Compare a JSON export with baseline NAME.
+    Compare { name: String, result: PathBuf },
+    /// List the saved baselines.
+    List,
+}
+
+pub fn run(command: BaselineCommand) -> Result<()> {
+    match command {
+        BaselineCommand::Save {
+            name,
+            result,
+            from_journal,
+        } => {
+            let result = match (result, from_journal) {
+                (_, Some(journal)) => read_journal(&journal)?,
+                (Some(path), None) => baseline::read_result(&path)?,
+                (None, None) => return Err(Error::value("give a result file or --from-journal")),
+            };
+            save(&name, &result)
+        }
+        BaselineCommand::Compare { name, result } => {
+            let before = baseline::load(&name)?;
+            let after = baseline::read_result(&result)?;
+            print_comparison(&name, &before, &after);
+            Ok(())
+        }
+        BaselineCommand::List => {
+            for name in baseline::names() {
+                println!("{name}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Saves `result` as baseline `name` and says where.
+pub fn save(name: &str, result: &RunResult) -> Result<()> {
+    if result.results.is_empty() {
+        return Err(Error::value(format!(
+            "baseline `{name}`: the result has no measured config"
+        )));
+    }
+    let path = baseline::save(name, result)?;
+    println!("saved baseline `{name}`: {}", path.display());
+    Ok(())
+}
+
+/// Prints the change of every config both runs measured.
+pub fn print_comparison(name: &str, before: &RunResult, after: &RunResult) {
+    let changes = baseline::compare(before, after);
+    println!("\nAgainst baseline `{name}` (typical epoch time, medians)");
+    if changes.is_empty() {
+        println!("no config of this run was measured in the baseline");
+    }
+    for change in changes {
+        println!("{}", change.line());
+    }
+}

@@ -1,0 +1,259 @@
+//! The analysis as chart descriptions, drawn by `plots` like the live charts: the
+//! start-up ledger (grouped bars per config), the scaling curve (steady epoch time
+//! against `num_workers`, the Amdahl fit and the knee marked), the stall per batch with
+//! a training step, and the change against a baseline.
+
+use crate::analysis::Analysis;
+use crate::baseline::Change;
+
+use super::charts::{Axis, Chart, Mark, Series, grouped_bars};
+
+const MILLISECONDS: Axis = Axis {
+    label: "milliseconds",
+    unit: "ms",
+    category: None,
+    names: Vec::new(),
+};
+
+fn configs_axis(labels: Vec<String>) -> Axis {
+    Axis {
+        label: "config",
+        unit: "",
+        category: Some("config"),
+        names: labels,
+    }
+}
+
+/// Bars for `values[group][series]` at groups 1, 2, …, named by `series_names`.
+fn grouped(series_names: &[&str], values: &[Vec<Option<f64>>], scale: f64) -> (Mark, Vec<Series>) {
+    let count = series_names.len();
+    let mark = grouped_bars(count);
+    let Mark::Bars { width } = mark else {
+        return (mark, Vec::new());
+    };
+    let series = series_names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let offset = (index as f64 - (count as f64 - 1.0) / 2.0) * width;
+            Series {
+                name: (*name).to_owned(),
+                color: index,
+                points: values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(group, row)| {
+                        row.get(index)
+                            .copied()
+                            .flatten()
+                            .map(|v| [(group + 1) as f64 + offset, v * scale])
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    (mark, series)
+}
+
+/// Worker start-up, first batch, steady batch and restart cost of every config.
+pub fn ledger(analysis: &Analysis) -> Chart {
+    let values: Vec<Vec<Option<f64>>> = analysis
+        .ledger
+        .iter()
+        .map(|row| {
+            vec![
+                row.worker_startup_s,
+                row.first_batch_s,
+                row.steady_batch_s,
+                row.restart_cost_s,
+            ]
+        })
+        .collect();
+    let names = [
+        "worker start-up",
+        "first-batch latency",
+        "steady per batch",
+        "restart cost per epoch",
+    ];
+    let (mark, series) = grouped(&names, &values, 1e3);
+    Chart {
+        id: "ledger",
+        title: "Start-up ledger".to_owned(),
+        x: configs_axis(analysis.ledger.iter().map(|r| r.label.clone()).collect()),
+        y: MILLISECONDS,
+        mark,
+        series,
+        highlights: Vec::new(),
+    }
+}
+
+/// Steady epoch time against `num_workers`, one line per family, with its Amdahl fit
+/// and its knee.
+pub fn scaling(analysis: &Analysis) -> Chart {
+    let families = analysis.scaling.len();
+    let mut series = Vec::new();
+    let mut highlights = Vec::new();
+    for (index, curve) in analysis.scaling.iter().enumerate() {
+        series.push(Series {
+            name: curve.family.clone(),
+            color: index,
+            points: curve
+                .points
+                .iter()
+                .map(|p| [p.num_workers as f64, p.steady_epoch_s])
+                .collect(),
+        });
+        if let Some(fit) = curve.fit {
+            let most = curve
+                .points
+                .iter()
+                .map(|p| p.num_workers)
+                .max()
+                .unwrap_or(1);
+            series.push(Series {
+                name: format!("{} fit, serial {:.2}", curve.family, fit.serial_fraction),
+                color: families + index,
+                points: (1..=most.max(1))
+                    .map(|n| [n as f64, fit.time_s(n as f64)])
+                    .collect(),
+            });
+        }
+        let knee = curve
+            .knee_workers
+            .and_then(|workers| curve.points.iter().find(|p| p.num_workers == workers));
+        if let Some(knee) = knee {
+            highlights.push(Series {
+                name: format!("{} knee: {} workers", curve.family, knee.num_workers),
+                color: index,
+                points: vec![[knee.num_workers as f64, knee.steady_epoch_s]],
+            });
+        }
+    }
+    Chart {
+        id: "scaling",
+        title: "Scaling: steady epoch time against num_workers".to_owned(),
+        x: Axis {
+            label: "num_workers",
+            unit: "",
+            category: None,
+            names: Vec::new(),
+        },
+        y: Axis {
+            label: "steady epoch",
+            unit: "s",
+            category: None,
+            names: Vec::new(),
+        },
+        mark: Mark::Lines,
+        series,
+        highlights,
+    }
+}
+
+/// The consumer's stall per batch for each config, when a training step ran.
+pub fn stall(analysis: &Analysis) -> Option<Chart> {
+    if analysis.input_bound.is_empty() {
+        return None;
+    }
+    let values: Vec<Vec<Option<f64>>> = analysis
+        .input_bound
+        .iter()
+        .map(|v| vec![Some(v.stall_per_batch_s)])
+        .collect();
+    let (mark, series) = grouped(&["stall per batch"], &values, 1e3);
+    Some(Chart {
+        id: "stall",
+        title: "Training step: the wait for each batch".to_owned(),
+        x: configs_axis(
+            analysis
+                .input_bound
+                .iter()
+                .map(|v| v.label.clone())
+                .collect(),
+        ),
+        y: MILLISECONDS,
+        mark,
+        series,
+        highlights: Vec::new(),
+    })
+}
+
+/// The typical epoch time of each config in the baseline and now.
+pub fn baseline(name: &str, changes: &[Change]) -> Chart {
+    let values: Vec<Vec<Option<f64>>> = changes
+        .iter()
+        .map(|c| vec![Some(c.before.epoch_s.median), Some(c.after.epoch_s.median)])
+        .collect();
+    let before = format!("baseline {name}");
+    let (mark, series) = grouped(&[before.as_str(), "this run"], &values, 1.0);
+    Chart {
+        id: "baseline",
+        title: format!("Against baseline {name}: typical epoch time"),
+        x: configs_axis(changes.iter().map(|c| c.label.clone()).collect()),
+        y: Axis {
+            label: "seconds",
+            unit: "s",
+            category: None,
+            names: Vec::new(),
+        },
+        mark,
+        series,
+        highlights: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::analysis::fixtures::{config, epoch, result, run};
+
+    fn analysis() -> Analysis {
+        let configs = vec![config(0, false), config(2, false), config(4, false)];
+        let results = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let batch = [0.4, 0.2, 0.19][i];
+                run(
+                    i,
+                    c.clone(),
+                    vec![epoch(1, 0.5, batch, 11), epoch(2, 0.5, batch, 11)],
+                )
+            })
+            .collect();
+        Analysis::of(&result(configs, results))
+    }
+
+    #[test]
+    fn ledger_groups_the_four_measures_under_each_config() {
+        let chart = ledger(&analysis());
+        assert_eq!(chart.x.names, vec!["nw=0", "nw=2", "nw=4"]);
+        assert_eq!(chart.series.len(), 4);
+        assert_eq!(chart.series[0].name, "worker start-up");
+        assert!(chart.series[0].points.is_empty(), "no start-ups recorded");
+        let first_batch = &chart.series[1].points;
+        assert_eq!(first_batch.len(), 3);
+        assert!(
+            (first_batch[1][0] - 1.9).abs() < 1e-9,
+            "shifted left of group 2"
+        );
+        assert!((first_batch[1][1] - 500.0).abs() < 1e-9, "in milliseconds");
+    }
+
+    #[test]
+    fn scaling_marks_the_knee_and_draws_the_fit() {
+        let chart = scaling(&analysis());
+        assert_eq!(chart.series[0].name, "num_workers");
+        assert_eq!(chart.series[0].points.len(), 3);
+        assert!(chart.series[1].name.starts_with("num_workers fit, serial "));
+        assert_eq!(chart.highlights.len(), 1);
+        assert_eq!(chart.highlights[0].name, "num_workers knee: 2 workers");
+        assert!((chart.highlights[0].points[0][1] - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stall_chart_only_with_a_training_step() {
+        assert!(stall(&analysis()).is_none());
+    }
+}

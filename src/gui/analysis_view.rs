@@ -1,0 +1,79 @@
+//! The analysis section under the results table, once a run has ended: the
+//! recommendation paragraph, the run's warnings, the break-even of persistent workers,
+//! the ledger and scaling charts side by side, the stall chart with a training step, and
+//! the comparison with a baseline. It only reads; it returns the rect it drew in, which
+//! the PNG export captures.
+
+use egui::{Rect, RichText, Ui};
+
+use crate::analysis::Analysis;
+use crate::analysis::report::scaling_line;
+use crate::baseline::Change;
+
+use super::{analysis_charts, plots};
+
+/// A baseline to show beside the run: its name and the change of each config.
+pub struct Comparison<'a> {
+    pub name: &'a str,
+    pub changes: &'a [Change],
+}
+
+/// Draws the section; returns where.
+pub fn draw(
+    ui: &mut Ui,
+    analysis: &Analysis,
+    warnings: &[String],
+    comparison: Option<Comparison<'_>>,
+) -> Rect {
+    ui.scope(|ui| {
+        ui.label(RichText::new("Analysis").strong().size(15.0));
+        if let Some(recommendation) = &analysis.recommendation {
+            ui.label(RichText::new("Recommendation").strong());
+            ui.add(egui::Label::new(&recommendation.text).wrap());
+        }
+        if !warnings.is_empty() {
+            ui.add_space(4.0);
+            ui.label(RichText::new("Warnings").strong());
+            for warning in warnings {
+                ui.add(
+                    egui::Label::new(RichText::new(warning).color(ui.visuals().warn_fg_color))
+                        .wrap(),
+                );
+            }
+        }
+        if !analysis.break_even.is_empty() {
+            ui.add_space(4.0);
+            for saving in &analysis.break_even {
+                ui.add(egui::Label::new(&saving.sentence).wrap());
+            }
+        }
+        ui.add_space(6.0);
+        ui.columns(2, |columns| {
+            plots::draw(&mut columns[0], &analysis_charts::ledger(analysis), 220.0);
+            plots::draw(&mut columns[1], &analysis_charts::scaling(analysis), 220.0);
+            for curve in &analysis.scaling {
+                columns[1].label(RichText::new(scaling_line(curve)).small());
+            }
+        });
+        if let Some(chart) = analysis_charts::stall(analysis) {
+            ui.add_space(6.0);
+            plots::draw(ui, &chart, 160.0);
+            for verdict in &analysis.input_bound {
+                ui.label(RichText::new(format!("{}: {}", verdict.label, verdict.verdict)).small());
+            }
+        }
+        if let Some(comparison) = comparison {
+            ui.add_space(6.0);
+            plots::draw(
+                ui,
+                &analysis_charts::baseline(comparison.name, comparison.changes),
+                160.0,
+            );
+            for change in comparison.changes {
+                ui.label(RichText::new(change.line()).small());
+            }
+        }
+    })
+    .response
+    .rect
+}

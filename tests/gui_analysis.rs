@@ -1,0 +1,134 @@
+//! The analysis in the desktop app through egui_kittest: after a tiny run, the
+//! recommendation is shown, the ledger and scaling charts describe every config, a
+//! baseline is saved and compared from the window (under a temporary
+//! `LOADERBENCH_DATA_DIR`), and the analysis section exports as a PNG.
+#![cfg(feature = "gui")]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use egui::accesskit::Role;
+use egui::{Key, Modifiers};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+
+use loaderbench::gui::{App, Launch, Phase};
+use loaderbench::preset::Preset;
+
+fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
+    let start = Instant::now();
+    while !done(harness.state()) {
+        assert!(
+            start.elapsed() < limit,
+            "timed out; messages: {:?}",
+            harness.state().messages()
+        );
+        harness.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    harness.run_steps(2);
+}
+
+fn tiny_preset(dir: &Path) -> String {
+    let preset = Preset {
+        name: "tiny".to_owned(),
+        samples: Some(512),
+        epochs: 2,
+        batch_size: vec![64],
+        num_workers: vec![0, 2],
+        ..Preset::default()
+    };
+    let path = dir.join("tiny.ron");
+    preset.save(&path).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: this test binary holds this one test, so no other thread reads the
+    // environment while it is set.
+    unsafe { std::env::set_var("LOADERBENCH_DATA_DIR", dir.path().join("data")) };
+    let launch = Launch {
+        preset: Some(tiny_preset(dir.path())),
+        run_now: false,
+        journal_dir: Some(dir.path().to_path_buf()),
+    };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 2400.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    assert_eq!(harness.state().phase(), Some(&Phase::Finished));
+
+    let analysis = harness
+        .state()
+        .analysis()
+        .expect("analysed at the end")
+        .clone();
+    let recommendation = analysis.recommendation.expect("a recommendation");
+    assert!(recommendation.text.starts_with("Use nw="));
+    harness.get_by_label(&recommendation.text);
+    let charts = harness.state().analysis_charts();
+    let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
+    assert_eq!(ids, ["ledger", "scaling"]);
+    assert_eq!(charts[0].x.names, ["nw=0", "nw=2"]);
+    assert_eq!(charts[1].series[0].points.len(), 2);
+
+    harness
+        .get_by_role_and_label(Role::TextInput, "baseline")
+        .focus();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::TextInput, "baseline")
+        .type_text("gui-base");
+    harness.run_steps(2);
+    harness.get_by_label("Save as baseline").click_accesskit();
+    harness.run_steps(2);
+    assert!(
+        dir.path().join("data/baselines/gui-base.json").is_file(),
+        "{:?}",
+        harness.state().messages()
+    );
+    harness
+        .get_by_label("Compare with baseline")
+        .click_accesskit();
+    harness.run_steps(2);
+    let charts = harness.state().analysis_charts();
+    let comparison = charts.last().unwrap();
+    assert_eq!(comparison.id, "baseline");
+    assert_eq!(comparison.series.len(), 2);
+    let (before, after) = (&comparison.series[0].points, &comparison.series[1].points);
+    assert_eq!(before.len(), 2, "both configs matched");
+    for (b, a) in before.iter().zip(after) {
+        assert!(
+            (a[0] - b[0] - 0.4).abs() < 1e-9,
+            "side by side in each group"
+        );
+        assert_eq!(a[1], b[1], "the same run as its own baseline");
+    }
+
+    harness.run_ok();
+    harness
+        .state_mut()
+        .set_export_path(dir.path().join("out.md"));
+    harness.get_by_label("PNG: analysis").click_accesskit();
+    let png = dir.path().join("out-analysis.png");
+    step_until(&mut harness, Duration::from_secs(60), |_| png.exists());
+    std::thread::sleep(Duration::from_millis(200));
+    let image = image::open(&png).unwrap().to_rgba8();
+    let rect = harness.state().analysis_rect().unwrap();
+    assert!(
+        (image.width() as f32 - rect.width()).abs() <= 2.0,
+        "{:?} vs {rect:?}",
+        image.dimensions()
+    );
+    assert!(
+        (image.height() as f32 - rect.height()).abs() <= 2.0,
+        "{:?} vs {rect:?}",
+        image.dimensions()
+    );
+}
