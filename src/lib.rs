@@ -20,6 +20,7 @@ pub mod machine;
 pub mod memory;
 pub mod plan;
 pub mod preset;
+pub mod reference;
 pub mod results;
 pub mod stats;
 pub mod transform;

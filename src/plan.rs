@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::DatasetSpec;
 use crate::device::DeviceSpec;
 use crate::error::{Error, Result};
-use crate::preset::{ConfigPoint, Preset, WorkerKind};
+use crate::preset::{ConfigPoint, Preset, Runtime, StartMethod, WorkerKind};
 use crate::transform::{Normalize, PipelineSpec};
 
 /// One point of the sweep: every loader knob with a single value.
@@ -25,6 +25,13 @@ pub struct Config {
     pub pin_memory: bool,
     pub in_order: bool,
     pub device: DeviceSpec,
+    /// Results from before the runtime knob existed were measured by loaderbench.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// Only the `pytorch` runtime with workers uses it; elsewhere it is the platform's
+    /// default, so configs that differ only there collapse into one.
+    #[serde(default)]
+    pub start_method: StartMethod,
 }
 
 impl Config {
@@ -56,7 +63,26 @@ impl Config {
         if self.device != common.device {
             parts.push(self.device.to_string());
         }
+        if self.runtime != common.runtime && self.runtime == Runtime::Pytorch {
+            parts.push("pytorch".to_owned());
+        }
+        if self.start_method != common.start_method && self.uses_start_method() {
+            parts.push(self.start_method.name().to_owned());
+        }
         parts.join(" ")
+    }
+
+    /// True when the start method matters: PyTorch's DataLoader with worker processes.
+    pub fn uses_start_method(&self) -> bool {
+        self.runtime == Runtime::Pytorch && self.num_workers > 0
+    }
+
+    /// The same config with the start method reset where it does not matter.
+    fn settled(mut self) -> Config {
+        if !self.uses_start_method() {
+            self.start_method = StartMethod::platform_default();
+        }
+        self
     }
 }
 
@@ -103,7 +129,7 @@ impl Plan {
             configs.push(extra_config(preset, &devices, point).map_err(|p| bad(&field, p))?);
         }
         let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
-        for config in configs {
+        for config in configs.into_iter().map(Config::settled) {
             if !unique.contains(&config) {
                 unique.push(config);
             }
@@ -154,6 +180,8 @@ impl Plan {
             pin_memory: most_common(configs.iter().map(|c| c.pin_memory)),
             in_order: most_common(configs.iter().map(|c| c.in_order)),
             device: most_common(configs.iter().map(|c| c.device.clone())),
+            runtime: most_common(configs.iter().map(|c| c.runtime)),
+            start_method: most_common(configs.iter().map(|c| c.start_method)),
         }
     }
 
@@ -184,7 +212,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
             "must be a positive number of seconds".to_owned(),
         ));
     }
-    let lists: [(&'static str, usize); 9] = [
+    let lists: [(&'static str, usize); 11] = [
         ("pipeline", preset.pipeline.len()),
         ("batch_size", preset.batch_size.len()),
         ("num_workers", preset.num_workers.len()),
@@ -194,6 +222,8 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
         ("pin_memory", preset.pin_memory.len()),
         ("in_order", preset.in_order.len()),
         ("device", preset.device.len()),
+        ("runtime", preset.runtime.len()),
+        ("start_method", preset.start_method.len()),
     ];
     for (field, len) in lists {
         if len == 0 {
@@ -226,6 +256,9 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
     if config.prefetch_factor == 0 {
         return Err(("prefetch_factor", "must be at least 1".to_owned()));
     }
+    if config.runtime == Runtime::Pytorch {
+        crate::reference::check_pipeline(&config.pipeline).map_err(|p| ("pipeline", p))?;
+    }
     Ok(())
 }
 
@@ -233,26 +266,32 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
 /// varies fastest, so `num_workers` lists read top to bottom in tables).
 fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
     let mut configs = Vec::new();
-    for pipeline in &preset.pipeline {
-        for &batch_size in &preset.batch_size {
-            for device in devices {
-                for &worker_kind in &preset.worker_kind {
-                    for &persistent_workers in &preset.persistent_workers {
-                        for &pin_memory in &preset.pin_memory {
-                            for &prefetch_factor in &preset.prefetch_factor {
-                                for &in_order in &preset.in_order {
-                                    for &num_workers in &preset.num_workers {
-                                        configs.push(Config {
-                                            pipeline: pipeline.clone(),
-                                            batch_size,
-                                            num_workers,
-                                            worker_kind,
-                                            persistent_workers,
-                                            prefetch_factor,
-                                            pin_memory,
-                                            in_order,
-                                            device: device.clone(),
-                                        });
+    for &runtime in &preset.runtime {
+        for &start_method in &preset.start_method {
+            for pipeline in &preset.pipeline {
+                for &batch_size in &preset.batch_size {
+                    for device in devices {
+                        for &worker_kind in &preset.worker_kind {
+                            for &persistent_workers in &preset.persistent_workers {
+                                for &pin_memory in &preset.pin_memory {
+                                    for &prefetch_factor in &preset.prefetch_factor {
+                                        for &in_order in &preset.in_order {
+                                            for &num_workers in &preset.num_workers {
+                                                configs.push(Config {
+                                                    pipeline: pipeline.clone(),
+                                                    batch_size,
+                                                    num_workers,
+                                                    worker_kind,
+                                                    persistent_workers,
+                                                    prefetch_factor,
+                                                    pin_memory,
+                                                    in_order,
+                                                    device: device.clone(),
+                                                    runtime,
+                                                    start_method,
+                                                });
+                                            }
+                                        }
                                     }
                                 }
                             }
@@ -289,6 +328,8 @@ fn extra_config(
         pin_memory: point.pin_memory.unwrap_or(preset.pin_memory[0]),
         in_order: point.in_order.unwrap_or(preset.in_order[0]),
         device,
+        runtime: point.runtime.unwrap_or(preset.runtime[0]),
+        start_method: point.start_method.unwrap_or(preset.start_method[0]),
     })
 }
 
@@ -366,6 +407,43 @@ mod tests {
         preset.device = vec!["tpu".to_owned()];
         let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
         assert!(err.contains("device") && err.contains("tpu"), "{err}");
+    }
+
+    #[test]
+    fn runtimes_and_start_methods_expand_only_where_they_matter() {
+        let mut preset = preset();
+        preset.set("num_workers", "0,2").unwrap();
+        preset.set("runtime", "loaderbench,pytorch").unwrap();
+        preset.set("start_method", "fork,spawn").unwrap();
+        preset.extra_configs.clear();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        assert_eq!(
+            labels,
+            [
+                "nw=0",
+                "nw=2",
+                "nw=0 pytorch",
+                "nw=2 pytorch",
+                "nw=2 pytorch spawn"
+            ]
+        );
+    }
+
+    #[test]
+    fn ops_without_a_torchvision_equivalent_are_refused_for_pytorch() {
+        let mut preset = preset();
+        preset.pipeline = vec![PipelineSpec::Custom {
+            name: "busy".to_owned(),
+            ops: vec![crate::transform::Op::Cost {
+                micros_per_sample: 10,
+            }],
+        }];
+        assert!(Plan::from_preset(&preset, None).is_ok());
+        preset.set("runtime", "pytorch").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert!(err.is_bad_input());
+        assert!(err.to_string().contains("torchvision"), "{err}");
     }
 
     #[test]

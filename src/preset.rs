@@ -25,6 +25,53 @@ pub enum WorkerKind {
     Thread,
 }
 
+/// Which data loader measures a config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    /// loaderbench's own loader on libtorch.
+    #[default]
+    Loaderbench,
+    /// The real `torch.utils.data.DataLoader`, run by the Python that setup installs.
+    Pytorch,
+}
+
+/// How PyTorch starts its worker processes (`multiprocessing_context`); only the
+/// `pytorch` runtime uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartMethod {
+    Fork,
+    Spawn,
+    Forkserver,
+}
+
+impl StartMethod {
+    /// Python's default on this platform: `fork` on Linux, `spawn` elsewhere.
+    pub fn platform_default() -> StartMethod {
+        if cfg!(target_os = "linux") {
+            StartMethod::Fork
+        } else {
+            StartMethod::Spawn
+        }
+    }
+
+    /// The name Python's multiprocessing uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            StartMethod::Fork => "fork",
+            StartMethod::Spawn => "spawn",
+            StartMethod::Forkserver => "forkserver",
+        }
+    }
+}
+
+impl Default for StartMethod {
+    fn default() -> Self {
+        StartMethod::platform_default()
+    }
+}
+
 /// A benchmark: the dataset, the pipelines and the loader settings to sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +130,10 @@ pub struct Preset {
     /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
     #[serde(default)]
     pub extra_configs: Vec<ConfigPoint>,
+    #[serde(default = "defaults::runtime")]
+    pub runtime: Vec<Runtime>,
+    #[serde(default = "defaults::start_method")]
+    pub start_method: Vec<StartMethod>,
 }
 
 /// One extra config: the knobs it sets.
@@ -107,10 +158,14 @@ pub struct ConfigPoint {
     pub in_order: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_method: Option<StartMethod>,
 }
 
 /// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
-pub const SWEEP_KNOBS: [&str; 9] = [
+pub const SWEEP_KNOBS: [&str; 11] = [
     "pipeline",
     "batch_size",
     "num_workers",
@@ -120,10 +175,12 @@ pub const SWEEP_KNOBS: [&str; 9] = [
     "pin_memory",
     "in_order",
     "device",
+    "runtime",
+    "start_method",
 ];
 
 mod defaults {
-    use super::WorkerKind;
+    use super::{Runtime, StartMethod, WorkerKind};
     use crate::transform::PipelineSpec;
 
     pub fn epochs() -> usize {
@@ -162,6 +219,12 @@ mod defaults {
     pub fn device() -> Vec<String> {
         vec!["cpu".to_owned()]
     }
+    pub fn runtime() -> Vec<Runtime> {
+        vec![Runtime::Loaderbench]
+    }
+    pub fn start_method() -> Vec<StartMethod> {
+        vec![StartMethod::platform_default()]
+    }
 }
 
 impl Default for Preset {
@@ -190,6 +253,8 @@ impl Default for Preset {
             in_order: defaults::yes_list(),
             device: defaults::device(),
             extra_configs: Vec::new(),
+            runtime: defaults::runtime(),
+            start_method: defaults::start_method(),
         }
     }
 }
@@ -385,6 +450,13 @@ mod tests {
         assert_eq!(preset.samples, Some(2560));
         preset.set("persistent_workers", "false").unwrap();
         assert_eq!(preset.persistent_workers, vec![false]);
+        preset.set("runtime", "pytorch").unwrap();
+        assert_eq!(preset.runtime, vec![Runtime::Pytorch]);
+        preset.set("start_method", "fork,spawn").unwrap();
+        assert_eq!(
+            preset.start_method,
+            vec![StartMethod::Fork, StartMethod::Spawn]
+        );
     }
 
     #[test]

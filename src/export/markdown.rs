@@ -85,7 +85,7 @@ type KnobColumn = (&'static str, fn(&Config) -> String);
 
 /// Knobs beyond the classic three whose value differs between configs.
 fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
-    let candidates: [KnobColumn; 5] = [
+    let candidates: [KnobColumn; 7] = [
         ("worker kind", |c| {
             format!("{:?}", c.worker_kind).to_lowercase()
         }),
@@ -93,6 +93,14 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         ("prefetch", |c| c.prefetch_factor.to_string()),
         ("in order", |c| python_bool(c.in_order)),
         ("device", |c| c.device.to_string()),
+        ("runtime", |c| format!("{:?}", c.runtime).to_lowercase()),
+        ("start method", |c| {
+            if c.uses_start_method() {
+                c.start_method.name().to_owned()
+            } else {
+                "-".to_owned()
+            }
+        }),
     ];
     candidates
         .into_iter()
@@ -100,7 +108,8 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         .collect()
 }
 
-fn render(header: &[String], rows: &[Vec<String>]) -> String {
+/// An aligned Markdown table.
+pub fn render(header: &[String], rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
