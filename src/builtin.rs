@@ -7,9 +7,17 @@ use crate::error::{Error, Result};
 use crate::preset::Preset;
 
 /// Name and RON text of every built-in preset.
-pub const PRESETS: [(&str, &str); 2] = [
+pub const PRESETS: [(&str, &str); 4] = [
     ("seed-light", include_str!("../presets/seed-light.ron")),
     ("seed-heavy", include_str!("../presets/seed-heavy.ron")),
+    (
+        "seed-light-pytorch",
+        include_str!("../presets/seed-light-pytorch.ron"),
+    ),
+    (
+        "seed-heavy-pytorch",
+        include_str!("../presets/seed-heavy-pytorch.ron"),
+    ),
 ];
 
 /// Loads `name_or_path`: a file if one exists there, else a built-in preset by name.

@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod builtin;
 pub mod cancel;
+pub mod compare;
 pub mod dataset;
 pub mod device;
 pub mod error;

@@ -180,7 +180,13 @@ impl Plan {
             pin_memory: most_common(configs.iter().map(|c| c.pin_memory)),
             in_order: most_common(configs.iter().map(|c| c.in_order)),
             device: most_common(configs.iter().map(|c| c.device.clone())),
-            runtime: most_common(configs.iter().map(|c| c.runtime)),
+            // `pytorch` is named wherever our loader is in the plan too, even when it
+            // measures fewer configs.
+            runtime: if configs.iter().any(|c| c.runtime == Runtime::Loaderbench) {
+                Runtime::Loaderbench
+            } else {
+                Runtime::Pytorch
+            },
             start_method: most_common(configs.iter().map(|c| c.start_method)),
         }
     }

@@ -1,7 +1,8 @@
-//! The command line: `run`, `validate`, `presets` and `gui` (the default when the
+//! The command line: `run`, `compare`, `validate`, `presets` and `gui` (the default when the
 //! `gui` feature is on), parsed with clap. Exit codes: 0
 //! success, 1 the run failed, 2 bad input (a preset, a dataset file, a `--set` value).
 
+mod compare;
 mod progress;
 mod run;
 
@@ -13,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use loaderbench::Error;
 use loaderbench::builtin;
 use loaderbench::plan::Plan;
+use loaderbench::preset::Preset;
 
 /// Measure and tune deep-learning data-loader configurations.
 #[derive(Debug, Parser)]
@@ -31,6 +33,8 @@ enum Command {
     Validate(PresetArgs),
     /// List the built-in presets.
     Presets,
+    /// Run a preset on loaderbench and on PyTorch's DataLoader and compare them per config.
+    Compare(CompareArgs),
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
@@ -82,12 +86,26 @@ struct RunArgs {
     quiet: bool,
 }
 
+/// A preset to run on both runtimes.
+#[derive(Debug, Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    preset: PresetArgs,
+    /// Where to append results as each config finishes (default: the user data directory).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Validate(args)) => validate(&args),
+        Some(Command::Compare(args)) => compare::compare(args),
         Some(Command::Presets) => {
             list_presets();
             Ok(())
@@ -122,6 +140,12 @@ fn exit_code(error: &Error) -> ExitCode {
 
 /// Loads the preset, applies the `--set`s and checks it all.
 fn load_plan(args: &PresetArgs) -> Result<Plan, Error> {
+    let (preset, origin) = load_preset(args)?;
+    Plan::from_preset(&preset, Some(&origin))
+}
+
+/// Loads the preset and applies the `--set`s; returns it and the path errors name.
+fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
     let (mut preset, origin) = builtin::load(&args.preset)?;
     for set in &args.sets {
         let (key, value) = set
@@ -129,7 +153,7 @@ fn load_plan(args: &PresetArgs) -> Result<Plan, Error> {
             .ok_or_else(|| Error::value(format!("--set {set}: expected KEY=VALUE")))?;
         preset.set(key.trim(), value)?;
     }
-    Plan::from_preset(&preset, Some(&origin))
+    Ok((preset, origin))
 }
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {
