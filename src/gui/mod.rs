@@ -7,6 +7,7 @@ mod actions;
 mod app;
 mod background;
 mod charts;
+mod compare_view;
 mod export;
 mod live;
 mod plots;
