@@ -18,6 +18,7 @@ def main():
     request = json.loads(sys.stdin.readline())
     device = reference.torch.device(request["device"])
     loader = reference.build_loader(request, reference.build_dataset(request))
+    loader.worker_init_fn = None  # no reports: only the loop is timed
     reference.torch.manual_seed(request["seed"])
     first_batch, epochs = None, []
     for epoch in range(request["epochs"]):
