@@ -1,9 +1,11 @@
 # loaderbench: `make run` and `make test` set everything up on first use.
-# LIBTORCH comes from scripts/setup (a per-user cache shared by every clone).
+# LIBTORCH and the Python that runs the PyTorch reference runtime come from scripts/setup
+# (a per-user cache shared by every clone): its first line is the python, its last LIBTORCH.
 
 CARGO ?= cargo
-LIBTORCH_DIR = $(shell cat .libtorch-path)
-TORCH = LIBTORCH=$(LIBTORCH_DIR)
+LIBTORCH_DIR = $(shell tail -n 1 .libtorch-path)
+PYTHON_PATH = $(shell head -n 1 .libtorch-path)
+TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 
 .PHONY: setup run demo test bench check fmt clippy fuzz .libtorch-path
 
@@ -13,6 +15,7 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR)
 
 setup: .libtorch-path
 	@echo "libtorch: $(LIBTORCH_DIR)"
+	@echo "python:   $(PYTHON_PATH)"
 
 ## Open the desktop app with the seed-light preset on the built-in dataset (the
 ## headless demo where there is no display).

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::preset::Preset;
 
 /// Name and RON text of every built-in preset.
-pub const PRESETS: [(&str, &str); 4] = [
+pub const PRESETS: [(&str, &str); 6] = [
     ("seed-light", include_str!("../presets/seed-light.ron")),
     ("seed-heavy", include_str!("../presets/seed-heavy.ron")),
     (
@@ -17,6 +17,14 @@ pub const PRESETS: [(&str, &str); 4] = [
     (
         "seed-heavy-spawn",
         include_str!("../presets/seed-heavy-spawn.ron"),
+    ),
+    (
+        "seed-light-pytorch",
+        include_str!("../presets/seed-light-pytorch.ron"),
+    ),
+    (
+        "seed-heavy-pytorch",
+        include_str!("../presets/seed-heavy-pytorch.ron"),
     ),
 ];
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::DatasetSpec;
 use crate::device::DeviceSpec;
 use crate::error::{Error, Result};
-use crate::preset::{BatchTransfer, ConfigPoint, DatasetTransfer, Preset, WorkerKind};
+use crate::preset::{
+    BatchTransfer, ConfigPoint, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind,
+};
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
 
@@ -30,6 +32,13 @@ pub struct Config {
     pub dataset_transfer: DatasetTransfer,
     #[serde(default)]
     pub batch_transfer: BatchTransfer,
+    /// Results from before the runtime knob existed were measured by loaderbench.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// Only the `pytorch` runtime with workers uses it; elsewhere it is the platform's
+    /// default, so configs that differ only there collapse into one.
+    #[serde(default)]
+    pub start_method: StartMethod,
 }
 
 impl Config {
@@ -67,7 +76,26 @@ impl Config {
         if self.batch_transfer != common.batch_transfer {
             parts.push(format!("batches={}", self.batch_transfer.name()));
         }
+        if self.runtime != common.runtime && self.runtime == Runtime::Pytorch {
+            parts.push("pytorch".to_owned());
+        }
+        if self.start_method != common.start_method && self.uses_start_method() {
+            parts.push(self.start_method.name().to_owned());
+        }
         parts.join(" ")
+    }
+
+    /// True when the start method matters: PyTorch's DataLoader with worker processes.
+    pub fn uses_start_method(&self) -> bool {
+        self.runtime == Runtime::Pytorch && self.num_workers > 0
+    }
+
+    /// The same config with the start method reset where it does not matter.
+    fn settled(mut self) -> Config {
+        if !self.uses_start_method() {
+            self.start_method = StartMethod::platform_default();
+        }
+        self
     }
 }
 
@@ -118,7 +146,7 @@ impl Plan {
             configs.push(extra_config(preset, &devices, point).map_err(|p| bad(&field, p))?);
         }
         let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
-        for config in configs {
+        for config in configs.into_iter().map(Config::settled) {
             if !unique.contains(&config) {
                 unique.push(config);
             }
@@ -173,6 +201,14 @@ impl Plan {
             device: most_common(configs.iter().map(|c| c.device.clone())),
             dataset_transfer: most_common(configs.iter().map(|c| c.dataset_transfer)),
             batch_transfer: most_common(configs.iter().map(|c| c.batch_transfer)),
+            // `pytorch` is named wherever our loader is in the plan too, even when it
+            // measures fewer configs.
+            runtime: if configs.iter().any(|c| c.runtime == Runtime::Loaderbench) {
+                Runtime::Loaderbench
+            } else {
+                Runtime::Pytorch
+            },
+            start_method: most_common(configs.iter().map(|c| c.start_method)),
         }
     }
 
@@ -207,7 +243,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
             "must be a positive number of seconds".to_owned(),
         ));
     }
-    let lists: [(&'static str, usize); 11] = [
+    let lists: [(&'static str, usize); 13] = [
         ("pipeline", preset.pipeline.len()),
         ("batch_size", preset.batch_size.len()),
         ("num_workers", preset.num_workers.len()),
@@ -219,6 +255,8 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
         ("device", preset.device.len()),
         ("dataset_transfer", preset.dataset_transfer.len()),
         ("batch_transfer", preset.batch_transfer.len()),
+        ("runtime", preset.runtime.len()),
+        ("start_method", preset.start_method.len()),
     ];
     for (field, len) in lists {
         if len == 0 {
@@ -260,56 +298,57 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
             ),
         ));
     }
+    if config.runtime == Runtime::Pytorch {
+        crate::reference::check_pipeline(&config.pipeline).map_err(|p| ("pipeline", p))?;
+    }
     Ok(())
 }
 
-/// The Cartesian product of every knob's list, in the preset's order (the last knob
-/// varies fastest, so `num_workers` lists read top to bottom in tables).
+/// The Cartesian product of every knob's list, in the preset's order: the first knob
+/// varies slowest and `num_workers` fastest, so its list reads top to bottom in tables.
 fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
-    let mut configs = Vec::new();
-    for pipeline in &preset.pipeline {
-        for &batch_size in &preset.batch_size {
-            for device in devices {
-                for &worker_kind in &preset.worker_kind {
-                    for &persistent_workers in &preset.persistent_workers {
-                        for &pin_memory in &preset.pin_memory {
-                            for &prefetch_factor in &preset.prefetch_factor {
-                                for &in_order in &preset.in_order {
-                                    for &num_workers in &preset.num_workers {
-                                        for (dataset_transfer, batch_transfer) in transfers(preset)
-                                        {
-                                            configs.push(Config {
-                                                pipeline: pipeline.clone(),
-                                                batch_size,
-                                                num_workers,
-                                                worker_kind,
-                                                persistent_workers,
-                                                prefetch_factor,
-                                                pin_memory,
-                                                in_order,
-                                                device: device.clone(),
-                                                dataset_transfer,
-                                                batch_transfer,
-                                            });
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    configs
+    let first = extra_config(preset, devices, &ConfigPoint::default())
+        .expect("the first value of every list is a valid config");
+    let mut configs = vec![first];
+    configs = expand(configs, &preset.runtime, |c, v| c.runtime = v);
+    configs = expand(configs, &preset.start_method, |c, v| c.start_method = v);
+    configs = expand(configs, &preset.pipeline, |c, v| c.pipeline = v);
+    configs = expand(configs, &preset.batch_size, |c, v| c.batch_size = v);
+    configs = expand(configs, devices, |c, v| c.device = v);
+    configs = expand(configs, &preset.worker_kind, |c, v| c.worker_kind = v);
+    configs = expand(configs, &preset.dataset_transfer, |c, v| {
+        c.dataset_transfer = v
+    });
+    configs = expand(configs, &preset.batch_transfer, |c, v| c.batch_transfer = v);
+    configs = expand(configs, &preset.persistent_workers, |c, v| {
+        c.persistent_workers = v
+    });
+    configs = expand(configs, &preset.pin_memory, |c, v| c.pin_memory = v);
+    configs = expand(configs, &preset.prefetch_factor, |c, v| {
+        c.prefetch_factor = v
+    });
+    configs = expand(configs, &preset.in_order, |c, v| c.in_order = v);
+    expand(configs, &preset.num_workers, |c, v| c.num_workers = v)
 }
 
-/// Every pair of the two transfer knobs, in the preset's order.
-fn transfers(preset: &Preset) -> Vec<(DatasetTransfer, BatchTransfer)> {
-    preset
-        .dataset_transfer
-        .iter()
-        .flat_map(|&d| preset.batch_transfer.iter().map(move |&b| (d, b)))
+/// Every config once for each of `values`, with `set` applying the value.
+fn expand<T: Clone>(
+    configs: Vec<Config>,
+    values: &[T],
+    set: impl Fn(&mut Config, T),
+) -> Vec<Config> {
+    configs
+        .into_iter()
+        .flat_map(|config| {
+            values
+                .iter()
+                .map(|value| {
+                    let mut config = config.clone();
+                    set(&mut config, value.clone());
+                    config
+                })
+                .collect::<Vec<_>>()
+        })
         .collect()
 }
 
@@ -339,6 +378,8 @@ fn extra_config(
         device,
         dataset_transfer: point.dataset_transfer.unwrap_or(preset.dataset_transfer[0]),
         batch_transfer: point.batch_transfer.unwrap_or(preset.batch_transfer[0]),
+        runtime: point.runtime.unwrap_or(preset.runtime[0]),
+        start_method: point.start_method.unwrap_or(preset.start_method[0]),
     })
 }
 
@@ -435,6 +476,43 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), 4, "{labels:?}");
+    }
+
+    #[test]
+    fn runtimes_and_start_methods_expand_only_where_they_matter() {
+        let mut preset = preset();
+        preset.set("num_workers", "0,2").unwrap();
+        preset.set("runtime", "loaderbench,pytorch").unwrap();
+        preset.set("start_method", "fork,spawn").unwrap();
+        preset.extra_configs.clear();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        assert_eq!(
+            labels,
+            [
+                "nw=0",
+                "nw=2",
+                "nw=0 pytorch",
+                "nw=2 pytorch",
+                "nw=2 pytorch spawn"
+            ]
+        );
+    }
+
+    #[test]
+    fn ops_without_a_torchvision_equivalent_are_refused_for_pytorch() {
+        let mut preset = preset();
+        preset.pipeline = vec![PipelineSpec::Custom {
+            name: "busy".to_owned(),
+            ops: vec![crate::transform::Op::Cost {
+                micros_per_sample: 10,
+            }],
+        }];
+        assert!(Plan::from_preset(&preset, None).is_ok());
+        preset.set("runtime", "pytorch").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert!(err.is_bad_input());
+        assert!(err.to_string().contains("torchvision"), "{err}");
     }
 
     #[test]

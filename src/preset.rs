@@ -88,6 +88,53 @@ impl BatchTransfer {
     }
 }
 
+/// Which data loader measures a config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    /// loaderbench's own loader on libtorch.
+    #[default]
+    Loaderbench,
+    /// The real `torch.utils.data.DataLoader`, run by the Python that setup installs.
+    Pytorch,
+}
+
+/// How PyTorch starts its worker processes (`multiprocessing_context`); only the
+/// `pytorch` runtime uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartMethod {
+    Fork,
+    Spawn,
+    Forkserver,
+}
+
+impl StartMethod {
+    /// Python's default on this platform: `fork` on Linux, `spawn` elsewhere.
+    pub fn platform_default() -> StartMethod {
+        if cfg!(target_os = "linux") {
+            StartMethod::Fork
+        } else {
+            StartMethod::Spawn
+        }
+    }
+
+    /// The name Python's multiprocessing uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            StartMethod::Fork => "fork",
+            StartMethod::Spawn => "spawn",
+            StartMethod::Forkserver => "forkserver",
+        }
+    }
+}
+
+impl Default for StartMethod {
+    fn default() -> Self {
+        StartMethod::platform_default()
+    }
+}
+
 /// A benchmark: the dataset, the pipelines and the loader settings to sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,6 +205,10 @@ pub struct Preset {
     /// The epochs a training run would take, for the break-even and the recommendation.
     #[serde(default = "defaults::planned_epochs")]
     pub planned_epochs: usize,
+    #[serde(default = "defaults::runtime")]
+    pub runtime: Vec<Runtime>,
+    #[serde(default = "defaults::start_method")]
+    pub start_method: Vec<StartMethod>,
 }
 
 /// One extra config: the knobs it sets.
@@ -186,10 +237,14 @@ pub struct ConfigPoint {
     pub dataset_transfer: Option<DatasetTransfer>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_transfer: Option<BatchTransfer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_method: Option<StartMethod>,
 }
 
 /// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
-pub const SWEEP_KNOBS: [&str; 11] = [
+pub const SWEEP_KNOBS: [&str; 13] = [
     "pipeline",
     "batch_size",
     "num_workers",
@@ -201,10 +256,12 @@ pub const SWEEP_KNOBS: [&str; 11] = [
     "device",
     "dataset_transfer",
     "batch_transfer",
+    "runtime",
+    "start_method",
 ];
 
 mod defaults {
-    use super::{BatchTransfer, DatasetTransfer, WorkerKind};
+    use super::{BatchTransfer, DatasetTransfer, Runtime, StartMethod, WorkerKind};
     use crate::transform::PipelineSpec;
 
     pub fn epochs() -> usize {
@@ -252,6 +309,12 @@ mod defaults {
     pub fn planned_epochs() -> usize {
         super::DEFAULT_PLANNED_EPOCHS
     }
+    pub fn runtime() -> Vec<Runtime> {
+        vec![Runtime::Loaderbench]
+    }
+    pub fn start_method() -> Vec<StartMethod> {
+        vec![StartMethod::platform_default()]
+    }
 }
 
 impl Default for Preset {
@@ -284,6 +347,8 @@ impl Default for Preset {
             batch_transfer: defaults::batch_transfer(),
             step: StepCost::None,
             planned_epochs: defaults::planned_epochs(),
+            runtime: defaults::runtime(),
+            start_method: defaults::start_method(),
         }
     }
 }
@@ -488,6 +553,13 @@ mod tests {
         assert_eq!(preset.dataset_transfer, vec![DatasetTransfer::Copy]);
         preset.set("batch_transfer", "pipe").unwrap();
         assert_eq!(preset.batch_transfer, vec![BatchTransfer::Pipe]);
+        preset.set("runtime", "pytorch").unwrap();
+        assert_eq!(preset.runtime, vec![Runtime::Pytorch]);
+        preset.set("start_method", "fork,spawn").unwrap();
+        assert_eq!(
+            preset.start_method,
+            vec![StartMethod::Fork, StartMethod::Spawn]
+        );
     }
 
     #[test]

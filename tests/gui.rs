@@ -233,3 +233,32 @@ fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let csv = dir.path().join("out.csv");
     step_until(&mut harness, Duration::from_secs(30), |_| csv.exists());
 }
+
+#[test]
+fn a_run_on_both_runtimes_shows_the_compare_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut preset = Preset {
+        name: "tiny-both".to_owned(),
+        samples: Some(256),
+        epochs: 1,
+        batch_size: vec![64],
+        ..Preset::default()
+    };
+    preset.set("runtime", "loaderbench,pytorch").unwrap();
+    let path = dir.path().join("tiny-both.ron");
+    preset.save(&path).unwrap();
+    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(180), |app| {
+        !app.is_running()
+    });
+    assert_eq!(
+        harness.state().phase(),
+        Some(&Phase::Finished),
+        "{:?}",
+        harness.state().messages()
+    );
+    harness.get_by_label_contains("PyTorch's DataLoader against loaderbench");
+    harness.get_by_label("nw=0 (light)");
+}

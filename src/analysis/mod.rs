@@ -182,7 +182,7 @@ pub(crate) mod fixtures {
     use crate::loader::{StageTimes, WorkerStartup};
     use crate::machine::Machine;
     use crate::plan::Config;
-    use crate::preset::{BatchTransfer, DatasetTransfer, WorkerKind};
+    use crate::preset::{BatchTransfer, DatasetTransfer, Runtime, StartMethod, WorkerKind};
     use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
     use crate::step::StepCost;
     use crate::transform::PipelineSpec;
@@ -200,6 +200,8 @@ pub(crate) mod fixtures {
             device: "cpu".parse().expect("cpu is a device"),
             dataset_transfer: DatasetTransfer::Reopen,
             batch_transfer: BatchTransfer::SharedMemory,
+            runtime: Runtime::Loaderbench,
+            start_method: StartMethod::platform_default(),
         }
     }
 

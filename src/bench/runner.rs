@@ -22,6 +22,8 @@ use crate::loader::{Loader, LoaderSettings, batches_per_epoch};
 use crate::machine::Machine;
 use crate::memory;
 use crate::plan::{Config, Plan};
+use crate::preset::Runtime;
+use crate::reference::{Progress, Reference};
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
 use crate::step::Step;
 use crate::transform::Pipeline;
@@ -233,6 +235,8 @@ impl Run {
         result: &mut RunResult,
         journal: &mut Journal,
     ) -> Result<()> {
+        // Prepared when the first pytorch config comes, then shared by the rest.
+        let mut reference = None;
         for index in 0..self.plan.configs.len() {
             for repeat in 0..self.plan.repeats {
                 self.cancel.check()?;
@@ -240,7 +244,16 @@ impl Run {
                     config: index,
                     repeat,
                 });
-                let measured = self.measure_config(dataset, index, repeat)?;
+                let measured = match self.plan.configs[index].runtime {
+                    Runtime::Loaderbench => self.measure_config(dataset, index, repeat)?,
+                    Runtime::Pytorch => {
+                        let reference = match &mut reference {
+                            Some(reference) => reference,
+                            None => reference.insert(Reference::prepare(&self.plan, dataset)?),
+                        };
+                        self.measure_reference(reference, index, repeat)?
+                    }
+                };
                 journal.config(&measured)?;
                 result.results.push(measured.clone());
                 self.emit.send(Event::ConfigFinished {
@@ -341,6 +354,46 @@ impl Run {
             let _ = config;
             loader
         }
+    }
+
+    /// Measures a config with PyTorch's DataLoader, relaying its progress as events.
+    fn measure_reference(
+        &self,
+        reference: &Reference,
+        index: usize,
+        repeat: usize,
+    ) -> Result<ConfigResult> {
+        let mut relay = |progress| {
+            let event = match progress {
+                Progress::WorkerReady(startup) => Event::WorkerReady {
+                    config: index,
+                    startup,
+                },
+                Progress::Batch { epoch, batch } => Event::Batch {
+                    config: index,
+                    repeat,
+                    epoch,
+                    batch,
+                },
+                Progress::Epoch(result) => Event::EpochFinished {
+                    config: index,
+                    repeat,
+                    result: Box::new(result),
+                },
+            };
+            self.emit.send(event);
+        };
+        let result = reference.measure(&self.plan, index, repeat, &self.cancel, &mut relay)?;
+        if result.config.pin_memory && !result.pin_memory_effective {
+            self.warn(
+                Some(index),
+                format!(
+                    "{}: pin_memory has no effect without CUDA; measured as a no-op",
+                    self.plan.label(index)
+                ),
+            );
+        }
+        Ok(result)
     }
 
     fn measure_epoch(

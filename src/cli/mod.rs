@@ -1,8 +1,9 @@
-//! The command line: `run`, `validate`, `presets`, `baseline` and `gui` (the default
-//! when the `gui` feature is on), parsed with clap. Exit codes: 0
-//! success, 1 the run failed, 2 bad input (a preset, a dataset file, a `--set` value).
+//! The command line: `run`, `compare`, `validate`, `presets`, `baseline` and `gui` (the
+//! default when the `gui` feature is on), parsed with clap. Exit codes: 0 success, 1 the
+//! run failed, 2 bad input (a preset, a dataset file, a `--set` value).
 
 mod baseline;
+mod compare;
 mod progress;
 mod run;
 
@@ -14,6 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use loaderbench::Error;
 use loaderbench::builtin;
 use loaderbench::plan::Plan;
+use loaderbench::preset::Preset;
 
 /// Measure and tune deep-learning data-loader configurations.
 #[derive(Debug, Parser)]
@@ -35,6 +37,8 @@ enum Command {
     /// Save, list and compare against named baselines.
     #[command(subcommand)]
     Baseline(baseline::BaselineCommand),
+    /// Run a preset on loaderbench and on PyTorch's DataLoader and compare them per config.
+    Compare(CompareArgs),
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
@@ -110,6 +114,19 @@ struct RunArgs {
     save_baseline: Option<String>,
 }
 
+/// A preset to run on both runtimes.
+#[derive(Debug, Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    preset: PresetArgs,
+    /// Where to append results as each config finishes (default: the user data directory).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -121,6 +138,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Validate(args)) => validate(&args),
+        Some(Command::Compare(args)) => compare::compare(args),
         Some(Command::Presets) => {
             list_presets();
             Ok(())
@@ -156,6 +174,12 @@ fn exit_code(error: &Error) -> ExitCode {
 
 /// Loads the preset, applies the `--set`s and checks it all.
 fn load_plan(args: &PresetArgs) -> Result<Plan, Error> {
+    let (preset, origin) = load_preset(args)?;
+    Plan::from_preset(&preset, Some(&origin))
+}
+
+/// Loads the preset and applies the `--set`s; returns it and the path errors name.
+fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
     let (mut preset, origin) = builtin::load(&args.preset)?;
     for set in &args.sets {
         let (key, value) = set
@@ -163,7 +187,7 @@ fn load_plan(args: &PresetArgs) -> Result<Plan, Error> {
             .ok_or_else(|| Error::value(format!("--set {set}: expected KEY=VALUE")))?;
         preset.set(key.trim(), value)?;
     }
-    Plan::from_preset(&preset, Some(&origin))
+    Ok((preset, origin))
 }
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {

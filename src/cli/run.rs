@@ -4,12 +4,13 @@
 //! baseline. The exports are written for failed and cancelled runs too, with what was
 //! measured.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use loaderbench::analysis::{Analysis, report};
 use loaderbench::baseline;
 use loaderbench::bench::{self, Event, RunOptions};
 use loaderbench::export::{self, Exporter};
+use loaderbench::plan::Plan;
 use loaderbench::results::RunResult;
 use loaderbench::{Error, Result};
 
@@ -22,12 +23,30 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(name) = &args.save_baseline {
         baseline::path(name)?;
     }
+    let (result, error) = execute(&plan, args.journal.clone(), args.quiet)?;
+    print_tables(&result);
+    print_analysis(&args, &result);
+    if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
+        super::baseline::print_comparison(name, before, &result);
+    }
+    write_exports(&args, &result)?;
+    if let Some(name) = &args.save_baseline {
+        super::baseline::save(name, &result)?;
+    }
+    error.map_or(Ok(()), Err)
+}
+
+/// Runs `plan` with a progress bar; returns what was measured and, if the run did not
+/// finish, why.
+pub fn execute(
+    plan: &Plan,
+    journal: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(RunResult, Option<Error>)> {
     let epochs = plan.epochs + usize::from(plan.warmup);
     let runs_per_config = plan.repeats * epochs;
-    let progress = Progress::new(args.quiet);
-    let options = RunOptions {
-        journal: args.journal.clone(),
-    };
+    let progress = Progress::new(quiet);
+    let options = RunOptions { journal };
     let handle = bench::spawn(plan.clone(), options, || {});
     progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;
@@ -76,21 +95,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     progress.finish();
     handle.join();
-    let (result, error) =
-        outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))?;
-    print_tables(&result);
-    print_analysis(&args, &result);
-    if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
-        super::baseline::print_comparison(name, before, &result);
-    }
-    write_exports(&args, &result)?;
-    if let Some(name) = &args.save_baseline {
-        super::baseline::save(name, &result)?;
-    }
-    error.map_or(Ok(()), Err)
+    outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))
 }
 
-fn print_tables(result: &RunResult) {
+pub fn print_tables(result: &RunResult) {
     if result.results.is_empty() {
         return;
     }

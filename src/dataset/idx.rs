@@ -161,15 +161,21 @@ pub struct Idx {
     cols: usize,
 }
 
+/// The images and labels files that [`Idx::open`] reads for `path` and `labels`.
+pub fn idx_files(path: &Path, labels: Option<&Path>) -> Result<(PathBuf, PathBuf)> {
+    let images_path = images_file(path)?;
+    let labels_path = match labels {
+        Some(labels) => labels.to_path_buf(),
+        None => labels_beside(&images_path)?,
+    };
+    Ok((images_path, labels_path))
+}
+
 impl Idx {
     /// Opens a directory holding an IDX pair, or an images file. The labels are `labels`
     /// if given, else the file beside the images named with `labels-idx1` for `images-idx3`.
     pub fn open(path: &Path, labels: Option<&Path>) -> Result<Self> {
-        let images_path = images_file(path)?;
-        let labels_path = match labels {
-            Some(labels) => labels.to_path_buf(),
-            None => labels_beside(&images_path)?,
-        };
+        let (images_path, labels_path) = idx_files(path, labels)?;
         let (images, image_layout) = load(&images_path, IdxRole::Images)?;
         let (labels, label_layout) = load(&labels_path, IdxRole::Labels)?;
         let len = image_layout.dims[0];

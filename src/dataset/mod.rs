@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-pub use idx::{IdxError, IdxLayout, IdxRole, parse_idx};
+pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.

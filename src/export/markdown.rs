@@ -108,7 +108,7 @@ type KnobColumn = (&'static str, fn(&Config) -> String);
 
 /// Knobs beyond the classic three whose value differs between configs.
 fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
-    let candidates: [KnobColumn; 7] = [
+    let candidates: [KnobColumn; 9] = [
         ("worker kind", |c| c.worker_kind.name().to_owned()),
         ("batch size", |c| c.batch_size.to_string()),
         ("prefetch", |c| c.prefetch_factor.to_string()),
@@ -116,6 +116,14 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         ("device", |c| c.device.to_string()),
         ("dataset transfer", |c| c.dataset_transfer.name().to_owned()),
         ("batch transfer", |c| c.batch_transfer.name().to_owned()),
+        ("runtime", |c| format!("{:?}", c.runtime).to_lowercase()),
+        ("start method", |c| {
+            if c.uses_start_method() {
+                c.start_method.name().to_owned()
+            } else {
+                "-".to_owned()
+            }
+        }),
     ];
     candidates
         .into_iter()

@@ -25,7 +25,7 @@ use super::charts::{self, Chart};
 use super::export;
 use super::live::{Phase, RunData};
 use super::setup::{self, Form};
-use super::{plots, table};
+use super::{compare_view, plots, table};
 
 /// How long a frame may spend folding in run events; the rest wait for the next frame.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
@@ -618,6 +618,7 @@ impl App {
                 }
             });
             table::draw(ui, result, selected, actions);
+            compare_view::draw(ui, result);
             ui.label(
                 RichText::new(format!("{} · {}", result.dataset, result.machine.summary()))
                     .weak()

@@ -11,6 +11,7 @@ mod analysis_view;
 mod app;
 mod background;
 mod charts;
+mod compare_view;
 mod export;
 mod live;
 mod plots;

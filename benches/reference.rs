@@ -1,0 +1,208 @@
+//! The PyTorch reference runtime, two ways. First, its timing adds nothing: one config
+//! is measured alternately by the reference runtime and by `python/plain_dataloader_timing.py`
+//! (a plain DataLoader loop) on the same dataset, and the medians must agree within 10%.
+//! Second, the performance goals: ours against PyTorch's on the built-in dataset and on
+//! MNIST-format IDX files (the synthetic dataset written out), light (0 workers, and the
+//! best config of each) and heavy (0 and 2 workers), with the ratio PyTorch / ours.
+//! Run with `cargo bench --bench reference`; under `cargo test` a tiny smoke version runs.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use loaderbench::bench::{self, Event, RunOptions};
+use loaderbench::cancel::CancelToken;
+use loaderbench::compare;
+use loaderbench::dataset::{DatasetKind, DatasetSpec, open};
+use loaderbench::plan::Plan;
+use loaderbench::preset::Preset;
+use loaderbench::reference::{self, DatasetRequest, Reference, Request};
+use loaderbench::results::RunResult;
+use loaderbench::stats;
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    agreement(full, dir.path());
+    if full {
+        goals(dir.path());
+    }
+}
+
+/// Reference runtime against the plain loop, interleaved, on one config: the time of
+/// epochs 2 and 3.
+fn agreement(full: bool, dir: &Path) {
+    let (samples, rounds, workers) = if full {
+        (60_000, 5, "2")
+    } else {
+        (512, 1, "0")
+    };
+    let mut preset = preset(samples, "light", workers);
+    preset.set("runtime", "pytorch").expect("a runtime");
+    preset.set("epochs", "3").expect("epochs");
+    let plan = Plan::from_preset(&preset, None).expect("a plan");
+    let dataset = open(&plan.dataset, plan.samples).expect("the dataset");
+    let reference = Reference::prepare(&plan, &dataset).expect("the script");
+    let (images, labels) = reference::write_idx(dataset.as_ref(), dir).expect("IDX files");
+    let request = Request::new(
+        &plan,
+        &plan.configs[0],
+        DatasetRequest::Idx { images, labels },
+    );
+    let request = serde_json::to_string(&request).expect("JSON");
+    let (mut ours, mut plain) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let measured = reference
+            .measure(&plan, 0, 0, &CancelToken::new(), &mut |_| {})
+            .expect("the reference runtime runs");
+        ours.push(
+            measured
+                .epochs
+                .iter()
+                .skip(1)
+                .map(|e| e.seconds)
+                .sum::<f64>(),
+        );
+        plain.push(plain_loop(reference.python(), &request));
+    }
+    let (ours, plain) = (median(&ours), median(&plain));
+    let ratio = ours / plain;
+    println!(
+        "reference runtime vs plain DataLoader loop (light, {samples} samples, nw={workers}, \
+         epochs 2-3, medians of {rounds}): {ours:.3} s vs {plain:.3} s, ratio {ratio:.3} \
+         ({} within 10%)",
+        if (ratio - 1.0).abs() <= 0.10 {
+            "agree"
+        } else {
+            "do NOT agree"
+        }
+    );
+}
+
+/// The plain loop's time for `request`'s epochs after the first. The first is left
+/// out of the comparison on both sides: it pays libtorch's one-time start-up (its thread
+/// pool), which the reference script already paid before timing.
+fn plain_loop(python: &Path, request: &str) -> f64 {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/plain_dataloader_timing.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let mut stdin = child.stdin.take().expect("a stdin");
+    writeln!(stdin, "{request}").expect("the request");
+    drop(stdin);
+    let output = child.wait_with_output().expect("the plain loop ends");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("its report");
+    report["epochs"]
+        .as_array()
+        .expect("epochs")
+        .iter()
+        .skip(1)
+        .filter_map(serde_json::Value::as_f64)
+        .sum()
+}
+
+/// The performance goals, on the built-in dataset and on IDX files.
+fn goals(dir: &Path) {
+    let idx_dir = dir.join("mnist");
+    std::fs::create_dir_all(&idx_dir).expect("a folder");
+    let synthetic = open(&DatasetSpec::default(), None).expect("the synthetic dataset");
+    reference::write_idx(synthetic.as_ref(), &idx_dir).expect("IDX files");
+    for (name, idx) in [("built-in", None), ("IDX (60,000 images)", Some(&idx_dir))] {
+        let mut light = preset(60_000, "light", "0,2");
+        light
+            .set("persistent_workers", "false,true")
+            .expect("persistent");
+        let mut heavy = preset(12_800, "heavy", "0,2");
+        for preset in [&mut light, &mut heavy] {
+            preset
+                .set("runtime", "loaderbench,pytorch")
+                .expect("runtimes");
+            if let Some(idx) = idx {
+                preset.dataset = DatasetSpec {
+                    kind: DatasetKind::Idx,
+                    path: Some(idx.clone()),
+                    ..DatasetSpec::default()
+                };
+            }
+        }
+        for (pipeline, preset) in [("light", light), ("heavy", heavy)] {
+            let result = run(preset);
+            println!("\n{pipeline} on {name}: {}", result.dataset);
+            print!("{}", compare::table(&result));
+            if pipeline == "light" {
+                print_best(&result);
+            }
+        }
+    }
+}
+
+/// The best (shortest median epoch) config of each runtime and their ratio.
+fn print_best(result: &RunResult) {
+    let best = |runtime| {
+        result
+            .summary()
+            .into_iter()
+            .filter(|row| row.config.runtime == runtime)
+            .map(|row| {
+                let epochs: Vec<f64> = row.epoch_s.iter().flatten().copied().collect();
+                (median(&epochs), row.label)
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .expect("a measured config")
+    };
+    let ours = best(loaderbench::preset::Runtime::Loaderbench);
+    let pytorch = best(loaderbench::preset::Runtime::Pytorch);
+    println!(
+        "best epoch: ours {:.3} s ({}), PyTorch {:.3} s ({}): PyTorch / ours = {:.1}×",
+        ours.0,
+        ours.1,
+        pytorch.0,
+        pytorch.1,
+        pytorch.0 / ours.0
+    );
+}
+
+fn preset(samples: usize, pipeline: &str, workers: &str) -> Preset {
+    let mut preset = Preset {
+        name: "reference-bench".to_owned(),
+        samples: Some(samples),
+        epochs: 3,
+        batch_size: vec![256],
+        ..Preset::default()
+    };
+    preset.set("pipeline", pipeline).expect("a pipeline");
+    preset.set("num_workers", workers).expect("workers");
+    preset
+}
+
+fn run(preset: Preset) -> RunResult {
+    let plan = Plan::from_preset(&preset, None).expect("a plan");
+    let journal =
+        std::env::temp_dir().join(format!("reference-bench-{}.jsonl", std::process::id()));
+    let handle = bench::spawn(
+        plan,
+        RunOptions {
+            journal: Some(journal.clone()),
+        },
+        || {},
+    );
+    let mut outcome = None;
+    while outcome.is_none() {
+        match handle.events().recv_timeout(Duration::from_secs(600)) {
+            Ok(Event::Finished { result }) => outcome = Some(*result),
+            Ok(Event::Failed { error, .. }) => panic!("the run failed: {error}"),
+            Ok(_) => {}
+            Err(_) => panic!("the run stopped reporting"),
+        }
+    }
+    let _ = std::fs::remove_file(journal);
+    outcome.expect("an outcome")
+}
+
+fn median(values: &[f64]) -> f64 {
+    stats::median(values).unwrap_or(f64::NAN)
+}

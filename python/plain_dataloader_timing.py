@@ -1,0 +1,35 @@
+"""A plain DataLoader timing loop, the yardstick for reference_loader.py's figures.
+
+Reads the same request on stdin, builds the same dataset and DataLoader, and times each
+epoch the way a training script would: no per-batch reports, nothing else. Prints one
+JSON object: the first batch and every epoch, in seconds.
+"""
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_loader as reference  # noqa: E402
+
+
+def main():
+    request = json.loads(sys.stdin.readline())
+    device = reference.torch.device(request["device"])
+    loader = reference.build_loader(request, reference.build_dataset(request))
+    loader.worker_init_fn = None  # no reports: only the loop is timed
+    reference.torch.manual_seed(request["seed"])
+    first_batch, epochs = None, []
+    for epoch in range(request["epochs"]):
+        start = time.perf_counter()
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            if first_batch is None:
+                first_batch = time.perf_counter() - start
+        epochs.append(time.perf_counter() - start)
+    print(json.dumps({"first_batch_s": first_batch, "epochs": epochs}))
+
+
+if __name__ == "__main__":
+    main()

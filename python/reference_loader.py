@@ -1,0 +1,298 @@
+"""loaderbench's reference runtime: one config measured with the real PyTorch DataLoader.
+
+loaderbench runs this script as a child process through the Python that scripts/setup
+installs. The request (one JSON object: dataset, transform ops, DataLoader arguments,
+epochs) comes as the first line of stdin; stdin then stays open, and its end means
+loaderbench is gone, so the script kills its own process group (itself and its
+workers). Everything it reports is one JSON object per line on stdout, written with a
+single os.write so that lines from worker processes never interleave:
+
+  ready         imports done and dataset built (not timed)
+  epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
+  worker_ready  a worker ran worker_init_fn, at this perf_counter time
+  batch         a batch is on the device: its time since t0, its wait and its copy
+  epoch         an epoch ended, its seconds
+  done          every epoch measured
+  error         what went wrong, in one line
+
+Timing is loaderbench's (DESIGN.md): an epoch runs from iter(loader) until the loop has
+taken the last batch and put it on the device (synchronized on CUDA); the first batch
+is the first of those; a batch's wait is the time spent in next().
+"""
+
+import functools
+import gzip
+import json
+import os
+import resource
+import signal
+import struct
+import sys
+import threading
+import time
+
+
+def emit(**fields):
+    os.write(1, (json.dumps(fields) + "\n").encode())
+
+
+def fail(message, bad_input=False, environment=False):
+    """Reports the error and exits at once: waiting for worker processes could hang on
+    a crashed one, and loaderbench kills the process group anyway."""
+    emit(kind="error", message=message, bad_input=bad_input, environment=environment)
+    os._exit(1)
+
+
+try:
+    import numpy as np
+    import torch
+    import torchvision
+    from PIL import Image
+    from torch.utils.data import DataLoader, Dataset, Subset
+    from torchvision import transforms as T
+except ImportError as err:
+    if __name__ == "__main__":
+        fail(f"cannot import torch and torchvision ({err}) in {sys.executable}", environment=True)
+    raise
+
+
+class UnsupportedOp(Exception):
+    """An op of loaderbench's pipeline that torchvision has no transform for."""
+
+
+def read_idx(path):
+    """An IDX file as a tensor, as torchvision's MNIST reads it (gzipped or not)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4 : 4 + 4 * ndim])
+    return torch.frombuffer(bytearray(data[4 + 4 * ndim :]), dtype=torch.uint8).view(*dims)
+
+
+class IdxDataset(Dataset):
+    """torchvision's MNIST over named IDX files: uint8 tensors in memory, PIL images out."""
+
+    def __init__(self, images, labels, transform):
+        self.data = read_idx(images)
+        self.targets = read_idx(labels).long()
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, index):
+        image = Image.fromarray(self.data[index].numpy())
+        return self.transform(image), int(self.targets[index])
+
+
+class NpyDataset(Dataset):
+    """A memory-mapped .npy array: uint8 grey or RGB samples as PIL images, anything else
+    as float tensors (taken as already in [0, 1], as loaderbench does)."""
+
+    def __init__(self, path, labels, transform):
+        self.array = np.load(path, mmap_mode="r")
+        self.labels = np.load(labels, mmap_mode="r") if labels else None
+        self.transform = transform
+
+    def yields_pil(self):
+        channels = 1 if self.array.ndim == 3 else self.array.shape[1]
+        return self.array.dtype == np.uint8 and channels in (1, 3)
+
+    def __len__(self):
+        return len(self.array)
+
+    def __getitem__(self, index):
+        sample = np.asarray(self.array[index])
+        if self.yields_pil():
+            if sample.ndim == 3:
+                sample = sample[0] if sample.shape[0] == 1 else sample.transpose(1, 2, 0)
+            item = Image.fromarray(np.ascontiguousarray(sample))
+        else:
+            item = torch.from_numpy(sample.astype(np.float32, copy=True))
+            if item.ndim == 2:
+                item = item.unsqueeze(0)
+        label = 0 if self.labels is None else int(self.labels[index])
+        return self.transform(item), label
+
+
+def load_image(path, mode):
+    with open(path, "rb") as f:
+        return Image.open(f).convert(mode)
+
+
+def torchvision_op(name, params, normalize):
+    if name == "rotate":
+        return T.RandomRotation(params["degrees"])
+    if name == "elastic":
+        return T.ElasticTransform(alpha=params["alpha"], sigma=params["sigma"])
+    if name == "gaussian_blur":
+        return T.GaussianBlur(params["kernel"], sigma=tuple(params["sigma"]))
+    if name == "flip":
+        return T.RandomHorizontalFlip(params["p"])
+    if name == "crop":
+        return T.RandomCrop(params["size"], padding=params["padding"])
+    if name == "resize":
+        return T.Resize(params["size"])
+    if name == "normalize":
+        return T.Normalize(normalize["mean"], normalize["std"])
+    raise UnsupportedOp(f"the `{name}` op has no torchvision equivalent")
+
+
+def build_transform(ops, normalize, pil_input, first=()):
+    """loaderbench's ops as torchvision transforms: those before the first normalize run
+    on PIL images, then ToTensor (light = ToTensor + Normalize, heavy = rotation, elastic,
+    blur, ToTensor + Normalize)."""
+    steps = list(first)
+    needs_to_tensor = pil_input
+    for op in ops:
+        name, params = (op, {}) if isinstance(op, str) else next(iter(op.items()))
+        if name == "normalize" and needs_to_tensor:
+            steps.append(T.ToTensor())
+            needs_to_tensor = False
+        steps.append(torchvision_op(name, params, normalize))
+    if needs_to_tensor:
+        steps.append(T.ToTensor())
+    return T.Compose(steps)
+
+
+def build_dataset(request):
+    spec = request["dataset"]
+    ops, normalize = request["ops"], request["normalize"]
+    if spec["kind"] == "idx":
+        dataset = IdxDataset(spec["images"], spec["labels"], build_transform(ops, normalize, True))
+    elif spec["kind"] == "npy":
+        dataset = NpyDataset(spec["path"], spec.get("labels"), None)
+        dataset.transform = build_transform(ops, normalize, dataset.yields_pil())
+    elif spec["kind"] == "image_folder":
+        mode = "L" if spec["channels"] == 1 else "RGB"
+        resize = T.Resize(spec["image_size"])
+        dataset = torchvision.datasets.ImageFolder(
+            spec["root"],
+            transform=build_transform(ops, normalize, True, first=[resize]),
+            loader=functools.partial(load_image, mode=mode),
+        )
+    else:
+        raise UnsupportedOp(f"unknown dataset kind {spec['kind']}")
+    samples = request.get("samples")
+    if samples is not None and samples < len(dataset):
+        dataset = Subset(dataset, range(samples))
+    return dataset
+
+
+def announce_ready(worker_id):
+    emit(kind="worker_ready", worker=worker_id, at=time.perf_counter())
+
+
+def build_loader(request, dataset):
+    generator = torch.Generator()
+    generator.manual_seed(request["seed"])
+    workers = request["num_workers"]
+    options = dict(
+        batch_size=request["batch_size"],
+        shuffle=request["shuffle"],
+        generator=generator,
+        drop_last=request["drop_last"],
+        num_workers=workers,
+        pin_memory=request["pin_memory"],
+        in_order=request["in_order"],
+    )
+    if workers > 0:
+        options.update(
+            persistent_workers=request["persistent_workers"],
+            prefetch_factor=request["prefetch_factor"],
+            multiprocessing_context=request["start_method"],
+            timeout=request["worker_timeout_s"],
+            worker_init_fn=announce_ready,
+        )
+    return DataLoader(dataset, **options)
+
+
+def measure_epoch(loader, epoch, device):
+    cuda = device.type == "cuda"
+    start = time.perf_counter()
+    emit(kind="epoch_start", epoch=epoch, t0=start)
+    batches = iter(loader)
+    index = 0
+    while True:
+        asked = time.perf_counter()
+        try:
+            images, labels = next(batches)
+        except StopIteration:
+            break
+        taken = time.perf_counter()
+        images = images.to(device, non_blocking=True)
+        labels = labels.to(device, non_blocking=True)
+        if cuda:
+            torch.cuda.synchronize(device)
+        at = time.perf_counter()
+        emit(
+            kind="batch",
+            epoch=epoch,
+            index=index,
+            at_s=at - start,
+            samples=len(labels),
+            wait_s=taken - asked,
+            to_device_s=at - taken,
+        )
+        index += 1
+    emit(kind="epoch", epoch=epoch, seconds=time.perf_counter() - start)
+
+
+def rss_bytes():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return None
+
+
+def peak_rss_bytes():
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def die_with_parent():
+    """Waits for stdin to close (loaderbench ended), then kills this process group.
+
+    It reads the raw descriptor: a thread blocked in sys.stdin would hold its lock
+    while fork copies it, and forked workers, which close sys.stdin, would deadlock."""
+    while os.read(0, 4096):
+        pass
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(1)
+
+
+def main():
+    line = sys.stdin.readline()
+    threading.Thread(target=die_with_parent, daemon=True).start()
+    try:
+        request = json.loads(line)
+    except ValueError as err:
+        fail(f"the request is not JSON: {err}")
+    try:
+        device = torch.device(request["device"])
+        dataset = build_dataset(request)
+        loader = build_loader(request, dataset)
+        torch.manual_seed(request["seed"])
+        emit(
+            kind="ready",
+            intra_op_threads=torch.get_num_threads(),
+            pin_memory_effective=bool(request["pin_memory"] and torch.cuda.is_available()),
+            rss_bytes=rss_bytes(),
+        )
+        first = 0 if request["warmup"] else 1
+        for epoch in range(first, request["epochs"] + 1):
+            measure_epoch(loader, epoch, device)
+        del loader
+        emit(kind="done", peak_rss_bytes=peak_rss_bytes())
+    except UnsupportedOp as err:
+        fail(str(err), bad_input=True)
+    except Exception as err:
+        message = " ".join(f"{type(err).__name__}: {err}".split())
+        fail(message)
+
+
+if __name__ == "__main__":
+    main()

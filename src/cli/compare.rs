@@ -1,0 +1,31 @@
+//! `loaderbench compare`: runs every config of a preset on both runtimes (adding the
+//! one the preset lacks) and prints, per config, ours against PyTorch's first batch and
+//! epochs with the ratio PyTorch / ours.
+
+use loaderbench::compare;
+use loaderbench::plan::Plan;
+use loaderbench::preset::Runtime;
+use loaderbench::{Error, Result};
+
+use super::run::{execute, print_tables};
+use super::{CompareArgs, load_preset};
+
+pub fn compare(args: CompareArgs) -> Result<()> {
+    let (mut preset, origin) = load_preset(&args.preset)?;
+    let plan = Plan::from_preset(&preset, Some(&origin))?;
+    let runtimes = |runtime| plan.configs.iter().any(|c| c.runtime == runtime);
+    if !(runtimes(Runtime::Loaderbench) && runtimes(Runtime::Pytorch)) {
+        preset.set("runtime", "loaderbench,pytorch")?;
+    }
+    let plan = Plan::from_preset(&preset, Some(&origin))?;
+    let (result, error) = execute(&plan, args.journal, args.quiet)?;
+    print_tables(&result);
+    if compare::rows(&result).is_empty() {
+        return Err(error.unwrap_or_else(|| Error::run("no config was measured on both runtimes")));
+    }
+    println!(
+        "\nPyTorch's DataLoader against loaderbench (seconds; pytorch/ours above 1: ours is faster)"
+    );
+    print!("{}", compare::table(&result));
+    error.map_or(Ok(()), Err)
+}

@@ -1,0 +1,195 @@
+//! Ours against PyTorch's: pairs every `pytorch` config of a run with the loaderbench
+//! config that has the same knobs, and gives first batch and each epoch side by side
+//! with the ratio PyTorch / ours (above 1: ours is faster). The CLI's `compare` and the
+//! app's compare view show the same [`rows`].
+
+use crate::export::markdown::{render, seconds};
+use crate::plan::Config;
+use crate::preset::{Runtime, StartMethod};
+use crate::results::{RunResult, SummaryRow};
+
+/// One PyTorch config and its loaderbench counterpart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRow {
+    /// The config's label without the runtime.
+    pub label: String,
+    pub pipeline: String,
+    /// First batch, then each epoch, in seconds: (ours, PyTorch's).
+    pub figures: Vec<(Option<f64>, Option<f64>)>,
+}
+
+impl CompareRow {
+    /// PyTorch's time over ours for figure `i`.
+    pub fn ratio(&self, i: usize) -> Option<f64> {
+        let (ours, pytorch) = self.figures.get(i)?;
+        ratio(*ours, *pytorch)
+    }
+}
+
+/// PyTorch / ours, when both were measured and ours is not zero.
+pub fn ratio(ours: Option<f64>, pytorch: Option<f64>) -> Option<f64> {
+    match (ours, pytorch) {
+        (Some(ours), Some(pytorch)) if ours > 0.0 => Some(pytorch / ours),
+        _ => None,
+    }
+}
+
+/// True when the run holds configs of both runtimes.
+pub fn has_both_runtimes(result: &RunResult) -> bool {
+    let has = |runtime| result.configs.iter().any(|c| c.runtime == runtime);
+    has(Runtime::Loaderbench) && has(Runtime::Pytorch)
+}
+
+/// One row per measured PyTorch config whose loaderbench counterpart was measured too,
+/// in plan order.
+pub fn rows(result: &RunResult) -> Vec<CompareRow> {
+    let summary = result.summary();
+    summary
+        .iter()
+        .filter(|row| row.config.runtime == Runtime::Pytorch)
+        .filter_map(|pytorch| {
+            let ours = summary
+                .iter()
+                .find(|row| row.config == counterpart(&pytorch.config))?;
+            Some(pair(ours, pytorch))
+        })
+        .collect()
+}
+
+/// The loaderbench config with the same knobs (ours has no start method).
+fn counterpart(pytorch: &Config) -> Config {
+    Config {
+        runtime: Runtime::Loaderbench,
+        start_method: StartMethod::platform_default(),
+        ..pytorch.clone()
+    }
+}
+
+fn pair(ours: &SummaryRow, pytorch: &SummaryRow) -> CompareRow {
+    let label = pytorch
+        .label
+        .split(' ')
+        .filter(|word| *word != "pytorch")
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut figures = vec![(ours.first_batch_s, pytorch.first_batch_s)];
+    figures.extend(
+        ours.epoch_s
+            .iter()
+            .zip(&pytorch.epoch_s)
+            .map(|(o, p)| (*o, *p)),
+    );
+    CompareRow {
+        label,
+        pipeline: pytorch.config.pipeline.name().to_owned(),
+        figures,
+    }
+}
+
+/// The names of a row's figures: `first batch`, `epoch 1`, …
+pub fn figure_names(epochs: usize) -> Vec<String> {
+    let mut names = vec!["first batch".to_owned()];
+    names.extend((1..=epochs).map(|e| format!("epoch {e}")));
+    names
+}
+
+/// A ratio as `12.3×`, or a dash.
+pub fn times(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |r| format!("{r:.1}×"))
+}
+
+/// The aligned Markdown table: per figure, ours, PyTorch's and the ratio.
+pub fn table(result: &RunResult) -> String {
+    let mut header = vec!["config".to_owned(), "pipeline".to_owned()];
+    for name in figure_names(result.epochs) {
+        header.push(format!("{name} ours"));
+        header.push(format!("{name} pytorch"));
+        header.push("pytorch/ours".to_owned());
+    }
+    let cells: Vec<Vec<String>> = rows(result)
+        .iter()
+        .map(|row| {
+            let mut line = vec![row.label.clone(), row.pipeline.clone()];
+            for (i, (ours, pytorch)) in row.figures.iter().enumerate() {
+                line.push(seconds(*ours));
+                line.push(seconds(*pytorch));
+                line.push(times(row.ratio(i)));
+            }
+            line
+        })
+        .collect();
+    render(&header, &cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+    use crate::preset::Preset;
+    use crate::results::{ConfigResult, EpochResult, RunStatus};
+
+    fn result_with(seconds: &[(usize, f64)]) -> RunResult {
+        let mut preset = Preset::default();
+        preset.set("num_workers", "0,2").unwrap();
+        preset.set("runtime", "loaderbench,pytorch").unwrap();
+        preset.set("start_method", "fork,spawn").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let results = seconds
+            .iter()
+            .map(|&(index, s)| ConfigResult {
+                config_index: index,
+                repeat: 0,
+                label: plan.label(index),
+                config: plan.configs[index].clone(),
+                warmup: None,
+                epochs: (1..=2)
+                    .map(|e| EpochResult::from_batches(e, s, Vec::new(), Vec::new()))
+                    .collect(),
+                pin_memory_effective: false,
+                intra_op_threads: 1,
+                rss_before_bytes: None,
+                peak_rss_bytes: None,
+                workers: Vec::new(),
+            })
+            .collect();
+        RunResult {
+            preset: "p".to_owned(),
+            dataset: "d".to_owned(),
+            epochs: 2,
+            repeats: 1,
+            started_unix_s: 0,
+            machine: crate::machine::Machine::current(),
+            configs: plan.configs.clone(),
+            labels: (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
+            warnings: Vec::new(),
+            results,
+            status: RunStatus::Finished,
+            step: crate::step::StepCost::None,
+            planned_epochs: crate::preset::DEFAULT_PLANNED_EPOCHS,
+        }
+    }
+
+    #[test]
+    fn each_pytorch_config_meets_ours_with_the_same_knobs() {
+        // Configs: ours nw=0, ours nw=2, pytorch nw=0, pytorch nw=2 fork, nw=2 spawn.
+        let result = result_with(&[(0, 0.5), (1, 0.25), (2, 5.0), (3, 1.0), (4, 2.5)]);
+        assert!(has_both_runtimes(&result));
+        let rows = rows(&result);
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["nw=0", "nw=2", "nw=2 spawn"]);
+        assert_eq!(rows[0].figures[1], (Some(0.5), Some(5.0)));
+        assert_eq!(rows[0].ratio(1), Some(10.0));
+        assert_eq!(rows[2].ratio(2), Some(10.0));
+        let table = table(&result);
+        assert!(table.contains("| nw=2 spawn"), "{table}");
+        assert!(table.contains("10.0×"), "{table}");
+    }
+
+    #[test]
+    fn unmeasured_counterparts_are_left_out() {
+        let result = result_with(&[(2, 5.0), (1, 0.25), (3, 1.0)]);
+        let labels: Vec<String> = rows(&result).into_iter().map(|r| r.label).collect();
+        assert_eq!(labels, ["nw=2"]);
+        assert_eq!(ratio(Some(0.0), Some(1.0)), None);
+    }
+}

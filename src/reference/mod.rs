@@ -1,0 +1,380 @@
+//! The reference runtime: configs with `runtime: pytorch` are measured by the real
+//! `torch.utils.data.DataLoader`. [`Reference::prepare`] writes the script shipped in
+//! the binary (`python/reference_loader.py`) and, for the synthetic dataset, the very
+//! bytes our loader reads (as an IDX pair) to a private temporary folder;
+//! [`Reference::measure`] runs one config (one repeat) as a Python child process and
+//! turns the JSON lines it streams into the same batches, worker start-ups and epochs
+//! that our loader produces, ending in a [`ConfigResult`]. Cancelling or failing kills
+//! the process group, so PyTorch's worker processes go with it.
+
+mod idx_file;
+mod protocol;
+mod python;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cancel::CancelToken;
+use crate::dataset::{self, Dataset, DatasetKind};
+use crate::error::{Error, Result};
+use crate::loader::{StageTimes, WorkerStartup};
+use crate::plan::Plan;
+use crate::results::{BatchRecord, ConfigResult, EpochResult};
+use crate::transform::{Op, PipelineSpec};
+
+pub use idx_file::write_idx;
+pub use protocol::{DatasetRequest, Message, Request};
+pub use python::{PYTHON_VAR, python_path};
+
+use python::{Line, PythonProcess};
+
+/// The script, shipped inside the binary so that it works from any directory.
+const SCRIPT: &str = include_str!("../../python/reference_loader.py");
+
+/// How often a waiting measurement checks for cancellation.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Importing torch and building the dataset come before the first report; they get
+/// this much on top of the worker timeout.
+const STARTUP_ALLOWANCE: Duration = Duration::from_secs(60);
+
+/// Beyond the worker timeout, which PyTorch itself enforces and reports better.
+const SILENCE_ALLOWANCE: Duration = Duration::from_secs(10);
+
+/// Checks that every op of `pipeline` has a torchvision equivalent.
+pub fn check_pipeline(pipeline: &PipelineSpec) -> std::result::Result<(), String> {
+    match pipeline
+        .ops()
+        .iter()
+        .find(|op| matches!(op, Op::Cost { .. }))
+    {
+        Some(op) => Err(format!(
+            "{op:?} has no torchvision equivalent, so the pytorch runtime cannot run it"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What a measurement reports as it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    WorkerReady(WorkerStartup),
+    /// A batch reached the device; `epoch` is 0 for the warm-up epoch.
+    Batch {
+        epoch: usize,
+        batch: BatchRecord,
+    },
+    Epoch(EpochResult),
+}
+
+/// The script and the dataset's files, ready for any number of configs of one plan.
+pub struct Reference {
+    folder: TempFolder,
+    python: PathBuf,
+    dataset: DatasetRequest,
+}
+
+impl Reference {
+    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX.
+    pub fn prepare(plan: &Plan, dataset: &Arc<dyn Dataset>) -> Result<Reference> {
+        let folder = TempFolder::create()?;
+        std::fs::write(folder.script(), SCRIPT)
+            .map_err(|err| Error::file(folder.script(), err.to_string()))?;
+        let spec = &plan.dataset;
+        let path = || {
+            spec.path
+                .clone()
+                .ok_or_else(|| Error::value("dataset.path: this dataset needs a path"))
+        };
+        let dataset = match spec.kind {
+            DatasetKind::Synthetic => {
+                let (images, labels) = write_idx(dataset.as_ref(), &folder.path)?;
+                DatasetRequest::Idx { images, labels }
+            }
+            DatasetKind::Idx => {
+                let (images, labels) = dataset::idx_files(&path()?, spec.labels.as_deref())?;
+                DatasetRequest::Idx { images, labels }
+            }
+            DatasetKind::Npy => DatasetRequest::Npy {
+                path: path()?,
+                labels: spec.labels.clone(),
+            },
+            DatasetKind::ImageFolder => DatasetRequest::ImageFolder {
+                root: path()?,
+                channels: spec.channels,
+                image_size: spec.image_size,
+            },
+        };
+        Ok(Reference {
+            folder,
+            python: python_path(),
+            dataset,
+        })
+    }
+
+    /// The Python that runs the script.
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
+    /// Measures config `index` of `plan` once with PyTorch's DataLoader.
+    pub fn measure(
+        &self,
+        plan: &Plan,
+        index: usize,
+        repeat: usize,
+        cancel: &CancelToken,
+        report: &mut dyn FnMut(Progress),
+    ) -> Result<ConfigResult> {
+        let config = &plan.configs[index];
+        let request = Request::new(plan, config, self.dataset.clone());
+        let request = serde_json::to_string(&request)
+            .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
+        let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
+        let worker_timeout = Duration::from_secs_f64(plan.worker_timeout_s);
+        let mut session = Session {
+            process,
+            python: &self.python,
+            silence_limit: worker_timeout + STARTUP_ALLOWANCE,
+            ready: None,
+            t0: 0.0,
+            timeline: Vec::new(),
+            startups: Vec::new(),
+            warmup: None,
+            epochs: Vec::new(),
+        };
+        let peak_rss_bytes = session.follow(cancel, worker_timeout, report)?;
+        let ready = session.ready.unwrap_or(Ready {
+            intra_op_threads: 0,
+            pin_memory_effective: false,
+            rss_bytes: None,
+        });
+        Ok(ConfigResult {
+            config_index: index,
+            repeat,
+            label: plan.label(index),
+            config: config.clone(),
+            warmup: session.warmup,
+            epochs: session.epochs,
+            pin_memory_effective: ready.pin_memory_effective,
+            intra_op_threads: ready.intra_op_threads,
+            rss_before_bytes: ready.rss_bytes,
+            peak_rss_bytes,
+            // PyTorch's worker processes are not measured one by one.
+            workers: Vec::new(),
+        })
+    }
+}
+
+/// What the script said once it was ready.
+struct Ready {
+    intra_op_threads: i32,
+    pin_memory_effective: bool,
+    rss_bytes: Option<u64>,
+}
+
+/// One running script and what it has reported so far.
+struct Session<'a> {
+    process: PythonProcess,
+    python: &'a Path,
+    silence_limit: Duration,
+    ready: Option<Ready>,
+    /// The current epoch's start on the script's clock.
+    t0: f64,
+    timeline: Vec<BatchRecord>,
+    startups: Vec<WorkerStartup>,
+    warmup: Option<EpochResult>,
+    epochs: Vec<EpochResult>,
+}
+
+impl Session<'_> {
+    /// Reads reports until `done`; returns the script's peak RSS.
+    fn follow(
+        &mut self,
+        cancel: &CancelToken,
+        worker_timeout: Duration,
+        report: &mut dyn FnMut(Progress),
+    ) -> Result<Option<u64>> {
+        let mut heard = Instant::now();
+        loop {
+            if cancel.is_cancelled() {
+                self.process.kill();
+                return Err(Error::Cancelled);
+            }
+            let line = match self.process.next_line(POLL) {
+                Some(Line::Text(line)) => line,
+                Some(Line::Closed) => return Err(self.ended_early()),
+                None if heard.elapsed() > self.silence_limit => {
+                    self.process.kill();
+                    return Err(Error::run(format!(
+                        "the PyTorch DataLoader reported nothing for {:.0} s; stopped it",
+                        self.silence_limit.as_secs_f64()
+                    )));
+                }
+                None => continue,
+            };
+            heard = Instant::now();
+            let Some(message) = Message::parse(&line) else {
+                continue;
+            };
+            let message = message.map_err(Error::run)?;
+            if let Some(done) = self.take(message, report)? {
+                return Ok(done);
+            }
+            if self.ready.is_some() {
+                self.silence_limit = worker_timeout + SILENCE_ALLOWANCE;
+            }
+        }
+    }
+
+    /// Takes one report; `Some(peak RSS)` once the script is done.
+    fn take(
+        &mut self,
+        message: Message,
+        report: &mut dyn FnMut(Progress),
+    ) -> Result<Option<Option<u64>>> {
+        match message {
+            Message::Ready {
+                intra_op_threads,
+                pin_memory_effective,
+                rss_bytes,
+            } => {
+                self.ready = Some(Ready {
+                    intra_op_threads,
+                    pin_memory_effective,
+                    rss_bytes,
+                });
+            }
+            Message::EpochStart { t0, .. } => self.t0 = t0,
+            Message::WorkerReady { worker, at } => {
+                let startup = WorkerStartup {
+                    worker,
+                    seconds: (at - self.t0).max(0.0),
+                };
+                self.startups.push(startup);
+                report(Progress::WorkerReady(startup));
+            }
+            Message::Batch {
+                epoch,
+                index,
+                at_s,
+                samples,
+                wait_s,
+                to_device_s,
+            } => {
+                let batch = BatchRecord {
+                    index,
+                    at_s,
+                    samples,
+                    stages: StageTimes {
+                        wait_s,
+                        to_device_s,
+                        ..StageTimes::default()
+                    },
+                };
+                self.timeline.push(batch);
+                report(Progress::Batch { epoch, batch });
+            }
+            Message::Epoch { epoch, seconds } => {
+                let timeline = std::mem::take(&mut self.timeline);
+                let startups = std::mem::take(&mut self.startups);
+                let result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+                report(Progress::Epoch(result.clone()));
+                if epoch == 0 {
+                    self.warmup = Some(result);
+                } else {
+                    self.epochs.push(result);
+                }
+            }
+            Message::Done { peak_rss_bytes } => return Ok(Some(peak_rss_bytes)),
+            Message::Error {
+                message,
+                bad_input,
+                environment,
+            } => {
+                return Err(if environment {
+                    Error::file(self.python, message)
+                } else if bad_input {
+                    Error::value(format!("pytorch runtime: {message}"))
+                } else {
+                    Error::run(format!("PyTorch DataLoader: {message}"))
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// The error for a script that stopped without saying why: its last stderr line.
+    fn ended_early(&mut self) -> Error {
+        self.process.kill();
+        self.process.settle_stderr(Duration::from_secs(1));
+        let detail = self
+            .process
+            .last_stderr_line()
+            .map_or_else(|| "no error output".to_owned(), |l| l.trim().to_owned());
+        Error::run(format!(
+            "the PyTorch reference runtime ({}) exited before finishing: {detail}",
+            self.python.display()
+        ))
+    }
+}
+
+/// A private temporary folder, removed when dropped.
+struct TempFolder {
+    path: PathBuf,
+}
+
+impl TempFolder {
+    fn create() -> Result<TempFolder> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "loaderbench-reference-{}-{nanos}",
+            std::process::id()
+        ));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder
+            .create(&path)
+            .map_err(|err| Error::file(&path, format!("cannot create: {err}")))?;
+        Ok(TempFolder { path })
+    }
+
+    fn script(&self) -> PathBuf {
+        self.path.join("reference_loader.py")
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        // A folder left in the temporary directory is harmless.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_cost_op_lacks_a_torchvision_equivalent() {
+        assert!(check_pipeline(&PipelineSpec::Heavy).is_ok());
+        let busy = PipelineSpec::Custom {
+            name: "busy".to_owned(),
+            ops: vec![
+                Op::Flip { p: 0.5 },
+                Op::Cost {
+                    micros_per_sample: 5,
+                },
+            ],
+        };
+        let err = check_pipeline(&busy).unwrap_err();
+        assert!(err.contains("Cost") && err.contains("torchvision"), "{err}");
+    }
+}

@@ -1,0 +1,186 @@
+//! What loaderbench and `python/reference_loader.py` say to each other: the
+//! [`Request`] (one JSON line on the script's stdin) and the [`Message`]s it answers with
+//! (one JSON object per line on its stdout).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Config, Plan};
+use crate::transform::{Normalize, Op};
+
+/// The dataset as the script builds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DatasetRequest {
+    /// IDX files, read like torchvision's MNIST (the synthetic dataset is written as one).
+    Idx { images: PathBuf, labels: PathBuf },
+    /// A memory-mapped .npy array and its optional labels.
+    Npy {
+        path: PathBuf,
+        labels: Option<PathBuf>,
+    },
+    /// torchvision's ImageFolder, converted to `channels` and resized to `image_size`.
+    ImageFolder {
+        root: PathBuf,
+        channels: usize,
+        image_size: [usize; 2],
+    },
+}
+
+/// One config to measure: the dataset, the ops and the DataLoader's arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    pub dataset: DatasetRequest,
+    pub samples: Option<usize>,
+    pub ops: Vec<Op>,
+    pub normalize: Normalize,
+    pub batch_size: usize,
+    pub shuffle: bool,
+    pub seed: u64,
+    pub drop_last: bool,
+    pub num_workers: usize,
+    pub persistent_workers: bool,
+    pub prefetch_factor: usize,
+    pub pin_memory: bool,
+    pub in_order: bool,
+    pub start_method: &'static str,
+    pub device: String,
+    pub epochs: usize,
+    pub warmup: bool,
+    pub worker_timeout_s: f64,
+}
+
+impl Request {
+    pub fn new(plan: &Plan, config: &Config, dataset: DatasetRequest) -> Request {
+        Request {
+            dataset,
+            samples: plan.samples,
+            ops: config.pipeline.ops(),
+            normalize: plan.normalize.clone(),
+            batch_size: config.batch_size,
+            shuffle: plan.shuffle,
+            seed: plan.seed,
+            drop_last: plan.drop_last,
+            num_workers: config.num_workers,
+            persistent_workers: config.persistent_workers,
+            prefetch_factor: config.prefetch_factor,
+            pin_memory: config.pin_memory,
+            in_order: config.in_order,
+            start_method: config.start_method.name(),
+            device: config.device.to_string(),
+            epochs: plan.epochs,
+            warmup: plan.warmup,
+            worker_timeout_s: plan.worker_timeout_s,
+        }
+    }
+}
+
+/// One line of the script's report.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Message {
+    /// Imports done, dataset and DataLoader built.
+    Ready {
+        intra_op_threads: i32,
+        pin_memory_effective: bool,
+        rss_bytes: Option<u64>,
+    },
+    /// An epoch began at `t0` (seconds on the script's perf_counter clock).
+    EpochStart { epoch: usize, t0: f64 },
+    /// A worker process ran worker_init_fn at `at` (the same clock).
+    WorkerReady { worker: usize, at: f64 },
+    /// A batch is on the device.
+    Batch {
+        epoch: usize,
+        index: usize,
+        at_s: f64,
+        samples: usize,
+        wait_s: f64,
+        to_device_s: f64,
+    },
+    /// An epoch ended.
+    Epoch { epoch: usize, seconds: f64 },
+    /// Every epoch was measured.
+    Done { peak_rss_bytes: Option<u64> },
+    /// The script failed: `environment` when Python lacks torch or torchvision,
+    /// `bad_input` when the config asks for something PyTorch cannot do.
+    Error {
+        message: String,
+        bad_input: bool,
+        environment: bool,
+    },
+}
+
+impl Message {
+    /// Parses one stdout line; `None` for lines that are not JSON objects (stray output
+    /// of a library), which the protocol never sends.
+    pub fn parse(line: &str) -> Option<Result<Message, String>> {
+        let line = line.trim();
+        if !line.starts_with('{') {
+            return None;
+        }
+        Some(
+            serde_json::from_str(line)
+                .map_err(|err| format!("unreadable report line `{line}`: {err}")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_kind_parses() {
+        let lines = [
+            r#"{"kind": "ready", "intra_op_threads": 2, "pin_memory_effective": false, "rss_bytes": null}"#,
+            r#"{"kind": "epoch_start", "epoch": 1, "t0": 12.5}"#,
+            r#"{"kind": "worker_ready", "worker": 1, "at": 12.75}"#,
+            r#"{"kind": "batch", "epoch": 1, "index": 0, "at_s": 0.5, "samples": 64, "wait_s": 0.4, "to_device_s": 0.0}"#,
+            r#"{"kind": "epoch", "epoch": 1, "seconds": 3.0}"#,
+            r#"{"kind": "done", "peak_rss_bytes": 1024}"#,
+            r#"{"kind": "error", "message": "boom", "bad_input": false, "environment": true}"#,
+        ];
+        for line in lines {
+            assert!(matches!(Message::parse(line), Some(Ok(_))), "{line}");
+        }
+        assert_eq!(
+            Message::parse(lines[2]),
+            Some(Ok(Message::WorkerReady {
+                worker: 1,
+                at: 12.75
+            }))
+        );
+    }
+
+    #[test]
+    fn stray_output_is_skipped_and_broken_json_named() {
+        assert_eq!(Message::parse("some library printed this"), None);
+        let err = Message::parse(r#"{"kind": "nonsense"}"#)
+            .unwrap()
+            .unwrap_err();
+        assert!(err.contains("nonsense"), "{err}");
+    }
+
+    #[test]
+    fn requests_carry_ops_as_the_script_reads_them() {
+        let preset = crate::preset::Preset {
+            pipeline: vec![crate::transform::PipelineSpec::Heavy],
+            ..crate::preset::Preset::default()
+        };
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let dataset = DatasetRequest::Idx {
+            images: "i".into(),
+            labels: "l".into(),
+        };
+        let json = serde_json::to_value(Request::new(&plan, &plan.configs[0], dataset)).unwrap();
+        assert_eq!(
+            json["ops"][0],
+            serde_json::json!({"rotate": {"degrees": 30.0}})
+        );
+        assert_eq!(json["ops"][3], serde_json::json!("normalize"));
+        assert_eq!(json["dataset"]["kind"], "idx");
+        assert_eq!(json["start_method"], "fork");
+    }
+}

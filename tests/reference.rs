@@ -1,0 +1,399 @@
+//! The PyTorch reference runtime for real: tiny configs through the real
+//! `torch.utils.data.DataLoader` (no workers, fork and spawn workers) streaming the same
+//! events as our loader; the synthetic dataset reaching PyTorch byte for byte; each way
+//! it can fail (no Python, no torch, a failing script, a killed worker) ending as a clear
+//! error rather than a hang; cancelling leaving no process behind; and `compare` as a
+//! process. Tests that start Python take turns: they find its processes by parentage.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use loaderbench::bench::{self, Event, RunHandle, RunOptions};
+use loaderbench::dataset::{DatasetSpec, open};
+use loaderbench::plan::Plan;
+use loaderbench::preset::Preset;
+use loaderbench::reference::{self, DatasetRequest, Request};
+use loaderbench::transform::PipelineSpec;
+use tempfile::TempDir;
+
+/// One Python-starting test at a time.
+static PYTHON: Mutex<()> = Mutex::new(());
+
+fn python_turn() -> std::sync::MutexGuard<'static, ()> {
+    PYTHON.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn tiny_preset(sets: &[(&str, &str)]) -> Preset {
+    let mut preset = Preset {
+        name: "tiny-pytorch".to_owned(),
+        samples: Some(256),
+        batch_size: vec![64],
+        ..Preset::default()
+    };
+    preset.set("runtime", "pytorch").unwrap();
+    for (key, value) in sets {
+        preset.set(key, value).unwrap();
+    }
+    preset
+}
+
+fn start(preset: &Preset, dir: &TempDir) -> (Plan, RunHandle) {
+    let plan = Plan::from_preset(preset, None).unwrap();
+    let options = RunOptions {
+        journal: Some(dir.path().join("journal.jsonl")),
+    };
+    let handle = bench::spawn(plan.clone(), options, || {});
+    (plan, handle)
+}
+
+/// Every event until the run ends, failing the test after `limit`.
+fn events_until_end(handle: &RunHandle, limit: Duration) -> Vec<Event> {
+    let deadline = Instant::now() + limit;
+    let mut events = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = handle
+            .events()
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no end within {limit:?}; got {events:#?}"));
+        let end = event.final_result().is_some();
+        events.push(event);
+        if end {
+            return events;
+        }
+    }
+}
+
+/// Waits for the first batch of the run; returns the events so far.
+fn events_until_batch(handle: &RunHandle, limit: Duration) -> Vec<Event> {
+    let deadline = Instant::now() + limit;
+    let mut events = Vec::new();
+    while !events.iter().any(|e| matches!(e, Event::Batch { .. })) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = handle.events().recv_timeout(left).expect("a batch in time");
+        assert!(event.final_result().is_none(), "ended early: {event:#?}");
+        events.push(event);
+    }
+    events
+}
+
+#[test]
+fn pytorch_dataloader_streams_our_events_with_and_without_workers() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = tiny_preset(&[("num_workers", "0,2"), ("start_method", "fork,spawn")]);
+    let (plan, handle) = start(&preset, &dir);
+    let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+    assert_eq!(labels, ["nw=0", "nw=2", "nw=2 spawn"]);
+    let events = events_until_end(&handle, Duration::from_secs(240));
+    let Some(Event::Finished { result }) = events.last() else {
+        panic!("did not finish: {:#?}", events.last());
+    };
+    assert_eq!(result.results.len(), 3);
+    for measured in &result.results {
+        assert_eq!(measured.epochs.len(), 2, "{}", measured.label);
+        for epoch in &measured.epochs {
+            assert_eq!(
+                (epoch.batches, epoch.samples),
+                (4, 256),
+                "{}",
+                measured.label
+            );
+            assert!(epoch.first_batch_s > 0.0 && epoch.first_batch_s <= epoch.seconds);
+            assert!(
+                epoch.seconds < 120.0,
+                "{}: {}",
+                measured.label,
+                epoch.seconds
+            );
+            let workers = if measured.config.num_workers > 0 {
+                2
+            } else {
+                0
+            };
+            assert_eq!(epoch.worker_startups.len(), workers, "{}", measured.label);
+        }
+        assert!(measured.intra_op_threads >= 1);
+    }
+    let batches = events
+        .iter()
+        .filter(|e| matches!(e, Event::Batch { .. }))
+        .count();
+    let ready = events
+        .iter()
+        .filter(|e| matches!(e, Event::WorkerReady { .. }))
+        .count();
+    assert_eq!((batches, ready), (3 * 2 * 4, 2 * 2 * 2));
+}
+
+#[test]
+fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let synthetic = open(&DatasetSpec::default(), Some(128)).unwrap();
+    let (images, labels) = reference::write_idx(synthetic.as_ref(), dir.path()).unwrap();
+    let mut preset = tiny_preset(&[("shuffle", "false")]);
+    preset.pipeline = vec![PipelineSpec::Custom {
+        name: "identity".to_owned(),
+        ops: Vec::new(),
+    }];
+    let plan = Plan::from_preset(&preset, None).unwrap();
+    let request = Request::new(
+        &plan,
+        &plan.configs[0],
+        DatasetRequest::Idx { images, labels },
+    );
+    let first_batch = python_first_batch(&serde_json::to_string(&request).unwrap(), &dir);
+    let mut want_pixels = Vec::new();
+    let mut want_labels = Vec::new();
+    let mut pixels = vec![0; 784];
+    for index in 0..64 {
+        want_labels.push(synthetic.read(index, &mut pixels).unwrap());
+        want_pixels.extend_from_slice(&pixels);
+    }
+    assert_eq!(first_batch["labels"], serde_json::json!(want_labels));
+    assert_eq!(first_batch["pixels"], serde_json::json!(want_pixels));
+}
+
+/// The first batch of the script's own dataset and DataLoader for `request`, as bytes.
+/// It is written to a file: more than a pipe holds.
+fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
+    let out_path = dir.path().join("first-batch.json");
+    let out = std::fs::File::create(&out_path).unwrap();
+    let snippet = "import json, sys; sys.path.insert(0, sys.argv[1]); import reference_loader as r\n\
+        request = json.loads(sys.stdin.read())\n\
+        loader = r.build_loader(request, r.build_dataset(request))\n\
+        images, labels = next(iter(loader))\n\
+        pixels = (images * 255).round().to(r.torch.uint8).flatten().tolist()\n\
+        print(json.dumps({'labels': labels.tolist(), 'pixels': pixels}))";
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
+    let mut child = Command::new(reference::python_path())
+        .args(["-c", snippet])
+        .arg(&scripts)
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    let output = wait_with_deadline(child, Duration::from_secs(120));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
+}
+
+fn wait_with_deadline(mut child: std::process::Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("waitable").is_none() {
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("the child hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Runs `loaderbench ARGS` with `LOADERBENCH_PYTHON` set as given.
+fn loaderbench(args: &[&str], python: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(python) = python {
+        command.env(reference::PYTHON_VAR, python);
+    }
+    wait_with_deadline(command.spawn().expect("starts"), Duration::from_secs(240))
+}
+
+/// The one `error:` line, after checking the exit code.
+fn error_line(output: &Output, code: i32) -> String {
+    let err = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(code), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_owned()
+}
+
+fn write_preset(dir: &TempDir, preset: &Preset) -> String {
+    let path = dir.path().join("tiny.ron");
+    preset.save(&path).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn missing_python_and_python_without_torch_are_named() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = write_preset(&dir, &tiny_preset(&[]));
+    let journal = dir.path().join("j.jsonl");
+    let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
+    let missing = dir.path().join("no-such-python");
+    let line = error_line(&loaderbench(&args, missing.to_str()), 2);
+    assert!(
+        line.contains("no-such-python") && line.contains("not found"),
+        "{line}"
+    );
+    // The system python3 has no torch.
+    let line = error_line(&loaderbench(&args, Some("python3")), 2);
+    assert!(line.contains("cannot import torch"), "{line}");
+}
+
+#[test]
+fn a_failing_script_is_one_line_and_exit_1() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let mut preset = tiny_preset(&[]);
+    preset.pipeline = vec![PipelineSpec::Custom {
+        name: "oversized-crop".to_owned(),
+        ops: vec![loaderbench::transform::Op::Crop {
+            size: [64, 64],
+            padding: 0,
+        }],
+    }];
+    let preset = write_preset(&dir, &preset);
+    let journal = dir.path().join("j.jsonl");
+    let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
+    let line = error_line(&loaderbench(&args, None), 1);
+    assert!(
+        line.contains("PyTorch DataLoader") && line.contains("crop"),
+        "{line}"
+    );
+}
+
+/// Pids of this process's children and their children, by /proc.
+fn descendants() -> Vec<i32> {
+    let parent_of = |pid: i32| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        after_name.split(' ').nth(1)?.parse().ok()
+    };
+    let all: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut found = vec![std::process::id() as i32];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &pid in &all {
+            if !found.contains(&pid) && parent_of(pid).is_some_and(|p| found.contains(&p)) {
+                found.push(pid);
+                grew = true;
+            }
+        }
+    }
+    found.remove(0);
+    found
+}
+
+/// True while `pid` exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat[stat.rfind(')')? + 2..].chars().next()?;
+            Some(state != 'Z')
+        })
+        .unwrap_or(false)
+}
+
+/// A run long enough to act on: the heavy pipeline with two fork workers.
+fn long_run(dir: &TempDir) -> RunHandle {
+    let preset = tiny_preset(&[
+        ("pipeline", "heavy"),
+        ("samples", "60000"),
+        ("num_workers", "2"),
+        ("worker_timeout_s", "30"),
+    ]);
+    start(&preset, dir).1
+}
+
+#[test]
+fn a_killed_worker_fails_the_run_with_a_message() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let handle = long_run(&dir);
+    events_until_batch(&handle, Duration::from_secs(120));
+    let processes = descendants();
+    // The script is our child; its workers are its children.
+    let worker = *processes.last().expect("python and its workers");
+    assert!(processes.len() >= 3, "{processes:?}");
+    // SAFETY: sending a signal to a process this test started.
+    unsafe {
+        libc::kill(worker, libc::SIGKILL);
+    }
+    let events = events_until_end(&handle, Duration::from_secs(60));
+    let Some(Event::Failed { error, .. }) = events.last() else {
+        panic!("did not fail: {:#?}", events.last());
+    };
+    assert!(error.contains("worker"), "{error}");
+    assert!(!error.contains('\n'), "{error}");
+}
+
+#[test]
+fn cancelling_kills_python_and_its_workers_within_a_second() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let handle = long_run(&dir);
+    events_until_batch(&handle, Duration::from_secs(120));
+    let processes = descendants();
+    assert!(processes.len() >= 3, "{processes:?}");
+    let cancelled = Instant::now();
+    handle.cancel();
+    let events = events_until_end(&handle, Duration::from_secs(5));
+    assert!(matches!(events.last(), Some(Event::Cancelled { .. })));
+    while processes.iter().any(|&pid| alive(pid)) {
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(1),
+            "still running: {:?}",
+            processes.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn compare_prints_ours_against_pytorch_per_config() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let mut preset = tiny_preset(&[]);
+    preset.set("runtime", "loaderbench").unwrap();
+    let preset = write_preset(&dir, &preset);
+    let journal = dir.path().join("j.jsonl");
+    let output = loaderbench(
+        &[
+            "compare",
+            &preset,
+            "-q",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        None,
+    );
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| nw=0 "))
+        .unwrap_or_else(|| panic!("no compare row in: {out}"));
+    assert_eq!(row.matches('×').count(), 3, "{row}");
+}
