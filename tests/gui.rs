@@ -105,7 +105,8 @@ fn a_tiny_run_fills_the_plots_and_the_table() {
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
     harness.step();
-    assert!(harness.state().is_running());
+    // A run this small may already be over after one frame; it must have started.
+    assert!(harness.state().phase().is_some(), "Ctrl+R started no run");
     step_until(&mut harness, Duration::from_secs(120), |app| {
         !app.is_running()
     });

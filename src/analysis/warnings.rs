@@ -15,6 +15,10 @@ pub const NOISY_SPREAD: f64 = 0.2;
 /// A first epoch this many times the median of the later ones is "much slower".
 pub const SLOW_FIRST_EPOCH: f64 = 1.5;
 
+/// Differences smaller than this are within timer and scheduler noise, and invisible in
+/// tables of seconds with two decimals: they are not warned about, whatever the ratio.
+pub const NEGLIGIBLE_S: f64 = 0.02;
+
 /// Every warning for `result`, one sentence each.
 pub fn warnings(result: &RunResult) -> Vec<String> {
     let configs = measured_configs(result);
@@ -26,7 +30,8 @@ pub fn warnings(result: &RunResult) -> Vec<String> {
 
 fn noisy(runs: &ConfigRuns<'_>) -> Option<String> {
     let estimate = runs.estimate()?.epoch_s;
-    (estimate.n >= 2 && estimate.spread > NOISY_SPREAD).then(|| {
+    let range = estimate.max - estimate.min;
+    (estimate.n >= 2 && estimate.spread > NOISY_SPREAD && range >= NEGLIGIBLE_S).then(|| {
         format!(
             "noisy: {} epoch times range from {:.2} to {:.2} s, {:.0}% of their median \
              {:.2} s, over {} measurements; close other programs or add repeats before \
@@ -48,7 +53,7 @@ fn slow_first_epoch(runs: &ConfigRuns<'_>) -> Option<String> {
     let first: Vec<f64> = runs.first_epochs().map(|e| e.seconds).collect();
     let later: Vec<f64> = runs.typical_epochs().map(|e| e.seconds).collect();
     let (first, later) = (stats::median(&first)?, stats::median(&later)?);
-    (first > SLOW_FIRST_EPOCH * later).then(|| {
+    (first > SLOW_FIRST_EPOCH * later && first - later >= NEGLIGIBLE_S).then(|| {
         let cause = if runs.config.persistent_workers && runs.config.num_workers > 0 {
             "persistent workers start only in the first epoch"
         } else {
@@ -124,6 +129,19 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("noisy: nw=0"), "{}", found[0]);
         assert!(found[0].contains("over 3 measurements"), "{}", found[0]);
+    }
+
+    #[test]
+    fn negligible_differences_are_not_warned_about() {
+        let tiny = [0.001, 0.002, 0.001].map(|batch_s| {
+            run(
+                0,
+                config(0, false),
+                vec![epoch(1, 0.01, batch_s, 5), epoch(2, 0.001, batch_s, 5)],
+            )
+        });
+        let r = result(vec![config(0, false)], tiny.to_vec());
+        assert_eq!(warnings(&r), Vec::<String>::new());
     }
 
     #[test]
