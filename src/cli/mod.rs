@@ -220,10 +220,12 @@ fn gui(args: GuiArgs) -> Result<(), Error> {
 }
 
 fn list_presets() {
-    for name in builtin::names() {
+    let names = builtin::names();
+    let width = names.iter().map(|name| name.len()).max().unwrap_or(0);
+    for name in names {
         let description = builtin::load(name)
             .map(|(preset, _)| preset.description)
             .unwrap_or_default();
-        println!("{name:<14} {description}");
+        println!("{name:<width$}  {description}");
     }
 }
