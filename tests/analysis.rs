@@ -5,43 +5,20 @@
 //! training step reports whether the loader keeps up; bad names and steps exit with 2.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use tempfile::TempDir;
+
+mod common;
+use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
 /// Runs `loaderbench ARGS` with its data under `data`, failing the test after two
 /// minutes.
 fn loaderbench(data: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
-        .args(args)
-        .env("LOADERBENCH_DATA_DIR", data)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("waitable").is_none() {
-        if Instant::now() > deadline {
-            child.kill().ok();
-            panic!("loaderbench {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("utf-8 temp path")
+    let mut command = loaderbench_command(args);
+    command.env("LOADERBENCH_DATA_DIR", data);
+    run_with_deadline(&mut command, Duration::from_secs(120))
 }
 
 /// A small sweep: no workers, two restarted workers, two persistent workers.

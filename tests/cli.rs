@@ -5,37 +5,17 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use tempfile::TempDir;
 
+mod common;
+use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
+
 /// Runs `loaderbench ARGS`, failing the test if it takes longer than two minutes.
 fn loaderbench(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("waitable").is_none() {
-        if Instant::now() > deadline {
-            child.kill().ok();
-            panic!("loaderbench {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    run_with_deadline(&mut loaderbench_command(args), Duration::from_secs(120))
 }
 
 /// Asserts exit code 2 and one `error:` line that contains every fragment.
@@ -50,10 +30,6 @@ fn assert_bad_input(output: &Output, fragments: &[&str]) {
     for fragment in fragments {
         assert!(line.contains(fragment), "`{fragment}` missing from: {line}");
     }
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("utf-8 temp path")
 }
 
 /// Runs a tiny copy of seed-light on a dataset the test made.

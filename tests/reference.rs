@@ -18,6 +18,9 @@ use loaderbench::reference::{self, DatasetRequest, Request};
 use loaderbench::transform::PipelineSpec;
 use tempfile::TempDir;
 
+mod common;
+use common::{loaderbench_command, run_with_deadline, wait_with_deadline};
+
 /// One Python-starting test at a time.
 static PYTHON: Mutex<()> = Mutex::new(());
 
@@ -193,30 +196,13 @@ fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
 }
 
-fn wait_with_deadline(mut child: std::process::Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().expect("waitable").is_none() {
-        if Instant::now() > deadline {
-            child.kill().ok();
-            panic!("the child hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
 /// Runs `loaderbench ARGS` with `LOADERBENCH_PYTHON` set as given.
 fn loaderbench(args: &[&str], python: Option<&str>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = loaderbench_command(args);
     if let Some(python) = python {
         command.env(reference::PYTHON_VAR, python);
     }
-    wait_with_deadline(command.spawn().expect("starts"), Duration::from_secs(240))
+    run_with_deadline(&mut command, Duration::from_secs(240))
 }
 
 /// The one `error:` line, after checking the exit code.

@@ -1,0 +1,49 @@
+//! Helpers the integration tests share: running the `loaderbench` binary as a process
+//! with a deadline (a hang fails the test instead of stalling the suite) and reading
+//! what it printed. Each test binary uses some of them.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `loaderbench ARGS` with no standard input and its output captured.
+pub fn loaderbench_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `command`, failing the test if it takes longer than `limit`.
+pub fn run_with_deadline(command: &mut Command, limit: Duration) -> Output {
+    wait_with_deadline(command.spawn().expect("the program starts"), limit)
+}
+
+/// Waits for `child`, killing it and failing the test after `limit`.
+pub fn wait_with_deadline(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("waitable").is_none() {
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("the child process hung for {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
