@@ -155,6 +155,14 @@ impl Plan {
         for config in &configs {
             check_config(config).map_err(|(field, problem)| bad(field, problem))?;
         }
+        if preset.step != StepCost::None && configs.iter().any(|c| c.runtime == Runtime::Pytorch) {
+            return Err(bad(
+                "step",
+                "the pytorch runtime runs no training step, so its figures would not compare; \
+                 use step: none, or runtime: [loaderbench]"
+                    .to_owned(),
+            ));
+        }
         let warnings = warnings(&configs);
         Ok(Plan {
             name: preset.name.clone(),
@@ -497,6 +505,17 @@ mod tests {
                 "nw=2 pytorch spawn"
             ]
         );
+    }
+
+    #[test]
+    fn a_training_step_is_refused_for_the_pytorch_runtime() {
+        let mut preset = preset();
+        preset.step = StepCost::Fixed(1.0);
+        assert!(Plan::from_preset(&preset, None).is_ok());
+        preset.set("runtime", "loaderbench,pytorch").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert!(err.is_bad_input());
+        assert!(err.to_string().contains("field `step`"), "{err}");
     }
 
     #[test]
