@@ -131,7 +131,11 @@ struct CompareArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // No command opens the desktop app where there is one.
-    if cli.command.as_ref().map_or(cfg!(feature = "gui"), may_use_cuda) {
+    if cli
+        .command
+        .as_ref()
+        .map_or(cfg!(feature = "gui"), may_use_cuda)
+    {
         loaderbench::device::load_cuda();
     }
     let outcome = match cli.command {
