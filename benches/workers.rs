@@ -124,8 +124,9 @@ fn main() {
         },
     );
     println!(
-        "Spawn worker start-up with the dataset copied instead of regenerated: {:.4} s \
-         (generating the synthetic dataset takes {generation_s:.3} s here)",
+        "Spawn worker start-up with the dataset copied through the pipe instead of mapping \
+         the loader's shared image: {:.4} s (generating the synthetic dataset takes \
+         {generation_s:.3} s here)",
         med(&copied.startup_s)
     );
 

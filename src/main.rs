@@ -1,9 +1,8 @@
-//! The `loaderbench` binary: loads CUDA where it is installed, then hands over to the
-//! command line.
+//! The `loaderbench` binary: hands over to the command line, which loads CUDA only for
+//! the commands that may use a CUDA device.
 
 mod cli;
 
 fn main() -> std::process::ExitCode {
-    loaderbench::device::load_cuda();
     cli::main()
 }

@@ -2,7 +2,8 @@
 //! deliver exactly the batches thread workers do (every sample once per epoch), through
 //! shared memory or the pipe, with the dataset reopened or copied; persistent pools start
 //! once; and a worker that is killed or hangs, or a cancel, ends the epoch promptly with
-//! a clear error and leaves no child process and no segment behind.
+//! a clear error and leaves no child process and no segment behind. Spawned workers
+//! reopening a dataset without files all map one sealed image the loader made once.
 
 #![cfg(unix)]
 
@@ -93,14 +94,17 @@ fn children() -> Vec<u32> {
     pids
 }
 
-/// Shared-memory segments this process still holds.
-fn segments_open() -> usize {
+/// This process's descriptors of shared memory named `name` (a memfd's name shows in
+/// its link), as paths under `/proc/self/fd`.
+fn memfds_open(name: &str) -> Vec<PathBuf> {
     std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .filter(|target| target.to_string_lossy().contains("loaderbench-batches"))
-        .count()
+        .map(|fd| fd.path())
+        .filter(|fd| {
+            std::fs::read_link(fd).is_ok_and(|target| target.to_string_lossy().contains(name))
+        })
+        .collect()
 }
 
 fn assert_nothing_left() {
@@ -110,7 +114,16 @@ fn assert_nothing_left() {
             Vec::<u32>::new(),
             "worker processes outlived the pool"
         );
-        assert_eq!(segments_open(), 0, "segments outlived the pool");
+        assert_eq!(
+            memfds_open("loaderbench-batches"),
+            Vec::<PathBuf>::new(),
+            "segments outlived the pool"
+        );
+        assert_eq!(
+            memfds_open("loaderbench-dataset"),
+            Vec::<PathBuf>::new(),
+            "the shared dataset image outlived its loader"
+        );
     }
 }
 
@@ -143,10 +156,64 @@ fn spawned_and_forked_workers_deliver_the_thread_workers_batches() {
                         "{what}: a batch differs from the thread workers'"
                     );
                 }
+                drop(loader);
                 assert_nothing_left();
             }
         }
     }
+}
+
+/// The inode of this process's one shared dataset image, checking it is sealed.
+fn the_sealed_image() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let images = memfds_open("loaderbench-dataset");
+    assert_eq!(images.len(), 1, "one image per loader: {images:?}");
+    let fd: i32 = images[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .parse()
+        .unwrap();
+    // SAFETY: F_GET_SEALS only reads the seals of our own open descriptor.
+    let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+    let wanted = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+    assert_eq!(seals & wanted, wanted, "the image is sealed read-only");
+    std::fs::metadata(&images[0]).unwrap().ino()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn spawned_workers_reopening_a_dataset_without_files_share_one_sealed_image() {
+    let _serial = serial();
+    let mut loader =
+        loader(synthetic(), settings(2, false), CancelToken::new()).with_processes(processes(
+            ProcessKind::Spawn,
+            DatasetTransfer::Reopen,
+            BatchTransfer::SharedMemory,
+        ));
+    let mut images = Vec::new();
+    for _ in 0..2 {
+        let mut epoch = loader.epoch().unwrap();
+        // In order, batch 1 comes from worker 1: both workers have started.
+        for _ in 0..2 {
+            epoch.next().unwrap().unwrap();
+        }
+        for pid in epoch.worker_pids() {
+            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+            assert!(
+                maps.lines()
+                    .any(|l| l.contains("loaderbench-dataset") && l.contains(" r--s ")),
+                "worker {pid} maps the image read-only and shared:\n{maps}"
+            );
+        }
+        for batch in epoch {
+            batch.unwrap();
+        }
+        images.push(the_sealed_image());
+    }
+    assert_eq!(images[0], images[1], "a restarted pool reuses the image");
+    drop(loader);
+    assert_nothing_left();
 }
 
 fn label(dataset: &dyn Dataset, index: usize) -> i64 {

@@ -130,6 +130,14 @@ struct CompareArgs {
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // No command opens the desktop app where there is one.
+    if cli
+        .command
+        .as_ref()
+        .map_or(cfg!(feature = "gui"), may_use_cuda)
+    {
+        loaderbench::device::load_cuda();
+    }
     let outcome = match cli.command {
         #[cfg(unix)]
         Some(Command::Worker(args)) => {
@@ -161,6 +169,20 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             exit_code(&error)
         }
+    }
+}
+
+/// Whether `command` may put tensors on a CUDA device, so loading `libtorch_cuda` (a
+/// dlopen that can take long where CUDA is installed) is worth its time. Spawned workers
+/// build CPU batches only and must start fast.
+fn may_use_cuda(command: &Command) -> bool {
+    match command {
+        Command::Run(_) | Command::Validate(_) | Command::Compare(_) => true,
+        #[cfg(feature = "gui")]
+        Command::Gui(_) => true,
+        Command::Presets | Command::Baseline(_) => false,
+        #[cfg(unix)]
+        Command::Worker(_) => false,
     }
 }
 

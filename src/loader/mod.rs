@@ -113,6 +113,9 @@ pub struct Loader {
     processes: Option<process::ProcessWorkers>,
     /// Worker process memory, read at the end of the last epoch.
     worker_memory: Vec<WorkerMemory>,
+    /// The dataset image spawned workers share, made once for every pool.
+    #[cfg(unix)]
+    images: process::ImageCache,
 }
 
 impl Loader {
@@ -138,6 +141,8 @@ impl Loader {
             #[cfg(unix)]
             processes: None,
             worker_memory: Vec::new(),
+            #[cfg(unix)]
+            images: process::ImageCache::default(),
         })
     }
 
@@ -162,6 +167,7 @@ impl Loader {
                 dataset: &self.dataset,
                 pipeline: &self.pipeline,
                 prefetch_factor: self.settings.prefetch_factor,
+                images: &self.images,
             };
             return Ok(Box::new(process::ProcessPool::start(processes, &start)?));
         }

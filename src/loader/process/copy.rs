@@ -1,91 +1,113 @@
-//! The `copy` dataset transfer: every sample and label of a dataset in one private
-//! buffer, as a pickled dataset arrives in a PyTorch worker. The parent serializes its
-//! dataset through the [`Dataset`] trait, so any reader can be copied.
+//! A dataset packed into one buffer — every sample's pixels, then every label as a
+//! little-endian `i64` — and served from it. The `copy` dataset transfer packs into a
+//! private buffer per worker, as a pickled dataset arrives in a PyTorch worker; a
+//! spawned worker reopening a dataset without files serves the shared, read-only image
+//! [`super::shared`] packs once per loader. The parent packs through the [`Dataset`]
+//! trait, so any reader can be packed.
 
 use super::protocol::CopyLayout;
 use crate::dataset::{Dataset, SampleShape};
 use crate::error::{Error, Result};
 
-/// A dataset held as one private copy.
-pub struct CopiedDataset {
-    shape: SampleShape,
-    pixels: Vec<u8>,
-    labels: Vec<i64>,
+/// A dataset served from packed bytes: a private `Vec<u8>` or a shared mapping.
+pub struct PackedDataset<B> {
+    layout: CopyLayout,
+    bytes: B,
 }
 
-/// Serializes `dataset`: its layout, and its pixels followed by its labels.
-pub fn dataset_bytes(dataset: &dyn Dataset) -> Result<(CopyLayout, Vec<u8>)> {
-    let layout = CopyLayout {
+/// A dataset held as one private copy.
+pub type CopiedDataset = PackedDataset<Vec<u8>>;
+
+/// The layout `dataset` packs to.
+pub fn layout_of(dataset: &dyn Dataset) -> CopyLayout {
+    CopyLayout {
         len: dataset.len(),
         shape: dataset.shape(),
-    };
-    let sample = layout.shape.sample_bytes();
-    let total = layout
+    }
+}
+
+/// How many bytes a dataset of `layout` packs to.
+pub fn packed_bytes(layout: CopyLayout) -> Result<usize> {
+    layout
         .len
-        .checked_mul(sample + 8)
-        .ok_or_else(|| Error::run("the dataset is too large to copy"))?;
+        .checked_mul(layout.shape.sample_bytes() + 8)
+        .ok_or_else(|| Error::run("the dataset is too large to copy"))
+}
+
+/// Packs `dataset` into `bytes`, which holds exactly [`packed_bytes`] of its layout.
+pub fn pack_into(dataset: &dyn Dataset, bytes: &mut [u8]) -> Result<()> {
+    let layout = layout_of(dataset);
+    let sample = layout.shape.sample_bytes();
+    let pixel_bytes = layout.len * sample;
+    let (pixels, labels) = bytes.split_at_mut(pixel_bytes.min(bytes.len()));
+    if labels.len() != layout.len * 8 {
+        return Err(Error::run("the buffer does not fit the packed dataset"));
+    }
+    let samples = pixels.chunks_exact_mut(sample.max(1));
+    for (index, (pixels, label)) in samples.zip(labels.chunks_exact_mut(8)).enumerate() {
+        label.copy_from_slice(&dataset.read(index, pixels)?.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// Packs `dataset` into a new private buffer: its layout and bytes.
+pub fn dataset_bytes(dataset: &dyn Dataset) -> Result<(CopyLayout, Vec<u8>)> {
+    let layout = layout_of(dataset);
+    let total = packed_bytes(layout)?;
     let mut bytes = Vec::new();
     bytes
         .try_reserve_exact(total)
         .map_err(|_| Error::run(format!("copying the dataset needs {total} bytes of memory")))?;
-    bytes.resize(layout.len * sample, 0);
-    let mut labels = Vec::with_capacity(layout.len * 8);
-    for (index, pixels) in bytes.chunks_exact_mut(sample.max(1)).enumerate() {
-        labels.extend_from_slice(&dataset.read(index, pixels)?.to_le_bytes());
-    }
-    bytes.extend_from_slice(&labels);
+    bytes.resize(total, 0);
+    pack_into(dataset, &mut bytes)?;
     Ok((layout, bytes))
 }
 
-impl CopiedDataset {
-    /// Takes over bytes made by [`dataset_bytes`].
-    pub fn from_bytes(layout: CopyLayout, mut bytes: Vec<u8>) -> Result<CopiedDataset> {
-        let pixel_bytes = layout.len * layout.shape.sample_bytes();
-        if bytes.len() != pixel_bytes + layout.len * 8 {
+impl<B: AsRef<[u8]>> PackedDataset<B> {
+    /// Serves bytes made by [`pack_into`] for `layout`.
+    pub fn new(layout: CopyLayout, bytes: B) -> Result<PackedDataset<B>> {
+        let expected = packed_bytes(layout)?;
+        let got = bytes.as_ref().len();
+        if got != expected {
             return Err(Error::run(format!(
-                "the dataset copy has {} bytes, expected {}",
-                bytes.len(),
-                pixel_bytes + layout.len * 8
+                "the dataset copy has {got} bytes, expected {expected}"
             )));
         }
-        let labels = bytes[pixel_bytes..]
-            .chunks_exact(8)
-            .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect();
-        bytes.truncate(pixel_bytes);
-        Ok(CopiedDataset {
-            shape: layout.shape,
-            pixels: bytes,
-            labels,
-        })
-    }
-
-    /// A private copy of `dataset` (a forked worker's `copy`).
-    pub fn from_dataset(dataset: &dyn Dataset) -> Result<CopiedDataset> {
-        let (layout, bytes) = dataset_bytes(dataset)?;
-        CopiedDataset::from_bytes(layout, bytes)
+        Ok(PackedDataset { layout, bytes })
     }
 }
 
-impl Dataset for CopiedDataset {
+impl CopiedDataset {
+    /// A private copy of `dataset` (a forked worker's `copy`).
+    pub fn from_dataset(dataset: &dyn Dataset) -> Result<CopiedDataset> {
+        let (layout, bytes) = dataset_bytes(dataset)?;
+        PackedDataset::new(layout, bytes)
+    }
+}
+
+impl<B: AsRef<[u8]> + Send + Sync> Dataset for PackedDataset<B> {
     fn len(&self) -> usize {
-        self.labels.len()
+        self.layout.len
     }
 
     fn shape(&self) -> SampleShape {
-        self.shape
+        self.layout.shape
     }
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
-        let sample = self.shape.sample_bytes();
-        let label = self.labels.get(index).ok_or_else(|| {
-            Error::run(format!(
+        if index >= self.len() {
+            return Err(Error::run(format!(
                 "sample {index} is out of range ({} samples)",
                 self.len()
-            ))
-        })?;
-        pixels.copy_from_slice(&self.pixels[index * sample..(index + 1) * sample]);
-        Ok(*label)
+            )));
+        }
+        let sample = self.layout.shape.sample_bytes();
+        let bytes = self.bytes.as_ref();
+        pixels.copy_from_slice(&bytes[index * sample..(index + 1) * sample]);
+        let at = self.len() * sample + index * 8;
+        let mut label = [0; 8];
+        label.copy_from_slice(&bytes[at..at + 8]);
+        Ok(i64::from_le_bytes(label))
     }
 
     fn describe(&self) -> String {
@@ -113,5 +135,15 @@ mod tests {
             assert_eq!(a, b);
         }
         assert!(copy.read(30, &mut b).is_err());
+    }
+
+    #[test]
+    fn packed_bytes_of_the_wrong_length_are_refused() {
+        let original =
+            crate::dataset::open(&crate::dataset::DatasetSpec::default(), Some(3)).unwrap();
+        let (layout, mut bytes) = dataset_bytes(&*original).unwrap();
+        bytes.pop();
+        let error = PackedDataset::new(layout, bytes).err().unwrap();
+        assert!(error.to_string().contains("expected"), "{error}");
     }
 }

@@ -1,7 +1,8 @@
-//! The operating-system pieces a worker process is built from: pipes and shared-memory
+//! The operating-system pieces a worker process is built from: pipes, shared-memory
 //! segments that only this user can open (a `memfd` on Linux — it has no name at all —
 //! elsewhere a 0600 POSIX segment under a random name that is unlinked the moment it is
-//! created), and the child process itself, reaped exactly once so that its pid is never
+//! created), read-only shared images written once (a sealed `memfd` on Linux), and the
+//! child process itself, reaped exactly once so that its pid is never
 //! signalled after it may have been reused.
 //!
 //! Every descriptor a pool holds is listed in a process-wide registry for as long as it
@@ -75,16 +76,59 @@ pub fn pipe() -> Result<(SharedFd, SharedFd)> {
 
 /// An empty shared-memory segment only this user can open; it grows as batches need.
 pub fn segment() -> Result<SharedFd> {
-    let fd = new_segment()
+    let fd = new_segment(c"loaderbench-batches", false)
         .map_err(|err| Error::run(format!("could not create a shared-memory segment: {err}")))?;
     Ok(SharedFd::new(fd))
 }
 
+/// A shared image of `len` bytes that `fill` writes once, read-only from then on: on
+/// Linux its memfd is sealed against writing, shrinking and growing, so a worker that
+/// maps it can rely on it never changing or shrinking under the mapping.
+pub fn sealed_image(len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<SharedFd> {
+    let failed = |err: std::io::Error| Error::run(format!("could not share the dataset: {err}"));
+    let fd = SharedFd::new(new_segment(c"loaderbench-dataset", true).map_err(failed)?);
+    fd.file().set_len(len as u64).map_err(failed)?;
+    if len == 0 {
+        fill(&mut [])?;
+    } else {
+        // SAFETY: the image was just created; nothing else maps or writes it yet.
+        let mut map = unsafe { memmap2::MmapMut::map_mut(fd.file()) }.map_err(failed)?;
+        fill(&mut map)?;
+        // The writable mapping must be gone before the write seal can be added.
+        drop(map);
+    }
+    seal(fd.file()).map_err(failed)?;
+    Ok(fd)
+}
+
 #[cfg(target_os = "linux")]
-fn new_segment() -> std::io::Result<OwnedFd> {
+fn seal(file: &File) -> std::io::Result<()> {
+    let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: F_ADD_SEALS takes an integer argument; no pointers involved.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// POSIX shared memory has no seals; the image is only ever mapped read-only.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn seal(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// A new memfd named `name` (the name only shows in `/proc`), close-on-exec, and
+/// sealable when `sealable`.
+#[cfg(target_os = "linux")]
+fn new_segment(name: &std::ffi::CStr, sealable: bool) -> std::io::Result<OwnedFd> {
     use std::os::fd::FromRawFd;
+    let flags = if sealable {
+        libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING
+    } else {
+        libc::MFD_CLOEXEC
+    };
     // SAFETY: the name is a valid C string; memfd_create returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"loaderbench-batches".as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -93,7 +137,7 @@ fn new_segment() -> std::io::Result<OwnedFd> {
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
-fn new_segment() -> std::io::Result<OwnedFd> {
+fn new_segment(_name: &std::ffi::CStr, _sealable: bool) -> std::io::Result<OwnedFd> {
     use rand::Rng;
     use std::ffi::CString;
     use std::os::fd::FromRawFd;
@@ -237,6 +281,25 @@ mod tests {
         drop(reader);
         assert!(!registry().contains(&fds.0));
         drop(writer);
+    }
+
+    #[test]
+    fn a_sealed_image_holds_what_was_written_and_refuses_writes() {
+        use std::io::{Read, Seek, Write};
+        let image = sealed_image(5, |bytes| {
+            bytes.copy_from_slice(b"hello");
+            Ok(())
+        })
+        .unwrap();
+        let mut read = String::new();
+        image.file().read_to_string(&mut read).unwrap();
+        assert_eq!(read, "hello");
+        if cfg!(target_os = "linux") {
+            let mut file = image.file();
+            file.rewind().unwrap();
+            assert!(file.write_all(b"j").is_err(), "the image is sealed");
+            assert!(image.file().set_len(1).is_err(), "the image cannot shrink");
+        }
     }
 
     #[test]

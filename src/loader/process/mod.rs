@@ -1,5 +1,6 @@
 //! Process workers: `spawn` (a fresh process of this program, started with the hidden
-//! `__worker` command, that opens the dataset itself or is sent a copy) and `fork` (a
+//! `__worker` command, that opens the dataset's files itself, maps the loader's shared
+//! image of a dataset without files, or is sent a copy) and `fork` (a
 //! forked child that serves batches from the dataset it inherited). Each worker talks to
 //! the loader only over two inherited pipes and a ring of shared-memory segments that
 //! only this user can open. In the loader, a writer thread per worker feeds its task pipe
@@ -20,6 +21,7 @@
 mod copy;
 mod fds;
 mod protocol;
+mod shared;
 mod worker;
 
 use std::fs::File;
@@ -35,7 +37,8 @@ use tch::{Device, Kind, Tensor};
 
 use self::fds::{ChildProcess, SharedFd};
 use self::protocol::{
-    BatchHeader, ToParent, ToWorker, WorkerConfig, read_data, read_header, write_frame,
+    BatchHeader, SharedImageConfig, ToParent, ToWorker, WorkerConfig, read_data, read_header,
+    write_frame,
 };
 use super::collate::BuiltBatch;
 use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
@@ -45,6 +48,7 @@ use crate::memory;
 use crate::preset::{BatchTransfer, DatasetTransfer};
 use crate::transform::{Normalize, Pipeline, PipelineSpec};
 
+pub use shared::ImageCache;
 pub use worker::worker_main;
 
 /// The environment variable that names the executable spawned workers run (tests set it:
@@ -90,6 +94,8 @@ pub struct PoolStart<'a> {
     pub dataset: &'a Arc<dyn Dataset>,
     pub pipeline: &'a Arc<Pipeline>,
     pub prefetch_factor: usize,
+    /// The loader's shared dataset image, kept across the pools it starts.
+    pub images: &'a ImageCache,
 }
 
 enum Outgoing {
@@ -126,6 +132,14 @@ impl ProcessPool {
             }
             _ => None,
         };
+        let image = match (spec.kind, spec.dataset_transfer, &spec.dataset) {
+            (ProcessKind::Spawn, DatasetTransfer::Reopen, Some(dataset))
+                if shared::serves_image(dataset) =>
+            {
+                Some(start.images.get_or_pack(&**start.dataset)?)
+            }
+            _ => None,
+        };
         let mut pool = ProcessPool {
             workers: Vec::with_capacity(start.count),
             results,
@@ -142,7 +156,12 @@ impl ProcessPool {
             let asked_at = Instant::now();
             let (worker, first) = match spec.kind {
                 ProcessKind::Spawn => {
-                    let (child, config) = spawn(id, spec, &ends, copy.as_ref())?;
+                    let dataset = match (&copy, image) {
+                        (Some(copy), _) => SpawnDataset::Copy(copy),
+                        (None, Some(image)) => SpawnDataset::Image(image),
+                        (None, None) => SpawnDataset::Reopen,
+                    };
+                    let (child, config) = spawn(id, spec, &ends, dataset)?;
                     (child, Some(config))
                 }
                 ProcessKind::Fork => (fork(id, spec, start, &ends)?, None),
@@ -251,16 +270,29 @@ fn worker_executable(spec: &ProcessWorkers) -> Result<PathBuf> {
     })
 }
 
+/// How a spawned worker gets its dataset.
+enum SpawnDataset<'a> {
+    /// Sent a private copy with its config.
+    Copy(&'a Arc<(protocol::CopyLayout, Vec<u8>)>),
+    /// Inherits the shared image and maps it.
+    Image(&'a shared::SharedImage),
+    /// Opens the dataset's files itself.
+    Reopen,
+}
+
 /// Starts a spawned worker; returns it and the config frame its writer sends first.
 fn spawn(
     id: usize,
     spec: &ProcessWorkers,
     ends: &Ends,
-    copy: Option<&Arc<(protocol::CopyLayout, Vec<u8>)>>,
+    dataset: SpawnDataset<'_>,
 ) -> Result<(Arc<ChildProcess>, Outgoing)> {
     use std::os::unix::process::CommandExt;
     let executable = worker_executable(spec)?;
-    let keep = ends.workers_fds();
+    let mut keep = ends.workers_fds();
+    if let SpawnDataset::Image(image) = &dataset {
+        keep.push(image.fd.raw());
+    }
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     let mut command = std::process::Command::new(&executable);
@@ -291,19 +323,31 @@ fn spawn(
         ))
     })?;
     let child = Arc::new(ChildProcess::new(child.id() as libc::pid_t));
+    let (copy, shared) = match dataset {
+        SpawnDataset::Copy(copy) => (Some(copy), None),
+        SpawnDataset::Image(image) => (
+            None,
+            Some(SharedImageConfig {
+                fd: image.fd.raw(),
+                layout: image.layout,
+            }),
+        ),
+        SpawnDataset::Reopen => (None, None),
+    };
     let config = WorkerConfig {
         worker: id,
-        dataset: match copy {
-            Some(_) => None,
-            None => Some(spec.dataset.clone().ok_or_else(|| {
+        dataset: match (copy, shared) {
+            (None, None) => Some(spec.dataset.clone().ok_or_else(|| {
                 Error::value("dataset_transfer reopen needs a dataset a worker can open; use copy")
             })?),
+            _ => None,
         },
         samples: spec.samples,
         copy: copy.map(|copy| copy.0),
         pipeline: spec.pipeline.clone(),
         normalize: spec.normalize.clone(),
         segments: ends.segments.iter().map(SharedFd::raw).collect(),
+        shared,
     };
     let start = ToWorker::Start(Box::new(config));
     Ok((child, Outgoing::Start(start, copy.cloned())))

@@ -14,7 +14,8 @@ use crate::transform::{Normalize, PipelineSpec};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerConfig {
     pub worker: usize,
-    /// Where to open the dataset (`reopen`); `None` when the frame's data holds a copy.
+    /// Where to open the dataset (`reopen`); `None` when the frame's data holds a copy
+    /// or the worker serves the shared image.
     pub dataset: Option<DatasetSpec>,
     pub samples: Option<usize>,
     /// The copy's layout, when the frame's data holds one.
@@ -23,9 +24,19 @@ pub struct WorkerConfig {
     pub normalize: Normalize,
     /// Descriptors of the shared-memory ring; empty when batches travel by pipe.
     pub segments: Vec<i32>,
+    /// The shared dataset image to serve (`reopen` of a dataset without files).
+    pub shared: Option<SharedImageConfig>,
 }
 
-/// How a dataset copy is laid out: every sample's pixels, then every label as `i64`.
+/// The shared dataset image a spawned worker inherited: its descriptor and layout.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct SharedImageConfig {
+    pub fd: i32,
+    pub layout: CopyLayout,
+}
+
+/// How a packed dataset (a copy, or the shared image) is laid out: every sample's
+/// pixels, then every label as `i64`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct CopyLayout {
     pub len: usize,

@@ -15,18 +15,19 @@ use std::time::Instant;
 use memmap2::MmapMut;
 use tch::Kind;
 
-use super::copy::CopiedDataset;
+use super::copy::{CopiedDataset, PackedDataset};
 use super::protocol::{
     BatchHeader, ToParent, ToWorker, WorkerConfig, read_data, read_header, write_frame,
 };
+use super::shared;
 use crate::dataset::{self, Dataset};
 use crate::error::{Error, Result};
 use crate::loader::collate::{BuiltBatch, build_batch};
 use crate::loader::threads::panic_message;
 use crate::transform::Pipeline;
 
-/// A spawned worker: reads its config from `tasks_fd`, opens or receives the dataset,
-/// then serves tasks. Returns the process exit code.
+/// A spawned worker: reads its config from `tasks_fd`; opens, maps or receives the
+/// dataset; then serves tasks. Returns the process exit code.
 pub fn worker_main(tasks_fd: i32, results_fd: i32) -> i32 {
     tch::set_num_threads(1);
     for fd in [tasks_fd, results_fd] {
@@ -134,10 +135,11 @@ fn read_start(input: &mut impl Read) -> Result<Start> {
         return Err(Error::run("the first message was not the worker's config"));
     };
     let data = read_data(input, data_len).map_err(broken)?;
-    let dataset: Box<dyn Dataset> = match (&config.copy, &config.dataset) {
-        (Some(layout), _) => Box::new(CopiedDataset::from_bytes(*layout, data)?),
-        (None, Some(spec)) => Box::new(ArcDataset(dataset::open(spec, config.samples)?)),
-        (None, None) => return Err(Error::run("the worker was sent no dataset")),
+    let dataset: Box<dyn Dataset> = match (&config.copy, config.shared, &config.dataset) {
+        (Some(layout), _, _) => Box::new(PackedDataset::new(*layout, data)?),
+        (None, Some(shared), _) => Box::new(shared::map(shared)?),
+        (None, None, Some(spec)) => Box::new(ArcDataset(dataset::open(spec, config.samples)?)),
+        (None, None, None) => return Err(Error::run("the worker was sent no dataset")),
     };
     let pipeline = Pipeline::new(
         &config.pipeline,
