@@ -92,7 +92,7 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         ("device", |c| c.device.to_string()),
         ("dataset transfer", |c| c.dataset_transfer.name().to_owned()),
         ("batch transfer", |c| c.batch_transfer.name().to_owned()),
-        ("runtime", |c| format!("{:?}", c.runtime).to_lowercase()),
+        ("runtime", |c| c.runtime.name().to_owned()),
         ("start method", |c| {
             if c.uses_start_method() {
                 c.start_method.name().to_owned()
