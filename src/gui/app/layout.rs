@@ -12,9 +12,9 @@ use crate::gui::actions::{Action, Pick, PngArea};
 use crate::gui::background::Reply;
 use crate::gui::setup;
 
-use super::App;
 use super::exports::data_formats;
 use super::run::LIVE_FRAME_INTERVAL;
+use super::{App, Message, WARNING};
 
 impl App {
     pub(super) fn drain_replies(&mut self, ctx: &egui::Context) {
@@ -132,22 +132,56 @@ impl App {
         });
     }
 
+    /// Notes and errors one per line, newest first; the run's warnings folded into one
+    /// line that expands, so they leave room for the results.
     fn message_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
-        for (index, message) in self.messages.iter().enumerate().rev() {
-            ui.horizontal(|ui| {
-                if ui.small_button("×").on_hover_text("Dismiss").clicked() {
-                    actions.push(Action::DismissMessage(index));
-                }
-                let text = RichText::new(&message.text);
-                let text = if message.error {
-                    text.color(ui.visuals().error_fg_color)
-                } else {
-                    text
-                };
-                ui.add(egui::Label::new(text).wrap());
-            });
+        let (warnings, others): (Vec<_>, Vec<_>) = self
+            .messages
+            .iter()
+            .enumerate()
+            .rev()
+            .partition(|(_, m)| m.text.starts_with(WARNING));
+        for (index, message) in others {
+            message_line(ui, index, message, actions);
         }
+        if warnings.is_empty() {
+            return;
+        }
+        ui.horizontal(|ui| {
+            if ui.small_button("×").on_hover_text("Dismiss all").clicked() {
+                // Newest first, so each removal leaves the earlier indices in place.
+                actions.extend(warnings.iter().map(|(i, _)| Action::DismissMessage(*i)));
+            }
+            let title = match warnings.len() {
+                1 => "1 warning from the run".to_owned(),
+                n => format!("{n} warnings from the run"),
+            };
+            let title = RichText::new(title).color(ui.visuals().warn_fg_color);
+            egui::CollapsingHeader::new(title)
+                .id_salt("run_warnings")
+                .show(ui, |ui| {
+                    for (index, message) in &warnings {
+                        message_line(ui, *index, message, actions);
+                    }
+                });
+        });
     }
+}
+
+/// One message with its dismiss button.
+fn message_line(ui: &mut Ui, index: usize, message: &Message, actions: &mut Vec<Action>) {
+    ui.horizontal(|ui| {
+        if ui.small_button("×").on_hover_text("Dismiss").clicked() {
+            actions.push(Action::DismissMessage(index));
+        }
+        let text = RichText::new(message.text.trim_start_matches(WARNING));
+        let text = if message.error {
+            text.color(ui.visuals().error_fg_color)
+        } else {
+            text
+        };
+        ui.add(egui::Label::new(text).wrap());
+    });
 }
 
 impl eframe::App for App {
@@ -187,8 +221,11 @@ impl eframe::App for App {
         egui::CentralPanel::default().show(ui, |ui| {
             self.run_bar(ui, &mut actions);
             ui.separator();
+            // A scroll bar that comes and goes would change the plots' width under a
+            // pending PNG export (and make the layout jump when a message appears).
             egui::ScrollArea::vertical()
                 .auto_shrink([false, false])
+                .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
                 .show(ui, |ui| self.results_view(ui, &mut actions));
         });
 

@@ -37,6 +37,9 @@ use self::run::LiveRun;
 /// The preset the app opens with when nothing else is asked for or remembered.
 pub const DEFAULT_PRESET: &str = "seed-light";
 
+/// How a run's warnings start in the message bar, which folds them into one line.
+const WARNING: &str = "warning: ";
+
 /// How the app was started.
 #[derive(Debug, Clone, Default)]
 pub struct Launch {

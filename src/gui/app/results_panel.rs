@@ -43,22 +43,28 @@ impl App {
                     .weak(),
                 );
             }
-        });
-        if let Some(run) = &self.run {
-            let status = match &run.data.phase {
-                Phase::Running => run.data.progress_line(run.elapsed()),
-                Phase::Finished => format!("Finished in {:.1} s", run.elapsed().as_secs_f64()),
-                Phase::Cancelled => "Cancelled".to_owned(),
-                Phase::Failed(_) => "Failed (see the message below)".to_owned(),
-            };
-            ui.label(RichText::new(status).monospace());
-            if run.data.is_running() && run.data.progress.batches_total > 0 {
-                let p = &run.data.progress;
-                ui.add(
-                    egui::ProgressBar::new(p.batches_done as f32 / p.batches_total as f32)
-                        .desired_height(6.0),
-                );
+            if let Some(run) = &self.run {
+                let status = match &run.data.phase {
+                    Phase::Running => run.data.progress_line(run.elapsed()),
+                    Phase::Finished => {
+                        format!("Finished in {:.1} s", run.elapsed().as_secs_f64())
+                    }
+                    Phase::Cancelled => "Cancelled".to_owned(),
+                    Phase::Failed(_) => "Failed (see the message below)".to_owned(),
+                };
+                ui.separator();
+                ui.label(RichText::new(status).monospace());
             }
+        });
+        if let Some(run) = &self.run
+            && run.data.is_running()
+            && run.data.progress.batches_total > 0
+        {
+            let p = &run.data.progress;
+            ui.add(
+                egui::ProgressBar::new(p.batches_done as f32 / p.batches_total as f32)
+                    .desired_height(6.0),
+            );
         }
     }
 
@@ -76,11 +82,11 @@ impl App {
         };
         let data = &run.data;
         let plots = ui.columns(2, |columns| {
-            plots::draw(&mut columns[0], &charts::first_batch(data), 190.0);
-            plots::draw(&mut columns[1], &charts::epoch_times(data), 190.0);
+            plots::draw(&mut columns[0], &charts::first_batch(data), 175.0);
+            plots::draw(&mut columns[1], &charts::epoch_times(data), 175.0);
             columns[0].min_rect().union(columns[1].min_rect())
         });
-        ui.add_space(8.0);
+        ui.add_space(4.0);
         let selected = self.timeline_config(data);
         ui.horizontal(|ui| {
             let label = ui.label("timeline config");
@@ -96,7 +102,7 @@ impl App {
                 .response
                 .labelled_by(label.id);
         });
-        plots::draw(ui, &charts::timeline(data, selected), 110.0);
+        plots::draw(ui, &charts::timeline(data, selected), 80.0);
         ui.add_space(8.0);
         if let Some(result) = &data.result {
             ui.horizontal(|ui| {

@@ -10,7 +10,7 @@ use crate::bench::{self, RunHandle, RunOptions};
 
 use crate::gui::live::{Phase, RunData};
 
-use super::App;
+use super::{App, WARNING};
 
 /// How long a frame may spend folding in run events; the rest wait for the next frame.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
@@ -66,7 +66,7 @@ impl App {
             let ended = run.data.phase.clone();
             let warnings = std::mem::take(&mut run.data.warnings);
             for warning in warnings {
-                self.note(format!("warning: {warning}"));
+                self.note(format!("{WARNING}{warning}"));
             }
             match ended {
                 Phase::Failed(error) => self.error(format!("The run failed: {error}")),
