@@ -3,9 +3,9 @@
 //! with the ratio PyTorch / ours (above 1: ours is faster). The CLI's `compare` and the
 //! app's compare view show the same [`rows`].
 
-use crate::export::markdown::{render, seconds};
 use crate::plan::Config;
 use crate::preset::{Runtime, StartMethod};
+use crate::report::{render, seconds};
 use crate::results::{RunResult, SummaryRow};
 
 /// One PyTorch config and its loaderbench counterpart.

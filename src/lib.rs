@@ -24,6 +24,7 @@ pub mod memory;
 pub mod plan;
 pub mod preset;
 pub mod reference;
+pub mod report;
 pub mod results;
 pub mod stats;
 pub mod step;

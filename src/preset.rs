@@ -99,6 +99,16 @@ pub enum Runtime {
     Pytorch,
 }
 
+impl Runtime {
+    /// The name presets and tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Loaderbench => "loaderbench",
+            Runtime::Pytorch => "pytorch",
+        }
+    }
+}
+
 /// How PyTorch starts its worker processes (`multiprocessing_context`); only the
 /// `pytorch` runtime uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 
 use loaderbench::gui::{App, Launch, Phase};
 use loaderbench::preset::Preset;
@@ -262,4 +262,38 @@ fn a_run_on_both_runtimes_shows_the_compare_view() {
     );
     harness.get_by_label_contains("PyTorch's DataLoader against loaderbench");
     harness.get_by_label("nw=0 (light)");
+}
+
+#[test]
+fn the_start_method_is_editable_only_when_pytorch_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    assert_eq!(
+        harness.state().preset().runtime,
+        vec![loaderbench::preset::Runtime::Loaderbench]
+    );
+    assert!(
+        harness
+            .get_by_role_and_label(Role::ComboBox, "start method")
+            .accesskit_node()
+            .is_disabled()
+    );
+
+    harness
+        .get_by_role_and_label(Role::ComboBox, "runtime")
+        .click();
+    harness.run_steps(2);
+    harness.get_by_label("both (sweep)").click();
+    harness.run_steps(2);
+    assert_eq!(harness.state().preset().runtime.len(), 2);
+    let start_method = harness.get_by_role_and_label(Role::ComboBox, "start method");
+    assert!(!start_method.accesskit_node().is_disabled());
+    start_method.click();
+    harness.run_steps(2);
+    harness.get_by_label("spawn").click();
+    harness.run_steps(2);
+    assert_eq!(
+        harness.state().preset().start_method,
+        vec![loaderbench::preset::StartMethod::Spawn]
+    );
 }

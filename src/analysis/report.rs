@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::export::markdown::render;
+use crate::report::render;
 
 use super::Analysis;
 use super::scaling::{KNEE_GAIN, ScalingCurve};

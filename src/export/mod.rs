@@ -10,7 +10,7 @@ use crate::results::RunResult;
 
 pub use self::csv::Csv;
 pub use self::json::Json;
-pub use self::markdown::{Markdown, seconds};
+pub use self::markdown::Markdown;
 
 /// A results file format.
 pub trait Exporter {

@@ -5,7 +5,7 @@
 use egui::{RichText, Ui};
 
 use crate::compare::{self, figure_names, times};
-use crate::export::seconds;
+use crate::report::seconds;
 use crate::results::RunResult;
 
 /// The header and the text of each row's cells.

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use egui::{ComboBox, DragValue, RichText, Ui};
 
 use crate::dataset::DatasetKind;
-use crate::preset::{BatchTransfer, DatasetTransfer, Preset, WorkerKind};
+use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind};
 use crate::transform::{Op, PipelineSpec};
 
 use super::actions::{Action, Pick};
@@ -225,13 +225,20 @@ pub fn draw(
                 problem,
             );
             choice_field(ui, "in order", &mut edited.in_order, true, "");
-            kind_field(ui, "worker kind", &mut edited.worker_kind, worker_kinds());
+            kind_field(
+                ui,
+                "worker kind",
+                &mut edited.worker_kind,
+                worker_kinds(),
+                None,
+            );
             let transfers = [DatasetTransfer::Reopen, DatasetTransfer::Copy];
             kind_field(
                 ui,
                 "dataset transfer",
                 &mut edited.dataset_transfer,
                 transfers.map(|t| (t.name(), t)).to_vec(),
+                None,
             );
             let transfers = [BatchTransfer::SharedMemory, BatchTransfer::Pipe];
             kind_field(
@@ -239,6 +246,29 @@ pub fn draw(
                 "batch transfer",
                 &mut edited.batch_transfer,
                 transfers.map(|t| (t.name(), t)).to_vec(),
+                None,
+            );
+            let runtimes = [Runtime::Loaderbench, Runtime::Pytorch];
+            kind_field(
+                ui,
+                "runtime",
+                &mut edited.runtime,
+                runtimes.map(|r| (r.name(), r)).to_vec(),
+                None,
+            );
+            let methods = [
+                StartMethod::Fork,
+                StartMethod::Spawn,
+                StartMethod::Forkserver,
+            ];
+            let no_pytorch = (!edited.runtime.contains(&Runtime::Pytorch))
+                .then_some("Only the pytorch runtime starts worker processes this way");
+            kind_field(
+                ui,
+                "start method",
+                &mut edited.start_method,
+                methods.map(|m| (m.name(), m)).to_vec(),
+                no_pytorch,
             );
             devices(
                 ui,
@@ -421,39 +451,56 @@ fn worker_kinds() -> Vec<(&'static str, WorkerKind)> {
     kinds.into_iter().map(|k| (k.name(), k)).collect()
 }
 
-/// A sweepable choice among named values: one of them, or all of them.
+/// A sweepable choice among named values: one of them, or all of them ("both" when there
+/// are two). A sweep of some but not all (from a preset file) shows their names.
 fn kind_field<T: Copy + PartialEq>(
     ui: &mut Ui,
     title: &str,
     values: &mut Vec<T>,
     choices: Vec<(&'static str, T)>,
+    disabled_note: Option<&str>,
 ) {
     let label = ui.label(title);
     let all: Vec<T> = choices.iter().map(|(_, value)| *value).collect();
-    let current = match values.as_slice() {
-        [one] => choices
+    let sweep_all = if all.len() == 2 {
+        "both (sweep)"
+    } else {
+        "all (sweep)"
+    };
+    let name_of = |one: &T| {
+        choices
             .iter()
             .find(|(_, value)| value == one)
-            .map_or("?", |(name, _)| *name),
-        _ => "all (sweep)",
+            .map_or("?", |(name, _)| *name)
     };
-    ComboBox::from_id_salt(title)
-        .selected_text(current)
-        .show_ui(ui, |ui| {
-            for (name, value) in &choices {
-                if ui.selectable_label(current == *name, *name).clicked() {
-                    *values = vec![*value];
+    let current = match values.as_slice() {
+        [one] => name_of(one).to_owned(),
+        some if some.len() < all.len() => {
+            let names: Vec<&str> = some.iter().map(name_of).collect();
+            format!("{} (sweep)", names.join(", "))
+        }
+        _ => sweep_all.to_owned(),
+    };
+    ui.add_enabled_ui(disabled_note.is_none(), |ui| {
+        ComboBox::from_id_salt(title)
+            .selected_text(&current)
+            .show_ui(ui, |ui| {
+                for (name, value) in &choices {
+                    if ui.selectable_label(current == *name, *name).clicked() {
+                        *values = vec![*value];
+                    }
                 }
-            }
-            if ui
-                .selectable_label(current == "all (sweep)", "all (sweep)")
-                .clicked()
-            {
-                *values = all.clone();
-            }
-        })
-        .response
-        .labelled_by(label.id);
+                if ui
+                    .selectable_label(current == sweep_all, sweep_all)
+                    .clicked()
+                {
+                    *values = all.clone();
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_disabled_hover_text(disabled_note.unwrap_or_default());
+    });
     ui.end_row();
 }
 

@@ -1,0 +1,119 @@
+//! Exports and baselines: the results table copied as Markdown, PNGs of a part of the
+//! window (taken from the next screenshot), results files written in the background, and
+//! saving or comparing the shown run as a named baseline.
+
+use std::path::PathBuf;
+
+use crate::baseline;
+use crate::gui::actions::{DataFormat, PngArea};
+use crate::gui::export;
+
+use super::App;
+
+/// A PNG export waiting for its screenshot.
+pub(super) struct PendingPng {
+    pub(super) area: PngArea,
+    pub(super) path: PathBuf,
+}
+
+pub(super) fn data_formats() -> [(&'static str, DataFormat); 3] {
+    [
+        ("JSON", DataFormat::Json),
+        ("CSV", DataFormat::Csv),
+        ("Markdown", DataFormat::Markdown),
+    ]
+}
+
+impl App {
+    pub(super) fn screenshot_arrived(&mut self, ctx: &egui::Context, image: &egui::ColorImage) {
+        let Some(pending) = self.pending_png.take() else {
+            return;
+        };
+        let rect = match pending.area {
+            PngArea::Plots => self.plots_rect,
+            PngArea::Results => self.results_rect,
+            PngArea::Analysis => self.analysis_rect,
+        };
+        let Some(cropped) = rect.and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
+        else {
+            self.error("Nothing to export yet: run a benchmark first.");
+            return;
+        };
+        self.background
+            .write(pending.path, move || export::png_bytes(&cropped));
+    }
+
+    pub(super) fn copy_markdown(&mut self, ctx: &egui::Context) {
+        if let Some(result) = self.result() {
+            let text = result
+                .pipelines()
+                .iter()
+                .map(|p| crate::export::markdown::table(result, p))
+                .collect::<Vec<_>>()
+                .join("\n");
+            ctx.copy_text(text);
+            self.note("Copied the results table as Markdown.");
+        }
+    }
+
+    pub(super) fn export_png(&mut self, area: PngArea) {
+        if self.result().is_none() {
+            self.error("Nothing to export yet: run a benchmark first.");
+            return;
+        }
+        let suffix = match area {
+            PngArea::Plots => "-plots",
+            PngArea::Results => "-results",
+            PngArea::Analysis => "-analysis",
+        };
+        let path = export::path_for(&self.saved.export_path, None, suffix);
+        self.pending_png = Some(PendingPng { area, path });
+        self.background.screenshot();
+    }
+
+    pub(super) fn export_data(&mut self, format: DataFormat) {
+        match self.result().cloned() {
+            Some(result) => {
+                let path = export::path_for(&self.saved.export_path, Some(format), "");
+                self.background
+                    .write(path, move || export::data_bytes(format, &result));
+            }
+            None => self.error("Nothing to export yet: run a benchmark first."),
+        }
+    }
+
+    pub(super) fn save_baseline(&mut self, name: &str) {
+        let Some(result) = self.result().cloned() else {
+            self.error("Nothing to save yet: run a benchmark first.");
+            return;
+        };
+        match baseline::save(name, &result) {
+            Ok(path) => {
+                self.baseline_names = baseline::names();
+                self.note(format!("Saved baseline `{name}`: {}", path.display()));
+            }
+            Err(err) => self.error(format!("Could not save the baseline: {err}")),
+        }
+    }
+
+    pub(super) fn compare_baseline(&mut self, name: &str) {
+        let loaded = baseline::load(name);
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        let Some(result) = &run.data.result else {
+            return;
+        };
+        match loaded {
+            Ok(before) => {
+                let changes = baseline::compare(&before, result);
+                let matched = changes.len();
+                run.comparison = Some((name.to_owned(), changes));
+                self.note(format!(
+                    "Compared with baseline `{name}`: {matched} config(s) matched."
+                ));
+            }
+            Err(err) => self.error(format!("Could not compare: {err}")),
+        }
+    }
+}

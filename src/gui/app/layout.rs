@@ -1,0 +1,250 @@
+//! The frame: drains what arrived, lays out the panels (menu bar, messages, the setup
+//! panel on the left, the run and its results in the middle), collects the actions they
+//! return and applies them once everything is drawn.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
+
+use crate::builtin;
+use crate::gui::actions::{Action, Pick, PngArea};
+use crate::gui::background::Reply;
+use crate::gui::setup;
+
+use super::exports::data_formats;
+use super::run::LIVE_FRAME_INTERVAL;
+use super::{App, Message, WARNING};
+
+impl App {
+    pub(super) fn drain_replies(&mut self, ctx: &egui::Context) {
+        while let Some(reply) = self.background.try_next() {
+            match reply {
+                Reply::Picked(_, None) => {}
+                Reply::Picked(pick, Some(path)) => self.picked(ctx, pick, path),
+                Reply::Screenshot(image) => self.screenshot_arrived(ctx, &image),
+                Reply::Wrote(Ok(path)) => self.note(format!("Wrote {}", path.display())),
+                Reply::Wrote(Err(error)) => self.error(format!("Export failed: {error}")),
+            }
+        }
+    }
+
+    fn shortcuts(&self, ctx: &egui::Context, actions: &mut Vec<Action>) {
+        let shortcut = |key| KeyboardShortcut::new(Modifiers::COMMAND, key);
+        ctx.input_mut(|input| {
+            if input.consume_shortcut(&shortcut(Key::R)) {
+                actions.push(Action::StartRun);
+            }
+            if input.consume_shortcut(&shortcut(Key::E)) {
+                actions.push(Action::ExportPng(PngArea::Plots));
+            }
+            if input.consume_shortcut(&shortcut(Key::S)) {
+                actions.push(self.save_action());
+            }
+            if input.key_pressed(Key::Escape) && self.is_running() {
+                actions.push(Action::CancelRun);
+            }
+        });
+    }
+
+    fn top_bar(&mut self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("Preset", |ui| {
+                if ui.button("New").clicked() {
+                    actions.push(Action::NewPreset);
+                }
+                ui.menu_button("Built-in", |ui| {
+                    for name in builtin::names() {
+                        if ui.button(name).clicked() {
+                            actions.push(Action::LoadBuiltin(name));
+                        }
+                    }
+                });
+                ui.separator();
+                if ui.button("Open…").clicked() {
+                    actions.push(Action::Browse(Pick::OpenPreset));
+                }
+                if ui
+                    .add(egui::Button::new("Save").shortcut_text("Ctrl+S"))
+                    .clicked()
+                {
+                    actions.push(self.save_action());
+                }
+                if ui.button("Save as…").clicked() {
+                    actions.push(Action::Browse(Pick::SavePresetAs));
+                }
+            });
+            ui.menu_button("Export", |ui| {
+                let has_result = self.result().is_some();
+                ui.add_enabled_ui(has_result, |ui| {
+                    if ui
+                        .add(egui::Button::new("Plots as PNG").shortcut_text("Ctrl+E"))
+                        .clicked()
+                    {
+                        actions.push(Action::ExportPng(PngArea::Plots));
+                    }
+                    if ui.button("Results view as PNG").clicked() {
+                        actions.push(Action::ExportPng(PngArea::Results));
+                    }
+                    if ui.button("Analysis as PNG").clicked() {
+                        actions.push(Action::ExportPng(PngArea::Analysis));
+                    }
+                    ui.separator();
+                    for (name, format) in data_formats() {
+                        if ui.button(format!("Results as {name}")).clicked() {
+                            actions.push(Action::ExportData(format));
+                        }
+                    }
+                });
+                ui.separator();
+                if ui.button("Choose export file…").clicked() {
+                    actions.push(Action::Browse(Pick::ExportPath));
+                }
+            });
+            ui.separator();
+            let label = ui.label("preset file");
+            let field = ui
+                .add(
+                    egui::TextEdit::singleline(&mut self.paths.preset)
+                        .hint_text("path/to/preset.ron")
+                        .desired_width(280.0),
+                )
+                .labelled_by(label.id);
+            let entered = field.lost_focus() && ui.input(|i| i.key_pressed(Key::Enter));
+            let typed = PathBuf::from(self.paths.preset.trim());
+            let has_path = !self.paths.preset.trim().is_empty();
+            if ui
+                .add_enabled(has_path, egui::Button::new("Open"))
+                .clicked()
+                || entered && has_path
+            {
+                actions.push(Action::OpenPreset(typed.clone()));
+            }
+            if ui
+                .add_enabled(has_path, egui::Button::new("Save"))
+                .clicked()
+            {
+                actions.push(Action::SavePreset(typed));
+            }
+            if ui.button("Browse…").clicked() {
+                actions.push(Action::Browse(Pick::OpenPreset));
+            }
+        });
+    }
+
+    /// Notes and errors one per line, newest first; the run's warnings folded into one
+    /// line that expands, so they leave room for the results.
+    fn message_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        let (warnings, others): (Vec<_>, Vec<_>) = self
+            .messages
+            .iter()
+            .enumerate()
+            .rev()
+            .partition(|(_, m)| m.text.starts_with(WARNING));
+        for (index, message) in others {
+            message_line(ui, index, message, actions);
+        }
+        if warnings.is_empty() {
+            return;
+        }
+        ui.horizontal(|ui| {
+            if ui.small_button("×").on_hover_text("Dismiss all").clicked() {
+                // Newest first, so each removal leaves the earlier indices in place.
+                actions.extend(warnings.iter().map(|(i, _)| Action::DismissMessage(*i)));
+            }
+            let title = match warnings.len() {
+                1 => "1 warning from the run".to_owned(),
+                n => format!("{n} warnings from the run"),
+            };
+            let title = RichText::new(title).color(ui.visuals().warn_fg_color);
+            egui::CollapsingHeader::new(title)
+                .id_salt("run_warnings")
+                .show(ui, |ui| {
+                    for (index, message) in &warnings {
+                        message_line(ui, *index, message, actions);
+                    }
+                });
+        });
+    }
+}
+
+/// One message with its dismiss button.
+fn message_line(ui: &mut Ui, index: usize, message: &Message, actions: &mut Vec<Action>) {
+    ui.horizontal(|ui| {
+        if ui.small_button("×").on_hover_text("Dismiss").clicked() {
+            actions.push(Action::DismissMessage(index));
+        }
+        let text = RichText::new(message.text.trim_start_matches(WARNING));
+        let text = if message.error {
+            text.color(ui.visuals().error_fg_color)
+        } else {
+            text
+        };
+        ui.add(egui::Label::new(text).wrap());
+    });
+}
+
+impl eframe::App for App {
+    fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
+        let ctx = ui.ctx().clone();
+        let left_over = self.drain_events();
+        self.drain_replies(&ctx);
+
+        let mut actions = Vec::new();
+        self.shortcuts(&ctx, &mut actions);
+        egui::Panel::top("menu").show(ui, |ui| self.top_bar(ui, &mut actions));
+        if !self.messages.is_empty() {
+            egui::Panel::bottom("messages").show(ui, |ui| {
+                ui.add_space(4.0);
+                self.message_bar(ui, &mut actions);
+                ui.add_space(2.0);
+            });
+        }
+        egui::Panel::left("setup")
+            .resizable(true)
+            .default_size(330.0)
+            .min_size(280.0)
+            .show(ui, |ui| {
+                ui.add_space(6.0);
+                ui.heading("Set up a run");
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    let cx = setup::Context {
+                        cuda_devices: self.cuda_devices,
+                        plan_error: self.plan.as_ref().err().map(String::as_str),
+                        running: self.is_running(),
+                    };
+                    ui.add_enabled_ui(!cx.running, |ui| {
+                        setup::draw(ui, &self.saved.preset, &mut self.form, &cx, &mut actions);
+                    });
+                });
+            });
+        egui::CentralPanel::default().show(ui, |ui| {
+            self.run_bar(ui, &mut actions);
+            ui.separator();
+            // A scroll bar that comes and goes would change the plots' width under a
+            // pending PNG export (and make the layout jump when a message appears).
+            egui::ScrollArea::vertical()
+                .auto_shrink([false, false])
+                .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
+                .show(ui, |ui| self.results_view(ui, &mut actions));
+        });
+
+        for action in actions {
+            self.apply(&ctx, action);
+        }
+        let title = self.title();
+        if title != self.title {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
+            self.title = title;
+        }
+        if left_over {
+            ctx.request_repaint_after(LIVE_FRAME_INTERVAL);
+        } else if self.is_running() {
+            ctx.request_repaint_after(Duration::from_millis(250));
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, eframe::APP_KEY, &self.saved);
+    }
+}

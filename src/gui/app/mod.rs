@@ -1,0 +1,293 @@
+//! The explorer window: the preset being edited (saved between sessions), the run in
+//! progress, and the frame loop. Each frame drains the run's events and background
+//! replies within a time budget, draws the panels (which return [`Action`]s), then
+//! applies the actions; nothing changes state halfway through drawing. This module holds
+//! the app's state, what tests read of it, and where each action goes; its parts each
+//! own one job: the run's lifecycle ([`run`]), preset files and the title ([`files`]),
+//! exports and baselines ([`exports`]), and the frame's panels ([`layout`],
+//! [`results_panel`]).
+
+mod exports;
+mod files;
+mod layout;
+mod results_panel;
+mod run;
+
+use std::path::{Path, PathBuf};
+
+use egui::Rect;
+
+use crate::analysis::Analysis;
+use crate::builtin;
+use crate::plan::Plan;
+use crate::preset::Preset;
+use crate::results::RunResult;
+
+use super::actions::Action;
+use super::analysis_charts;
+use super::background::Background;
+use super::charts::{self, Chart};
+use super::live::{Phase, RunData};
+use super::setup::Form;
+
+use self::exports::PendingPng;
+use self::files::{PathFields, Saved};
+use self::run::LiveRun;
+
+/// The preset the app opens with when nothing else is asked for or remembered.
+pub const DEFAULT_PRESET: &str = "seed-light";
+
+/// How a run's warnings start in the message bar, which folds them into one line.
+const WARNING: &str = "warning: ";
+
+/// How the app was started.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// A preset file or built-in name; replaces the remembered preset.
+    pub preset: Option<String>,
+    /// Start the run as soon as the window opens.
+    pub run_now: bool,
+    /// Where run journals go (`None`: the user data directory).
+    pub journal_dir: Option<PathBuf>,
+}
+
+/// A message in the window: an error to act on, or a note of something done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub error: bool,
+    pub text: String,
+}
+
+/// The desktop app.
+pub struct App {
+    saved: Saved,
+    form: Form,
+    paths: PathFields,
+    /// The edited preset as a plan, or why it is not one.
+    plan: Result<Plan, String>,
+    run: Option<LiveRun>,
+    /// The config whose batches the timeline shows; `None` follows the run.
+    selected: Option<usize>,
+    messages: Vec<Message>,
+    background: Background,
+    pending_png: Option<PendingPng>,
+    plots_rect: Option<Rect>,
+    results_rect: Option<Rect>,
+    analysis_rect: Option<Rect>,
+    /// The baseline name field.
+    baseline_name: String,
+    /// The saved baselines, read when a run ends or one is saved (not every frame).
+    baseline_names: Vec<String>,
+    cuda_devices: usize,
+    journal_dir: Option<PathBuf>,
+    title: String,
+}
+
+impl App {
+    /// Builds the app: the launch preset, else the remembered state, else seed-light.
+    pub fn new(cc: &eframe::CreationContext<'_>, launch: Launch) -> App {
+        let remembered: Option<Saved> = cc
+            .storage
+            .and_then(|storage| eframe::get_value(storage, eframe::APP_KEY));
+        let mut messages = Vec::new();
+        let mut saved = remembered.unwrap_or_default();
+        let requested = launch.preset.clone().or_else(|| {
+            (saved.clean.is_none() && saved.preset == Preset::default())
+                .then(|| DEFAULT_PRESET.to_owned())
+        });
+        if let Some(name) = requested {
+            match builtin::load(&name) {
+                Ok((preset, origin)) => {
+                    // A built-in preset's origin names no file on disk to save over.
+                    saved.preset_path = Path::new(&name).exists().then_some(origin);
+                    saved.clean = Some(preset.clone());
+                    saved.preset = preset;
+                }
+                Err(err) => messages.push(Message {
+                    error: true,
+                    text: err.to_string(),
+                }),
+            }
+        }
+        let mut app = App {
+            form: Form::from_preset(&saved.preset),
+            paths: PathFields {
+                preset: saved
+                    .preset_path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                export: saved.export_path.display().to_string(),
+            },
+            plan: Err(String::new()),
+            saved,
+            run: None,
+            selected: None,
+            messages,
+            background: Background::new(cc.egui_ctx.clone()),
+            pending_png: None,
+            plots_rect: None,
+            results_rect: None,
+            analysis_rect: None,
+            baseline_name: String::new(),
+            baseline_names: Vec::new(),
+            cuda_devices: crate::device::cuda_device_count(),
+            journal_dir: launch.journal_dir,
+            title: String::new(),
+        };
+        app.revalidate();
+        if launch.run_now {
+            app.apply(&cc.egui_ctx, Action::StartRun);
+        }
+        app
+    }
+
+    /// The preset being edited.
+    pub fn preset(&self) -> &Preset {
+        &self.saved.preset
+    }
+
+    /// The file the preset came from or was saved to.
+    pub fn preset_path(&self) -> Option<&Path> {
+        self.saved.preset_path.as_deref()
+    }
+
+    /// True while a run is going.
+    pub fn is_running(&self) -> bool {
+        self.run.as_ref().is_some_and(|run| run.data.is_running())
+    }
+
+    /// How the last run ended (or `Running`); `None` before the first run.
+    pub fn phase(&self) -> Option<&Phase> {
+        self.run.as_ref().map(|run| &run.data.phase)
+    }
+
+    /// The latest run's result so far.
+    pub fn result(&self) -> Option<&RunResult> {
+        self.run.as_ref().and_then(|run| run.data.result.as_ref())
+    }
+
+    /// The charts as they are drawn now: first batch, epoch times, timeline.
+    pub fn charts(&self) -> Vec<Chart> {
+        self.run.as_ref().map_or_else(Vec::new, |run| {
+            vec![
+                charts::first_batch(&run.data),
+                charts::epoch_times(&run.data),
+                charts::timeline(&run.data, self.timeline_config(&run.data)),
+            ]
+        })
+    }
+
+    /// The analysis of the last run, once it has ended.
+    pub fn analysis(&self) -> Option<&Analysis> {
+        self.run.as_ref().and_then(|run| run.analysis.as_ref())
+    }
+
+    /// The analysis charts as they are drawn now: ledger and scaling, then the stall
+    /// with a training step and the baseline comparison when there is one.
+    pub fn analysis_charts(&self) -> Vec<Chart> {
+        let Some(run) = &self.run else {
+            return Vec::new();
+        };
+        let Some(analysis) = &run.analysis else {
+            return Vec::new();
+        };
+        let mut charts = vec![
+            analysis_charts::ledger(analysis),
+            analysis_charts::scaling(analysis),
+        ];
+        charts.extend(analysis_charts::stall(analysis));
+        if let Some((name, changes)) = &run.comparison {
+            charts.push(analysis_charts::baseline(name, changes));
+        }
+        charts
+    }
+
+    /// Where the analysis section was drawn in the last frame, in points.
+    pub fn analysis_rect(&self) -> Option<Rect> {
+        self.analysis_rect
+    }
+
+    /// The messages shown in the window.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The window title: the preset's name, `*` when it has unsaved changes.
+    pub fn title(&self) -> String {
+        let dirty = self.saved.clean.as_ref() != Some(&self.saved.preset);
+        format!(
+            "loaderbench — {}{}",
+            self.saved.preset.name,
+            if dirty { " *" } else { "" }
+        )
+    }
+
+    /// Sets where exports go, as the export file dialog does.
+    pub fn set_export_path(&mut self, path: PathBuf) {
+        self.paths.export = path.display().to_string();
+        self.saved.export_path = path;
+    }
+
+    /// Where the two plots were drawn in the last frame, in points.
+    pub fn plots_rect(&self) -> Option<Rect> {
+        self.plots_rect
+    }
+
+    fn timeline_config(&self, data: &RunData) -> usize {
+        self.selected
+            .unwrap_or(data.progress.config)
+            .min(data.labels.len().saturating_sub(1))
+    }
+
+    fn revalidate(&mut self) {
+        self.plan = Plan::from_preset(&self.saved.preset, self.saved.preset_path.as_deref())
+            .map_err(|err| err.to_string());
+    }
+
+    fn dismiss(&mut self, index: usize) {
+        if index < self.messages.len() {
+            self.messages.remove(index);
+        }
+    }
+
+    fn note(&mut self, text: impl Into<String>) {
+        self.push_message(false, text.into());
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.push_message(true, text.into());
+    }
+
+    fn push_message(&mut self, error: bool, text: String) {
+        self.messages.retain(|m| m.text != text);
+        self.messages.push(Message { error, text });
+        if self.messages.len() > 6 {
+            self.messages.remove(0);
+        }
+    }
+
+    /// Applies one action, after the frame that asked for it was drawn.
+    fn apply(&mut self, ctx: &egui::Context, action: Action) {
+        match action {
+            Action::Edit(preset) => {
+                self.saved.preset = *preset;
+                self.revalidate();
+            }
+            Action::NewPreset => self.new_preset(),
+            Action::LoadBuiltin(name) => self.load_builtin(name),
+            Action::OpenPreset(path) => self.open_preset(path),
+            Action::SavePreset(path) => self.save_preset(path),
+            Action::Browse(pick) => self.browse(pick),
+            Action::StartRun => self.start_run(ctx),
+            Action::CancelRun => self.cancel_run(),
+            Action::SelectConfig(index) => self.selected = Some(index),
+            Action::CopyMarkdown => self.copy_markdown(ctx),
+            Action::ExportPng(area) => self.export_png(area),
+            Action::ExportData(format) => self.export_data(format),
+            Action::DismissMessage(index) => self.dismiss(index),
+            Action::SaveBaseline(name) => self.save_baseline(&name),
+            Action::CompareBaseline(name) => self.compare_baseline(&name),
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The central panel: the run bar (Run or Cancel, progress), then the live plots, the
+//! timeline, the results table, the analysis and the export row; it records where the
+//! plots, results and analysis were drawn, for PNG exports.
+
+use std::path::PathBuf;
+
+use egui::{Rect, RichText, Ui};
+
+use crate::gui::actions::{Action, Pick, PngArea};
+use crate::gui::live::Phase;
+use crate::gui::{analysis_view, charts, compare_view, plots, table};
+
+use super::App;
+use super::exports::data_formats;
+
+impl App {
+    pub(super) fn run_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        ui.horizontal(|ui| {
+            if self.is_running() {
+                if ui
+                    .add(egui::Button::new("Cancel").shortcut_text("Esc"))
+                    .clicked()
+                {
+                    actions.push(Action::CancelRun);
+                }
+            } else {
+                let ready = self.plan.is_ok() && !self.form.has_errors();
+                let run = ui
+                    .add_enabled(ready, egui::Button::new("Run").shortcut_text("Ctrl+R"))
+                    .on_disabled_hover_text("Fix the fields marked in the side panel first");
+                if run.clicked() {
+                    actions.push(Action::StartRun);
+                }
+            }
+            if let Ok(plan) = &self.plan {
+                ui.label(
+                    RichText::new(format!(
+                        "{} config(s) × {} repeat(s) × {} epoch(s)",
+                        plan.configs.len(),
+                        plan.repeats,
+                        plan.epochs
+                    ))
+                    .weak(),
+                );
+            }
+            if let Some(run) = &self.run {
+                let status = match &run.data.phase {
+                    Phase::Running => run.data.progress_line(run.elapsed()),
+                    Phase::Finished => {
+                        format!("Finished in {:.1} s", run.elapsed().as_secs_f64())
+                    }
+                    Phase::Cancelled => "Cancelled".to_owned(),
+                    Phase::Failed(_) => "Failed (see the message below)".to_owned(),
+                };
+                ui.separator();
+                ui.label(RichText::new(status).monospace());
+            }
+        });
+        if let Some(run) = &self.run
+            && run.data.is_running()
+            && run.data.progress.batches_total > 0
+        {
+            let p = &run.data.progress;
+            ui.add(
+                egui::ProgressBar::new(p.batches_done as f32 / p.batches_total as f32)
+                    .desired_height(6.0),
+            );
+        }
+    }
+
+    pub(super) fn results_view(&mut self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        let Some(run) = &self.run else {
+            ui.add_space(40.0);
+            ui.vertical_centered(|ui| {
+                ui.label(RichText::new("Set up a run on the left, then press Run (Ctrl+R).").size(16.0));
+                ui.label(
+                    RichText::new("First-batch latency, epoch times and each batch's wait appear here as they are measured.")
+                        .weak(),
+                );
+            });
+            return;
+        };
+        let data = &run.data;
+        let plots = ui.columns(2, |columns| {
+            plots::draw(&mut columns[0], &charts::first_batch(data), 175.0);
+            plots::draw(&mut columns[1], &charts::epoch_times(data), 175.0);
+            columns[0].min_rect().union(columns[1].min_rect())
+        });
+        ui.add_space(4.0);
+        let selected = self.timeline_config(data);
+        ui.horizontal(|ui| {
+            let label = ui.label("timeline config");
+            egui::ComboBox::from_id_salt("timeline_config")
+                .selected_text(data.labels.get(selected).map_or("", String::as_str))
+                .show_ui(ui, |ui| {
+                    for (index, label) in data.labels.iter().enumerate() {
+                        if ui.selectable_label(index == selected, label).clicked() {
+                            actions.push(Action::SelectConfig(index));
+                        }
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+        });
+        plots::draw(ui, &charts::timeline(data, selected), 80.0);
+        ui.add_space(8.0);
+        if let Some(result) = &data.result {
+            ui.horizontal(|ui| {
+                ui.label(RichText::new("Results").strong().size(15.0));
+                if ui.button("Copy as Markdown").clicked() {
+                    actions.push(Action::CopyMarkdown);
+                }
+            });
+            table::draw(ui, result, selected, actions);
+            compare_view::draw(ui, result);
+            ui.label(
+                RichText::new(format!("{} · {}", result.dataset, result.machine.summary()))
+                    .weak()
+                    .small(),
+            );
+        }
+        self.analysis_rect = None;
+        if let (Some(analysis), Some(result)) = (&run.analysis, &data.result) {
+            ui.add_space(8.0);
+            baseline_row(ui, &mut self.baseline_name, &self.baseline_names, actions);
+            let comparison = run
+                .comparison
+                .as_ref()
+                .map(|(name, changes)| analysis_view::Comparison { name, changes });
+            let rect = analysis_view::draw(ui, analysis, &result.warnings, comparison);
+            self.analysis_rect = Some(rect.intersect(ui.clip_rect()));
+        }
+        self.export_row(ui, actions);
+        // Only what is on screen can be captured.
+        let visible = ui.clip_rect();
+        let results =
+            Rect::from_min_max(plots.min, egui::pos2(plots.right(), ui.min_rect().bottom()));
+        self.plots_rect = Some(plots.intersect(visible));
+        self.results_rect = Some(results.intersect(visible));
+    }
+
+    pub(super) fn export_row(&mut self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        ui.add_space(6.0);
+        ui.horizontal_wrapped(|ui| {
+            let label = ui.label("export to");
+            let field = ui
+                .add(egui::TextEdit::singleline(&mut self.paths.export).desired_width(240.0))
+                .labelled_by(label.id);
+            if field.changed() {
+                self.saved.export_path = PathBuf::from(self.paths.export.trim());
+            }
+            if ui.button("Browse…").clicked() {
+                actions.push(Action::Browse(Pick::ExportPath));
+            }
+            if ui.button("PNG: plots").on_hover_text("Ctrl+E").clicked() {
+                actions.push(Action::ExportPng(PngArea::Plots));
+            }
+            if ui.button("PNG: results view").clicked() {
+                actions.push(Action::ExportPng(PngArea::Results));
+            }
+            if ui.button("PNG: analysis").clicked() {
+                actions.push(Action::ExportPng(PngArea::Analysis));
+            }
+            for (name, format) in data_formats() {
+                if ui.button(name).clicked() {
+                    actions.push(Action::ExportData(format));
+                }
+            }
+        });
+    }
+}
+
+/// The baseline name field with its Save and Compare buttons.
+fn baseline_row(ui: &mut Ui, name: &mut String, saved: &[String], actions: &mut Vec<Action>) {
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label("baseline");
+        ui.add(
+            egui::TextEdit::singleline(name)
+                .hint_text("name")
+                .desired_width(140.0),
+        )
+        .labelled_by(label.id);
+        let name = name.trim().to_owned();
+        let has_name = !name.is_empty();
+        if ui
+            .add_enabled(has_name, egui::Button::new("Save as baseline"))
+            .clicked()
+        {
+            actions.push(Action::SaveBaseline(name.clone()));
+        }
+        if ui
+            .add_enabled(has_name, egui::Button::new("Compare with baseline"))
+            .clicked()
+        {
+            actions.push(Action::CompareBaseline(name));
+        }
+        if !saved.is_empty() {
+            ui.label(
+                RichText::new(format!("saved: {}", saved.join(", ")))
+                    .weak()
+                    .small(),
+            );
+        }
+    });
+}

@@ -1,0 +1,182 @@
+//! The results table's model, one per pipeline: a header and one row of cell strings per
+//! config, in the classic experiment's format — `num_workers | persistent | pin`, then a
+//! column for each other knob whose value differs between the run's configs (worker kind,
+//! batch size, transfers, runtime, start method…), then `first batch | epoch 1 | epoch 2
+//! …` in seconds (medians over repeats followed by their 95% interval). The Markdown
+//! exporter renders it as text and the desktop app draws it as a grid.
+
+use crate::plan::Config;
+use crate::results::{RunResult, SummaryRow};
+
+use super::{python_bool, render, with_interval};
+
+/// One pipeline's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultsTable {
+    pub header: Vec<String>,
+    pub rows: Vec<TableRow>,
+}
+
+/// One config's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRow {
+    /// The config's index in the plan, for selecting it.
+    pub config_index: usize,
+    /// The config's label (`nw=4 persistent …`).
+    pub label: String,
+    /// The cells, one per header column.
+    pub cells: Vec<String>,
+}
+
+impl ResultsTable {
+    /// The table of `pipeline`'s configs that have results, in plan order.
+    pub fn of(result: &RunResult, pipeline: &str) -> ResultsTable {
+        let extra = varying_knobs(&result.configs);
+        let mut header: Vec<String> = ["num_workers", "persistent", "pin"]
+            .map(String::from)
+            .to_vec();
+        header.extend(extra.iter().map(|(name, _)| (*name).to_owned()));
+        header.push("first batch".to_owned());
+        header.extend((1..=result.epochs).map(|e| format!("epoch {e}")));
+        let rows = result
+            .summary()
+            .iter()
+            .filter(|row| row.config.pipeline.name() == pipeline)
+            .map(|row| TableRow {
+                config_index: row.config_index,
+                label: row.label.clone(),
+                cells: cells(row, &extra),
+            })
+            .collect();
+        ResultsTable { header, rows }
+    }
+
+    /// The aligned Markdown text.
+    pub fn markdown(&self) -> String {
+        let cells: Vec<Vec<String>> = self.rows.iter().map(|row| row.cells.clone()).collect();
+        render(&self.header, &cells)
+    }
+}
+
+fn cells(row: &SummaryRow, extra: &[KnobColumn]) -> Vec<String> {
+    let c = &row.config;
+    let pin = match (c.pin_memory, row.pin_memory_effective) {
+        (true, false) => "True (no-op)".to_owned(),
+        (pin, _) => python_bool(pin),
+    };
+    let mut line = vec![
+        c.num_workers.to_string(),
+        python_bool(c.persistent_workers),
+        pin,
+    ];
+    line.extend(extra.iter().map(|(_, value)| value(c)));
+    line.push(with_interval(row.first_batch_s, row.first_batch_interval_s));
+    line.extend(
+        row.epoch_s
+            .iter()
+            .zip(&row.epoch_interval_s)
+            .map(|(s, interval)| with_interval(*s, *interval)),
+    );
+    line
+}
+
+type KnobColumn = (&'static str, fn(&Config) -> String);
+
+/// Knobs beyond the classic three whose value differs between configs.
+fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
+    let candidates: [KnobColumn; 9] = [
+        ("worker kind", |c| c.worker_kind.name().to_owned()),
+        ("batch size", |c| c.batch_size.to_string()),
+        ("prefetch", |c| c.prefetch_factor.to_string()),
+        ("in order", |c| python_bool(c.in_order)),
+        ("device", |c| c.device.to_string()),
+        ("dataset transfer", |c| c.dataset_transfer.name().to_owned()),
+        ("batch transfer", |c| c.batch_transfer.name().to_owned()),
+        ("runtime", |c| c.runtime.name().to_owned()),
+        ("start method", |c| {
+            if c.uses_start_method() {
+                c.start_method.name().to_owned()
+            } else {
+                "-".to_owned()
+            }
+        }),
+    ];
+    candidates
+        .into_iter()
+        .filter(|(_, value)| configs.iter().any(|c| value(c) != value(&configs[0])))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fixtures::{config, epoch, result, run};
+    use crate::preset::{Runtime, StartMethod, WorkerKind};
+
+    #[test]
+    fn a_classic_sweep_has_the_classic_columns() {
+        let configs = vec![config(0, false), config(2, true)];
+        let results = vec![
+            run(0, configs[0].clone(), vec![epoch(1, 0.004, 0.1, 3)]),
+            run(1, configs[1].clone(), vec![epoch(1, 0.25, 0.1, 3)]),
+        ];
+        let table = ResultsTable::of(&result(configs, results), "light");
+        assert_eq!(
+            table.header,
+            ["num_workers", "persistent", "pin", "first batch", "epoch 1"]
+        );
+        assert_eq!(table.rows[1].config_index, 1);
+        assert_eq!(
+            table.rows[0].cells,
+            ["0", "False", "False", "<0.01", "0.20"]
+        );
+        assert_eq!(
+            table.markdown().lines().next(),
+            Some("| num_workers | persistent | pin   | first batch | epoch 1 |")
+        );
+    }
+
+    #[test]
+    fn knobs_that_vary_get_columns_and_repeats_get_intervals() {
+        let mut spawned = config(2, false);
+        spawned.worker_kind = WorkerKind::Spawn;
+        spawned.pin_memory = true;
+        let mut pytorch = config(2, false);
+        pytorch.runtime = Runtime::Pytorch;
+        pytorch.start_method = StartMethod::Forkserver;
+        let configs = vec![config(2, false), spawned, pytorch];
+        let results = (0..3)
+            .flat_map(|index| {
+                let config = configs[index].clone();
+                [0.2, 0.3, 0.4]
+                    .map(|first| run(index, config.clone(), vec![epoch(1, first, 0.1, 3)]))
+            })
+            .collect();
+        let mut result = result(configs, results);
+        result.repeats = 3;
+        let table = ResultsTable::of(&result, "light");
+        assert_eq!(
+            table.header,
+            [
+                "num_workers",
+                "persistent",
+                "pin",
+                "worker kind",
+                "runtime",
+                "start method",
+                "first batch",
+                "epoch 1"
+            ]
+        );
+        let row = &table.rows[1].cells;
+        assert_eq!(
+            &row[..6],
+            ["2", "False", "True (no-op)", "spawn", "loaderbench", "-"]
+        );
+        assert!(
+            row[6].starts_with("0.30 [") && row[6].ends_with(']'),
+            "{row:?}"
+        );
+        assert_eq!(&table.rows[2].cells[4..6], ["pytorch", "forkserver"]);
+    }
+}
