@@ -204,12 +204,14 @@ fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let base = dir.path().join("out.md");
     harness.state_mut().set_export_path(base.clone());
 
+    // The export shows the plots as they are when it is asked for; messages that arrive
+    // afterwards may move them.
+    let rect = harness.state().plots_rect().unwrap();
     harness.key_press_modifiers(Modifiers::COMMAND, Key::E);
     let png = dir.path().join("out-plots.png");
     step_until(&mut harness, Duration::from_secs(60), |_| png.exists());
     std::thread::sleep(Duration::from_millis(200));
     let image = image::open(&png).unwrap().to_rgba8();
-    let rect = harness.state().plots_rect().unwrap();
     let expected = (rect.width() * 1.5, rect.height() * 1.5);
     assert!(
         (image.width() as f32 - expected.0).abs() <= 2.0,

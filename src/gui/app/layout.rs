@@ -207,16 +207,20 @@ impl eframe::App for App {
             .show(ui, |ui| {
                 ui.add_space(6.0);
                 ui.heading("Set up a run");
-                egui::ScrollArea::vertical().show(ui, |ui| {
-                    let cx = setup::Context {
-                        cuda_devices: self.cuda_devices,
-                        plan_error: self.plan.as_ref().err().map(String::as_str),
-                        running: self.is_running(),
-                    };
-                    ui.add_enabled_ui(!cx.running, |ui| {
-                        setup::draw(ui, &self.saved.preset, &mut self.form, &cx, &mut actions);
+                // Always shown, like the results' scroll bar: one that appears when a
+                // message takes height would widen this panel and shift the plots.
+                egui::ScrollArea::vertical()
+                    .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
+                    .show(ui, |ui| {
+                        let cx = setup::Context {
+                            cuda_devices: self.cuda_devices,
+                            plan_error: self.plan.as_ref().err().map(String::as_str),
+                            running: self.is_running(),
+                        };
+                        ui.add_enabled_ui(!cx.running, |ui| {
+                            setup::draw(ui, &self.saved.preset, &mut self.form, &cx, &mut actions);
+                        });
                     });
-                });
             });
         egui::CentralPanel::default().show(ui, |ui| {
             self.run_bar(ui, &mut actions);
