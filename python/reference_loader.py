@@ -289,6 +289,11 @@ def main():
         emit(kind="done", peak_rss_bytes=peak_rss_bytes())
     except UnsupportedOp as err:
         fail(str(err), bad_input=True)
+    except (EOFError, ConnectionError) as err:
+        # A worker killed mid-transfer can surface as a broken queue before PyTorch's
+        # own "DataLoader worker (pid N) is killed" check runs; say what it means.
+        detail = " ".join(f"{type(err).__name__}: {err}".split())
+        fail(f"a DataLoader worker exited unexpectedly ({detail})")
     except Exception as err:
         message = " ".join(f"{type(err).__name__}: {err}".split())
         fail(message)
