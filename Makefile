@@ -33,8 +33,7 @@ demo: .libtorch-path
 
 ## The whole test suite against the real libtorch.
 test: .libtorch-path
-	$(TORCH) $(CARGO) test --all-targets
-	$(TORCH) $(CARGO) test --doc
+	$(TORCH) CARGO=$(CARGO) scripts/test
 
 ## Benchmarks: our loader against the in-process floor, heavy-pipeline scaling.
 bench: .libtorch-path
