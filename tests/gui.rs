@@ -4,7 +4,7 @@
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
@@ -57,20 +57,8 @@ fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
     harness.run_steps(2);
 }
 
-/// Steps the harness until `done` holds, failing after `limit`.
-fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
-    let start = Instant::now();
-    while !done(harness.state()) {
-        assert!(
-            start.elapsed() < limit,
-            "timed out; messages: {:?}",
-            harness.state().messages()
-        );
-        harness.step();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    harness.run_steps(2);
-}
+mod common;
+use common::gui::step_until;
 
 #[test]
 fn opens_with_seed_light_and_edits_settings_by_label() {

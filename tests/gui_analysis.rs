@@ -5,7 +5,7 @@
 #![cfg(feature = "gui")]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
@@ -15,19 +15,8 @@ use egui_kittest::kittest::Queryable;
 use loaderbench::gui::{App, Launch, Phase};
 use loaderbench::preset::Preset;
 
-fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
-    let start = Instant::now();
-    while !done(harness.state()) {
-        assert!(
-            start.elapsed() < limit,
-            "timed out; messages: {:?}",
-            harness.state().messages()
-        );
-        harness.step();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    harness.run_steps(2);
-}
+mod common;
+use common::gui::step_until;
 
 fn tiny_preset(dir: &Path) -> String {
     let preset = Preset {

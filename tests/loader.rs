@@ -12,7 +12,7 @@ use loaderbench::dataset::{Dataset, PixelKind, SampleShape};
 use loaderbench::loader::{Loader, LoaderSettings};
 use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench::{Error, Result};
-use tch::{Device, Kind};
+use tch::Kind;
 
 /// What a sample read does besides returning the sample.
 #[derive(Clone, Copy)]
@@ -79,21 +79,8 @@ impl Dataset for Numbered {
     }
 }
 
-fn settings(num_workers: usize, persistent: bool) -> LoaderSettings {
-    LoaderSettings {
-        batch_size: 8,
-        shuffle: true,
-        seed: 7,
-        drop_last: false,
-        num_workers,
-        persistent_workers: persistent,
-        prefetch_factor: 2,
-        in_order: true,
-        pin_memory: false,
-        device: Device::Cpu,
-        worker_timeout: Duration::from_secs(30),
-    }
-}
+mod common;
+use common::loader_settings as settings;
 
 fn loader(dataset: Arc<Numbered>, settings: LoaderSettings) -> Loader {
     let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();

@@ -18,7 +18,7 @@ use loaderbench::loader::{Loader, LoaderSettings};
 use loaderbench::preset::{BatchTransfer, DatasetTransfer};
 use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench::{Error, Result};
-use tch::{Device, Tensor};
+use tch::Tensor;
 
 /// The leak checks look at this whole process's children and descriptors, so tests that
 /// start workers run one at a time.
@@ -30,21 +30,8 @@ fn serial() -> MutexGuard<'static, ()> {
 
 const SAMPLES: usize = 100;
 
-fn settings(num_workers: usize, persistent: bool) -> LoaderSettings {
-    LoaderSettings {
-        batch_size: 8,
-        shuffle: true,
-        seed: 7,
-        drop_last: false,
-        num_workers,
-        persistent_workers: persistent,
-        prefetch_factor: 2,
-        in_order: true,
-        pin_memory: false,
-        device: Device::Cpu,
-        worker_timeout: Duration::from_secs(30),
-    }
-}
+mod common;
+use common::loader_settings as settings;
 
 fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -> ProcessWorkers {
     ProcessWorkers {

@@ -102,6 +102,8 @@ pub struct WorkerStartup {
 
 /// A data loader over one dataset and pipeline.
 pub struct Loader {
+    /// Whether batches are pinned: decided once, since it asks libtorch about CUDA.
+    pin_memory_effective: bool,
     dataset: Arc<dyn Dataset>,
     pipeline: Arc<Pipeline>,
     settings: LoaderSettings,
@@ -132,6 +134,7 @@ impl Loader {
             return Err(Error::value("prefetch_factor must be at least 1"));
         }
         Ok(Loader {
+            pin_memory_effective: settings.pin_memory && device::cuda_device_count() > 0,
             dataset,
             pipeline,
             settings,
@@ -180,7 +183,7 @@ impl Loader {
 
     /// Whether pinning happens: it needs CUDA, and is a recorded no-op without it.
     pub fn pin_memory_effective(&self) -> bool {
-        self.settings.pin_memory && device::cuda_device_count() > 0
+        self.pin_memory_effective
     }
 
     /// libtorch intra-op threads while this loader runs: one per worker when there are

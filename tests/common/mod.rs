@@ -1,11 +1,18 @@
 //! Helpers the integration tests share: running the `loaderbench` binary as a process
-//! with a deadline (a hang fails the test instead of stalling the suite) and reading
-//! what it printed. Each test binary uses some of them.
+//! with a deadline (a hang fails the test instead of stalling the suite), reading what it
+//! printed, and the loader settings the loader tests start from. Each test binary uses
+//! some of them.
 #![allow(dead_code)]
+
+#[cfg(feature = "gui")]
+pub mod gui;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use loaderbench::loader::LoaderSettings;
+use tch::Device;
 
 /// `loaderbench ARGS` with no standard input and its output captured.
 pub fn loaderbench_command(args: &[&str]) -> Command {
@@ -46,4 +53,21 @@ pub fn stderr(output: &Output) -> String {
 
 pub fn path_str(path: &Path) -> &str {
     path.to_str().expect("utf-8 temp path")
+}
+
+/// Small shuffled batches of 8 on the CPU with `num_workers` workers.
+pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
+    LoaderSettings {
+        batch_size: 8,
+        shuffle: true,
+        seed: 7,
+        drop_last: false,
+        num_workers,
+        persistent_workers: persistent,
+        prefetch_factor: 2,
+        in_order: true,
+        pin_memory: false,
+        device: Device::Cpu,
+        worker_timeout: Duration::from_secs(30),
+    }
 }
