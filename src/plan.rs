@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
-use crate::device::DeviceSpec;
-use crate::error::{Error, Result};
+use crate::device::{DeviceSpec, UnknownDevice};
+use crate::error::{Error, FieldError, Result};
 use crate::preset::{
     BatchTransfer, ConfigPoint, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind,
 };
@@ -127,23 +127,24 @@ pub struct Plan {
 impl Plan {
     /// Checks a preset and expands its sweep. `origin` names the preset in errors.
     pub fn from_preset(preset: &Preset, origin: Option<&Path>) -> Result<Plan> {
-        let bad = |field: &str, problem: String| match origin {
-            Some(path) => Error::file(path, format!("field `{field}`: {problem}")),
-            None => Error::value(format!("field `{field}`: {problem}")),
+        let bad = |name: &str, problem: &dyn std::fmt::Display| {
+            Error::from(FieldError::new(origin, name, problem.to_string()))
         };
-        check_preset(preset).map_err(|(field, problem)| bad(field, problem))?;
+        let in_file = |mut err: FieldError| {
+            err.path = origin.map(Path::to_path_buf);
+            Error::from(err)
+        };
+        check_preset(preset).map_err(in_file)?;
         let devices = preset
             .device
             .iter()
-            .map(|d| {
-                d.parse::<DeviceSpec>()
-                    .map_err(|problem| bad("device", problem))
-            })
+            .map(|d| d.parse::<DeviceSpec>().map_err(|err| bad("device", &err)))
             .collect::<Result<Vec<_>>>()?;
         let mut configs = grid(preset, &devices);
         for (i, point) in preset.extra_configs.iter().enumerate() {
-            let field = format!("extra_configs[{i}]");
-            configs.push(extra_config(preset, &devices, point).map_err(|p| bad(&field, p))?);
+            let config = extra_config(preset, &devices, point)
+                .map_err(|err| bad(&format!("extra_configs[{i}]"), &err))?;
+            configs.push(config);
         }
         let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
         for config in configs.into_iter().map(Config::settled) {
@@ -153,14 +154,13 @@ impl Plan {
         }
         let configs = unique;
         for config in &configs {
-            check_config(config).map_err(|(field, problem)| bad(field, problem))?;
+            check_config(config).map_err(in_file)?;
         }
         if preset.step != StepCost::None && configs.iter().any(|c| c.runtime == Runtime::Pytorch) {
             return Err(bad(
                 "step",
-                "the pytorch runtime runs no training step, so its figures would not compare; \
-                 use step: none, or runtime: [loaderbench]"
-                    .to_owned(),
+                &"the pytorch runtime runs no training step, so its figures would not compare; \
+                  use step: none, or runtime: [loaderbench]",
             ));
         }
         let warnings = warnings(&configs);
@@ -226,12 +226,15 @@ impl Plan {
     }
 }
 
-type FieldProblem = (&'static str, String);
+/// A problem with `field`; the caller adds the file.
+fn field(field: &str, problem: impl std::fmt::Display) -> FieldError {
+    FieldError::new(None, field, problem.to_string())
+}
 
-fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
-    let positive = |field: &'static str, value: usize| {
+fn check_preset(preset: &Preset) -> std::result::Result<(), FieldError> {
+    let positive = |name: &'static str, value: usize| {
         if value == 0 {
-            Err((field, "must be at least 1".to_owned()))
+            Err(field(name, "must be at least 1"))
         } else {
             Ok(())
         }
@@ -240,15 +243,15 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
     positive("repeats", preset.repeats)?;
     positive("planned_epochs", preset.planned_epochs)?;
     if let Some(problem) = preset.step.problem() {
-        return Err(("step", problem));
+        return Err(field("step", problem));
     }
     if preset.samples == Some(0) {
-        return Err(("samples", "must be at least 1".to_owned()));
+        return Err(field("samples", "must be at least 1"));
     }
     if preset.worker_timeout_s.is_nan() || preset.worker_timeout_s <= 0.0 {
-        return Err((
+        return Err(field(
             "worker_timeout_s",
-            "must be a positive number of seconds".to_owned(),
+            "must be a positive number of seconds",
         ));
     }
     let lists: [(&'static str, usize); 13] = [
@@ -266,39 +269,39 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
         ("runtime", preset.runtime.len()),
         ("start_method", preset.start_method.len()),
     ];
-    for (field, len) in lists {
+    for (name, len) in lists {
         if len == 0 {
-            return Err((
-                field,
+            return Err(field(
+                name,
                 "the list is empty; give at least one value".to_owned(),
             ));
         }
     }
     let normalize = &preset.normalize;
     if normalize.mean.is_empty() || normalize.mean.len() != normalize.std.len() {
-        return Err((
+        return Err(field(
             "normalize",
-            "mean and std must be non-empty lists of the same length".to_owned(),
+            "mean and std must be non-empty lists of the same length",
         ));
     }
     if normalize.std.iter().any(|s| s.is_nan() || *s <= 0.0) {
-        return Err(("normalize", "every std must be positive".to_owned()));
+        return Err(field("normalize", "every std must be positive"));
     }
     for spec in &preset.pipeline {
-        crate::transform::check_ops(&spec.ops()).map_err(|p| ("pipeline", p))?;
+        crate::transform::check_ops(&spec.ops()).map_err(|err| field("pipeline", err))?;
     }
     Ok(())
 }
 
-fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
+fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
     if config.batch_size == 0 {
-        return Err(("batch_size", "must be at least 1".to_owned()));
+        return Err(field("batch_size", "must be at least 1"));
     }
     if config.prefetch_factor == 0 {
-        return Err(("prefetch_factor", "must be at least 1".to_owned()));
+        return Err(field("prefetch_factor", "must be at least 1"));
     }
     if config.worker_kind != WorkerKind::Thread && !cfg!(unix) {
-        return Err((
+        return Err(field(
             "worker_kind",
             format!(
                 "{} workers need a Unix system (Linux or macOS); use thread",
@@ -307,7 +310,8 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
         ));
     }
     if config.runtime == Runtime::Pytorch {
-        crate::reference::check_pipeline(&config.pipeline).map_err(|p| ("pipeline", p))?;
+        crate::transform::check_torchvision(&config.pipeline)
+            .map_err(|err| field("pipeline", err))?;
     }
     Ok(())
 }
@@ -364,7 +368,7 @@ fn extra_config(
     preset: &Preset,
     devices: &[DeviceSpec],
     point: &ConfigPoint,
-) -> std::result::Result<Config, String> {
+) -> std::result::Result<Config, UnknownDevice> {
     let device = match &point.device {
         Some(text) => text.parse::<DeviceSpec>()?,
         None => devices[0].clone(),
@@ -457,14 +461,19 @@ mod tests {
             err.to_string(),
             "p.ron: field `batch_size`: must be at least 1"
         );
+        assert_eq!(err.field(), Some("batch_size"));
     }
 
     #[test]
     fn bad_device_is_named() {
         let mut preset = preset();
         preset.device = vec!["tpu".to_owned()];
-        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
-        assert!(err.contains("device") && err.contains("tpu"), "{err}");
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert_eq!(err.field(), Some("device"));
+        assert_eq!(
+            err.to_string(),
+            "field `device`: `tpu` is not a device; use cpu, cuda or cuda:N"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use ron::extensions::Extensions;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
-use crate::error::{Error, Result};
+use crate::error::{Error, FieldError, Result};
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
 
@@ -372,22 +372,23 @@ impl Preset {
     pub fn from_ron(text: &str, origin: &Path) -> Result<Preset> {
         let preset: Preset = ron_options()
             .from_str(text)
-            .map_err(|err| Error::file(origin, format!("{err}")))?;
+            .map_err(|err| Error::file_caused(origin, format!("{err}"), err))?;
         if preset.version != PRESET_VERSION {
-            return Err(Error::file(
-                origin,
+            return Err(Error::from(FieldError::new(
+                Some(origin),
+                "version",
                 format!(
-                    "field `version`: this build reads version {PRESET_VERSION}, the file says {}",
+                    "this build reads version {PRESET_VERSION}, the file says {}",
                     preset.version
                 ),
-            ));
+            )));
         }
         Ok(preset)
     }
 
     /// Reads and parses a preset file.
     pub fn load(path: &Path) -> Result<Preset> {
-        let text = fs::read_to_string(path).map_err(|err| Error::file(path, err.to_string()))?;
+        let text = fs::read_to_string(path).map_err(|err| Error::io(path, err))?;
         Preset::from_ron(&text, path)
     }
 
@@ -411,8 +412,8 @@ impl Preset {
             .ok_or_else(|| Error::file(path, "not a file path"))?;
         let mut temp = PathBuf::from(dir.unwrap_or(Path::new(".")));
         temp.push(format!(".{}.tmp", file_name.to_string_lossy()));
-        fs::write(&temp, self.to_ron()).map_err(|err| Error::file(&temp, err.to_string()))?;
-        fs::rename(&temp, path).map_err(|err| Error::file(path, err.to_string()))
+        fs::write(&temp, self.to_ron()).map_err(|err| Error::io(&temp, err))?;
+        fs::rename(&temp, path).map_err(|err| Error::io(path, err))
     }
 
     /// Sets the field at `key` (a dotted path such as `dataset.path` or `num_workers`)

@@ -43,7 +43,7 @@ impl Exporter for Csv {
 
     fn export(&self, result: &RunResult) -> Result<Vec<u8>> {
         let mut writer = csv::Writer::from_writer(Vec::new());
-        let fail = |err: csv::Error| Error::run(format!("CSV export: {err}"));
+        let fail = |err: csv::Error| Error::run_caused(format!("CSV export: {err}"), err);
         writer.write_record(HEADER).map_err(fail)?;
         for run in &result.results {
             let c = &run.config;
@@ -83,6 +83,6 @@ impl Exporter for Csv {
         }
         writer
             .into_inner()
-            .map_err(|err| Error::run(format!("CSV export: {err}")))
+            .map_err(|err| Error::run_caused(format!("CSV export: {err}"), err))
     }
 }

@@ -25,7 +25,7 @@ pub use export::{crop, png_bytes};
 pub use live::Phase;
 
 /// Opens the window and runs until it is closed.
-pub fn run(launch: Launch) -> Result<(), String> {
+pub fn run(launch: Launch) -> Result<(), eframe::Error> {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("loaderbench")
@@ -38,5 +38,4 @@ pub fn run(launch: Launch) -> Result<(), String> {
         options,
         Box::new(|cc| Ok(Box::new(App::new(cc, launch)))),
     )
-    .map_err(|err| err.to_string())
 }

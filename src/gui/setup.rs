@@ -11,6 +11,7 @@ use std::str::FromStr;
 use egui::{ComboBox, DragValue, RichText, Ui};
 
 use crate::dataset::DatasetKind;
+use crate::error::Error;
 use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind};
 use crate::transform::{Op, PipelineSpec};
 
@@ -60,7 +61,7 @@ impl Form {
 pub struct Context<'a> {
     pub cuda_devices: usize,
     /// The plan's validation error, if the preset does not make a valid plan.
-    pub plan_error: Option<&'a str>,
+    pub plan_error: Option<&'a Error>,
     pub running: bool,
 }
 
@@ -87,13 +88,6 @@ pub fn parse_list(text: &str) -> Result<Vec<usize>, String> {
     Ok(values)
 }
 
-/// The field a validation error names (`field `batch_size`: …`).
-fn field_of(error: &str) -> Option<&str> {
-    let start = error.find("field `")? + "field `".len();
-    let len = error[start..].find('`')?;
-    Some(&error[start..start + len])
-}
-
 /// Draws the panel.
 pub fn draw(
     ui: &mut Ui,
@@ -103,10 +97,12 @@ pub fn draw(
     actions: &mut Vec<Action>,
 ) {
     let mut edited = preset.clone();
-    let plan_field = cx.plan_error.and_then(field_of);
+    let plan_field = cx.plan_error.and_then(Error::field);
     let error = |form: &Form, field: &str| -> Option<String> {
         form.errors.get(field).cloned().or_else(|| {
-            (plan_field == Some(field)).then(|| cx.plan_error.unwrap_or_default().to_owned())
+            cx.plan_error
+                .filter(|_| plan_field == Some(field))
+                .map(ToString::to_string)
         })
     };
 
@@ -286,7 +282,7 @@ pub fn draw(
     extra_configs(ui, &mut edited);
 
     if let Some(problem) = cx.plan_error.filter(|_| plan_field.is_none()) {
-        mark(ui, Some(problem.to_owned()));
+        mark(ui, Some(problem.to_string()));
     }
     if edited != *preset {
         actions.push(Action::Edit(Box::new(edited)));
@@ -789,14 +785,5 @@ mod tests {
         assert_eq!(parse_list("4"), Ok(vec![4]));
         assert!(parse_list("0,x").unwrap_err().contains("`x`"));
         assert!(parse_list(" ").is_err());
-    }
-
-    #[test]
-    fn finds_the_field_an_error_names() {
-        assert_eq!(
-            field_of("p.ron: field `batch_size`: must be at least 1"),
-            Some("batch_size")
-        );
-        assert_eq!(field_of("something else"), None);
     }
 }

@@ -421,9 +421,10 @@ impl Epoch<'_> {
                     error,
                 } if epoch == self.epoch => {
                     return Err(match error {
-                        Error::Run(problem) => {
-                            Error::run(format!("loader-worker-{worker}, batch {batch}: {problem}"))
-                        }
+                        Error::Run { problem, source } => Error::Run {
+                            problem: format!("loader-worker-{worker}, batch {batch}: {problem}"),
+                            source,
+                        },
                         other => other,
                     });
                 }

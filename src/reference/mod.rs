@@ -21,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::loader::{StageTimes, WorkerStartup};
 use crate::plan::Plan;
 use crate::results::{BatchRecord, ConfigResult, EpochResult};
-use crate::transform::{Op, PipelineSpec};
 
 pub use idx_file::write_idx;
 pub use protocol::{DatasetRequest, Message, Request};
@@ -41,20 +40,6 @@ const STARTUP_ALLOWANCE: Duration = Duration::from_secs(60);
 
 /// Beyond the worker timeout, which PyTorch itself enforces and reports better.
 const SILENCE_ALLOWANCE: Duration = Duration::from_secs(10);
-
-/// Checks that every op of `pipeline` has a torchvision equivalent.
-pub fn check_pipeline(pipeline: &PipelineSpec) -> std::result::Result<(), String> {
-    match pipeline
-        .ops()
-        .iter()
-        .find(|op| matches!(op, Op::Cost { .. }))
-    {
-        Some(op) => Err(format!(
-            "{op:?} has no torchvision equivalent, so the pytorch runtime cannot run it"
-        )),
-        None => Ok(()),
-    }
-}
 
 /// What a measurement reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -355,26 +340,5 @@ impl Drop for TempFolder {
     fn drop(&mut self) {
         // A folder left in the temporary directory is harmless.
         let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_cost_op_lacks_a_torchvision_equivalent() {
-        assert!(check_pipeline(&PipelineSpec::Heavy).is_ok());
-        let busy = PipelineSpec::Custom {
-            name: "busy".to_owned(),
-            ops: vec![
-                Op::Flip { p: 0.5 },
-                Op::Cost {
-                    micros_per_sample: 5,
-                },
-            ],
-        };
-        let err = check_pipeline(&busy).unwrap_err();
-        assert!(err.contains("Cost") && err.contains("torchvision"), "{err}");
     }
 }

@@ -230,7 +230,7 @@ impl Ends {
         let writer = std::thread::Builder::new()
             .name(format!("loader-worker-{id}-tasks"))
             .spawn(move || write_tasks(&tasks_write, &queue))
-            .map_err(|err| Error::run(format!("could not start a thread: {err}")))?;
+            .map_err(|err| Error::run_caused(format!("could not start a thread: {err}"), err))?;
         let reader = Reader {
             worker: id,
             child: child.clone(),
@@ -246,7 +246,7 @@ impl Ends {
                 let _done = done;
                 reader.run(&results_read);
             })
-            .map_err(|err| Error::run(format!("could not start a thread: {err}")))?;
+            .map_err(|err| Error::run_caused(format!("could not start a thread: {err}"), err))?;
         Ok(ProcessWorker {
             tasks,
             child,
@@ -501,7 +501,10 @@ impl Reader {
         let started = Instant::now();
         let worker = self.worker;
         let broken = |err: std::io::Error| {
-            Error::run(format!("loader-worker-{worker}: reading a batch: {err}"))
+            Error::run_caused(
+                format!("loader-worker-{worker}: reading a batch: {err}"),
+                err,
+            )
         };
         let images = Tensor::f_empty(header.shape.as_slice(), (Kind::Float, Device::Cpu))?;
         if images.numel() * 4 != header.bytes {
