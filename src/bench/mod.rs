@@ -4,6 +4,7 @@
 //! `Finished`, `Failed` or `Cancelled`, each carrying all results measured so far.
 
 mod journal;
+pub mod meter;
 mod runner;
 
 use serde::{Deserialize, Serialize};

@@ -105,6 +105,7 @@ impl App {
                     .map_or(0, |d| d.as_millis());
                 dir.join(format!("{}-{stamp}.jsonl", plan.name))
             }),
+            ..RunOptions::default()
         };
         let wake_ctx = ctx.clone();
         // Batch events arrive thousands of times a second; redrawing for each would take
