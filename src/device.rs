@@ -93,11 +93,10 @@ impl DeviceSpec {
 pub fn load_cuda() -> bool {
     static LOADED: OnceLock<bool> = OnceLock::new();
     *LOADED.get_or_init(|| {
-        let dir = env!("LOADERBENCH_LIBTORCH_LIB");
-        let candidates = [
-            format!("{dir}/libtorch_cuda.so"),
-            "libtorch_cuda.so".to_owned(),
-        ];
+        // `libtorch_cuda.so`, `libtorch_cuda.dylib` or `torch_cuda.dll`.
+        let file = libloading::library_filename("torch_cuda");
+        let dir = std::path::Path::new(env!("LOADERBENCH_LIBTORCH_LIB"));
+        let candidates = [dir.join(&file), std::path::PathBuf::from(&file)];
         let loaded = candidates.iter().any(|name| {
             // SAFETY: libtorch_cuda's initializers only register CUDA kernels with
             // libtorch, which is already loaded; the library is never unloaded.

@@ -45,7 +45,7 @@ const SILENCE_ALLOWANCE: Duration = Duration::from_secs(10);
 
 /// What a measurement reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
+pub enum ReferenceEvent {
     WorkerReady(WorkerStartup),
     /// A batch reached the device; `epoch` is 0 for the warm-up epoch.
     Batch {
@@ -112,7 +112,7 @@ impl Reference {
         index: usize,
         repeat: usize,
         cancel: &CancelToken,
-        report: &mut dyn FnMut(Progress),
+        report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<ConfigResult> {
         let config = &plan.configs[index];
         let request = Request::new(plan, config, self.dataset.clone());
@@ -190,7 +190,7 @@ impl Session<'_> {
         &mut self,
         cancel: &CancelToken,
         worker_timeout: Duration,
-        report: &mut dyn FnMut(Progress),
+        report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<Option<u64>> {
         let mut heard = Instant::now();
         loop {
@@ -228,7 +228,7 @@ impl Session<'_> {
     fn take(
         &mut self,
         message: Message,
-        report: &mut dyn FnMut(Progress),
+        report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<Option<Option<u64>>> {
         match message {
             Message::Ready {
@@ -252,7 +252,7 @@ impl Session<'_> {
                     seconds: (at - self.t0).max(0.0),
                 };
                 self.startups.push(startup);
-                report(Progress::WorkerReady(startup));
+                report(ReferenceEvent::WorkerReady(startup));
             }
             Message::Batch {
                 epoch,
@@ -273,7 +273,7 @@ impl Session<'_> {
                     },
                 };
                 self.timeline.push(batch);
-                report(Progress::Batch { epoch, batch });
+                report(ReferenceEvent::Batch { epoch, batch });
             }
             Message::Epoch { epoch, seconds } => {
                 let timeline = std::mem::take(&mut self.timeline);
@@ -284,7 +284,7 @@ impl Session<'_> {
                 if let (Some(seen), true) = (seen, epoch > 0) {
                     self.interference.push((seconds, seen));
                 }
-                report(Progress::Epoch(result.clone()));
+                report(ReferenceEvent::Epoch(result.clone()));
                 if epoch == 0 {
                     self.warmup = Some(result);
                 } else {
