@@ -88,6 +88,20 @@ pub fn read() -> Option<CpuCounters> {
     }
 }
 
+/// CPU seconds every thread of this process has used, to the nanosecond; `None` where
+/// the platform does not say.
+pub fn process_cpu_s() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        Some(now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// Whether this platform has the counters the meter reads.
 pub fn available() -> bool {
     cfg!(target_os = "linux")

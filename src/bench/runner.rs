@@ -65,6 +65,11 @@ impl RunHandle {
         self.cancel.cancel();
     }
 
+    /// A token that cancels the run from another thread.
+    pub fn canceller(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
     /// Where the journal is written.
     pub fn journal_path(&self) -> &std::path::Path {
         &self.journal
