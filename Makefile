@@ -51,10 +51,10 @@ fmt:
 	$(CARGO) fmt --all
 
 FUZZ_SECONDS ?= 60
-## Fuzz the IDX reader and the preset parser (needs `cargo install cargo-fuzz`).
+## Fuzz the IDX and .npy headers and the preset parser (needs `cargo install cargo-fuzz`).
 fuzz: .libtorch-path
 	mkdir -p fuzz/corpus/preset && cp presets/*.ron fuzz/corpus/preset/
-	cd fuzz && for target in idx_header preset; do \
+	cd fuzz && for target in idx_header npy_header preset; do \
 		LIBTORCH=$(LIBTORCH_DIR) LD_LIBRARY_PATH=$(LIBTORCH_DIR)/lib RUSTC_BOOTSTRAP=1 \
 		cargo fuzz run $$target -O --sanitizer none -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done

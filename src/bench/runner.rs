@@ -220,6 +220,9 @@ impl Run {
     fn measure_all(&self, result: &mut RunResult) -> Result<()> {
         let dataset = dataset::open(&self.plan.dataset, self.plan.samples)?;
         result.dataset = dataset.describe();
+        result
+            .warnings
+            .extend(dataset::samples_warning(self.plan.samples, &*dataset));
         for config in &self.plan.configs {
             config.device.resolve()?;
         }
@@ -230,7 +233,7 @@ impl Run {
             result: Box::new(result.clone()),
             batches_per_epoch: batches,
         });
-        for message in &self.plan.warnings {
+        for message in &result.warnings {
             self.warn(None, message.clone());
         }
         let mut journal = Journal::create(&self.journal_path, result)?;

@@ -234,7 +234,10 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = load_plan(args)?;
-    loaderbench::dataset::open(&plan.dataset, plan.samples)?;
+    let dataset = loaderbench::dataset::open(&plan.dataset, plan.samples)?;
+    if let Some(warning) = loaderbench::dataset::samples_warning(plan.samples, &*dataset) {
+        eprintln!("warning: {warning}");
+    }
     println!(
         "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",
         args.preset,

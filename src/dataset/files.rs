@@ -63,8 +63,19 @@ pub fn check_index(index: usize, len: usize) -> Result<()> {
 /// The `describe()` line of a dataset read from a file, e.g.
 /// `idx data/train-images-idx3-ubyte (60000 × 1×28×28 u8)`.
 pub fn describe(kind: &str, path: &Path, len: usize, shape: SampleShape) -> String {
+    describe_with(kind, path, len, shape, "")
+}
+
+/// [`describe`] with `note` (how the file stores what is read) inside the brackets.
+pub fn describe_with(
+    kind: &str,
+    path: &Path,
+    len: usize,
+    shape: SampleShape,
+    note: &str,
+) -> String {
     format!(
-        "{kind} {} ({len} × {}×{}×{} {})",
+        "{kind} {} ({len} × {}×{}×{} {}{note})",
         path.display(),
         shape.channels,
         shape.height,

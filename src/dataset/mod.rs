@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
+pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
@@ -169,6 +170,16 @@ pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Datase
         }),
         _ => dataset,
     })
+}
+
+/// The warning for a `samples` larger than the dataset `open` gave (all of it, then).
+pub fn samples_warning(samples: Option<usize>, dataset: &dyn Dataset) -> Option<String> {
+    let asked = samples.filter(|&n| n > dataset.len())?;
+    Some(format!(
+        "samples = {asked} but the dataset holds {}: all {} are used",
+        dataset.len(),
+        dataset.len()
+    ))
 }
 
 /// The first `len` samples of another dataset.

@@ -1,14 +1,18 @@
-//! The .npy reader: a memory-mapped uint8 or float32 array of shape (N, C, H, W) or
-//! (N, H, W) (one channel), little-endian and C order, plus an optional labels array of
-//! shape (N,) in int64, int32 or uint8. Without labels every sample is labelled 0. The
-//! header is parsed and the data length checked at open (see [`header`]), so `read`
-//! only slices.
+//! The .npy reader: a memory-mapped array of images as people save them from numpy and
+//! other frameworks — shape (N, H, W), (N, C, H, W) or (N, H, W, C) with C in 1, 3 or
+//! 4; bool, (u)int8 to (u)int64 or float16 to float64; either byte order; C or Fortran
+//! order — plus an optional labels array of shape (N,) in any integer type. uint8 and
+//! bool are read as u8 pixels, everything else as f32; `describe` names what the file
+//! held when that differs from what is read. Other shapes and types are refused with a
+//! way to convert. Without labels every sample is labelled 0. The header is parsed and
+//! the data length checked at open (see [`header`]), so `read` only indexes.
 
 mod header;
 
 use std::path::{Path, PathBuf};
 
-use self::header::{Dtype, NpyHeader, python_shape};
+use self::header::python_shape;
+pub use self::header::{Dtype, Kind, NpyHeader, parse as parse_npy_header};
 use super::files::{self, FileBytes};
 use super::{Dataset, PixelKind, SampleShape};
 use crate::error::{Error, Result};
@@ -31,11 +35,24 @@ impl Array {
     }
 }
 
+/// Where sample `n`'s element (c, h, w) lies in the data, in elements: the dot product
+/// of (n, c, h, w) with `strides`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    strides: [usize; 4],
+    /// The data is N×C×H×W (or N×H×W) in C order, bytes as read (uint8, bool or
+    /// little-endian float32): samples are plain slices.
+    plain: bool,
+    /// What the file holds, when it differs from what `describe` shows.
+    note: Option<&'static str>,
+}
+
 /// Samples from one .npy array, labels from another (or none).
 pub struct Npy {
     path: PathBuf,
     samples: Array,
     shape: SampleShape,
+    layout: Layout,
     labels: Option<Array>,
     len: usize,
 }
@@ -44,8 +61,8 @@ impl Npy {
     /// Opens the samples array at `path` and, if given, the labels array.
     pub fn open(path: &Path, labels: Option<&Path>) -> Result<Self> {
         let samples = Array::open(path)?;
-        let (len, shape) =
-            sample_shape(&samples.header).map_err(|problem| Error::file(path, problem))?;
+        let (len, shape, layout) =
+            interpret(&samples.header).map_err(|problem| Error::file(path, problem))?;
         let labels = labels
             .map(|labels_path| open_labels(labels_path, len, path))
             .transpose()?;
@@ -53,6 +70,7 @@ impl Npy {
             path: path.to_path_buf(),
             samples,
             shape,
+            layout,
             labels,
             len,
         })
@@ -62,54 +80,113 @@ impl Npy {
         let Some(labels) = &self.labels else {
             return 0;
         };
-        let size = labels.header.dtype.size();
+        let dtype = labels.header.dtype;
         // In bounds: `open_labels` checked there is one label per sample.
-        let bytes = &labels.data()[index * size..(index + 1) * size];
-        match labels.header.dtype {
-            Dtype::I64 => i64::from_le_bytes(le_array(bytes)),
-            Dtype::I32 => i64::from(i32::from_le_bytes(le_array(bytes))),
-            // `open_labels` admits only the three label dtypes.
-            _ => i64::from(bytes[0]),
+        let bytes = &labels.data()[index * dtype.size..(index + 1) * dtype.size];
+        // `open_labels` admits integer types only; a uint64 beyond i64 reads as -1.
+        dtype.integer(bytes).unwrap_or(-1)
+    }
+
+    /// Reads sample `index` element by element through the layout's strides.
+    fn gather(&self, index: usize, pixels: &mut [u8]) {
+        let SampleShape {
+            channels,
+            height,
+            width,
+            pixel,
+        } = self.shape;
+        let dtype = self.samples.header.dtype;
+        let data = self.samples.data();
+        let [sn, sc, sh, sw] = self.layout.strides;
+        let mut out = pixels.chunks_exact_mut(pixel.bytes());
+        for c in 0..channels {
+            for h in 0..height {
+                for w in 0..width {
+                    // In bounds: the header parser checked the data holds every element.
+                    let at = (index * sn + c * sc + h * sh + w * sw) * dtype.size;
+                    let element = &data[at..at + dtype.size];
+                    // `pixels` holds exactly one sample, as many pixels as the loops.
+                    let Some(out) = out.next() else { return };
+                    match pixel {
+                        PixelKind::U8 => out[0] = element[0],
+                        PixelKind::F32 => out.copy_from_slice(&dtype.float(element).to_ne_bytes()),
+                    }
+                }
+            }
         }
     }
 }
 
-/// The sample count and shape an array's header gives, if it holds images we can read.
-fn sample_shape(header: &NpyHeader) -> Result<(usize, SampleShape), String> {
-    let pixel = match header.dtype {
-        Dtype::U8 => PixelKind::U8,
-        Dtype::F32 => PixelKind::F32,
-        other => {
-            return Err(format!(
-                "samples must be uint8 or float32, not {}",
-                other.name()
+/// The sample count, sample shape and layout of an array's header, if it can be a batch
+/// of images; otherwise the problem and how to fix it, in one line.
+fn interpret(header: &NpyHeader) -> Result<(usize, SampleShape, Layout), String> {
+    let dtype = header.dtype;
+    let pixel = match (dtype.kind, dtype.size) {
+        (Kind::Bool | Kind::Unsigned, 1) => PixelKind::U8,
+        _ => PixelKind::F32,
+    };
+    let shape = &header.shape;
+    let not_images = |why: &str| {
+        format!(
+            "shape {} {why}: save images as (N, H, W), (N, C, H, W) or (N, H, W, C) with C \
+             in 1, 3 or 4, e.g. a.reshape(N, H, W)",
+            python_shape(shape)
+        )
+    };
+    // The file's axis holding n, c, h and w (none for c in a 3-dimensional array).
+    let (axes, channels_last) = match shape[..] {
+        [_, _, _] => ([Some(0), None, Some(1), Some(2)], false),
+        [_, c, _, _] if matches!(c, 1 | 3 | 4) => ([Some(0), Some(1), Some(2), Some(3)], false),
+        [_, _, _, c] if matches!(c, 1 | 3 | 4) => ([Some(0), Some(3), Some(1), Some(2)], true),
+        [_, _, _, _] => {
+            return Err(not_images(
+                "has neither axis 1 nor axis 3 of 1, 3 or 4 channels",
             ));
         }
+        _ => return Err(not_images(&format!("has {} dimensions", shape.len()))),
     };
-    let (len, channels, height, width) = match header.shape[..] {
-        [len, height, width] => (len, 1, height, width),
-        [len, channels, height, width] => (len, channels, height, width),
-        _ => {
-            return Err(format!(
-                "shape {} has {} dimensions: expected (N, C, H, W) or (N, H, W)",
-                python_shape(&header.shape),
-                header.shape.len()
-            ));
-        }
-    };
-    if channels == 0 || height == 0 || width == 0 {
-        return Err(format!(
-            "shape {}: samples have no pixels",
-            python_shape(&header.shape)
-        ));
+    let dim = |axis: Option<usize>| axis.map_or(1, |axis| shape[axis]);
+    let (len, channels, height, width) = (dim(axes[0]), dim(axes[1]), dim(axes[2]), dim(axes[3]));
+    if height == 0 || width == 0 {
+        return Err(not_images("holds images without pixels"));
     }
-    let shape = SampleShape {
+    // Element strides of each file axis: C order varies the last axis fastest.
+    let mut file_strides = vec![0; shape.len()];
+    let mut stride = 1;
+    let order: Vec<usize> = if header.fortran_order {
+        (0..shape.len()).collect()
+    } else {
+        (0..shape.len()).rev().collect()
+    };
+    for axis in order {
+        file_strides[axis] = stride;
+        stride *= shape[axis];
+    }
+    let strides = axes.map(|axis| axis.map_or(0, |axis| file_strides[axis]));
+    let plain = (dtype == Dtype::U8 || dtype == Dtype::F32 || dtype.kind == Kind::Bool)
+        && !header.fortran_order
+        && !channels_last;
+    let note = match (header.fortran_order, channels_last) {
+        (false, false) => None,
+        (false, true) => Some("N×H×W×C"),
+        (true, false) => Some("Fortran order"),
+        (true, true) => Some("N×H×W×C, Fortran order"),
+    };
+    let sample_shape = SampleShape {
         channels,
         height,
         width,
         pixel,
     };
-    Ok((len, shape))
+    Ok((
+        len,
+        sample_shape,
+        Layout {
+            strides,
+            plain,
+            note,
+        },
+    ))
 }
 
 /// Opens the labels array at `path`, which must hold `len` labels for the samples in
@@ -117,9 +194,10 @@ fn sample_shape(header: &NpyHeader) -> Result<(usize, SampleShape), String> {
 fn open_labels(path: &Path, len: usize, samples_path: &Path) -> Result<Array> {
     let labels = Array::open(path)?;
     let header = &labels.header;
-    if !matches!(header.dtype, Dtype::I64 | Dtype::I32 | Dtype::U8) {
+    if !matches!(header.dtype.kind, Kind::Signed | Kind::Unsigned) {
         let problem = format!(
-            "labels must be int64, int32 or uint8, not {}",
+            "labels must be integers, not {}: convert with \
+             np.ascontiguousarray(y).astype(np.int64)",
             header.dtype.name()
         );
         return Err(Error::file(path, problem));
@@ -128,7 +206,7 @@ fn open_labels(path: &Path, len: usize, samples_path: &Path) -> Result<Array> {
         [count] => count,
         _ => {
             let problem = format!(
-                "labels must have shape (N,), not {}",
+                "labels must have shape (N,), not {}: flatten with y.reshape(-1)",
                 python_shape(&header.shape)
             );
             return Err(Error::file(path, problem));
@@ -162,6 +240,10 @@ impl Dataset for Npy {
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
         files::check_index(index, self.len)?;
+        if !self.layout.plain {
+            self.gather(index, pixels);
+            return Ok(self.label(index));
+        }
         let size = self.shape.sample_bytes();
         // In bounds: the header parser checked that N samples' bytes follow the header.
         let sample = &self.samples.data()[index * size..(index + 1) * size];
@@ -178,7 +260,15 @@ impl Dataset for Npy {
     }
 
     fn describe(&self) -> String {
-        files::describe("npy", &self.path, self.len, self.shape)
+        let dtype = self.samples.header.dtype;
+        let held = (dtype != Dtype::U8 && dtype != Dtype::F32).then(|| dtype.name());
+        let note = match (held, self.layout.note) {
+            (None, None) => String::new(),
+            (Some(dtype), None) => format!(", from {dtype}"),
+            (None, Some(layout)) => format!(", from {layout}"),
+            (Some(dtype), Some(layout)) => format!(", from {dtype} {layout}"),
+        };
+        files::describe_with("npy", &self.path, self.len, self.shape, &note)
     }
 }
 
@@ -293,9 +383,9 @@ mod tests {
             msg.contains("x.npy") && msg.contains("(N, C, H, W)"),
             "{msg}"
         );
-        let path = write(&dir, "y.npy", npy_bytes("<i8", &[1, 1, 1], &[0; 8]));
+        let path = write(&dir, "y.npy", npy_bytes("<c8", &[1, 1, 1], &[0; 8]));
         let msg = open_error(&path, None);
-        assert!(msg.contains("y.npy") && msg.contains("not int64"), "{msg}");
+        assert!(msg.contains("y.npy") && msg.contains("'<c8'"), "{msg}");
     }
 
     #[test]

@@ -8,43 +8,127 @@ use crate::dataset::files::MAX_DATA_BYTES;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
-/// The element types the readers accept (pixels: u8, f32; labels: u8, i32, i64), all
-/// little-endian, as numpy writes them on every common machine.
+/// What an element's bits mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dtype {
-    U8,
-    I32,
-    I64,
-    F32,
+pub enum Kind {
+    Bool,
+    Unsigned,
+    Signed,
+    Float,
+}
+
+/// A real-number element type as numpy's `descr` gives it: `bool`, `(u)int8` to
+/// `(u)int64` or `float16` to `float64`, either byte order. Complex, string, object,
+/// date and structured types are refused with a way to convert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dtype {
+    pub kind: Kind,
+    /// Bytes per element.
+    pub size: usize,
+    pub big_endian: bool,
 }
 
 impl Dtype {
+    pub const U8: Dtype = Dtype {
+        kind: Kind::Unsigned,
+        size: 1,
+        big_endian: false,
+    };
+    pub const F32: Dtype = Dtype {
+        kind: Kind::Float,
+        size: 4,
+        big_endian: false,
+    };
+
     fn parse(descr: &str) -> Result<Self, String> {
-        match descr {
-            "|u1" | "<u1" | ">u1" => Ok(Dtype::U8),
-            "<i4" => Ok(Dtype::I32),
-            "<i8" => Ok(Dtype::I64),
-            "<f4" => Ok(Dtype::F32),
-            _ => Err(format!("unsupported dtype '{descr}'")),
+        let unsupported = || {
+            format!(
+                "unsupported dtype '{descr}': convert with \
+                 np.ascontiguousarray(a).astype(np.float32) (or np.uint8) and save again"
+            )
+        };
+        let mut chars = descr.chars();
+        let big_endian = match chars.next() {
+            Some('<' | '|') => false,
+            Some('>') => true,
+            Some('=') => cfg!(target_endian = "big"),
+            _ => return Err(unsupported()),
+        };
+        let kind = match chars.next() {
+            Some('b') => Kind::Bool,
+            Some('u') => Kind::Unsigned,
+            Some('i') => Kind::Signed,
+            Some('f') => Kind::Float,
+            _ => return Err(unsupported()),
+        };
+        let size = chars.as_str().parse().map_err(|_| unsupported())?;
+        let fits = match kind {
+            Kind::Bool => size == 1,
+            Kind::Unsigned | Kind::Signed => matches!(size, 1 | 2 | 4 | 8),
+            Kind::Float => matches!(size, 2 | 4 | 8),
+        };
+        if !fits {
+            return Err(unsupported());
+        }
+        // One byte has no order: '>u1' reads like '|u1'.
+        let big_endian = big_endian && size > 1;
+        Ok(Dtype {
+            kind,
+            size,
+            big_endian,
+        })
+    }
+
+    /// The numpy name, for messages: `uint8`, `float16`, `>int32` for big-endian.
+    pub fn name(self) -> String {
+        let order = if self.big_endian { ">" } else { "" };
+        let bits = self.size * 8;
+        match self.kind {
+            Kind::Bool => "bool".to_string(),
+            Kind::Unsigned => format!("{order}uint{bits}"),
+            Kind::Signed => format!("{order}int{bits}"),
+            Kind::Float => format!("{order}float{bits}"),
         }
     }
 
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            Dtype::U8 => 1,
-            Dtype::I32 | Dtype::F32 => 4,
-            Dtype::I64 => 8,
+    /// The element in `bytes` (exactly `size` of them) as an integer, if it is one;
+    /// floats are not labels.
+    pub fn integer(self, bytes: &[u8]) -> Option<i64> {
+        let raw = self.raw(bytes);
+        match self.kind {
+            Kind::Bool | Kind::Unsigned => i64::try_from(raw).ok(),
+            // Sign-extend from `size` bytes.
+            Kind::Signed => Some(self.signed(raw)),
+            Kind::Float => None,
         }
     }
 
-    /// The numpy name, for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::U8 => "uint8",
-            Dtype::I32 => "int32",
-            Dtype::I64 => "int64",
-            Dtype::F32 => "float32",
+    /// The element in `bytes` (exactly `size` of them) as an f32: exact for bools,
+    /// floats up to 32 bits and integers up to 2^24, rounded beyond.
+    pub fn float(self, bytes: &[u8]) -> f32 {
+        let raw = self.raw(bytes);
+        match (self.kind, self.size) {
+            (Kind::Float, 2) => half::f16::from_bits(raw as u16).to_f32(),
+            (Kind::Float, 4) => f32::from_bits(raw as u32),
+            (Kind::Float, _) => f64::from_bits(raw) as f32,
+            (Kind::Signed, _) => self.signed(raw) as f32,
+            (Kind::Bool | Kind::Unsigned, _) => raw as f32,
+        }
+    }
+
+    /// `raw` sign-extended from `size` bytes.
+    fn signed(self, raw: u64) -> i64 {
+        let shift = 64 - 8 * self.size as u32;
+        ((raw << shift) as i64) >> shift
+    }
+
+    /// The element's bits, zero-extended, in the machine's order.
+    fn raw(self, bytes: &[u8]) -> u64 {
+        let fold = |acc: u64, &byte: &u8| (acc << 8) | u64::from(byte);
+        if self.big_endian {
+            bytes.iter().fold(0, fold)
+        } else {
+            bytes.iter().rev().fold(0, fold)
         }
     }
 }
@@ -54,6 +138,9 @@ impl Dtype {
 pub struct NpyHeader {
     pub dtype: Dtype,
     pub shape: Vec<usize>,
+    /// The first index varies fastest in the data (column-major), as Fortran and
+    /// MATLAB store arrays and as `np.asfortranarray` or a transpose saves them.
+    pub fortran_order: bool,
     /// Offset of the first data byte.
     pub data_offset: usize,
 }
@@ -71,12 +158,10 @@ pub fn parse(bytes: &[u8]) -> Result<NpyHeader, String> {
         .ok_or("malformed header: the file ends inside it")?;
     let text = std::str::from_utf8(text).map_err(|_| "malformed header: not text")?;
     let fields = Fields::parse(text).map_err(|problem| format!("malformed header: {problem}"))?;
-    if fields.fortran_order {
-        return Err("fortran_order arrays are not supported: save a C-order array".to_string());
-    }
     let header = NpyHeader {
         dtype: Dtype::parse(&fields.descr)?,
         shape: fields.shape,
+        fortran_order: fields.fortran_order,
         data_offset: dict_start + dict_len,
     };
     check_data_len(&header, bytes.len())?;
@@ -105,7 +190,7 @@ fn check_data_len(header: &NpyHeader, file_len: usize) -> Result<(), String> {
     let expected = header
         .shape
         .iter()
-        .try_fold(header.dtype.size(), |acc, &dim| acc.checked_mul(dim))
+        .try_fold(header.dtype.size, |acc, &dim| acc.checked_mul(dim))
         .filter(|&bytes| bytes as u64 <= MAX_DATA_BYTES)
         .ok_or_else(|| {
             format!(
@@ -349,12 +434,49 @@ pub mod tests {
     }
 
     #[test]
-    fn rejects_fortran_order_and_other_dtypes() {
-        let fortran = "{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }";
-        let msg = parse(&npy_with_dict(fortran, &[0; 4])).unwrap_err();
-        assert!(msg.contains("fortran_order"), "{msg}");
-        let msg = parse(&npy_bytes(">f4", &[1], &[0; 4])).unwrap_err();
-        assert!(msg.contains("unsupported dtype '>f4'"), "{msg}");
+    fn reads_fortran_order_and_real_dtypes_in_either_byte_order() {
+        let fortran = "{'descr': '>f8', 'fortran_order': True, 'shape': (1,), }";
+        let header = parse(&npy_with_dict(fortran, &[0; 8])).unwrap();
+        assert!(header.fortran_order);
+        assert_eq!(header.dtype.name(), ">float64");
+        for (descr, name, size) in [
+            ("|b1", "bool", 1),
+            (">u1", "uint8", 1),
+            ("<i2", "int16", 2),
+            ("<u2", "uint16", 2),
+            ("<f2", "float16", 2),
+            ("=i8", "int64", 8),
+        ] {
+            let dtype = Dtype::parse(descr).unwrap();
+            assert_eq!((dtype.name(), dtype.size), (name.to_string(), size));
+        }
+        for descr in [
+            "<c8", "<U2", "|O", "<M8[ns]", "|V4", "<f16", "<i3", "|b2", "",
+        ] {
+            let msg = Dtype::parse(descr).unwrap_err();
+            assert!(msg.contains("np.ascontiguousarray(a).astype"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn decodes_elements_in_either_byte_order() {
+        let dtype = |descr| Dtype::parse(descr).unwrap();
+        assert_eq!(dtype("<i2").integer(&(-300i16).to_le_bytes()), Some(-300));
+        assert_eq!(dtype(">i2").integer(&(-300i16).to_be_bytes()), Some(-300));
+        assert_eq!(dtype(">u2").float(&60000u16.to_be_bytes()), 60000.0);
+        assert_eq!(
+            dtype("<i8").integer(&i64::MIN.to_le_bytes()),
+            Some(i64::MIN)
+        );
+        assert_eq!(dtype("<u8").integer(&u64::MAX.to_le_bytes()), None);
+        assert_eq!(dtype(">f4").float(&1.5f32.to_be_bytes()), 1.5);
+        assert_eq!(dtype("<f8").float(&(-0.25f64).to_le_bytes()), -0.25);
+        assert_eq!(dtype("<f4").integer(&1.5f32.to_le_bytes()), None);
+        // float16: 1.0, -2.5, the smallest subnormal, infinity.
+        assert_eq!(dtype("<f2").float(&[0x00, 0x3c]), 1.0);
+        assert_eq!(dtype(">f2").float(&[0xc1, 0x00]), -2.5);
+        assert_eq!(dtype("<f2").float(&[0x01, 0x00]), 2f32.powi(-24));
+        assert_eq!(dtype("<f2").float(&[0x00, 0x7c]), f32::INFINITY);
     }
 
     #[test]
