@@ -1,8 +1,12 @@
 //! The machine a result was measured on: CPU, cores, OS, the libtorch and crate
 //! versions, the intra-op thread default and CUDA devices. Recorded with every run,
 //! because loader figures only mean something next to the machine that produced them.
+//! Linux reads the CPU model and memory from /proc as it always has; elsewhere (or
+//! without /proc) the sysinfo crate gives them, so macOS and Windows record the real
+//! machine too.
 
 use serde::{Deserialize, Serialize};
+use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
 use crate::device;
 
@@ -51,15 +55,25 @@ impl Machine {
 }
 
 fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, model)| model.trim().to_owned())
-        })
+    proc_cpu_model()
+        .or_else(sysinfo_cpu_model)
         .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
+}
+
+fn proc_cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, model)| model.trim().to_owned())
+}
+
+/// The first CPU's brand string, as the platform reports it.
+fn sysinfo_cpu_model() -> Option<String> {
+    let cpus = RefreshKind::nothing().with_cpu(CpuRefreshKind::nothing());
+    let system = System::new_with_specifics(cpus).ok()?;
+    let brand = system.cpus().first()?.brand().trim().to_owned();
+    (!brand.is_empty()).then_some(brand)
 }
 
 fn os_name() -> String {
@@ -75,6 +89,10 @@ fn os_name() -> String {
 }
 
 fn total_memory_bytes() -> Option<u64> {
+    proc_total_memory_bytes().or_else(sysinfo_total_memory_bytes)
+}
+
+fn proc_total_memory_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line["MemTotal:".len()..]
@@ -84,4 +102,36 @@ fn total_memory_bytes() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+fn sysinfo_total_memory_bytes() -> Option<u64> {
+    let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
+    let system = System::new_with_specifics(memory).ok()?;
+    Some(system.total_memory()).filter(|&bytes| bytes > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_the_real_cpu_and_memory() {
+        let machine = Machine::current();
+        assert_ne!(machine.cpu_model, std::env::consts::ARCH);
+        assert!(!machine.cpu_model.is_empty());
+        assert!(machine.total_memory_bytes.unwrap() > 256 << 20);
+    }
+
+    /// Where /proc exists, sysinfo (what other platforms use) must agree with it.
+    #[test]
+    fn sysinfo_agrees_with_proc() {
+        if let Some(model) = proc_cpu_model() {
+            assert_eq!(sysinfo_cpu_model(), Some(model));
+        }
+        assert!(sysinfo_cpu_model().is_some());
+        let sysinfo = sysinfo_total_memory_bytes().unwrap();
+        if let Some(proc) = proc_total_memory_bytes() {
+            assert_eq!(sysinfo, proc);
+        }
+    }
 }
