@@ -1,9 +1,11 @@
 //! The command line: `run`, `compare`, `validate`, `presets`, `baseline` and `gui` (the
 //! default when the `gui` feature is on), parsed with clap. Exit codes: 0 success, 1 the
-//! run failed, 2 bad input (a preset, a dataset file, a `--set` value).
+//! run failed, 2 bad input (a preset, a dataset file, a `--set` value), 130 stopped by
+//! Ctrl-C (after writing what was measured).
 
 mod baseline;
 mod compare;
+mod interrupt;
 mod progress;
 mod run;
 
@@ -207,7 +209,9 @@ fn may_use_cuda(command: &Command) -> bool {
 }
 
 fn exit_code(error: &Error) -> ExitCode {
-    if error.is_bad_input() {
+    if matches!(error, Error::Cancelled) {
+        ExitCode::from(interrupt::EXIT_CODE)
+    } else if error.is_bad_input() {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)
