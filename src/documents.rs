@@ -37,8 +37,8 @@ pub fn read(path: &Path) -> Result<RunResult> {
     {
         return read_journal(path);
     }
-    let bytes = std::fs::read(path).map_err(|err| Error::file(path, err.to_string()))?;
-    let Version { version } = serde_json::from_slice(&bytes).map_err(|err| problem(path, &err))?;
+    let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
+    let Version { version } = serde_json::from_slice(&bytes).map_err(|err| problem(path, err))?;
     if version > VERSION {
         return Err(Error::file(
             path,
@@ -47,16 +47,17 @@ pub fn read(path: &Path) -> Result<RunResult> {
             ),
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|err| problem(path, &err))
+    serde_json::from_slice(&bytes).map_err(|err| problem(path, err))
 }
 
 /// A JSON error as one line: truncated files and wrong contents told apart.
-fn problem(path: &Path, err: &serde_json::Error) -> Error {
-    if err.is_eof() {
-        Error::file(path, format!("the file is truncated ({err})"))
+fn problem(path: &Path, err: serde_json::Error) -> Error {
+    let problem = if err.is_eof() {
+        format!("the file is truncated ({err})")
     } else {
-        Error::file(path, format!("not a loaderbench results file ({err})"))
-    }
+        format!("not a loaderbench results file ({err})")
+    };
+    Error::file_caused(path, problem, err)
 }
 
 #[cfg(test)]

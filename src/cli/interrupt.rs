@@ -22,7 +22,7 @@ pub fn install() -> Result<()> {
             quit_now();
         }
     })
-    .map_err(|err| Error::run(format!("could not catch Ctrl-C: {err}")))
+    .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))
 }
 
 /// Whether the user asked the run to stop.
