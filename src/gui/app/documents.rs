@@ -1,5 +1,5 @@
 //! Saved runs opened in the window: a results JSON or a journal, from the command line,
-//! the Runs menu, the typed path field or dropped onto the window. The run is replayed
+//! the File menu, the typed path field or dropped onto the window. The run is replayed
 //! into the same live data a run the app measured builds, so its plots, table, analysis
 //! and baseline comparison are exactly what a live run shows; a file that cannot be
 //! read leaves one error naming the file and the problem.

@@ -74,7 +74,7 @@ impl App {
                     actions.push(Action::Browse(Pick::SavePresetAs));
                 }
             });
-            ui.menu_button("Runs", |ui| {
+            ui.menu_button("File", |ui| {
                 if ui.button("Open results…").clicked() {
                     actions.push(Action::Browse(Pick::OpenResults));
                 }
