@@ -150,6 +150,8 @@ mod tests {
                 rss_before_bytes: None,
                 peak_rss_bytes: None,
                 workers: Vec::new(),
+                disturbed: false,
+                other_load_cores: None,
             })
             .collect();
         RunResult {
@@ -166,6 +168,8 @@ mod tests {
             status: RunStatus::Finished,
             step: crate::step::StepCost::None,
             planned_epochs: crate::preset::DEFAULT_PLANNED_EPOCHS,
+            shuffle: true,
+            drop_last: false,
         }
     }
 

@@ -103,6 +103,12 @@ pub struct ConfigResult {
     /// Each worker process's memory at the end of the last epoch (empty for threads).
     #[serde(default)]
     pub workers: Vec<WorkerMemory>,
+    /// Measured while other load kept the machine busy: its times are not to be trusted.
+    #[serde(default)]
+    pub disturbed: bool,
+    /// The cores other work kept busy while this config was measured, where known.
+    #[serde(default)]
+    pub other_load_cores: Option<f64>,
 }
 
 impl ConfigResult {
@@ -149,6 +155,15 @@ pub struct RunResult {
     /// The epochs a training run would take, as the preset planned them.
     #[serde(default = "default_planned_epochs")]
     pub planned_epochs: usize,
+    /// Whether each epoch shuffled, and dropped its last short batch (as the plan said).
+    #[serde(default = "default_shuffle")]
+    pub shuffle: bool,
+    #[serde(default)]
+    pub drop_last: bool,
+}
+
+fn default_shuffle() -> bool {
+    true
 }
 
 fn default_planned_epochs() -> usize {

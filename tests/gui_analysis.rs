@@ -1,5 +1,5 @@
 //! The analysis in the desktop app through egui_kittest: after a tiny run, the
-//! recommendation is shown, the ledger and scaling charts describe every config, a
+//! recommendation is shown with its snippet and a working Copy button, the ledger and scaling charts describe every config, a
 //! baseline is saved and compared from the window (under a temporary
 //! `LOADERBENCH_DATA_DIR`), and the analysis section exports as a PNG.
 #![cfg(feature = "gui")]
@@ -58,9 +58,28 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         .analysis()
         .expect("analysed at the end")
         .clone();
-    let recommendation = analysis.recommendation.expect("a recommendation");
+    let recommendation = analysis
+        .recommendations
+        .first()
+        .expect("a recommendation")
+        .clone();
+    assert_eq!(
+        analysis.recommendations.len(),
+        1,
+        "one runtime, one question"
+    );
     assert!(recommendation.text.starts_with("Use nw="));
     harness.get_by_label(&recommendation.text);
+    let snippet = recommendation.snippet.expect("a snippet");
+    assert!(snippet.contains("runtime: [loaderbench],"), "{snippet}");
+    harness.get_by_label(&snippet);
+    harness.get_by_label("Copy").click();
+    harness.run_steps(1);
+    let copied =
+        harness.output().platform_output.commands.iter().any(
+            |command| matches!(command, egui::OutputCommand::CopyText(text) if *text == snippet),
+        );
+    assert!(copied, "Copy puts the snippet on the clipboard");
     let charts = harness.state().analysis_charts();
     let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
     assert_eq!(ids, ["ledger", "scaling"]);

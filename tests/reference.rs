@@ -2,8 +2,10 @@
 //! `torch.utils.data.DataLoader` (no workers, fork and spawn workers) streaming the same
 //! events as our loader; the synthetic dataset reaching PyTorch byte for byte; each way
 //! it can fail (no Python, no torch, a failing script, a killed worker) ending as a clear
-//! error rather than a hang; cancelling leaving no process behind; and `compare` as a
-//! process. Tests that start Python take turns: they find its processes by parentage.
+//! error rather than a hang; cancelling leaving no process behind; `compare` as a
+//! process; and seed-light-pytorch recommending per runtime, with a PyTorch snippet that
+//! builds a working DataLoader. Tests that start Python take turns: they find its
+//! processes by parentage.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -382,4 +384,83 @@ fn compare_prints_ours_against_pytorch_per_config() {
         .find(|l| l.starts_with("| nw=0 "))
         .unwrap_or_else(|| panic!("no compare row in: {out}"));
     assert_eq!(row.matches('×').count(), 3, "{row}");
+}
+
+#[test]
+fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let json = dir.path().join("run.json");
+    let journal = dir.path().join("j.jsonl");
+    let output = loaderbench(
+        &[
+            "run",
+            "seed-light-pytorch",
+            "-q",
+            "--recommend",
+            "--set",
+            "samples=1024",
+            "--set",
+            "num_workers=0,2",
+            "--set",
+            "extra_configs=[]",
+            "--set",
+            "start_method=spawn",
+            "--json",
+            json.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        None,
+    );
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let recommendations = exported["analysis"]["recommendations"].as_array().unwrap();
+    let groups: Vec<&str> = recommendations
+        .iter()
+        .map(|r| r["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(groups[0].ends_with(" · light · loaderbench"), "{groups:?}");
+    assert!(groups[1].ends_with(" · light · pytorch"), "{groups:?}");
+    for group in &groups {
+        assert!(
+            out.contains(&format!("Recommendation: {group}\n")),
+            "printed per runtime: {out}"
+        );
+    }
+    let snippet = recommendations[1]["snippet"].as_str().unwrap();
+    assert!(snippet.contains("loader = DataLoader(dataset, batch_size=256"), "{snippet}");
+
+    // The snippet as a user pastes it: below their dataset, in a script of their own
+    // (spawned workers import the script again, hence the main guard).
+    let script = dir.path().join("train.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import torch\nfrom torch.utils.data import TensorDataset\n\
+             dataset = TensorDataset(torch.zeros(1000, 1, 28, 28))\n{snippet}\n\
+             if __name__ == '__main__':\n    print('batches', sum(1 for _ in loader))\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(reference::python_path())
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let ran = wait_with_deadline(child, Duration::from_secs(120));
+    assert!(
+        ran.status.success(),
+        "{snippet}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "batches 4\n", "{snippet}");
 }

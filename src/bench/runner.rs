@@ -197,6 +197,8 @@ impl Run {
             status: RunStatus::Running,
             step: self.plan.step,
             planned_epochs: self.plan.planned_epochs,
+            shuffle: self.plan.shuffle,
+            drop_last: self.plan.drop_last,
         }
     }
 
@@ -323,6 +325,8 @@ impl Run {
             rss_before_bytes,
             peak_rss_bytes: memory::peak_rss_bytes(),
             workers: loader.worker_memory().to_vec(),
+            disturbed: false,
+            other_load_cores: None,
         })
     }
 
