@@ -436,7 +436,10 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
         );
     }
     let snippet = recommendations[1]["snippet"].as_str().unwrap();
-    assert!(snippet.contains("loader = DataLoader(dataset, batch_size=256"), "{snippet}");
+    assert!(
+        snippet.contains("loader = DataLoader(dataset, batch_size=256"),
+        "{snippet}"
+    );
 
     // The snippet as a user pastes it: below their dataset, in a script of their own
     // (spawned workers import the script again, hence the main guard).
@@ -462,5 +465,9 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
         "{snippet}\n{}",
         String::from_utf8_lossy(&ran.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&ran.stdout), "batches 4\n", "{snippet}");
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "batches 4\n",
+        "{snippet}"
+    );
 }

@@ -360,9 +360,15 @@ fn paragraph(
         chosen.epoch_s().unwrap_or(f64::NAN),
         chosen.first_epoch_s().unwrap_or(f64::NAN)
     ));
+    // One sample has no noise to be beyond; the closing sentence says what it is.
+    let beyond = if r.samples > 1 {
+        "beyond the noise".to_owned()
+    } else {
+        format!("by more than {:.0}%", NEAR_SHARE * 100.0)
+    };
     match r.outcome {
         Outcome::Faster => text.push_str(&format!(
-            ", {:.1}× as fast as {} ({:.2} s per epoch) beyond the noise.",
+            ", {:.1}× as fast as {} ({:.2} s per epoch) {beyond}.",
             r.speedup.unwrap_or(f64::NAN),
             baseline.label,
             baseline.epoch_s().unwrap_or(f64::NAN)
@@ -374,7 +380,7 @@ fn paragraph(
                 " more"
             };
             text.push_str(&format!(
-                ", and no config with{more} workers was faster beyond the noise."
+                ", and no config with{more} workers was faster {beyond}."
             ));
         }
     }
@@ -389,11 +395,15 @@ fn paragraph(
             r.equally_fast.join(", "),
         ));
     }
-    for candidate in candidates.iter().filter(|c| !c.folded.is_empty()) {
+    let folded: Vec<String> = candidates
+        .iter()
+        .filter(|c| !c.folded.is_empty())
+        .map(|c| format!("{} as {}", c.folded.join(", "), c.label))
+        .collect();
+    if !folded.is_empty() {
         text.push_str(&format!(
-            " pin_memory had no effect (no CUDA), so {} counts as {}.",
-            candidate.folded.join(", "),
-            candidate.label
+            " pin_memory had no effect (no CUDA), so these count as one config: {}.",
+            folded.join("; ")
         ));
     }
     if let Some(peak) = chosen.peak_rss_bytes() {
@@ -580,7 +590,7 @@ mod tests {
         );
         assert!(
             r.text
-                .contains("4.0× as fast as nw=0 (4.40 s per epoch) beyond the noise"),
+                .contains("4.0× as fast as nw=0 (4.40 s per epoch) by more than 5%."),
             "{}",
             r.text
         );
@@ -614,7 +624,7 @@ mod tests {
         assert_eq!(r.label.as_deref(), Some("nw=0"));
         assert!(
             r.text
-                .contains("no config with workers was faster beyond the noise"),
+                .contains("no config with workers was faster by more than 5%."),
             "{}",
             r.text
         );
@@ -658,6 +668,12 @@ mod tests {
         let r = only(&result(configs, tight));
         assert_eq!(r.outcome, Outcome::Faster, "{}", r.text);
         assert_eq!(r.label.as_deref(), Some("nw=2"));
+        assert!(
+            r.text
+                .contains("1.1× as fast as nw=0 (1.00 s per epoch) beyond the noise."),
+            "{}",
+            r.text
+        );
     }
 
     #[test]
@@ -712,7 +728,7 @@ mod tests {
         assert_eq!(rec.outcome, Outcome::NoneFaster, "{}", rec.text);
         assert!(
             rec.text
-                .contains("pin_memory had no effect (no CUDA), so nw=0 pin counts as nw=0."),
+                .contains("pin_memory had no effect (no CUDA), so these count as one config: nw=0 pin as nw=0."),
             "{}",
             rec.text
         );

@@ -131,11 +131,24 @@ pub fn knee(points: &[(usize, f64)], gain: f64) -> Option<usize> {
 /// `serial = a / (a + b)`. No workers counts as one (`n = 1`): the main process does
 /// all the work alone, the serial baseline the speed-up is measured from. Without it a
 /// curve that falls from 0 workers and then stays flat would fit as "does not scale".
-/// `None` with fewer than two distinct `n`.
+/// Points with more workers than the fastest (the most workers among equally fast
+/// ones) are left out: there workers beyond the
+/// cores slow the epoch down, which Amdahl's law cannot describe, and a rising tail
+/// would fit as a serial fraction of 1. `None` with fewer than two distinct `n`.
 pub fn amdahl_fit(points: &[(usize, f64)]) -> Option<AmdahlFit> {
-    let xy: Vec<(f64, f64)> = points
+    let finite: Vec<(usize, f64)> = points
         .iter()
+        .copied()
         .filter(|(_, t)| t.is_finite())
+        .collect();
+    let fastest_n = finite
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?
+        .0
+        .max(1);
+    let xy: Vec<(f64, f64)> = finite
+        .iter()
+        .filter(|(n, _)| (*n).max(1) <= fastest_n)
         .map(|(n, t)| (1.0 / (*n).max(1) as f64, *t))
         .collect();
     let count = xy.len() as f64;
@@ -189,6 +202,8 @@ mod tests {
         assert!(perfect.serial_fraction.abs() < 1e-9);
         let flat = amdahl_fit(&[(2, 3.0), (4, 3.0)]).unwrap();
         assert!((flat.serial_fraction - 1.0).abs() < 1e-9);
+        let slower = amdahl_fit(&[(0, 3.0), (2, 3.5), (4, 4.0)]);
+        assert!(slower.is_none(), "workers only slow it down: {slower:?}");
         assert!(
             amdahl_fit(&[(0, 3.0), (1, 2.0)]).is_none(),
             "no workers and one worker are the same n"
@@ -231,6 +246,11 @@ mod tests {
         assert!((fit.serial_fraction - 0.1842).abs() < 1e-3, "{fit:?}");
         // No worse than what the fastest point allows: 0.04 / 0.11.
         assert!(fit.serial_fraction < 0.04 / 0.11);
+        // On 2 cores 8 workers oversubscribe and the epoch gets slower again (measured:
+        // 0.05, 0.03, 0.03, 0.07 s); the rising tail read as "serial fraction 1.00".
+        let fit = amdahl_fit(&[(0, 0.05), (2, 0.03), (4, 0.03), (8, 0.07)]).unwrap();
+        // Fitted over 0, 2 and 4 workers (the fastest): time = 0.020 + 0.0286 / n.
+        assert!((fit.serial_fraction - 0.4118).abs() < 1e-3, "{fit:?}");
     }
 
     #[test]
