@@ -187,6 +187,7 @@ fn run(preset: Preset) -> RunResult {
         plan,
         RunOptions {
             journal: Some(journal.clone()),
+            ..RunOptions::default()
         },
         || {},
     );

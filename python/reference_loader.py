@@ -273,6 +273,8 @@ def main():
         fail(f"the request is not JSON: {err}")
     try:
         device = torch.device(request["device"])
+        if request.get("intra_op_threads"):
+            torch.set_num_threads(request["intra_op_threads"])
         dataset = build_dataset(request)
         loader = build_loader(request, dataset)
         torch.manual_seed(request["seed"])

@@ -147,6 +147,8 @@ mod tests {
                     .collect(),
                 pin_memory_effective: false,
                 intra_op_threads: 1,
+                other_load_cores: None,
+                disturbed: false,
                 rss_before_bytes: None,
                 peak_rss_bytes: None,
                 workers: Vec::new(),

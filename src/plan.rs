@@ -11,7 +11,8 @@ use crate::dataset::DatasetSpec;
 use crate::device::DeviceSpec;
 use crate::error::{Error, Result};
 use crate::preset::{
-    BatchTransfer, ConfigPoint, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind,
+    BatchTransfer, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, RunOrder, Runtime,
+    StartMethod, WorkerKind,
 };
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
@@ -39,6 +40,9 @@ pub struct Config {
     /// default, so configs that differ only there collapse into one.
     #[serde(default)]
     pub start_method: StartMethod,
+    /// The consumer's libtorch intra-op threads.
+    #[serde(default)]
+    pub intra_op_threads: IntraOpThreads,
 }
 
 impl Config {
@@ -82,6 +86,9 @@ impl Config {
         if self.start_method != common.start_method && self.uses_start_method() {
             parts.push(self.start_method.name().to_owned());
         }
+        if self.intra_op_threads != common.intra_op_threads {
+            parts.push(format!("threads={}", self.intra_op_threads.name()));
+        }
         parts.join(" ")
     }
 
@@ -110,6 +117,8 @@ pub struct Plan {
     pub epochs: usize,
     pub repeats: usize,
     pub warmup: bool,
+    #[serde(default)]
+    pub order: RunOrder,
     pub shuffle: bool,
     pub seed: u64,
     pub drop_last: bool,
@@ -172,6 +181,7 @@ impl Plan {
             epochs: preset.epochs,
             repeats: preset.repeats,
             warmup: preset.warmup,
+            order: preset.order,
             shuffle: preset.shuffle,
             seed: preset.seed,
             drop_last: preset.drop_last,
@@ -217,6 +227,30 @@ impl Plan {
                 Runtime::Pytorch
             },
             start_method: most_common(configs.iter().map(|c| c.start_method)),
+            intra_op_threads: most_common(configs.iter().map(|c| c.intra_op_threads)),
+        }
+    }
+
+    /// The order the runner measures `(config, repeat)` pairs in, as `order` says.
+    pub fn schedule(&self) -> Vec<(usize, usize)> {
+        let configs = self.configs.len();
+        match self.order {
+            RunOrder::Sequential => (0..configs)
+                .flat_map(|config| (0..self.repeats).map(move |repeat| (config, repeat)))
+                .collect(),
+            RunOrder::Interleaved => (0..self.repeats)
+                .flat_map(|repeat| (0..configs).map(move |config| (config, repeat)))
+                .collect(),
+            RunOrder::Shuffled => (0..self.repeats)
+                .flat_map(|repeat| {
+                    use rand::SeedableRng;
+                    use rand::seq::SliceRandom;
+                    let mut round: Vec<usize> = (0..configs).collect();
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ repeat as u64);
+                    round.shuffle(&mut rng);
+                    round.into_iter().map(move |config| (config, repeat))
+                })
+                .collect(),
         }
     }
 
@@ -251,7 +285,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
             "must be a positive number of seconds".to_owned(),
         ));
     }
-    let lists: [(&'static str, usize); 13] = [
+    let lists: [(&'static str, usize); 14] = [
         ("pipeline", preset.pipeline.len()),
         ("batch_size", preset.batch_size.len()),
         ("num_workers", preset.num_workers.len()),
@@ -265,6 +299,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
         ("batch_transfer", preset.batch_transfer.len()),
         ("runtime", preset.runtime.len()),
         ("start_method", preset.start_method.len()),
+        ("intra_op_threads", preset.intra_op_threads.len()),
     ];
     for (field, len) in lists {
         if len == 0 {
@@ -336,6 +371,9 @@ fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
         c.prefetch_factor = v
     });
     configs = expand(configs, &preset.in_order, |c, v| c.in_order = v);
+    configs = expand(configs, &preset.intra_op_threads, |c, v| {
+        c.intra_op_threads = v
+    });
     expand(configs, &preset.num_workers, |c, v| c.num_workers = v)
 }
 
@@ -388,6 +426,7 @@ fn extra_config(
         batch_transfer: point.batch_transfer.unwrap_or(preset.batch_transfer[0]),
         runtime: point.runtime.unwrap_or(preset.runtime[0]),
         start_method: point.start_method.unwrap_or(preset.start_method[0]),
+        intra_op_threads: point.intra_op_threads.unwrap_or(preset.intra_op_threads[0]),
     })
 }
 
@@ -407,6 +446,31 @@ fn warnings(configs: &[Config]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_order_measures_every_config_and_repeat_once() {
+        let mut preset = Preset {
+            num_workers: vec![0, 1, 2],
+            repeats: 2,
+            ..Preset::default()
+        };
+        let mut schedule = |order| {
+            preset.order = order;
+            Plan::from_preset(&preset, None).unwrap().schedule()
+        };
+        assert_eq!(
+            schedule(RunOrder::Interleaved),
+            [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
+        );
+        assert_eq!(
+            schedule(RunOrder::Sequential),
+            [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
+        );
+        let mut shuffled = schedule(RunOrder::Shuffled);
+        assert!(shuffled[..3].iter().all(|&(_, repeat)| repeat == 0));
+        shuffled.sort();
+        assert_eq!(shuffled, schedule(RunOrder::Sequential));
+    }
 
     fn preset() -> Preset {
         Preset {

@@ -139,6 +139,91 @@ impl StartMethod {
     }
 }
 
+/// libtorch's intra-op threads for the consumer (`torch.set_num_threads`): `auto` keeps
+/// libtorch's default, a number sets it. Presets write `auto` or the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IntraOpThreads {
+    #[default]
+    Auto,
+    Count(usize),
+}
+
+impl IntraOpThreads {
+    /// The name presets and tables use: `auto` or the count.
+    pub fn name(self) -> String {
+        match self {
+            IntraOpThreads::Auto => "auto".to_owned(),
+            IntraOpThreads::Count(count) => count.to_string(),
+        }
+    }
+}
+
+impl Serialize for IntraOpThreads {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            IntraOpThreads::Auto => serializer.serialize_str("auto"),
+            IntraOpThreads::Count(count) => serializer.serialize_u64(*count as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IntraOpThreads {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        // Untagged, because RON hands a bare word such as `auto` over by name only to
+        // serde's own buffered content.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Count(u64),
+            Word(String),
+        }
+        let invalid = |shown: &str| {
+            serde::de::Error::custom(format!(
+                "intra_op_threads must be `auto` or at least 1, not {shown}"
+            ))
+        };
+        match Written::deserialize(deserializer)? {
+            Written::Word(word) if word == "auto" => Ok(IntraOpThreads::Auto),
+            Written::Word(word) => Err(invalid(&format!("`{word}`"))),
+            Written::Count(count) => usize::try_from(count)
+                .ok()
+                .filter(|&count| count > 0)
+                .map(IntraOpThreads::Count)
+                .ok_or_else(|| invalid(&count.to_string())),
+        }
+    }
+}
+
+/// In which order a run measures its configs and repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOrder {
+    /// Round-robin: every config once, then every config again, `repeats` times, so
+    /// slow drift of the machine hits every config alike.
+    #[default]
+    Interleaved,
+    /// All repeats of a config, then the next config.
+    Sequential,
+    /// Round-robin with the configs in a new seeded random order each round.
+    Shuffled,
+}
+
+impl RunOrder {
+    /// The name presets use.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunOrder::Interleaved => "interleaved",
+            RunOrder::Sequential => "sequential",
+            RunOrder::Shuffled => "shuffled",
+        }
+    }
+}
+
 impl Default for StartMethod {
     fn default() -> Self {
         StartMethod::platform_default()
@@ -168,6 +253,9 @@ pub struct Preset {
     /// Run one unmeasured epoch before the measured ones.
     #[serde(default)]
     pub warmup: bool,
+    /// In which order configs and repeats are measured.
+    #[serde(default)]
+    pub order: RunOrder,
     #[serde(default = "defaults::yes")]
     pub shuffle: bool,
     /// Seeds the shuffle and every random augmentation.
@@ -219,6 +307,9 @@ pub struct Preset {
     pub runtime: Vec<Runtime>,
     #[serde(default = "defaults::start_method")]
     pub start_method: Vec<StartMethod>,
+    /// libtorch intra-op threads of the consumer: `auto` (libtorch's default) or a count.
+    #[serde(default = "defaults::intra_op_threads")]
+    pub intra_op_threads: Vec<IntraOpThreads>,
 }
 
 /// One extra config: the knobs it sets.
@@ -251,10 +342,12 @@ pub struct ConfigPoint {
     pub runtime: Option<Runtime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_method: Option<StartMethod>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_op_threads: Option<IntraOpThreads>,
 }
 
 /// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
-pub const SWEEP_KNOBS: [&str; 13] = [
+pub const SWEEP_KNOBS: [&str; 14] = [
     "pipeline",
     "batch_size",
     "num_workers",
@@ -268,10 +361,11 @@ pub const SWEEP_KNOBS: [&str; 13] = [
     "batch_transfer",
     "runtime",
     "start_method",
+    "intra_op_threads",
 ];
 
 mod defaults {
-    use super::{BatchTransfer, DatasetTransfer, Runtime, StartMethod, WorkerKind};
+    use super::{BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind};
     use crate::transform::PipelineSpec;
 
     pub fn epochs() -> usize {
@@ -325,6 +419,9 @@ mod defaults {
     pub fn start_method() -> Vec<StartMethod> {
         vec![StartMethod::platform_default()]
     }
+    pub fn intra_op_threads() -> Vec<IntraOpThreads> {
+        vec![IntraOpThreads::Auto]
+    }
 }
 
 impl Default for Preset {
@@ -338,6 +435,7 @@ impl Default for Preset {
             epochs: defaults::epochs(),
             repeats: 1,
             warmup: false,
+            order: RunOrder::default(),
             shuffle: true,
             seed: 0,
             drop_last: false,
@@ -359,6 +457,7 @@ impl Default for Preset {
             planned_epochs: defaults::planned_epochs(),
             runtime: defaults::runtime(),
             start_method: defaults::start_method(),
+            intra_op_threads: defaults::intra_op_threads(),
         }
     }
 }
@@ -501,6 +600,27 @@ mod tests {
             .to_string();
         assert!(err.starts_with("test.ron:"), "{err}");
         assert!(err.contains("num_wrokers"), "{err}");
+    }
+
+    #[test]
+    fn intra_op_threads_read_auto_or_a_count_from_ron_and_set() {
+        let mut preset = Preset::from_ron(
+            "(version: 1, name: \"x\", intra_op_threads: [auto, 1, 2])",
+            origin(),
+        )
+        .unwrap();
+        use IntraOpThreads::{Auto, Count};
+        assert_eq!(preset.intra_op_threads, [Auto, Count(1), Count(2)]);
+        assert_eq!(
+            Preset::from_ron(&preset.to_ron(), origin()).unwrap(),
+            preset
+        );
+        preset.set("intra_op_threads", "auto,4").unwrap();
+        assert_eq!(preset.intra_op_threads, [Auto, Count(4)]);
+        let err = Preset::from_ron("(version: 1, name: \"x\", intra_op_threads: [0])", origin())
+            .unwrap_err();
+        assert!(err.to_string().contains("at least 1"), "{err}");
+        assert!(preset.set("intra_op_threads", "many").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::meter::Interference;
 use crate::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use crate::machine::Machine;
 use crate::plan::Config;
@@ -42,6 +43,14 @@ pub struct EpochResult {
     /// Workers started for this epoch.
     pub worker_startups: Vec<WorkerStartup>,
     pub timeline: Vec<BatchRecord>,
+    /// Average cores busy with anything but this run during the epoch (the
+    /// interference meter); `None` where the platform has no counters.
+    #[serde(default)]
+    pub other_load_cores: Option<f64>,
+    /// CPU seconds the run used during the epoch: this process, its worker processes
+    /// and the reference runtime's Python processes.
+    #[serde(default)]
+    pub own_cpu_s: Option<f64>,
 }
 
 impl EpochResult {
@@ -72,7 +81,17 @@ impl EpochResult {
             stages,
             worker_startups,
             timeline,
+            other_load_cores: None,
+            own_cpu_s: None,
         }
+    }
+}
+
+impl EpochResult {
+    /// Records what the interference meter saw during the epoch.
+    pub fn record(&mut self, seen: Option<Interference>) {
+        self.other_load_cores = seen.map(|s| s.other_load_cores);
+        self.own_cpu_s = seen.map(|s| s.own_cpu_s);
     }
 }
 
@@ -96,7 +115,15 @@ pub struct ConfigResult {
     pub epochs: Vec<EpochResult>,
     /// False when pin_memory was asked for but had no effect (no CUDA).
     pub pin_memory_effective: bool,
+    /// The consumer's libtorch intra-op threads while the config ran.
     pub intra_op_threads: i32,
+    /// Other load averaged over the measured epochs (see [`EpochResult::other_load_cores`]).
+    #[serde(default)]
+    pub other_load_cores: Option<f64>,
+    /// Measured while other load exceeded the threshold of
+    /// [`analysis::disturbance`](crate::analysis::disturbance).
+    #[serde(default)]
+    pub disturbed: bool,
     /// Resident set size when the config started and at its peak.
     pub rss_before_bytes: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
@@ -185,6 +212,8 @@ pub struct SummaryRow {
     /// The 95% bootstrap interval of each median above, with two repeats or more.
     pub first_batch_interval_s: Option<(f64, f64)>,
     pub epoch_interval_s: Vec<Option<(f64, f64)>>,
+    /// Some repeat was measured while other load disturbed it.
+    pub disturbed: bool,
 }
 
 impl RunResult {
@@ -226,6 +255,7 @@ impl RunResult {
             epoch_interval_s: (0..self.epochs)
                 .map(|epoch| interval(epoch_values(epoch, |e| e.seconds)))
                 .collect(),
+            disturbed: runs.iter().any(|r| r.disturbed),
         })
     }
 

@@ -26,6 +26,8 @@ fn launch(dir: &Path, preset: Option<String>) -> Launch {
         preset,
         run_now: false,
         journal_dir: Some(dir.to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
     }
 }
 

@@ -42,6 +42,8 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         preset: Some(tiny_preset(dir.path())),
         run_now: false,
         journal_dir: Some(dir.path().to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
     };
     let mut harness = Harness::builder()
         .with_size([1280.0, 2400.0])

@@ -48,6 +48,7 @@ fn start(preset: &Preset, dir: &TempDir) -> (Plan, RunHandle) {
     let plan = Plan::from_preset(preset, None).unwrap();
     let options = RunOptions {
         journal: Some(dir.path().join("journal.jsonl")),
+        ..RunOptions::default()
     };
     let handle = bench::spawn(plan.clone(), options, || {});
     (plan, handle)

@@ -6,6 +6,7 @@
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]); the
 //! recommendation per question ([`recommend`]); and its text for the CLI ([`report`]).
 
+pub mod disturbance;
 pub mod input;
 pub mod ledger;
 pub mod recommend;
@@ -182,7 +183,9 @@ pub(crate) mod fixtures {
     use crate::loader::{StageTimes, WorkerStartup};
     use crate::machine::Machine;
     use crate::plan::Config;
-    use crate::preset::{BatchTransfer, DatasetTransfer, Runtime, StartMethod, WorkerKind};
+    use crate::preset::{
+        BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind,
+    };
     use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
     use crate::step::StepCost;
     use crate::transform::PipelineSpec;
@@ -202,6 +205,7 @@ pub(crate) mod fixtures {
             batch_transfer: BatchTransfer::SharedMemory,
             runtime: Runtime::Loaderbench,
             start_method: StartMethod::platform_default(),
+            intra_op_threads: IntraOpThreads::Auto,
         }
     }
 
@@ -244,6 +248,8 @@ pub(crate) mod fixtures {
             epochs,
             pin_memory_effective: false,
             intra_op_threads: 1,
+            other_load_cores: Some(0.0),
+            disturbed: false,
             rss_before_bytes: Some(100 << 20),
             peak_rss_bytes: Some(200 << 20),
             workers: Vec::new(),

@@ -1,10 +1,12 @@
 //! The warnings a finished run's measurements call for: a noisy config (epoch times
-//! spread widely), a first epoch much slower than the rest, and workers × intra-op
-//! threads oversubscribing the CPU. They are shown, never acted on. More workers than
+//! spread widely), a first epoch much slower than the rest, and configs measured while
+//! other load disturbed them (or no meter to tell). They are shown, never acted on. More workers than
 //! cores is known before the run and warned about by the plan, so it is not repeated
 //! here.
 
 use crate::results::RunResult;
+
+use super::disturbance::DISTURBED_LOAD_CORES;
 use crate::stats;
 
 use super::{ConfigRuns, measured_configs};
@@ -24,7 +26,7 @@ pub fn warnings(result: &RunResult) -> Vec<String> {
     let configs = measured_configs(result);
     let mut warnings: Vec<String> = configs.iter().filter_map(noisy).collect();
     warnings.extend(configs.iter().filter_map(slow_first_epoch));
-    warnings.extend(oversubscribed(&configs, result.machine.logical_cores));
+    warnings.extend(disturbed(result));
     warnings
 }
 
@@ -68,24 +70,42 @@ fn slow_first_epoch(runs: &ConfigRuns<'_>) -> Option<String> {
     })
 }
 
-fn oversubscribed(configs: &[ConfigRuns<'_>], cores: usize) -> Option<String> {
-    let over: Vec<String> = configs
+/// One warning naming every config measured while other load disturbed it, or saying
+/// that the platform gave the meter no counters.
+fn disturbed(result: &RunResult) -> Option<String> {
+    if result.results.is_empty() {
+        return None;
+    }
+    if result.results.iter().all(|r| r.other_load_cores.is_none()) {
+        return Some(
+            "outside load was not measured: this platform gives the interference meter no \
+             CPU counters, so a busy machine cannot be told from a slow config"
+                .to_owned(),
+        );
+    }
+    let disturbed: Vec<String> = result
+        .results
         .iter()
-        .filter_map(|runs| {
-            let workers = runs.config.num_workers;
-            let threads = runs.runs.iter().map(|r| r.intra_op_threads).max()?;
-            let total = workers * usize::try_from(threads).ok()?;
-            // More workers than cores on their own is the plan's warning.
-            (workers > 0 && workers <= cores && total > cores)
-                .then(|| format!("{} ({workers} × {threads} = {total})", runs.label))
+        .filter(|r| r.disturbed)
+        .map(|r| {
+            let repeat = if result.repeats > 1 {
+                format!(" repeat {}", r.repeat + 1)
+            } else {
+                String::new()
+            };
+            format!(
+                "{}{repeat} ({:.2} cores)",
+                r.label,
+                r.other_load_cores.unwrap_or(0.0)
+            )
         })
         .collect();
-    (!over.is_empty()).then(|| {
+    (!disturbed.is_empty()).then(|| {
         format!(
-            "oversubscribed: workers × intra-op threads exceed the {cores} logical cores for {}; \
-             the threads compete for cores and the figures understate what fewer threads per \
-             worker would do",
-            over.join(", ")
+            "disturbed: {} measured while other programs kept more than {} cores busy; \
+             their times are slower than this machine can do, so re-run on a quiet machine",
+            disturbed.join(", "),
+            DISTURBED_LOAD_CORES
         )
     })
 }
@@ -165,22 +185,28 @@ mod tests {
     }
 
     #[test]
-    fn workers_times_threads_beyond_the_cores_oversubscribe() {
-        let mut heavy = run(0, config(4, false), vec![epoch(1, 0.1, 0.1, 10)]);
-        heavy.intra_op_threads = 4;
-        let mut too_many = run(1, config(16, false), vec![epoch(1, 0.1, 0.1, 10)]);
-        too_many.intra_op_threads = 4;
-        let r = result(
-            vec![config(4, false), config(16, false)],
-            vec![heavy, too_many],
-        );
+    fn configs_measured_under_other_load_are_named_with_their_load() {
+        let mut busy = run(0, config(0, false), vec![epoch(1, 0.1, 0.1, 10)]);
+        busy.label = "nw=0".to_owned();
+        busy.other_load_cores = Some(0.93);
+        busy.disturbed = true;
+        let quiet = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 10)]);
+        let r = result(vec![config(0, false), config(2, false)], vec![busy, quiet]);
         let found = warnings(&r);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].contains("nw=4 (4 × 4 = 16)"), "{}", found[0]);
         assert!(
-            !found[0].contains("nw=16"),
-            "the plan already warns: {}",
+            found[0].starts_with("disturbed: nw=0 (0.93 cores) measured"),
+            "{}",
             found[0]
         );
+    }
+
+    #[test]
+    fn a_platform_without_counters_is_said_once() {
+        let mut unmeasured = run(0, config(0, false), vec![epoch(1, 0.1, 0.1, 10)]);
+        unmeasured.other_load_cores = None;
+        let found = warnings(&result(vec![config(0, false)], vec![unmeasured]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("outside load was not measured"));
     }
 }

@@ -3,7 +3,9 @@
 //! hidden consumer never slows a measurement. Every run ends with exactly one of
 //! `Finished`, `Failed` or `Cancelled`, each carrying all results measured so far.
 
+pub mod child;
 mod journal;
+pub mod meter;
 mod runner;
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +14,7 @@ use crate::loader::WorkerStartup;
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult};
 
 pub use journal::{Journal, default_journal_path, read_journal};
-pub use runner::{RunHandle, RunOptions, spawn};
+pub use runner::{EpochGate, RunHandle, RunOptions, spawn};
 
 /// What the runner reports, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 //! appending each finished config to the journal, and warning at the end about what the
 //! measurements show.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -14,11 +15,12 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::Event;
 use super::journal::{Journal, default_journal_path};
-use crate::analysis;
+use super::meter::{self, Interference};
+use crate::analysis::{self, disturbance};
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset};
 use crate::error::{Error, Result};
-use crate::loader::{Loader, LoaderSettings, batches_per_epoch};
+use crate::loader::{Loader, LoaderSettings, batches_per_epoch, set_intra_op_threads};
 use crate::machine::Machine;
 use crate::memory;
 use crate::plan::{Config, Plan};
@@ -28,11 +30,19 @@ use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatu
 use crate::step::Step;
 use crate::transform::Pipeline;
 
+/// Called on the runner thread before the clock of each epoch starts (and before each
+/// config of the PyTorch runtime, whose epochs run in Python). The app passes one that
+/// waits until its window has drawn what the run reported and gone quiet, so drawing
+/// never competes with a measured epoch.
+pub type EpochGate = Box<dyn FnMut() + Send>;
+
 /// How a run is recorded.
-#[derive(Debug, Clone, Default)]
+#[derive(Default)]
 pub struct RunOptions {
     /// The journal file; `None` uses [`default_journal_path`].
     pub journal: Option<PathBuf>,
+    /// Waited on before each epoch; `None` starts epochs at once.
+    pub before_epoch: Option<EpochGate>,
 }
 
 /// A run in progress: its events, and the means to cancel it.
@@ -53,6 +63,11 @@ impl RunHandle {
     /// (within a batch, or 50 ms while waiting for workers).
     pub fn cancel(&self) {
         self.cancel.cancel();
+    }
+
+    /// A token that cancels the run from another thread.
+    pub fn canceller(&self) -> CancelToken {
+        self.cancel.clone()
     }
 
     /// Where the journal is written.
@@ -105,6 +120,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
         },
         journal_path: journal.clone(),
         started_unix_s,
+        before_epoch: RefCell::new(options.before_epoch),
     };
     let thread = std::thread::Builder::new()
         .name("loaderbench-runner".to_owned())
@@ -137,6 +153,7 @@ struct Run {
     emit: Emitter,
     journal_path: PathBuf,
     started_unix_s: u64,
+    before_epoch: RefCell<Option<EpochGate>>,
 }
 
 impl Run {
@@ -239,29 +256,28 @@ impl Run {
     ) -> Result<()> {
         // Prepared when the first pytorch config comes, then shared by the rest.
         let mut reference = None;
-        for index in 0..self.plan.configs.len() {
-            for repeat in 0..self.plan.repeats {
-                self.cancel.check()?;
-                self.emit.send(Event::ConfigStarted {
-                    config: index,
-                    repeat,
-                });
-                let measured = match self.plan.configs[index].runtime {
-                    Runtime::Loaderbench => self.measure_config(dataset, index, repeat)?,
-                    Runtime::Pytorch => {
-                        let reference = match &mut reference {
-                            Some(reference) => reference,
-                            None => reference.insert(Reference::prepare(&self.plan, dataset)?),
-                        };
-                        self.measure_reference(reference, index, repeat)?
-                    }
-                };
-                journal.config(&measured)?;
-                result.results.push(measured.clone());
-                self.emit.send(Event::ConfigFinished {
-                    result: Box::new(measured),
-                });
-            }
+        for (index, repeat) in self.plan.schedule() {
+            self.cancel.check()?;
+            self.emit.send(Event::ConfigStarted {
+                config: index,
+                repeat,
+            });
+            let measured = match self.plan.configs[index].runtime {
+                Runtime::Loaderbench => self.measure_config(dataset, index, repeat)?,
+                Runtime::Pytorch => {
+                    let reference = match &mut reference {
+                        Some(reference) => reference,
+                        None => reference.insert(Reference::prepare(&self.plan, dataset)?),
+                    };
+                    self.wait_for_gate();
+                    self.measure_reference(reference, index, repeat)?
+                }
+            };
+            journal.config(&measured)?;
+            result.results.push(measured.clone());
+            self.emit.send(Event::ConfigFinished {
+                result: Box::new(measured),
+            });
         }
         Ok(())
     }
@@ -303,16 +319,27 @@ impl Run {
                 ),
             );
         }
+        set_intra_op_threads(config.intra_op_threads);
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
         let warmup = if self.plan.warmup {
-            Some(self.measure_epoch(&mut loader, &mut step, index, repeat, 0)?)
+            Some(
+                self.measure_epoch(&mut loader, &mut step, index, repeat, 0)?
+                    .0,
+            )
         } else {
             None
         };
-        let epochs = (1..=self.plan.epochs)
+        let measured = (1..=self.plan.epochs)
             .map(|epoch| self.measure_epoch(&mut loader, &mut step, index, repeat, epoch))
             .collect::<Result<Vec<_>>>()?;
+        let verdict = disturbance::judge(
+            &measured
+                .iter()
+                .filter_map(|(epoch, seen)| Some((epoch.seconds, (*seen)?)))
+                .collect::<Vec<_>>(),
+        );
+        let epochs = measured.into_iter().map(|(epoch, _)| epoch).collect();
         Ok(ConfigResult {
             config_index: index,
             repeat,
@@ -321,7 +348,10 @@ impl Run {
             warmup,
             epochs,
             pin_memory_effective: loader.pin_memory_effective(),
-            intra_op_threads: loader.intra_op_threads(),
+            // Read after the epochs: what the consumer's step really ran with.
+            intra_op_threads: tch::get_num_threads(),
+            other_load_cores: verdict.other_load_cores,
+            disturbed: verdict.disturbed,
             rss_before_bytes,
             peak_rss_bytes: memory::peak_rss_bytes(),
             workers: loader.worker_memory().to_vec(),
@@ -407,7 +437,9 @@ impl Run {
         config: usize,
         repeat: usize,
         epoch: usize,
-    ) -> Result<EpochResult> {
+    ) -> Result<(EpochResult, Option<Interference>)> {
+        self.wait_for_gate();
+        let reading = meter::Reading::now();
         let started = Instant::now();
         let mut batches = loader.epoch()?;
         let mut timeline = Vec::new();
@@ -435,13 +467,22 @@ impl Run {
         }
         drop(batches);
         let seconds = started.elapsed().as_secs_f64();
-        let result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+        let seen = reading.interference_since();
+        let mut result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+        result.record(seen);
         self.emit.send(Event::EpochFinished {
             config,
             repeat,
             result: Box::new(result.clone()),
         });
-        Ok(result)
+        Ok((result, seen))
+    }
+
+    /// Lets the front end settle before an epoch's clock starts.
+    fn wait_for_gate(&self) {
+        if let Some(gate) = self.before_epoch.borrow_mut().as_mut() {
+            gate();
+        }
     }
 
     fn warn(&self, config: Option<usize>, message: String) {

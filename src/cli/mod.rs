@@ -42,6 +42,9 @@ enum Command {
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
+    /// Measures a plan read from stdin for the app, streaming events on stdout.
+    #[command(name = "__measure", hide = true)]
+    Measure(MeasureArgs),
     /// A spawned loader worker (started by the loader itself, over inherited pipes).
     #[cfg(unix)]
     #[command(name = "__worker", hide = true)]
@@ -70,6 +73,20 @@ struct GuiArgs {
     /// Where run journals go (default: the user data directory).
     #[arg(long, value_name = "DIR")]
     journal_dir: Option<PathBuf>,
+    /// Write the results as JSON when the run ends.
+    #[arg(long, value_name = "FILE", requires = "run")]
+    json: Option<PathBuf>,
+    /// Close the window when the run ends, with the exit code `run` would give.
+    #[arg(long, requires = "run")]
+    exit: bool,
+}
+
+/// The hidden child that measures for the app.
+#[derive(Debug, Args)]
+struct MeasureArgs {
+    /// Where to append results as each config finishes.
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
 }
 
 /// A preset and the edits made to it on the command line.
@@ -144,6 +161,9 @@ pub fn main() -> ExitCode {
             let code = loaderbench::loader::process::worker_main(args.tasks_fd, args.results_fd);
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
+        Some(Command::Measure(args)) => {
+            return ExitCode::from(loaderbench::bench::child::serve(args.journal));
+        }
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Validate(args)) => validate(&args),
         Some(Command::Compare(args)) => compare::compare(args),
@@ -153,9 +173,9 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Baseline(command)) => baseline::run(command),
         #[cfg(feature = "gui")]
-        Some(Command::Gui(args)) => gui(args),
+        Some(Command::Gui(args)) => return gui(args),
         #[cfg(feature = "gui")]
-        None => gui(GuiArgs::default()),
+        None => return gui(GuiArgs::default()),
         #[cfg(not(feature = "gui"))]
         None => {
             use clap::CommandFactory;
@@ -177,7 +197,7 @@ pub fn main() -> ExitCode {
 /// build CPU batches only and must start fast.
 fn may_use_cuda(command: &Command) -> bool {
     match command {
-        Command::Run(_) | Command::Validate(_) | Command::Compare(_) => true,
+        Command::Run(_) | Command::Validate(_) | Command::Compare(_) | Command::Measure(_) => true,
         #[cfg(feature = "gui")]
         Command::Gui(_) => true,
         Command::Presets | Command::Baseline(_) => false,
@@ -232,13 +252,22 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
 }
 
 #[cfg(feature = "gui")]
-fn gui(args: GuiArgs) -> Result<(), Error> {
-    loaderbench::gui::run(loaderbench::gui::Launch {
+fn gui(args: GuiArgs) -> ExitCode {
+    let launch = loaderbench::gui::Launch {
         preset: args.preset,
         run_now: args.run,
         journal_dir: args.journal_dir,
-    })
-    .map_err(|err| Error::run(format!("the window could not open: {err}")))
+        measurer: None,
+        json: args.json,
+        exit: args.exit.then(Default::default),
+    };
+    match loaderbench::gui::run(launch) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: the window could not open: {err}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn list_presets() {

@@ -68,7 +68,10 @@ pub fn execute(
     let epochs = plan.epochs + usize::from(plan.warmup);
     let runs_per_config = plan.repeats * epochs;
     let progress = Progress::new(quiet);
-    let options = RunOptions { journal };
+    let options = RunOptions {
+        journal,
+        ..RunOptions::default()
+    };
     let handle = bench::spawn(plan.clone(), options, || {});
     progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;

@@ -46,6 +46,10 @@ pub struct RunData {
     /// `[config][epoch - 1]`: the consumer's wait for each batch of the latest repeat.
     pub wait_s: Vec<Vec<Vec<f64>>>,
     pub progress: Progress,
+    /// The run failed because the user's input was wrong.
+    pub bad_input: bool,
+    /// Batches of the epochs that have finished.
+    batches_finished: usize,
     pub warnings: Vec<String>,
 }
 
@@ -63,6 +67,8 @@ impl RunData {
             epoch_s: grid(),
             wait_s: grid(),
             progress: Progress::default(),
+            bad_input: false,
+            batches_finished: 0,
             warnings: Vec::new(),
             labels,
         }
@@ -90,23 +96,21 @@ impl RunData {
                 self.progress.config = config;
                 self.progress.repeat = repeat;
             }
-            Event::Batch {
-                config,
-                epoch,
-                batch,
-                ..
-            } => {
+            // Batch events may come sparsely (the app measures in a child process that
+            // passes a few on each second): they move the progress line only.
+            Event::Batch { epoch, batch, .. } => {
                 self.progress.epoch = epoch;
                 self.progress.batch = batch.index + 1;
-                self.progress.batches_done += 1;
-                if let Some(waits) = self.slot(Slot::Wait, config, epoch) {
-                    if batch.index == 0 {
-                        waits.clear();
-                    }
-                    waits.push(batch.stages.wait_s);
-                }
+                self.progress.batches_done = self.batches_finished + batch.index + 1;
             }
             Event::EpochFinished { config, result, .. } => {
+                self.batches_finished += result.batches;
+                self.progress.epoch = result.epoch;
+                self.progress.batch = result.batches;
+                self.progress.batches_done = self.batches_finished;
+                if let Some(waits) = self.slot(Slot::Wait, config, result.epoch) {
+                    *waits = result.timeline.iter().map(|b| b.stages.wait_s).collect();
+                }
                 if let Some(values) = self.slot(Slot::FirstBatch, config, result.epoch) {
                     values.push(result.first_batch_s);
                 }
@@ -123,7 +127,14 @@ impl RunData {
             Event::WorkerReady { .. } => {}
             Event::Finished { result } => self.end(Phase::Finished, *result),
             Event::Cancelled { result } => self.end(Phase::Cancelled, *result),
-            Event::Failed { error, result, .. } => self.end(Phase::Failed(error), *result),
+            Event::Failed {
+                error,
+                result,
+                bad_input,
+            } => {
+                self.bad_input = bad_input;
+                self.end(Phase::Failed(error), *result);
+            }
         }
     }
 
@@ -215,38 +226,41 @@ mod tests {
     }
 
     #[test]
-    fn folds_batches_and_epochs_per_config() {
+    fn folds_epochs_per_config_with_their_batches_waits() {
         let mut data = RunData::new(vec!["nw=0".into(), "nw=2".into()], 2, 1, false);
-        for index in 0..2 {
-            data.apply(Event::Batch {
-                config: 1,
-                repeat: 0,
-                epoch: 2,
-                batch: batch(index, 0.5),
-            });
-        }
-        let epoch = EpochResult::from_batches(2, 3.0, vec![batch(0, 0.5)], Vec::new());
+        data.apply(Event::Batch {
+            config: 1,
+            repeat: 0,
+            epoch: 2,
+            batch: batch(2, 0.5),
+        });
+        assert_eq!(data.progress.batches_done, 3);
+        assert!(data.wait_s[1][1].is_empty(), "waits come with the epoch");
+        let timeline = (0..4).map(|index| batch(index, 0.5)).collect();
+        let epoch = EpochResult::from_batches(2, 3.0, timeline, Vec::new());
         data.apply(Event::EpochFinished {
             config: 1,
             repeat: 0,
             result: Box::new(epoch),
         });
-        assert_eq!(data.wait_s[1][1], vec![0.5, 0.5]);
+        assert_eq!(data.wait_s[1][1], vec![0.5; 4]);
         assert_eq!(data.epoch_s[1][1], vec![3.0]);
         assert!(data.epoch_s[0][0].is_empty());
-        assert_eq!(data.progress.batches_done, 2);
+        assert_eq!(data.progress.batches_done, 4);
     }
 
     #[test]
-    fn warmup_batches_are_not_plotted() {
+    fn warmup_epochs_are_not_plotted() {
         let mut data = RunData::new(vec!["nw=0".into()], 1, 1, true);
-        data.apply(Event::Batch {
+        let epoch = EpochResult::from_batches(0, 1.0, vec![batch(0, 1.0)], Vec::new());
+        data.apply(Event::EpochFinished {
             config: 0,
             repeat: 0,
-            epoch: 0,
-            batch: batch(0, 1.0),
+            result: Box::new(epoch),
         });
         assert!(data.wait_s[0][0].is_empty());
+        assert!(data.epoch_s[0][0].is_empty());
+        assert_eq!(data.progress.batches_done, 1);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod charts;
 mod compare_view;
 mod export;
 mod live;
+mod pacing;
 mod plots;
 mod setup;
 mod table;
@@ -24,8 +25,10 @@ pub use charts::{Axis, Chart, Mark, Series};
 pub use export::{crop, png_bytes};
 pub use live::Phase;
 
-/// Opens the window and runs until it is closed.
-pub fn run(launch: Launch) -> Result<(), String> {
+/// Opens the window and runs until it is closed; returns the exit code a scripted run
+/// (`launch.exit`) left (1 if the window closed before the run ended), else 0.
+pub fn run(launch: Launch) -> Result<u8, String> {
+    let exit = launch.exit.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("loaderbench")
@@ -38,5 +41,9 @@ pub fn run(launch: Launch) -> Result<(), String> {
         options,
         Box::new(|cc| Ok(Box::new(App::new(cc, launch)))),
     )
-    .map_err(|err| err.to_string())
+    .map_err(|err| err.to_string())?;
+    Ok(match exit {
+        Some(slot) => slot.lock().map_or(None, |code| *code).unwrap_or(1),
+        None => 0,
+    })
 }

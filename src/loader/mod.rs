@@ -29,6 +29,7 @@ use crate::cancel::CancelToken;
 use crate::dataset::Dataset;
 use crate::device;
 use crate::error::{Error, Result};
+use crate::preset::IntraOpThreads;
 use crate::transform::Pipeline;
 
 pub use pool::{WorkerMemory, WorkerMessage};
@@ -186,17 +187,6 @@ impl Loader {
         self.pin_memory_effective
     }
 
-    /// libtorch intra-op threads while this loader runs: one per worker when there are
-    /// workers (the count is process-wide, so more would oversubscribe the CPU), else
-    /// libtorch's default.
-    pub fn intra_op_threads(&self) -> i32 {
-        if self.settings.num_workers > 0 {
-            1
-        } else {
-            default_intra_op_threads()
-        }
-    }
-
     pub fn batches_per_epoch(&self) -> usize {
         batches_per_epoch(
             self.dataset.len(),
@@ -208,7 +198,6 @@ impl Loader {
     /// Starts an epoch: `iter(loader)`.
     pub fn epoch(&mut self) -> Result<Epoch<'_>> {
         self.cancel.check()?;
-        tch::set_num_threads(self.intra_op_threads());
         let epoch = self.epochs_started;
         self.epochs_started += 1;
         let settings = &self.settings;
@@ -245,9 +234,25 @@ impl Loader {
     }
 }
 
+/// libtorch's default intra-op thread count in this process, read before anything
+/// changes it.
 pub(crate) fn default_intra_op_threads() -> i32 {
     static DEFAULT: OnceLock<i32> = OnceLock::new();
     *DEFAULT.get_or_init(tch::get_num_threads)
+}
+
+/// Sets the calling thread's libtorch intra-op threads (`torch.set_num_threads`) and
+/// returns the count in effect. libtorch keeps the count per thread, but a thread's
+/// first parallel op re-reads the last count set by any thread; reading it first makes
+/// that happen now, so worker threads setting their own count later cannot change ours.
+pub fn set_intra_op_threads(threads: IntraOpThreads) -> i32 {
+    let _ = tch::get_num_threads();
+    let count = match threads {
+        IntraOpThreads::Auto => default_intra_op_threads(),
+        IntraOpThreads::Count(count) => i32::try_from(count).unwrap_or(i32::MAX),
+    };
+    tch::set_num_threads(count);
+    tch::get_num_threads()
 }
 
 /// One pass over the dataset.

@@ -140,6 +140,9 @@ fn serve(
     queue: Receiver<Task>,
     results: Sender<WorkerMessage>,
 ) {
+    // One intra-op thread per worker, as PyTorch's workers have: the count is kept per
+    // thread once set, so this neither leaks into the consumer nor follows its setting.
+    tch::set_num_threads(1);
     let ready = WorkerMessage::Ready {
         worker,
         startup: asked_at.elapsed(),

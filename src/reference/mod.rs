@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::analysis::disturbance;
+use crate::bench::meter::{self, Interference};
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset, DatasetKind};
 use crate::error::{Error, Result};
@@ -143,6 +145,8 @@ impl Reference {
             startups: Vec::new(),
             warmup: None,
             epochs: Vec::new(),
+            reading: None,
+            interference: Vec::new(),
         };
         let peak_rss_bytes = session.follow(cancel, worker_timeout, report)?;
         let ready = session.ready.unwrap_or(Ready {
@@ -150,11 +154,14 @@ impl Reference {
             pin_memory_effective: false,
             rss_bytes: None,
         });
+        let verdict = disturbance::judge(&session.interference);
         Ok(ConfigResult {
             config_index: index,
             repeat,
             label: plan.label(index),
             config: config.clone(),
+            other_load_cores: verdict.other_load_cores,
+            disturbed: verdict.disturbed,
             warmup: session.warmup,
             epochs: session.epochs,
             pin_memory_effective: ready.pin_memory_effective,
@@ -188,6 +195,10 @@ struct Session<'a> {
     startups: Vec<WorkerStartup>,
     warmup: Option<EpochResult>,
     epochs: Vec<EpochResult>,
+    /// The meter's reading when the current epoch's start was reported.
+    reading: Option<meter::Reading>,
+    /// What the meter saw in each measured epoch, with its length.
+    interference: Vec<(f64, Interference)>,
 }
 
 impl Session<'_> {
@@ -248,7 +259,10 @@ impl Session<'_> {
                     rss_bytes,
                 });
             }
-            Message::EpochStart { t0, .. } => self.t0 = t0,
+            Message::EpochStart { t0, .. } => {
+                self.t0 = t0;
+                self.reading = Some(meter::Reading::now());
+            }
             Message::WorkerReady { worker, at } => {
                 let startup = WorkerStartup {
                     worker,
@@ -281,7 +295,12 @@ impl Session<'_> {
             Message::Epoch { epoch, seconds } => {
                 let timeline = std::mem::take(&mut self.timeline);
                 let startups = std::mem::take(&mut self.startups);
-                let result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+                let mut result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+                let seen = self.reading.take().and_then(|r| r.interference_since());
+                result.record(seen);
+                if let (Some(seen), true) = (seen, epoch > 0) {
+                    self.interference.push((seconds, seen));
+                }
                 report(Progress::Epoch(result.clone()));
                 if epoch == 0 {
                     self.warmup = Some(result);

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Config, Plan};
+use crate::preset::IntraOpThreads;
 use crate::transform::{Normalize, Op};
 
 /// The dataset as the script builds it.
@@ -45,6 +46,8 @@ pub struct Request {
     pub pin_memory: bool,
     pub in_order: bool,
     pub start_method: &'static str,
+    /// `torch.set_num_threads` in the main process; `None` keeps PyTorch's default.
+    pub intra_op_threads: Option<usize>,
     pub device: String,
     pub epochs: usize,
     pub warmup: bool,
@@ -68,6 +71,10 @@ impl Request {
             pin_memory: config.pin_memory,
             in_order: config.in_order,
             start_method: config.start_method.name(),
+            intra_op_threads: match config.intra_op_threads {
+                IntraOpThreads::Auto => None,
+                IntraOpThreads::Count(count) => Some(count),
+            },
             device: config.device.to_string(),
             epochs: plan.epochs,
             warmup: plan.warmup,

@@ -24,8 +24,18 @@ pub struct TableRow {
     pub config_index: usize,
     /// The config's label (`nw=4 persistent …`).
     pub label: String,
-    /// The cells, one per header column.
+    /// The cells, one per header column; times of a disturbed config end in `*`.
     pub cells: Vec<String>,
+    /// Measured while other load disturbed it (in any repeat).
+    pub disturbed: bool,
+}
+
+/// The footnote that explains a `*` after a time.
+pub fn disturbed_footnote() -> String {
+    format!(
+        "* disturbed: measured while other programs kept more than {} cores busy",
+        crate::analysis::disturbance::DISTURBED_LOAD_CORES
+    )
 }
 
 impl ResultsTable {
@@ -46,6 +56,7 @@ impl ResultsTable {
                 config_index: row.config_index,
                 label: row.label.clone(),
                 cells: cells(row, &extra),
+                disturbed: row.disturbed,
             })
             .collect();
         ResultsTable { header, rows }
@@ -54,7 +65,12 @@ impl ResultsTable {
     /// The aligned Markdown text.
     pub fn markdown(&self) -> String {
         let cells: Vec<Vec<String>> = self.rows.iter().map(|row| row.cells.clone()).collect();
-        render(&self.header, &cells)
+        let mut text = render(&self.header, &cells);
+        if self.rows.iter().any(|row| row.disturbed) {
+            text.push_str(&disturbed_footnote());
+            text.push('\n');
+        }
+        text
     }
 }
 
@@ -70,12 +86,13 @@ fn cells(row: &SummaryRow, extra: &[KnobColumn]) -> Vec<String> {
         pin,
     ];
     line.extend(extra.iter().map(|(_, value)| value(c)));
-    line.push(with_interval(row.first_batch_s, row.first_batch_interval_s));
+    let mark = if row.disturbed { "*" } else { "" };
+    line.push(with_interval(row.first_batch_s, row.first_batch_interval_s) + mark);
     line.extend(
         row.epoch_s
             .iter()
             .zip(&row.epoch_interval_s)
-            .map(|(s, interval)| with_interval(*s, *interval)),
+            .map(|(s, interval)| with_interval(*s, *interval) + mark),
     );
     line
 }
@@ -84,7 +101,7 @@ type KnobColumn = (&'static str, fn(&Config) -> String);
 
 /// Knobs beyond the classic three whose value differs between configs.
 fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
-    let candidates: [KnobColumn; 9] = [
+    let candidates: [KnobColumn; 10] = [
         ("worker kind", |c| c.worker_kind.name().to_owned()),
         ("batch size", |c| c.batch_size.to_string()),
         ("prefetch", |c| c.prefetch_factor.to_string()),
@@ -100,6 +117,7 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
                 "-".to_owned()
             }
         }),
+        ("intra-op threads", |c| c.intra_op_threads.name()),
     ];
     candidates
         .into_iter()
@@ -178,5 +196,21 @@ mod tests {
             "{row:?}"
         );
         assert_eq!(&table.rows[2].cells[4..6], ["pytorch", "forkserver"]);
+    }
+
+    #[test]
+    fn a_disturbed_config_has_its_times_marked_and_explained() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut busy = run(1, configs[1].clone(), vec![epoch(1, 0.25, 0.1, 3)]);
+        busy.disturbed = true;
+        let results = vec![
+            run(0, configs[0].clone(), vec![epoch(1, 0.25, 0.1, 3)]),
+            busy,
+        ];
+        let table = ResultsTable::of(&result(configs, results), "light");
+        assert_eq!(&table.rows[0].cells[3..], ["0.25", "0.45"]);
+        assert_eq!(&table.rows[1].cells[3..], ["0.25*", "0.45*"]);
+        let text = table.markdown();
+        assert!(text.trim_end().ends_with(&disturbed_footnote()), "{text}");
     }
 }

@@ -19,3 +19,40 @@ pub fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn
     }
     harness.run_steps(2);
 }
+
+/// An Xvfb display started for one test, stopped when dropped.
+pub struct Xvfb {
+    pub display: String,
+    server: std::process::Child,
+}
+
+impl Xvfb {
+    pub fn stop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts Xvfb on a free display number; `None` when it is not installed.
+pub fn start_xvfb() -> Option<Xvfb> {
+    let number = 100 + std::process::id() % 400;
+    let display = format!(":{number}");
+    let server = std::process::Command::new("Xvfb")
+        .args([&display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let socket = format!("/tmp/.X11-unix/X{number}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::path::Path::new(&socket).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(Xvfb { display, server })
+}

@@ -3,7 +3,6 @@
 //! return and applies them once everything is drawn.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
@@ -241,10 +240,20 @@ impl eframe::App for App {
             ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
             self.title = title;
         }
+        if self.close_requested {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+        // Between epochs the run's events wake the window; during one it draws only
+        // for the progress line of a long epoch (see gui::pacing).
         if left_over {
             ctx.request_repaint_after(LIVE_FRAME_INTERVAL);
-        } else if self.is_running() {
-            ctx.request_repaint_after(Duration::from_millis(250));
+        } else if let Some(after) = self
+            .run
+            .as_ref()
+            .filter(|run| run.data.is_running())
+            .and_then(|run| run.next_progress_frame())
+        {
+            ctx.request_repaint_after(after);
         }
     }
 

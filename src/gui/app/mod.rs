@@ -14,6 +14,7 @@ mod results_panel;
 mod run;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use egui::Rect;
 
@@ -49,6 +50,21 @@ pub struct Launch {
     pub run_now: bool,
     /// Where run journals go (`None`: the user data directory).
     pub journal_dir: Option<PathBuf>,
+    /// The program that measures runs as `__measure` in a child process (`None`: this
+    /// one). Tests name the loaderbench binary.
+    pub measurer: Option<PathBuf>,
+    /// Write the results here as JSON when the run ends.
+    pub json: Option<PathBuf>,
+    /// Close the window when the run ends; the exit code (as `loaderbench run` would
+    /// give it) is left here.
+    pub exit: Option<Arc<Mutex<Option<u8>>>>,
+}
+
+/// What a scripted run does when it ends.
+#[derive(Debug, Clone, Default)]
+struct Script {
+    json: Option<PathBuf>,
+    exit: Option<Arc<Mutex<Option<u8>>>>,
 }
 
 /// A message in the window: an error to act on, or a note of something done.
@@ -80,6 +96,10 @@ pub struct App {
     baseline_names: Vec<String>,
     cuda_devices: usize,
     journal_dir: Option<PathBuf>,
+    measurer: Option<PathBuf>,
+    script: Script,
+    /// Set when a scripted run has ended and the window should close.
+    close_requested: bool,
     title: String,
 }
 
@@ -133,6 +153,12 @@ impl App {
             baseline_names: Vec::new(),
             cuda_devices: crate::device::cuda_device_count(),
             journal_dir: launch.journal_dir,
+            measurer: launch.measurer,
+            script: Script {
+                json: launch.json,
+                exit: launch.exit,
+            },
+            close_requested: false,
             title: String::new(),
         };
         app.revalidate();

@@ -1,25 +1,31 @@
-//! The run's lifecycle: starting one from the plan on the engine's background thread,
-//! folding its events into the live data each frame within a time budget, cancelling
-//! it, and what happens when it ends (analysis, warnings, how it ended).
+//! The run's lifecycle: starting one from the plan in a child process that measures
+//! exactly as `loaderbench run` does (see [`pacing`](crate::gui::pacing) for how the
+//! window keeps out of the measured epochs), folding its events into the live data each
+//! frame within a time budget, cancelling it, and what happens when it ends (analysis,
+//! warnings, how it ended, and for a scripted run the JSON file and the exit).
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analysis;
 use crate::baseline::{self, Change};
-use crate::bench::{self, RunHandle, RunOptions};
-
+use crate::bench::child::ChildRun;
+use crate::export::{self, Exporter};
 use crate::gui::live::{Phase, RunData};
+use crate::gui::pacing;
 
 use super::{App, WARNING};
 
 /// How long a frame may spend folding in run events; the rest wait for the next frame.
 const EVENT_BUDGET: Duration = Duration::from_millis(4);
-/// How often the window redraws while a run streams events (about 15 frames a second).
+/// How soon the window draws again when a frame left events over.
 pub(super) const LIVE_FRAME_INTERVAL: Duration = Duration::from_millis(66);
 
 /// A run the window shows: live, or finished.
 pub(super) struct LiveRun {
-    pub(super) handle: Option<RunHandle>,
+    pub(super) handle: Option<ChildRun>,
+    /// When the epoch being measured was let start; `None` between epochs.
+    pub(super) epoch_since: Arc<Mutex<Option<Instant>>>,
     pub(super) data: RunData,
     pub(super) started: Instant,
     /// Set when the run ends, to freeze the elapsed time.
@@ -33,6 +39,12 @@ pub(super) struct LiveRun {
 impl LiveRun {
     pub(super) fn elapsed(&self) -> Duration {
         self.took.unwrap_or_else(|| self.started.elapsed())
+    }
+
+    /// When the window should draw again for the progress line alone.
+    pub(super) fn next_progress_frame(&self) -> Option<Duration> {
+        let since = (*self.epoch_since.lock().ok()?)?;
+        Some(pacing::next_progress_frame(since))
     }
 }
 
@@ -68,13 +80,46 @@ impl App {
             for warning in warnings {
                 self.note(format!("{WARNING}{warning}"));
             }
-            match ended {
+            match &ended {
                 Phase::Failed(error) => self.error(format!("The run failed: {error}")),
                 Phase::Cancelled => self.note("The run was cancelled; measured configs are kept."),
                 Phase::Finished | Phase::Running => {}
             }
+            self.end_script(&ended);
         }
         left_over
+    }
+
+    /// For a scripted run (`gui --run --json FILE --exit`): writes the JSON file and
+    /// closes the window with the exit code `loaderbench run` would give.
+    fn end_script(&mut self, ended: &Phase) {
+        let mut code = match ended {
+            Phase::Finished => 0,
+            Phase::Cancelled | Phase::Running => 1,
+            Phase::Failed(_) => {
+                let bad_input = self.run.as_ref().is_some_and(|run| run.data.bad_input);
+                if bad_input { 2 } else { 1 }
+            }
+        };
+        if let (Some(path), Some(result)) = (
+            self.script.json.clone(),
+            self.run.as_ref().and_then(|run| run.data.result.as_ref()),
+        ) {
+            let written = export::Json.export(result).and_then(|bytes| {
+                std::fs::write(&path, bytes)
+                    .map_err(|err| crate::Error::file(&path, err.to_string()))
+            });
+            if let Err(err) = written {
+                self.error(format!("The results could not be written: {err}"));
+                code = code.max(1);
+            }
+        }
+        if let Some(exit) = &self.script.exit {
+            if let Ok(mut slot) = exit.lock() {
+                *slot = Some(code);
+            }
+            self.close_requested = true;
+        }
     }
 
     pub(super) fn start_run(&mut self, ctx: &egui::Context) {
@@ -98,23 +143,40 @@ impl App {
             plan.repeats,
             plan.warmup,
         );
-        let options = RunOptions {
-            journal: self.journal_dir.as_ref().map(|dir| {
-                let stamp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis());
-                dir.join(format!("{}-{stamp}.jsonl", plan.name))
-            }),
-        };
-        let wake_ctx = ctx.clone();
-        // Batch events arrive thousands of times a second; redrawing for each would take
-        // the CPU the measurement needs, so a run asks for frames at a live-plot rate.
-        let handle = bench::spawn(plan, options, move || {
-            wake_ctx.request_repaint_after(LIVE_FRAME_INTERVAL)
+        let journal = self.journal_dir.as_ref().map(|dir| {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            dir.join(format!("{}-{stamp}.jsonl", plan.name))
         });
+        let (settle_ctx, wake_ctx) = (ctx.clone(), ctx.clone());
+        let epoch_since = Arc::new(Mutex::new(None));
+        let since = epoch_since.clone();
+        let settle = move |queued: &crossbeam_channel::Receiver<crate::bench::Event>| {
+            if let Ok(mut since) = since.lock() {
+                *since = None;
+            }
+            pacing::settle(&settle_ctx, queued);
+            if let Ok(mut since) = since.lock() {
+                *since = Some(Instant::now());
+            }
+        };
+        let wake = move |event: &crate::bench::Event| {
+            if pacing::redraws_at_once(event) {
+                wake_ctx.request_repaint();
+            }
+        };
+        let handle = match ChildRun::start(&plan, journal, self.measurer.as_deref(), settle, wake) {
+            Ok(handle) => handle,
+            Err(err) => {
+                self.error(format!("The run could not start: {err}"));
+                return;
+            }
+        };
         self.selected = None;
         self.messages.retain(|m| !m.error);
         self.run = Some(LiveRun {
+            epoch_since,
             handle: Some(handle),
             data,
             started: Instant::now(),

@@ -1,0 +1,313 @@
+//! Does the app measure what the CLI measures, and does the interference meter see
+//! outside load? Part 1 runs seed-light and seed-heavy in the real window (under Xvfb
+//! when there is no display, through `loaderbench gui PRESET --run --json FILE --exit`)
+//! and through `loaderbench run`, interleaved for three rounds, and prints app/CLI of the
+//! median epoch time and first-batch latency per config, the configs each side marked
+//! disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on
+//! the quiet machine and then beside a busy loop on one core, and prints each config's
+//! other load and whether it was marked disturbed. Run with
+//! `cargo bench --bench parity`; under `cargo test` (no `--bench`) it runs a 2,048-sample
+//! smoke version of one round, and skips part 1 where there is neither a display nor Xvfb.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use loaderbench::analysis::Analysis;
+use loaderbench::preset::Preset;
+use loaderbench::results::RunResult;
+use loaderbench::stats;
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let display = Display::find_or_start();
+    for name in ["seed-light", "seed-heavy"] {
+        let preset = preset(dir.path(), name, full);
+        match &display {
+            Some(display) => app_against_cli(dir.path(), &preset, display, full),
+            None => println!("parity: {name}: skipped the app (no display, no Xvfb on PATH)"),
+        }
+    }
+    meter_under_load(dir.path(), &preset(dir.path(), "seed-light", full));
+}
+
+/// The built-in preset saved to a file, made small for a smoke run.
+fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {
+    let (preset, _) = loaderbench::builtin::load(name).expect("a built-in preset");
+    let preset = Preset {
+        samples: if full { preset.samples } else { Some(2_048) },
+        ..preset
+    };
+    let path = dir.join(format!("{name}.ron"));
+    preset.save(&path).expect("writing the preset");
+    path
+}
+
+/// An X display: the session's own, or an Xvfb started for this benchmark.
+struct Display {
+    name: String,
+    server: Option<Child>,
+}
+
+impl Display {
+    fn find_or_start() -> Option<Display> {
+        if let Ok(name) = std::env::var("DISPLAY")
+            && !name.is_empty()
+        {
+            return Some(Display { name, server: None });
+        }
+        let name = format!(":{}", 90 + std::process::id() % 100);
+        let server = Command::new("Xvfb")
+            .args([&name, "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        std::thread::sleep(Duration::from_millis(500));
+        Some(Display {
+            name,
+            server: Some(server),
+        })
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        if let Some(server) = &mut self.server {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+    }
+}
+
+/// Runs `loaderbench ARGS` and reads the results JSON it wrote.
+fn measure(args: &[&str], json: &Path, display: Option<&Display>) -> RunResult {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+    command.args(args).arg("--json").arg(json);
+    command.stdout(Stdio::null()).stderr(Stdio::piped());
+    if let Some(display) = display {
+        command.env("DISPLAY", &display.name);
+    }
+    let output = command.output().expect("loaderbench runs");
+    assert!(
+        output.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read(json).expect("the results JSON");
+    serde_json::from_slice(&text).expect("a run result")
+}
+
+fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
+    let preset_arg = preset.to_str().expect("a UTF-8 path");
+    let journal_dir = dir.to_str().expect("a UTF-8 path");
+    let (mut app, mut cli) = (Vec::new(), Vec::new());
+    for round in 0..if full { 3 } else { 1 } {
+        let app_json = dir.join(format!("app-{round}.json"));
+        let cli_json = dir.join(format!("cli-{round}.json"));
+        let journal = dir.join(format!("cli-{round}.jsonl"));
+        let app_run = || {
+            measure(
+                &[
+                    "gui",
+                    preset_arg,
+                    "--run",
+                    "--exit",
+                    "--journal-dir",
+                    journal_dir,
+                ],
+                &app_json,
+                Some(display),
+            )
+        };
+        let cli_run = || {
+            measure(
+                &[
+                    "run",
+                    "-q",
+                    preset_arg,
+                    "--journal",
+                    journal.to_str().expect("UTF-8"),
+                ],
+                &cli_json,
+                None,
+            )
+        };
+        // Alternate which goes first, so drift between the two does not favour one.
+        if round % 2 == 0 {
+            app.push(app_run());
+            cli.push(cli_run());
+        } else {
+            cli.push(cli_run());
+            app.push(app_run());
+        }
+    }
+    let labels = app[0].labels.clone();
+    println!(
+        "parity: {} ({}), {} round(s), median over rounds and epochs:",
+        app[0].preset,
+        app[0].dataset,
+        app.len()
+    );
+    println!(
+        "  {:<28} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}",
+        "config", "app epoch", "cli epoch", "app/cli", "app first", "cli first", "app/cli"
+    );
+    let mut ratios = Vec::new();
+    for (index, label) in labels.iter().enumerate() {
+        let epoch = |runs: &[RunResult]| median_of(runs, index, |e| e.seconds);
+        let first = |runs: &[RunResult]| median_of(runs, index, |e| e.first_batch_s);
+        let (app_epoch, cli_epoch) = (epoch(&app), epoch(&cli));
+        let (app_first, cli_first) = (first(&app), first(&cli));
+        ratios.push(app_epoch / cli_epoch);
+        println!(
+            "  {label:<28} {app_epoch:>9.4} {cli_epoch:>9.4} {:>7.3}   {app_first:>9.4} {cli_first:>9.4} {:>7.3}",
+            app_epoch / cli_epoch,
+            app_first / cli_first
+        );
+    }
+    let within = ratios.iter().filter(|r| (0.95..=1.05).contains(*r)).count();
+    println!(
+        "  epoch app/cli within 0.95-1.05: {within} of {} configs",
+        ratios.len()
+    );
+    for (side, runs) in [("app", &app), ("cli", &cli)] {
+        let disturbed: Vec<&str> = runs
+            .iter()
+            .flat_map(|r| &r.results)
+            .filter(|r| r.disturbed)
+            .map(|r| r.label.as_str())
+            .collect();
+        let load: Vec<f64> = runs
+            .iter()
+            .flat_map(|r| &r.results)
+            .filter_map(|r| r.other_load_cores)
+            .collect();
+        println!(
+            "  {side}: other load median {:.2} cores, max {:.2}; disturbed: {:?}",
+            stats::median(&load).unwrap_or(f64::NAN),
+            stats::min_max(&load).map_or(f64::NAN, |(_, max)| max),
+            disturbed
+        );
+        let recommendation = Analysis::of(&merged(runs)).recommendation;
+        println!(
+            "  {side} recommends: {}",
+            recommendation.map_or_else(|| "nothing".to_owned(), |r| r.label)
+        );
+    }
+}
+
+/// The median of `value` over config `index`'s measured epochs in every run.
+fn median_of(
+    runs: &[RunResult],
+    index: usize,
+    value: fn(&loaderbench::results::EpochResult) -> f64,
+) -> f64 {
+    let values: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| &r.results)
+        .filter(|r| r.config_index == index)
+        .flat_map(|r| r.epochs.iter().map(value))
+        .collect();
+    stats::median(&values).unwrap_or(f64::NAN)
+}
+
+/// The rounds as one run with one repeat per round.
+fn merged(runs: &[RunResult]) -> RunResult {
+    let mut all = runs[0].clone();
+    all.repeats = runs.len();
+    all.results = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(round, run)| {
+            run.results.iter().cloned().map(move |mut result| {
+                result.repeat = round;
+                result
+            })
+        })
+        .collect();
+    all
+}
+
+fn meter_under_load(dir: &Path, preset: &Path) {
+    let preset_arg = preset.to_str().expect("a UTF-8 path");
+    let journal = dir.join("meter.jsonl");
+    let run = |json: &Path| {
+        measure(
+            &[
+                "run",
+                "-q",
+                preset_arg,
+                "--journal",
+                journal.to_str().expect("UTF-8"),
+            ],
+            json,
+            None,
+        )
+    };
+    let quiet = run(&dir.join("quiet.json"));
+    let hog = BusyLoop::start();
+    let loaded = run(&dir.join("loaded.json"));
+    drop(hog);
+    println!("meter: seed-light through the CLI, other load in cores (* = disturbed):");
+    println!("  {:<28} {:>8} {:>8}", "config", "quiet", "1 hog");
+    for (quiet, loaded) in quiet.results.iter().zip(&loaded.results) {
+        let shown = |r: &loaderbench::results::ConfigResult| {
+            format!(
+                "{:.2}{}",
+                r.other_load_cores.unwrap_or(f64::NAN),
+                if r.disturbed { "*" } else { " " }
+            )
+        };
+        println!(
+            "  {:<28} {:>8} {:>8}",
+            quiet.label,
+            shown(quiet),
+            shown(loaded)
+        );
+    }
+    let count = |r: &RunResult| r.results.iter().filter(|c| c.disturbed).count();
+    println!(
+        "  disturbed: quiet {} of {}, with the hog {} of {}; hog warning: {}",
+        count(&quiet),
+        quiet.results.len(),
+        count(&loaded),
+        loaded.results.len(),
+        loaded.warnings.iter().any(|w| w.starts_with("disturbed:"))
+    );
+}
+
+/// A thread that keeps one core busy until dropped.
+struct BusyLoop {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BusyLoop {
+    fn start() -> BusyLoop {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        });
+        BusyLoop {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

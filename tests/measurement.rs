@@ -1,0 +1,284 @@
+//! Measurement truth, end to end: the interference meter marks configs measured beside a
+//! busy loop as disturbed and warns; the consumer's intra-op threads follow the knob and
+//! do not take the thread workers' one-thread setting; configs run interleaved across
+//! repeats; and a run measured in a child process (as the app measures) streams the
+//! same events, waits at each epoch's gate, keeps what it measured when cancelled and
+//! leaves no process behind. With Xvfb on PATH, the real window runs a preset through
+//! `gui --run --json --exit`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use loaderbench::bench::child::ChildRun;
+use loaderbench::bench::{self, Event, RunOptions};
+use loaderbench::plan::Plan;
+use loaderbench::preset::{IntraOpThreads, Preset};
+use loaderbench::results::{RunResult, RunStatus};
+
+mod common;
+use common::{loaderbench_command, path_str, run_with_deadline, stderr};
+
+/// A small synthetic sweep: `samples` samples in batches of 64, num_workers 0 and 2.
+fn small_preset(samples: usize) -> Preset {
+    Preset {
+        name: "small".to_owned(),
+        samples: Some(samples),
+        epochs: 2,
+        batch_size: vec![64],
+        num_workers: vec![0, 2],
+        ..Preset::default()
+    }
+}
+
+fn run_to_end(plan: Plan, dir: &Path) -> RunResult {
+    let options = RunOptions {
+        journal: Some(dir.join("journal.jsonl")),
+        ..RunOptions::default()
+    };
+    let handle = bench::spawn(plan, options, || {});
+    let mut last = None;
+    for event in handle.events().iter() {
+        if let Some(result) = event.final_result() {
+            last = Some(result.clone());
+        }
+    }
+    last.expect("the run reported an outcome")
+}
+
+/// Keeps one core busy until dropped.
+struct BusyLoop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl BusyLoop {
+    fn start() -> BusyLoop {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut x = 1u64;
+            while !flag.load(Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        });
+        BusyLoop(stop, Some(thread))
+    }
+}
+
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.1.take() {
+            thread.join().expect("the busy loop ends");
+        }
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_cli_run_beside_a_busy_core_is_disturbed_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = dir.path().join("small.ron");
+    small_preset(4096).save(&preset).unwrap();
+    let json = dir.path().join("out.json");
+    let hog = BusyLoop::start();
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "run",
+            "-q",
+            path_str(&preset),
+            "--json",
+            path_str(&json),
+            "--journal",
+            path_str(&dir.path().join("j.jsonl")),
+        ])
+        .current_dir(dir.path()),
+        Duration::from_secs(240),
+    );
+    drop(hog);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: RunResult = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for config in &result.results {
+        let load = config.other_load_cores.expect("Linux has counters");
+        assert!(load > 0.5, "{}: other load {load}", config.label);
+        assert!(config.disturbed, "{} is not marked disturbed", config.label);
+        for epoch in &config.epochs {
+            assert!(epoch.other_load_cores.is_some() && epoch.own_cpu_s.unwrap() > 0.0);
+        }
+    }
+    assert!(
+        stderr(&output).contains("warning: disturbed: nw=0"),
+        "{}",
+        stderr(&output)
+    );
+    let json_text = std::fs::read_to_string(&json).unwrap();
+    for field in [
+        "other_load_cores",
+        "own_cpu_s",
+        "\"disturbed\"",
+        "intra_op_threads",
+    ] {
+        assert!(json_text.contains(field), "the JSON lacks {field}");
+    }
+}
+
+#[test]
+fn the_consumer_runs_the_intra_op_threads_asked_for_and_workers_do_not_change_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = Preset {
+        intra_op_threads: vec![IntraOpThreads::Auto, IntraOpThreads::Count(1)],
+        step: loaderbench::step::StepCost::Mlp { hidden: 32 },
+        ..small_preset(512)
+    };
+    let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
+    assert_eq!(result.status, RunStatus::Finished);
+    for config in &result.results {
+        let expected = match config.config.intra_op_threads {
+            IntraOpThreads::Auto => result.machine.default_intra_op_threads,
+            IntraOpThreads::Count(count) => count as i32,
+        };
+        assert_eq!(
+            config.intra_op_threads, expected,
+            "{} (num_workers {})",
+            config.label, config.config.num_workers
+        );
+    }
+    assert!(result.labels.iter().any(|l| l.contains("threads=")));
+}
+
+#[test]
+fn repeats_run_interleaved_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = Preset {
+        repeats: 2,
+        epochs: 1,
+        ..small_preset(256)
+    };
+    let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
+    let order: Vec<(usize, usize)> = result
+        .results
+        .iter()
+        .map(|r| (r.config_index, r.repeat))
+        .collect();
+    assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1)]);
+}
+
+/// Follows a child run to its end, answering each gate at once; returns the events and
+/// the child's process id.
+fn follow_child(plan: &Plan, dir: &Path, cancel_after_configs: Option<usize>) -> (Vec<Event>, u32) {
+    let gates = Arc::new(AtomicUsize::new(0));
+    let counted = gates.clone();
+    let run = ChildRun::start(
+        plan,
+        Some(dir.join("child.jsonl")),
+        Some(Path::new(env!("CARGO_BIN_EXE_loaderbench"))),
+        move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        },
+        |_| {},
+    )
+    .unwrap();
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while Instant::now() < deadline {
+        let Ok(event) = run.events().recv_timeout(Duration::from_millis(100)) else {
+            continue;
+        };
+        let finished_configs = events
+            .iter()
+            .filter(|e| matches!(e, Event::ConfigFinished { .. }))
+            .count();
+        if matches!(event, Event::ConfigFinished { .. })
+            && Some(finished_configs + 1) == cancel_after_configs
+        {
+            run.cancel();
+        }
+        let ended = event.final_result().is_some();
+        events.push(event);
+        if ended {
+            break;
+        }
+    }
+    if cancel_after_configs.is_none() {
+        let epochs = plan.configs.len() * plan.repeats * plan.epochs;
+        assert_eq!(gates.load(Ordering::SeqCst), epochs, "one gate per epoch");
+    }
+    let started = Instant::now();
+    while !run.is_finished() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(run.is_finished(), "the child ended");
+    (events, run.id().expect("a child process"))
+}
+
+#[test]
+fn a_child_process_measures_with_a_gate_before_every_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::from_preset(&small_preset(512), None).unwrap();
+    let (events, _) = follow_child(&plan, dir.path(), None);
+    let Some(Event::Finished { result }) = events.last() else {
+        panic!("the run did not finish: {:?}", events.last());
+    };
+    assert_eq!(result.results.len(), 2);
+    assert!(result.results.iter().all(|r| r.epochs.len() == 2));
+    let epochs = events
+        .iter()
+        .filter(|e| matches!(e, Event::EpochFinished { .. }))
+        .count();
+    assert_eq!(epochs, 4);
+}
+
+#[test]
+fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = Preset {
+        num_workers: vec![0, 2, 0],
+        extra_configs: Vec::new(),
+        worker_kind: vec![loaderbench::preset::WorkerKind::Spawn],
+        ..small_preset(20_000)
+    };
+    let mut plan = Plan::from_preset(&preset, None).unwrap();
+    plan.configs.push(plan.configs[0].clone());
+    let (events, child) = follow_child(&plan, dir.path(), Some(1));
+    let Some(Event::Cancelled { result }) = events.last() else {
+        panic!("the run was not cancelled: {:?}", events.last());
+    };
+    assert!(!result.results.is_empty(), "measured configs are kept");
+    assert!(result.results.len() < plan.configs.len());
+    let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z "),
+        "the measuring child still runs: {stat}"
+    );
+}
+
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_runs_a_preset_writes_json_and_exits_with_the_run_s_code() {
+    let Some(mut xvfb) = common::gui::start_xvfb() else {
+        eprintln!("skipped: no Xvfb on PATH");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let preset = dir.path().join("small.ron");
+    small_preset(512).save(&preset).unwrap();
+    let json = dir.path().join("app.json");
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "gui",
+            path_str(&preset),
+            "--run",
+            "--exit",
+            "--json",
+            path_str(&json),
+            "--journal-dir",
+            path_str(dir.path()),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        Duration::from_secs(240),
+    );
+    xvfb.stop();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: RunResult = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(result.status, RunStatus::Finished);
+    assert_eq!(result.results.len(), 2);
+}
