@@ -152,8 +152,6 @@ mod tests {
                 rss_before_bytes: None,
                 peak_rss_bytes: None,
                 workers: Vec::new(),
-                disturbed: false,
-                other_load_cores: None,
             })
             .collect();
         RunResult {

@@ -130,12 +130,6 @@ pub struct ConfigResult {
     /// Each worker process's memory at the end of the last epoch (empty for threads).
     #[serde(default)]
     pub workers: Vec<WorkerMemory>,
-    /// Measured while other load kept the machine busy: its times are not to be trusted.
-    #[serde(default)]
-    pub disturbed: bool,
-    /// The cores other work kept busy while this config was measured, where known.
-    #[serde(default)]
-    pub other_load_cores: Option<f64>,
 }
 
 impl ConfigResult {

@@ -253,8 +253,6 @@ pub(crate) mod fixtures {
             rss_before_bytes: Some(100 << 20),
             peak_rss_bytes: Some(200 << 20),
             workers: Vec::new(),
-            disturbed: false,
-            other_load_cores: None,
         }
     }
 

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Config;
-use crate::preset::Runtime;
+use crate::preset::{IntraOpThreads, Runtime};
 use crate::results::{ConfigResult, RunResult};
 use crate::stats::{self, Estimate};
 
@@ -293,7 +293,8 @@ fn recommend_one(
     Some(recommendation)
 }
 
-/// The chosen config's intra-op threads when the group measured more than one value.
+/// The chosen config's intra-op threads where they were set or the group measured more
+/// than one value; `None` where every config ran on libtorch's default.
 fn threads_swept(candidates: &[Candidate<'_>], chosen: &Candidate<'_>) -> Option<i32> {
     let mut values: Vec<i32> = candidates
         .iter()
@@ -301,7 +302,8 @@ fn threads_swept(candidates: &[Candidate<'_>], chosen: &Candidate<'_>) -> Option
         .collect();
     values.sort_unstable();
     values.dedup();
-    (values.len() > 1)
+    let set = chosen.config.intra_op_threads != IntraOpThreads::Auto;
+    (set || values.len() > 1)
         .then(|| chosen.runs.first().map(|r| r.intra_op_threads))
         .flatten()
 }
@@ -498,6 +500,7 @@ fn preset_lines(result: &RunResult, config: &Config) -> String {
         format!("device: [\"{}\"],", config.device),
         format!("dataset_transfer: [{}],", ron(&config.dataset_transfer)),
         format!("batch_transfer: [{}],", ron(&config.batch_transfer)),
+        format!("intra_op_threads: [{}],", config.intra_op_threads.name()),
         "runtime: [loaderbench],".to_owned(),
     ]
     .join("\n")
@@ -816,18 +819,27 @@ mod tests {
         let r = only(&result(configs.clone(), results.clone()));
         assert!(!r.snippet.unwrap().contains("set_num_threads"));
         results[0].intra_op_threads = 4;
-        let r = only(&result(configs, results));
+        let r = only(&result(configs.clone(), results.clone()));
         assert!(
             r.snippet
                 .unwrap()
                 .starts_with("import torch\ntorch.set_num_threads(4)\n")
         );
+        // A count the preset set is part of the config, swept or not.
+        let mut set = configs[0].clone();
+        set.intra_op_threads = IntraOpThreads::Count(3);
+        results[0].config = set.clone();
+        results[0].intra_op_threads = 3;
+        results[1].intra_op_threads = 3;
+        let r = only(&result(vec![set, configs[1].clone()], results));
+        assert!(r.snippet.unwrap().contains("torch.set_num_threads(3)\n"));
     }
 
     #[test]
     fn preset_lines_measure_exactly_the_recommended_config() {
         let mut chosen = config(4, true);
         chosen.batch_size = 128;
+        chosen.intra_op_threads = IntraOpThreads::Count(2);
         chosen.in_order = false;
         let mut r = result(vec![], vec![]);
         r.drop_last = true;

@@ -355,8 +355,6 @@ impl Run {
             rss_before_bytes,
             peak_rss_bytes: memory::peak_rss_bytes(),
             workers: loader.worker_memory().to_vec(),
-            disturbed: false,
-            other_load_cores: None,
         })
     }
 

@@ -170,8 +170,6 @@ impl Reference {
             peak_rss_bytes,
             // PyTorch's worker processes are not measured one by one.
             workers: Vec::new(),
-            disturbed: false,
-            other_load_cores: None,
         })
     }
 }
