@@ -208,6 +208,17 @@ fn loaderbench(args: &[&str], python: Option<&str>) -> Output {
     run_with_deadline(&mut command, Duration::from_secs(240))
 }
 
+/// The standard output of a run that must have succeeded.
+fn succeeded(output: &Output) -> String {
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
 /// The one `error:` line, after checking the exit code.
 fn error_line(output: &Output, code: i32) -> String {
     let err = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -374,12 +385,7 @@ fn compare_prints_ours_against_pytorch_per_config() {
         ],
         None,
     );
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let out = succeeded(&output);
     let row = out
         .lines()
         .find(|l| l.starts_with("| nw=0 "))
@@ -414,12 +420,7 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
         ],
         None,
     );
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let out = succeeded(&output);
     let exported: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let recommendations = exported["analysis"]["recommendations"].as_array().unwrap();

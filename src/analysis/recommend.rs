@@ -127,7 +127,7 @@ impl Candidate<'_> {
     }
 
     fn epoch_s(&self) -> Option<f64> {
-        self.median_of(|r| typical_epoch_s(r))
+        self.median_of(typical_epoch_s)
     }
 
     fn peak_rss_bytes(&self) -> Option<u64> {
@@ -149,61 +149,48 @@ fn projected_s(run: &ConfigResult, planned_epochs: usize) -> Option<f64> {
 }
 
 fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Candidate<'a>> {
-    let mut folded: Vec<Folded<'a>> = Vec::new();
+    let estimate = |runs: &[&ConfigResult]| {
+        let samples: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| projected_s(r, planned_epochs))
+            .collect();
+        Estimate::of(&samples)
+    };
+    let mut candidates: Vec<Candidate<'a>> = Vec::new();
     for runs in members {
         let pin_effective = runs.runs.iter().all(|r| r.pin_memory_effective);
         let config = Config {
             pin_memory: runs.config.pin_memory && pin_effective,
             ..runs.config.clone()
         };
-        match folded.iter_mut().find(|f| f.config == config) {
-            Some(f) if runs.config.pin_memory => {
-                f.folded.push(runs.label);
-                f.runs.extend(&runs.runs);
+        match candidates.iter_mut().find(|c| c.config == config) {
+            Some(c) => {
+                if runs.config.pin_memory {
+                    c.folded.push(runs.label);
+                } else {
+                    // The config that really lacks the no-op knob names the pair.
+                    c.folded.push(c.label);
+                    c.index = runs.index;
+                    c.label = runs.label;
+                }
+                c.runs.extend(&runs.runs);
+                c.projected_s = estimate(&c.runs).unwrap_or(c.projected_s);
             }
-            Some(f) => {
-                // The config that really lacks the no-op knob names the pair.
-                f.folded.push(f.label);
-                f.index = runs.index;
-                f.label = runs.label;
-                f.runs.extend(&runs.runs);
+            None => {
+                if let Some(projected_s) = estimate(&runs.runs) {
+                    candidates.push(Candidate {
+                        index: runs.index,
+                        label: runs.label,
+                        config,
+                        folded: Vec::new(),
+                        runs: runs.runs.clone(),
+                        projected_s,
+                    });
+                }
             }
-            None => folded.push(Folded {
-                index: runs.index,
-                label: runs.label,
-                config,
-                folded: Vec::new(),
-                runs: runs.runs.clone(),
-            }),
         }
     }
-    folded
-        .into_iter()
-        .filter_map(|f| {
-            let samples: Vec<f64> = f
-                .runs
-                .iter()
-                .filter_map(|r| projected_s(r, planned_epochs))
-                .collect();
-            Some(Candidate {
-                projected_s: Estimate::of(&samples)?,
-                index: f.index,
-                label: f.label,
-                config: f.config,
-                folded: f.folded,
-                runs: f.runs,
-            })
-        })
-        .collect()
-}
-
-/// A [`Candidate`] while configs are folded, before its time is estimated.
-struct Folded<'a> {
-    index: usize,
-    label: &'a str,
-    config: Config,
-    folded: Vec<&'a str>,
-    runs: Vec<&'a ConfigResult>,
+    candidates
 }
 
 /// True when `a` is as fast as `fastest` within the noise: their intervals meet, or `a`
