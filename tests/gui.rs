@@ -187,6 +187,8 @@ fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.set_pixels_per_point(1.5);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    assert!(harness.state().is_running());
     step_until(&mut harness, Duration::from_secs(120), |app| {
         !app.is_running()
     });

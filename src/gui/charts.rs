@@ -173,7 +173,11 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
                 0.0
             };
             Series {
-                name: label.clone(),
+                name: if data.is_disturbed(config) {
+                    format!("{label} * disturbed")
+                } else {
+                    label.clone()
+                },
                 color: config,
                 points: epochs
                     .iter()
@@ -208,6 +212,18 @@ mod tests {
         assert_eq!(chart.series[0].points, vec![[0.8, 0.1]]);
         assert_eq!(chart.series[1].points, vec![[1.2, 0.3]]);
         assert_eq!(chart.y.title(), "seconds (s)");
+    }
+
+    #[test]
+    fn a_disturbed_config_is_named_so_in_the_legend() {
+        use crate::analysis::fixtures::{config, epoch, result, run};
+        let mut data = data();
+        let mut busy = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 3)]);
+        busy.disturbed = true;
+        data.result = Some(result(vec![config(0, false), config(2, false)], vec![busy]));
+        let chart = epoch_times(&data);
+        assert_eq!(chart.series[0].name, "nw=0");
+        assert_eq!(chart.series[1].name, "nw=2 * disturbed");
     }
 
     #[test]

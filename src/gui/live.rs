@@ -74,6 +74,17 @@ impl RunData {
         }
     }
 
+    /// Whether config `index` was measured while other load disturbed it (any repeat
+    /// so far).
+    pub fn is_disturbed(&self, index: usize) -> bool {
+        self.result.as_ref().is_some_and(|result| {
+            result
+                .results
+                .iter()
+                .any(|r| r.config_index == index && r.disturbed)
+        })
+    }
+
     /// True until the run has ended.
     pub fn is_running(&self) -> bool {
         self.phase == Phase::Running

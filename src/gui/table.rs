@@ -4,7 +4,7 @@
 
 use egui::{RichText, Ui};
 
-use crate::report::table::ResultsTable;
+use crate::report::table::{ResultsTable, disturbed_footnote};
 use crate::results::RunResult;
 
 use super::actions::Action;
@@ -29,9 +29,14 @@ pub fn draw(ui: &mut Ui, result: &RunResult, selected: usize, actions: &mut Vec<
                 for row in &table.rows {
                     for cell in &row.cells {
                         let text = RichText::new(cell).monospace();
+                        let hover = if row.disturbed {
+                            format!("{}\n{}", row.label, disturbed_footnote())
+                        } else {
+                            row.label.clone()
+                        };
                         let clicked = ui
                             .selectable_label(row.config_index == selected, text)
-                            .on_hover_text(&row.label)
+                            .on_hover_text(hover)
                             .clicked();
                         if clicked {
                             actions.push(Action::SelectConfig(row.config_index));
@@ -40,6 +45,9 @@ pub fn draw(ui: &mut Ui, result: &RunResult, selected: usize, actions: &mut Vec<
                     ui.end_row();
                 }
             });
+        if table.rows.iter().any(|row| row.disturbed) {
+            ui.label(RichText::new(disturbed_footnote()).weak());
+        }
         ui.add_space(4.0);
     }
 }
