@@ -43,6 +43,13 @@ pub struct Config {
     /// The consumer's libtorch intra-op threads.
     #[serde(default)]
     pub intra_op_threads: IntraOpThreads,
+    /// Non-zero for a copy of another config measured under its own name (an A/A check).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copy: usize,
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 impl Config {
@@ -88,6 +95,9 @@ impl Config {
         }
         if self.intra_op_threads != common.intra_op_threads {
             parts.push(format!("threads={}", self.intra_op_threads.name()));
+        }
+        if self.copy > 0 {
+            parts.push(format!("copy {}", self.copy));
         }
         parts.join(" ")
     }
@@ -228,6 +238,7 @@ impl Plan {
             },
             start_method: most_common(configs.iter().map(|c| c.start_method)),
             intra_op_threads: most_common(configs.iter().map(|c| c.intra_op_threads)),
+            copy: 0,
         }
     }
 
@@ -427,6 +438,7 @@ fn extra_config(
         runtime: point.runtime.unwrap_or(preset.runtime[0]),
         start_method: point.start_method.unwrap_or(preset.start_method[0]),
         intra_op_threads: point.intra_op_threads.unwrap_or(preset.intra_op_threads[0]),
+        copy: point.copy.unwrap_or(0),
     })
 }
 

@@ -344,6 +344,10 @@ pub struct ConfigPoint {
     pub start_method: Option<StartMethod>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_op_threads: Option<IntraOpThreads>,
+    /// Measures the same config again under its own name (`copy: 1`), for an A/A check
+    /// of the machine's noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<usize>,
 }
 
 /// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).

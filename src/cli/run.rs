@@ -134,10 +134,14 @@ pub fn print_tables(result: &RunResult) {
     println!("\n{}", result.machine.summary());
 }
 
-/// The whole analysis with `--recommend`; else the training step's verdicts, if any.
+/// The A/A check where the run has one; the whole analysis with `--recommend`, else
+/// the training step's verdicts, if any.
 fn print_analysis(args: &RunArgs, result: &RunResult) {
     if result.results.is_empty() {
         return;
+    }
+    for floor in loaderbench::analysis::aa::noise_floors(result) {
+        println!("\n{}", floor.describe());
     }
     let analysis = Analysis::of(result);
     if args.recommend {
