@@ -6,7 +6,7 @@
 //! fastest's, or that lie within [`NEAR_SHARE`] of it, are equally fast, and of those
 //! the one with the fewest workers wins, since workers cost memory and cores that buy
 //! nothing measurable. A knob measured as a no-op (pin_memory without CUDA) makes no
-//! config of its own. No winner is named over a disturbed config, and a single repeat
+//! config of its own, nor does a copy of a config (an A/A check). No winner is named over a disturbed config, and a single repeat
 //! is called one sample.
 
 use serde::{Deserialize, Serialize};
@@ -159,15 +159,19 @@ fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Can
     let mut candidates: Vec<Candidate<'a>> = Vec::new();
     for runs in members {
         let pin_effective = runs.runs.iter().all(|r| r.pin_memory_effective);
+        // A copy (an A/A check) is the same config measured again: its repeats pool.
         let config = Config {
             pin_memory: runs.config.pin_memory && pin_effective,
+            copy: 0,
             ..runs.config.clone()
         };
         match candidates.iter_mut().find(|c| c.config == config) {
             Some(c) => {
-                if runs.config.pin_memory {
+                // A copy is no knob: it only adds repeats.
+                let knob_differs = runs.config.copy == 0;
+                if knob_differs && runs.config.pin_memory {
                     c.folded.push(runs.label);
-                } else {
+                } else if knob_differs {
                     // The config that really lacks the no-op knob names the pair.
                     c.folded.push(c.label);
                     c.index = runs.index;
@@ -729,6 +733,27 @@ mod tests {
         let rec = only(&r);
         assert_eq!(rec.label.as_deref(), Some("nw=0 pin"));
         assert!(!rec.text.contains("no effect"), "{}", rec.text);
+    }
+
+    #[test]
+    fn a_copy_pools_its_repeats_with_the_original() {
+        let original = config(0, false);
+        let copy = Config {
+            copy: 1,
+            ..original.clone()
+        };
+        let mut results = repeats(0, &original, &[1.0, 1.0]);
+        results.extend(repeats(1, &copy, &[1.1, 1.1]));
+        let mut r = result(vec![original, copy], results);
+        r.labels[1] = "nw=0 copy 1".to_owned();
+        let rec = only(&r);
+        assert_eq!(rec.label.as_deref(), Some("nw=0"));
+        assert_eq!(rec.samples, 4, "the copy's repeats count as the original's");
+        assert!(
+            rec.equally_fast.is_empty() && !rec.text.contains("copy"),
+            "{}",
+            rec.text
+        );
     }
 
     fn pytorch(workers: usize, persistent: bool, start_method: StartMethod) -> Config {
