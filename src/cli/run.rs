@@ -17,7 +17,7 @@ use loaderbench::plan::Plan;
 use loaderbench::results::RunResult;
 use loaderbench::{Error, Result};
 
-use super::progress::Progress;
+use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -67,7 +67,7 @@ pub fn execute(
 ) -> Result<(RunResult, Option<Error>)> {
     let epochs = plan.epochs + usize::from(plan.warmup);
     let runs_per_config = plan.repeats * epochs;
-    let progress = Progress::new(quiet);
+    let progress = BatchBar::new(quiet);
     let options = RunOptions {
         journal,
         ..RunOptions::default()
