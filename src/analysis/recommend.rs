@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Config;
+use crate::plan::{Config, KNOBS};
 use crate::preset::{IntraOpThreads, Runtime};
 use crate::results::{ConfigResult, RunResult};
 use crate::stats::{self, Estimate};
@@ -475,26 +475,23 @@ fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option
     code
 }
 
-/// The preset lines that measure exactly `config` on loaderbench's engine.
+/// The preset lines that measure exactly `config` on loaderbench's engine: every knob
+/// of the registry, one value each.
 fn preset_lines(result: &RunResult, config: &Config) -> String {
-    [
+    let mut lines = vec![
         format!("shuffle: {},", result.shuffle),
         format!("drop_last: {},", result.drop_last),
-        format!("pipeline: [{}],", ron(&config.pipeline)),
-        format!("batch_size: [{}],", config.batch_size),
-        format!("num_workers: [{}],", config.num_workers),
-        format!("worker_kind: [{}],", ron(&config.worker_kind)),
-        format!("persistent_workers: [{}],", config.persistent_workers),
-        format!("prefetch_factor: [{}],", config.prefetch_factor),
-        format!("pin_memory: [{}],", config.pin_memory),
-        format!("in_order: [{}],", config.in_order),
-        format!("device: [\"{}\"],", config.device),
-        format!("dataset_transfer: [{}],", ron(&config.dataset_transfer)),
-        format!("batch_transfer: [{}],", ron(&config.batch_transfer)),
-        format!("intra_op_threads: [{}],", config.intra_op_threads.name()),
-        "runtime: [loaderbench],".to_owned(),
-    ]
-    .join("\n")
+    ];
+    for knob in &KNOBS {
+        let value = match knob.field {
+            // Presets write these as RON values, not as the names tables show.
+            "pipeline" => ron(&config.pipeline),
+            "device" => format!("\"{}\"", config.device),
+            _ => (knob.value)(config),
+        };
+        lines.push(format!("{}: [{value}],", knob.field));
+    }
+    lines.join("\n")
 }
 
 /// A knob value the way a preset spells it.
@@ -862,5 +859,8 @@ mod tests {
         assert!(preset.drop_last && preset.shuffle);
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs, vec![chosen]);
+        for knob in &KNOBS {
+            assert!(lines.contains(&format!("\n{}: [", knob.field)), "{lines}");
+        }
     }
 }

@@ -154,7 +154,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.trim_end().ends_with("    runtime: [loaderbench],"),
+            text.trim_end().ends_with("    num_workers: [2],"),
             "the snippet closes the recommendation: {text}"
         );
     }
