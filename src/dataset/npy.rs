@@ -136,8 +136,8 @@ fn interpret(header: &NpyHeader) -> Result<(usize, SampleShape, Layout), String>
     // The file's axis holding n, c, h and w (none for c in a 3-dimensional array).
     let (axes, channels_last) = match shape[..] {
         [_, _, _] => ([Some(0), None, Some(1), Some(2)], false),
-        [_, c, _, _] if matches!(c, 1 | 3 | 4) => ([Some(0), Some(1), Some(2), Some(3)], false),
-        [_, _, _, c] if matches!(c, 1 | 3 | 4) => ([Some(0), Some(3), Some(1), Some(2)], true),
+        [_, 1 | 3 | 4, _, _] => ([Some(0), Some(1), Some(2), Some(3)], false),
+        [_, _, _, 1 | 3 | 4] => ([Some(0), Some(3), Some(1), Some(2)], true),
         [_, _, _, _] => {
             return Err(not_images(
                 "has neither axis 1 nor axis 3 of 1, 3 or 4 channels",
