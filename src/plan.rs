@@ -43,6 +43,13 @@ pub struct Config {
     /// The consumer's libtorch intra-op threads.
     #[serde(default)]
     pub intra_op_threads: IntraOpThreads,
+    /// Training processes, each loading its shard with its own workers.
+    #[serde(default = "one_rank")]
+    pub ranks: usize,
+}
+
+fn one_rank() -> usize {
+    1
 }
 
 impl Config {
@@ -89,7 +96,16 @@ impl Config {
         if self.intra_op_threads != common.intra_op_threads {
             parts.push(format!("threads={}", self.intra_op_threads.name()));
         }
+        if self.ranks != common.ranks {
+            parts.push(format!("ranks={}", self.ranks));
+        }
         parts.join(" ")
+    }
+
+    /// Processes that load data: every rank and every worker process of each rank
+    /// (thread workers count too, as they compete for the same cores).
+    pub fn total_processes(&self) -> usize {
+        self.ranks * (1 + self.num_workers)
     }
 
     /// True when the start method matters: PyTorch's DataLoader with worker processes.
@@ -228,6 +244,7 @@ impl Plan {
             },
             start_method: most_common(configs.iter().map(|c| c.start_method)),
             intra_op_threads: most_common(configs.iter().map(|c| c.intra_op_threads)),
+            ranks: most_common(configs.iter().map(|c| c.ranks)),
         }
     }
 
@@ -285,7 +302,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
             "must be a positive number of seconds".to_owned(),
         ));
     }
-    let lists: [(&'static str, usize); 14] = [
+    let lists: [(&'static str, usize); 15] = [
         ("pipeline", preset.pipeline.len()),
         ("batch_size", preset.batch_size.len()),
         ("num_workers", preset.num_workers.len()),
@@ -300,6 +317,7 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
         ("runtime", preset.runtime.len()),
         ("start_method", preset.start_method.len()),
         ("intra_op_threads", preset.intra_op_threads.len()),
+        ("ranks", preset.ranks.len()),
     ];
     for (field, len) in lists {
         if len == 0 {
@@ -329,6 +347,9 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
     if config.batch_size == 0 {
         return Err(("batch_size", "must be at least 1".to_owned()));
     }
+    if config.ranks == 0 {
+        return Err(("ranks", "must be at least 1".to_owned()));
+    }
     if config.prefetch_factor == 0 {
         return Err(("prefetch_factor", "must be at least 1".to_owned()));
     }
@@ -339,6 +360,14 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
                 "{} workers need a Unix system (Linux or macOS); use thread",
                 config.worker_kind.name()
             ),
+        ));
+    }
+    if config.runtime == Runtime::Pytorch && config.ranks > 1 {
+        return Err((
+            "ranks",
+            "the pytorch runtime measures one rank only; use ranks: [1] with it, or \
+             runtime: [loaderbench]"
+                .to_owned(),
         ));
     }
     if config.runtime == Runtime::Pytorch {
@@ -374,6 +403,7 @@ fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
     configs = expand(configs, &preset.intra_op_threads, |c, v| {
         c.intra_op_threads = v
     });
+    configs = expand(configs, &preset.ranks, |c, v| c.ranks = v);
     expand(configs, &preset.num_workers, |c, v| c.num_workers = v)
 }
 
@@ -427,6 +457,7 @@ fn extra_config(
         runtime: point.runtime.unwrap_or(preset.runtime[0]),
         start_method: point.start_method.unwrap_or(preset.start_method[0]),
         intra_op_threads: point.intra_op_threads.unwrap_or(preset.intra_op_threads[0]),
+        ranks: point.ranks.unwrap_or(preset.ranks[0]),
     })
 }
 
@@ -438,6 +469,19 @@ fn warnings(configs: &[Config]) -> Vec<String> {
         warnings.push(format!(
             "num_workers goes up to {most_workers} but this machine has {cores} logical cores; \
              workers beyond that compete for the same cores"
+        ));
+    }
+    if let Some(config) = configs
+        .iter()
+        .filter(|c| c.ranks > 1 && c.ranks * c.num_workers > cores)
+        .max_by_key(|c| c.ranks * c.num_workers)
+    {
+        warnings.push(format!(
+            "ranks × num_workers goes up to {} × {} = {} but this machine has {cores} logical \
+             cores; the ranks' workers compete for the same cores",
+            config.ranks,
+            config.num_workers,
+            config.ranks * config.num_workers
         ));
     }
     warnings
@@ -596,6 +640,39 @@ mod tests {
         let err = Plan::from_preset(&preset, None).unwrap_err();
         assert!(err.is_bad_input());
         assert!(err.to_string().contains("torchvision"), "{err}");
+    }
+
+    #[test]
+    fn ranks_sweep_label_and_count_processes() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("num_workers", "2").unwrap();
+        preset.set("ranks", "1,4").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 2);
+        assert_eq!(plan.configs[1].total_processes(), 12);
+        let labels: Vec<String> = (0..2).map(|i| plan.label(i)).collect();
+        assert!(labels.iter().any(|l| l.contains("ranks=4")), "{labels:?}");
+        preset.set("ranks", "0").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
+        assert!(err.contains("field `ranks`"), "{err}");
+        preset.set("ranks", "2").unwrap();
+        preset.set("runtime", "pytorch").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
+        assert!(err.contains("field `ranks`"), "{err}");
+    }
+
+    #[test]
+    fn ranks_times_workers_beyond_the_cores_warns() {
+        let mut preset = preset();
+        preset.num_workers = vec![512];
+        preset.ranks = vec![2];
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert!(
+            plan.warnings.iter().any(|w| w.contains("2 × 512 = 1024")),
+            "{:?}",
+            plan.warnings
+        );
     }
 
     #[test]

@@ -310,6 +310,10 @@ pub struct Preset {
     /// libtorch intra-op threads of the consumer: `auto` (libtorch's default) or a count.
     #[serde(default = "defaults::intra_op_threads")]
     pub intra_op_threads: Vec<IntraOpThreads>,
+    /// Training processes per machine, each loading its shard of every epoch
+    /// (DistributedSampler semantics) with its own workers.
+    #[serde(default = "defaults::ranks")]
+    pub ranks: Vec<usize>,
 }
 
 /// One extra config: the knobs it sets.
@@ -344,10 +348,12 @@ pub struct ConfigPoint {
     pub start_method: Option<StartMethod>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_op_threads: Option<IntraOpThreads>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<usize>,
 }
 
 /// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
-pub const SWEEP_KNOBS: [&str; 14] = [
+pub const SWEEP_KNOBS: [&str; 15] = [
     "pipeline",
     "batch_size",
     "num_workers",
@@ -362,6 +368,7 @@ pub const SWEEP_KNOBS: [&str; 14] = [
     "runtime",
     "start_method",
     "intra_op_threads",
+    "ranks",
 ];
 
 mod defaults {
@@ -422,6 +429,9 @@ mod defaults {
     pub fn intra_op_threads() -> Vec<IntraOpThreads> {
         vec![IntraOpThreads::Auto]
     }
+    pub fn ranks() -> Vec<usize> {
+        vec![1]
+    }
 }
 
 impl Default for Preset {
@@ -458,6 +468,7 @@ impl Default for Preset {
             runtime: defaults::runtime(),
             start_method: defaults::start_method(),
             intra_op_threads: defaults::intra_op_threads(),
+            ranks: defaults::ranks(),
         }
     }
 }
