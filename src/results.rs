@@ -108,6 +108,17 @@ impl EpochResult {
 }
 
 impl EpochResult {
+    /// Seconds between the slowest and the fastest rank's epoch (0 with one rank): the
+    /// time the faster ranks wait at the next barrier.
+    pub fn rank_spread_s(&self) -> f64 {
+        if self.ranks.is_empty() {
+            return 0.0;
+        }
+        let seconds = self.ranks.iter().map(|r| r.seconds);
+        let slowest = seconds.clone().fold(f64::NEG_INFINITY, f64::max);
+        slowest - seconds.fold(f64::INFINITY, f64::min)
+    }
+
     /// Records what the interference meter saw during the epoch.
     pub fn record(&mut self, seen: Option<Interference>) {
         self.other_load_cores = seen.map(|s| s.other_load_cores);

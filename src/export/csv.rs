@@ -1,5 +1,6 @@
 //! CSV export: one row per config, repeat and epoch, with every knob and stage total in
-//! its own column, ready for a spreadsheet or pandas.
+//! its own column (with ranks, the spread between the slowest and the fastest rank),
+//! ready for a spreadsheet or pandas.
 
 use super::Exporter;
 use crate::error::{Error, Result};
@@ -7,7 +8,7 @@ use crate::results::RunResult;
 
 pub struct Csv;
 
-const HEADER: [&str; 26] = [
+const HEADER: [&str; 28] = [
     "preset",
     "config",
     "label",
@@ -34,6 +35,8 @@ const HEADER: [&str; 26] = [
     "to_device_s",
     "wait_s",
     "peak_rss_bytes",
+    "ranks",
+    "rank_spread_s",
 ];
 
 impl Exporter for Csv {
@@ -48,7 +51,7 @@ impl Exporter for Csv {
         for run in &result.results {
             let c = &run.config;
             for epoch in &run.epochs {
-                let row: [String; 26] = [
+                let row: [String; 28] = [
                     result.preset.clone(),
                     run.config_index.to_string(),
                     run.label.clone(),
@@ -77,6 +80,8 @@ impl Exporter for Csv {
                     run.peak_rss_bytes
                         .map(|b| b.to_string())
                         .unwrap_or_default(),
+                    c.ranks.to_string(),
+                    format!("{:.6}", epoch.rank_spread_s()),
                 ];
                 writer.write_record(&row).map_err(fail)?;
             }
