@@ -24,12 +24,16 @@ import functools
 import gzip
 import json
 import os
-import resource
 import signal
 import struct
 import sys
 import threading
 import time
+
+try:
+    import resource  # POSIX only
+except ImportError:
+    resource = None
 
 
 def emit(**fields):
@@ -248,6 +252,8 @@ def rss_bytes():
 
 
 def peak_rss_bytes():
+    if resource is None:
+        return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
 
@@ -259,7 +265,9 @@ def die_with_parent():
     while fork copies it, and forked workers, which close sys.stdin, would deadlock."""
     while os.read(0, 4096):
         pass
-    if os.getpgrp() == os.getpid():
+    # Process groups are POSIX; on Windows the workers are this process's children and
+    # PyTorch ends them when it exits.
+    if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
         os.killpg(os.getpid(), signal.SIGKILL)
     os._exit(1)
 

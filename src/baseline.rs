@@ -52,12 +52,13 @@ pub fn save(name: &str, result: &RunResult) -> Result<PathBuf> {
     let dir = path
         .parent()
         .ok_or_else(|| Error::file(&path, "no parent directory"))?;
-    fs::create_dir_all(dir).map_err(|err| Error::file(dir, err.to_string()))?;
-    let mut bytes = serde_json::to_vec_pretty(result).map_err(|err| Error::run(err.to_string()))?;
+    fs::create_dir_all(dir).map_err(|err| Error::io(dir, err))?;
+    let mut bytes =
+        serde_json::to_vec_pretty(result).map_err(|err| Error::run_caused(err.to_string(), err))?;
     bytes.push(b'\n');
     let temp = dir.join(format!(".{name}.json.tmp"));
-    fs::write(&temp, bytes).map_err(|err| Error::file(&temp, err.to_string()))?;
-    fs::rename(&temp, &path).map_err(|err| Error::file(&path, err.to_string()))?;
+    fs::write(&temp, bytes).map_err(|err| Error::io(&temp, err))?;
+    fs::rename(&temp, &path).map_err(|err| Error::io(&path, err))?;
     Ok(path)
 }
 
@@ -83,8 +84,9 @@ pub fn load(name: &str) -> Result<RunResult> {
 
 /// Reads a run's results from a JSON export or a saved baseline.
 pub fn read_result(path: &Path) -> Result<RunResult> {
-    let text = fs::read_to_string(path).map_err(|err| Error::file(path, err.to_string()))?;
-    serde_json::from_str(&text).map_err(|err| Error::file(path, format!("not a result: {err}")))
+    let text = fs::read_to_string(path).map_err(|err| Error::io(path, err))?;
+    serde_json::from_str(&text)
+        .map_err(|err| Error::file_caused(path, format!("not a result: {err}"), err))
 }
 
 /// The saved baselines' names, sorted.

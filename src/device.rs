@@ -21,11 +21,16 @@ pub enum DeviceSpec {
     Cuda(usize),
 }
 
-impl FromStr for DeviceSpec {
-    type Err = String;
+/// A device name that is not `cpu`, `cuda` or `cuda:N`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a device; use cpu, cuda or cuda:N")]
+pub struct UnknownDevice(String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("`{text}` is not a device; use cpu, cuda or cuda:N");
+impl FromStr for DeviceSpec {
+    type Err = UnknownDevice;
+
+    fn from_str(text: &str) -> Result<Self, UnknownDevice> {
+        let bad = || UnknownDevice(text.to_owned());
         match text.trim() {
             "cpu" => Ok(DeviceSpec::Cpu),
             "cuda" => Ok(DeviceSpec::Cuda(0)),
@@ -38,9 +43,9 @@ impl FromStr for DeviceSpec {
 }
 
 impl TryFrom<String> for DeviceSpec {
-    type Error = String;
+    type Error = UnknownDevice;
 
-    fn try_from(text: String) -> Result<Self, String> {
+    fn try_from(text: String) -> Result<Self, UnknownDevice> {
         text.parse()
     }
 }
@@ -88,11 +93,10 @@ impl DeviceSpec {
 pub fn load_cuda() -> bool {
     static LOADED: OnceLock<bool> = OnceLock::new();
     *LOADED.get_or_init(|| {
-        let dir = env!("LOADERBENCH_LIBTORCH_LIB");
-        let candidates = [
-            format!("{dir}/libtorch_cuda.so"),
-            "libtorch_cuda.so".to_owned(),
-        ];
+        // `libtorch_cuda.so`, `libtorch_cuda.dylib` or `torch_cuda.dll`.
+        let file = libloading::library_filename("torch_cuda");
+        let dir = std::path::Path::new(env!("LOADERBENCH_LIBTORCH_LIB"));
+        let candidates = [dir.join(&file), std::path::PathBuf::from(&file)];
         let loaded = candidates.iter().any(|name| {
             // SAFETY: libtorch_cuda's initializers only register CUDA kernels with
             // libtorch, which is already loaded; the library is never unloaded.
@@ -150,6 +154,7 @@ mod tests {
             "cuda:x"
                 .parse::<DeviceSpec>()
                 .unwrap_err()
+                .to_string()
                 .contains("cuda:x")
         );
         assert!("gpu".parse::<DeviceSpec>().is_err());

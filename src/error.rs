@@ -1,22 +1,48 @@
 //! The library's error type. Every error says what went wrong and, where a file is to
-//! blame, names it. Errors are split by who must act: [`Error::is_bad_input`] is true when
-//! the user's input (a preset, a dataset file, a command-line value) is wrong, which the
-//! CLI reports with exit code 2; everything else is a failed run (exit code 1).
+//! blame, names it; a preset value that fails validation is a [`FieldError`] that names
+//! the file and the field, so a form can mark the field without reading the message.
+//! Errors are split by who must act: [`Error::is_bad_input`] is true when the user's
+//! input (a preset, a dataset file, a command-line value) is wrong, which the CLI reports
+//! with exit code 2; everything else is a failed run (exit code 1). An error caused by
+//! another (an I/O error, a libtorch error) keeps it as its `source`; the message already
+//! includes its text, so users see one line.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The error that caused another, shared so that errors stay cheap to clone.
+pub type Source = Arc<dyn std::error::Error + Send + Sync>;
 
 /// An error from loading, validating or running a benchmark.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A file the user pointed us at is missing, unreadable or malformed.
     #[error("{}: {problem}", path.display())]
-    BadFile { path: PathBuf, problem: String },
-    /// A value the user gave (a preset field, a `--set`) is not acceptable.
+    BadFile {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+        /// The error behind the problem, when there is one.
+        #[source]
+        source: Option<Source>,
+    },
+    /// A preset field holds a value that is not acceptable.
+    #[error(transparent)]
+    BadField(#[from] FieldError),
+    /// A value the user gave (a `--set`, a command-line value) is not acceptable.
     #[error("{0}")]
     BadValue(String),
     /// The run itself failed: a worker died or hung, a tensor operation failed.
-    #[error("{0}")]
-    Run(String),
+    #[error("{problem}")]
+    Run {
+        /// What failed.
+        problem: String,
+        /// The error behind the failure, when there is one.
+        #[source]
+        source: Option<Source>,
+    },
     /// The user cancelled the run.
     #[error("cancelled")]
     Cancelled,
@@ -28,6 +54,25 @@ impl Error {
         Error::BadFile {
             path: path.as_ref().to_path_buf(),
             problem: problem.into(),
+            source: None,
+        }
+    }
+
+    /// The file at `path` could not be read or written; the message is `source`'s.
+    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
+        Error::file_caused(path, source.to_string(), source)
+    }
+
+    /// A problem with the file at `path` that `source` caused.
+    pub fn file_caused(
+        path: impl AsRef<Path>,
+        problem: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::BadFile {
+            path: path.as_ref().to_path_buf(),
+            problem: problem.into(),
+            source: Some(Arc::new(source)),
         }
     }
 
@@ -38,20 +83,113 @@ impl Error {
 
     /// A failure while running.
     pub fn run(problem: impl Into<String>) -> Self {
-        Error::Run(problem.into())
+        Error::Run {
+            problem: problem.into(),
+            source: None,
+        }
+    }
+
+    /// A failure while running that `source` caused.
+    pub fn run_caused(
+        problem: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Run {
+            problem: problem.into(),
+            source: Some(Arc::new(source)),
+        }
     }
 
     /// True when the user's input is at fault (exit code 2), false for a failed run.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::BadFile { .. } | Error::BadValue(_))
+        matches!(
+            self,
+            Error::BadFile { .. } | Error::BadField(_) | Error::BadValue(_)
+        )
+    }
+
+    /// The preset field at fault, when the error is about one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Error::BadField(error) => Some(&error.field),
+            _ => None,
+        }
     }
 }
 
 impl From<tch::TchError> for Error {
     fn from(err: tch::TchError) -> Self {
-        Error::Run(format!("libtorch: {err}"))
+        Error::run_caused(format!("libtorch: {err}"), err)
+    }
+}
+
+/// A preset field whose value fails validation: the file (when there is one), the
+/// field (`batch_size`, `extra_configs[2]`) and the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct FieldError {
+    /// The preset file, when the preset came from one.
+    pub path: Option<PathBuf>,
+    /// The field, as the preset names it.
+    pub field: String,
+    /// What is wrong with the value.
+    pub problem: String,
+}
+
+impl FieldError {
+    /// A problem with `field` of the preset read from `path`.
+    pub fn new(path: Option<&Path>, field: impl Into<String>, problem: impl Into<String>) -> Self {
+        FieldError {
+            path: path.map(Path::to_path_buf),
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = &self.path {
+            write!(f, "{}: ", path.display())?;
+        }
+        write!(f, "field `{}`: {}", self.field, self.problem)
     }
 }
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn field_errors_read_as_before_and_name_their_field() {
+        let err = Error::from(FieldError::new(
+            Some(Path::new("p.ron")),
+            "batch_size",
+            "must be at least 1",
+        ));
+        assert_eq!(
+            err.to_string(),
+            "p.ron: field `batch_size`: must be at least 1"
+        );
+        assert_eq!(err.field(), Some("batch_size"));
+        assert!(err.is_bad_input());
+        let err = Error::from(FieldError::new(None, "epochs", "must be at least 1"));
+        assert_eq!(err.to_string(), "field `epochs`: must be at least 1");
+    }
+
+    #[test]
+    fn io_errors_keep_their_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let err = Error::io("data.npy", io);
+        assert_eq!(err.to_string(), "data.npy: no such file");
+        assert_eq!(
+            err.source().map(ToString::to_string).as_deref(),
+            Some("no such file")
+        );
+        assert!(err.is_bad_input());
+        assert!(!Error::run("hung").is_bad_input());
+    }
+}

@@ -217,6 +217,33 @@ fn presets_and_validate_list_and_check() {
 }
 
 #[test]
+fn journals_go_to_the_data_dir_the_environment_names() {
+    let data = TempDir::new().unwrap();
+    let mut command = loaderbench_command(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "persistent_workers=false",
+        "--set",
+        "pin_memory=false",
+        "--set",
+        "epochs=1",
+        "--set",
+        "samples=64",
+    ]);
+    command.env("LOADERBENCH_DATA_DIR", data.path());
+    let output = run_with_deadline(&mut command, Duration::from_secs(120));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let journals: Vec<_> = std::fs::read_dir(data.path().join("runs"))
+        .expect("a runs folder in the data dir")
+        .collect();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+}
+
+#[test]
 fn more_workers_than_cores_warns_with_the_core_count() {
     let output = loaderbench(&["validate", "seed-light", "--set", "num_workers=512"]);
     assert!(output.status.success(), "a warning, not a refusal");

@@ -282,3 +282,29 @@ fn the_window_runs_a_preset_writes_json_and_exits_with_the_run_s_code() {
     assert_eq!(result.status, RunStatus::Finished);
     assert_eq!(result.results.len(), 2);
 }
+
+#[test]
+fn the_aa_check_reports_the_difference_of_a_config_from_its_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run_with_deadline(
+        &mut loaderbench_command(&[
+            "run",
+            "aa-check",
+            "-q",
+            "--set",
+            "samples=2048",
+            "--set",
+            "repeats=2",
+            "--journal",
+            path_str(&dir.path().join("aa.jsonl")),
+        ]),
+        Duration::from_secs(240),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = common::stdout(&output);
+    assert!(
+        printed.contains("A/A check: `nw=0 copy 1` against `nw=0` differs by "),
+        "{printed}"
+    );
+    assert!(printed.contains("over 2 round(s)"), "{printed}");
+}

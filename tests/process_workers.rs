@@ -309,7 +309,7 @@ fn a_killed_worker_ends_the_epoch_within_two_seconds_and_leaves_nothing() {
         };
         let waited = killed.elapsed();
         let message = error.to_string();
-        assert!(matches!(error, Error::Run(_)), "{message}");
+        assert!(matches!(error, Error::Run { .. }), "{message}");
         assert!(
             message.contains("loader-worker-1") && message.contains(&pids[1].to_string()),
             "{message}"

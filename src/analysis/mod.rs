@@ -6,6 +6,7 @@
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]); the
 //! recommendation ([`recommend`]); and its text for the CLI ([`report`]).
 
+pub mod aa;
 pub mod disturbance;
 pub mod input;
 pub mod ledger;
@@ -206,6 +207,7 @@ pub(crate) mod fixtures {
             runtime: Runtime::Loaderbench,
             start_method: StartMethod::platform_default(),
             intra_op_threads: IntraOpThreads::Auto,
+            copy: 0,
         }
     }
 

@@ -179,6 +179,9 @@ fn send_line(stdin: &Mutex<Option<ChildStdin>>, line: &str) {
     }
 }
 
+/// Waits, at an epoch gate, until the front end has settled; given the queued events.
+type Settle = Box<dyn FnMut(&Receiver<Event>) + Send>;
+
 /// The parent's reader of the child's stdout.
 struct Follower {
     stdin: Arc<Mutex<Option<ChildStdin>>>,
@@ -186,7 +189,7 @@ struct Follower {
     sender: Sender<Event>,
     /// The events sent and not yet taken.
     queued: Receiver<Event>,
-    settle: Box<dyn FnMut(&Receiver<Event>) + Send>,
+    settle: Settle,
     wake: Box<dyn Fn(&Event) + Send>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// What was measured so far, to report if the child dies without a final event.

@@ -26,9 +26,9 @@ pub struct Journal {
     file: File,
 }
 
-/// Where a run's journal goes by default: the user's data directory.
+/// Where a run's journal goes by default: `runs` in loaderbench's data directory
+/// ([`crate::baseline::data_dir`], which `$LOADERBENCH_DATA_DIR` overrides).
 pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
-    let base = dirs::data_local_dir().unwrap_or_else(std::env::temp_dir);
     let safe: String = preset
         .chars()
         .map(|c| {
@@ -39,7 +39,7 @@ pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
             }
         })
         .collect();
-    base.join("loaderbench")
+    crate::baseline::data_dir()
         .join("runs")
         .join(format!("{started_unix_s}-{safe}.jsonl"))
 }
@@ -48,14 +48,14 @@ impl Journal {
     /// Creates the journal and writes the run's header.
     pub fn create(path: &Path, run: &RunResult) -> Result<Journal> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|err| Error::file(dir, err.to_string()))?;
+            fs::create_dir_all(dir).map_err(|err| Error::io(dir, err))?;
         }
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(true)
             .open(path)
-            .map_err(|err| Error::file(path, err.to_string()))?;
+            .map_err(|err| Error::io(path, err))?;
         let mut journal = Journal {
             path: path.to_path_buf(),
             file,
@@ -85,27 +85,28 @@ impl Journal {
     }
 
     fn append(&mut self, entry: &Entry) -> Result<()> {
-        let mut line = serde_json::to_vec(entry).map_err(|err| Error::run(err.to_string()))?;
+        let mut line =
+            serde_json::to_vec(entry).map_err(|err| Error::run_caused(err.to_string(), err))?;
         line.push(b'\n');
         self.file
             .write_all(&line)
             .and_then(|()| self.file.flush())
-            .map_err(|err| Error::file(&self.path, err.to_string()))
+            .map_err(|err| Error::io(&self.path, err))
     }
 }
 
 /// Rebuilds a run from its journal: every config that finished, and the status (still
 /// `Running` if the run never ended, e.g. the process was killed).
 pub fn read_journal(path: &Path) -> Result<RunResult> {
-    let file = File::open(path).map_err(|err| Error::file(path, err.to_string()))?;
+    let file = File::open(path).map_err(|err| Error::io(path, err))?;
     let mut run: Option<RunResult> = None;
     for (number, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|err| Error::file(path, err.to_string()))?;
+        let line = line.map_err(|err| Error::io(path, err))?;
         if line.trim().is_empty() {
             continue;
         }
         let entry: Entry = serde_json::from_str(&line)
-            .map_err(|err| Error::file(path, format!("line {}: {err}", number + 1)))?;
+            .map_err(|err| Error::file_caused(path, format!("line {}: {err}", number + 1), err))?;
         match (entry, run.as_mut()) {
             (Entry::Run { run: header }, None) => run = Some(*header),
             (Entry::Config { result }, Some(run)) => run.results.push(*result),

@@ -28,7 +28,7 @@ use crate::machine::Machine;
 use crate::memory;
 use crate::plan::{Config, Plan};
 use crate::preset::Runtime;
-use crate::reference::{Progress, Reference};
+use crate::reference::{Reference, ReferenceEvent};
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
 use crate::step::Step;
 use crate::transform::Pipeline;
@@ -425,17 +425,17 @@ impl Run {
     ) -> Result<ConfigResult> {
         let mut relay = |progress| {
             let event = match progress {
-                Progress::WorkerReady(startup) => Event::WorkerReady {
+                ReferenceEvent::WorkerReady(startup) => Event::WorkerReady {
                     config: index,
                     startup,
                 },
-                Progress::Batch { epoch, batch } => Event::Batch {
+                ReferenceEvent::Batch { epoch, batch } => Event::Batch {
                     config: index,
                     repeat,
                     epoch,
                     batch,
                 },
-                Progress::Epoch(result) => Event::EpochFinished {
+                ReferenceEvent::Epoch(result) => Event::EpochFinished {
                     config: index,
                     repeat,
                     result: Box::new(result),

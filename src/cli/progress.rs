@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub struct Progress {
+pub struct BatchBar {
     bar: ProgressBar,
 }
 
-impl Progress {
-    pub fn new(quiet: bool) -> Progress {
+impl BatchBar {
+    pub fn new(quiet: bool) -> BatchBar {
         let bar = if quiet {
             ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
         } else {
@@ -24,7 +24,7 @@ impl Progress {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(200));
-        Progress { bar }
+        BatchBar { bar }
     }
 
     pub fn set_total(&self, batches: u64) {

@@ -17,7 +17,7 @@ use loaderbench::plan::Plan;
 use loaderbench::results::RunResult;
 use loaderbench::{Error, Result};
 
-use super::progress::Progress;
+use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -67,7 +67,7 @@ pub fn execute(
 ) -> Result<(RunResult, Option<Error>)> {
     let epochs = plan.epochs + usize::from(plan.warmup);
     let runs_per_config = plan.repeats * epochs;
-    let progress = Progress::new(quiet);
+    let progress = BatchBar::new(quiet);
     let options = RunOptions {
         journal,
         ..RunOptions::default()
@@ -134,10 +134,14 @@ pub fn print_tables(result: &RunResult) {
     println!("\n{}", result.machine.summary());
 }
 
-/// The whole analysis with `--recommend`; else the training step's verdicts, if any.
+/// The A/A check where the run has one; the whole analysis with `--recommend`, else
+/// the training step's verdicts, if any.
 fn print_analysis(args: &RunArgs, result: &RunResult) {
     if result.results.is_empty() {
         return;
+    }
+    for floor in loaderbench::analysis::aa::noise_floors(result) {
+        println!("\n{}", floor.describe());
     }
     let analysis = Analysis::of(result);
     if args.recommend {

@@ -37,13 +37,14 @@ impl Deref for FileBytes {
 
 /// Memory-maps the file at `path` read-only.
 pub fn map(path: &Path) -> Result<FileBytes> {
-    let file = File::open(path).map_err(|err| Error::file(path, format!("cannot open: {err}")))?;
+    let file = File::open(path)
+        .map_err(|err| Error::file_caused(path, format!("cannot open: {err}"), err))?;
     // SAFETY: the map is read-only and private to this process. Another process could
     // still truncate or rewrite the file while we run; datasets are inputs that nothing
     // writes during a benchmark, and that risk is the price of sharing pages between
     // workers, which is what memory-mapping is for here.
     let map = unsafe { Mmap::map(&file) }
-        .map_err(|err| Error::file(path, format!("cannot memory-map: {err}")))?;
+        .map_err(|err| Error::file_caused(path, format!("cannot memory-map: {err}"), err))?;
     Ok(FileBytes::Mapped(map))
 }
 

@@ -232,8 +232,8 @@ impl Dataset for Idx {
 
 /// The images file `path` names: itself, or the one found in the directory it names.
 fn images_file(path: &Path) -> Result<PathBuf> {
-    let meta =
-        fs::metadata(path).map_err(|err| Error::file(path, format!("cannot read: {err}")))?;
+    let meta = fs::metadata(path)
+        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
     if meta.is_dir() {
         find_images_in(path)
     } else {
@@ -243,8 +243,8 @@ fn images_file(path: &Path) -> Result<PathBuf> {
 
 /// The images file in `dir`; of several, a `train-*` one, then a plain (mappable) one.
 fn find_images_in(dir: &Path) -> Result<PathBuf> {
-    let entries =
-        fs::read_dir(dir).map_err(|err| Error::file(dir, format!("cannot list: {err}")))?;
+    let entries = fs::read_dir(dir)
+        .map_err(|err| Error::file_caused(dir, format!("cannot list: {err}"), err))?;
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok())
         .filter_map(|entry| entry.file_name().into_string().ok())
@@ -317,23 +317,26 @@ fn load(path: &Path, role: IdxRole) -> Result<(FileBytes, IdxLayout)> {
     } else {
         files::map(path)?
     };
-    let layout = parse_idx(&bytes, role).map_err(|err| Error::file(path, err.to_string()))?;
+    let layout =
+        parse_idx(&bytes, role).map_err(|err| Error::file_caused(path, err.to_string(), err))?;
     Ok((bytes, layout))
 }
 
 /// Decompresses a .gz IDX file, checking its header before the data so that a header
 /// promising absurd sizes is refused before anything is allocated for it.
 fn decompress(path: &Path, role: IdxRole) -> Result<FileBytes> {
-    let file = File::open(path).map_err(|err| Error::file(path, format!("cannot open: {err}")))?;
+    let file = File::open(path)
+        .map_err(|err| Error::file_caused(path, format!("cannot open: {err}"), err))?;
     let mut gz = GzDecoder::new(BufReader::new(file));
-    let corrupt = |err: std::io::Error| Error::file(path, format!("cannot decompress: {err}"));
+    let corrupt =
+        |err: std::io::Error| Error::file_caused(path, format!("cannot decompress: {err}"), err);
     let mut bytes = Vec::new();
     (&mut gz)
         .take(role.header_len() as u64)
         .read_to_end(&mut bytes)
         .map_err(corrupt)?;
-    let layout =
-        parse_idx_header(&bytes, role).map_err(|err| Error::file(path, err.to_string()))?;
+    let layout = parse_idx_header(&bytes, role)
+        .map_err(|err| Error::file_caused(path, err.to_string(), err))?;
     // One byte past the data, so that the decoder reaches the end of the stream and
     // checks its CRC when the file holds exactly what the header promises.
     (&mut gz)

@@ -71,9 +71,9 @@ impl Dataset for ImageFolder {
         let (path, label) = &self.samples[index];
         let image = ImageReader::open(path)
             .and_then(|reader| reader.with_guessed_format())
-            .map_err(|err| Error::file(path, format!("cannot read: {err}")))?
+            .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?
             .decode()
-            .map_err(|err| Error::file(path, format!("cannot decode: {err}")))?;
+            .map_err(|err| Error::file_caused(path, format!("cannot decode: {err}"), err))?;
         write_chw(&image, self.shape, pixels);
         Ok(*label)
     }
@@ -107,11 +107,12 @@ fn sample_shape(channels: usize, [height, width]: [usize; 2]) -> Result<SampleSh
 
 /// The entries of `folder` whose names do not start with a dot, sorted by name.
 fn visible_entries(folder: &Path) -> Result<Vec<PathBuf>> {
-    let entries =
-        fs::read_dir(folder).map_err(|err| Error::file(folder, format!("cannot list: {err}")))?;
+    let entries = fs::read_dir(folder)
+        .map_err(|err| Error::file_caused(folder, format!("cannot list: {err}"), err))?;
     let mut paths = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|err| Error::file(folder, format!("cannot list: {err}")))?;
+        let entry =
+            entry.map_err(|err| Error::file_caused(folder, format!("cannot list: {err}"), err))?;
         if !entry.file_name().to_string_lossy().starts_with('.') {
             paths.push(entry.path());
         }
@@ -143,10 +144,10 @@ fn has_image_extension(path: &Path) -> bool {
 fn check_header(path: &Path) -> Result<()> {
     let reader = ImageReader::open(path)
         .and_then(|reader| reader.with_guessed_format())
-        .map_err(|err| Error::file(path, format!("cannot read: {err}")))?;
+        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
     let (width, height) = reader
         .into_dimensions()
-        .map_err(|err| Error::file(path, format!("not a readable image: {err}")))?;
+        .map_err(|err| Error::file_caused(path, format!("not a readable image: {err}"), err))?;
     if width == 0 || height == 0 {
         return Err(Error::file(path, "the image has no pixels"));
     }

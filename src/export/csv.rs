@@ -1,43 +1,151 @@
-//! CSV export: one row per config, repeat and epoch, with every knob and stage total in
-//! its own column (with ranks, the spread between the slowest and the fastest rank),
-//! ready for a spreadsheet or pandas.
+//! CSV export: one row per config, repeat and epoch, ready for a spreadsheet or pandas.
+//! The columns are the run's identity, every sweep knob from the registry
+//! ([`KNOBS`], values as a preset writes them), then each [`COLUMNS`] entry: what the
+//! config ran with and what the epoch measured. A column's name and its cell are one
+//! entry, so they cannot drift apart.
 
 use super::Exporter;
 use crate::error::{Error, Result};
-use crate::results::RunResult;
+use crate::plan::KNOBS;
+use crate::results::{ConfigResult, EpochResult, RunResult};
 
 pub struct Csv;
 
-const HEADER: [&str; 28] = [
-    "preset",
-    "config",
-    "label",
-    "pipeline",
-    "batch_size",
-    "num_workers",
-    "worker_kind",
-    "persistent_workers",
-    "prefetch_factor",
-    "pin_memory",
-    "pin_memory_effective",
-    "in_order",
-    "device",
-    "repeat",
-    "epoch",
-    "seconds",
-    "first_batch_s",
-    "batches",
-    "samples",
-    "throughput",
-    "steady_throughput",
-    "read_s",
-    "transform_s",
-    "to_device_s",
-    "wait_s",
-    "peak_rss_bytes",
-    "ranks",
-    "rank_spread_s",
+/// What one row describes.
+struct Row<'a> {
+    result: &'a RunResult,
+    run: &'a ConfigResult,
+    epoch: &'a EpochResult,
+}
+
+/// A column after the knobs: its name and how a row fills it.
+struct Column {
+    name: &'static str,
+    cell: fn(&Row) -> String,
+}
+
+/// The columns before the knobs.
+const IDENTITY: [Column; 3] = [
+    Column {
+        name: "preset",
+        cell: |r| r.result.preset.clone(),
+    },
+    Column {
+        name: "config",
+        cell: |r| r.run.config_index.to_string(),
+    },
+    Column {
+        name: "label",
+        cell: |r| r.run.label.clone(),
+    },
 ];
+
+/// The columns after the knobs.
+const COLUMNS: [Column; 20] = [
+    Column {
+        name: "pin_memory_effective",
+        cell: |r| r.run.pin_memory_effective.to_string(),
+    },
+    Column {
+        name: "intra_op_threads_used",
+        cell: |r| r.run.intra_op_threads.to_string(),
+    },
+    Column {
+        name: "disturbed",
+        cell: |r| r.run.disturbed.to_string(),
+    },
+    Column {
+        name: "repeat",
+        cell: |r| r.run.repeat.to_string(),
+    },
+    Column {
+        name: "epoch",
+        cell: |r| r.epoch.epoch.to_string(),
+    },
+    Column {
+        name: "seconds",
+        cell: |r| format!("{:.6}", r.epoch.seconds),
+    },
+    Column {
+        name: "first_batch_s",
+        cell: |r| format!("{:.6}", r.epoch.first_batch_s),
+    },
+    Column {
+        name: "batches",
+        cell: |r| r.epoch.batches.to_string(),
+    },
+    Column {
+        name: "samples",
+        cell: |r| r.epoch.samples.to_string(),
+    },
+    Column {
+        name: "throughput",
+        cell: |r| format!("{:.1}", r.epoch.throughput),
+    },
+    Column {
+        name: "steady_throughput",
+        cell: |r| format!("{:.1}", r.epoch.steady_throughput),
+    },
+    Column {
+        name: "read_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.read_s),
+    },
+    Column {
+        name: "transform_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.transform_s),
+    },
+    Column {
+        name: "to_device_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.to_device_s),
+    },
+    Column {
+        name: "wait_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.wait_s),
+    },
+    Column {
+        name: "rank_spread_s",
+        cell: |r| format!("{:.6}", r.epoch.rank_spread_s()),
+    },
+    Column {
+        name: "other_load_cores",
+        cell: |r| optional(r.epoch.other_load_cores.map(|c| format!("{c:.3}"))),
+    },
+    Column {
+        name: "own_cpu_s",
+        cell: |r| optional(r.epoch.own_cpu_s.map(|s| format!("{s:.6}"))),
+    },
+    Column {
+        name: "rss_before_bytes",
+        cell: |r| optional(r.run.rss_before_bytes.map(|b| b.to_string())),
+    },
+    Column {
+        name: "peak_rss_bytes",
+        cell: |r| optional(r.run.peak_rss_bytes.map(|b| b.to_string())),
+    },
+];
+
+/// An empty cell where nothing was measured.
+fn optional(cell: Option<String>) -> String {
+    cell.unwrap_or_default()
+}
+
+fn header() -> Vec<&'static str> {
+    let identity = IDENTITY.iter().map(|c| c.name);
+    let knobs = KNOBS.iter().map(|k| k.field);
+    identity
+        .chain(knobs)
+        .chain(COLUMNS.iter().map(|c| c.name))
+        .collect()
+}
+
+fn cells(row: &Row) -> Vec<String> {
+    let identity = IDENTITY.iter().map(|c| (c.cell)(row));
+    let knobs = KNOBS.iter().map(|k| (k.value)(&row.run.config));
+    identity
+        .chain(knobs)
+        .chain(COLUMNS.iter().map(|c| (c.cell)(row)))
+        .collect()
+}
 
 impl Exporter for Csv {
     fn extension(&self) -> &'static str {
@@ -46,48 +154,16 @@ impl Exporter for Csv {
 
     fn export(&self, result: &RunResult) -> Result<Vec<u8>> {
         let mut writer = csv::Writer::from_writer(Vec::new());
-        let fail = |err: csv::Error| Error::run(format!("CSV export: {err}"));
-        writer.write_record(HEADER).map_err(fail)?;
+        let fail = |err: csv::Error| Error::run_caused(format!("CSV export: {err}"), err);
+        writer.write_record(header()).map_err(fail)?;
         for run in &result.results {
-            let c = &run.config;
             for epoch in &run.epochs {
-                let row: [String; 28] = [
-                    result.preset.clone(),
-                    run.config_index.to_string(),
-                    run.label.clone(),
-                    c.pipeline.name().to_owned(),
-                    c.batch_size.to_string(),
-                    c.num_workers.to_string(),
-                    format!("{:?}", c.worker_kind).to_lowercase(),
-                    c.persistent_workers.to_string(),
-                    c.prefetch_factor.to_string(),
-                    c.pin_memory.to_string(),
-                    run.pin_memory_effective.to_string(),
-                    c.in_order.to_string(),
-                    c.device.to_string(),
-                    run.repeat.to_string(),
-                    epoch.epoch.to_string(),
-                    format!("{:.6}", epoch.seconds),
-                    format!("{:.6}", epoch.first_batch_s),
-                    epoch.batches.to_string(),
-                    epoch.samples.to_string(),
-                    format!("{:.1}", epoch.throughput),
-                    format!("{:.1}", epoch.steady_throughput),
-                    format!("{:.6}", epoch.stages.read_s),
-                    format!("{:.6}", epoch.stages.transform_s),
-                    format!("{:.6}", epoch.stages.to_device_s),
-                    format!("{:.6}", epoch.stages.wait_s),
-                    run.peak_rss_bytes
-                        .map(|b| b.to_string())
-                        .unwrap_or_default(),
-                    c.ranks.to_string(),
-                    format!("{:.6}", epoch.rank_spread_s()),
-                ];
-                writer.write_record(&row).map_err(fail)?;
+                let row = Row { result, run, epoch };
+                writer.write_record(cells(&row)).map_err(fail)?;
             }
         }
         writer
             .into_inner()
-            .map_err(|err| Error::run(format!("CSV export: {err}")))
+            .map_err(|err| Error::run_caused(format!("CSV export: {err}"), err))
     }
 }

@@ -29,8 +29,8 @@ impl Exporter for Json {
             result,
             analysis: Analysis::of(result),
         };
-        let mut bytes =
-            serde_json::to_vec_pretty(&document).map_err(|err| Error::run(err.to_string()))?;
+        let mut bytes = serde_json::to_vec_pretty(&document)
+            .map_err(|err| Error::run_caused(err.to_string(), err))?;
         bytes.push(b'\n');
         Ok(bytes)
     }

@@ -25,3 +25,83 @@ pub trait Exporter {
 pub fn all() -> Vec<Box<dyn Exporter>> {
     vec![Box::new(Json), Box::new(Csv), Box::new(Markdown)]
 }
+
+#[cfg(test)]
+mod tests {
+    //! Snapshots: each exporter's output for one fixed result, compared with the files
+    //! committed under tests/data/snapshots. After an intended change, rerun with
+    //! `LOADERBENCH_UPDATE_SNAPSHOTS=1` and review the files' diff.
+
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::analysis::fixtures::{config, epoch, result, run, with_startups};
+    use crate::preset::StartMethod;
+
+    fn fixed_result() -> RunResult {
+        let mut configs = vec![config(0, false), config(2, true)];
+        for config in &mut configs {
+            // The platform's default would make the snapshot differ between systems.
+            config.start_method = StartMethod::Fork;
+        }
+        let mut disturbed = run(1, configs[1].clone(), vec![epoch(1, 0.5, 0.01, 3)]);
+        disturbed.epochs.push(epoch(2, 0.02, 0.01, 3));
+        disturbed.epochs[0].other_load_cores = Some(1.25);
+        disturbed.epochs[0].own_cpu_s = Some(0.75);
+        disturbed.disturbed = true;
+        let results = vec![
+            run(
+                0,
+                configs[0].clone(),
+                vec![epoch(1, 0.004, 0.02, 3), epoch(2, 0.004, 0.02, 3)],
+            ),
+            with_startups(disturbed, &[1], 0.2),
+        ];
+        result(configs, results)
+    }
+
+    fn check_snapshot(exporter: &dyn Exporter) {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/snapshots")
+            .join(format!("export.{}", exporter.extension()));
+        let actual = String::from_utf8(exporter.export(&fixed_result()).unwrap()).unwrap();
+        if std::env::var_os("LOADERBENCH_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &actual).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "{}: {err}; write it with LOADERBENCH_UPDATE_SNAPSHOTS=1",
+                path.display()
+            )
+        });
+        if actual != expected {
+            let line = actual
+                .lines()
+                .zip(expected.lines())
+                .position(|(a, e)| a != e)
+                .map_or_else(|| "the end".to_owned(), |i| format!("line {}", i + 1));
+            panic!(
+                "{} differs from the export at {line}; if the change is intended, rerun \
+                 with LOADERBENCH_UPDATE_SNAPSHOTS=1 and review the diff.\n--- actual ---\n{actual}",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn json_matches_its_snapshot() {
+        check_snapshot(&Json);
+    }
+
+    #[test]
+    fn csv_matches_its_snapshot() {
+        check_snapshot(&Csv);
+    }
+
+    #[test]
+    fn markdown_matches_its_snapshot() {
+        check_snapshot(&Markdown);
+    }
+}

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use egui::ColorImage;
 
+use crate::error::Error;
+
 use super::actions::Pick;
 
 /// An answer from background work.
@@ -18,7 +20,7 @@ pub enum Reply {
     /// The frame the app asked a screenshot of.
     Screenshot(Arc<ColorImage>),
     /// A file was written, or could not be.
-    Wrote(Result<PathBuf, String>),
+    Wrote(Result<PathBuf, Error>),
 }
 
 /// Starts background work and collects its replies.
@@ -76,7 +78,7 @@ impl Background {
     pub fn write(
         &self,
         path: PathBuf,
-        bytes: impl FnOnce() -> Result<Vec<u8>, String> + Send + 'static,
+        bytes: impl FnOnce() -> Result<Vec<u8>, Error> + Send + 'static,
     ) {
         let reply = self.replier();
         let spawned = std::thread::Builder::new()
@@ -85,13 +87,14 @@ impl Background {
                 let written = bytes().and_then(|bytes| {
                     std::fs::write(&path, bytes)
                         .map(|()| path.clone())
-                        .map_err(|err| format!("{}: {err}", path.display()))
+                        .map_err(|err| Error::io(&path, err))
                 });
                 reply(Reply::Wrote(written));
             });
         if let Err(err) = spawned {
-            (self.replier())(Reply::Wrote(Err(format!(
-                "could not start a thread: {err}"
+            (self.replier())(Reply::Wrote(Err(Error::run_caused(
+                format!("could not start a thread: {err}"),
+                err,
             ))));
         }
     }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use egui::{ColorImage, Rect};
 use image::RgbaImage;
 
+use crate::error::{Error, Result};
 use crate::export::{self, Exporter};
 use crate::results::RunResult;
 
@@ -33,22 +34,20 @@ pub fn crop(screenshot: &ColorImage, rect: Rect, pixels_per_point: f32) -> Optio
 }
 
 /// PNG file bytes.
-pub fn png_bytes(image: &RgbaImage) -> Result<Vec<u8>, String> {
+pub fn png_bytes(image: &RgbaImage) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     image
         .write_to(
             &mut std::io::Cursor::new(&mut bytes),
             image::ImageFormat::Png,
         )
-        .map_err(|err| format!("encoding the PNG: {err}"))?;
+        .map_err(|err| Error::run_caused(format!("encoding the PNG: {err}"), err))?;
     Ok(bytes)
 }
 
 /// The result in `format`.
-pub fn data_bytes(format: DataFormat, result: &RunResult) -> Result<Vec<u8>, String> {
-    exporter(format)
-        .export(result)
-        .map_err(|err| err.to_string())
+pub fn data_bytes(format: DataFormat, result: &RunResult) -> Result<Vec<u8>> {
+    exporter(format).export(result)
 }
 
 fn exporter(format: DataFormat) -> Box<dyn Exporter> {

@@ -19,7 +19,7 @@ pub enum Phase {
 
 /// How far a run has got, for the progress line.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Progress {
+pub struct RunProgress {
     pub config: usize,
     pub repeat: usize,
     pub epoch: usize,
@@ -45,7 +45,7 @@ pub struct RunData {
     pub epoch_s: Vec<Vec<Vec<f64>>>,
     /// `[config][epoch - 1]`: the consumer's wait for each batch of the latest repeat.
     pub wait_s: Vec<Vec<Vec<f64>>>,
-    pub progress: Progress,
+    pub progress: RunProgress,
     /// The run failed because the user's input was wrong.
     pub bad_input: bool,
     /// Batches of the epochs that have finished.
@@ -66,7 +66,7 @@ impl RunData {
             first_batch_s: grid(),
             epoch_s: grid(),
             wait_s: grid(),
-            progress: Progress::default(),
+            progress: RunProgress::default(),
             bad_input: false,
             batches_finished: 0,
             warnings: Vec::new(),
@@ -277,14 +277,14 @@ mod tests {
     #[test]
     fn progress_line_estimates_time_left() {
         let mut data = RunData::new(vec!["nw=4 persistent".into()], 2, 1, false);
-        data.progress = Progress {
+        data.progress = RunProgress {
             config: 0,
             epoch: 1,
             batch: 5,
             batches_per_epoch: 10,
             batches_done: 5,
             batches_total: 20,
-            ..Progress::default()
+            ..RunProgress::default()
         };
         let line = data.progress_line(Duration::from_secs(2));
         assert_eq!(

@@ -27,7 +27,7 @@ pub use live::Phase;
 
 /// Opens the window and runs until it is closed; returns the exit code a scripted run
 /// (`launch.exit`) left (1 if the window closed before the run ended), else 0.
-pub fn run(launch: Launch) -> Result<u8, String> {
+pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
     let exit = launch.exit.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
@@ -40,8 +40,7 @@ pub fn run(launch: Launch) -> Result<u8, String> {
         "loaderbench",
         options,
         Box::new(|cc| Ok(Box::new(App::new(cc, launch)))),
-    )
-    .map_err(|err| err.to_string())?;
+    )?;
     Ok(match exit {
         Some(slot) => slot.lock().map_or(None, |code| *code).unwrap_or(1),
         None => 0,

@@ -124,7 +124,9 @@ fn spawn_worker(
             let _stopped = stopped_tx;
             serve(id, asked_at, &*dataset, &pipeline, queue, results);
         })
-        .map_err(|err| Error::run(format!("could not start loader-worker-{id}: {err}")))?;
+        .map_err(|err| {
+            Error::run_caused(format!("could not start loader-worker-{id}: {err}"), err)
+        })?;
     Ok(Worker {
         tasks,
         stopped,

@@ -23,7 +23,6 @@ use crate::error::{Error, Result};
 use crate::loader::{StageTimes, WorkerStartup};
 use crate::plan::Plan;
 use crate::results::{BatchRecord, ConfigResult, EpochResult};
-use crate::transform::{Op, PipelineSpec};
 
 pub use idx_file::write_idx;
 pub use protocol::{DatasetRequest, Message, Request};
@@ -44,23 +43,9 @@ const STARTUP_ALLOWANCE: Duration = Duration::from_secs(60);
 /// Beyond the worker timeout, which PyTorch itself enforces and reports better.
 const SILENCE_ALLOWANCE: Duration = Duration::from_secs(10);
 
-/// Checks that every op of `pipeline` has a torchvision equivalent.
-pub fn check_pipeline(pipeline: &PipelineSpec) -> std::result::Result<(), String> {
-    match pipeline
-        .ops()
-        .iter()
-        .find(|op| matches!(op, Op::Cost { .. }))
-    {
-        Some(op) => Err(format!(
-            "{op:?} has no torchvision equivalent, so the pytorch runtime cannot run it"
-        )),
-        None => Ok(()),
-    }
-}
-
 /// What a measurement reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
+pub enum ReferenceEvent {
     WorkerReady(WorkerStartup),
     /// A batch reached the device; `epoch` is 0 for the warm-up epoch.
     Batch {
@@ -127,7 +112,7 @@ impl Reference {
         index: usize,
         repeat: usize,
         cancel: &CancelToken,
-        report: &mut dyn FnMut(Progress),
+        report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<ConfigResult> {
         let config = &plan.configs[index];
         let request = Request::new(plan, config, self.dataset.clone());
@@ -205,7 +190,7 @@ impl Session<'_> {
         &mut self,
         cancel: &CancelToken,
         worker_timeout: Duration,
-        report: &mut dyn FnMut(Progress),
+        report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<Option<u64>> {
         let mut heard = Instant::now();
         loop {
@@ -243,7 +228,7 @@ impl Session<'_> {
     fn take(
         &mut self,
         message: Message,
-        report: &mut dyn FnMut(Progress),
+        report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<Option<Option<u64>>> {
         match message {
             Message::Ready {
@@ -267,7 +252,7 @@ impl Session<'_> {
                     seconds: (at - self.t0).max(0.0),
                 };
                 self.startups.push(startup);
-                report(Progress::WorkerReady(startup));
+                report(ReferenceEvent::WorkerReady(startup));
             }
             Message::Batch {
                 epoch,
@@ -288,7 +273,7 @@ impl Session<'_> {
                     },
                 };
                 self.timeline.push(batch);
-                report(Progress::Batch { epoch, batch });
+                report(ReferenceEvent::Batch { epoch, batch });
             }
             Message::Epoch { epoch, seconds } => {
                 let timeline = std::mem::take(&mut self.timeline);
@@ -299,7 +284,7 @@ impl Session<'_> {
                 if let (Some(seen), true) = (seen, epoch > 0) {
                     self.interference.push((seconds, seen));
                 }
-                report(Progress::Epoch(result.clone()));
+                report(ReferenceEvent::Epoch(result.clone()));
                 if epoch == 0 {
                     self.warmup = Some(result);
                 } else {
@@ -374,26 +359,5 @@ impl Drop for TempFolder {
     fn drop(&mut self) {
         // A folder left in the temporary directory is harmless.
         let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_cost_op_lacks_a_torchvision_equivalent() {
-        assert!(check_pipeline(&PipelineSpec::Heavy).is_ok());
-        let busy = PipelineSpec::Custom {
-            name: "busy".to_owned(),
-            ops: vec![
-                Op::Flip { p: 0.5 },
-                Op::Cost {
-                    micros_per_sample: 5,
-                },
-            ],
-        };
-        let err = check_pipeline(&busy).unwrap_err();
-        assert!(err.contains("Cost") && err.contains("torchvision"), "{err}");
     }
 }

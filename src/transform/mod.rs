@@ -4,6 +4,7 @@
 //! same whichever worker builds it.
 
 mod blur;
+mod check;
 mod cost;
 mod geometry;
 mod normalize;
@@ -12,6 +13,7 @@ mod random;
 
 use serde::{Deserialize, Serialize};
 
+pub use check::{OpError, check_ops, check_torchvision};
 pub use pipeline::Pipeline;
 
 /// A pipeline as a preset names it.
@@ -96,31 +98,4 @@ impl PipelineSpec {
             PipelineSpec::Custom { ops, .. } => ops.clone(),
         }
     }
-}
-
-/// Checks every op's parameters; the error names the op and the problem.
-pub fn check_ops(ops: &[Op]) -> Result<(), String> {
-    for op in ops {
-        let problem = match op {
-            Op::Rotate { degrees } if !degrees.is_finite() => Some("degrees must be finite"),
-            Op::Elastic { alpha, sigma } if !(*alpha >= 0.0 && *sigma >= 0.0) => {
-                Some("alpha and sigma must be non-negative")
-            }
-            Op::GaussianBlur { kernel, .. } if kernel % 2 == 0 => {
-                Some("kernel must be an odd number of pixels")
-            }
-            Op::GaussianBlur { sigma, .. } if !(sigma[0] > 0.0 && sigma[0] <= sigma[1]) => {
-                Some("sigma must be [min, max] with 0 < min <= max")
-            }
-            Op::Flip { p } if !(0.0..=1.0).contains(p) => Some("p must be between 0 and 1"),
-            Op::Crop { size, .. } | Op::Resize { size } if size.contains(&0) => {
-                Some("size must be at least 1×1")
-            }
-            _ => None,
-        };
-        if let Some(problem) = problem {
-            return Err(format!("{op:?}: {problem}"));
-        }
-    }
-    Ok(())
 }

@@ -25,7 +25,7 @@ impl Pipeline {
     /// with `channels` channels.
     pub fn new(spec: &PipelineSpec, normalize: &Normalize, channels: usize) -> Result<Pipeline> {
         let ops = spec.ops();
-        check_ops(&ops).map_err(Error::value)?;
+        check_ops(&ops).map_err(|err| Error::value(err.to_string()))?;
         check_finite(&ops)?;
         Ok(Pipeline {
             name: spec.name().to_owned(),

@@ -213,7 +213,7 @@ impl eframe::App for App {
                     .show(ui, |ui| {
                         let cx = setup::Context {
                             cuda_devices: self.cuda_devices,
-                            plan_error: self.plan.as_ref().err().map(String::as_str),
+                            plan_error: self.plan.as_ref().err(),
                             running: self.is_running(),
                         };
                         ui.add_enabled_ui(!cx.running, |ui| {

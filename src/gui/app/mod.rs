@@ -20,6 +20,7 @@ use egui::Rect;
 
 use crate::analysis::Analysis;
 use crate::builtin;
+use crate::error::Error;
 use crate::plan::Plan;
 use crate::preset::Preset;
 use crate::results::RunResult;
@@ -80,7 +81,7 @@ pub struct App {
     form: Form,
     paths: PathFields,
     /// The edited preset as a plan, or why it is not one.
-    plan: Result<Plan, String>,
+    plan: Result<Plan, Error>,
     run: Option<LiveRun>,
     /// The config whose batches the timeline shows; `None` follows the run.
     selected: Option<usize>,
@@ -139,7 +140,7 @@ impl App {
                     .unwrap_or_default(),
                 export: saved.export_path.display().to_string(),
             },
-            plan: Err(String::new()),
+            plan: Plan::from_preset(&saved.preset, saved.preset_path.as_deref()),
             saved,
             run: None,
             selected: None,
@@ -161,7 +162,6 @@ impl App {
             close_requested: false,
             title: String::new(),
         };
-        app.revalidate();
         if launch.run_now {
             app.apply(&cc.egui_ctx, Action::StartRun);
         }
@@ -267,8 +267,7 @@ impl App {
     }
 
     fn revalidate(&mut self) {
-        self.plan = Plan::from_preset(&self.saved.preset, self.saved.preset_path.as_deref())
-            .map_err(|err| err.to_string());
+        self.plan = Plan::from_preset(&self.saved.preset, self.saved.preset_path.as_deref());
     }
 
     fn dismiss(&mut self, index: usize) {

@@ -66,8 +66,8 @@ impl Drop for SharedFd {
 
 /// A pipe: (read end, write end), both close-on-exec.
 pub fn pipe() -> Result<(SharedFd, SharedFd)> {
-    let (reader, writer) =
-        std::io::pipe().map_err(|err| Error::run(format!("could not create a pipe: {err}")))?;
+    let (reader, writer) = std::io::pipe()
+        .map_err(|err| Error::run_caused(format!("could not create a pipe: {err}"), err))?;
     Ok((
         SharedFd::new(OwnedFd::from(reader)),
         SharedFd::new(OwnedFd::from(writer)),
@@ -76,8 +76,12 @@ pub fn pipe() -> Result<(SharedFd, SharedFd)> {
 
 /// An empty shared-memory segment only this user can open; it grows as batches need.
 pub fn segment() -> Result<SharedFd> {
-    let fd = new_segment(c"loaderbench-batches", false)
-        .map_err(|err| Error::run(format!("could not create a shared-memory segment: {err}")))?;
+    let fd = new_segment(c"loaderbench-batches", false).map_err(|err| {
+        Error::run_caused(
+            format!("could not create a shared-memory segment: {err}"),
+            err,
+        )
+    })?;
     Ok(SharedFd::new(fd))
 }
 
@@ -85,7 +89,8 @@ pub fn segment() -> Result<SharedFd> {
 /// Linux its memfd is sealed against writing, shrinking and growing, so a worker that
 /// maps it can rely on it never changing or shrinking under the mapping.
 pub fn sealed_image(len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<SharedFd> {
-    let failed = |err: std::io::Error| Error::run(format!("could not share the dataset: {err}"));
+    let failed =
+        |err: std::io::Error| Error::run_caused(format!("could not share the dataset: {err}"), err);
     let fd = SharedFd::new(new_segment(c"loaderbench-dataset", true).map_err(failed)?);
     fd.file().set_len(len as u64).map_err(failed)?;
     if len == 0 {

@@ -21,27 +21,23 @@
 mod copy;
 mod fds;
 pub use fds::die_with_parent;
+mod launch;
 mod protocol;
+mod reader;
 mod shared;
 mod worker;
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use memmap2::Mmap;
-use tch::{Device, Kind, Tensor};
 
 use self::fds::{ChildProcess, SharedFd};
-use self::protocol::{
-    BatchHeader, SharedImageConfig, ToParent, ToWorker, WorkerConfig, read_data, read_header,
-    write_frame,
-};
-use super::collate::BuiltBatch;
+use self::launch::{SpawnDataset, fork, spawn};
+use self::protocol::ToWorker;
+use self::reader::{Reader, write_tasks};
 use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
 use crate::dataset::{Dataset, DatasetSpec};
 use crate::error::{Error, Result};
@@ -231,7 +227,7 @@ impl Ends {
         let writer = std::thread::Builder::new()
             .name(format!("loader-worker-{id}-tasks"))
             .spawn(move || write_tasks(&tasks_write, &queue))
-            .map_err(|err| Error::run(format!("could not start a thread: {err}")))?;
+            .map_err(|err| Error::run_caused(format!("could not start a thread: {err}"), err))?;
         let reader = Reader {
             worker: id,
             child: child.clone(),
@@ -247,343 +243,13 @@ impl Ends {
                 let _done = done;
                 reader.run(&results_read);
             })
-            .map_err(|err| Error::run(format!("could not start a thread: {err}")))?;
+            .map_err(|err| Error::run_caused(format!("could not start a thread: {err}"), err))?;
         Ok(ProcessWorker {
             tasks,
             child,
             writer: Some(writer),
             reader_done,
         })
-    }
-}
-
-fn worker_executable(spec: &ProcessWorkers) -> Result<PathBuf> {
-    if let Some(path) = &spec.executable {
-        return Ok(path.clone());
-    }
-    if let Some(path) = std::env::var_os(WORKER_EXE_VAR) {
-        return Ok(PathBuf::from(path));
-    }
-    std::env::current_exe().map_err(|err| {
-        Error::run(format!(
-            "could not find this program to spawn workers: {err}"
-        ))
-    })
-}
-
-/// How a spawned worker gets its dataset.
-enum SpawnDataset<'a> {
-    /// Sent a private copy with its config.
-    Copy(&'a Arc<(protocol::CopyLayout, Vec<u8>)>),
-    /// Inherits the shared image and maps it.
-    Image(&'a shared::SharedImage),
-    /// Opens the dataset's files itself.
-    Reopen,
-}
-
-/// Starts a spawned worker; returns it and the config frame its writer sends first.
-fn spawn(
-    id: usize,
-    spec: &ProcessWorkers,
-    ends: &Ends,
-    dataset: SpawnDataset<'_>,
-) -> Result<(Arc<ChildProcess>, Outgoing)> {
-    use std::os::unix::process::CommandExt;
-    let executable = worker_executable(spec)?;
-    let mut keep = ends.workers_fds();
-    if let SpawnDataset::Image(image) = &dataset {
-        keep.push(image.fd.raw());
-    }
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    let mut command = std::process::Command::new(&executable);
-    command
-        .arg("__worker")
-        .arg("--tasks-fd")
-        .arg(ends.tasks_read.raw().to_string())
-        .arg("--results-fd")
-        .arg(ends.results_write.raw().to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null());
-    let child_keep = keep.clone();
-    // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls (fcntl, prctl, getppid, _exit) without allocating.
-    unsafe {
-        command.pre_exec(move || {
-            for &fd in &child_keep {
-                libc::fcntl(fd, libc::F_SETFD, 0);
-            }
-            fds::die_with_parent(parent);
-            Ok(())
-        });
-    }
-    let child = command.spawn().map_err(|err| {
-        Error::run(format!(
-            "could not spawn loader-worker-{id} ({}): {err}",
-            executable.display()
-        ))
-    })?;
-    let child = Arc::new(ChildProcess::new(child.id() as libc::pid_t));
-    let (copy, shared) = match dataset {
-        SpawnDataset::Copy(copy) => (Some(copy), None),
-        SpawnDataset::Image(image) => (
-            None,
-            Some(SharedImageConfig {
-                fd: image.fd.raw(),
-                layout: image.layout,
-            }),
-        ),
-        SpawnDataset::Reopen => (None, None),
-    };
-    let config = WorkerConfig {
-        worker: id,
-        dataset: match (copy, shared) {
-            (None, None) => Some(spec.dataset.clone().ok_or_else(|| {
-                Error::value("dataset_transfer reopen needs a dataset a worker can open; use copy")
-            })?),
-            _ => None,
-        },
-        samples: spec.samples,
-        copy: copy.map(|copy| copy.0),
-        pipeline: spec.pipeline.clone(),
-        normalize: spec.normalize.clone(),
-        segments: ends.segments.iter().map(SharedFd::raw).collect(),
-        shared,
-    };
-    let start = ToWorker::Start(Box::new(config));
-    Ok((child, Outgoing::Start(start, copy.cloned())))
-}
-
-fn fork(
-    id: usize,
-    spec: &ProcessWorkers,
-    start: &PoolStart<'_>,
-    ends: &Ends,
-) -> Result<Arc<ChildProcess>> {
-    let keep = ends.workers_fds();
-    let copy = spec.dataset_transfer == DatasetTransfer::Copy;
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    let open = fds::registry();
-    // SAFETY: fork duplicates this process; the child below runs only our worker code
-    // and libtorch (one thread), then `_exit`s without unwinding into the caller.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        fds::die_with_parent(parent);
-        tch::set_num_threads(1);
-        for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
-            // SAFETY: closing the child's copies of other workers' descriptors.
-            unsafe { libc::close(fd) };
-        }
-        let code = catch_exit(|| {
-            let segments: Vec<&File> = ends.segments.iter().map(SharedFd::file).collect();
-            worker::forked_worker(
-                id,
-                start.dataset,
-                start.pipeline,
-                copy,
-                ends.tasks_read.file(),
-                ends.results_write.file(),
-                &segments,
-            )
-        });
-        // SAFETY: ends the child without running the parent's destructors or atexit
-        // handlers.
-        unsafe { libc::_exit(code) };
-    }
-    drop(open);
-    if pid < 0 {
-        return Err(Error::run(format!(
-            "could not fork loader-worker-{id}: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(Arc::new(ChildProcess::new(pid)))
-}
-
-fn catch_exit(work: impl FnOnce() -> i32) -> i32 {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(101)
-}
-
-fn write_tasks(pipe: &SharedFd, queue: &Receiver<Outgoing>) {
-    let mut out = pipe.file();
-    for outgoing in queue {
-        let sent = match &outgoing {
-            Outgoing::Start(message, copy) => {
-                let data = copy.as_ref().map_or(&[][..], |copy| copy.1.as_slice());
-                write_frame(&mut out, message, data)
-            }
-            Outgoing::Message(message) => write_frame(&mut out, message, &[]),
-            Outgoing::Close => return,
-        };
-        if sent.is_err() {
-            // The worker is gone; its reader reports how it ended.
-            return;
-        }
-    }
-}
-
-/// The loader's side of one worker's results pipe.
-struct Reader {
-    worker: usize,
-    child: Arc<ChildProcess>,
-    asked_at: Instant,
-    /// Each segment and the loader's mapping of it.
-    segments: Vec<(SharedFd, Option<Mmap>)>,
-    free: Sender<Outgoing>,
-    results: Sender<WorkerMessage>,
-}
-
-impl Reader {
-    fn run(mut self, pipe: &SharedFd) {
-        let mut input = BufReader::new(pipe.file());
-        let mut ready = false;
-        loop {
-            let message = match read_header::<ToParent>(&mut input) {
-                Ok(Some((message, data_len))) => self.receive(message, data_len, &mut input),
-                Ok(None) | Err(_) => Err(self.died(ready)),
-            };
-            let message = message.unwrap_or_else(|error| WorkerMessage::Died { error });
-            let ended = matches!(message, WorkerMessage::Died { .. });
-            ready |= matches!(message, WorkerMessage::Ready { .. });
-            if self.results.send(message).is_err() || ended {
-                return;
-            }
-        }
-    }
-
-    fn receive(
-        &mut self,
-        message: ToParent,
-        data_len: u64,
-        input: &mut BufReader<&File>,
-    ) -> Result<WorkerMessage> {
-        let worker = self.worker;
-        Ok(match message {
-            ToParent::Ready => WorkerMessage::Ready {
-                worker,
-                startup: self.asked_at.elapsed(),
-            },
-            ToParent::StartFailed { error, bad_input } => {
-                return Err(rebuild_error(
-                    format!("loader-worker-{worker} could not start: {error}"),
-                    bad_input,
-                ));
-            }
-            ToParent::Failed {
-                epoch,
-                batch,
-                error,
-                bad_input,
-            } => WorkerMessage::Failed {
-                worker,
-                epoch,
-                batch,
-                error: rebuild_error(error, bad_input),
-            },
-            ToParent::Batch(header) => {
-                let built = self.take_batch(&header, data_len, input)?;
-                WorkerMessage::Batch {
-                    epoch: header.epoch,
-                    batch: header.batch,
-                    built: Box::new(built),
-                }
-            }
-        })
-    }
-
-    /// Copies a batch out of its segment (freeing it) or the pipe into fresh tensors.
-    fn take_batch(
-        &mut self,
-        header: &BatchHeader,
-        data_len: u64,
-        input: &mut BufReader<&File>,
-    ) -> Result<BuiltBatch> {
-        let started = Instant::now();
-        let worker = self.worker;
-        let broken = |err: std::io::Error| {
-            Error::run(format!("loader-worker-{worker}: reading a batch: {err}"))
-        };
-        let images = Tensor::f_empty(header.shape.as_slice(), (Kind::Float, Device::Cpu))?;
-        if images.numel() * 4 != header.bytes {
-            return Err(Error::run(format!(
-                "loader-worker-{worker} sent a batch of the wrong size"
-            )));
-        }
-        // SAFETY: `images` was just allocated as a contiguous CPU tensor of exactly
-        // `header.bytes` bytes (checked above) and nothing else refers to it yet.
-        let target =
-            unsafe { std::slice::from_raw_parts_mut(images.data_ptr() as *mut u8, header.bytes) };
-        match header.segment {
-            Some(segment) => {
-                let map = self.mapping(segment, header.bytes).map_err(broken)?;
-                target.copy_from_slice(&map[..header.bytes]);
-                // Nobody listening means the pool is going away.
-                let _ = self
-                    .free
-                    .send(Outgoing::Message(ToWorker::SegmentFree { segment }));
-                read_data(input, data_len).map_err(broken)?;
-            }
-            None => {
-                if data_len != header.bytes as u64 {
-                    return Err(Error::run(format!(
-                        "loader-worker-{worker} sent a batch of the wrong size"
-                    )));
-                }
-                std::io::Read::read_exact(input, target).map_err(broken)?;
-            }
-        }
-        let labels = Tensor::f_from_slice(&header.labels)?;
-        let seconds = Duration::from_secs_f64;
-        Ok(BuiltBatch {
-            images,
-            labels,
-            collate: seconds(header.collate_s),
-            read: seconds(header.read_s),
-            transform: seconds(header.transform_s),
-            transfer: seconds(header.put_s) + started.elapsed(),
-        })
-    }
-
-    /// The loader's mapping of `segment`, remapped when the worker has grown it.
-    fn mapping(&mut self, segment: usize, bytes: usize) -> std::io::Result<&Mmap> {
-        let (fd, map) = self
-            .segments
-            .get_mut(segment)
-            .ok_or_else(|| std::io::Error::other(format!("no segment {segment}")))?;
-        if map.as_ref().is_none_or(|m| m.len() < bytes) {
-            // SAFETY: the worker wrote this region before announcing the batch and will
-            // not touch it again until the loader frees the segment.
-            *map = Some(unsafe { Mmap::map(fd.file())? });
-        }
-        match map {
-            Some(map) if map.len() >= bytes => Ok(map),
-            _ => Err(std::io::Error::other(
-                "the segment is smaller than the batch",
-            )),
-        }
-    }
-
-    /// The error for a worker whose pipe ended: how its process ended.
-    fn died(&self, ready: bool) -> Error {
-        let pid = self.child.pid();
-        let when = if ready { "" } else { " before it was ready" };
-        let how = self
-            .child
-            .wait(EXIT_PATIENCE)
-            .unwrap_or_else(|| "closed its pipe".to_owned());
-        Error::run(format!(
-            "loader-worker-{} (pid {pid}) {how}{when}",
-            self.worker
-        ))
-    }
-}
-
-fn rebuild_error(message: String, bad_input: bool) -> Error {
-    if bad_input {
-        Error::value(message)
-    } else {
-        Error::run(message)
     }
 }
 
@@ -666,6 +332,7 @@ impl Drop for ProcessPool {
 
 #[cfg(test)]
 mod tests {
+    use super::launch::worker_executable;
     use super::*;
 
     #[test]

@@ -70,7 +70,8 @@ pub fn map(config: SharedImageConfig) -> Result<PackedDataset<Mmap>> {
     // SAFETY: the image is sealed against writing, shrinking and growing (Linux), and
     // elsewhere nobody writes it after the loader packed it, so the mapping never changes
     // under the worker.
-    let bytes = unsafe { Mmap::map(&file) }
-        .map_err(|err| Error::run(format!("could not map the shared dataset: {err}")))?;
+    let bytes = unsafe { Mmap::map(&file) }.map_err(|err| {
+        Error::run_caused(format!("could not map the shared dataset: {err}"), err)
+    })?;
     PackedDataset::new(config.layout, bytes)
 }

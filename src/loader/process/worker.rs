@@ -127,7 +127,8 @@ fn serve_or_code(
 type Start = (WorkerConfig, Box<dyn Dataset>, Pipeline);
 
 fn read_start(input: &mut impl Read) -> Result<Start> {
-    let broken = |err: io::Error| Error::run(format!("reading the worker's config: {err}"));
+    let broken =
+        |err: io::Error| Error::run_caused(format!("reading the worker's config: {err}"), err);
     let (message, data_len) = read_header::<ToWorker>(input)
         .map_err(broken)?
         .ok_or_else(|| Error::run("the loader closed the pipe before sending a config"))?;

@@ -3,16 +3,20 @@
 //! grid of every list, then `extra_configs`, duplicates dropped) and collects warnings
 //! such as more workers than cores. The runner only ever sees a plan.
 
+mod knobs;
+
+pub use knobs::{KNOBS, Knob, knob};
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
 use crate::device::DeviceSpec;
-use crate::error::{Error, Result};
+use crate::error::{Error, FieldError, Result};
 use crate::preset::{
-    BatchTransfer, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, RunOrder, Runtime,
-    StartMethod, WorkerKind,
+    BatchTransfer, DatasetTransfer, IntraOpThreads, Preset, RunOrder, Runtime, StartMethod,
+    WorkerKind,
 };
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
@@ -46,10 +50,17 @@ pub struct Config {
     /// Training processes, each loading its shard with its own workers.
     #[serde(default = "one_rank")]
     pub ranks: usize,
+    /// Non-zero for a copy of another config measured under its own name (an A/A check).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copy: usize,
 }
 
 fn one_rank() -> usize {
     1
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 impl Config {
@@ -98,6 +109,9 @@ impl Config {
         }
         if self.ranks != common.ranks {
             parts.push(format!("ranks={}", self.ranks));
+        }
+        if self.copy > 0 {
+            parts.push(format!("copy {}", self.copy));
         }
         parts.join(" ")
     }
@@ -152,23 +166,31 @@ pub struct Plan {
 impl Plan {
     /// Checks a preset and expands its sweep. `origin` names the preset in errors.
     pub fn from_preset(preset: &Preset, origin: Option<&Path>) -> Result<Plan> {
-        let bad = |field: &str, problem: String| match origin {
-            Some(path) => Error::file(path, format!("field `{field}`: {problem}")),
-            None => Error::value(format!("field `{field}`: {problem}")),
+        let bad = |name: &str, problem: &dyn std::fmt::Display| {
+            Error::from(FieldError::new(origin, name, problem.to_string()))
         };
-        check_preset(preset).map_err(|(field, problem)| bad(field, problem))?;
-        let devices = preset
-            .device
-            .iter()
-            .map(|d| {
-                d.parse::<DeviceSpec>()
-                    .map_err(|problem| bad("device", problem))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut configs = grid(preset, &devices);
+        let in_file = |mut err: FieldError| {
+            err.path = origin.map(Path::to_path_buf);
+            Error::from(err)
+        };
+        check_preset(preset).map_err(in_file)?;
+        for device in &preset.device {
+            device
+                .parse::<DeviceSpec>()
+                .map_err(|err| bad("device", &err))?;
+        }
+        // Every value now deserializes; a knob whose preset value makes no config
+        // would be a mismatch between its three fields.
+        let mismatch = |err: serde_json::Error| {
+            Error::value(format!(
+                "a sweep knob's value does not make a config: {err}"
+            ))
+        };
+        let mut configs = knobs::grid(preset).map_err(mismatch)?;
         for (i, point) in preset.extra_configs.iter().enumerate() {
-            let field = format!("extra_configs[{i}]");
-            configs.push(extra_config(preset, &devices, point).map_err(|p| bad(&field, p))?);
+            let config = knobs::extra_config(preset, point)
+                .map_err(|err| bad(&format!("extra_configs[{i}]"), &err))?;
+            configs.push(config);
         }
         let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
         for config in configs.into_iter().map(Config::settled) {
@@ -178,14 +200,13 @@ impl Plan {
         }
         let configs = unique;
         for config in &configs {
-            check_config(config).map_err(|(field, problem)| bad(field, problem))?;
+            check_config(config).map_err(in_file)?;
         }
         if preset.step != StepCost::None && configs.iter().any(|c| c.runtime == Runtime::Pytorch) {
             return Err(bad(
                 "step",
-                "the pytorch runtime runs no training step, so its figures would not compare; \
-                 use step: none, or runtime: [loaderbench]"
-                    .to_owned(),
+                &"the pytorch runtime runs no training step, so its figures would not compare; \
+                  use step: none, or runtime: [loaderbench]",
             ));
         }
         let warnings = warnings(&configs);
@@ -213,39 +234,18 @@ impl Plan {
     /// The config that holds, for each knob, the value most configs share: labels leave
     /// those values out.
     pub fn common_config(&self) -> Config {
-        fn most_common<T: PartialEq + Clone>(values: impl Iterator<Item = T>) -> T {
-            let values: Vec<T> = values.collect();
-            let count = |v: &T| values.iter().filter(|w| *w == v).count();
-            values
-                .iter()
-                .max_by_key(|v| count(v))
-                .cloned()
-                .expect("a plan has at least one config")
+        let mut common = knobs::most_common(&self.configs)
+            .expect("the most common values are values of the plan's configs");
+        // `pytorch` is named wherever our loader is in the plan too, even when it
+        // measures fewer configs.
+        if self
+            .configs
+            .iter()
+            .any(|c| c.runtime == Runtime::Loaderbench)
+        {
+            common.runtime = Runtime::Loaderbench;
         }
-        let configs = &self.configs;
-        Config {
-            pipeline: most_common(configs.iter().map(|c| c.pipeline.clone())),
-            batch_size: most_common(configs.iter().map(|c| c.batch_size)),
-            num_workers: most_common(configs.iter().map(|c| c.num_workers)),
-            worker_kind: most_common(configs.iter().map(|c| c.worker_kind)),
-            persistent_workers: most_common(configs.iter().map(|c| c.persistent_workers)),
-            prefetch_factor: most_common(configs.iter().map(|c| c.prefetch_factor)),
-            pin_memory: most_common(configs.iter().map(|c| c.pin_memory)),
-            in_order: most_common(configs.iter().map(|c| c.in_order)),
-            device: most_common(configs.iter().map(|c| c.device.clone())),
-            dataset_transfer: most_common(configs.iter().map(|c| c.dataset_transfer)),
-            batch_transfer: most_common(configs.iter().map(|c| c.batch_transfer)),
-            // `pytorch` is named wherever our loader is in the plan too, even when it
-            // measures fewer configs.
-            runtime: if configs.iter().any(|c| c.runtime == Runtime::Loaderbench) {
-                Runtime::Loaderbench
-            } else {
-                Runtime::Pytorch
-            },
-            start_method: most_common(configs.iter().map(|c| c.start_method)),
-            intra_op_threads: most_common(configs.iter().map(|c| c.intra_op_threads)),
-            ranks: most_common(configs.iter().map(|c| c.ranks)),
-        }
+        common
     }
 
     /// The order the runner measures `(config, repeat)` pairs in, as `order` says.
@@ -277,12 +277,15 @@ impl Plan {
     }
 }
 
-type FieldProblem = (&'static str, String);
+/// A problem with `field`; the caller adds the file.
+fn field(field: &str, problem: impl std::fmt::Display) -> FieldError {
+    FieldError::new(None, field, problem.to_string())
+}
 
-fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
-    let positive = |field: &'static str, value: usize| {
+fn check_preset(preset: &Preset) -> std::result::Result<(), FieldError> {
+    let positive = |name: &'static str, value: usize| {
         if value == 0 {
-            Err((field, "must be at least 1".to_owned()))
+            Err(field(name, "must be at least 1"))
         } else {
             Ok(())
         }
@@ -291,70 +294,50 @@ fn check_preset(preset: &Preset) -> std::result::Result<(), FieldProblem> {
     positive("repeats", preset.repeats)?;
     positive("planned_epochs", preset.planned_epochs)?;
     if let Some(problem) = preset.step.problem() {
-        return Err(("step", problem));
+        return Err(field("step", problem));
     }
     if preset.samples == Some(0) {
-        return Err(("samples", "must be at least 1".to_owned()));
+        return Err(field("samples", "must be at least 1"));
     }
     if preset.worker_timeout_s.is_nan() || preset.worker_timeout_s <= 0.0 {
-        return Err((
+        return Err(field(
             "worker_timeout_s",
-            "must be a positive number of seconds".to_owned(),
+            "must be a positive number of seconds",
         ));
     }
-    let lists: [(&'static str, usize); 15] = [
-        ("pipeline", preset.pipeline.len()),
-        ("batch_size", preset.batch_size.len()),
-        ("num_workers", preset.num_workers.len()),
-        ("worker_kind", preset.worker_kind.len()),
-        ("persistent_workers", preset.persistent_workers.len()),
-        ("prefetch_factor", preset.prefetch_factor.len()),
-        ("pin_memory", preset.pin_memory.len()),
-        ("in_order", preset.in_order.len()),
-        ("device", preset.device.len()),
-        ("dataset_transfer", preset.dataset_transfer.len()),
-        ("batch_transfer", preset.batch_transfer.len()),
-        ("runtime", preset.runtime.len()),
-        ("start_method", preset.start_method.len()),
-        ("intra_op_threads", preset.intra_op_threads.len()),
-        ("ranks", preset.ranks.len()),
-    ];
-    for (field, len) in lists {
-        if len == 0 {
-            return Err((
-                field,
-                "the list is empty; give at least one value".to_owned(),
-            ));
+    for (name, values) in knobs::lists(preset) {
+        if values.is_empty() {
+            return Err(field(name, "the list is empty; give at least one value"));
         }
     }
     let normalize = &preset.normalize;
     if normalize.mean.is_empty() || normalize.mean.len() != normalize.std.len() {
-        return Err((
+        return Err(field(
             "normalize",
-            "mean and std must be non-empty lists of the same length".to_owned(),
+            "mean and std must be non-empty lists of the same length",
         ));
     }
     if normalize.std.iter().any(|s| s.is_nan() || *s <= 0.0) {
-        return Err(("normalize", "every std must be positive".to_owned()));
+        return Err(field("normalize", "every std must be positive"));
     }
     for spec in &preset.pipeline {
-        crate::transform::check_ops(&spec.ops()).map_err(|p| ("pipeline", p))?;
+        crate::transform::check_ops(&spec.ops()).map_err(|err| field("pipeline", err))?;
     }
     Ok(())
 }
 
-fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
+fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
     if config.batch_size == 0 {
-        return Err(("batch_size", "must be at least 1".to_owned()));
+        return Err(field("batch_size", "must be at least 1"));
     }
     if config.ranks == 0 {
-        return Err(("ranks", "must be at least 1".to_owned()));
+        return Err(field("ranks", "must be at least 1"));
     }
     if config.prefetch_factor == 0 {
-        return Err(("prefetch_factor", "must be at least 1".to_owned()));
+        return Err(field("prefetch_factor", "must be at least 1"));
     }
     if config.worker_kind != WorkerKind::Thread && !cfg!(unix) {
-        return Err((
+        return Err(field(
             "worker_kind",
             format!(
                 "{} workers need a Unix system (Linux or macOS); use thread",
@@ -363,102 +346,17 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldProblem> {
         ));
     }
     if config.runtime == Runtime::Pytorch && config.ranks > 1 {
-        return Err((
+        return Err(field(
             "ranks",
             "the pytorch runtime measures one rank only; use ranks: [1] with it, or \
-             runtime: [loaderbench]"
-                .to_owned(),
+             runtime: [loaderbench]",
         ));
     }
     if config.runtime == Runtime::Pytorch {
-        crate::reference::check_pipeline(&config.pipeline).map_err(|p| ("pipeline", p))?;
+        crate::transform::check_torchvision(&config.pipeline)
+            .map_err(|err| field("pipeline", err))?;
     }
     Ok(())
-}
-
-/// The Cartesian product of every knob's list, in the preset's order: the first knob
-/// varies slowest and `num_workers` fastest, so its list reads top to bottom in tables.
-fn grid(preset: &Preset, devices: &[DeviceSpec]) -> Vec<Config> {
-    let first = extra_config(preset, devices, &ConfigPoint::default())
-        .expect("the first value of every list is a valid config");
-    let mut configs = vec![first];
-    configs = expand(configs, &preset.runtime, |c, v| c.runtime = v);
-    configs = expand(configs, &preset.start_method, |c, v| c.start_method = v);
-    configs = expand(configs, &preset.pipeline, |c, v| c.pipeline = v);
-    configs = expand(configs, &preset.batch_size, |c, v| c.batch_size = v);
-    configs = expand(configs, devices, |c, v| c.device = v);
-    configs = expand(configs, &preset.worker_kind, |c, v| c.worker_kind = v);
-    configs = expand(configs, &preset.dataset_transfer, |c, v| {
-        c.dataset_transfer = v
-    });
-    configs = expand(configs, &preset.batch_transfer, |c, v| c.batch_transfer = v);
-    configs = expand(configs, &preset.persistent_workers, |c, v| {
-        c.persistent_workers = v
-    });
-    configs = expand(configs, &preset.pin_memory, |c, v| c.pin_memory = v);
-    configs = expand(configs, &preset.prefetch_factor, |c, v| {
-        c.prefetch_factor = v
-    });
-    configs = expand(configs, &preset.in_order, |c, v| c.in_order = v);
-    configs = expand(configs, &preset.intra_op_threads, |c, v| {
-        c.intra_op_threads = v
-    });
-    configs = expand(configs, &preset.ranks, |c, v| c.ranks = v);
-    expand(configs, &preset.num_workers, |c, v| c.num_workers = v)
-}
-
-/// Every config once for each of `values`, with `set` applying the value.
-fn expand<T: Clone>(
-    configs: Vec<Config>,
-    values: &[T],
-    set: impl Fn(&mut Config, T),
-) -> Vec<Config> {
-    configs
-        .into_iter()
-        .flat_map(|config| {
-            values
-                .iter()
-                .map(|value| {
-                    let mut config = config.clone();
-                    set(&mut config, value.clone());
-                    config
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-fn extra_config(
-    preset: &Preset,
-    devices: &[DeviceSpec],
-    point: &ConfigPoint,
-) -> std::result::Result<Config, String> {
-    let device = match &point.device {
-        Some(text) => text.parse::<DeviceSpec>()?,
-        None => devices[0].clone(),
-    };
-    Ok(Config {
-        pipeline: point
-            .pipeline
-            .clone()
-            .unwrap_or_else(|| preset.pipeline[0].clone()),
-        batch_size: point.batch_size.unwrap_or(preset.batch_size[0]),
-        num_workers: point.num_workers.unwrap_or(preset.num_workers[0]),
-        worker_kind: point.worker_kind.unwrap_or(preset.worker_kind[0]),
-        persistent_workers: point
-            .persistent_workers
-            .unwrap_or(preset.persistent_workers[0]),
-        prefetch_factor: point.prefetch_factor.unwrap_or(preset.prefetch_factor[0]),
-        pin_memory: point.pin_memory.unwrap_or(preset.pin_memory[0]),
-        in_order: point.in_order.unwrap_or(preset.in_order[0]),
-        device,
-        dataset_transfer: point.dataset_transfer.unwrap_or(preset.dataset_transfer[0]),
-        batch_transfer: point.batch_transfer.unwrap_or(preset.batch_transfer[0]),
-        runtime: point.runtime.unwrap_or(preset.runtime[0]),
-        start_method: point.start_method.unwrap_or(preset.start_method[0]),
-        intra_op_threads: point.intra_op_threads.unwrap_or(preset.intra_op_threads[0]),
-        ranks: point.ranks.unwrap_or(preset.ranks[0]),
-    })
 }
 
 fn warnings(configs: &[Config]) -> Vec<String> {
@@ -490,6 +388,7 @@ fn warnings(configs: &[Config]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preset::ConfigPoint;
 
     #[test]
     fn every_order_measures_every_config_and_repeat_once() {
@@ -565,14 +464,19 @@ mod tests {
             err.to_string(),
             "p.ron: field `batch_size`: must be at least 1"
         );
+        assert_eq!(err.field(), Some("batch_size"));
     }
 
     #[test]
     fn bad_device_is_named() {
         let mut preset = preset();
         preset.device = vec!["tpu".to_owned()];
-        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
-        assert!(err.contains("device") && err.contains("tpu"), "{err}");
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert_eq!(err.field(), Some("device"));
+        assert_eq!(
+            err.to_string(),
+            "field `device`: `tpu` is not a device; use cpu, cuda or cuda:N"
+        );
     }
 
     #[test]

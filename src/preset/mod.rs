@@ -11,224 +11,21 @@ use ron::extensions::Extensions;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
-use crate::error::{Error, Result};
+use crate::error::{Error, FieldError, Result};
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
+
+mod values;
+
+pub use values::{
+    BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, WorkerKind,
+};
 
 /// The preset format version this build reads and writes.
 pub const PRESET_VERSION: u32 = 1;
 
 /// The epochs a training run is assumed to take unless the preset says otherwise.
 pub const DEFAULT_PLANNED_EPOCHS: usize = 50;
-
-/// How a worker runs: in a thread of this process, or as a process of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkerKind {
-    /// A thread of the loading process; shares the dataset and the allocator.
-    Thread,
-    /// A fresh process of this program that opens the dataset itself (PyTorch's `spawn`).
-    Spawn,
-    /// A forked child of the loading process (PyTorch's `fork`; Unix only).
-    Fork,
-}
-
-impl WorkerKind {
-    /// The name presets and tables use.
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkerKind::Thread => "thread",
-            WorkerKind::Spawn => "spawn",
-            WorkerKind::Fork => "fork",
-        }
-    }
-}
-
-/// How a worker process gets the dataset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetTransfer {
-    /// The worker opens it itself: files are memory-mapped (pages shared with every
-    /// process), the synthetic dataset is regenerated from its seed; a forked worker
-    /// uses the pages it inherited.
-    #[default]
-    Reopen,
-    /// The worker gets a private copy of every sample, as a pickled dataset would be.
-    Copy,
-}
-
-impl DatasetTransfer {
-    /// The name presets and tables use.
-    pub fn name(self) -> &'static str {
-        match self {
-            DatasetTransfer::Reopen => "reopen",
-            DatasetTransfer::Copy => "copy",
-        }
-    }
-}
-
-/// How a worker process hands a finished batch back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BatchTransfer {
-    /// Through a ring of shared-memory segments that only this user can open.
-    #[default]
-    SharedMemory,
-    /// Serialized through the worker's pipe.
-    Pipe,
-}
-
-impl BatchTransfer {
-    /// The name presets and tables use.
-    pub fn name(self) -> &'static str {
-        match self {
-            BatchTransfer::SharedMemory => "shared_memory",
-            BatchTransfer::Pipe => "pipe",
-        }
-    }
-}
-
-/// Which data loader measures a config.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Runtime {
-    /// loaderbench's own loader on libtorch.
-    #[default]
-    Loaderbench,
-    /// The real `torch.utils.data.DataLoader`, run by the Python that setup installs.
-    Pytorch,
-}
-
-impl Runtime {
-    /// The name presets and tables use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Runtime::Loaderbench => "loaderbench",
-            Runtime::Pytorch => "pytorch",
-        }
-    }
-}
-
-/// How PyTorch starts its worker processes (`multiprocessing_context`); only the
-/// `pytorch` runtime uses it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StartMethod {
-    Fork,
-    Spawn,
-    Forkserver,
-}
-
-impl StartMethod {
-    /// Python's default on this platform: `fork` on Linux, `spawn` elsewhere.
-    pub fn platform_default() -> StartMethod {
-        if cfg!(target_os = "linux") {
-            StartMethod::Fork
-        } else {
-            StartMethod::Spawn
-        }
-    }
-
-    /// The name Python's multiprocessing uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            StartMethod::Fork => "fork",
-            StartMethod::Spawn => "spawn",
-            StartMethod::Forkserver => "forkserver",
-        }
-    }
-}
-
-/// libtorch's intra-op threads for the consumer (`torch.set_num_threads`): `auto` keeps
-/// libtorch's default, a number sets it. Presets write `auto` or the number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum IntraOpThreads {
-    #[default]
-    Auto,
-    Count(usize),
-}
-
-impl IntraOpThreads {
-    /// The name presets and tables use: `auto` or the count.
-    pub fn name(self) -> String {
-        match self {
-            IntraOpThreads::Auto => "auto".to_owned(),
-            IntraOpThreads::Count(count) => count.to_string(),
-        }
-    }
-}
-
-impl Serialize for IntraOpThreads {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        match self {
-            IntraOpThreads::Auto => serializer.serialize_str("auto"),
-            IntraOpThreads::Count(count) => serializer.serialize_u64(*count as u64),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for IntraOpThreads {
-    fn deserialize<D: serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> std::result::Result<Self, D::Error> {
-        // Untagged, because RON hands a bare word such as `auto` over by name only to
-        // serde's own buffered content.
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Written {
-            Count(u64),
-            Word(String),
-        }
-        let invalid = |shown: &str| {
-            serde::de::Error::custom(format!(
-                "intra_op_threads must be `auto` or at least 1, not {shown}"
-            ))
-        };
-        match Written::deserialize(deserializer)? {
-            Written::Word(word) if word == "auto" => Ok(IntraOpThreads::Auto),
-            Written::Word(word) => Err(invalid(&format!("`{word}`"))),
-            Written::Count(count) => usize::try_from(count)
-                .ok()
-                .filter(|&count| count > 0)
-                .map(IntraOpThreads::Count)
-                .ok_or_else(|| invalid(&count.to_string())),
-        }
-    }
-}
-
-/// In which order a run measures its configs and repeats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunOrder {
-    /// Round-robin: every config once, then every config again, `repeats` times, so
-    /// slow drift of the machine hits every config alike.
-    #[default]
-    Interleaved,
-    /// All repeats of a config, then the next config.
-    Sequential,
-    /// Round-robin with the configs in a new seeded random order each round.
-    Shuffled,
-}
-
-impl RunOrder {
-    /// The name presets use.
-    pub fn name(self) -> &'static str {
-        match self {
-            RunOrder::Interleaved => "interleaved",
-            RunOrder::Sequential => "sequential",
-            RunOrder::Shuffled => "shuffled",
-        }
-    }
-}
-
-impl Default for StartMethod {
-    fn default() -> Self {
-        StartMethod::platform_default()
-    }
-}
 
 /// A benchmark: the dataset, the pipelines and the loader settings to sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -350,26 +147,11 @@ pub struct ConfigPoint {
     pub intra_op_threads: Option<IntraOpThreads>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<usize>,
+    /// Measures the same config again under its own name (`copy: 1`), for an A/A check
+    /// of the machine's noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<usize>,
 }
-
-/// The knobs that are swept (lists in [`Preset`], optional in [`ConfigPoint`]).
-pub const SWEEP_KNOBS: [&str; 15] = [
-    "pipeline",
-    "batch_size",
-    "num_workers",
-    "worker_kind",
-    "persistent_workers",
-    "prefetch_factor",
-    "pin_memory",
-    "in_order",
-    "device",
-    "dataset_transfer",
-    "batch_transfer",
-    "runtime",
-    "start_method",
-    "intra_op_threads",
-    "ranks",
-];
 
 mod defaults {
     use super::{BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind};
@@ -482,22 +264,23 @@ impl Preset {
     pub fn from_ron(text: &str, origin: &Path) -> Result<Preset> {
         let preset: Preset = ron_options()
             .from_str(text)
-            .map_err(|err| Error::file(origin, format!("{err}")))?;
+            .map_err(|err| Error::file_caused(origin, format!("{err}"), err))?;
         if preset.version != PRESET_VERSION {
-            return Err(Error::file(
-                origin,
+            return Err(Error::from(FieldError::new(
+                Some(origin),
+                "version",
                 format!(
-                    "field `version`: this build reads version {PRESET_VERSION}, the file says {}",
+                    "this build reads version {PRESET_VERSION}, the file says {}",
                     preset.version
                 ),
-            ));
+            )));
         }
         Ok(preset)
     }
 
     /// Reads and parses a preset file.
     pub fn load(path: &Path) -> Result<Preset> {
-        let text = fs::read_to_string(path).map_err(|err| Error::file(path, err.to_string()))?;
+        let text = fs::read_to_string(path).map_err(|err| Error::io(path, err))?;
         Preset::from_ron(&text, path)
     }
 
@@ -521,8 +304,8 @@ impl Preset {
             .ok_or_else(|| Error::file(path, "not a file path"))?;
         let mut temp = PathBuf::from(dir.unwrap_or(Path::new(".")));
         temp.push(format!(".{}.tmp", file_name.to_string_lossy()));
-        fs::write(&temp, self.to_ron()).map_err(|err| Error::file(&temp, err.to_string()))?;
-        fs::rename(&temp, path).map_err(|err| Error::file(path, err.to_string()))
+        fs::write(&temp, self.to_ron()).map_err(|err| Error::io(&temp, err))?;
+        fs::rename(&temp, path).map_err(|err| Error::io(path, err))
     }
 
     /// Sets the field at `key` (a dotted path such as `dataset.path` or `num_workers`)
@@ -533,9 +316,9 @@ impl Preset {
         let slot = field_mut(&mut tree, key)
             .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
         *slot = parse_value(value, slot);
-        if SWEEP_KNOBS.contains(&key)
-            && let Some(points) = tree["extra_configs"].as_array_mut()
-        {
+        // A sweep knob set here is fixed in every extra config too; any other key is
+        // no field of an extra config, so removing it there changes nothing.
+        if let Some(points) = tree["extra_configs"].as_array_mut() {
             for point in points {
                 if let Some(fields) = point.as_object_mut() {
                     fields.remove(key);

@@ -1,0 +1,162 @@
+//! Starting process workers: finding the executable and spawning it with the `__worker`
+//! command and only its own descriptors, or forking this process and running the worker
+//! loop in the child. Either way the child gets its two pipes and its segments, and dies
+//! with the loader.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::fds::{self, ChildProcess, SharedFd};
+use super::protocol::{self, SharedImageConfig, ToWorker, WorkerConfig};
+use super::{Ends, Outgoing, PoolStart, ProcessWorkers, WORKER_EXE_VAR, shared, worker};
+use crate::error::{Error, Result};
+use crate::preset::DatasetTransfer;
+
+pub(super) fn worker_executable(spec: &ProcessWorkers) -> Result<PathBuf> {
+    if let Some(path) = &spec.executable {
+        return Ok(path.clone());
+    }
+    if let Some(path) = std::env::var_os(WORKER_EXE_VAR) {
+        return Ok(PathBuf::from(path));
+    }
+    std::env::current_exe().map_err(|err| {
+        Error::run(format!(
+            "could not find this program to spawn workers: {err}"
+        ))
+    })
+}
+
+/// How a spawned worker gets its dataset.
+pub(super) enum SpawnDataset<'a> {
+    /// Sent a private copy with its config.
+    Copy(&'a Arc<(protocol::CopyLayout, Vec<u8>)>),
+    /// Inherits the shared image and maps it.
+    Image(&'a shared::SharedImage),
+    /// Opens the dataset's files itself.
+    Reopen,
+}
+
+/// Starts a spawned worker; returns it and the config frame its writer sends first.
+pub(super) fn spawn(
+    id: usize,
+    spec: &ProcessWorkers,
+    ends: &Ends,
+    dataset: SpawnDataset<'_>,
+) -> Result<(Arc<ChildProcess>, Outgoing)> {
+    use std::os::unix::process::CommandExt;
+    let executable = worker_executable(spec)?;
+    let mut keep = ends.workers_fds();
+    if let SpawnDataset::Image(image) = &dataset {
+        keep.push(image.fd.raw());
+    }
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let mut command = std::process::Command::new(&executable);
+    command
+        .arg("__worker")
+        .arg("--tasks-fd")
+        .arg(ends.tasks_read.raw().to_string())
+        .arg("--results-fd")
+        .arg(ends.results_write.raw().to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    let child_keep = keep.clone();
+    // SAFETY: the closure runs in the child between fork and exec and only makes
+    // async-signal-safe calls (fcntl, prctl, getppid, _exit) without allocating.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &child_keep {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+            fds::die_with_parent(parent);
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|err| {
+        Error::run(format!(
+            "could not spawn loader-worker-{id} ({}): {err}",
+            executable.display()
+        ))
+    })?;
+    let child = Arc::new(ChildProcess::new(child.id() as libc::pid_t));
+    let (copy, shared) = match dataset {
+        SpawnDataset::Copy(copy) => (Some(copy), None),
+        SpawnDataset::Image(image) => (
+            None,
+            Some(SharedImageConfig {
+                fd: image.fd.raw(),
+                layout: image.layout,
+            }),
+        ),
+        SpawnDataset::Reopen => (None, None),
+    };
+    let config = WorkerConfig {
+        worker: id,
+        dataset: match (copy, shared) {
+            (None, None) => Some(spec.dataset.clone().ok_or_else(|| {
+                Error::value("dataset_transfer reopen needs a dataset a worker can open; use copy")
+            })?),
+            _ => None,
+        },
+        samples: spec.samples,
+        copy: copy.map(|copy| copy.0),
+        pipeline: spec.pipeline.clone(),
+        normalize: spec.normalize.clone(),
+        segments: ends.segments.iter().map(SharedFd::raw).collect(),
+        shared,
+    };
+    let start = ToWorker::Start(Box::new(config));
+    Ok((child, Outgoing::Start(start, copy.cloned())))
+}
+
+pub(super) fn fork(
+    id: usize,
+    spec: &ProcessWorkers,
+    start: &PoolStart<'_>,
+    ends: &Ends,
+) -> Result<Arc<ChildProcess>> {
+    let keep = ends.workers_fds();
+    let copy = spec.dataset_transfer == DatasetTransfer::Copy;
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let open = fds::registry();
+    // SAFETY: fork duplicates this process; the child below runs only our worker code
+    // and libtorch (one thread), then `_exit`s without unwinding into the caller.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        fds::die_with_parent(parent);
+        tch::set_num_threads(1);
+        for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
+            // SAFETY: closing the child's copies of other workers' descriptors.
+            unsafe { libc::close(fd) };
+        }
+        let code = catch_exit(|| {
+            let segments: Vec<&File> = ends.segments.iter().map(SharedFd::file).collect();
+            worker::forked_worker(
+                id,
+                start.dataset,
+                start.pipeline,
+                copy,
+                ends.tasks_read.file(),
+                ends.results_write.file(),
+                &segments,
+            )
+        });
+        // SAFETY: ends the child without running the parent's destructors or atexit
+        // handlers.
+        unsafe { libc::_exit(code) };
+    }
+    drop(open);
+    if pid < 0 {
+        return Err(Error::run(format!(
+            "could not fork loader-worker-{id}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(Arc::new(ChildProcess::new(pid)))
+}
+
+fn catch_exit(work: impl FnOnce() -> i32) -> i32 {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(101)
+}
