@@ -188,6 +188,36 @@ mod tests {
     }
 
     #[test]
+    fn ranks_far_apart_are_uneven() {
+        let ranked = |seconds: [f64; 2]| {
+            let mut epoch = epoch(1, 0.1, 0.1, 10);
+            epoch.ranks = seconds
+                .iter()
+                .enumerate()
+                .map(|(rank, &seconds)| crate::results::RankEpoch {
+                    rank,
+                    seconds,
+                    first_batch_s: 0.1,
+                    stall_s: 0.0,
+                    samples: 320,
+                    started_unix_s: 0.0,
+                    finished_unix_s: seconds,
+                })
+                .collect();
+            let mut config = config(0, false);
+            config.ranks = 2;
+            warnings(&result(
+                vec![config.clone()],
+                vec![run(0, config, vec![epoch])],
+            ))
+        };
+        let found = ranked([0.4, 1.0]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("uneven ranks: in nw=0 the fastest rank finished 0.60 s"));
+        assert!(ranked([0.95, 1.0]).is_empty());
+    }
+
+    #[test]
     fn a_slow_first_epoch_is_named_with_the_ratio() {
         let r = result(
             vec![config(4, true)],
