@@ -2,6 +2,7 @@
 //! opens the dataset and builds the config's loader on its shard, as the runner would,
 //! then runs an epoch each time the coordinator says `go`, reporting on stdout. It
 //! ends when stdin closes, and dies with the coordinator.
+//! As under torchrun, `intra_op_threads: auto` means one thread per rank.
 
 use std::io::{BufRead, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -13,6 +14,7 @@ use crate::dataset;
 use crate::error::{Error, Result};
 use crate::loader::set_intra_op_threads;
 use crate::memory;
+use crate::preset::IntraOpThreads;
 use crate::step::Step;
 
 /// The rank's side: returns the process's exit code (0 when the coordinator closed its
@@ -50,7 +52,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
     let dataset = dataset::open(&plan.dataset, plan.samples)?;
     let mut loader = build_loader(plan, job.config, &dataset, job.shard, &cancel)?;
     let mut step = Step::new(plan.step);
-    set_intra_op_threads(config.intra_op_threads);
+    set_intra_op_threads(rank_threads(config.intra_op_threads, job.shard.world));
     memory::reset_peak_rss();
     let rss_before_bytes = memory::rss_bytes();
     send(out, &FromRank::Ready)?;
@@ -108,6 +110,16 @@ fn serve(out: &mut impl Write) -> Result<()> {
             },
         },
     )
+}
+
+/// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
+/// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
+/// starts a thread per core and they spin against each other.
+fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
+    match threads {
+        IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
+        other => other,
+    }
 }
 
 fn send(out: &mut impl Write, message: &FromRank) -> Result<()> {
