@@ -67,6 +67,8 @@ impl ResultsTable {
         let cells: Vec<Vec<String>> = self.rows.iter().map(|row| row.cells.clone()).collect();
         let mut text = render(&self.header, &cells);
         if self.rows.iter().any(|row| row.disturbed) {
+            // A blank line first, so Markdown does not read the note as part of the table.
+            text.push('\n');
             text.push_str(&disturbed_footnote());
             text.push('\n');
         }
