@@ -192,11 +192,16 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
             stats::min_max(&load).map_or(f64::NAN, |(_, max)| max),
             disturbed
         );
-        let recommendation = Analysis::of(&merged(runs)).recommendation;
-        println!(
-            "  {side} recommends: {}",
-            recommendation.map_or_else(|| "nothing".to_owned(), |r| r.label)
-        );
+        for recommendation in Analysis::of(&merged(runs)).recommendations {
+            println!(
+                "  {side} recommends for {}: {}",
+                recommendation.group,
+                recommendation
+                    .label
+                    .as_deref()
+                    .unwrap_or("nothing (undecided)")
+            );
+        }
     }
 }
 

@@ -168,6 +168,8 @@ mod tests {
             status: RunStatus::Finished,
             step: crate::step::StepCost::None,
             planned_epochs: crate::preset::DEFAULT_PLANNED_EPOCHS,
+            shuffle: true,
+            drop_last: false,
         }
     }
 

@@ -14,6 +14,7 @@ pub mod cancel;
 pub mod compare;
 pub mod dataset;
 pub mod device;
+pub mod documents;
 pub mod error;
 pub mod export;
 #[cfg(feature = "gui")]

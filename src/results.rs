@@ -207,6 +207,15 @@ pub struct RunResult {
     /// The epochs a training run would take, as the preset planned them.
     #[serde(default = "default_planned_epochs")]
     pub planned_epochs: usize,
+    /// Whether each epoch shuffled, and dropped its last short batch (as the plan said).
+    #[serde(default = "default_shuffle")]
+    pub shuffle: bool,
+    #[serde(default)]
+    pub drop_last: bool,
+}
+
+fn default_shuffle() -> bool {
+    true
 }
 
 fn default_planned_epochs() -> usize {

@@ -131,12 +131,16 @@ fn cancelling_returns_to_idle() {
     let preset = tiny_preset(dir.path(), 60_000, 20);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    step_until(&mut harness, Duration::from_secs(60), |app| {
-        app.charts()
-            .get(2)
-            .and_then(|timeline| timeline.series.first())
-            .is_some_and(|s| !s.points.is_empty())
-    });
+    harness.step();
+    assert!(harness.state().is_running());
+    // Let the measuring child get into its first epoch (20 epochs of 60,000 samples
+    // take far longer than this on any machine).
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(harness.state().is_running());
     harness.key_press(Key::Escape);
     step_until(&mut harness, Duration::from_secs(30), |app| {
         !app.is_running()

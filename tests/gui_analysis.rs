@@ -1,7 +1,8 @@
 //! The analysis in the desktop app through egui_kittest: after a tiny run, the
-//! recommendation is shown, the ledger and scaling charts describe every config, a
-//! baseline is saved and compared from the window (under a temporary
-//! `LOADERBENCH_DATA_DIR`), and the analysis section exports as a PNG.
+//! recommendation is shown with its snippet and a working Copy button, the ledger and
+//! scaling charts describe every config, a baseline is saved and compared from the
+//! window (under a temporary `LOADERBENCH_DATA_DIR`), and the analysis section exports
+//! as a PNG.
 #![cfg(feature = "gui")]
 
 use std::path::Path;
@@ -60,9 +61,32 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         .analysis()
         .expect("analysed at the end")
         .clone();
-    let recommendation = analysis.recommendation.expect("a recommendation");
-    assert!(recommendation.text.starts_with("Use nw="));
+    let recommendation = analysis
+        .recommendations
+        .first()
+        .expect("a recommendation")
+        .clone();
+    assert_eq!(
+        analysis.recommendations.len(),
+        1,
+        "one runtime, one question"
+    );
     harness.get_by_label(&recommendation.text);
+    // On a busy machine the meter may mark configs disturbed, and then no config (and no
+    // snippet) is named.
+    if let Some(snippet) = recommendation.snippet {
+        assert!(recommendation.text.starts_with("Use nw="));
+        assert!(snippet.contains("runtime: [loaderbench],"), "{snippet}");
+        harness.get_by_label(&snippet);
+        harness.get_by_label("Copy").click();
+        harness.run_steps(1);
+        let copied = harness.output().platform_output.commands.iter().any(
+            |command| matches!(command, egui::OutputCommand::CopyText(text) if *text == snippet),
+        );
+        assert!(copied, "Copy puts the snippet on the clipboard");
+    } else {
+        assert!(recommendation.text.starts_with("No config is named: "));
+    }
     let charts = harness.state().analysis_charts();
     let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
     assert_eq!(ids, ["ledger", "scaling"]);

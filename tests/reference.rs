@@ -2,14 +2,18 @@
 //! `torch.utils.data.DataLoader` (no workers, fork and spawn workers) streaming the same
 //! events as our loader; the synthetic dataset reaching PyTorch byte for byte; each way
 //! it can fail (no Python, no torch, a failing script, a killed worker) ending as a clear
-//! error rather than a hang; cancelling leaving no process behind; and `compare` as a
-//! process. Tests that start Python take turns: they find its processes by parentage.
+//! error rather than a hang; cancelling leaving no process behind; `compare` as a
+//! process; and seed-light-pytorch recommending per runtime, with a PyTorch snippet that
+//! builds a working DataLoader. Tests that start Python take turns: they find its
+//! processes by parentage.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use loaderbench::analysis::Analysis;
+use loaderbench::baseline;
 use loaderbench::bench::{self, Event, RunHandle, RunOptions};
 use loaderbench::dataset::{DatasetSpec, open};
 use loaderbench::plan::Plan;
@@ -206,6 +210,17 @@ fn loaderbench(args: &[&str], python: Option<&str>) -> Output {
     run_with_deadline(&mut command, Duration::from_secs(240))
 }
 
+/// The standard output of a run that must have succeeded.
+fn succeeded(output: &Output) -> String {
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
 /// The one `error:` line, after checking the exit code.
 fn error_line(output: &Output, code: i32) -> String {
     let err = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -372,15 +387,96 @@ fn compare_prints_ours_against_pytorch_per_config() {
         ],
         None,
     );
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let out = succeeded(&output);
     let row = out
         .lines()
         .find(|l| l.starts_with("| nw=0 "))
         .unwrap_or_else(|| panic!("no compare row in: {out}"));
     assert_eq!(row.matches('×').count(), 3, "{row}");
+}
+
+#[test]
+fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let json = dir.path().join("run.json");
+    let journal = dir.path().join("j.jsonl");
+    let output = loaderbench(
+        &[
+            "run",
+            "seed-light-pytorch",
+            "-q",
+            "--recommend",
+            "--set",
+            "samples=1024",
+            "--set",
+            "num_workers=0,2",
+            "--set",
+            "extra_configs=[]",
+            "--set",
+            "start_method=spawn",
+            "--json",
+            json.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        None,
+    );
+    let out = succeeded(&output);
+    let mut result = baseline::read_result(&json).unwrap();
+    let groups: Vec<String> = Analysis::of(&result)
+        .recommendations
+        .into_iter()
+        .map(|r| r.group)
+        .collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(groups[0].ends_with(" · light · loaderbench"), "{groups:?}");
+    assert!(groups[1].ends_with(" · light · pytorch"), "{groups:?}");
+    for group in &groups {
+        assert!(
+            out.contains(&format!("Recommendation: {group}\n")),
+            "printed per runtime: {out}"
+        );
+    }
+    // A busy machine (other tests, other builds) may leave the question undecided; the
+    // snippet is then the one the same measurements give on a quiet machine.
+    for run in &mut result.results {
+        run.disturbed = false;
+    }
+    let recommendations = Analysis::of(&result).recommendations;
+    let snippet = recommendations[1].snippet.as_deref().unwrap();
+    assert!(
+        snippet.contains("loader = DataLoader(dataset, batch_size=256"),
+        "{snippet}"
+    );
+
+    // The snippet as a user pastes it: below their dataset, in a script of their own
+    // (spawned workers import the script again, hence the main guard).
+    let script = dir.path().join("train.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import torch\nfrom torch.utils.data import TensorDataset\n\
+             dataset = TensorDataset(torch.zeros(1000, 1, 28, 28))\n{snippet}\n\
+             if __name__ == '__main__':\n    print('batches', sum(1 for _ in loader))\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(reference::python_path())
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let ran = wait_with_deadline(child, Duration::from_secs(120));
+    assert!(
+        ran.status.success(),
+        "{snippet}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "batches 4\n",
+        "{snippet}"
+    );
 }

@@ -4,7 +4,7 @@
 //! measurements call for ([`warnings`]); the start-up ledger and the break-even of
 //! persistent workers ([`ledger`]); the scaling curve against `num_workers` with its knee
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]); the
-//! recommendation ([`recommend`]); and its text for the CLI ([`report`]).
+//! recommendation per question ([`recommend`]); and its text for the CLI ([`report`]).
 
 pub mod aa;
 pub mod disturbance;
@@ -22,7 +22,7 @@ use crate::results::{ConfigResult, EpochResult, RunResult};
 use crate::stats::{self, Estimate};
 
 pub use ledger::{BreakEven, LedgerRow};
-pub use recommend::Recommendation;
+pub use recommend::{Outcome, Recommendation};
 pub use scaling::ScalingCurve;
 
 /// One config's epoch times, repeats and epochs folded together.
@@ -49,7 +49,8 @@ pub struct Analysis {
     pub break_even: Vec<BreakEven>,
     pub scaling: Vec<ScalingCurve>,
     pub input_bound: Vec<input::InputBound>,
-    pub recommendation: Option<Recommendation>,
+    /// One per question the run answers (same dataset, pipeline and runtime).
+    pub recommendations: Vec<Recommendation>,
 }
 
 impl Analysis {
@@ -64,8 +65,7 @@ impl Analysis {
             .iter()
             .filter_map(|runs| input::input_bound(runs, result.step))
             .collect::<Vec<_>>();
-        let recommendation =
-            recommend::recommend(&configs, &estimates, &input_bound, result.planned_epochs);
+        let recommendations = recommend::recommend(result, &configs, &input_bound);
         Analysis {
             planned_epochs: result.planned_epochs,
             scaling: scaling::curves(&configs),
@@ -73,7 +73,7 @@ impl Analysis {
             ledger,
             break_even,
             input_bound,
-            recommendation,
+            recommendations,
         }
     }
 }
@@ -317,6 +317,8 @@ pub(crate) mod fixtures {
             status: RunStatus::Finished,
             step: StepCost::None,
             planned_epochs: 50,
+            shuffle: true,
+            drop_last: false,
         }
     }
 }

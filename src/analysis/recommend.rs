@@ -1,130 +1,381 @@
-//! The recommendation: which measured config to train with on this machine, and why.
-//! Configs are ranked by the time they project for the planned epochs (the first epoch,
-//! then every later one at its typical time). Among those within the noise of the
-//! fastest (its spread, at least [`NEAR_SHARE`]) the one with the fewest workers wins:
-//! workers cost memory and cores that buy nothing measurable.
+//! The recommendations: for each question the run answers (the configs with the same
+//! dataset, pipeline and runtime), which config to train with on this machine, why, and
+//! the code to paste. Configs are compared by the 95% bootstrap interval of their
+//! per-repeat projected time (the planned epochs: the first epoch, then every later one
+//! at the repeat's typical time), not by medians alone: those whose interval meets the
+//! fastest's, or that lie within [`NEAR_SHARE`] of it, are equally fast, and of those
+//! the one with the fewest workers wins, since workers cost memory and cores that buy
+//! nothing measurable. A knob measured as a no-op (pin_memory without CUDA) makes no
+//! config of its own, nor does a copy of a config (an A/A check). No winner is named over a disturbed config, and a single repeat
+//! is called one sample.
 
 use serde::{Deserialize, Serialize};
 
-use super::input::InputBound;
-use super::{ConfigEstimate, ConfigRuns, duration, mib};
+use crate::plan::{Config, KNOBS};
+use crate::preset::{IntraOpThreads, Runtime};
+use crate::results::{ConfigResult, RunResult};
+use crate::stats::{self, Estimate};
 
-/// Configs within this share of the fastest projected time count as equally fast.
+use super::input::InputBound;
+use super::{ConfigRuns, duration, mib};
+
+/// Configs within this share of the fastest projected time count as equally fast even
+/// when their intervals do not meet: a smaller gain is not worth a knob.
 pub const NEAR_SHARE: f64 = 0.05;
 
-/// The config to use and the numbers behind it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recommendation {
-    pub config: usize,
-    pub label: String,
-    /// The planned epochs' projected time.
-    pub projected_s: f64,
-    /// A typical epoch's median time.
-    pub epoch_s: f64,
-    pub first_epoch_s: f64,
-    /// What it is compared with: no workers where measured, else the slowest config.
-    pub baseline_config: usize,
-    pub baseline_label: String,
-    pub baseline_epoch_s: f64,
-    /// Baseline projected time over this config's.
-    pub speedup: f64,
-    pub peak_rss_bytes: Option<u64>,
-    /// Peak RSS beyond the baseline's.
-    pub extra_rss_bytes: Option<i64>,
-    /// Configs as fast within the noise that were passed over for using more workers.
-    pub equally_fast: Vec<String>,
-    /// One short paragraph with the numbers.
-    pub text: String,
+/// What to do when the measurements cannot carry a decision.
+pub const RERUN: &str = "re-run with `repeats: 5` on a quiet machine";
+
+/// What the measurements of one question allow to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The recommended config beats the baseline beyond the noise.
+    Faster,
+    /// No config beats the one with the fewest workers beyond the noise.
+    NoneFaster,
+    /// Some config was disturbed by other load: none is named.
+    Undecided,
 }
 
-/// The recommendation, or `None` when no config finished an epoch.
+/// The advice for one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// The question: `synthetic · light · pytorch`.
+    pub group: String,
+    pub outcome: Outcome,
+    /// The config to use; `None` when the outcome is undecided.
+    pub config: Option<usize>,
+    pub label: Option<String>,
+    /// The recommended config's projected time for the planned epochs, over repeats.
+    pub projected_s: Option<Estimate>,
+    /// What it is compared with: no workers where measured, else the slowest config.
+    pub baseline_label: Option<String>,
+    /// Baseline projected time over the recommended config's.
+    pub speedup: Option<f64>,
+    /// Configs as fast within the noise that were passed over for using more workers.
+    pub equally_fast: Vec<String>,
+    /// Repeats behind the figures (the fewest any config of the group had).
+    pub samples: usize,
+    /// One short paragraph with the numbers.
+    pub text: String,
+    /// Code that sets the recommended config up: a `DataLoader(...)` call for PyTorch,
+    /// preset lines for loaderbench's engine.
+    pub snippet: Option<String>,
+}
+
+/// One recommendation per question, in plan order; questions without a finished epoch
+/// get none.
 pub fn recommend(
+    result: &RunResult,
     configs: &[ConfigRuns<'_>],
-    estimates: &[ConfigEstimate],
     input_bound: &[InputBound],
-    planned_epochs: usize,
-) -> Option<Recommendation> {
-    let projected = |e: &ConfigEstimate| {
-        e.first_epoch_s.median + planned_epochs.saturating_sub(1) as f64 * e.epoch_s.median
-    };
-    let workers = |e: &ConfigEstimate| {
-        configs
+) -> Vec<Recommendation> {
+    let mut groups: Vec<Vec<&ConfigRuns<'_>>> = Vec::new();
+    for runs in configs {
+        match groups
+            .iter_mut()
+            .find(|g| same_question(g[0].config, runs.config))
+        {
+            Some(group) => group.push(runs),
+            None => groups.push(vec![runs]),
+        }
+    }
+    groups
+        .iter()
+        .filter_map(|members| recommend_one(result, members, input_bound))
+        .collect()
+}
+
+fn same_question(a: &Config, b: &Config) -> bool {
+    a.pipeline == b.pipeline && a.runtime == b.runtime
+}
+
+/// One config as the recommendation sees it: configs that differ only in a no-op knob
+/// are folded into one, their repeats pooled.
+struct Candidate<'a> {
+    index: usize,
+    label: &'a str,
+    /// With pin_memory as measured: off where it had no effect.
+    config: Config,
+    /// Labels of the configs folded into this one for a no-op knob.
+    folded: Vec<&'a str>,
+    runs: Vec<&'a ConfigResult>,
+    projected_s: Estimate,
+}
+
+impl Candidate<'_> {
+    fn disturbed(&self) -> bool {
+        self.runs.iter().any(|r| r.disturbed)
+    }
+
+    fn other_load_cores(&self) -> Option<f64> {
+        self.runs
             .iter()
-            .find(|c| c.index == e.config)
-            .map_or(usize::MAX, |c| c.config.num_workers)
+            .filter(|r| r.disturbed)
+            .filter_map(|r| r.other_load_cores)
+            .max_by(f64::total_cmp)
+    }
+
+    fn median_of(&self, value: impl Fn(&ConfigResult) -> Option<f64>) -> Option<f64> {
+        let values: Vec<f64> = self.runs.iter().filter_map(|r| value(r)).collect();
+        stats::median(&values)
+    }
+
+    fn first_epoch_s(&self) -> Option<f64> {
+        self.median_of(|r| r.epochs.first().map(|e| e.seconds))
+    }
+
+    fn epoch_s(&self) -> Option<f64> {
+        self.median_of(typical_epoch_s)
+    }
+
+    fn peak_rss_bytes(&self) -> Option<u64> {
+        self.median_of(|r| r.peak_rss_bytes.map(|b| b as f64))
+            .map(|b| b as u64)
+    }
+}
+
+/// The median of a repeat's epochs after the first, or the first alone.
+fn typical_epoch_s(run: &ConfigResult) -> Option<f64> {
+    let later: Vec<f64> = run.epochs.iter().skip(1).map(|e| e.seconds).collect();
+    stats::median(&later).or_else(|| run.epochs.first().map(|e| e.seconds))
+}
+
+/// One repeat's time for the planned epochs.
+fn projected_s(run: &ConfigResult, planned_epochs: usize) -> Option<f64> {
+    let first = run.epochs.first()?.seconds;
+    Some(first + planned_epochs.saturating_sub(1) as f64 * typical_epoch_s(run)?)
+}
+
+fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Candidate<'a>> {
+    let estimate = |runs: &[&ConfigResult]| {
+        let samples: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| projected_s(r, planned_epochs))
+            .collect();
+        Estimate::of(&samples)
     };
-    let fastest = estimates
+    let mut candidates: Vec<Candidate<'a>> = Vec::new();
+    for runs in members {
+        let pin_effective = runs.runs.iter().all(|r| r.pin_memory_effective);
+        // A copy (an A/A check) is the same config measured again: its repeats pool.
+        let config = Config {
+            pin_memory: runs.config.pin_memory && pin_effective,
+            copy: 0,
+            ..runs.config.clone()
+        };
+        match candidates.iter_mut().find(|c| c.config == config) {
+            Some(c) => {
+                // A copy is no knob: it only adds repeats.
+                let knob_differs = runs.config.copy == 0;
+                if knob_differs && runs.config.pin_memory {
+                    c.folded.push(runs.label);
+                } else if knob_differs {
+                    // The config that really lacks the no-op knob names the pair.
+                    c.folded.push(c.label);
+                    c.index = runs.index;
+                    c.label = runs.label;
+                }
+                c.runs.extend(&runs.runs);
+                c.projected_s = estimate(&c.runs).unwrap_or(c.projected_s);
+            }
+            None => {
+                if let Some(projected_s) = estimate(&runs.runs) {
+                    candidates.push(Candidate {
+                        index: runs.index,
+                        label: runs.label,
+                        config,
+                        folded: Vec::new(),
+                        runs: runs.runs.clone(),
+                        projected_s,
+                    });
+                }
+            }
+        }
+    }
+    candidates
+}
+
+/// True when `a` is as fast as `fastest` within the noise: their intervals meet, or `a`
+/// is within [`NEAR_SHARE`] of it.
+fn equally_fast(a: &Estimate, fastest: &Estimate) -> bool {
+    !a.differs_from(fastest) || a.median <= fastest.median * (1.0 + NEAR_SHARE)
+}
+
+fn recommend_one(
+    result: &RunResult,
+    members: &[&ConfigRuns<'_>],
+    input_bound: &[InputBound],
+) -> Option<Recommendation> {
+    let candidates = candidates(members, result.planned_epochs);
+    let first = candidates.first()?;
+    let group = format!(
+        "{} · {} · {}",
+        result.dataset,
+        first.config.pipeline.name(),
+        first.config.runtime.name()
+    );
+    let samples = candidates
         .iter()
-        .min_by(|a, b| projected(a).total_cmp(&projected(b)))?;
-    let tolerance = NEAR_SHARE.max(fastest.epoch_s.spread);
-    let near: Vec<&ConfigEstimate> = estimates
+        .map(|c| c.projected_s.n)
+        .min()
+        .unwrap_or(0);
+    let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
+    if !disturbed.is_empty() {
+        return Some(undecided(group, &disturbed, samples));
+    }
+    let fastest = candidates
         .iter()
-        .filter(|e| projected(e) <= projected(fastest) * (1.0 + tolerance))
+        .min_by(|a, b| a.projected_s.median.total_cmp(&b.projected_s.median))?;
+    let near: Vec<&Candidate<'_>> = candidates
+        .iter()
+        .filter(|c| equally_fast(&c.projected_s, &fastest.projected_s))
         .collect();
     let chosen = *near.iter().min_by(|a, b| {
-        workers(a)
-            .cmp(&workers(b))
-            .then(projected(a).total_cmp(&projected(b)))
+        (a.config.num_workers, a.config.pin_memory)
+            .cmp(&(b.config.num_workers, b.config.pin_memory))
+            .then(a.projected_s.median.total_cmp(&b.projected_s.median))
     })?;
-    let baseline = configs
+    let baseline = candidates
         .iter()
         .find(|c| c.config.num_workers == 0 && !c.config.pin_memory)
-        .and_then(|c| estimates.iter().find(|e| e.config == c.index))
         .or_else(|| {
-            estimates
+            candidates
                 .iter()
-                .max_by(|a, b| projected(a).total_cmp(&projected(b)))
+                .max_by(|a, b| a.projected_s.median.total_cmp(&b.projected_s.median))
         })?;
+    let outcome = if chosen.index == baseline.index {
+        Outcome::NoneFaster
+    } else {
+        Outcome::Faster
+    };
     let equally_fast: Vec<String> = near
         .iter()
-        .filter(|e| e.config != chosen.config && workers(e) > workers(chosen))
-        .map(|e| e.label.clone())
+        .filter(|c| c.index != chosen.index && c.config.num_workers > chosen.config.num_workers)
+        .map(|c| c.label.to_owned())
         .collect();
-    let extra_rss_bytes = chosen
-        .peak_rss_bytes
-        .zip(baseline.peak_rss_bytes)
-        .map(|(own, base)| own as i64 - base as i64);
     let mut recommendation = Recommendation {
-        config: chosen.config,
-        label: chosen.label.clone(),
-        projected_s: projected(chosen),
-        epoch_s: chosen.epoch_s.median,
-        first_epoch_s: chosen.first_epoch_s.median,
-        baseline_config: baseline.config,
-        baseline_label: baseline.label.clone(),
-        baseline_epoch_s: baseline.epoch_s.median,
-        speedup: projected(baseline) / projected(chosen),
-        peak_rss_bytes: chosen.peak_rss_bytes,
-        extra_rss_bytes,
+        group,
+        outcome,
+        config: Some(chosen.index),
+        label: Some(chosen.label.to_owned()),
+        projected_s: Some(chosen.projected_s),
+        baseline_label: Some(baseline.label.to_owned()),
+        speedup: Some(baseline.projected_s.median / chosen.projected_s.median),
         equally_fast,
+        samples,
         text: String::new(),
+        snippet: Some(snippet(
+            result,
+            &chosen.config,
+            threads_swept(&candidates, chosen),
+        )),
     };
-    let stall = input_bound.iter().find(|i| i.config == chosen.config);
-    recommendation.text = paragraph(&recommendation, planned_epochs, tolerance, stall);
+    let stall = input_bound.iter().find(|i| i.config == chosen.index);
+    recommendation.text = paragraph(
+        &recommendation,
+        result.planned_epochs,
+        chosen,
+        baseline,
+        &candidates,
+        stall,
+    );
     Some(recommendation)
+}
+
+/// The chosen config's intra-op threads where they were set or the group measured more
+/// than one value; `None` where every config ran on libtorch's default.
+fn threads_swept(candidates: &[Candidate<'_>], chosen: &Candidate<'_>) -> Option<i32> {
+    let mut values: Vec<i32> = candidates
+        .iter()
+        .flat_map(|c| c.runs.iter().map(|r| r.intra_op_threads))
+        .collect();
+    values.sort_unstable();
+    values.dedup();
+    let set = chosen.config.intra_op_threads != IntraOpThreads::Auto;
+    (set || values.len() > 1)
+        .then(|| chosen.runs.first().map(|r| r.intra_op_threads))
+        .flatten()
+}
+
+fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Recommendation {
+    let names: Vec<String> = disturbed
+        .iter()
+        .map(|c| match c.other_load_cores() {
+            Some(cores) => format!("{} ({cores:.2} cores of other load)", c.label),
+            None => format!("{} (disturbed)", c.label),
+        })
+        .collect();
+    let text = format!(
+        "No config is named: {} ran while other work kept the machine busy, so a winner \
+         would rest on noise. To decide, {RERUN}.",
+        names.join(", ")
+    );
+    Recommendation {
+        group,
+        outcome: Outcome::Undecided,
+        config: None,
+        label: None,
+        projected_s: None,
+        baseline_label: None,
+        speedup: None,
+        equally_fast: Vec::new(),
+        samples,
+        text,
+        snippet: None,
+    }
 }
 
 fn paragraph(
     r: &Recommendation,
     planned_epochs: usize,
-    tolerance: f64,
+    chosen: &Candidate<'_>,
+    baseline: &Candidate<'_>,
+    candidates: &[Candidate<'_>],
     stall: Option<&InputBound>,
 ) -> String {
+    let projected = chosen.projected_s;
     let mut text = format!(
-        "Use {}. Over {planned_epochs} epochs it projects to {}: {:.2} s per epoch after a \
-         first epoch of {:.2} s",
-        r.label,
-        duration(r.projected_s),
-        r.epoch_s,
-        r.first_epoch_s
+        "Use {}. Over {planned_epochs} epochs it projects to {}",
+        chosen.label,
+        duration(projected.median),
     );
-    if r.config == r.baseline_config {
-        text.push_str(", and no config with workers was faster beyond the noise.");
-    } else {
+    if projected.n > 1 {
         text.push_str(&format!(
-            ", {:.1}× as fast as {} ({:.2} s per epoch).",
-            r.speedup, r.baseline_label, r.baseline_epoch_s
+            " (95% interval {}–{})",
+            duration(projected.low),
+            duration(projected.high)
         ));
+    }
+    text.push_str(&format!(
+        ": {:.2} s per epoch after a first epoch of {:.2} s",
+        chosen.epoch_s().unwrap_or(f64::NAN),
+        chosen.first_epoch_s().unwrap_or(f64::NAN)
+    ));
+    // One sample has no noise to be beyond; the closing sentence says what it is.
+    let beyond = if r.samples > 1 {
+        "beyond the noise".to_owned()
+    } else {
+        format!("by more than {:.0}%", NEAR_SHARE * 100.0)
+    };
+    match r.outcome {
+        Outcome::Faster => text.push_str(&format!(
+            ", {:.1}× as fast as {} ({:.2} s per epoch) {beyond}.",
+            r.speedup.unwrap_or(f64::NAN),
+            baseline.label,
+            baseline.epoch_s().unwrap_or(f64::NAN)
+        )),
+        Outcome::NoneFaster | Outcome::Undecided => {
+            let more = if chosen.config.num_workers == 0 {
+                ""
+            } else {
+                " more"
+            };
+            text.push_str(&format!(
+                ", and no config with{more} workers was faster {beyond}."
+            ));
+        }
     }
     if !r.equally_fast.is_empty() {
         let (is, uses) = if r.equally_fast.len() == 1 {
@@ -133,34 +384,130 @@ fn paragraph(
             ("are", "use")
         };
         text.push_str(&format!(
-            " {} {is} within {:.0}% of it but {uses} more workers.",
+            " {} {is} as fast within the noise but {uses} more workers.",
             r.equally_fast.join(", "),
-            tolerance * 100.0
         ));
     }
-    if let Some(peak) = r.peak_rss_bytes {
+    let folded: Vec<String> = candidates
+        .iter()
+        .filter(|c| !c.folded.is_empty())
+        .map(|c| format!("{} as {}", c.folded.join(", "), c.label))
+        .collect();
+    if !folded.is_empty() {
+        text.push_str(&format!(
+            " pin_memory had no effect (no CUDA), so these count as one config: {}.",
+            folded.join("; ")
+        ));
+    }
+    if let Some(peak) = chosen.peak_rss_bytes() {
         text.push_str(&format!(" It peaks at {} of memory", mib(peak)));
-        match r.extra_rss_bytes {
-            Some(extra) if r.config != r.baseline_config => text.push_str(&format!(
-                " ({}{} against {}).",
-                if extra >= 0 { "+" } else { "-" },
-                mib(extra.unsigned_abs()),
-                r.baseline_label
-            )),
+        match baseline.peak_rss_bytes() {
+            Some(base) if chosen.index != baseline.index => {
+                let extra = peak as i64 - base as i64;
+                text.push_str(&format!(
+                    " ({}{} against {}).",
+                    if extra >= 0 { "+" } else { "-" },
+                    mib(extra.unsigned_abs()),
+                    baseline.label
+                ));
+            }
             _ => text.push('.'),
         }
     }
     if let Some(stall) = stall {
         text.push_str(&format!(" With the training step, {}.", stall.verdict));
     }
+    if r.samples == 1 {
+        text.push_str(&format!(
+            " Each config was measured once, so this is one sample: {RERUN} before relying \
+             on it."
+        ));
+    }
     text
+}
+
+/// The code that sets `config` up, for the runtime that measured it.
+pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
+    match config.runtime {
+        Runtime::Pytorch => pytorch_snippet(result, config, intra_op_threads),
+        Runtime::Loaderbench => preset_lines(result, config),
+    }
+}
+
+/// `DataLoader(dataset, batch_size=256, shuffle=True, num_workers=4, …)`, with only the
+/// arguments PyTorch accepts for that many workers.
+fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
+    let python_bool = |b: bool| if b { "True" } else { "False" };
+    let mut args = vec![
+        "dataset".to_owned(),
+        format!("batch_size={}", config.batch_size),
+        format!("shuffle={}", python_bool(result.shuffle)),
+    ];
+    if result.drop_last {
+        args.push("drop_last=True".to_owned());
+    }
+    args.push(format!("num_workers={}", config.num_workers));
+    if config.num_workers > 0 {
+        args.push(format!(
+            "persistent_workers={}",
+            python_bool(config.persistent_workers)
+        ));
+    }
+    args.push(format!("pin_memory={}", python_bool(config.pin_memory)));
+    if config.num_workers > 0 {
+        args.push(format!("prefetch_factor={}", config.prefetch_factor));
+        if !config.in_order {
+            args.push("in_order=False".to_owned());
+        }
+        args.push(format!(
+            "multiprocessing_context=\"{}\"",
+            config.start_method.name()
+        ));
+    }
+    let mut code = String::new();
+    if let Some(threads) = intra_op_threads {
+        code.push_str(&format!("import torch\ntorch.set_num_threads({threads})\n"));
+    }
+    code.push_str(&format!(
+        "from torch.utils.data import DataLoader\nloader = DataLoader({})",
+        args.join(", ")
+    ));
+    code
+}
+
+/// The preset lines that measure exactly `config` on loaderbench's engine: every knob
+/// of the registry, one value each.
+fn preset_lines(result: &RunResult, config: &Config) -> String {
+    let mut lines = vec![
+        format!("shuffle: {},", result.shuffle),
+        format!("drop_last: {},", result.drop_last),
+    ];
+    for knob in &KNOBS {
+        let value = match knob.field {
+            // Presets write these as RON values, not as the names tables show.
+            "pipeline" => ron(&config.pipeline),
+            "device" => format!("\"{}\"", config.device),
+            _ => (knob.value)(config),
+        };
+        lines.push(format!("{}: [{value}],", knob.field));
+    }
+    lines.join("\n")
+}
+
+/// A knob value the way a preset spells it.
+fn ron<T: Serialize>(value: &T) -> String {
+    // Knob values are plain enums and structs of numbers and strings, which RON always
+    // serializes.
+    ron::to_string(value).expect("a knob value serializes to RON")
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
     use super::super::fixtures::{config, epoch, result, run};
-    use crate::results::ConfigResult;
+    use super::*;
+    use crate::plan::Plan;
+    use crate::preset::{Preset, StartMethod};
 
     fn measured(
         index: usize,
@@ -181,6 +528,26 @@ mod tests {
         r
     }
 
+    fn only(result: &RunResult) -> Recommendation {
+        let mut all = Analysis::of(result).recommendations;
+        assert_eq!(all.len(), 1, "{all:?}");
+        all.remove(0)
+    }
+
+    /// Repeats of one config whose epochs take `seconds` each (first and second alike).
+    fn repeats(index: usize, config: &Config, seconds: &[f64]) -> Vec<ConfigResult> {
+        seconds
+            .iter()
+            .map(|&s| {
+                run(
+                    index,
+                    config.clone(),
+                    vec![epoch(1, s, s, 1), epoch(2, s, s, 1)],
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn heavy_pipeline_takes_the_fastest_workers() {
         // Workers cut a 0.4 s batch to 0.1 s; persistent ones also skip the restart.
@@ -196,28 +563,39 @@ mod tests {
             measured(2, 4, false, 0.6, 0.1),
             measured(3, 4, true, 0.6, 0.1),
         ];
-        let r = Analysis::of(&result(configs, results))
-            .recommendation
-            .unwrap();
-        assert_eq!(r.label, "nw=4 persistent");
-        assert_eq!(r.baseline_label, "nw=0");
+        let r = only(&result(configs, results));
+        assert_eq!(r.outcome, Outcome::Faster);
+        assert_eq!(r.label.as_deref(), Some("nw=4 persistent"));
+        assert_eq!(r.baseline_label.as_deref(), Some("nw=0"));
+        assert_eq!(r.group, "synthetic · light · loaderbench");
         // nw=0: 4.4 s an epoch; nw=4 persistent: 1.1 s after a 1.6 s first epoch.
-        assert!((r.epoch_s - 1.1).abs() < 1e-9);
-        assert!((r.projected_s - (1.6 + 49.0 * 1.1)).abs() < 1e-9);
+        let projected = r.projected_s.unwrap();
+        assert!((projected.median - (1.6 + 49.0 * 1.1)).abs() < 1e-9);
         assert!(
-            r.text
-                .starts_with("Use nw=4 persistent. Over 50 epochs it projects to 55.5 s"),
+            r.text.starts_with(
+                "Use nw=4 persistent. Over 50 epochs it projects to 55.5 s: 1.10 s per epoch \
+                 after a first epoch of 1.60 s"
+            ),
             "{}",
             r.text
         );
         assert!(
-            r.text.contains("4.0× as fast as nw=0 (4.40 s per epoch)"),
+            r.text
+                .contains("4.0× as fast as nw=0 (4.40 s per epoch) by more than 5%."),
             "{}",
             r.text
         );
         assert!(
             r.text
                 .contains("peaks at 400.0 MiB of memory (+200.0 MiB against nw=0)"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text.ends_with(&format!(
+                "Each config was measured once, so this is one sample: {RERUN} before \
+                 relying on it."
+            )),
             "{}",
             r.text
         );
@@ -232,20 +610,19 @@ mod tests {
             measured(1, 2, false, 0.3, 0.1),
             measured(2, 4, true, 0.3, 0.098),
         ];
-        let r = Analysis::of(&result(configs, results))
-            .recommendation
-            .unwrap();
-        assert_eq!(r.label, "nw=0");
+        let r = only(&result(configs, results));
+        assert_eq!(r.outcome, Outcome::NoneFaster);
+        assert_eq!(r.label.as_deref(), Some("nw=0"));
         assert!(
             r.text
-                .contains("no config with workers was faster beyond the noise"),
+                .contains("no config with workers was faster by more than 5%."),
             "{}",
             r.text
         );
         assert_eq!(r.equally_fast, vec!["nw=4 persistent".to_owned()]);
         assert!(
             r.text
-                .contains("nw=4 persistent is within 5% of it but uses more workers"),
+                .contains("nw=4 persistent is as fast within the noise but uses more workers"),
             "{}",
             r.text
         );
@@ -259,10 +636,231 @@ mod tests {
             measured(1, 4, true, 0.5, 0.101),
             measured(2, 8, true, 0.5, 0.1),
         ];
-        let r = Analysis::of(&result(configs, results))
-            .recommendation
-            .unwrap();
-        assert_eq!(r.label, "nw=4 persistent");
+        let r = only(&result(configs, results));
+        assert_eq!(r.label.as_deref(), Some("nw=4 persistent"));
         assert_eq!(r.equally_fast, vec!["nw=8 persistent".to_owned()]);
+    }
+
+    #[test]
+    fn overlapping_intervals_are_noise_and_disjoint_ones_are_not() {
+        let configs = vec![config(0, false), config(2, false)];
+        // nw=2 is 10% faster by the median, but its repeats scatter over nw=0's.
+        let mut noisy = repeats(0, &configs[0], &[1.0, 1.02, 0.98, 1.01, 0.99]);
+        noisy.extend(repeats(1, &configs[1], &[0.9, 1.05, 0.8, 1.0, 0.85]));
+        let r = only(&result(configs.clone(), noisy));
+        assert_eq!(r.outcome, Outcome::NoneFaster, "{}", r.text);
+        assert_eq!(r.label.as_deref(), Some("nw=0"));
+        assert_eq!(r.samples, 5);
+        assert!(r.text.contains("(95% interval "), "{}", r.text);
+        assert!(!r.text.contains("one sample"), "{}", r.text);
+        // The same medians with tight repeats: nw=2 wins beyond the noise.
+        let mut tight = repeats(0, &configs[0], &[1.0, 1.01, 0.99, 1.0, 1.0]);
+        tight.extend(repeats(1, &configs[1], &[0.9, 0.91, 0.89, 0.9, 0.9]));
+        let r = only(&result(configs, tight));
+        assert_eq!(r.outcome, Outcome::Faster, "{}", r.text);
+        assert_eq!(r.label.as_deref(), Some("nw=2"));
+        assert!(
+            r.text
+                .contains("1.1× as fast as nw=0 (1.00 s per epoch) beyond the noise."),
+            "{}",
+            r.text
+        );
+    }
+
+    #[test]
+    fn a_disturbed_config_leaves_the_question_undecided() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut results = repeats(0, &configs[0], &[1.0, 1.0, 1.0]);
+        let mut busy = repeats(1, &configs[1], &[0.5, 0.5, 0.5]);
+        busy[1].disturbed = true;
+        busy[1].other_load_cores = Some(0.8);
+        results.extend(busy);
+        let r = only(&result(configs, results));
+        assert_eq!(r.outcome, Outcome::Undecided);
+        assert_eq!((r.config, r.snippet), (None, None));
+        assert_eq!(
+            r.text,
+            format!(
+                "No config is named: nw=2 (0.80 cores of other load) ran while other work \
+                 kept the machine busy, so a winner would rest on noise. To decide, {RERUN}."
+            )
+        );
+    }
+
+    #[test]
+    fn pin_memory_without_effect_is_the_same_config() {
+        // seed-light-pytorch's trap: nw=0 ran first and paid the process's warm-up, so
+        // nw=0 pin (a no-op without CUDA) looked 6× as fast.
+        let plain = config(0, false);
+        let pinned = Config {
+            pin_memory: true,
+            ..plain.clone()
+        };
+        let mut r = result(
+            vec![plain.clone(), pinned.clone(), config(2, false)],
+            vec![
+                run(
+                    0,
+                    plain,
+                    vec![epoch(1, 0.6, 0.06, 11), epoch(2, 0.6, 0.06, 11)],
+                ),
+                run(
+                    1,
+                    pinned,
+                    vec![epoch(1, 0.1, 0.01, 11), epoch(2, 0.1, 0.01, 11)],
+                ),
+                measured(2, 2, false, 0.5, 0.1),
+            ],
+        );
+        r.labels[1] = "nw=0 pin".to_owned();
+        let rec = only(&r);
+        assert_eq!(rec.label.as_deref(), Some("nw=0"));
+        assert_eq!(rec.config, Some(0));
+        assert_eq!(rec.outcome, Outcome::NoneFaster, "{}", rec.text);
+        assert!(
+            rec.text
+                .contains("pin_memory had no effect (no CUDA), so these count as one config: nw=0 pin as nw=0."),
+            "{}",
+            rec.text
+        );
+        // With CUDA pinning is real work, and the pinned config stands on its own.
+        for run in &mut r.results {
+            run.pin_memory_effective = run.config.pin_memory;
+        }
+        let rec = only(&r);
+        assert_eq!(rec.label.as_deref(), Some("nw=0 pin"));
+        assert!(!rec.text.contains("no effect"), "{}", rec.text);
+    }
+
+    #[test]
+    fn a_copy_pools_its_repeats_with_the_original() {
+        let original = config(0, false);
+        let copy = Config {
+            copy: 1,
+            ..original.clone()
+        };
+        let mut results = repeats(0, &original, &[1.0, 1.0]);
+        results.extend(repeats(1, &copy, &[1.1, 1.1]));
+        let mut r = result(vec![original, copy], results);
+        r.labels[1] = "nw=0 copy 1".to_owned();
+        let rec = only(&r);
+        assert_eq!(rec.label.as_deref(), Some("nw=0"));
+        assert_eq!(rec.samples, 4, "the copy's repeats count as the original's");
+        assert!(
+            rec.equally_fast.is_empty() && !rec.text.contains("copy"),
+            "{}",
+            rec.text
+        );
+    }
+
+    fn pytorch(workers: usize, persistent: bool, start_method: StartMethod) -> Config {
+        Config {
+            runtime: Runtime::Pytorch,
+            start_method,
+            batch_size: 256,
+            ..config(workers, persistent)
+        }
+    }
+
+    #[test]
+    fn each_runtime_is_its_own_question() {
+        let configs = vec![
+            config(0, false),
+            config(4, true),
+            pytorch(0, false, StartMethod::Fork),
+            pytorch(4, true, StartMethod::Spawn),
+        ];
+        let results = vec![
+            measured(0, 0, false, 0.4, 0.4),
+            measured(1, 4, true, 0.2, 0.1),
+            run(2, configs[2].clone(), vec![epoch(1, 0.1, 0.1, 11)]),
+            run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
+        ];
+        let all = Analysis::of(&result(configs, results)).recommendations;
+        let groups: Vec<(&str, Option<usize>)> =
+            all.iter().map(|r| (r.group.as_str(), r.config)).collect();
+        assert_eq!(
+            groups,
+            [
+                ("synthetic · light · loaderbench", Some(1)),
+                ("synthetic · light · pytorch", Some(2)),
+            ],
+            "the PyTorch question is answered among PyTorch configs, though ours were faster"
+        );
+        assert!(
+            all[0]
+                .snippet
+                .as_ref()
+                .unwrap()
+                .contains("runtime: [loaderbench],")
+        );
+        assert!(all[1].snippet.as_ref().unwrap().contains("DataLoader("));
+    }
+
+    #[test]
+    fn pytorch_snippet_passes_only_what_the_worker_count_allows() {
+        let r = result(vec![], vec![]);
+        assert_eq!(
+            snippet(&r, &pytorch(4, true, StartMethod::Spawn), None),
+            "from torch.utils.data import DataLoader\nloader = DataLoader(dataset, \
+             batch_size=256, shuffle=True, num_workers=4, persistent_workers=True, \
+             pin_memory=False, prefetch_factor=2, multiprocessing_context=\"spawn\")"
+        );
+        // PyTorch refuses prefetch_factor and a multiprocessing context without workers.
+        assert_eq!(
+            snippet(&r, &pytorch(0, false, StartMethod::Fork), Some(2)),
+            "import torch\ntorch.set_num_threads(2)\nfrom torch.utils.data import \
+             DataLoader\nloader = DataLoader(dataset, batch_size=256, shuffle=True, \
+             num_workers=0, pin_memory=False)"
+        );
+    }
+
+    #[test]
+    fn intra_op_threads_appear_only_where_they_were_swept() {
+        let configs = vec![
+            pytorch(0, false, StartMethod::Fork),
+            pytorch(2, false, StartMethod::Fork),
+        ];
+        let mut results = vec![
+            run(0, configs[0].clone(), vec![epoch(1, 0.1, 0.1, 11)]),
+            run(1, configs[1].clone(), vec![epoch(1, 0.5, 0.1, 11)]),
+        ];
+        let r = only(&result(configs.clone(), results.clone()));
+        assert!(!r.snippet.unwrap().contains("set_num_threads"));
+        results[0].intra_op_threads = 4;
+        let r = only(&result(configs.clone(), results.clone()));
+        assert!(
+            r.snippet
+                .unwrap()
+                .starts_with("import torch\ntorch.set_num_threads(4)\n")
+        );
+        // A count the preset set is part of the config, swept or not.
+        let mut set = configs[0].clone();
+        set.intra_op_threads = IntraOpThreads::Count(3);
+        results[0].config = set.clone();
+        results[0].intra_op_threads = 3;
+        results[1].intra_op_threads = 3;
+        let r = only(&result(vec![set, configs[1].clone()], results));
+        assert!(r.snippet.unwrap().contains("torch.set_num_threads(3)\n"));
+    }
+
+    #[test]
+    fn preset_lines_measure_exactly_the_recommended_config() {
+        let mut chosen = config(4, true);
+        chosen.batch_size = 128;
+        chosen.intra_op_threads = IntraOpThreads::Count(2);
+        chosen.in_order = false;
+        let mut r = result(vec![], vec![]);
+        r.drop_last = true;
+        let lines = snippet(&r, &chosen, None);
+        let text = format!("(version: 1, name: \"pasted\",\n{lines}\n)");
+        let preset = Preset::from_ron(&text, std::path::Path::new("pasted.ron"))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(preset.drop_last && preset.shuffle);
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs, vec![chosen]);
+        for knob in &KNOBS {
+            assert!(lines.contains(&format!("\n{}: [", knob.field)), "{lines}");
+        }
     }
 }

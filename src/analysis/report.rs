@@ -1,13 +1,13 @@
 //! The analysis as text, for `loaderbench run --recommend`: the start-up ledger as a
 //! table, the break-even sentences, one line per scaling curve, the input-bound
-//! verdicts and the recommendation paragraph.
+//! verdicts and each recommendation with its snippet.
 
 use std::fmt::Write;
 
 use crate::report::render;
 
-use super::Analysis;
 use super::scaling::{KNEE_GAIN, ScalingCurve};
+use super::{Analysis, Recommendation};
 
 /// The whole analysis, sections separated by blank lines.
 pub fn text(analysis: &Analysis) -> String {
@@ -31,8 +31,22 @@ pub fn text(analysis: &Analysis) -> String {
             let _ = writeln!(text, "{}: {}", verdict.label, verdict.verdict);
         }
     }
-    if let Some(recommendation) = &analysis.recommendation {
-        let _ = writeln!(text, "\nRecommendation\n{}", recommendation.text);
+    for recommendation in &analysis.recommendations {
+        let _ = writeln!(text, "\n{}", recommendation_text(recommendation));
+    }
+    text
+}
+
+/// `Recommendation: GROUP`, the paragraph, then the snippet indented by four spaces.
+pub fn recommendation_text(recommendation: &Recommendation) -> String {
+    let mut text = format!(
+        "Recommendation: {}\n{}\n",
+        recommendation.group, recommendation.text
+    );
+    if let Some(snippet) = &recommendation.snippet {
+        for line in snippet.lines() {
+            let _ = writeln!(text, "    {line}");
+        }
     }
     text
 }
@@ -134,8 +148,14 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("\nRecommendation\nUse nw=2 persistent."),
+            text.contains(
+                "\nRecommendation: synthetic · light · loaderbench\nUse nw=2 persistent."
+            ),
             "{text}"
+        );
+        assert!(
+            text.trim_end().ends_with("    num_workers: [2],"),
+            "the snippet closes the recommendation: {text}"
         );
     }
 }

@@ -26,7 +26,7 @@ pub struct ScalingPoint {
     pub steady_epoch_s: f64,
 }
 
-/// Amdahl's law fitted to the points with workers: `time(n) = t1 · (serial + (1 − serial) / n)`.
+/// Amdahl's law fitted to the points (no workers counting as one): `time(n) = t1 · (serial + (1 − serial) / n)`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AmdahlFit {
     /// The fitted time with one worker.
@@ -126,14 +126,30 @@ pub fn knee(points: &[(usize, f64)], gain: f64) -> Option<usize> {
     })
 }
 
-/// Least squares of `time = a + b / n` over the points with workers (`n ≥ 1`), which is
-/// Amdahl's law scaled by the one-worker time: `1 / speed-up = serial + (1 − serial) / n`
-/// with `serial = a / (a + b)`. `None` with fewer than two worker counts.
+/// Least squares of `time = a + b / n` over every point, which is Amdahl's law scaled
+/// by the one-worker time: `1 / speed-up = serial + (1 − serial) / n` with
+/// `serial = a / (a + b)`. No workers counts as one (`n = 1`): the main process does
+/// all the work alone, the serial baseline the speed-up is measured from. Without it a
+/// curve that falls from 0 workers and then stays flat would fit as "does not scale".
+/// Points with more workers than the fastest (the most workers among equally fast
+/// ones) are left out: there workers beyond the
+/// cores slow the epoch down, which Amdahl's law cannot describe, and a rising tail
+/// would fit as a serial fraction of 1. `None` with fewer than two distinct `n`.
 pub fn amdahl_fit(points: &[(usize, f64)]) -> Option<AmdahlFit> {
-    let xy: Vec<(f64, f64)> = points
+    let finite: Vec<(usize, f64)> = points
         .iter()
-        .filter(|(n, t)| *n >= 1 && t.is_finite())
-        .map(|(n, t)| (1.0 / *n as f64, *t))
+        .copied()
+        .filter(|(_, t)| t.is_finite())
+        .collect();
+    let fastest_n = finite
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?
+        .0
+        .max(1);
+    let xy: Vec<(f64, f64)> = finite
+        .iter()
+        .filter(|(n, _)| (*n).max(1) <= fastest_n)
+        .map(|(n, t)| (1.0 / (*n).max(1) as f64, *t))
         .collect();
     let count = xy.len() as f64;
     let mean_x = xy.iter().map(|(x, _)| x).sum::<f64>() / count;
@@ -186,10 +202,55 @@ mod tests {
         assert!(perfect.serial_fraction.abs() < 1e-9);
         let flat = amdahl_fit(&[(2, 3.0), (4, 3.0)]).unwrap();
         assert!((flat.serial_fraction - 1.0).abs() < 1e-9);
+        let slower = amdahl_fit(&[(0, 3.0), (2, 3.5), (4, 4.0)]);
+        assert!(slower.is_none(), "workers only slow it down: {slower:?}");
         assert!(
-            amdahl_fit(&[(0, 3.0), (4, 3.0)]).is_none(),
-            "one worker count"
+            amdahl_fit(&[(0, 3.0), (1, 2.0)]).is_none(),
+            "no workers and one worker are the same n"
         );
+    }
+
+    /// `time(n) = t1 · (serial + (1 − serial) / n)`, no workers timed as one worker.
+    fn amdahl_curve(serial: f64, one_worker_s: f64, workers: &[usize]) -> Vec<(usize, f64)> {
+        workers
+            .iter()
+            .map(|&n| {
+                let n_eff = n.max(1) as f64;
+                (n, one_worker_s * (serial + (1.0 - serial) / n_eff))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn amdahl_fit_recovers_known_serial_fractions_from_no_workers_up() {
+        for serial in [0.0, 0.05, 0.25, 0.5, 0.9, 1.0] {
+            for workers in [&[0, 2, 4, 8][..], &[0, 2][..], &[0, 1, 3, 6][..]] {
+                let fit = amdahl_fit(&amdahl_curve(serial, 0.11, workers)).unwrap();
+                assert!(
+                    (fit.serial_fraction - serial).abs() < 1e-9,
+                    "serial {serial} over {workers:?}: {fit:?}"
+                );
+                assert!((fit.one_worker_s - 0.11).abs() < 1e-9, "{fit:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_curve_that_falls_then_flattens_is_not_serial() {
+        // seed-light-pytorch on 2 cores: 0.11 s without workers, 0.04 s from 2 workers on
+        // (the cores, not the work, stop the gain). Fitting only the workers' flat tail
+        // gave "serial fraction 1.00".
+        let points = [(0, 0.11), (2, 0.04), (4, 0.04), (8, 0.04)];
+        let fit = amdahl_fit(&points).unwrap();
+        // Least squares over n = 1, 2, 4, 8: time = 0.0187 + 0.0828 / n.
+        assert!((fit.serial_fraction - 0.1842).abs() < 1e-3, "{fit:?}");
+        // No worse than what the fastest point allows: 0.04 / 0.11.
+        assert!(fit.serial_fraction < 0.04 / 0.11);
+        // On 2 cores 8 workers oversubscribe and the epoch gets slower again (measured:
+        // 0.05, 0.03, 0.03, 0.07 s); the rising tail read as "serial fraction 1.00".
+        let fit = amdahl_fit(&[(0, 0.05), (2, 0.03), (4, 0.03), (8, 0.07)]).unwrap();
+        // Fitted over 0, 2 and 4 workers (the fastest): time = 0.020 + 0.0286 / n.
+        assert!((fit.serial_fraction - 0.4118).abs() < 1e-3, "{fit:?}");
     }
 
     #[test]
@@ -223,8 +284,8 @@ mod tests {
         // Epoch 2 of nw=0: a 0.5 s first batch, then 10 batches of 0.4 s.
         assert!((curve.points[0].steady_epoch_s - 4.5).abs() < 1e-9);
         assert_eq!(curve.knee_workers, Some(4));
-        // Least squares over 2, 4 and 8 workers: time = 0.90 + 3.086 / n.
+        // Least squares over 0 (as 1), 2, 4 and 8 workers: time = 0.743 + 3.694 / n.
         let serial = curve.fit.unwrap().serial_fraction;
-        assert!((serial - 0.2258).abs() < 1e-3, "{serial}");
+        assert!((serial - 0.1675).abs() < 1e-3, "{serial}");
     }
 }

@@ -217,6 +217,8 @@ impl Run {
             status: RunStatus::Running,
             step: self.plan.step,
             planned_epochs: self.plan.planned_epochs,
+            shuffle: self.plan.shuffle,
+            drop_last: self.plan.drop_last,
         }
     }
 

@@ -1,9 +1,11 @@
 //! The command line: `run`, `compare`, `validate`, `presets`, `baseline` and `gui` (the
 //! default when the `gui` feature is on), parsed with clap. Exit codes: 0 success, 1 the
-//! run failed, 2 bad input (a preset, a dataset file, a `--set` value).
+//! run failed, 2 bad input (a preset, a dataset file, a `--set` value), 130 stopped by
+//! Ctrl-C (after writing what was measured).
 
 mod baseline;
 mod compare;
+mod interrupt;
 mod progress;
 mod run;
 
@@ -68,8 +70,10 @@ struct WorkerArgs {
 #[cfg(feature = "gui")]
 #[derive(Debug, Default, Args)]
 struct GuiArgs {
-    /// A preset file (.ron) or built-in name to open (default: the last one, else seed-light).
-    preset: Option<String>,
+    /// A preset file (.ron) or built-in name to open (default: the last one, else
+    /// seed-light), and saved runs to show (results .json or journal .jsonl files).
+    #[arg(value_name = "PRESET|RESULTS")]
+    files: Vec<String>,
     /// Start the run as soon as the window opens.
     #[arg(long)]
     run: bool,
@@ -213,7 +217,9 @@ fn may_use_cuda(command: &Command) -> bool {
 }
 
 fn exit_code(error: &Error) -> ExitCode {
-    if error.is_bad_input() {
+    if matches!(error, Error::Cancelled) {
+        ExitCode::from(interrupt::EXIT_CODE)
+    } else if error.is_bad_input() {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)
@@ -259,8 +265,17 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
 
 #[cfg(feature = "gui")]
 fn gui(args: GuiArgs) -> ExitCode {
+    let (results, presets): (Vec<String>, Vec<String>) = args
+        .files
+        .into_iter()
+        .partition(|file| loaderbench::documents::is_results_file(std::path::Path::new(file)));
+    if presets.len() > 1 {
+        eprintln!("error: one preset at a time, got {}", presets.join(", "));
+        return ExitCode::from(2);
+    }
     let launch = loaderbench::gui::Launch {
-        preset: args.preset,
+        preset: presets.into_iter().next(),
+        results: results.into_iter().map(PathBuf::from).collect(),
         run_now: args.run,
         journal_dir: args.journal_dir,
         measurer: None,

@@ -7,16 +7,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, TryRecvError};
+use crossbeam_channel::TryRecvError;
 
 use loaderbench::analysis::{Analysis, report};
 use loaderbench::baseline;
-use loaderbench::bench::{self, Event, RunOptions};
+use loaderbench::bench::{self, Event, RunHandle, RunOptions};
 use loaderbench::export::{self, Exporter};
 use loaderbench::plan::Plan;
 use loaderbench::results::RunResult;
 use loaderbench::{Error, Result};
 
+use super::interrupt;
 use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
 
@@ -39,19 +40,23 @@ pub fn run(args: RunArgs) -> Result<()> {
     error.map_or(Ok(()), Err)
 }
 
-/// Runs `plan` with a progress bar; returns what was measured and, if the run did not
-/// finish, why.
 /// How long the CLI sleeps when no event is waiting. Waking for each of the thousands of
 /// batch events a second takes CPU from the workers being measured (on 2 cores typical
 /// thread-worker epochs went from 0.05–0.08 s to 0.02–0.04 s without it); the app drains
 /// at its frame rate for the same reason.
 const EVENT_POLL: Duration = Duration::from_millis(50);
 
-/// The run's events, taken in bursts at most every [`EVENT_POLL`].
-fn paced(events: &Receiver<Event>) -> impl Iterator<Item = Event> + '_ {
+/// The run's events, taken in bursts at most every [`EVENT_POLL`]; cancels the run once
+/// the user presses Ctrl-C, and goes on to its last event (which holds what was measured).
+fn paced(handle: &RunHandle) -> impl Iterator<Item = Event> + '_ {
+    let mut cancelled = false;
     std::iter::from_fn(move || {
         loop {
-            match events.try_recv() {
+            if !cancelled && interrupt::requested() {
+                handle.cancel();
+                cancelled = true;
+            }
+            match handle.events().try_recv() {
                 Ok(event) => return Some(event),
                 Err(TryRecvError::Empty) => std::thread::sleep(EVENT_POLL),
                 Err(TryRecvError::Disconnected) => return None,
@@ -60,6 +65,8 @@ fn paced(events: &Receiver<Event>) -> impl Iterator<Item = Event> + '_ {
     })
 }
 
+/// Runs `plan` with a progress bar; returns what was measured and, if the run did not
+/// finish, why.
 pub fn execute(
     plan: &Plan,
     journal: Option<PathBuf>,
@@ -72,10 +79,11 @@ pub fn execute(
         journal,
         ..RunOptions::default()
     };
+    interrupt::install()?;
     let handle = bench::spawn(plan.clone(), options, || {});
     progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;
-    for event in paced(handle.events()) {
+    for event in paced(&handle) {
         match event {
             Event::Started {
                 batches_per_epoch, ..

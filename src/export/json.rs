@@ -1,6 +1,6 @@
 //! JSON export: the whole [`RunResult`], pretty-printed, with its [`Analysis`] beside
-//! the measurements under `analysis`; what the other tools read. The file reads back as
-//! a `RunResult` (the extra field is ignored).
+//! the measurements under `analysis`, and the results format's `version`; what the other
+//! tools read. The file reads back as a `RunResult` (see [`crate::documents`]).
 
 use serde::Serialize;
 
@@ -11,9 +11,14 @@ use crate::results::RunResult;
 
 pub struct Json;
 
-/// The exported document: the result's fields, then `analysis`.
+/// The results format this build writes and reads; bumped when a change would make an
+/// older loaderbench misread a file.
+pub const VERSION: u32 = 1;
+
+/// The exported document: the format version, the result's fields, then `analysis`.
 #[derive(Serialize)]
 struct Document<'a> {
+    version: u32,
     #[serde(flatten)]
     result: &'a RunResult,
     analysis: Analysis,
@@ -26,6 +31,7 @@ impl Exporter for Json {
 
     fn export(&self, result: &RunResult) -> Result<Vec<u8>> {
         let document = Document {
+            version: VERSION,
             result,
             analysis: Analysis::of(result),
         };

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::results::RunResult;
 
 pub use self::csv::Csv;
-pub use self::json::Json;
+pub use self::json::{Json, VERSION as RESULTS_VERSION};
 pub use self::markdown::Markdown;
 
 /// A results file format.

@@ -29,6 +29,7 @@ pub enum DataFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pick {
     OpenPreset,
+    OpenResults,
     SavePresetAs,
     Dataset,
     ExportPath,
@@ -42,6 +43,8 @@ pub enum Action {
     NewPreset,
     LoadBuiltin(&'static str),
     OpenPreset(PathBuf),
+    /// Show a saved run (a results JSON or a journal) in place of the shown run.
+    OpenResults(PathBuf),
     SavePreset(PathBuf),
     /// Open a file dialog (on a background thread).
     Browse(Pick),

@@ -1,13 +1,14 @@
 //! The analysis section under the results table, once a run has ended: the
-//! recommendation paragraph, the run's warnings, the break-even of persistent workers,
-//! the ledger and scaling charts side by side, the stall chart with a training step, and
-//! the comparison with a baseline. It only reads; it returns the rect it drew in, which
-//! the PNG export captures.
+//! recommendations (each with its snippet and a Copy button), the run's warnings, the
+//! break-even of persistent workers, the ledger and scaling charts side by side, the
+//! stall chart with a training step, and the comparison with a baseline. It only reads
+//! (Copy only hands text to the clipboard); it returns the rect it drew in, which the
+//! PNG export captures.
 
 use egui::{Rect, RichText, Ui};
 
-use crate::analysis::Analysis;
 use crate::analysis::report::scaling_line;
+use crate::analysis::{Analysis, Recommendation};
 use crate::baseline::Change;
 
 use super::{analysis_charts, plots};
@@ -27,9 +28,8 @@ pub fn draw(
 ) -> Rect {
     ui.scope(|ui| {
         ui.label(RichText::new("Analysis").strong().size(15.0));
-        if let Some(recommendation) = &analysis.recommendation {
-            ui.label(RichText::new("Recommendation").strong());
-            ui.add(egui::Label::new(&recommendation.text).wrap());
+        for recommendation in &analysis.recommendations {
+            draw_recommendation(ui, recommendation);
         }
         if !warnings.is_empty() {
             ui.add_space(4.0);
@@ -76,4 +76,24 @@ pub fn draw(
     })
     .response
     .rect
+}
+
+/// One question's recommendation: its group, the paragraph, and the snippet with a Copy
+/// button that puts it on the clipboard.
+fn draw_recommendation(ui: &mut Ui, recommendation: &Recommendation) {
+    ui.label(RichText::new(format!("Recommendation: {}", recommendation.group)).strong());
+    ui.add(egui::Label::new(&recommendation.text).wrap());
+    if let Some(snippet) = &recommendation.snippet {
+        ui.horizontal(|ui| {
+            ui.add(egui::Label::new(RichText::new(snippet).monospace()).wrap());
+            if ui
+                .button("Copy")
+                .on_hover_text("Copy the code to the clipboard")
+                .clicked()
+            {
+                ui.ctx().copy_text(snippet.clone());
+            }
+        });
+    }
+    ui.add_space(4.0);
 }

@@ -47,6 +47,7 @@ impl App {
     pub(super) fn picked(&mut self, ctx: &egui::Context, pick: Pick, path: PathBuf) {
         match pick {
             Pick::OpenPreset => self.apply(ctx, Action::OpenPreset(path)),
+            Pick::OpenResults => self.apply(ctx, Action::OpenResults(path)),
             Pick::SavePresetAs => self.apply(ctx, Action::SavePreset(path)),
             Pick::Dataset => {
                 self.form.set_dataset_path(&path);
@@ -116,6 +117,7 @@ impl App {
         let start = match pick {
             Pick::OpenPreset | Pick::SavePresetAs => self.saved.preset_path.clone(),
             Pick::Dataset => self.saved.preset.dataset.path.clone(),
+            Pick::OpenResults => self.journal_dir.clone(),
             Pick::ExportPath => Some(self.saved.export_path.clone()),
         };
         self.background.pick(pick, start);

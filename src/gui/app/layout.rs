@@ -11,6 +11,7 @@ use crate::gui::actions::{Action, Pick, PngArea};
 use crate::gui::background::Reply;
 use crate::gui::setup;
 
+use super::documents;
 use super::exports::data_formats;
 use super::run::LIVE_FRAME_INTERVAL;
 use super::{App, Message, WARNING};
@@ -73,6 +74,11 @@ impl App {
                     actions.push(Action::Browse(Pick::SavePresetAs));
                 }
             });
+            ui.menu_button("File", |ui| {
+                if ui.button("Open results…").clicked() {
+                    actions.push(Action::Browse(Pick::OpenResults));
+                }
+            });
             ui.menu_button("Export", |ui| {
                 let has_result = self.result().is_some();
                 ui.add_enabled_ui(has_result, |ui| {
@@ -105,7 +111,7 @@ impl App {
             let field = ui
                 .add(
                     egui::TextEdit::singleline(&mut self.paths.preset)
-                        .hint_text("path/to/preset.ron")
+                        .hint_text("preset.ron or results.json")
                         .desired_width(280.0),
                 )
                 .labelled_by(label.id);
@@ -117,7 +123,7 @@ impl App {
                 .clicked()
                 || entered && has_path
             {
-                actions.push(Action::OpenPreset(typed.clone()));
+                actions.push(documents::open_action(typed.clone()));
             }
             if ui
                 .add_enabled(has_path, egui::Button::new("Save"))
@@ -191,6 +197,7 @@ impl eframe::App for App {
 
         let mut actions = Vec::new();
         self.shortcuts(&ctx, &mut actions);
+        self.dropped_files(&ctx, &mut actions);
         egui::Panel::top("menu").show(ui, |ui| self.top_bar(ui, &mut actions));
         if !self.messages.is_empty() {
             egui::Panel::bottom("messages").show(ui, |ui| {

@@ -7,6 +7,7 @@
 //! exports and baselines ([`exports`]), and the frame's panels ([`layout`],
 //! [`results_panel`]).
 
+mod documents;
 mod exports;
 mod files;
 mod layout;
@@ -47,6 +48,8 @@ const WARNING: &str = "warning: ";
 pub struct Launch {
     /// A preset file or built-in name; replaces the remembered preset.
     pub preset: Option<String>,
+    /// Saved runs (results JSON or journals) to open, in order; the last one is shown.
+    pub results: Vec<PathBuf>,
     /// Start the run as soon as the window opens.
     pub run_now: bool,
     /// Where run journals go (`None`: the user data directory).
@@ -162,6 +165,9 @@ impl App {
             close_requested: false,
             title: String::new(),
         };
+        for path in &launch.results {
+            app.open_results(path);
+        }
         if launch.run_now {
             app.apply(&cc.egui_ctx, Action::StartRun);
         }
@@ -302,6 +308,7 @@ impl App {
             Action::NewPreset => self.new_preset(),
             Action::LoadBuiltin(name) => self.load_builtin(name),
             Action::OpenPreset(path) => self.open_preset(path),
+            Action::OpenResults(path) => self.open_results(&path),
             Action::SavePreset(path) => self.save_preset(path),
             Action::Browse(pick) => self.browse(pick),
             Action::StartRun => self.start_run(ctx),

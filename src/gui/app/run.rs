@@ -95,7 +95,8 @@ impl App {
     fn end_script(&mut self, ended: &Phase) {
         let mut code = match ended {
             Phase::Finished => 0,
-            Phase::Cancelled | Phase::Running => 1,
+            Phase::Cancelled => 130,
+            Phase::Running => 1,
             Phase::Failed(_) => {
                 let bad_input = self.run.as_ref().is_some_and(|run| run.data.bad_input);
                 if bad_input { 2 } else { 1 }

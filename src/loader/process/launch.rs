@@ -63,13 +63,14 @@ pub(super) fn spawn(
         .stdout(std::process::Stdio::null());
     let child_keep = keep.clone();
     // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls (fcntl, prctl, getppid, _exit) without allocating.
+    // async-signal-safe calls (fcntl, prctl, getppid, signal, _exit) without allocating.
     unsafe {
         command.pre_exec(move || {
             for &fd in &child_keep {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
             fds::die_with_parent(parent);
+            fds::leave_interrupts_to_parent();
             Ok(())
         });
     }
@@ -126,6 +127,7 @@ pub(super) fn fork(
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         fds::die_with_parent(parent);
+        fds::leave_interrupts_to_parent();
         tch::set_num_threads(1);
         for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
             // SAFETY: closing the child's copies of other workers' descriptors.

@@ -1,0 +1,165 @@
+//! Saved runs opened in the app through egui_kittest: a results JSON written by
+//! `loaderbench run` (from the command line's file list and from the typed path field),
+//! the journal of a cancelled run, and the one-line errors for a corrupt file and a file
+//! from a newer loaderbench.
+#![cfg(feature = "gui")]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+
+use loaderbench::gui::{App, Launch, Phase};
+
+mod common;
+use common::{loaderbench_command, run_with_deadline, stderr};
+
+/// Runs a tiny two-config sweep with the CLI; returns its JSON export and its journal.
+fn saved_run(dir: &Path) -> (PathBuf, PathBuf) {
+    let (json, journal) = (dir.join("run.json"), dir.join("run.jsonl"));
+    let output = run_with_deadline(
+        &mut loaderbench_command(&[
+            "run",
+            "seed-light",
+            "-q",
+            "--set",
+            "samples=512",
+            "--set",
+            "batch_size=64",
+            "--set",
+            "num_workers=0,2",
+            "--set",
+            "persistent_workers=false",
+            "--set",
+            "pin_memory=false",
+            "--set",
+            "epochs=2",
+            "--json",
+            json.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ]),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    (json, journal)
+}
+
+fn app(dir: &Path, results: Vec<PathBuf>) -> Harness<'static, App> {
+    let launch = Launch {
+        results,
+        journal_dir: Some(dir.to_path_buf()),
+        ..Launch::default()
+    };
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// The error lines in the message bar.
+fn errors(app: &App) -> Vec<String> {
+    app.messages()
+        .iter()
+        .filter(|m| m.error)
+        .map(|m| m.text.clone())
+        .collect()
+}
+
+/// Asserts the app shows a run of `configs` measured configs, plotted and tabled.
+fn assert_shows(harness: &Harness<'_, App>, configs: usize) {
+    let app = harness.state();
+    let result = app.result().expect("a run is shown");
+    assert_eq!(result.results.len(), configs);
+    let charts = app.charts();
+    let epochs = charts
+        .iter()
+        .find(|c| c.id == "epoch_times")
+        .expect("epoch chart");
+    let plotted: Vec<&str> = epochs
+        .series
+        .iter()
+        .filter(|s| !s.points.is_empty())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(plotted.len(), configs, "{plotted:?}");
+    assert_eq!(result.summary().len(), configs);
+    assert!(harness.query_by_label("first batch").is_some());
+    for result in &result.results {
+        assert!(
+            harness
+                .query_all_by_label_contains(&result.label)
+                .next()
+                .is_some()
+        );
+    }
+    assert!(app.analysis().is_some());
+}
+
+#[test]
+fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = saved_run(dir.path());
+
+    // The command line's results file.
+    let mut harness = app(dir.path(), vec![json.clone()]);
+    harness.run_steps(3);
+    assert_eq!(harness.state().phase(), Some(&Phase::Finished));
+    assert!(
+        errors(harness.state()).is_empty(),
+        "{:?}",
+        errors(harness.state())
+    );
+    assert_shows(&harness, 2);
+
+    // A cancelled run's journal, typed into the path field: the first config only.
+    let written = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    let cancelled = dir.path().join("cancelled.jsonl");
+    std::fs::write(
+        &cancelled,
+        format!(
+            "{}\n{}\n{{\"entry\":\"end\",\"status\":{{\"status\":\"cancelled\"}}}}\n",
+            lines[0], lines[1]
+        ),
+    )
+    .unwrap();
+    harness
+        .get_by_role_and_label(Role::TextInput, "preset file")
+        .focus();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::TextInput, "preset file")
+        .type_text(cancelled.to_str().unwrap());
+    harness.run_steps(2);
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().phase(), Some(&Phase::Cancelled));
+    assert_shows(&harness, 1);
+
+    // A corrupt file and one from a newer loaderbench: one error line each, naming it.
+    let corrupt = dir.path().join("corrupt.json");
+    let text = std::fs::read_to_string(&json).unwrap();
+    std::fs::write(&corrupt, &text[..text.len() / 3]).unwrap();
+    let future = dir.path().join("future.json");
+    std::fs::write(
+        &future,
+        text.replacen("\"version\": 1", "\"version\": 7", 1),
+    )
+    .unwrap();
+    let mut harness = app(dir.path(), vec![corrupt.clone(), future.clone()]);
+    harness.run_steps(3);
+    let errors = errors(harness.state());
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("corrupt.json") && errors[0].contains("truncated"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("future.json") && errors[1].contains("newer loaderbench"),
+        "{errors:?}"
+    );
+    assert!(errors.iter().all(|e| !e.contains('\n')), "{errors:?}");
+    assert!(harness.state().result().is_none());
+}
