@@ -57,6 +57,7 @@ fn settings(num_workers: usize) -> LoaderSettings {
         pin_memory: false,
         device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
+        shard: loaderbench::loader::Shard::WHOLE,
     }
 }
 

@@ -228,6 +228,7 @@ fn loader(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Loader {
         pin_memory: false,
         device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
+        shard: loaderbench::loader::Shard::WHOLE,
     };
     let pipeline =
         Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).expect("light pipeline");

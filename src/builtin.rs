@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::preset::Preset;
 
 /// Name and RON text of every built-in preset.
-pub const PRESETS: [(&str, &str); 7] = [
+pub const PRESETS: [(&str, &str); 8] = [
     ("seed-light", include_str!("../presets/seed-light.ron")),
     ("seed-heavy", include_str!("../presets/seed-heavy.ron")),
     (
@@ -27,6 +27,7 @@ pub const PRESETS: [(&str, &str); 7] = [
         include_str!("../presets/seed-heavy-pytorch.ron"),
     ),
     ("aa-check", include_str!("../presets/aa-check.ron")),
+    ("ddp-light", include_str!("../presets/ddp-light.ron")),
 ];
 
 /// Loads `name_or_path`: a file if one exists there, else a built-in preset by name.

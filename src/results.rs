@@ -51,6 +51,25 @@ pub struct EpochResult {
     /// and the reference runtime's Python processes.
     #[serde(default)]
     pub own_cpu_s: Option<f64>,
+    /// With several ranks, each rank's own epoch (the figures above are the slowest
+    /// rank's, with samples and throughput over all ranks); empty for one rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankEpoch>,
+}
+
+/// One rank's part of an epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RankEpoch {
+    pub rank: usize,
+    pub seconds: f64,
+    pub first_batch_s: f64,
+    /// Seconds the rank's consumer waited for batches.
+    pub stall_s: f64,
+    pub samples: usize,
+    /// When the rank started and ended the epoch, by the system clock, which every
+    /// rank shares: evidence that the barrier held.
+    pub started_unix_s: f64,
+    pub finished_unix_s: f64,
 }
 
 impl EpochResult {
@@ -83,11 +102,23 @@ impl EpochResult {
             timeline,
             other_load_cores: None,
             own_cpu_s: None,
+            ranks: Vec::new(),
         }
     }
 }
 
 impl EpochResult {
+    /// Seconds between the slowest and the fastest rank's epoch (0 with one rank): the
+    /// time the faster ranks wait at the next barrier.
+    pub fn rank_spread_s(&self) -> f64 {
+        if self.ranks.is_empty() {
+            return 0.0;
+        }
+        let seconds = self.ranks.iter().map(|r| r.seconds);
+        let slowest = seconds.clone().fold(f64::NEG_INFINITY, f64::max);
+        slowest - seconds.fold(f64::INFINITY, f64::min)
+    }
+
     /// Records what the interference meter saw during the epoch.
     pub fn record(&mut self, seen: Option<Interference>) {
         self.other_load_cores = seen.map(|s| s.other_load_cores);

@@ -207,6 +207,7 @@ pub(crate) mod fixtures {
             runtime: Runtime::Loaderbench,
             start_method: StartMethod::platform_default(),
             intra_op_threads: IntraOpThreads::Auto,
+            ranks: 1,
             copy: 0,
         }
     }

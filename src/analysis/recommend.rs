@@ -1,5 +1,5 @@
 //! The recommendations: for each question the run answers (the configs with the same
-//! dataset, pipeline and runtime), which config to train with on this machine, why, and
+//! dataset, pipeline, runtime and ranks), which config to train with on this machine, why, and
 //! the code to paste. Configs are compared by the 95% bootstrap interval of their
 //! per-repeat projected time (the planned epochs: the first epoch, then every later one
 //! at the repeat's typical time), not by medians alone: those whose interval meets the
@@ -88,7 +88,7 @@ pub fn recommend(
 }
 
 fn same_question(a: &Config, b: &Config) -> bool {
-    a.pipeline == b.pipeline && a.runtime == b.runtime
+    a.pipeline == b.pipeline && a.runtime == b.runtime && a.ranks == b.ranks
 }
 
 /// One config as the recommendation sees it: configs that differ only in a no-op knob
@@ -210,12 +210,19 @@ fn recommend_one(
 ) -> Option<Recommendation> {
     let candidates = candidates(members, result.planned_epochs);
     let first = candidates.first()?;
-    let group = format!(
+    let mut group = format!(
         "{} · {} · {}",
         result.dataset,
         first.config.pipeline.name(),
         first.config.runtime.name()
     );
+    if result.configs.iter().any(|c| c.ranks != first.config.ranks) {
+        let ranks = first.config.ranks;
+        group.push_str(&format!(
+            " · {ranks} rank{}",
+            if ranks == 1 { "" } else { "s" }
+        ));
+    }
     let samples = candidates
         .iter()
         .map(|c| c.projected_s.n)
@@ -795,6 +802,36 @@ mod tests {
                 .contains("runtime: [loaderbench],")
         );
         assert!(all[1].snippet.as_ref().unwrap().contains("DataLoader("));
+    }
+
+    #[test]
+    fn each_ranks_value_is_its_own_question() {
+        let mut two_ranks = config(0, false);
+        two_ranks.ranks = 2;
+        let mut two_ranks_workers = config(4, true);
+        two_ranks_workers.ranks = 2;
+        let configs = vec![
+            config(0, false),
+            config(4, true),
+            two_ranks,
+            two_ranks_workers,
+        ];
+        let results = vec![
+            measured(0, 0, false, 0.4, 0.4),
+            measured(1, 4, true, 0.2, 0.1),
+            run(2, configs[2].clone(), vec![epoch(1, 0.1, 0.01, 11)]),
+            run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
+        ];
+        let all = Analysis::of(&result(configs, results)).recommendations;
+        let groups: Vec<(&str, Option<usize>)> =
+            all.iter().map(|r| (r.group.as_str(), r.config)).collect();
+        assert_eq!(
+            groups,
+            [
+                ("synthetic · light · loaderbench · 1 rank", Some(1)),
+                ("synthetic · light · loaderbench · 2 ranks", Some(2)),
+            ]
+        );
     }
 
     #[test]

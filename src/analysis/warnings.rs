@@ -4,7 +4,7 @@
 //! cores is known before the run and warned about by the plan, so it is not repeated
 //! here.
 
-use crate::results::RunResult;
+use crate::results::{EpochResult, RunResult};
 
 use super::disturbance::DISTURBED_LOAD_CORES;
 use crate::stats;
@@ -21,11 +21,15 @@ pub const SLOW_FIRST_EPOCH: f64 = 1.5;
 /// tables of seconds with two decimals: they are not warned about, whatever the ratio.
 pub const NEGLIGIBLE_S: f64 = 0.02;
 
+/// Ranks whose epochs differ by more than this share of the epoch are uneven.
+pub const UNEVEN_RANKS: f64 = 0.25;
+
 /// Every warning for `result`, one sentence each.
 pub fn warnings(result: &RunResult) -> Vec<String> {
     let configs = measured_configs(result);
     let mut warnings: Vec<String> = configs.iter().filter_map(noisy).collect();
     warnings.extend(configs.iter().filter_map(slow_first_epoch));
+    warnings.extend(configs.iter().filter_map(uneven_ranks));
     warnings.extend(disturbed(result));
     warnings
 }
@@ -66,6 +70,25 @@ fn slow_first_epoch(runs: &ConfigRuns<'_>) -> Option<String> {
              in later epochs, {:.1}× ({cause}); set `warmup: true` to leave it out",
             runs.label,
             first / later
+        )
+    })
+}
+
+/// A config whose ranks finish far apart: the faster ones wait at every barrier.
+fn uneven_ranks(runs: &ConfigRuns<'_>) -> Option<String> {
+    let epochs: Vec<&EpochResult> = runs
+        .typical_epochs()
+        .filter(|e| !e.ranks.is_empty())
+        .collect();
+    let spread = stats::median(&epochs.iter().map(|e| e.rank_spread_s()).collect::<Vec<_>>())?;
+    let epoch = stats::median(&epochs.iter().map(|e| e.seconds).collect::<Vec<_>>())?;
+    (spread > UNEVEN_RANKS * epoch && spread >= NEGLIGIBLE_S).then(|| {
+        format!(
+            "uneven ranks: in {} the fastest rank finished {spread:.2} s before the slowest \
+             ({:.0}% of the {epoch:.2} s epoch, median) and waited at the barrier; the ranks \
+             compete for the same cores",
+            runs.label,
+            spread / epoch * 100.0
         )
     })
 }
@@ -162,6 +185,36 @@ mod tests {
         });
         let r = result(vec![config(0, false)], tiny.to_vec());
         assert_eq!(warnings(&r), Vec::<String>::new());
+    }
+
+    #[test]
+    fn ranks_far_apart_are_uneven() {
+        let ranked = |seconds: [f64; 2]| {
+            let mut epoch = epoch(1, 0.1, 0.1, 10);
+            epoch.ranks = seconds
+                .iter()
+                .enumerate()
+                .map(|(rank, &seconds)| crate::results::RankEpoch {
+                    rank,
+                    seconds,
+                    first_batch_s: 0.1,
+                    stall_s: 0.0,
+                    samples: 320,
+                    started_unix_s: 0.0,
+                    finished_unix_s: seconds,
+                })
+                .collect();
+            let mut config = config(0, false);
+            config.ranks = 2;
+            warnings(&result(
+                vec![config.clone()],
+                vec![run(0, config, vec![epoch])],
+            ))
+        };
+        let found = ranked([0.4, 1.0]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("uneven ranks: in nw=0 the fastest rank finished 0.60 s"));
+        assert!(ranked([0.95, 1.0]).is_empty());
     }
 
     #[test]

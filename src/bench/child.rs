@@ -265,7 +265,9 @@ impl Follower {
 }
 
 /// The last lines a child wrote to stderr, read on a thread of their own.
-fn collect_tail(stderr: impl std::io::Read + Send + 'static) -> Arc<Mutex<VecDeque<String>>> {
+pub(super) fn collect_tail(
+    stderr: impl std::io::Read + Send + 'static,
+) -> Arc<Mutex<VecDeque<String>>> {
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let kept = tail.clone();
     let read = move || {

@@ -6,6 +6,7 @@
 pub mod child;
 mod journal;
 pub mod meter;
+mod ranks;
 mod runner;
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use crate::loader::WorkerStartup;
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult};
 
 pub use journal::{Journal, default_journal_path, read_journal};
+pub use ranks::rank_main;
 pub use runner::{EpochGate, RunHandle, RunOptions, spawn};
 
 /// What the runner reports, in order.

@@ -16,11 +16,14 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use super::Event;
 use super::journal::{Journal, default_journal_path};
 use super::meter::{self, Interference};
+use super::ranks::{RankProgress, Ranks, RanksSummary};
 use crate::analysis::{self, disturbance};
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset};
 use crate::error::{Error, Result};
-use crate::loader::{Loader, LoaderSettings, batches_per_epoch, set_intra_op_threads};
+use crate::loader::{
+    Loader, LoaderSettings, Shard, WorkerStartup, batches_per_epoch, set_intra_op_threads,
+};
 use crate::machine::Machine;
 use crate::memory;
 use crate::plan::{Config, Plan};
@@ -265,7 +268,11 @@ impl Run {
                 config: index,
                 repeat,
             });
-            let measured = match self.plan.configs[index].runtime {
+            let config = &self.plan.configs[index];
+            let measured = match config.runtime {
+                Runtime::Loaderbench if config.ranks > 1 => {
+                    self.measure_ranked_config(index, repeat)?
+                }
                 Runtime::Loaderbench => self.measure_config(dataset, index, repeat)?,
                 Runtime::Pytorch => {
                     let reference = match &mut reference {
@@ -292,36 +299,9 @@ impl Run {
         repeat: usize,
     ) -> Result<ConfigResult> {
         let config = &self.plan.configs[index];
-        let pipeline = Arc::new(Pipeline::new(
-            &config.pipeline,
-            &self.plan.normalize,
-            dataset.shape().channels,
-        )?);
-        let settings = LoaderSettings {
-            batch_size: config.batch_size,
-            shuffle: self.plan.shuffle,
-            seed: self.plan.seed,
-            drop_last: self.plan.drop_last,
-            num_workers: config.num_workers,
-            persistent_workers: config.persistent_workers,
-            prefetch_factor: config.prefetch_factor,
-            in_order: config.in_order,
-            pin_memory: config.pin_memory,
-            device: config.device.resolve()?,
-            worker_timeout: Duration::from_secs_f64(self.plan.worker_timeout_s),
-        };
-        let loader = Loader::new(dataset.clone(), pipeline, settings, self.cancel.clone())?;
-        let mut loader = self.with_worker_processes(loader, config);
+        let mut loader = build_loader(&self.plan, index, dataset, Shard::WHOLE, &self.cancel)?;
         let mut step = Step::new(self.plan.step);
-        if config.pin_memory && !loader.pin_memory_effective() {
-            self.warn(
-                Some(index),
-                format!(
-                    "{}: pin_memory has no effect without CUDA; measured as a no-op",
-                    self.plan.label(index)
-                ),
-            );
-        }
+        self.warn_if_pin_memory_idle(index, config.pin_memory && !loader.pin_memory_effective());
         set_intra_op_threads(config.intra_op_threads);
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
@@ -336,58 +316,108 @@ impl Run {
         let measured = (1..=self.plan.epochs)
             .map(|epoch| self.measure_epoch(&mut loader, &mut step, index, repeat, epoch))
             .collect::<Result<Vec<_>>>()?;
+        Ok(self.config_result(
+            index,
+            repeat,
+            warmup,
+            measured,
+            RanksSummary {
+                pin_memory_effective: loader.pin_memory_effective(),
+                // Read after the epochs: what the consumer's step really ran with.
+                intra_op_threads: tch::get_num_threads(),
+                rss_before_bytes,
+                peak_rss_bytes: memory::peak_rss_bytes(),
+                workers: loader.worker_memory().to_vec(),
+            },
+        ))
+    }
+
+    /// Measures a config with several ranks, each a process of its own, behind a
+    /// barrier before every epoch; each epoch counts as long as its slowest rank.
+    fn measure_ranked_config(&self, index: usize, repeat: usize) -> Result<ConfigResult> {
+        let mut ranks = Ranks::start(&self.plan, index, &self.cancel)?;
+        let mut measure = |epoch| {
+            self.wait_for_gate();
+            let reading = meter::Reading::now();
+            let mut result = ranks.epoch(epoch, |progress| {
+                self.emit.send(match progress {
+                    RankProgress::WorkerReady(startup) => Event::WorkerReady {
+                        config: index,
+                        startup,
+                    },
+                    RankProgress::Batch(batch) => Event::Batch {
+                        config: index,
+                        repeat,
+                        epoch,
+                        batch,
+                    },
+                });
+            })?;
+            let seen = reading.interference_since();
+            result.record(seen);
+            self.emit.send(Event::EpochFinished {
+                config: index,
+                repeat,
+                result: Box::new(result.clone()),
+            });
+            Ok((result, seen))
+        };
+        let warmup = if self.plan.warmup {
+            Some(measure(0)?.0)
+        } else {
+            None
+        };
+        let measured = (1..=self.plan.epochs)
+            .map(&mut measure)
+            .collect::<Result<Vec<_>>>()?;
+        let summary = ranks.finish()?;
+        self.warn_if_pin_memory_idle(
+            index,
+            self.plan.configs[index].pin_memory && !summary.pin_memory_effective,
+        );
+        Ok(self.config_result(index, repeat, warmup, measured, summary))
+    }
+
+    fn config_result(
+        &self,
+        index: usize,
+        repeat: usize,
+        warmup: Option<EpochResult>,
+        measured: Vec<(EpochResult, Option<Interference>)>,
+        summary: RanksSummary,
+    ) -> ConfigResult {
         let verdict = disturbance::judge(
             &measured
                 .iter()
                 .filter_map(|(epoch, seen)| Some((epoch.seconds, (*seen)?)))
                 .collect::<Vec<_>>(),
         );
-        let epochs = measured.into_iter().map(|(epoch, _)| epoch).collect();
-        Ok(ConfigResult {
+        ConfigResult {
             config_index: index,
             repeat,
             label: self.plan.label(index),
-            config: config.clone(),
+            config: self.plan.configs[index].clone(),
             warmup,
-            epochs,
-            pin_memory_effective: loader.pin_memory_effective(),
-            // Read after the epochs: what the consumer's step really ran with.
-            intra_op_threads: tch::get_num_threads(),
+            epochs: measured.into_iter().map(|(epoch, _)| epoch).collect(),
+            pin_memory_effective: summary.pin_memory_effective,
+            intra_op_threads: summary.intra_op_threads,
             other_load_cores: verdict.other_load_cores,
             disturbed: verdict.disturbed,
-            rss_before_bytes,
-            peak_rss_bytes: memory::peak_rss_bytes(),
-            workers: loader.worker_memory().to_vec(),
-        })
+            rss_before_bytes: summary.rss_before_bytes,
+            peak_rss_bytes: summary.peak_rss_bytes,
+            workers: summary.workers,
+        }
     }
 
-    /// Sets the loader up for worker processes when the config asks for them (the plan
-    /// has already refused them where the platform has none).
-    fn with_worker_processes(&self, loader: Loader, config: &Config) -> Loader {
-        #[cfg(unix)]
-        {
-            use crate::loader::process::{ProcessKind, ProcessWorkers};
-            use crate::preset::WorkerKind;
-            let kind = match config.worker_kind {
-                WorkerKind::Thread => return loader,
-                WorkerKind::Spawn => ProcessKind::Spawn,
-                WorkerKind::Fork => ProcessKind::Fork,
-            };
-            loader.with_processes(ProcessWorkers {
-                kind,
-                dataset: Some(self.plan.dataset.clone()),
-                samples: self.plan.samples,
-                pipeline: config.pipeline.clone(),
-                normalize: self.plan.normalize.clone(),
-                dataset_transfer: config.dataset_transfer,
-                batch_transfer: config.batch_transfer,
-                executable: None,
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = config;
-            loader
+    fn warn_if_pin_memory_idle(&self, index: usize, idle: bool) {
+        if idle {
+            self.warn(
+                Some(index),
+                format!(
+                    "{}: pin_memory has no effect without CUDA; measured as a no-op",
+                    self.plan.label(index)
+                ),
+            );
         }
     }
 
@@ -419,15 +449,10 @@ impl Run {
             self.emit.send(event);
         };
         let result = reference.measure(&self.plan, index, repeat, &self.cancel, &mut relay)?;
-        if result.config.pin_memory && !result.pin_memory_effective {
-            self.warn(
-                Some(index),
-                format!(
-                    "{}: pin_memory has no effect without CUDA; measured as a no-op",
-                    self.plan.label(index)
-                ),
-            );
-        }
+        self.warn_if_pin_memory_idle(
+            index,
+            result.config.pin_memory && !result.pin_memory_effective,
+        );
         Ok(result)
     }
 
@@ -441,35 +466,18 @@ impl Run {
     ) -> Result<(EpochResult, Option<Interference>)> {
         self.wait_for_gate();
         let reading = meter::Reading::now();
-        let started = Instant::now();
-        let mut batches = loader.epoch()?;
-        let mut timeline = Vec::new();
-        let mut startups = Vec::new();
-        while let Some(batch) = batches.next() {
-            let batch = batch?;
-            let record = BatchRecord {
-                index: batch.index,
-                at_s: started.elapsed().as_secs_f64(),
-                samples: usize::try_from(batch.labels.size()[0]).unwrap_or(0),
-                stages: batch.stages,
-            };
-            for startup in batches.take_worker_startups() {
+        let mut result = run_epoch(loader, step, epoch, |batch, startups| {
+            for startup in startups {
                 self.emit.send(Event::WorkerReady { config, startup });
-                startups.push(startup);
             }
-            timeline.push(record);
             self.emit.send(Event::Batch {
                 config,
                 repeat,
                 epoch,
-                batch: record,
+                batch,
             });
-            step.run(&batch.images, &batch.labels)?;
-        }
-        drop(batches);
-        let seconds = started.elapsed().as_secs_f64();
+        })?;
         let seen = reading.interference_since();
-        let mut result = EpochResult::from_batches(epoch, seconds, timeline, startups);
         result.record(seen);
         self.emit.send(Event::EpochFinished {
             config,
@@ -489,4 +497,99 @@ impl Run {
     fn warn(&self, config: Option<usize>, message: String) {
         self.emit.send(Event::Warning { config, message });
     }
+}
+
+/// The loader config `index` of `plan` measures with, loading `shard` of every epoch.
+pub(super) fn build_loader(
+    plan: &Plan,
+    index: usize,
+    dataset: &Arc<dyn Dataset>,
+    shard: Shard,
+    cancel: &CancelToken,
+) -> Result<Loader> {
+    let config = &plan.configs[index];
+    let pipeline = Arc::new(Pipeline::new(
+        &config.pipeline,
+        &plan.normalize,
+        dataset.shape().channels,
+    )?);
+    let settings = LoaderSettings {
+        batch_size: config.batch_size,
+        shuffle: plan.shuffle,
+        seed: plan.seed,
+        drop_last: plan.drop_last,
+        num_workers: config.num_workers,
+        persistent_workers: config.persistent_workers,
+        prefetch_factor: config.prefetch_factor,
+        in_order: config.in_order,
+        pin_memory: config.pin_memory,
+        device: config.device.resolve()?,
+        worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
+        shard,
+    };
+    let loader = Loader::new(dataset.clone(), pipeline, settings, cancel.clone())?;
+    Ok(with_worker_processes(plan, loader, config))
+}
+
+/// Sets the loader up for worker processes when the config asks for them (the plan
+/// has already refused them where the platform has none).
+fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader {
+    #[cfg(unix)]
+    {
+        use crate::loader::process::{ProcessKind, ProcessWorkers};
+        use crate::preset::WorkerKind;
+        let kind = match config.worker_kind {
+            WorkerKind::Thread => return loader,
+            WorkerKind::Spawn => ProcessKind::Spawn,
+            WorkerKind::Fork => ProcessKind::Fork,
+        };
+        loader.with_processes(ProcessWorkers {
+            kind,
+            dataset: Some(plan.dataset.clone()),
+            samples: plan.samples,
+            pipeline: config.pipeline.clone(),
+            normalize: plan.normalize.clone(),
+            dataset_transfer: config.dataset_transfer,
+            batch_transfer: config.batch_transfer,
+            executable: None,
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (plan, config);
+        loader
+    }
+}
+
+/// Runs one epoch, timed as ../shared/DESIGN.md defines it, with the training step on
+/// every batch; `on_batch` hears of each batch and the workers that became ready.
+pub(super) fn run_epoch(
+    loader: &mut Loader,
+    step: &mut Step,
+    epoch: usize,
+    mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
+) -> Result<EpochResult> {
+    let started = Instant::now();
+    let mut batches = loader.epoch()?;
+    let mut timeline = Vec::new();
+    let mut startups = Vec::new();
+    while let Some(batch) = batches.next() {
+        let batch = batch?;
+        let record = BatchRecord {
+            index: batch.index,
+            at_s: started.elapsed().as_secs_f64(),
+            samples: usize::try_from(batch.labels.size()[0]).unwrap_or(0),
+            stages: batch.stages,
+        };
+        let ready = batches.take_worker_startups();
+        startups.extend(ready.iter().copied());
+        timeline.push(record);
+        on_batch(record, ready);
+        step.run(&batch.images, &batch.labels)?;
+    }
+    drop(batches);
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(EpochResult::from_batches(
+        epoch, seconds, timeline, startups,
+    ))
 }

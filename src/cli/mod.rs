@@ -47,6 +47,9 @@ enum Command {
     /// Measures a plan read from stdin for the app, streaming events on stdout.
     #[command(name = "__measure", hide = true)]
     Measure(MeasureArgs),
+    /// One rank of a config measured with several ranks (started by the coordinator).
+    #[command(name = "__rank", hide = true)]
+    Rank,
     /// A spawned loader worker (started by the loader itself, over inherited pipes).
     #[cfg(unix)]
     #[command(name = "__worker", hide = true)]
@@ -165,6 +168,7 @@ pub fn main() -> ExitCode {
             let code = loaderbench::loader::process::worker_main(args.tasks_fd, args.results_fd);
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
+        Some(Command::Rank) => return ExitCode::from(loaderbench::bench::rank_main()),
         Some(Command::Measure(args)) => {
             return ExitCode::from(loaderbench::bench::child::serve(args.journal));
         }
@@ -202,6 +206,8 @@ pub fn main() -> ExitCode {
 fn may_use_cuda(command: &Command) -> bool {
     match command {
         Command::Run(_) | Command::Validate(_) | Command::Compare(_) | Command::Measure(_) => true,
+        // A rank puts batches on the config's device.
+        Command::Rank => true,
         #[cfg(feature = "gui")]
         Command::Gui(_) => true,
         Command::Presets | Command::Baseline(_) => false,

@@ -32,7 +32,7 @@ use crate::transform::Pipeline;
 
 pub use epoch::Epoch;
 pub use pool::{WorkerMemory, WorkerMessage};
-pub use sampler::batches_per_epoch;
+pub use sampler::{Shard, batches_per_epoch};
 
 /// How often a waiting loader checks for cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -52,6 +52,8 @@ pub struct LoaderSettings {
     pub device: Device,
     /// A worker that sends nothing for this long while a batch is awaited is hung.
     pub worker_timeout: Duration,
+    /// The part of every epoch this loader's rank loads.
+    pub shard: Shard,
 }
 
 /// Seconds spent in each stage of one batch.
@@ -188,7 +190,9 @@ impl Loader {
 
     pub fn batches_per_epoch(&self) -> usize {
         batches_per_epoch(
-            self.dataset.len(),
+            self.settings
+                .shard
+                .len(self.dataset.len(), self.settings.drop_last),
             self.settings.batch_size,
             self.settings.drop_last,
         )
@@ -207,6 +211,7 @@ impl Loader {
             settings.drop_last,
             settings.seed,
             epoch,
+            settings.shard,
         );
         let mut started_workers = Vec::new();
         if settings.num_workers > 0 && (self.pool.is_none() || !settings.persistent_workers) {

@@ -22,7 +22,7 @@ pub struct Knob {
 }
 
 /// Every sweep knob, in grid order.
-pub const KNOBS: [Knob; 14] = [
+pub const KNOBS: [Knob; 15] = [
     Knob {
         field: "runtime",
         label: "runtime",
@@ -87,6 +87,11 @@ pub const KNOBS: [Knob; 14] = [
         field: "intra_op_threads",
         label: "intra-op threads",
         value: |c| c.intra_op_threads.name(),
+    },
+    Knob {
+        field: "ranks",
+        label: "ranks",
+        value: |c| c.ranks.to_string(),
     },
     Knob {
         field: "num_workers",

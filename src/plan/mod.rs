@@ -47,9 +47,16 @@ pub struct Config {
     /// The consumer's libtorch intra-op threads.
     #[serde(default)]
     pub intra_op_threads: IntraOpThreads,
+    /// Training processes, each loading its shard with its own workers.
+    #[serde(default = "one_rank")]
+    pub ranks: usize,
     /// Non-zero for a copy of another config measured under its own name (an A/A check).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub copy: usize,
+}
+
+fn one_rank() -> usize {
+    1
 }
 
 fn is_zero(value: &usize) -> bool {
@@ -100,10 +107,19 @@ impl Config {
         if self.intra_op_threads != common.intra_op_threads {
             parts.push(format!("threads={}", self.intra_op_threads.name()));
         }
+        if self.ranks != common.ranks {
+            parts.push(format!("ranks={}", self.ranks));
+        }
         if self.copy > 0 {
             parts.push(format!("copy {}", self.copy));
         }
         parts.join(" ")
+    }
+
+    /// Processes that load data: every rank and every worker process of each rank
+    /// (thread workers count too, as they compete for the same cores).
+    pub fn total_processes(&self) -> usize {
+        self.ranks * (1 + self.num_workers)
     }
 
     /// True when the start method matters: PyTorch's DataLoader with worker processes.
@@ -314,6 +330,9 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
     if config.batch_size == 0 {
         return Err(field("batch_size", "must be at least 1"));
     }
+    if config.ranks == 0 {
+        return Err(field("ranks", "must be at least 1"));
+    }
     if config.prefetch_factor == 0 {
         return Err(field("prefetch_factor", "must be at least 1"));
     }
@@ -324,6 +343,13 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
                 "{} workers need a Unix system (Linux or macOS); use thread",
                 config.worker_kind.name()
             ),
+        ));
+    }
+    if config.runtime == Runtime::Pytorch && config.ranks > 1 {
+        return Err(field(
+            "ranks",
+            "the pytorch runtime measures one rank only; use ranks: [1] with it, or \
+             runtime: [loaderbench]",
         ));
     }
     if config.runtime == Runtime::Pytorch {
@@ -341,6 +367,19 @@ fn warnings(configs: &[Config]) -> Vec<String> {
         warnings.push(format!(
             "num_workers goes up to {most_workers} but this machine has {cores} logical cores; \
              workers beyond that compete for the same cores"
+        ));
+    }
+    if let Some(config) = configs
+        .iter()
+        .filter(|c| c.ranks > 1 && c.ranks * c.num_workers > cores)
+        .max_by_key(|c| c.ranks * c.num_workers)
+    {
+        warnings.push(format!(
+            "ranks × num_workers goes up to {} × {} = {} but this machine has {cores} logical \
+             cores; the ranks' workers compete for the same cores",
+            config.ranks,
+            config.num_workers,
+            config.ranks * config.num_workers
         ));
     }
     warnings
@@ -505,6 +544,39 @@ mod tests {
         let err = Plan::from_preset(&preset, None).unwrap_err();
         assert!(err.is_bad_input());
         assert!(err.to_string().contains("torchvision"), "{err}");
+    }
+
+    #[test]
+    fn ranks_sweep_label_and_count_processes() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("num_workers", "2").unwrap();
+        preset.set("ranks", "1,4").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 2);
+        assert_eq!(plan.configs[1].total_processes(), 12);
+        let labels: Vec<String> = (0..2).map(|i| plan.label(i)).collect();
+        assert!(labels.iter().any(|l| l.contains("ranks=")), "{labels:?}");
+        preset.set("ranks", "0").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
+        assert!(err.contains("field `ranks`"), "{err}");
+        preset.set("ranks", "2").unwrap();
+        preset.set("runtime", "pytorch").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
+        assert!(err.contains("field `ranks`"), "{err}");
+    }
+
+    #[test]
+    fn ranks_times_workers_beyond_the_cores_warns() {
+        let mut preset = preset();
+        preset.num_workers = vec![512];
+        preset.ranks = vec![2];
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert!(
+            plan.warnings.iter().any(|w| w.contains("2 × 512 = 1024")),
+            "{:?}",
+            plan.warnings
+        );
     }
 
     #[test]

@@ -107,6 +107,10 @@ pub struct Preset {
     /// libtorch intra-op threads of the consumer: `auto` (libtorch's default) or a count.
     #[serde(default = "defaults::intra_op_threads")]
     pub intra_op_threads: Vec<IntraOpThreads>,
+    /// Training processes per machine, each loading its shard of every epoch
+    /// (DistributedSampler semantics) with its own workers.
+    #[serde(default = "defaults::ranks")]
+    pub ranks: Vec<usize>,
 }
 
 /// One extra config: the knobs it sets.
@@ -141,6 +145,8 @@ pub struct ConfigPoint {
     pub start_method: Option<StartMethod>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_op_threads: Option<IntraOpThreads>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<usize>,
     /// Measures the same config again under its own name (`copy: 1`), for an A/A check
     /// of the machine's noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,6 +211,9 @@ mod defaults {
     pub fn intra_op_threads() -> Vec<IntraOpThreads> {
         vec![IntraOpThreads::Auto]
     }
+    pub fn ranks() -> Vec<usize> {
+        vec![1]
+    }
 }
 
 impl Default for Preset {
@@ -241,6 +250,7 @@ impl Default for Preset {
             runtime: defaults::runtime(),
             start_method: defaults::start_method(),
             intra_op_threads: defaults::intra_op_threads(),
+            ranks: defaults::ranks(),
         }
     }
 }

@@ -69,5 +69,6 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         pin_memory: false,
         device: Device::Cpu,
         worker_timeout: Duration::from_secs(30),
+        shard: loaderbench::loader::Shard::WHOLE,
     }
 }

@@ -20,6 +20,7 @@
 
 mod copy;
 mod fds;
+pub use fds::die_with_parent;
 mod launch;
 mod protocol;
 mod reader;

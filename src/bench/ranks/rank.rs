@@ -1,0 +1,138 @@
+//! One rank's process (the hidden `__rank` command): reads its [`RankJob`] from stdin,
+//! opens the dataset and builds the config's loader on its shard, as the runner would,
+//! then runs an epoch each time the coordinator says `go`, reporting on stdout. It
+//! ends when stdin closes, and dies with the coordinator.
+//! As under torchrun, `intra_op_threads: auto` means one thread per rank.
+
+use std::io::{BufRead, Write};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::protocol::{FromRank, GO, RankJob, RanksSummary};
+use crate::bench::runner::{build_loader, run_epoch};
+use crate::cancel::CancelToken;
+use crate::dataset;
+use crate::error::{Error, Result};
+use crate::loader::set_intra_op_threads;
+use crate::memory;
+use crate::preset::IntraOpThreads;
+use crate::step::Step;
+
+/// The rank's side: returns the process's exit code (0 when the coordinator closed its
+/// stdin after the last epoch).
+pub fn rank_main() -> u8 {
+    let mut out = std::io::stdout().lock();
+    match serve(&mut out) {
+        Ok(()) => 0,
+        Err(error) => {
+            let _ = send(
+                &mut out,
+                &FromRank::Failed {
+                    error: error.to_string(),
+                },
+            );
+            1
+        }
+    }
+}
+
+fn serve(out: &mut impl Write) -> Result<()> {
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    stdin
+        .read_line(&mut line)
+        .map_err(|err| Error::run(format!("cannot read the rank's job: {err}")))?;
+    let job: RankJob = serde_json::from_str(&line).map_err(|err| {
+        Error::run(format!(
+            "__rank is started by the rank coordinator, not by hand ({err})"
+        ))
+    })?;
+    let plan = &job.plan;
+    let config = &plan.configs[job.config];
+    let cancel = CancelToken::new();
+    let dataset = dataset::open(&plan.dataset, plan.samples)?;
+    let mut loader = build_loader(plan, job.config, &dataset, job.shard, &cancel)?;
+    let mut step = Step::new(plan.step);
+    set_intra_op_threads(rank_threads(config.intra_op_threads, job.shard.world));
+    memory::reset_peak_rss();
+    let rss_before_bytes = memory::rss_bytes();
+    send(out, &FromRank::Ready)?;
+    let mut epoch = usize::from(!plan.warmup);
+    loop {
+        line.clear();
+        let read = stdin
+            .read_line(&mut line)
+            .map_err(|err| Error::run(format!("cannot read from the coordinator: {err}")))?;
+        if read == 0 {
+            break;
+        }
+        if line.trim() != GO {
+            return Err(Error::run(format!(
+                "unexpected line from the coordinator: {line}"
+            )));
+        }
+        let started_unix_s = unix_now();
+        let mut unsent = None;
+        let result = run_epoch(&mut loader, &mut step, epoch, |batch, startups| {
+            let messages = startups
+                .into_iter()
+                .map(|startup| FromRank::WorkerReady { startup })
+                // Every batch is news: a rank that says nothing for the worker timeout
+                // is hung.
+                .chain([FromRank::Batch { batch }]);
+            for message in messages {
+                if unsent.is_none() {
+                    unsent = send(out, &message).err();
+                }
+            }
+        })?;
+        if let Some(error) = unsent {
+            return Err(error);
+        }
+        send(
+            out,
+            &FromRank::Epoch {
+                result: Box::new(result),
+                started_unix_s,
+                finished_unix_s: unix_now(),
+            },
+        )?;
+        epoch += 1;
+    }
+    send(
+        out,
+        &FromRank::Done {
+            summary: RanksSummary {
+                pin_memory_effective: loader.pin_memory_effective(),
+                intra_op_threads: tch::get_num_threads(),
+                rss_before_bytes,
+                peak_rss_bytes: memory::peak_rss_bytes(),
+                workers: loader.worker_memory().to_vec(),
+            },
+        },
+    )
+}
+
+/// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
+/// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
+/// starts a thread per core and they spin against each other.
+fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
+    match threads {
+        IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
+        other => other,
+    }
+}
+
+fn send(out: &mut impl Write, message: &FromRank) -> Result<()> {
+    let line = serde_json::to_string(message)
+        .map_err(|err| Error::run(format!("cannot encode a rank's message: {err}")))?;
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|err| Error::run(format!("the coordinator stopped listening: {err}")))
+}
+
+/// Seconds since the Unix epoch by the system clock, which all ranks share.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -1,0 +1,249 @@
+//! Ranks end to end, through the CLI as a process (rank processes are this program's
+//! hidden `__rank` command): every rank loads its DistributedSampler shard, so the
+//! shards cover each epoch once (padding counted as DistributedSampler counts it); no
+//! rank starts an epoch before every rank has finished the one before (the barrier);
+//! and a rank killed mid-run ends the run with an error naming it, keeps the configs
+//! measured before, and leaves no process behind.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use loaderbench::results::RunResult;
+use tempfile::TempDir;
+
+mod common;
+use common::{loaderbench_command, path_str, run_with_deadline, stderr, wait_with_deadline};
+
+fn read_result(path: &Path) -> RunResult {
+    let text = std::fs::read_to_string(path).expect("the run wrote its JSON");
+    serde_json::from_str(&text).expect("the JSON is a run result")
+}
+
+fn sweep(dir: &TempDir, sets: &[&str]) -> (std::process::Output, RunResult) {
+    let json = dir.path().join("ranks.json");
+    let journal = dir.path().join("journal.jsonl");
+    let mut args = vec![
+        "run",
+        "seed-light",
+        "--quiet",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "batch_size=32",
+        "--set",
+        "epochs=2",
+        "--set",
+        "warmup=true",
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let output = run_with_deadline(&mut loaderbench_command(&args), Duration::from_secs(240));
+    (output, read_result(&json))
+}
+
+/// Checks every epoch of every config: samples per rank and in all, and the barrier.
+fn check_shards(result: &RunResult, samples: usize, drop_last: bool) {
+    assert!(!result.results.is_empty());
+    for measured in &result.results {
+        let world = measured.config.ranks;
+        // drop_last also drops each rank's short last batch of 32, as the DataLoader does.
+        let per_rank = if drop_last {
+            samples / world / 32 * 32
+        } else {
+            samples.div_ceil(world)
+        };
+        let epochs: Vec<_> = measured.warmup.iter().chain(&measured.epochs).collect();
+        assert_eq!(epochs.len(), 3, "{}", measured.label);
+        for epoch in &epochs {
+            assert_eq!(epoch.samples, per_rank * world, "{}", measured.label);
+            if world == 1 {
+                assert!(epoch.ranks.is_empty());
+                continue;
+            }
+            assert_eq!(epoch.ranks.len(), world, "{}", measured.label);
+            for (rank, part) in epoch.ranks.iter().enumerate() {
+                assert_eq!(part.rank, rank);
+                assert_eq!(part.samples, per_rank, "{} rank {rank}", measured.label);
+                assert!(
+                    part.seconds <= epoch.seconds,
+                    "the epoch is the slowest rank's"
+                );
+            }
+        }
+        for pair in epochs.windows(2) {
+            let last_end = pair[0]
+                .ranks
+                .iter()
+                .map(|r| r.finished_unix_s)
+                .fold(0.0, f64::max);
+            let next_start = pair[1]
+                .ranks
+                .iter()
+                .map(|r| r.started_unix_s)
+                .fold(f64::INFINITY, f64::min);
+            assert!(
+                world == 1 || next_start >= last_end,
+                "{}: a rank started epoch {} at {next_start} before all ended the last at {last_end}",
+                measured.label,
+                pair[1].epoch
+            );
+        }
+    }
+}
+
+#[test]
+fn shards_cover_each_epoch_once_behind_a_barrier() {
+    let dir = TempDir::new().unwrap();
+    // 251 samples: two ranks take 126 each, the first of the epoch's order twice.
+    let (output, result) = sweep(
+        &dir,
+        &[
+            "samples=251",
+            "ranks=1,2",
+            "num_workers=0,1",
+            "worker_kind=spawn",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(result.results.len(), 4);
+    check_shards(&result, 251, false);
+    let two = result
+        .results
+        .iter()
+        .find(|r| r.config.ranks == 2 && r.config.num_workers == 1);
+    let two = two.expect("ranks=2 nw=1 was measured");
+    assert_eq!(
+        two.workers.len(),
+        2,
+        "one worker per rank: {:?}",
+        two.workers
+    );
+    let labels: Vec<&str> = result.results.iter().map(|r| r.label.as_str()).collect();
+    assert!(labels.iter().any(|l| l.contains("ranks=")), "{labels:?}");
+}
+
+#[test]
+fn drop_last_gives_equal_shards_without_padding() {
+    let dir = TempDir::new().unwrap();
+    let (output, result) = sweep(&dir, &["samples=251", "ranks=2", "drop_last=true"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    check_shards(&result, 251, true);
+}
+
+/// Processes whose parent is `pid`, with their command lines.
+fn children(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The parent pid is the second field after the parenthesised command name.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if parent == Some(pid) {
+            let cmdline =
+                std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            found.push((child, cmdline.replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// True while `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_rank_fails_the_run_by_name_and_leaves_nothing_behind() {
+    let dir = TempDir::new().unwrap();
+    let json = dir.path().join("killed.json");
+    let journal = dir.path().join("journal.jsonl");
+    // Config 0 (one rank) is measured first and must survive the failure of config 1.
+    let child = loaderbench_command(&[
+        "run",
+        "seed-light",
+        "--quiet",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "samples=2000",
+        "--set",
+        "batch_size=32",
+        "--set",
+        "epochs=1",
+        "--set",
+        "ranks=1,2",
+        "--set",
+        "num_workers=1",
+        "--set",
+        "worker_kind=spawn",
+        "--set",
+        "step={\"fixed\":20.0}",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let cli = child.id();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let ranks = loop {
+        let ranks: Vec<u32> = children(cli)
+            .into_iter()
+            .filter(|(_, cmd)| cmd.contains("__rank"))
+            .map(|(pid, _)| pid)
+            .collect();
+        // Both ranks up, each with its worker: the epoch is under way.
+        if ranks.len() == 2 && ranks.iter().all(|&r| !children(r).is_empty()) {
+            break ranks;
+        }
+        assert!(Instant::now() < deadline, "the ranks never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let workers: Vec<u32> = ranks
+        .iter()
+        .flat_map(|&r| children(r))
+        .map(|(pid, _)| pid)
+        .collect();
+    // SAFETY: kill takes a pid and a signal; the pid is a child of the CLI we started.
+    unsafe {
+        libc::kill(ranks[1] as libc::pid_t, libc::SIGKILL);
+    }
+    let output = wait_with_deadline(child, Duration::from_secs(60));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("rank 1 died"), "{err}");
+    let result = read_result(&json);
+    assert_eq!(result.results.len(), 1, "config 0 is kept");
+    assert_eq!(result.results[0].config.ranks, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    for pid in ranks.iter().chain(&workers) {
+        assert!(!running(*pid), "process {pid} was left behind");
+    }
+}
