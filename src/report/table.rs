@@ -103,7 +103,7 @@ type KnobColumn = (&'static str, fn(&Config) -> String);
 
 /// Knobs beyond the classic three whose value differs between configs.
 fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
-    let candidates: [KnobColumn; 11] = [
+    let candidates: [KnobColumn; 12] = [
         ("worker kind", |c| c.worker_kind.name().to_owned()),
         ("batch size", |c| c.batch_size.to_string()),
         ("prefetch", |c| c.prefetch_factor.to_string()),
@@ -121,6 +121,7 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         }),
         ("intra-op threads", |c| c.intra_op_threads.name()),
         ("ranks", |c| c.ranks.to_string()),
+        ("copy", |c| c.copy.to_string()),
     ];
     candidates
         .into_iter()
