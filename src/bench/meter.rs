@@ -102,6 +102,42 @@ pub fn process_cpu_s() -> Option<f64> {
     }
 }
 
+/// How often [`wait_for_quiet`] samples the process's CPU time.
+const QUIET_SAMPLE: std::time::Duration = std::time::Duration::from_millis(4);
+/// A sample is quiet when the process used less than this share of one core over it
+/// (the sampling thread itself uses far less).
+const QUIET_SHARE: f64 = 0.05;
+/// Quiet samples in a row that make the process quiet (24 ms: longer than a display
+/// frame).
+const QUIET_SAMPLES_IN_A_ROW: usize = 6;
+
+/// Waits, at most `limit`, until this process's threads have used (almost) no CPU for
+/// [`QUIET_SAMPLES_IN_A_ROW`] samples: the runner does so before every epoch, in the CLI
+/// and in the app's measuring child alike, so that the previous epoch's stragglers are
+/// done and both faces start each epoch from the same rest.
+pub fn wait_for_quiet(limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    let Some(mut before) = process_cpu_s() else {
+        return;
+    };
+    let mut quiet = 0;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(QUIET_SAMPLE);
+        let Some(now) = process_cpu_s() else {
+            return;
+        };
+        if now - before < QUIET_SHARE * QUIET_SAMPLE.as_secs_f64() {
+            quiet += 1;
+            if quiet == QUIET_SAMPLES_IN_A_ROW {
+                return;
+            }
+        } else {
+            quiet = 0;
+        }
+        before = now;
+    }
+}
+
 /// Whether this platform has the counters the meter reads.
 pub fn available() -> bool {
     cfg!(target_os = "linux")

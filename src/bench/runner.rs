@@ -517,17 +517,22 @@ impl Run {
         Ok((result, seen))
     }
 
-    /// Lets the front end settle before an epoch's clock starts.
+    /// Lets the front end, then this process, settle before an epoch's clock starts:
+    /// the same rest before every epoch, whichever face runs it.
     fn wait_for_gate(&self) {
         if let Some(gate) = self.before_epoch.borrow_mut().as_mut() {
             gate();
         }
+        meter::wait_for_quiet(EPOCH_SETTLE_LIMIT);
     }
 
     fn warn(&self, config: Option<usize>, message: String) {
         self.emit.send(Event::Warning { config, message });
     }
 }
+
+/// The longest the runner waits for its own process to go quiet before an epoch.
+const EPOCH_SETTLE_LIMIT: Duration = Duration::from_millis(300);
 
 /// The longest the untimed warm-up pass of a process runs.
 const PROCESS_WARMUP_LIMIT: Duration = Duration::from_millis(500);

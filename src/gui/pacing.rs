@@ -17,11 +17,6 @@ use crate::bench::{Event, meter};
 const DRAIN_LIMIT: Duration = Duration::from_millis(300);
 /// The longest the window's threads may keep the CPU busy before an epoch starts anyway.
 const QUIET_LIMIT: Duration = Duration::from_millis(300);
-/// How often the process's CPU time is sampled while waiting for quiet.
-const QUIET_SAMPLE: Duration = Duration::from_millis(4);
-/// The window counts as quiet when its threads used less than this share of one core
-/// over a sample (the sampling thread itself uses far less).
-const QUIET_SHARE: f64 = 0.05;
 
 /// An epoch shorter than this is never interrupted by a frame; a longer one gets a
 /// progress frame this often.
@@ -35,25 +30,9 @@ pub fn settle(ctx: &egui::Context, events: &Receiver<Event>) {
     while !events.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    wait_for_quiet();
-}
-
-/// Samples this process's CPU time until one sample shows it idle.
-fn wait_for_quiet() {
-    let deadline = Instant::now() + QUIET_LIMIT;
-    let Some(mut before) = meter::process_cpu_s() else {
-        return;
-    };
-    while Instant::now() < deadline {
-        std::thread::sleep(QUIET_SAMPLE);
-        let Some(now) = meter::process_cpu_s() else {
-            return;
-        };
-        if now - before < QUIET_SHARE * QUIET_SAMPLE.as_secs_f64() {
-            return;
-        }
-        before = now;
-    }
+    // Quiet for longer than a display frame, so a second frame egui asks for right
+    // after the first (a grid sizing its columns, a frame waiting for vsync) is seen.
+    meter::wait_for_quiet(QUIET_LIMIT);
 }
 
 /// Whether an event changes what the window shows between epochs: batch progress and
