@@ -312,8 +312,7 @@ impl Run {
         let mut loader = build_loader(&plan, index, dataset, Shard::WHOLE, &self.cancel)?;
         set_intra_op_threads(plan.configs[index].intra_op_threads);
         let deadline = Instant::now() + PROCESS_WARMUP_LIMIT;
-        let mut batches = loader.epoch()?;
-        while let Some(batch) = batches.next() {
+        for batch in loader.epoch()? {
             batch?;
             if Instant::now() >= deadline {
                 break;
