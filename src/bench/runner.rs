@@ -366,30 +366,22 @@ impl Run {
     fn measure_ranked_config(&self, index: usize, repeat: usize) -> Result<ConfigResult> {
         let mut ranks = Ranks::start(&self.plan, index, &self.cancel)?;
         let mut measure = |epoch| {
-            self.wait_for_gate();
-            let reading = meter::Reading::now();
-            let mut result = ranks.epoch(epoch, |progress| {
-                self.emit.send(match progress {
-                    RankProgress::WorkerReady(startup) => Event::WorkerReady {
-                        config: index,
-                        startup,
-                    },
-                    RankProgress::Batch(batch) => Event::Batch {
-                        config: index,
-                        repeat,
-                        epoch,
-                        batch,
-                    },
-                });
-            })?;
-            let seen = reading.interference_since();
-            result.record(seen);
-            self.emit.send(Event::EpochFinished {
-                config: index,
-                repeat,
-                result: Box::new(result.clone()),
-            });
-            Ok((result, seen))
+            self.timed_epoch(index, repeat, || {
+                ranks.epoch(epoch, |progress| {
+                    self.emit.send(match progress {
+                        RankProgress::WorkerReady(startup) => Event::WorkerReady {
+                            config: index,
+                            startup,
+                        },
+                        RankProgress::Batch(batch) => Event::Batch {
+                            config: index,
+                            repeat,
+                            epoch,
+                            batch,
+                        },
+                    });
+                })
+            })
         };
         let warmup = if self.plan.warmup {
             Some(measure(0)?.0)
@@ -493,19 +485,32 @@ impl Run {
         repeat: usize,
         epoch: usize,
     ) -> Result<(EpochResult, Option<Interference>)> {
+        self.timed_epoch(config, repeat, || {
+            run_epoch(loader, step, epoch, |batch, startups| {
+                for startup in startups {
+                    self.emit.send(Event::WorkerReady { config, startup });
+                }
+                self.emit.send(Event::Batch {
+                    config,
+                    repeat,
+                    epoch,
+                    batch,
+                });
+            })
+        })
+    }
+
+    /// Runs one epoch of config `config` between the gate and the interference meter,
+    /// records what the meter saw and reports the finished epoch.
+    fn timed_epoch(
+        &self,
+        config: usize,
+        repeat: usize,
+        epoch: impl FnOnce() -> Result<EpochResult>,
+    ) -> Result<(EpochResult, Option<Interference>)> {
         self.wait_for_gate();
         let reading = meter::Reading::now();
-        let mut result = run_epoch(loader, step, epoch, |batch, startups| {
-            for startup in startups {
-                self.emit.send(Event::WorkerReady { config, startup });
-            }
-            self.emit.send(Event::Batch {
-                config,
-                repeat,
-                epoch,
-                batch,
-            });
-        })?;
+        let mut result = epoch()?;
         let seen = reading.interference_since();
         result.record(seen);
         self.emit.send(Event::EpochFinished {
