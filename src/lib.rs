@@ -11,6 +11,7 @@ pub mod baseline;
 pub mod bench;
 pub mod builtin;
 pub mod cancel;
+pub mod children;
 pub mod compare;
 pub mod dataset;
 pub mod device;
