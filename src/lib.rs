@@ -23,6 +23,7 @@ pub mod gui;
 pub mod loader;
 pub mod machine;
 pub mod memory;
+pub mod overlay;
 pub mod plan;
 pub mod preset;
 pub mod reference;
