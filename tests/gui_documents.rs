@@ -163,3 +163,83 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     assert!(errors.iter().all(|e| !e.contains('\n')), "{errors:?}");
     assert!(harness.state().result().is_none());
 }
+
+/// The run saved in `json` as if measured on another (made-up) machine, as `name`.
+fn from_another_machine(json: &Path, name: &str) -> PathBuf {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
+    run["machine"]["logical_cores"] = 64.into();
+    let path = json.with_file_name(name);
+    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn runs_from_two_machines_plot_together_and_recent_runs_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _journal) = saved_run(dir.path());
+    let server = from_another_machine(&json, "server.json");
+    let laptop = json.with_file_name("laptop.json");
+    std::fs::copy(&json, &laptop).unwrap();
+
+    let mut harness = app(dir.path(), vec![laptop, server]);
+    harness.run_steps(3);
+    let app = harness.state();
+    assert!(errors(app).is_empty(), "{:?}", errors(app));
+    let result = app.result().expect("the overlay is shown");
+    assert_eq!(result.labels.len(), 4, "{:?}", result.labels);
+    let epochs = app
+        .charts()
+        .into_iter()
+        .find(|c| c.id == "epoch_times")
+        .expect("epoch chart");
+    let series: Vec<(&str, usize)> = epochs
+        .series
+        .iter()
+        // A busy test machine may mark a config disturbed.
+        .map(|s| (s.name.trim_end_matches(" * disturbed"), s.color))
+        .collect();
+    assert_eq!(
+        series,
+        [
+            ("laptop · nw=0", 0),
+            ("laptop · nw=2", 0),
+            ("server · nw=0", 1),
+            ("server · nw=2", 1)
+        ],
+        "labelled by run and config, one colour per run"
+    );
+    assert!(
+        harness.query_by_label("run").is_some(),
+        "the table's run column"
+    );
+    // A table row per config (the analysis may name the run too).
+    assert!(harness.query_all_by_label("laptop").count() >= 2);
+    assert!(harness.query_all_by_label("server").count() >= 2);
+    assert!(
+        app.messages()
+            .iter()
+            .any(|m| m.text.contains("machines differ") && m.text.contains("Made-up Xeon 9999")),
+        "{:?}",
+        app.messages()
+    );
+
+    // The File menu lists the journal of the run above; a click shows it alone, and its
+    // preset loads into the setup panel.
+    harness.get_by_label("File").click();
+    harness.run_steps(2);
+    harness.get_by_label("Recent runs").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("seed-light · ").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().result().map(|r| r.labels.len()), Some(2));
+    harness.get_by_label("File").click();
+    harness.run_steps(2);
+    harness.get_by_label("Load this run's preset").click();
+    harness.run_steps(2);
+    let preset = harness.state().preset();
+    assert_eq!(
+        (preset.samples, preset.batch_size.as_slice()),
+        (Some(512), &[64][..])
+    );
+}

@@ -42,6 +42,12 @@ fn measured(dir: &TempDir) -> (PathBuf, PathBuf) {
         serde_json::from_slice(&output.stdout).expect("standard output is the JSON alone");
     assert_eq!(parsed["results"].as_array().map(Vec::len), Some(2));
     std::fs::write(&json, &output.stdout).unwrap();
+    let setup = loaderbench::documents::read(&json).unwrap().setup;
+    let setup = setup.expect("the results hold the preset as run");
+    assert_eq!(
+        (setup.name.as_str(), setup.samples),
+        ("seed-light", Some(1024))
+    );
     (json, journal)
 }
 
