@@ -1,7 +1,8 @@
 //! Saved runs opened in the app through egui_kittest: a results JSON written by
 //! `loaderbench run` (from the command line's file list and from the typed path field),
-//! the journal of a cancelled run, and the one-line errors for a corrupt file and a file
-//! from a newer loaderbench.
+//! the journal of a cancelled run, runs from two machines plotted together, Recent runs,
+//! loading a run's preset, the one-line errors for a corrupt file and a file from a newer
+//! loaderbench, and `report`/`run --png` drawing the app's PNG without a display.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
@@ -242,4 +243,82 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
         (preset.samples, preset.batch_size.as_slice()),
         (Some(512), &[64][..])
     );
+}
+
+#[test]
+fn report_draws_the_apps_png_without_a_display() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _journal) = saved_run(dir.path());
+
+    // The app's own export of the same run, at the window's default size.
+    let mut harness = Harness::builder()
+        .with_size(loaderbench::gui::WINDOW_SIZE)
+        .build_eframe({
+            let launch = Launch {
+                results: vec![json.clone()],
+                journal_dir: Some(dir.path().to_path_buf()),
+                ..Launch::default()
+            };
+            move |cc| App::new(cc, launch)
+        });
+    harness.run_steps(3);
+    harness
+        .state_mut()
+        .set_export_path(dir.path().join("app.md"));
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::E);
+    let from_app = dir.path().join("app-plots.png");
+    common::gui::step_until(&mut harness, Duration::from_secs(60), |_| from_app.exists());
+    std::thread::sleep(Duration::from_millis(200));
+    let from_app = image::open(&from_app).unwrap().to_rgba8();
+
+    let png = dir.path().join("report.png");
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "report",
+            json.to_str().unwrap(),
+            "--png",
+            png.to_str().unwrap(),
+        ])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY"),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let from_report = image::open(&png).unwrap().to_rgba8();
+    assert_eq!(from_report.dimensions(), from_app.dimensions());
+    let mut colors: Vec<[u8; 4]> = from_report.pixels().map(|p| p.0).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    assert!(colors.len() > 20, "a blank image: {} colours", colors.len());
+    assert!(
+        !stderr(&output).contains("error"),
+        "nothing but warnings: {}",
+        stderr(&output)
+    );
+
+    // `run --png` draws the run it measured the same way.
+    let png = dir.path().join("run.png");
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "run",
+            "seed-light",
+            "-q",
+            "--set",
+            "samples=256",
+            "--set",
+            "num_workers=0",
+            "--set",
+            "extra_configs=[]",
+            "--png",
+            png.to_str().unwrap(),
+            "--view",
+            "results",
+        ])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY"),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (width, height) = image::open(&png).unwrap().to_rgba8().dimensions();
+    assert!(width > 400 && height > 200, "{width}×{height}");
 }

@@ -34,7 +34,8 @@ pub fn run(args: RunArgs) -> Result<()> {
             super::baseline::print_comparison(name, before, &result);
         }
     }
-    args.exports.write(&result)?;
+    let name = PathBuf::from(format!("{}.json", result.preset));
+    args.exports.write(&result, vec![(name, result.clone())])?;
     if let Some(name) = &args.save_baseline {
         super::baseline::save(name, &result)?;
     }

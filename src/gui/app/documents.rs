@@ -107,6 +107,13 @@ impl App {
         }
     }
 
+    /// Shows `runs` (already read, each with the file it came from) in place of the shown
+    /// run, overlaid when there are several.
+    pub fn show_runs(&mut self, runs: Vec<(PathBuf, RunResult)>) {
+        self.shown = runs;
+        self.show_documents();
+    }
+
     /// Shows the opened runs, overlaid when there are several.
     fn show_documents(&mut self) {
         let paths: Vec<&Path> = self.shown.iter().map(|(path, _)| path.as_path()).collect();

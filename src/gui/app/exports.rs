@@ -29,12 +29,9 @@ impl App {
         let Some(pending) = self.pending_png.take() else {
             return;
         };
-        let rect = match pending.area {
-            PngArea::Plots => self.plots_rect,
-            PngArea::Results => self.results_rect,
-            PngArea::Analysis => self.analysis_rect,
-        };
-        let Some(cropped) = rect.and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
+        let Some(cropped) = self
+            .area_rect(pending.area)
+            .and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
         else {
             self.error("Nothing to export yet: run a benchmark first.");
             return;

@@ -26,7 +26,7 @@ use crate::plan::Plan;
 use crate::preset::Preset;
 use crate::results::RunResult;
 
-use super::actions::Action;
+use super::actions::{Action, PngArea};
 use super::analysis_charts;
 use super::background::Background;
 use super::charts::{self, Chart};
@@ -265,6 +265,15 @@ impl App {
     pub fn set_export_path(&mut self, path: PathBuf) {
         self.paths.export = path.display().to_string();
         self.saved.export_path = path;
+    }
+
+    /// Where `area` was drawn in the last frame, in points, as its PNG export crops it.
+    pub fn area_rect(&self, area: PngArea) -> Option<Rect> {
+        match area {
+            PngArea::Plots => self.plots_rect,
+            PngArea::Results => self.results_rect,
+            PngArea::Analysis => self.analysis_rect,
+        }
     }
 
     /// Where the two plots were drawn in the last frame, in points.

@@ -170,7 +170,8 @@ impl App {
     }
 }
 
-/// The baseline name field with its Save and Compare buttons.
+/// The baseline name field with its save and compare buttons, and the saved baselines
+/// as a pick list that compares at a click.
 fn baseline_row(ui: &mut Ui, name: &mut String, saved: &[String], actions: &mut Vec<Action>) {
     ui.horizontal_wrapped(|ui| {
         let label = ui.label("baseline");
@@ -195,11 +196,15 @@ fn baseline_row(ui: &mut Ui, name: &mut String, saved: &[String], actions: &mut 
             actions.push(Action::CompareBaseline(name));
         }
         if !saved.is_empty() {
-            ui.label(
-                RichText::new(format!("saved: {}", saved.join(", ")))
-                    .weak()
-                    .small(),
-            );
+            egui::ComboBox::from_label("saved baselines")
+                .selected_text("compare with…")
+                .show_ui(ui, |ui| {
+                    for baseline in saved {
+                        if ui.selectable_label(false, baseline).clicked() {
+                            actions.push(Action::CompareBaseline(baseline.clone()));
+                        }
+                    }
+                });
         }
     });
 }
