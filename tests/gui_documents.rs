@@ -225,6 +225,18 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
         app.messages()
     );
 
+    // An open run is a baseline to compare with: the same figures, every config matched.
+    harness.get_by_label("baselines").click();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::Button, "server (open run)")
+        .click();
+    harness.run_steps(2);
+    let charts = harness.state().analysis_charts();
+    let comparison = charts.last().expect("the comparison chart");
+    assert_eq!(comparison.id, "baseline");
+    assert_eq!(comparison.series[0].points.len(), 2, "both configs matched");
+
     // The File menu lists the journal of the run above; a click shows it alone, and its
     // preset loads into the setup panel.
     harness.get_by_label("File").click();

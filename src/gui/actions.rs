@@ -64,4 +64,6 @@ pub enum Action {
     SaveBaseline(String),
     /// Compare the shown run with the named baseline.
     CompareBaseline(String),
+    /// Compare the first open run with the open run at this index.
+    CompareOpenRun(usize),
 }

@@ -116,8 +116,8 @@ impl App {
 
     /// Shows the opened runs, overlaid when there are several.
     fn show_documents(&mut self) {
-        let paths: Vec<&Path> = self.shown.iter().map(|(path, _)| path.as_path()).collect();
-        let runs = overlay::run_names(&paths)
+        let runs = self
+            .open_run_names()
             .into_iter()
             .zip(self.shown.iter().map(|(_, run)| run.clone()))
             .collect();
@@ -137,6 +137,12 @@ impl App {
         });
         // Analysis, warnings and how the run ended, as when a live run ends.
         self.drain_events();
+    }
+
+    /// The names the open runs are shown under, in order.
+    pub(super) fn open_run_names(&self) -> Vec<String> {
+        let paths: Vec<&Path> = self.shown.iter().map(|(path, _)| path.as_path()).collect();
+        overlay::run_names(&paths)
     }
 
     /// Puts the shown run's preset into the setup panel.

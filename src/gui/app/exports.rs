@@ -93,6 +93,23 @@ impl App {
         }
     }
 
+    /// Compares the first open run with open run `index`, as with a saved baseline.
+    pub(super) fn compare_open_run(&mut self, index: usize) {
+        let names = self.open_run_names();
+        let (Some((_, after)), Some((_, before)), Some(run)) =
+            (self.shown.first(), self.shown.get(index), self.run.as_mut())
+        else {
+            return;
+        };
+        let changes = baseline::compare(before, after);
+        let matched = changes.len();
+        run.comparison = Some((names[index].clone(), changes));
+        self.note(format!(
+            "Compared {} with {}: {matched} config(s) matched.",
+            names[0], names[index]
+        ));
+    }
+
     pub(super) fn compare_baseline(&mut self, name: &str) {
         let loaded = baseline::load(name);
         let Some(run) = &mut self.run else {

@@ -337,6 +337,7 @@ impl App {
             Action::DismissMessage(index) => self.dismiss(index),
             Action::SaveBaseline(name) => self.save_baseline(&name),
             Action::CompareBaseline(name) => self.compare_baseline(&name),
+            Action::CompareOpenRun(index) => self.compare_open_run(index),
         }
     }
 }
