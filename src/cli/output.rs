@@ -29,6 +29,9 @@ pub struct ExportArgs {
     /// Also write a PNG of the app's view of the results, drawn without a window.
     #[arg(long, value_name = "FILE")]
     png: Option<PathBuf>,
+    /// Also print where the time goes: milliseconds per batch in each loader stage.
+    #[arg(long)]
+    pub stages: bool,
     /// Which view the PNG shows.
     #[arg(long, value_enum, default_value_t = View::Plots, requires = "png")]
     view: View,
@@ -125,14 +128,21 @@ fn is_stdout(path: &Path) -> bool {
     path == Path::new("-")
 }
 
-/// One table per pipeline, then the machine (each run's, for runs shown together).
-pub fn print_tables(result: &RunResult) {
+/// One table per pipeline (with where the time goes when `stages`), then the machine.
+pub fn print_tables(result: &RunResult, stages: bool) {
     if result.results.is_empty() {
         return;
     }
     for pipeline in result.pipelines() {
         println!("\n{pipeline} — {}", result.dataset);
         print!("{}", export::markdown::table(result, &pipeline));
+        let stages = stages
+            .then(|| loaderbench::report::stages::table(result, &pipeline))
+            .filter(|table| !table.is_empty());
+        if let Some(table) = stages {
+            println!("\nWhere the time goes (milliseconds per batch):");
+            print!("{table}");
+        }
     }
     println!("\n{}", result.machine.summary());
 }

@@ -51,7 +51,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
         for warning in &result.warnings {
             eprintln!("warning: {warning}");
         }
-        output::print_tables(&result);
+        output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, args.recommend);
     }
     args.exports
