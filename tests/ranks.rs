@@ -1,9 +1,11 @@
-//! Ranks end to end, through the CLI as a process (rank processes are this program's
-//! hidden `__rank` command): every rank loads its DistributedSampler shard, so the
-//! shards cover each epoch once (padding counted as DistributedSampler counts it); no
-//! rank starts an epoch before every rank has finished the one before (the barrier);
-//! and a rank killed mid-run ends the run with an error naming it, keeps the configs
-//! measured before, and leaves no process behind.
+//! Ranks end to end on both runtimes, through the CLI as a process (loaderbench's rank
+//! processes are this program's hidden `__rank` command; the pytorch runtime's are the
+//! reference script joined in a torch.distributed job): every rank loads its
+//! DistributedSampler shard, so the shards cover each epoch once (padding counted as
+//! DistributedSampler counts it; the script writes the indices its sampler yields where
+//! LOADERBENCH_TRACE_INDICES says); no rank starts an epoch before every rank has
+//! finished the one before (the barrier); and a rank killed mid-run ends the run with an
+//! error naming it, keeps the configs measured before, and leaves no process behind.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -19,6 +21,9 @@ fn read_result(path: &Path) -> RunResult {
     let text = std::fs::read_to_string(path).expect("the run wrote its JSON");
     serde_json::from_str(&text).expect("the JSON is a run result")
 }
+
+/// The folder where the pytorch runtime's ranks write the indices they load.
+const TRACE_VAR: &str = "LOADERBENCH_TRACE_INDICES";
 
 fn sweep(dir: &TempDir, sets: &[&str]) -> (std::process::Output, RunResult) {
     let json = dir.path().join("ranks.json");
@@ -43,7 +48,9 @@ fn sweep(dir: &TempDir, sets: &[&str]) -> (std::process::Output, RunResult) {
     for set in sets {
         args.extend(["--set", set]);
     }
-    let output = run_with_deadline(&mut loaderbench_command(&args), Duration::from_secs(240));
+    let mut command = loaderbench_command(&args);
+    command.env(TRACE_VAR, dir.path());
+    let output = run_with_deadline(&mut command, Duration::from_secs(240));
     (output, read_result(&json))
 }
 
@@ -131,9 +138,78 @@ fn shards_cover_each_epoch_once_behind_a_barrier() {
 #[test]
 fn drop_last_gives_equal_shards_without_padding() {
     let dir = TempDir::new().unwrap();
-    let (output, result) = sweep(&dir, &["samples=251", "ranks=2", "drop_last=true"]);
+    let (output, result) = sweep(
+        &dir,
+        &[
+            "samples=251",
+            "ranks=2",
+            "drop_last=true",
+            "runtime=loaderbench,pytorch",
+        ],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(result.results.len(), 2);
     check_shards(&result, 251, true);
+    check_traced_shards(dir.path(), 251, 2, true);
+}
+
+#[test]
+fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
+    let dir = TempDir::new().unwrap();
+    let (output, result) = sweep(
+        &dir,
+        &[
+            "samples=251",
+            "ranks=1,2",
+            "num_workers=0,1",
+            "runtime=pytorch",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(result.results.len(), 4);
+    check_shards(&result, 251, false);
+    // The last config traced is ranks=2 with one worker per rank.
+    check_traced_shards(dir.path(), 251, 2, false);
+    let two = result.results.iter().find(|r| r.config.ranks == 2);
+    let two = two.expect("ranks=2 was measured");
+    assert_eq!(two.intra_op_threads, 1, "one thread per rank, as under torchrun");
+}
+
+/// The indices each of `world` pytorch ranks' DistributedSampler yielded in each epoch
+/// (0 to 2), as the script traced them in `dir`: together they hold every sample once,
+/// plus the padding (the epoch's first samples again) or, with `drop_last`, minus the
+/// tail; and each epoch is shuffled anew.
+fn check_traced_shards(dir: &Path, samples: usize, world: usize, drop_last: bool) {
+    let per_rank = if drop_last {
+        samples / world
+    } else {
+        samples.div_ceil(world)
+    };
+    let mut orders = Vec::new();
+    for epoch in 0..3 {
+        let mut seen = vec![0usize; samples];
+        let mut order = Vec::new();
+        for rank in 0..world {
+            let path = dir.join(format!("rank{rank}-epoch{epoch}.json"));
+            let text = std::fs::read_to_string(&path).expect("the rank traced its indices");
+            let indices: Vec<usize> = serde_json::from_str(&text).unwrap();
+            assert_eq!(indices.len(), per_rank, "rank {rank}, epoch {epoch}");
+            for &index in &indices {
+                seen[index] += 1;
+            }
+            order.extend(indices);
+        }
+        let twice = seen.iter().filter(|&&n| n == 2).count();
+        let never = seen.iter().filter(|&&n| n == 0).count();
+        assert!(seen.iter().all(|&n| n <= 2), "epoch {epoch}: {seen:?}");
+        if drop_last {
+            assert_eq!((twice, never), (0, samples - per_rank * world));
+        } else {
+            assert_eq!((twice, never), (per_rank * world - samples, 0));
+        }
+        orders.push(order);
+    }
+    assert_ne!(orders[1], orders[2], "set_epoch reshuffles every epoch");
 }
 
 /// Processes whose parent is `pid`, with their command lines.

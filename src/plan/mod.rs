@@ -345,13 +345,6 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
             ),
         ));
     }
-    if config.runtime == Runtime::Pytorch && config.ranks > 1 {
-        return Err(field(
-            "ranks",
-            "the pytorch runtime measures one rank only; use ranks: [1] with it, or \
-             runtime: [loaderbench]",
-        ));
-    }
     if config.runtime == Runtime::Pytorch {
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;
@@ -562,8 +555,8 @@ mod tests {
         assert!(err.contains("field `ranks`"), "{err}");
         preset.set("ranks", "2").unwrap();
         preset.set("runtime", "pytorch").unwrap();
-        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
-        assert!(err.contains("field `ranks`"), "{err}");
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs[0].ranks, 2, "the pytorch runtime takes ranks too");
     }
 
     #[test]
