@@ -144,6 +144,7 @@ fn drop_last_gives_equal_shards_without_padding() {
             "samples=251",
             "ranks=2",
             "drop_last=true",
+            "num_workers=0",
             "runtime=loaderbench,pytorch",
         ],
     );
@@ -172,7 +173,10 @@ fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
     check_traced_shards(dir.path(), 251, 2, false);
     let two = result.results.iter().find(|r| r.config.ranks == 2);
     let two = two.expect("ranks=2 was measured");
-    assert_eq!(two.intra_op_threads, 1, "one thread per rank, as under torchrun");
+    assert_eq!(
+        two.intra_op_threads, 1,
+        "one thread per rank, as under torchrun"
+    );
 }
 
 /// The indices each of `world` pytorch ranks' DistributedSampler yielded in each epoch
@@ -254,11 +258,24 @@ fn running(pid: u32) -> bool {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_rank_fails_the_run_by_name_and_leaves_nothing_behind() {
+    kill_rank_1_mid_epoch(&["worker_kind=spawn", "step={\"fixed\":20.0}"], "__rank");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_pytorch_rank_fails_the_run_by_name_and_leaves_no_python_behind() {
+    kill_rank_1_mid_epoch(&["runtime=pytorch", "samples=40000"], "reference_loader.py");
+}
+
+/// Runs ranks 1 and 2 with a worker per rank, kills rank 1 of the second config (a child of
+/// the CLI whose command line holds `marker`) once both ranks have their workers, and
+/// checks the run's end.
+fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
     let dir = TempDir::new().unwrap();
     let json = dir.path().join("killed.json");
     let journal = dir.path().join("journal.jsonl");
     // Config 0 (one rank) is measured first and must survive the failure of config 1.
-    let child = loaderbench_command(&[
+    let mut args = vec![
         "run",
         "seed-light",
         "--quiet",
@@ -278,21 +295,21 @@ fn a_killed_rank_fails_the_run_by_name_and_leaves_nothing_behind() {
         "ranks=1,2",
         "--set",
         "num_workers=1",
-        "--set",
-        "worker_kind=spawn",
-        "--set",
-        "step={\"fixed\":20.0}",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let child = loaderbench_command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let cli = child.id();
     let deadline = Instant::now() + Duration::from_secs(120);
     let ranks = loop {
         let ranks: Vec<u32> = children(cli)
             .into_iter()
-            .filter(|(_, cmd)| cmd.contains("__rank"))
+            .filter(|(_, cmd)| cmd.contains(marker))
             .map(|(pid, _)| pid)
             .collect();
         // Both ranks up, each with its worker: the epoch is under way.
@@ -307,9 +324,11 @@ fn a_killed_rank_fails_the_run_by_name_and_leaves_nothing_behind() {
         .flat_map(|&r| children(r))
         .map(|(pid, _)| pid)
         .collect();
+    // Children are listed in /proc order, which is pid order: rank 1 started second.
+    let rank_1 = *ranks.iter().max().unwrap();
     // SAFETY: kill takes a pid and a signal; the pid is a child of the CLI we started.
     unsafe {
-        libc::kill(ranks[1] as libc::pid_t, libc::SIGKILL);
+        libc::kill(rank_1 as libc::pid_t, libc::SIGKILL);
     }
     let output = wait_with_deadline(child, Duration::from_secs(60));
     let err = stderr(&output);

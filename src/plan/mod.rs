@@ -556,7 +556,10 @@ mod tests {
         preset.set("ranks", "2").unwrap();
         preset.set("runtime", "pytorch").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        assert_eq!(plan.configs[0].ranks, 2, "the pytorch runtime takes ranks too");
+        assert_eq!(
+            plan.configs[0].ranks, 2,
+            "the pytorch runtime takes ranks too"
+        );
     }
 
     #[test]

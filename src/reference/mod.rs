@@ -115,8 +115,8 @@ impl Reference {
         let store = self.folder.path.join(format!("store-{index}-{repeat}"));
         let sessions = (0..world)
             .map(|rank| {
-                let request = Request::new(plan, config, self.dataset.clone())
-                    .for_rank(rank, world, &store);
+                let request =
+                    Request::new(plan, config, self.dataset.clone()).for_rank(rank, world, &store);
                 let request = serde_json::to_string(&request)
                     .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
                 let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
@@ -124,7 +124,11 @@ impl Reference {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut job = Job::new(sessions, &self.python);
-        job.follow(cancel, Duration::from_secs_f64(plan.worker_timeout_s), report)?;
+        job.follow(
+            cancel,
+            Duration::from_secs_f64(plan.worker_timeout_s),
+            report,
+        )?;
         let summary = summary(&job.sessions);
         // Every rank's process tree is ours, so each rank's meter saw the whole job.
         let verdict = disturbance::judge(&job.sessions[0].interference);

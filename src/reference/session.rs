@@ -142,7 +142,10 @@ impl Session {
                 } else if bad_input {
                     Error::value(format!("pytorch runtime: {message}"))
                 } else if self.world > 1 {
-                    Error::run(format!("rank {} failed: PyTorch DataLoader: {message}", self.rank))
+                    Error::run(format!(
+                        "rank {} failed: PyTorch DataLoader: {message}",
+                        self.rank
+                    ))
                 } else {
                     Error::run(format!("PyTorch DataLoader: {message}"))
                 });
