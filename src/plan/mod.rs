@@ -245,6 +245,12 @@ impl Plan {
         {
             common.runtime = Runtime::Loaderbench;
         }
+        // One rank is the plain case: where the plan has several ranks values, every
+        // config with more than one rank says how many (a tie would otherwise leave the
+        // last value, say ranks=4, unnamed).
+        if self.configs.iter().any(|c| c.ranks != common.ranks) {
+            common.ranks = 1;
+        }
         common
     }
 
@@ -560,6 +566,25 @@ mod tests {
             plan.configs[0].ranks, 2,
             "the pytorch runtime takes ranks too"
         );
+    }
+
+    #[test]
+    fn ddp_light_labels_name_every_rank_count_and_runtime() {
+        let (preset, _) = crate::builtin::load("ddp-light").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 18);
+        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        for (i, label) in labels.iter().enumerate() {
+            assert_eq!(
+                labels.iter().filter(|l| *l == label).count(),
+                1,
+                "{label} is ambiguous: {labels:?}"
+            );
+            let config = &plan.configs[i];
+            assert_eq!(label.contains("ranks="), config.ranks > 1, "{label}");
+            assert_eq!(label.contains("pytorch"), config.runtime == Runtime::Pytorch);
+        }
+        assert!(labels.contains(&"nw=2 pytorch ranks=4".to_owned()), "{labels:?}");
     }
 
     #[test]
