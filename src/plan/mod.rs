@@ -582,9 +582,15 @@ mod tests {
             );
             let config = &plan.configs[i];
             assert_eq!(label.contains("ranks="), config.ranks > 1, "{label}");
-            assert_eq!(label.contains("pytorch"), config.runtime == Runtime::Pytorch);
+            assert_eq!(
+                label.contains("pytorch"),
+                config.runtime == Runtime::Pytorch
+            );
         }
-        assert!(labels.contains(&"nw=2 pytorch ranks=4".to_owned()), "{labels:?}");
+        assert!(
+            labels.contains(&"nw=2 pytorch ranks=4".to_owned()),
+            "{labels:?}"
+        );
     }
 
     #[test]
