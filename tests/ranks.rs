@@ -342,3 +342,56 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
         assert!(!running(*pid), "process {pid} was left behind");
     }
 }
+
+/// ddp-light, shrunk to ranks 1/2 × num_workers 0/1 on 512 samples, runs in the window
+/// (under Xvfb) on both runtimes, as `loaderbench gui ddp-light --run --exit` runs it.
+#[test]
+#[cfg(feature = "gui")]
+fn a_shrunken_ddp_light_runs_in_the_window_on_both_runtimes() {
+    let Some(mut xvfb) = common::gui::start_xvfb() else {
+        eprintln!("skipped: no Xvfb on PATH");
+        return;
+    };
+    let dir = TempDir::new().unwrap();
+    let (mut preset, _) = loaderbench::builtin::load("ddp-light").unwrap();
+    for (key, value) in [("samples", "512"), ("ranks", "1,2"), ("num_workers", "0,1")] {
+        preset.set(key, value).unwrap();
+    }
+    let path = dir.path().join("ddp-tiny.ron");
+    preset.save(&path).unwrap();
+    let json = dir.path().join("app.json");
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "gui",
+            path_str(&path),
+            "--run",
+            "--exit",
+            "--json",
+            path_str(&json),
+            "--journal-dir",
+            path_str(dir.path()),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        Duration::from_secs(300),
+    );
+    xvfb.stop();
+    let result = read_result(&json);
+    assert!(
+        output.status.success(),
+        "{:?} {:?}: {}",
+        output.status,
+        result.status,
+        stderr(&output)
+    );
+    assert_eq!(result.results.len(), 8);
+    for measured in &result.results {
+        let ranks = measured.epochs.iter().map(|e| e.ranks.len()).max();
+        let expected = if measured.config.ranks == 1 { 0 } else { 2 };
+        assert_eq!(ranks, Some(expected), "{}", measured.label);
+    }
+    let pytorch = result
+        .results
+        .iter()
+        .filter(|r| r.config.runtime == loaderbench::preset::Runtime::Pytorch);
+    assert_eq!(pytorch.count(), 4);
+}
