@@ -25,7 +25,8 @@ fn read_result(path: &Path) -> RunResult {
 /// The folder where the pytorch runtime's ranks write the indices they load.
 const TRACE_VAR: &str = "LOADERBENCH_TRACE_INDICES";
 
-fn sweep(dir: &TempDir, sets: &[&str]) -> (std::process::Output, RunResult) {
+/// Runs seed-light with `sets` (two epochs and a warm-up, batch 32) to success.
+fn sweep(dir: &TempDir, sets: &[&str]) -> RunResult {
     let json = dir.path().join("ranks.json");
     let journal = dir.path().join("journal.jsonl");
     let mut args = vec![
@@ -51,7 +52,8 @@ fn sweep(dir: &TempDir, sets: &[&str]) -> (std::process::Output, RunResult) {
     let mut command = loaderbench_command(&args);
     command.env(TRACE_VAR, dir.path());
     let output = run_with_deadline(&mut command, Duration::from_secs(240));
-    (output, read_result(&json))
+    assert!(output.status.success(), "{}", stderr(&output));
+    read_result(&json)
 }
 
 /// Checks every epoch of every config: samples per rank and in all, and the barrier.
@@ -108,7 +110,7 @@ fn check_shards(result: &RunResult, samples: usize, drop_last: bool) {
 fn shards_cover_each_epoch_once_behind_a_barrier() {
     let dir = TempDir::new().unwrap();
     // 251 samples: two ranks take 126 each, the first of the epoch's order twice.
-    let (output, result) = sweep(
+    let result = sweep(
         &dir,
         &[
             "samples=251",
@@ -117,7 +119,6 @@ fn shards_cover_each_epoch_once_behind_a_barrier() {
             "worker_kind=spawn",
         ],
     );
-    assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(result.results.len(), 4);
     check_shards(&result, 251, false);
     let two = result
@@ -138,7 +139,7 @@ fn shards_cover_each_epoch_once_behind_a_barrier() {
 #[test]
 fn drop_last_gives_equal_shards_without_padding() {
     let dir = TempDir::new().unwrap();
-    let (output, result) = sweep(
+    let result = sweep(
         &dir,
         &[
             "samples=251",
@@ -148,7 +149,6 @@ fn drop_last_gives_equal_shards_without_padding() {
             "runtime=loaderbench,pytorch",
         ],
     );
-    assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(result.results.len(), 2);
     check_shards(&result, 251, true);
     check_traced_shards(dir.path(), 251, 2, true);
@@ -157,7 +157,7 @@ fn drop_last_gives_equal_shards_without_padding() {
 #[test]
 fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
     let dir = TempDir::new().unwrap();
-    let (output, result) = sweep(
+    let result = sweep(
         &dir,
         &[
             "samples=251",
@@ -166,7 +166,6 @@ fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
             "runtime=pytorch",
         ],
     );
-    assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(result.results.len(), 4);
     check_shards(&result, 251, false);
     // The last config traced is ranks=2 with one worker per rank.
@@ -348,10 +347,6 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
 #[test]
 #[cfg(feature = "gui")]
 fn a_shrunken_ddp_light_runs_in_the_window_on_both_runtimes() {
-    let Some(mut xvfb) = common::gui::start_xvfb() else {
-        eprintln!("skipped: no Xvfb on PATH");
-        return;
-    };
     let dir = TempDir::new().unwrap();
     let (mut preset, _) = loaderbench::builtin::load("ddp-light").unwrap();
     for (key, value) in [("samples", "512"), ("ranks", "1,2"), ("num_workers", "0,1")] {
@@ -360,21 +355,11 @@ fn a_shrunken_ddp_light_runs_in_the_window_on_both_runtimes() {
     let path = dir.path().join("ddp-tiny.ron");
     preset.save(&path).unwrap();
     let json = dir.path().join("app.json");
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "gui",
-            path_str(&path),
-            "--run",
-            "--exit",
-            "--json",
-            path_str(&json),
-            "--journal-dir",
-            path_str(dir.path()),
-        ])
-        .env("DISPLAY", &xvfb.display),
-        Duration::from_secs(300),
-    );
-    xvfb.stop();
+    let limit = Duration::from_secs(300);
+    let Some(output) = common::gui::run_in_window(&path, &json, dir.path(), limit) else {
+        eprintln!("skipped: no Xvfb on PATH");
+        return;
+    };
     let result = read_result(&json);
     assert!(
         output.status.success(),
