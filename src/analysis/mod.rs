@@ -320,6 +320,7 @@ pub(crate) mod fixtures {
             planned_epochs: 50,
             shuffle: true,
             drop_last: false,
+            setup: None,
         }
     }
 }
