@@ -250,7 +250,7 @@ def measure_epoch(loader, epoch, device):
     emit(kind="epoch", epoch=epoch, seconds=time.perf_counter() - start)
 
 
-# Ranks: one process of a distributed job. `request["ranks"]` is absent for one rank,
+# Ranks: one process of a distributed job. `request["ranks"]` is null for one rank,
 # else {"rank", "world", "init_method"}; everything rank-specific is in these functions.
 
 
