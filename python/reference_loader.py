@@ -12,12 +12,18 @@ single os.write so that lines from worker processes never interleave:
   worker_ready  a worker ran worker_init_fn, at this perf_counter time
   batch         a batch is on the device: its time since t0, its wait and its copy
   epoch         an epoch ended, its seconds
+  rank_epoch    with ranks: when this rank left the barrier and ended the epoch (time.time)
   done          every epoch measured
   error         what went wrong, in one line
 
 Timing is loaderbench's (DESIGN.md): an epoch runs from iter(loader) until the loop has
 taken the last batch and put it on the device (synchronized on CUDA); the first batch
 is the first of those; a batch's wait is the time spent in next().
+
+With several ranks, loaderbench starts the script once per rank; each joins a
+torch.distributed process group (gloo, rendezvous through a file store), loads its
+DistributedSampler shard, and passes dist.barrier() before every epoch (see
+join_process_group and the functions after it).
 """
 
 import functools
@@ -201,6 +207,7 @@ def build_loader(request, dataset):
         pin_memory=request["pin_memory"],
         in_order=request["in_order"],
     )
+    options.update(sampler_options(request, dataset))
     if workers > 0:
         options.update(
             persistent_workers=request["persistent_workers"],
@@ -243,6 +250,79 @@ def measure_epoch(loader, epoch, device):
     emit(kind="epoch", epoch=epoch, seconds=time.perf_counter() - start)
 
 
+# Ranks: one process of a distributed job. `request["ranks"]` is null for one rank,
+# else {"rank", "world", "init_method"}; everything rank-specific is in these functions.
+
+
+def join_process_group(request):
+    """Joins the job's gloo process group (a file store in loaderbench's private folder,
+    so no port is chosen or raced for)."""
+    ranks = request.get("ranks")
+    if ranks:
+        import torch.distributed as dist
+
+        dist.init_process_group(
+            "gloo",
+            init_method=ranks["init_method"],
+            rank=ranks["rank"],
+            world_size=ranks["world"],
+        )
+
+
+def sampler_options(request, dataset):
+    """The DataLoader's sampler: with ranks, a DistributedSampler over the rank's shard
+    (padded or, with drop_last, cut to equal shards; shuffled with the run's seed)."""
+    ranks = request.get("ranks")
+    if not ranks:
+        return {}
+    from torch.utils.data.distributed import DistributedSampler
+
+    sampler = DistributedSampler(
+        dataset,
+        num_replicas=ranks["world"],
+        rank=ranks["rank"],
+        shuffle=request["shuffle"],
+        seed=request["seed"],
+        drop_last=request["drop_last"],
+    )
+    return dict(sampler=sampler, shuffle=False)
+
+
+def before_epoch(request, loader, epoch):
+    """With ranks: sets the sampler's epoch and waits at the barrier for every rank;
+    returns when this rank left it (time.time, which all ranks share)."""
+    if not request.get("ranks"):
+        return None
+    import torch.distributed as dist
+
+    loader.sampler.set_epoch(epoch)
+    trace_indices(request, loader.sampler, epoch)
+    dist.barrier()
+    return time.time()
+
+
+def after_epoch(request, epoch, started):
+    if request.get("ranks"):
+        emit(kind="rank_epoch", epoch=epoch, started_unix_s=started, finished_unix_s=time.time())
+
+
+def trace_indices(request, sampler, epoch):
+    """For tests: with LOADERBENCH_TRACE_INDICES naming a folder, writes the indices this
+    rank's sampler yields in `epoch` to rank<R>-epoch<E>.json there."""
+    folder = os.environ.get("LOADERBENCH_TRACE_INDICES")
+    if folder:
+        name = f"rank{request['ranks']['rank']}-epoch{epoch}.json"
+        with open(os.path.join(folder, name), "w") as f:
+            json.dump(list(sampler), f)
+
+
+def leave_process_group(request):
+    if request.get("ranks"):
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+
+
 def rss_bytes():
     try:
         with open("/proc/self/statm") as f:
@@ -280,6 +360,7 @@ def main():
     except ValueError as err:
         fail(f"the request is not JSON: {err}")
     try:
+        join_process_group(request)
         device = torch.device(request["device"])
         if request.get("intra_op_threads"):
             torch.set_num_threads(request["intra_op_threads"])
@@ -294,8 +375,11 @@ def main():
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):
+            started = before_epoch(request, loader, epoch)
             measure_epoch(loader, epoch, device)
+            after_epoch(request, epoch, started)
         del loader
+        leave_process_group(request)
         emit(kind="done", peak_rss_bytes=peak_rss_bytes())
     except UnsupportedOp as err:
         fail(str(err), bad_input=True)

@@ -1,6 +1,7 @@
 //! The desktop app through egui_kittest: settings changed by label, a tiny synthetic run
-//! streamed into the plots and the table, cancelling, preset files (a broken one, and a
-//! save/load round trip) and the PNG export rendered with wgpu.
+//! streamed into the plots and the table, a ranked run's spread between ranks on both
+//! runtimes, cancelling, preset files (a broken one, and a save/load round trip) and the
+//! PNG export rendered with wgpu.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use egui_kittest::kittest::{NodeT, Queryable};
 
 use loaderbench::gui::{App, Launch, Phase};
 use loaderbench::preset::Preset;
+use loaderbench::stats;
 
 fn harness(launch: Launch) -> Harness<'static, App> {
     Harness::builder()
@@ -299,4 +301,56 @@ fn the_start_method_is_editable_only_when_pytorch_runs() {
         harness.state().preset().start_method,
         vec![loaderbench::preset::StartMethod::Spawn]
     );
+}
+
+#[test]
+fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut preset = Preset {
+        name: "tiny-ranks".to_owned(),
+        samples: Some(512),
+        epochs: 2,
+        batch_size: vec![64],
+        num_workers: vec![0],
+        ..Preset::default()
+    };
+    preset.set("ranks", "1,2").unwrap();
+    preset.set("runtime", "loaderbench,pytorch").unwrap();
+    let path = dir.path().join("ranks.ron");
+    preset.save(&path).unwrap();
+    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(240), |app| {
+        !app.is_running()
+    });
+    let app = harness.state();
+    assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
+    let charts = app.charts();
+    let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        ["first_batch", "epoch_times", "rank_spread", "timeline"]
+    );
+    let spread = &charts[2];
+    assert_eq!(spread.x.names, ["nw=0 ranks=2", "nw=0 pytorch ranks=2"]);
+    let result = app.result().unwrap();
+    for (group, name) in spread.x.names.iter().enumerate() {
+        let measured = result.results.iter().find(|r| &r.label == name).unwrap();
+        let median = |pick: fn(f64, f64) -> f64, start: f64| {
+            let values: Vec<f64> = measured
+                .epochs
+                .iter()
+                .map(|e| e.ranks.iter().map(|r| r.seconds).fold(start, pick))
+                .collect();
+            assert_eq!(values.len(), 2, "{name}: two epochs of one repeat");
+            stats::median(&values).unwrap()
+        };
+        let fastest = median(f64::min, f64::INFINITY);
+        let slowest = median(f64::max, f64::NEG_INFINITY);
+        assert!(fastest <= slowest);
+        assert_eq!(spread.series[0].points[group][1], fastest, "{name}");
+        assert_eq!(spread.series[1].points[group][1], slowest, "{name}");
+    }
+    assert!(harness.query_by_label_contains("Rank spread").is_some());
 }

@@ -255,29 +255,15 @@ fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
 #[test]
 #[cfg(feature = "gui")]
 fn the_window_runs_a_preset_writes_json_and_exits_with_the_run_s_code() {
-    let Some(mut xvfb) = common::gui::start_xvfb() else {
-        eprintln!("skipped: no Xvfb on PATH");
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("small.ron");
     small_preset(512).save(&preset).unwrap();
     let json = dir.path().join("app.json");
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "gui",
-            path_str(&preset),
-            "--run",
-            "--exit",
-            "--json",
-            path_str(&json),
-            "--journal-dir",
-            path_str(dir.path()),
-        ])
-        .env("DISPLAY", &xvfb.display),
-        Duration::from_secs(240),
-    );
-    xvfb.stop();
+    let limit = Duration::from_secs(240);
+    let Some(output) = common::gui::run_in_window(&preset, &json, dir.path(), limit) else {
+        eprintln!("skipped: no Xvfb on PATH");
+        return;
+    };
     assert!(output.status.success(), "{}", stderr(&output));
     let result: RunResult = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(result.status, RunStatus::Finished);

@@ -445,13 +445,19 @@ pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32
 }
 
 /// `DataLoader(dataset, batch_size=256, shuffle=True, num_workers=4, …)`, with only the
-/// arguments PyTorch accepts for that many workers.
+/// arguments PyTorch accepts for that many workers; with several ranks, over each rank's
+/// DistributedSampler, as the pytorch runtime measured it.
 fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
     let python_bool = |b: bool| if b { "True" } else { "False" };
+    let ranked = config.ranks > 1;
     let mut args = vec![
         "dataset".to_owned(),
         format!("batch_size={}", config.batch_size),
-        format!("shuffle={}", python_bool(result.shuffle)),
+        if ranked {
+            "sampler=sampler".to_owned()
+        } else {
+            format!("shuffle={}", python_bool(result.shuffle))
+        },
     ];
     if result.drop_last {
         args.push("drop_last=True".to_owned());
@@ -478,10 +484,19 @@ fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option
     if let Some(threads) = intra_op_threads {
         code.push_str(&format!("import torch\ntorch.set_num_threads({threads})\n"));
     }
-    code.push_str(&format!(
-        "from torch.utils.data import DataLoader\nloader = DataLoader({})",
-        args.join(", ")
-    ));
+    code.push_str("from torch.utils.data import DataLoader\n");
+    if ranked {
+        code.push_str(&format!(
+            "from torch.utils.data.distributed import DistributedSampler\n\
+             # in each of the {} ranks, after init_process_group; call \
+             sampler.set_epoch(epoch) before every epoch\n\
+             sampler = DistributedSampler(dataset, shuffle={}, drop_last={})\n",
+            config.ranks,
+            python_bool(result.shuffle),
+            python_bool(result.drop_last)
+        ));
+    }
+    code.push_str(&format!("loader = DataLoader({})", args.join(", ")));
     code
 }
 
@@ -852,6 +867,27 @@ mod tests {
             "import torch\ntorch.set_num_threads(2)\nfrom torch.utils.data import \
              DataLoader\nloader = DataLoader(dataset, batch_size=256, shuffle=True, \
              num_workers=0, pin_memory=False)"
+        );
+    }
+
+    #[test]
+    fn a_ranked_pytorch_snippet_loads_through_a_distributed_sampler() {
+        let r = result(vec![], vec![]);
+        let mut ranked = pytorch(2, false, StartMethod::Fork);
+        ranked.ranks = 4;
+        let code = snippet(&r, &ranked, None);
+        assert!(
+            code.contains("sampler = DistributedSampler(dataset, shuffle=True, drop_last=False)\n"),
+            "{code}"
+        );
+        assert!(code.contains("each of the 4 ranks"), "{code}");
+        assert!(
+            code.ends_with(
+                "loader = DataLoader(dataset, batch_size=256, sampler=sampler, num_workers=2, \
+                 persistent_workers=False, pin_memory=False, prefetch_factor=2, \
+                 multiprocessing_context=\"fork\")"
+            ),
+            "{code}"
         );
     }
 

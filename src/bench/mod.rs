@@ -15,7 +15,7 @@ use crate::loader::WorkerStartup;
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult};
 
 pub use journal::{Journal, default_journal_path, read_journal};
-pub use ranks::rank_main;
+pub use ranks::{RanksSummary, merge as merge_rank_epochs, rank_main, rank_threads};
 pub use runner::{EpochGate, RunHandle, RunOptions, spawn};
 
 /// Batch events are sent at most this often (and for every epoch's first batch): enough

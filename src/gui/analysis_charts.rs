@@ -6,7 +6,7 @@
 use crate::analysis::Analysis;
 use crate::baseline::Change;
 
-use super::charts::{Axis, Chart, Mark, Series, grouped_bars};
+use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
 
 const MILLISECONDS: Axis = Axis {
     label: "milliseconds",
@@ -14,46 +14,6 @@ const MILLISECONDS: Axis = Axis {
     category: None,
     names: Vec::new(),
 };
-
-fn configs_axis(labels: Vec<String>) -> Axis {
-    Axis {
-        label: "config",
-        unit: "",
-        category: Some("config"),
-        names: labels,
-    }
-}
-
-/// Bars for `values[group][series]` at groups 1, 2, …, named by `series_names`.
-fn grouped(series_names: &[&str], values: &[Vec<Option<f64>>], scale: f64) -> (Mark, Vec<Series>) {
-    let count = series_names.len();
-    let mark = grouped_bars(count);
-    let Mark::Bars { width } = mark else {
-        return (mark, Vec::new());
-    };
-    let series = series_names
-        .iter()
-        .enumerate()
-        .map(|(index, name)| {
-            let offset = (index as f64 - (count as f64 - 1.0) / 2.0) * width;
-            Series {
-                name: (*name).to_owned(),
-                color: index,
-                points: values
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(group, row)| {
-                        row.get(index)
-                            .copied()
-                            .flatten()
-                            .map(|v| [(group + 1) as f64 + offset, v * scale])
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
-    (mark, series)
-}
 
 /// Worker start-up, first batch, steady batch and restart cost of every config.
 pub fn ledger(analysis: &Analysis) -> Chart {

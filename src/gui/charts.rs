@@ -1,5 +1,6 @@
 //! The charts, described once as plain data: a title, two axes with their units, and
-//! named series of points, drawn as bars or lines. The live plots (`plots`) draw these
+//! named series of points, drawn as bars or lines (first batch, epoch times, the rank
+//! spread of ranked configs, the timeline). The live plots (`plots`) draw these
 //! descriptions, and the tests read them, so what a chart shows is decided here only.
 
 use crate::stats;
@@ -147,6 +148,91 @@ pub fn timeline(data: &RunData, config: usize) -> Chart {
     }
 }
 
+/// The spread between ranks: for each config with several ranks, its fastest and its
+/// slowest rank's epoch side by side (each the median over the measured epochs of every
+/// repeat so far); `None` while no such config has finished.
+pub fn rank_spread(data: &RunData) -> Option<Chart> {
+    let results = &data.result.as_ref()?.results;
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    for (config, label) in data.labels.iter().enumerate() {
+        let epochs = results
+            .iter()
+            .filter(|r| r.config_index == config)
+            .flat_map(|r| &r.epochs)
+            .filter(|e| !e.ranks.is_empty());
+        let (fastest, slowest): (Vec<f64>, Vec<f64>) = epochs
+            .map(|e| {
+                let seconds = e.ranks.iter().map(|r| r.seconds);
+                let slowest = seconds.clone().fold(f64::NEG_INFINITY, f64::max);
+                (seconds.fold(f64::INFINITY, f64::min), slowest)
+            })
+            .unzip();
+        if !fastest.is_empty() {
+            names.push(label.clone());
+            values.push(vec![stats::median(&fastest), stats::median(&slowest)]);
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let (mark, series) = grouped(&["fastest rank", "slowest rank"], &values, 1.0);
+    Some(Chart {
+        id: "rank_spread",
+        title: "Rank spread: the fastest and the slowest rank's epoch".to_owned(),
+        x: configs_axis(names),
+        y: SECONDS,
+        mark,
+        series,
+        highlights: Vec::new(),
+    })
+}
+
+/// An axis of configs, named by their labels.
+pub fn configs_axis(labels: Vec<String>) -> Axis {
+    Axis {
+        label: "config",
+        unit: "",
+        category: Some("config"),
+        names: labels,
+    }
+}
+
+/// Bars for `values[group][series]` at groups 1, 2, …, named by `series_names`.
+pub fn grouped(
+    series_names: &[&str],
+    values: &[Vec<Option<f64>>],
+    scale: f64,
+) -> (Mark, Vec<Series>) {
+    let count = series_names.len();
+    let mark = grouped_bars(count);
+    let Mark::Bars { width } = mark else {
+        return (mark, Vec::new());
+    };
+    let series = series_names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let offset = (index as f64 - (count as f64 - 1.0) / 2.0) * width;
+            Series {
+                name: (*name).to_owned(),
+                color: index,
+                points: values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(group, row)| {
+                        row.get(index)
+                            .copied()
+                            .flatten()
+                            .map(|v| [(group + 1) as f64 + offset, v * scale])
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    (mark, series)
+}
+
 /// Bars that fill 80% of each group, whatever the number of configs.
 pub fn grouped_bars(configs: usize) -> Mark {
     Mark::Bars {
@@ -234,6 +320,45 @@ mod tests {
         let chart = epoch_times(&many);
         assert_eq!(chart.mark, Mark::Lines);
         assert_eq!(chart.series[0].points, vec![[3.0, 1.5]]);
+    }
+
+    #[test]
+    fn rank_spread_shows_ranked_configs_fastest_and_slowest_rank() {
+        use crate::analysis::fixtures::{config, epoch, result, run};
+        use crate::results::RankEpoch;
+        let mut data = data();
+        assert_eq!(rank_spread(&data), None, "no result yet");
+        let ranked_epoch = |number, seconds: [f64; 2]| {
+            let mut ranked = epoch(number, 0.1, seconds[1], 3);
+            ranked.ranks = seconds
+                .iter()
+                .enumerate()
+                .map(|(rank, &seconds)| RankEpoch {
+                    rank,
+                    seconds,
+                    first_batch_s: 0.1,
+                    stall_s: 0.0,
+                    samples: 3,
+                    started_unix_s: 0.0,
+                    finished_unix_s: seconds,
+                })
+                .collect();
+            ranked
+        };
+        let plain = run(0, config(0, false), vec![epoch(1, 0.1, 1.0, 3)]);
+        let mut two_ranks = config(2, false);
+        two_ranks.ranks = 2;
+        let epochs = vec![ranked_epoch(1, [1.0, 1.5]), ranked_epoch(2, [2.0, 2.5])];
+        let ranked = run(1, two_ranks.clone(), epochs);
+        data.result = Some(result(
+            vec![config(0, false), two_ranks],
+            vec![plain, ranked],
+        ));
+        let chart = rank_spread(&data).expect("a ranked config");
+        assert_eq!(chart.x.names, ["nw=2"], "only ranked configs");
+        assert_eq!(chart.series[0].name, "fastest rank");
+        assert_eq!(chart.series[0].points, vec![[0.8, 1.5]]);
+        assert_eq!(chart.series[1].points, vec![[1.2, 2.0]]);
     }
 
     #[test]

@@ -252,6 +252,12 @@ impl Plan {
         {
             common.runtime = Runtime::Loaderbench;
         }
+        // One rank is the plain case: where the plan has several ranks values, every
+        // config with more than one rank says how many (a tie would otherwise leave the
+        // last value, say ranks=4, unnamed).
+        if self.configs.iter().any(|c| c.ranks != common.ranks) {
+            common.ranks = 1;
+        }
         common
     }
 
@@ -350,13 +356,6 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
                 "{} workers need a Unix system (Linux or macOS); use thread",
                 config.worker_kind.name()
             ),
-        ));
-    }
-    if config.runtime == Runtime::Pytorch && config.ranks > 1 {
-        return Err(field(
-            "ranks",
-            "the pytorch runtime measures one rank only; use ranks: [1] with it, or \
-             runtime: [loaderbench]",
         ));
     }
     if config.runtime == Runtime::Pytorch {
@@ -569,8 +568,36 @@ mod tests {
         assert!(err.contains("field `ranks`"), "{err}");
         preset.set("ranks", "2").unwrap();
         preset.set("runtime", "pytorch").unwrap();
-        let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
-        assert!(err.contains("field `ranks`"), "{err}");
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(
+            plan.configs[0].ranks, 2,
+            "the pytorch runtime takes ranks too"
+        );
+    }
+
+    #[test]
+    fn ddp_light_labels_name_every_rank_count_and_runtime() {
+        let (preset, _) = crate::builtin::load("ddp-light").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 18);
+        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        for (i, label) in labels.iter().enumerate() {
+            assert_eq!(
+                labels.iter().filter(|l| *l == label).count(),
+                1,
+                "{label} is ambiguous: {labels:?}"
+            );
+            let config = &plan.configs[i];
+            assert_eq!(label.contains("ranks="), config.ranks > 1, "{label}");
+            assert_eq!(
+                label.contains("pytorch"),
+                config.runtime == Runtime::Pytorch
+            );
+        }
+        assert!(
+            labels.contains(&"nw=2 pytorch ranks=4".to_owned()),
+            "{labels:?}"
+        );
     }
 
     #[test]

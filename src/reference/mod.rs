@@ -4,23 +4,26 @@
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`Reference::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
-//! that our loader produces, ending in a [`ConfigResult`]. Cancelling or failing kills
-//! the process group, so PyTorch's worker processes go with it.
+//! that our loader produces, ending in a [`ConfigResult`]. With ranks, it runs the script
+//! once per rank as a torch.distributed job (see [`job`]). Cancelling or failing kills
+//! every script's process group, so PyTorch's worker processes go with it.
 
 mod idx_file;
+mod job;
 mod protocol;
 mod python;
+mod session;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::analysis::disturbance;
-use crate::bench::meter::{self, Interference};
+use crate::bench::RanksSummary;
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset, DatasetKind};
 use crate::error::{Error, Result};
-use crate::loader::{StageTimes, WorkerStartup};
+use crate::loader::WorkerStartup;
 use crate::plan::Plan;
 use crate::results::{BatchRecord, ConfigResult, EpochResult};
 
@@ -28,20 +31,12 @@ pub use idx_file::write_idx;
 pub use protocol::{DatasetRequest, Message, Request};
 pub use python::{PYTHON_VAR, python_path};
 
-use python::{Line, PythonProcess};
+use job::Job;
+use python::PythonProcess;
+use session::Session;
 
 /// The script, shipped inside the binary so that it works from any directory.
 const SCRIPT: &str = include_str!("../../python/reference_loader.py");
-
-/// How often a waiting measurement checks for cancellation.
-const POLL: Duration = Duration::from_millis(50);
-
-/// Importing torch and building the dataset come before the first report; they get
-/// this much on top of the worker timeout.
-const STARTUP_ALLOWANCE: Duration = Duration::from_secs(60);
-
-/// Beyond the worker timeout, which PyTorch itself enforces and reports better.
-const SILENCE_ALLOWANCE: Duration = Duration::from_secs(10);
 
 /// What a measurement reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +100,8 @@ impl Reference {
         &self.python
     }
 
-    /// Measures config `index` of `plan` once with PyTorch's DataLoader.
+    /// Measures config `index` of `plan` once with PyTorch's DataLoader: one script, or
+    /// one per rank, each joining the job's process group through a file store.
     pub fn measure(
         &self,
         plan: &Plan,
@@ -115,31 +111,28 @@ impl Reference {
         report: &mut dyn FnMut(ReferenceEvent),
     ) -> Result<ConfigResult> {
         let config = &plan.configs[index];
-        let request = Request::new(plan, config, self.dataset.clone());
-        let request = serde_json::to_string(&request)
-            .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
-        let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
-        let worker_timeout = Duration::from_secs_f64(plan.worker_timeout_s);
-        let mut session = Session {
-            process,
-            python: &self.python,
-            silence_limit: worker_timeout + STARTUP_ALLOWANCE,
-            ready: None,
-            t0: 0.0,
-            timeline: Vec::new(),
-            startups: Vec::new(),
-            warmup: None,
-            epochs: Vec::new(),
-            reading: None,
-            interference: Vec::new(),
-        };
-        let peak_rss_bytes = session.follow(cancel, worker_timeout, report)?;
-        let ready = session.ready.unwrap_or(Ready {
-            intra_op_threads: 0,
-            pin_memory_effective: false,
-            rss_bytes: None,
-        });
-        let verdict = disturbance::judge(&session.interference);
+        let world = config.ranks;
+        let store = self.folder.path.join(format!("store-{index}-{repeat}"));
+        let sessions = (0..world)
+            .map(|rank| {
+                let request =
+                    Request::new(plan, config, self.dataset.clone()).for_rank(rank, world, &store);
+                let request = serde_json::to_string(&request)
+                    .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
+                let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
+                Ok(Session::new(rank, world, process))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut job = Job::new(sessions, &self.python);
+        job.follow(
+            cancel,
+            Duration::from_secs_f64(plan.worker_timeout_s),
+            report,
+        )?;
+        let summary = summary(&job.sessions);
+        // Every rank's process tree is ours, so each rank's meter saw the whole job.
+        let verdict = disturbance::judge(&job.sessions[0].interference);
+        let (warmup, epochs): (Vec<_>, Vec<_>) = job.epochs.into_iter().partition(|e| e.epoch == 0);
         Ok(ConfigResult {
             config_index: index,
             repeat,
@@ -147,181 +140,32 @@ impl Reference {
             config: config.clone(),
             other_load_cores: verdict.other_load_cores,
             disturbed: verdict.disturbed,
-            warmup: session.warmup,
-            epochs: session.epochs,
-            pin_memory_effective: ready.pin_memory_effective,
-            intra_op_threads: ready.intra_op_threads,
-            rss_before_bytes: ready.rss_bytes,
-            peak_rss_bytes,
+            warmup: warmup.into_iter().next(),
+            epochs,
+            pin_memory_effective: summary.pin_memory_effective,
+            intra_op_threads: summary.intra_op_threads,
+            rss_before_bytes: summary.rss_before_bytes,
+            peak_rss_bytes: summary.peak_rss_bytes,
             // PyTorch's worker processes are not measured one by one.
             workers: Vec::new(),
         })
     }
 }
 
-/// What the script said once it was ready.
-struct Ready {
-    intra_op_threads: i32,
-    pin_memory_effective: bool,
-    rss_bytes: Option<u64>,
-}
-
-/// One running script and what it has reported so far.
-struct Session<'a> {
-    process: PythonProcess,
-    python: &'a Path,
-    silence_limit: Duration,
-    ready: Option<Ready>,
-    /// The current epoch's start on the script's clock.
-    t0: f64,
-    timeline: Vec<BatchRecord>,
-    startups: Vec<WorkerStartup>,
-    warmup: Option<EpochResult>,
-    epochs: Vec<EpochResult>,
-    /// The meter's reading when the current epoch's start was reported.
-    reading: Option<meter::Reading>,
-    /// What the meter saw in each measured epoch, with its length.
-    interference: Vec<(f64, Interference)>,
-}
-
-impl Session<'_> {
-    /// Reads reports until `done`; returns the script's peak RSS.
-    fn follow(
-        &mut self,
-        cancel: &CancelToken,
-        worker_timeout: Duration,
-        report: &mut dyn FnMut(ReferenceEvent),
-    ) -> Result<Option<u64>> {
-        let mut heard = Instant::now();
-        loop {
-            if cancel.is_cancelled() {
-                self.process.kill();
-                return Err(Error::Cancelled);
-            }
-            let line = match self.process.next_line(POLL) {
-                Some(Line::Text(line)) => line,
-                Some(Line::Closed) => return Err(self.ended_early()),
-                None if heard.elapsed() > self.silence_limit => {
-                    self.process.kill();
-                    return Err(Error::run(format!(
-                        "the PyTorch DataLoader reported nothing for {:.0} s; stopped it",
-                        self.silence_limit.as_secs_f64()
-                    )));
-                }
-                None => continue,
-            };
-            heard = Instant::now();
-            let Some(message) = Message::parse(&line) else {
-                continue;
-            };
-            let message = message.map_err(Error::run)?;
-            if let Some(done) = self.take(message, report)? {
-                return Ok(done);
-            }
-            if self.ready.is_some() {
-                self.silence_limit = worker_timeout + SILENCE_ALLOWANCE;
-            }
+/// What the scripts used, all ranks together (memory summed).
+fn summary(sessions: &[Session]) -> RanksSummary {
+    let ranks = sessions.iter().map(|session| {
+        let ready = session.ready.unwrap_or_default();
+        RanksSummary {
+            pin_memory_effective: ready.pin_memory_effective,
+            intra_op_threads: ready.intra_op_threads,
+            rss_before_bytes: ready.rss_bytes,
+            peak_rss_bytes: session.done.flatten(),
+            workers: Vec::new(),
         }
-    }
-
-    /// Takes one report; `Some(peak RSS)` once the script is done.
-    fn take(
-        &mut self,
-        message: Message,
-        report: &mut dyn FnMut(ReferenceEvent),
-    ) -> Result<Option<Option<u64>>> {
-        match message {
-            Message::Ready {
-                intra_op_threads,
-                pin_memory_effective,
-                rss_bytes,
-            } => {
-                self.ready = Some(Ready {
-                    intra_op_threads,
-                    pin_memory_effective,
-                    rss_bytes,
-                });
-            }
-            Message::EpochStart { t0, .. } => {
-                self.t0 = t0;
-                self.reading = Some(meter::Reading::now());
-            }
-            Message::WorkerReady { worker, at } => {
-                let startup = WorkerStartup {
-                    worker,
-                    seconds: (at - self.t0).max(0.0),
-                };
-                self.startups.push(startup);
-                report(ReferenceEvent::WorkerReady(startup));
-            }
-            Message::Batch {
-                epoch,
-                index,
-                at_s,
-                samples,
-                wait_s,
-                to_device_s,
-            } => {
-                let batch = BatchRecord {
-                    index,
-                    at_s,
-                    samples,
-                    stages: StageTimes {
-                        wait_s,
-                        to_device_s,
-                        ..StageTimes::default()
-                    },
-                };
-                self.timeline.push(batch);
-                report(ReferenceEvent::Batch { epoch, batch });
-            }
-            Message::Epoch { epoch, seconds } => {
-                let timeline = std::mem::take(&mut self.timeline);
-                let startups = std::mem::take(&mut self.startups);
-                let mut result = EpochResult::from_batches(epoch, seconds, timeline, startups);
-                let seen = self.reading.take().and_then(|r| r.interference_since());
-                result.record(seen);
-                if let (Some(seen), true) = (seen, epoch > 0) {
-                    self.interference.push((seconds, seen));
-                }
-                report(ReferenceEvent::Epoch(result.clone()));
-                if epoch == 0 {
-                    self.warmup = Some(result);
-                } else {
-                    self.epochs.push(result);
-                }
-            }
-            Message::Done { peak_rss_bytes } => return Ok(Some(peak_rss_bytes)),
-            Message::Error {
-                message,
-                bad_input,
-                environment,
-            } => {
-                return Err(if environment {
-                    Error::file(self.python, message)
-                } else if bad_input {
-                    Error::value(format!("pytorch runtime: {message}"))
-                } else {
-                    Error::run(format!("PyTorch DataLoader: {message}"))
-                });
-            }
-        }
-        Ok(None)
-    }
-
-    /// The error for a script that stopped without saying why: its last stderr line.
-    fn ended_early(&mut self) -> Error {
-        self.process.kill();
-        self.process.settle_stderr(Duration::from_secs(1));
-        let detail = self
-            .process
-            .last_stderr_line()
-            .map_or_else(|| "no error output".to_owned(), |l| l.trim().to_owned());
-        Error::run(format!(
-            "the PyTorch reference runtime ({}) exited before finishing: {detail}",
-            self.python.display()
-        ))
-    }
+    });
+    // `measure` starts at least one script: a config has at least one rank.
+    RanksSummary::total(ranks.collect()).expect("a job has at least one rank")
 }
 
 /// A private temporary folder, removed when dropped.

@@ -2,10 +2,11 @@
 //! [`Request`] (one JSON line on the script's stdin) and the [`Message`]s it answers with
 //! (one JSON object per line on its stdout).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::rank_threads;
 use crate::plan::{Config, Plan};
 use crate::preset::IntraOpThreads;
 use crate::transform::{Normalize, Op};
@@ -52,6 +53,17 @@ pub struct Request {
     pub epochs: usize,
     pub warmup: bool,
     pub worker_timeout_s: f64,
+    /// Which rank of a distributed job this script is; `None` with one rank.
+    pub ranks: Option<RankRequest>,
+}
+
+/// One rank of a torch.distributed job: the process group it joins.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankRequest {
+    pub rank: usize,
+    pub world: usize,
+    /// torch.distributed's rendezvous: a file store every rank of the job names.
+    pub init_method: String,
 }
 
 impl Request {
@@ -71,7 +83,7 @@ impl Request {
             pin_memory: config.pin_memory,
             in_order: config.in_order,
             start_method: config.start_method.name(),
-            intra_op_threads: match config.intra_op_threads {
+            intra_op_threads: match rank_threads(config.intra_op_threads, config.ranks) {
                 IntraOpThreads::Auto => None,
                 IntraOpThreads::Count(count) => Some(count),
             },
@@ -79,7 +91,19 @@ impl Request {
             epochs: plan.epochs,
             warmup: plan.warmup,
             worker_timeout_s: plan.worker_timeout_s,
+            ranks: None,
         }
+    }
+
+    /// The request of rank `rank` of a job of `world` ranks that meet at the file
+    /// store `store`; with one rank, the request as it was.
+    pub fn for_rank(self, rank: usize, world: usize, store: &Path) -> Request {
+        let ranks = (world > 1).then(|| RankRequest {
+            rank,
+            world,
+            init_method: format!("file://{}", store.display()),
+        });
+        Request { ranks, ..self }
     }
 }
 
@@ -108,6 +132,13 @@ pub enum Message {
     },
     /// An epoch ended.
     Epoch { epoch: usize, seconds: f64 },
+    /// With ranks, after `Epoch`: when the rank left the barrier and when it ended the
+    /// epoch (seconds since the Unix epoch, a clock all ranks share).
+    RankEpoch {
+        epoch: usize,
+        started_unix_s: f64,
+        finished_unix_s: f64,
+    },
     /// Every epoch was measured.
     Done { peak_rss_bytes: Option<u64> },
     /// The script failed: `environment` when Python lacks torch or torchvision,
@@ -146,6 +177,7 @@ mod tests {
             r#"{"kind": "worker_ready", "worker": 1, "at": 12.75}"#,
             r#"{"kind": "batch", "epoch": 1, "index": 0, "at_s": 0.5, "samples": 64, "wait_s": 0.4, "to_device_s": 0.0}"#,
             r#"{"kind": "epoch", "epoch": 1, "seconds": 3.0}"#,
+            r#"{"kind": "rank_epoch", "epoch": 1, "started_unix_s": 9.5, "finished_unix_s": 12.5}"#,
             r#"{"kind": "done", "peak_rss_bytes": 1024}"#,
             r#"{"kind": "error", "message": "boom", "bad_input": false, "environment": true}"#,
         ];
@@ -189,5 +221,26 @@ mod tests {
         assert_eq!(json["ops"][3], serde_json::json!("normalize"));
         assert_eq!(json["dataset"]["kind"], "idx");
         assert_eq!(json["start_method"], "fork");
+        assert_eq!(json["ranks"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_rank_joins_the_file_store_and_runs_one_thread_by_default() {
+        let mut preset = crate::preset::Preset::default();
+        preset.set("runtime", "pytorch").unwrap();
+        preset.set("ranks", "2").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let dataset = DatasetRequest::Idx {
+            images: "i".into(),
+            labels: "l".into(),
+        };
+        let request = Request::new(&plan, &plan.configs[0], dataset);
+        assert_eq!(request.intra_op_threads, Some(1), "as torchrun sets it");
+        let ranked = request.for_rank(1, 2, Path::new("/private/store-0"));
+        let json = serde_json::to_value(&ranked).unwrap();
+        assert_eq!(
+            json["ranks"],
+            serde_json::json!({"rank": 1, "world": 2, "init_method": "file:///private/store-0"})
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, unbounded};
+use crossbeam_channel::{Receiver, unbounded};
 
 use crate::error::{Error, Result};
 
@@ -110,12 +110,22 @@ impl PythonProcess {
             .map_err(|err| Error::run(format!("cannot send the request to Python: {err}")))
     }
 
-    /// The next stdout line, or `None` when nothing came within `wait`.
-    pub fn next_line(&self, wait: Duration) -> Option<Line> {
-        match self.lines.recv_timeout(wait) {
-            Ok(line) => Some(line),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => Some(Line::Closed),
+    /// The script's stdout lines, as they come; a disconnected channel means closed too.
+    pub fn lines(&self) -> &Receiver<Line> {
+        &self.lines
+    }
+
+    /// How the process ended, if it does within `grace`; `None` while it runs on.
+    pub fn exit_status(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                _ => return None,
+            }
         }
     }
 

@@ -1,5 +1,7 @@
 //! Helpers the GUI tests share.
 
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
@@ -55,4 +57,26 @@ pub fn start_xvfb() -> Option<Xvfb> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Some(Xvfb { display, server })
+}
+
+/// Runs `loaderbench gui PRESET --run --exit --json JSON` (journals in `dir`) in a window
+/// on a display of its own, failing after `limit`; `None` when Xvfb is not installed.
+pub fn run_in_window(preset: &Path, json: &Path, dir: &Path, limit: Duration) -> Option<Output> {
+    let mut xvfb = start_xvfb()?;
+    let output = super::run_with_deadline(
+        super::loaderbench_command(&[
+            "gui",
+            super::path_str(preset),
+            "--run",
+            "--exit",
+            "--json",
+            super::path_str(json),
+            "--journal-dir",
+            super::path_str(dir),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        limit,
+    );
+    xvfb.stop();
+    Some(output)
 }

@@ -28,7 +28,7 @@ use crate::results::{BatchRecord, EpochResult, RankEpoch};
 
 pub use protocol::RanksSummary;
 use protocol::{FromRank, GO, RankJob};
-pub use rank::rank_main;
+pub use rank::{rank_main, rank_threads};
 
 /// The hidden sub-command a rank process runs.
 pub const RANK_COMMAND: &str = "__rank";
@@ -272,8 +272,10 @@ fn start_rank(
 }
 
 /// One epoch of all ranks: the slowest rank's figures, samples and throughput summed
-/// over the ranks, and each rank's own.
-fn merge(epoch: usize, finished: Vec<(EpochResult, f64, f64)>) -> EpochResult {
+/// over the ranks, and each rank's own. Each rank's epoch comes with when it left the
+/// barrier and when it ended the epoch (Unix seconds). The pytorch runtime's ranks are
+/// merged here too.
+pub fn merge(epoch: usize, finished: Vec<(EpochResult, f64, f64)>) -> EpochResult {
     let ranks: Vec<RankEpoch> = finished
         .iter()
         .enumerate()

@@ -114,8 +114,9 @@ fn serve(out: &mut impl Write) -> Result<()> {
 
 /// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
 /// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
-/// starts a thread per core and they spin against each other.
-fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
+/// starts a thread per core and they spin against each other. The pytorch runtime's
+/// ranks run with the same.
+pub fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
     match threads {
         IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
         other => other,

@@ -205,14 +205,15 @@ impl App {
         self.run.as_ref().and_then(|run| run.data.result.as_ref())
     }
 
-    /// The charts as they are drawn now: first batch, epoch times, timeline.
+    /// The charts as they are drawn now: first batch, epoch times, the rank spread when
+    /// a config has several ranks, timeline.
     pub fn charts(&self) -> Vec<Chart> {
         self.run.as_ref().map_or_else(Vec::new, |run| {
-            vec![
-                charts::first_batch(&run.data),
-                charts::epoch_times(&run.data),
-                charts::timeline(&run.data, self.timeline_config(&run.data)),
-            ]
+            let data = &run.data;
+            let mut charts = vec![charts::first_batch(data), charts::epoch_times(data)];
+            charts.extend(charts::rank_spread(data));
+            charts.push(charts::timeline(data, self.timeline_config(data)));
+            charts
         })
     }
 

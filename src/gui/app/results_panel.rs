@@ -81,11 +81,16 @@ impl App {
             return;
         };
         let data = &run.data;
-        let plots = ui.columns(2, |columns| {
+        let mut plots = ui.columns(2, |columns| {
             plots::draw(&mut columns[0], &charts::first_batch(data), 175.0);
             plots::draw(&mut columns[1], &charts::epoch_times(data), 175.0);
             columns[0].min_rect().union(columns[1].min_rect())
         });
+        if let Some(chart) = charts::rank_spread(data) {
+            ui.add_space(4.0);
+            let drawn = ui.scope(|ui| plots::draw(ui, &chart, 110.0));
+            plots = plots.union(drawn.response.rect);
+        }
         ui.add_space(4.0);
         let selected = self.timeline_config(data);
         ui.horizontal(|ui| {

@@ -1,0 +1,156 @@
+//! One script process of a measurement (the only one with one rank, one per rank of a
+//! distributed job otherwise) and what it has reported so far: [`Session::take`] turns
+//! each report into loaderbench's batches, worker start-ups and epochs, reads the
+//! interference meter around every epoch, and turns the script's errors into ours.
+
+use std::path::Path;
+
+use super::ReferenceEvent;
+use super::protocol::Message;
+use super::python::PythonProcess;
+use crate::bench::meter::{self, Interference};
+use crate::error::{Error, Result};
+use crate::loader::{StageTimes, WorkerStartup};
+use crate::results::{BatchRecord, EpochResult};
+
+/// What the script said once it was ready.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ready {
+    pub intra_op_threads: i32,
+    pub pin_memory_effective: bool,
+    pub rss_bytes: Option<u64>,
+}
+
+/// One running script and what it has reported so far.
+pub struct Session {
+    /// This script's rank of `world`; 0 of 1 without ranks.
+    pub rank: usize,
+    world: usize,
+    pub process: PythonProcess,
+    pub ready: Option<Ready>,
+    /// The current epoch's start on the script's clock.
+    t0: f64,
+    timeline: Vec<BatchRecord>,
+    startups: Vec<WorkerStartup>,
+    /// Every epoch the script finished, the warm-up (epoch 0) first when there is one.
+    pub epochs: Vec<EpochResult>,
+    /// With ranks, for each of `epochs`: when the rank left the barrier and when it
+    /// ended the epoch (Unix seconds).
+    pub bounds: Vec<(f64, f64)>,
+    /// The meter's reading when the current epoch's start was reported.
+    reading: Option<meter::Reading>,
+    /// What the meter saw in each measured epoch, with its length.
+    pub interference: Vec<(f64, Interference)>,
+    /// `Some(peak RSS)` once the script said it is done.
+    pub done: Option<Option<u64>>,
+}
+
+impl Session {
+    pub fn new(rank: usize, world: usize, process: PythonProcess) -> Session {
+        Session {
+            rank,
+            world,
+            process,
+            ready: None,
+            t0: 0.0,
+            timeline: Vec::new(),
+            startups: Vec::new(),
+            epochs: Vec::new(),
+            bounds: Vec::new(),
+            reading: None,
+            interference: Vec::new(),
+            done: None,
+        }
+    }
+
+    /// Takes one report; worker start-ups and batches go to `report` as they come.
+    pub fn take(
+        &mut self,
+        message: Message,
+        python: &Path,
+        report: &mut dyn FnMut(ReferenceEvent),
+    ) -> Result<()> {
+        match message {
+            Message::Ready {
+                intra_op_threads,
+                pin_memory_effective,
+                rss_bytes,
+            } => {
+                self.ready = Some(Ready {
+                    intra_op_threads,
+                    pin_memory_effective,
+                    rss_bytes,
+                });
+            }
+            Message::EpochStart { t0, .. } => {
+                self.t0 = t0;
+                self.reading = Some(meter::Reading::now());
+            }
+            Message::WorkerReady { worker, at } => {
+                let startup = WorkerStartup {
+                    worker,
+                    seconds: (at - self.t0).max(0.0),
+                };
+                self.startups.push(startup);
+                report(ReferenceEvent::WorkerReady(startup));
+            }
+            Message::Batch {
+                epoch,
+                index,
+                at_s,
+                samples,
+                wait_s,
+                to_device_s,
+            } => {
+                let batch = BatchRecord {
+                    index,
+                    at_s,
+                    samples,
+                    stages: StageTimes {
+                        wait_s,
+                        to_device_s,
+                        ..StageTimes::default()
+                    },
+                };
+                self.timeline.push(batch);
+                report(ReferenceEvent::Batch { epoch, batch });
+            }
+            Message::Epoch { epoch, seconds } => {
+                let timeline = std::mem::take(&mut self.timeline);
+                let startups = std::mem::take(&mut self.startups);
+                let mut result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+                let seen = self.reading.take().and_then(|r| r.interference_since());
+                result.record(seen);
+                if let (Some(seen), true) = (seen, epoch > 0) {
+                    self.interference.push((seconds, seen));
+                }
+                self.epochs.push(result);
+            }
+            Message::RankEpoch {
+                started_unix_s,
+                finished_unix_s,
+                ..
+            } => self.bounds.push((started_unix_s, finished_unix_s)),
+            Message::Done { peak_rss_bytes } => self.done = Some(peak_rss_bytes),
+            Message::Error {
+                message,
+                bad_input,
+                environment,
+            } => {
+                return Err(if environment {
+                    Error::file(python, message)
+                } else if bad_input {
+                    Error::value(format!("pytorch runtime: {message}"))
+                } else if self.world > 1 {
+                    Error::run(format!(
+                        "rank {} failed: PyTorch DataLoader: {message}",
+                        self.rank
+                    ))
+                } else {
+                    Error::run(format!("PyTorch DataLoader: {message}"))
+                });
+            }
+        }
+        Ok(())
+    }
+}
