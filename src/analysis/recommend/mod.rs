@@ -6,18 +6,25 @@
 //! fastest's, or that lie within [`NEAR_SHARE`] of it, are equally fast, and of those
 //! the one with the fewest workers wins, since workers cost memory and cores that buy
 //! nothing measurable. A knob measured as a no-op (pin_memory without CUDA) makes no
-//! config of its own, nor does a copy of a config (an A/A check). No winner is named over a disturbed config, and a single repeat
-//! is called one sample.
+//! config of its own, nor does a copy of a config (an A/A check). No winner is named over
+//! a disturbed config, and a single repeat is called one sample. The paragraph is
+//! written in [`text`], the code to paste in [`snippet`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Config, KNOBS};
-use crate::preset::{IntraOpThreads, Runtime};
+use crate::plan::Config;
+use crate::preset::IntraOpThreads;
 use crate::results::{ConfigResult, RunResult};
 use crate::stats::{self, Estimate};
 
 use super::input::InputBound;
-use super::{ConfigRuns, duration, mib};
+use super::ConfigRuns;
+
+mod snippet;
+mod text;
+
+pub use snippet::snippet;
+use text::paragraph;
 
 /// Configs within this share of the fastest projected time count as equally fast even
 /// when their intervals do not meet: a smaller gain is not worth a knob.
@@ -337,202 +344,14 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
     }
 }
 
-fn paragraph(
-    r: &Recommendation,
-    planned_epochs: usize,
-    chosen: &Candidate<'_>,
-    baseline: &Candidate<'_>,
-    candidates: &[Candidate<'_>],
-    stall: Option<&InputBound>,
-) -> String {
-    let projected = chosen.projected_s;
-    let mut text = format!(
-        "Use {}. Over {planned_epochs} epochs it projects to {}",
-        chosen.label,
-        duration(projected.median),
-    );
-    if projected.n > 1 {
-        text.push_str(&format!(
-            " (95% interval {}–{})",
-            duration(projected.low),
-            duration(projected.high)
-        ));
-    }
-    text.push_str(&format!(
-        ": {:.2} s per epoch after a first epoch of {:.2} s",
-        chosen.epoch_s().unwrap_or(f64::NAN),
-        chosen.first_epoch_s().unwrap_or(f64::NAN)
-    ));
-    // One sample has no noise to be beyond; the closing sentence says what it is.
-    let beyond = if r.samples > 1 {
-        "beyond the noise".to_owned()
-    } else {
-        format!("by more than {:.0}%", NEAR_SHARE * 100.0)
-    };
-    match r.outcome {
-        Outcome::Faster => text.push_str(&format!(
-            ", {:.1}× as fast as {} ({:.2} s per epoch) {beyond}.",
-            r.speedup.unwrap_or(f64::NAN),
-            baseline.label,
-            baseline.epoch_s().unwrap_or(f64::NAN)
-        )),
-        Outcome::NoneFaster | Outcome::Undecided => {
-            let more = if chosen.config.num_workers == 0 {
-                ""
-            } else {
-                " more"
-            };
-            text.push_str(&format!(
-                ", and no config with{more} workers was faster {beyond}."
-            ));
-        }
-    }
-    if !r.equally_fast.is_empty() {
-        let (is, uses) = if r.equally_fast.len() == 1 {
-            ("is", "uses")
-        } else {
-            ("are", "use")
-        };
-        text.push_str(&format!(
-            " {} {is} as fast within the noise but {uses} more workers.",
-            r.equally_fast.join(", "),
-        ));
-    }
-    let folded: Vec<String> = candidates
-        .iter()
-        .filter(|c| !c.folded.is_empty())
-        .map(|c| format!("{} as {}", c.folded.join(", "), c.label))
-        .collect();
-    if !folded.is_empty() {
-        text.push_str(&format!(
-            " pin_memory had no effect (no CUDA), so these count as one config: {}.",
-            folded.join("; ")
-        ));
-    }
-    if let Some(peak) = chosen.peak_rss_bytes() {
-        text.push_str(&format!(" It peaks at {} of memory", mib(peak)));
-        match baseline.peak_rss_bytes() {
-            Some(base) if chosen.index != baseline.index => {
-                let extra = peak as i64 - base as i64;
-                text.push_str(&format!(
-                    " ({}{} against {}).",
-                    if extra >= 0 { "+" } else { "-" },
-                    mib(extra.unsigned_abs()),
-                    baseline.label
-                ));
-            }
-            _ => text.push('.'),
-        }
-    }
-    if let Some(stall) = stall {
-        text.push_str(&format!(" With the training step, {}.", stall.verdict));
-    }
-    if r.samples == 1 {
-        text.push_str(&format!(
-            " Each config was measured once, so this is one sample: {RERUN} before relying \
-             on it."
-        ));
-    }
-    text
-}
-
-/// The code that sets `config` up, for the runtime that measured it.
-pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
-    match config.runtime {
-        Runtime::Pytorch => pytorch_snippet(result, config, intra_op_threads),
-        Runtime::Loaderbench => preset_lines(result, config),
-    }
-}
-
-/// `DataLoader(dataset, batch_size=256, shuffle=True, num_workers=4, …)`, with only the
-/// arguments PyTorch accepts for that many workers; with several ranks, over each rank's
-/// DistributedSampler, as the pytorch runtime measured it.
-fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
-    let python_bool = |b: bool| if b { "True" } else { "False" };
-    let ranked = config.ranks > 1;
-    let mut args = vec![
-        "dataset".to_owned(),
-        format!("batch_size={}", config.batch_size),
-        if ranked {
-            "sampler=sampler".to_owned()
-        } else {
-            format!("shuffle={}", python_bool(result.shuffle))
-        },
-    ];
-    if result.drop_last {
-        args.push("drop_last=True".to_owned());
-    }
-    args.push(format!("num_workers={}", config.num_workers));
-    if config.num_workers > 0 {
-        args.push(format!(
-            "persistent_workers={}",
-            python_bool(config.persistent_workers)
-        ));
-    }
-    args.push(format!("pin_memory={}", python_bool(config.pin_memory)));
-    if config.num_workers > 0 {
-        args.push(format!("prefetch_factor={}", config.prefetch_factor));
-        if !config.in_order {
-            args.push("in_order=False".to_owned());
-        }
-        args.push(format!(
-            "multiprocessing_context=\"{}\"",
-            config.start_method.name()
-        ));
-    }
-    let mut code = String::new();
-    if let Some(threads) = intra_op_threads {
-        code.push_str(&format!("import torch\ntorch.set_num_threads({threads})\n"));
-    }
-    code.push_str("from torch.utils.data import DataLoader\n");
-    if ranked {
-        code.push_str(&format!(
-            "from torch.utils.data.distributed import DistributedSampler\n\
-             # in each of the {} ranks, after init_process_group; call \
-             sampler.set_epoch(epoch) before every epoch\n\
-             sampler = DistributedSampler(dataset, shuffle={}, drop_last={})\n",
-            config.ranks,
-            python_bool(result.shuffle),
-            python_bool(result.drop_last)
-        ));
-    }
-    code.push_str(&format!("loader = DataLoader({})", args.join(", ")));
-    code
-}
-
-/// The preset lines that measure exactly `config` on loaderbench's engine: every knob
-/// of the registry, one value each.
-fn preset_lines(result: &RunResult, config: &Config) -> String {
-    let mut lines = vec![
-        format!("shuffle: {},", result.shuffle),
-        format!("drop_last: {},", result.drop_last),
-    ];
-    for knob in &KNOBS {
-        let value = match knob.field {
-            // Presets write these as RON values, not as the names tables show.
-            "pipeline" => ron(&config.pipeline),
-            "device" => format!("\"{}\"", config.device),
-            _ => (knob.value)(config),
-        };
-        lines.push(format!("{}: [{value}],", knob.field));
-    }
-    lines.join("\n")
-}
-
-/// A knob value the way a preset spells it.
-fn ron<T: Serialize>(value: &T) -> String {
-    // Knob values are plain enums and structs of numbers and strings, which RON always
-    // serializes.
-    ron::to_string(value).expect("a knob value serializes to RON")
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
     use super::super::fixtures::{config, epoch, result, run};
     use super::*;
     use crate::plan::Plan;
-    use crate::preset::{Preset, StartMethod};
+    use crate::plan::KNOBS;
+    use crate::preset::{Preset, Runtime, StartMethod};
 
     fn measured(
         index: usize,

@@ -1,0 +1,106 @@
+//! The recommendation's paragraph: the config to use and what it projects to over the
+//! planned epochs, against what and by how much, what else was as fast, whether the run
+//! is input-bound, and how many samples stand behind it.
+
+use super::super::input::InputBound;
+use super::super::{duration, mib};
+use super::{Candidate, NEAR_SHARE, Outcome, RERUN, Recommendation};
+
+pub(super) fn paragraph(
+    r: &Recommendation,
+    planned_epochs: usize,
+    chosen: &Candidate<'_>,
+    baseline: &Candidate<'_>,
+    candidates: &[Candidate<'_>],
+    stall: Option<&InputBound>,
+) -> String {
+    let projected = chosen.projected_s;
+    let mut text = format!(
+        "Use {}. Over {planned_epochs} epochs it projects to {}",
+        chosen.label,
+        duration(projected.median),
+    );
+    if projected.n > 1 {
+        text.push_str(&format!(
+            " (95% interval {}–{})",
+            duration(projected.low),
+            duration(projected.high)
+        ));
+    }
+    text.push_str(&format!(
+        ": {:.2} s per epoch after a first epoch of {:.2} s",
+        chosen.epoch_s().unwrap_or(f64::NAN),
+        chosen.first_epoch_s().unwrap_or(f64::NAN)
+    ));
+    // One sample has no noise to be beyond; the closing sentence says what it is.
+    let beyond = if r.samples > 1 {
+        "beyond the noise".to_owned()
+    } else {
+        format!("by more than {:.0}%", NEAR_SHARE * 100.0)
+    };
+    match r.outcome {
+        Outcome::Faster => text.push_str(&format!(
+            ", {:.1}× as fast as {} ({:.2} s per epoch) {beyond}.",
+            r.speedup.unwrap_or(f64::NAN),
+            baseline.label,
+            baseline.epoch_s().unwrap_or(f64::NAN)
+        )),
+        Outcome::NoneFaster | Outcome::Undecided => {
+            let more = if chosen.config.num_workers == 0 {
+                ""
+            } else {
+                " more"
+            };
+            text.push_str(&format!(
+                ", and no config with{more} workers was faster {beyond}."
+            ));
+        }
+    }
+    if !r.equally_fast.is_empty() {
+        let (is, uses) = if r.equally_fast.len() == 1 {
+            ("is", "uses")
+        } else {
+            ("are", "use")
+        };
+        text.push_str(&format!(
+            " {} {is} as fast within the noise but {uses} more workers.",
+            r.equally_fast.join(", "),
+        ));
+    }
+    let folded: Vec<String> = candidates
+        .iter()
+        .filter(|c| !c.folded.is_empty())
+        .map(|c| format!("{} as {}", c.folded.join(", "), c.label))
+        .collect();
+    if !folded.is_empty() {
+        text.push_str(&format!(
+            " pin_memory had no effect (no CUDA), so these count as one config: {}.",
+            folded.join("; ")
+        ));
+    }
+    if let Some(peak) = chosen.peak_rss_bytes() {
+        text.push_str(&format!(" It peaks at {} of memory", mib(peak)));
+        match baseline.peak_rss_bytes() {
+            Some(base) if chosen.index != baseline.index => {
+                let extra = peak as i64 - base as i64;
+                text.push_str(&format!(
+                    " ({}{} against {}).",
+                    if extra >= 0 { "+" } else { "-" },
+                    mib(extra.unsigned_abs()),
+                    baseline.label
+                ));
+            }
+            _ => text.push('.'),
+        }
+    }
+    if let Some(stall) = stall {
+        text.push_str(&format!(" With the training step, {}.", stall.verdict));
+    }
+    if r.samples == 1 {
+        text.push_str(&format!(
+            " Each config was measured once, so this is one sample: {RERUN} before relying \
+             on it."
+        ));
+    }
+    text
+}
