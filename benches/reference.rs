@@ -43,7 +43,7 @@ fn agreement(full: bool, dir: &Path) {
     preset.set("epochs", "3").expect("epochs");
     let plan = Plan::from_preset(&preset, None).expect("a plan");
     let dataset = open(&plan.dataset, plan.samples).expect("the dataset");
-    let reference = Reference::prepare(&plan, &dataset).expect("the script");
+    let reference = Reference::prepare(&plan, Some(&dataset)).expect("the script");
     let (images, labels) = reference::write_idx(dataset.as_ref(), dir).expect("IDX files");
     let request = Request::new(
         &plan,

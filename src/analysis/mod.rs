@@ -256,6 +256,7 @@ pub(crate) mod fixtures {
             rss_before_bytes: Some(100 << 20),
             peak_rss_bytes: Some(200 << 20),
             workers: Vec::new(),
+            python: None,
         }
     }
 

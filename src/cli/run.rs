@@ -140,6 +140,9 @@ pub fn print_tables(result: &RunResult) {
         print!("{}", export::markdown::table(result, &pipeline));
     }
     println!("\n{}", result.machine.summary());
+    if let Some(python) = result.python() {
+        println!("PyTorch runtime: {}", python.summary());
+    }
 }
 
 /// The A/A check where the run has one; the whole analysis with `--recommend`, else

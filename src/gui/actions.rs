@@ -32,6 +32,8 @@ pub enum Pick {
     OpenResults,
     SavePresetAs,
     Dataset,
+    /// The module of the user's own Python dataset.
+    PythonModule,
     ExportPath,
 }
 

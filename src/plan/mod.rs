@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::DatasetSpec;
+use crate::dataset::{DatasetKind, DatasetSpec, python};
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
 use crate::preset::{
@@ -161,6 +161,9 @@ pub struct Plan {
     pub step: StepCost,
     /// The epochs a training run would take (for the break-even and recommendation).
     pub planned_epochs: usize,
+    /// The Python that runs the pytorch runtime, when the preset names one.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
 }
 
 impl Plan {
@@ -198,9 +201,12 @@ impl Plan {
                 unique.push(config);
             }
         }
-        let configs = unique;
+        let mut configs = unique;
         for config in &configs {
             check_config(config).map_err(in_file)?;
+        }
+        if preset.dataset.kind == DatasetKind::Python {
+            user_dataset_configs(preset, &mut configs).map_err(in_file)?;
         }
         if preset.step != StepCost::None && configs.iter().any(|c| c.runtime == Runtime::Pytorch) {
             return Err(bad(
@@ -228,6 +234,7 @@ impl Plan {
             warnings,
             step: preset.step,
             planned_epochs: preset.planned_epochs,
+            python: preset.python.clone(),
         })
     }
 
@@ -355,6 +362,30 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
     if config.runtime == Runtime::Pytorch {
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;
+    }
+    Ok(())
+}
+
+/// Checks a python dataset's configs: its fields, the pytorch runtime (the only one
+/// that loads user code) and no pipeline of ours (its own code transforms the samples).
+/// The configs' pipeline becomes the factory's name, which tables and groups show.
+fn user_dataset_configs(preset: &Preset, configs: &mut [Config]) -> Result<(), FieldError> {
+    python::check(&preset.dataset)?;
+    if configs.iter().any(|c| c.runtime != Runtime::Pytorch) {
+        return Err(field("runtime", python::ENGINE_REFUSAL));
+    }
+    if preset.pipeline != [PipelineSpec::Light] {
+        return Err(field(
+            "pipeline",
+            "a python dataset transforms its samples in its own code; leave pipeline out",
+        ));
+    }
+    let own = PipelineSpec::Custom {
+        name: preset.dataset.factory.clone().unwrap_or_default(),
+        ops: Vec::new(),
+    };
+    for config in configs {
+        config.pipeline = own.clone();
     }
     Ok(())
 }
@@ -564,6 +595,35 @@ mod tests {
         preset.set("runtime", "pytorch").unwrap();
         let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
         assert!(err.contains("field `ranks`"), "{err}");
+    }
+
+    #[test]
+    fn a_python_dataset_runs_on_pytorch_only_and_brings_its_own_pipeline() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("dataset.kind", "python").unwrap();
+        preset.set("dataset.path", "my_data.py").unwrap();
+        preset.set("dataset.factory", "make_dataset").unwrap();
+        preset.set("dataset.args.root", "/data/mnist").unwrap();
+        assert_eq!(preset.dataset.args["root"], "/data/mnist");
+        let err = Plan::from_preset(&preset, Some(Path::new("p.ron"))).unwrap_err();
+        assert_eq!(err.field(), Some("runtime"));
+        assert!(err.to_string().contains("use runtime: [pytorch]"), "{err}");
+        preset.set("runtime", "pytorch").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 4);
+        assert!(
+            plan.configs
+                .iter()
+                .all(|c| c.pipeline.name() == "make_dataset")
+        );
+        preset.set("pipeline", "heavy").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert_eq!(err.field(), Some("pipeline"));
+        preset.set("pipeline", "light").unwrap();
+        preset.dataset.factory = None;
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert_eq!(err.field(), Some("dataset.factory"));
     }
 
     #[test]

@@ -111,6 +111,10 @@ pub struct Preset {
     /// (DistributedSampler semantics) with its own workers.
     #[serde(default = "defaults::ranks")]
     pub ranks: Vec<usize>,
+    /// The Python that runs the pytorch runtime (a user's own environment, so their
+    /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
 }
 
 /// One extra config: the knobs it sets.
@@ -251,6 +255,7 @@ impl Default for Preset {
             start_method: defaults::start_method(),
             intra_op_threads: defaults::intra_op_threads(),
             ranks: defaults::ranks(),
+            python: None,
         }
     }
 }

@@ -11,6 +11,7 @@ mod idx_file;
 mod protocol;
 mod python;
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,13 +20,13 @@ use crate::analysis::disturbance;
 use crate::bench::meter::{self, Interference};
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset, DatasetKind};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UserCodeError};
 use crate::loader::{StageTimes, WorkerStartup};
 use crate::plan::Plan;
-use crate::results::{BatchRecord, ConfigResult, EpochResult};
+use crate::results::{BatchRecord, ConfigResult, EpochResult, PythonEnvironment};
 
 pub use idx_file::write_idx;
-pub use protocol::{DatasetRequest, Message, Request};
+pub use protocol::{DatasetRequest, Message, Request, UserFrame, Versions};
 pub use python::{PYTHON_VAR, python_path};
 
 use python::{Line, PythonProcess};
@@ -53,6 +54,8 @@ pub enum ReferenceEvent {
         batch: BatchRecord,
     },
     Epoch(EpochResult),
+    /// Something the user should know; the measurement goes on.
+    Note(String),
 }
 
 /// The script and the dataset's files, ready for any number of configs of one plan.
@@ -60,11 +63,15 @@ pub struct Reference {
     folder: TempFolder,
     python: PathBuf,
     dataset: DatasetRequest,
+    /// Batches delivered in every config measured so far: before the run's first, a
+    /// failing user dataset is bad input; after it, a failed run.
+    batches: Cell<usize>,
 }
 
 impl Reference {
-    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX.
-    pub fn prepare(plan: &Plan, dataset: &Arc<dyn Dataset>) -> Result<Reference> {
+    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX
+    /// (`dataset` is our engine's view of the plan's dataset; a python one has none).
+    pub fn prepare(plan: &Plan, dataset: Option<&Arc<dyn Dataset>>) -> Result<Reference> {
         let folder = TempFolder::create()?;
         std::fs::write(folder.script(), SCRIPT)
             .map_err(|err| Error::file(folder.script(), err.to_string()))?;
@@ -76,6 +83,9 @@ impl Reference {
         };
         let dataset = match spec.kind {
             DatasetKind::Synthetic => {
+                let dataset = dataset.ok_or_else(|| {
+                    Error::run("the synthetic dataset was not generated before the run")
+                })?;
                 let (images, labels) = write_idx(dataset.as_ref(), &folder.path)?;
                 DatasetRequest::Idx { images, labels }
             }
@@ -92,11 +102,13 @@ impl Reference {
                 channels: spec.channels,
                 image_size: spec.image_size,
             },
+            DatasetKind::Python => user_dataset(spec)?,
         };
         Ok(Reference {
             folder,
-            python: python_path(),
+            python: plan.python.clone().unwrap_or_else(python_path),
             dataset,
+            batches: Cell::new(0),
         })
     }
 
@@ -132,12 +144,16 @@ impl Reference {
             epochs: Vec::new(),
             reading: None,
             interference: Vec::new(),
+            batches: self.batches.get(),
         };
-        let peak_rss_bytes = session.follow(cancel, worker_timeout, report)?;
+        let followed = session.follow(cancel, worker_timeout, report);
+        self.batches.set(session.batches);
+        let peak_rss_bytes = followed?;
         let ready = session.ready.unwrap_or(Ready {
             intra_op_threads: 0,
             pin_memory_effective: false,
             rss_bytes: None,
+            versions: None,
         });
         let verdict = disturbance::judge(&session.interference);
         Ok(ConfigResult {
@@ -155,6 +171,12 @@ impl Reference {
             peak_rss_bytes,
             // PyTorch's worker processes are not measured one by one.
             workers: Vec::new(),
+            python: ready.versions.map(|v| PythonEnvironment {
+                executable: self.python.clone(),
+                python: v.python,
+                torch: v.torch,
+                torchvision: v.torchvision,
+            }),
         })
     }
 }
@@ -164,6 +186,26 @@ struct Ready {
     intra_op_threads: i32,
     pin_memory_effective: bool,
     rss_bytes: Option<u64>,
+    versions: Option<Versions>,
+}
+
+/// The request for a user's python dataset, once its module is known to exist.
+fn user_dataset(spec: &dataset::DatasetSpec) -> Result<DatasetRequest> {
+    dataset::python::check(spec)?;
+    let (Some(path), Some(factory)) = (&spec.path, &spec.factory) else {
+        return Err(Error::value(
+            "dataset: a python dataset needs a path and a factory",
+        ));
+    };
+    if !path.is_file() {
+        return Err(Error::file(path, "no such file"));
+    }
+    Ok(DatasetRequest::Python {
+        path: path.clone(),
+        factory: factory.clone(),
+        args: spec.args.clone(),
+        collate: spec.collate.clone(),
+    })
 }
 
 /// One running script and what it has reported so far.
@@ -182,6 +224,8 @@ struct Session<'a> {
     reading: Option<meter::Reading>,
     /// What the meter saw in each measured epoch, with its length.
     interference: Vec<(f64, Interference)>,
+    /// Batches that reached the device in this run so far.
+    batches: usize,
 }
 
 impl Session<'_> {
@@ -235,13 +279,16 @@ impl Session<'_> {
                 intra_op_threads,
                 pin_memory_effective,
                 rss_bytes,
+                versions,
             } => {
                 self.ready = Some(Ready {
                     intra_op_threads,
                     pin_memory_effective,
                     rss_bytes,
+                    versions: Some(versions),
                 });
             }
+            Message::Note { message } => report(ReferenceEvent::Note(message)),
             Message::EpochStart { t0, .. } => {
                 self.t0 = t0;
                 self.reading = Some(meter::Reading::now());
@@ -273,6 +320,7 @@ impl Session<'_> {
                     },
                 };
                 self.timeline.push(batch);
+                self.batches += 1;
                 report(ReferenceEvent::Batch { epoch, batch });
             }
             Message::Epoch { epoch, seconds } => {
@@ -296,8 +344,16 @@ impl Session<'_> {
                 message,
                 bad_input,
                 environment,
+                user,
             } => {
-                return Err(if environment {
+                return Err(if let Some(UserFrame { file, line }) = user {
+                    Error::from(UserCodeError {
+                        file,
+                        line,
+                        problem: message,
+                        bad_input: bad_input || self.batches == 0,
+                    })
+                } else if environment {
                     Error::file(self.python, message)
                 } else if bad_input {
                     Error::value(format!("pytorch runtime: {message}"))

@@ -49,7 +49,7 @@ impl App {
             Pick::OpenPreset => self.apply(ctx, Action::OpenPreset(path)),
             Pick::OpenResults => self.apply(ctx, Action::OpenResults(path)),
             Pick::SavePresetAs => self.apply(ctx, Action::SavePreset(path)),
-            Pick::Dataset => {
+            Pick::Dataset | Pick::PythonModule => {
                 self.form.set_dataset_path(&path);
                 let mut preset = self.saved.preset.clone();
                 preset.dataset.path = Some(path);
@@ -116,7 +116,7 @@ impl App {
     pub(super) fn browse(&mut self, pick: Pick) {
         let start = match pick {
             Pick::OpenPreset | Pick::SavePresetAs => self.saved.preset_path.clone(),
-            Pick::Dataset => self.saved.preset.dataset.path.clone(),
+            Pick::Dataset | Pick::PythonModule => self.saved.preset.dataset.path.clone(),
             Pick::OpenResults => self.journal_dir.clone(),
             Pick::ExportPath => Some(self.saved.export_path.clone()),
         };
