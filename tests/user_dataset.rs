@@ -303,3 +303,60 @@ fn the_preset_names_the_python_to_use() {
     assert!(line.starts_with("/no/such/python3: not found"), "{line}");
     assert_eq!(code, 2);
 }
+
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_runs_the_test_module_and_exits_with_the_run_s_code() {
+    let Some(mut xvfb) = common::gui::start_xvfb() else {
+        eprintln!("skipped: no Xvfb on PATH");
+        return;
+    };
+    let setup = Setup::new();
+    let mut preset = loaderbench::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
+    preset
+        .set(
+            "dataset.args.root",
+            path_str(&setup.dir.path().join("data")),
+        )
+        .unwrap();
+    preset.set("num_workers", "0,2").unwrap();
+    let good = setup.dir.path().join("good.ron");
+    preset.save(&good).unwrap();
+    preset.set("dataset.args.fail_at", "factory").unwrap();
+    let failing = setup.dir.path().join("failing.ron");
+    preset.save(&failing).unwrap();
+    let json = setup.json();
+    let window = |preset: &Path| {
+        run_with_deadline(
+            loaderbench_command(&[
+                "gui",
+                path_str(preset),
+                "--run",
+                "--exit",
+                "--json",
+                path_str(&json),
+                "--journal-dir",
+                path_str(setup.dir.path()),
+            ])
+            .env("DISPLAY", &xvfb.display),
+            Duration::from_secs(240),
+        )
+    };
+    let output = window(&good);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "finished", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{run:#}");
+    assert!(results.iter().all(|r| r["python"]["torch"].is_string()));
+    let output = window(&failing);
+    xvfb.stop();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let run = setup.results();
+    let error = run["status"]["error"].as_str().unwrap();
+    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
+    assert!(
+        error.contains(&format!("mnist_user.py:{line}: ValueError: cannot read")),
+        "{error}"
+    );
+}
