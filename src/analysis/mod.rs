@@ -194,6 +194,7 @@ pub(crate) mod fixtures {
     pub fn config(num_workers: usize, persistent: bool) -> Config {
         Config {
             pipeline: PipelineSpec::Light,
+            transform_at: Default::default(),
             batch_size: 64,
             num_workers,
             worker_kind: WorkerKind::Thread,

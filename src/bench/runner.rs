@@ -587,11 +587,10 @@ pub(super) fn build_loader(
     cancel: &CancelToken,
 ) -> Result<Loader> {
     let config = &plan.configs[index];
-    let pipeline = Arc::new(Pipeline::new(
-        &config.pipeline,
-        &plan.normalize,
-        dataset.shape().channels,
-    )?);
+    let pipeline = Arc::new(
+        Pipeline::new(&config.pipeline, &plan.normalize, dataset.shape().channels)?
+            .at(config.transform_at),
+    );
     let settings = LoaderSettings {
         batch_size: config.batch_size,
         shuffle: plan.shuffle,
@@ -627,6 +626,7 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
             dataset: Some(plan.dataset.clone()),
             samples: plan.samples,
             pipeline: config.pipeline.clone(),
+            transform_at: config.transform_at,
             normalize: plan.normalize.clone(),
             dataset_transfer: config.dataset_transfer,
             batch_transfer: config.batch_transfer,

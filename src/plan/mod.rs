@@ -16,7 +16,7 @@ use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
 use crate::preset::{
     BatchTransfer, DatasetTransfer, IntraOpThreads, Preset, RunOrder, Runtime, StartMethod,
-    WorkerKind,
+    TransformAt, WorkerKind,
 };
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
@@ -25,6 +25,10 @@ use crate::transform::{Normalize, PipelineSpec};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     pub pipeline: PipelineSpec,
+    /// Where our engine runs the pipeline; the pytorch runtime always works per sample,
+    /// so its configs keep the default.
+    #[serde(default)]
+    pub transform_at: TransformAt,
     pub batch_size: usize,
     pub num_workers: usize,
     pub worker_kind: WorkerKind,
@@ -77,6 +81,9 @@ impl Config {
         if self.pipeline != common.pipeline {
             parts.push(self.pipeline.name().to_owned());
         }
+        if self.transform_at != common.transform_at && self.runtime == Runtime::Loaderbench {
+            parts.push(format!("per {}", self.transform_at.name()));
+        }
         if self.batch_size != common.batch_size {
             parts.push(format!("bs={}", self.batch_size));
         }
@@ -127,10 +134,14 @@ impl Config {
         self.runtime == Runtime::Pytorch && self.num_workers > 0
     }
 
-    /// The same config with the start method reset where it does not matter.
+    /// The same config with the start method and where transforms run reset where they
+    /// do not matter.
     fn settled(mut self) -> Config {
         if !self.uses_start_method() {
             self.start_method = StartMethod::platform_default();
+        }
+        if self.runtime == Runtime::Pytorch {
+            self.transform_at = TransformAt::default();
         }
         self
     }
@@ -624,6 +635,20 @@ mod tests {
         preset.dataset.factory = None;
         let err = Plan::from_preset(&preset, None).unwrap_err();
         assert_eq!(err.field(), Some("dataset.factory"));
+    }
+
+    #[test]
+    fn transform_at_sweeps_our_engine_only() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("num_workers", "0").unwrap();
+        preset.set("transform_at", "batch,sample").unwrap();
+        preset.set("runtime", "loaderbench,pytorch").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        // PyTorch always transforms per sample: its configs collapse into one.
+        assert_eq!(labels, ["nw=0", "nw=0 per sample", "nw=0 pytorch"]);
+        assert_eq!(plan.configs[2].transform_at, TransformAt::Batch);
     }
 
     #[test]

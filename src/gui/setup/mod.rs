@@ -12,7 +12,7 @@ use egui::{ComboBox, RichText, Ui};
 
 use crate::dataset::DatasetKind;
 use crate::error::Error;
-use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod};
+use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, TransformAt};
 
 use super::actions::{Action, Pick};
 
@@ -257,6 +257,13 @@ pub fn draw(
                 problem,
             );
             choice_field(ui, "in order", &mut edited.in_order, true, "");
+            kind_field(
+                ui,
+                "transform at",
+                &mut edited.transform_at,
+                named(TransformAt::ALL, TransformAt::name),
+                None,
+            );
             kind_field(
                 ui,
                 "worker kind",
