@@ -1,9 +1,10 @@
 //! Does the app measure what the CLI measures, and does the interference meter see
 //! outside load? Part 1 runs seed-light and seed-heavy in the real window (under Xvfb
 //! when there is no display, through `loaderbench gui PRESET --run --json FILE --exit`)
-//! and through `loaderbench run`, interleaved for three rounds, and prints app/CLI of the
-//! median epoch time and first-batch latency per config, the configs each side marked
-//! disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on
+//! and through `loaderbench run`, interleaved for three rounds of three repeats each, and
+//! prints app/CLI per config of the figures the analysis reports: the first epoch, a
+//! typical (later) epoch and the first-batch latency, each the median over rounds and
+//! repeats; then the configs each side marked disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on
 //! the quiet machine and then beside a busy loop on one core, and prints each config's
 //! other load and whether it was marked disturbed. Run with
 //! `cargo bench --bench parity`; under `cargo test` (no `--bench`) it runs a 2,048-sample
@@ -34,12 +35,23 @@ fn main() {
     meter_under_load(dir.path(), &preset(dir.path(), "seed-light", full));
 }
 
+/// Repeats per round in the full benchmark: each round's figure is then a median of
+/// three epochs, not one sample.
+const REPEATS: usize = 3;
+
 /// The built-in preset saved to a file, made small for a smoke run.
 fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {
     let (preset, _) = loaderbench::builtin::load(name).expect("a built-in preset");
-    let preset = Preset {
-        samples: if full { preset.samples } else { Some(2_048) },
-        ..preset
+    let preset = if full {
+        Preset {
+            repeats: REPEATS,
+            ..preset
+        }
+    } else {
+        Preset {
+            samples: Some(2_048),
+            ..preset
+        }
     };
     let path = dir.join(format!("{name}.ron"));
     preset.save(&path).expect("writing the preset");
@@ -147,31 +159,39 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
     }
     let labels = app[0].labels.clone();
     println!(
-        "parity: {} ({}), {} round(s), median over rounds and epochs:",
+        "parity: {} ({}), {} round(s) of {} repeat(s), medians over rounds and repeats:",
         app[0].preset,
         app[0].dataset,
-        app.len()
+        app.len(),
+        app[0].repeats
     );
     println!(
-        "  {:<28} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}",
-        "config", "app epoch", "cli epoch", "app/cli", "app first", "cli first", "app/cli"
+        "  {:<28} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}",
+        "config",
+        "app ep.1",
+        "cli ep.1",
+        "app/cli",
+        "app later",
+        "cli later",
+        "app/cli",
+        "app first",
+        "cli first",
+        "app/cli"
     );
     let mut ratios = Vec::new();
     for (index, label) in labels.iter().enumerate() {
-        let epoch = |runs: &[RunResult]| median_of(runs, index, |e| e.seconds);
-        let first = |runs: &[RunResult]| median_of(runs, index, |e| e.first_batch_s);
-        let (app_epoch, cli_epoch) = (epoch(&app), epoch(&cli));
-        let (app_first, cli_first) = (first(&app), first(&cli));
-        ratios.push(app_epoch / cli_epoch);
-        println!(
-            "  {label:<28} {app_epoch:>9.4} {cli_epoch:>9.4} {:>7.3}   {app_first:>9.4} {cli_first:>9.4} {:>7.3}",
-            app_epoch / cli_epoch,
-            app_first / cli_first
-        );
+        let figures = [Figure::FirstEpoch, Figure::LaterEpochs, Figure::FirstBatch]
+            .map(|figure| (figure.median(&app, index), figure.median(&cli, index)));
+        ratios.extend(figures[..2].iter().map(|(a, c)| a / c));
+        let cells: Vec<String> = figures
+            .iter()
+            .map(|(a, c)| format!("{a:>9.4} {c:>9.4} {:>7.3}", a / c))
+            .collect();
+        println!("  {label:<28} {}", cells.join("   "));
     }
     let within = ratios.iter().filter(|r| (0.95..=1.05).contains(*r)).count();
     println!(
-        "  epoch app/cli within 0.95-1.05: {within} of {} configs",
+        "  epoch app/cli (first and later) within 0.95-1.05: {within} of {}",
         ratios.len()
     );
     for (side, runs) in [("app", &app), ("cli", &cli)] {
@@ -205,31 +225,49 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
     }
 }
 
-/// The median of `value` over config `index`'s measured epochs in every run.
-fn median_of(
-    runs: &[RunResult],
-    index: usize,
-    value: fn(&loaderbench::results::EpochResult) -> f64,
-) -> f64 {
-    let values: Vec<f64> = runs
-        .iter()
-        .flat_map(|r| &r.results)
-        .filter(|r| r.config_index == index)
-        .flat_map(|r| r.epochs.iter().map(value))
-        .collect();
-    stats::median(&values).unwrap_or(f64::NAN)
+/// The figures compared, as the analysis reports them.
+#[derive(Clone, Copy)]
+enum Figure {
+    /// Each repeat's first epoch.
+    FirstEpoch,
+    /// Every epoch after the first.
+    LaterEpochs,
+    /// The first batch's latency in each repeat's first epoch.
+    FirstBatch,
 }
 
-/// The rounds as one run with one repeat per round.
+impl Figure {
+    /// The median over config `index`'s repeats in every round.
+    fn median(self, runs: &[RunResult], index: usize) -> f64 {
+        let values: Vec<f64> = runs
+            .iter()
+            .flat_map(|r| &r.results)
+            .filter(|r| r.config_index == index)
+            .flat_map(|r| -> Vec<f64> {
+                match self {
+                    Figure::FirstEpoch => r.epochs.iter().take(1).map(|e| e.seconds).collect(),
+                    Figure::LaterEpochs => r.epochs.iter().skip(1).map(|e| e.seconds).collect(),
+                    Figure::FirstBatch => {
+                        r.epochs.iter().take(1).map(|e| e.first_batch_s).collect()
+                    }
+                }
+            })
+            .collect();
+        stats::median(&values).unwrap_or(f64::NAN)
+    }
+}
+
+/// The rounds as one run, their repeats numbered one after another.
 fn merged(runs: &[RunResult]) -> RunResult {
     let mut all = runs[0].clone();
-    all.repeats = runs.len();
+    let per_round = all.repeats;
+    all.repeats = per_round * runs.len();
     all.results = runs
         .iter()
         .enumerate()
         .flat_map(|(round, run)| {
             run.results.iter().cloned().map(move |mut result| {
-                result.repeat = round;
+                result.repeat += round * per_round;
                 result
             })
         })

@@ -1,8 +1,9 @@
 //! Worker kinds side by side on the seed-light preset's data (60,000 synthetic samples,
 //! light pipeline, batch 256, 2 workers): worker start-up of spawned and forked workers
-//! against threads; first batch, epoch 1 and epoch 2, persistent and not; the per-batch
-//! cost of shared-memory against pipe transfer and its share of an epoch; the extra
-//! memory (PSS) per worker with the dataset reopened or copied. Medians of several runs.
+//! against threads, and what starting them on the launcher thread adds; first batch,
+//! epoch 1 and epoch 2, persistent and not; the per-batch cost of shared-memory against
+//! pipe transfer and its share of an epoch; the extra memory (PSS) per worker with the
+//! dataset reopened or copied. Medians of several runs.
 //! Without `--bench` (under `cargo test --all-targets`) it runs a tiny smoke version.
 
 use std::path::PathBuf;
@@ -114,6 +115,15 @@ fn main() {
             startup / thread_startup
         );
     }
+    let handoff = launcher_handoff_s();
+    for (kind, startup) in &startups[1..] {
+        println!(
+            "{kind:?} workers start on the launcher thread (they die with the process, not \
+             the thread): the hand-off adds {:.1} µs, {:.3} % of the start-up (goal < 1 %)",
+            handoff * 1e6,
+            handoff / startup.max(1e-9) * 100.0
+        );
+    }
     let copied = measure(
         &dataset,
         &scale,
@@ -165,6 +175,19 @@ fn main() {
             );
         }
     }
+}
+
+/// The median round trip of an empty job through the launcher thread that starts every
+/// worker process.
+fn launcher_handoff_s() -> f64 {
+    let trips: Vec<f64> = (0..200)
+        .map(|_| {
+            let started = Instant::now();
+            loaderbench::children::on_launcher(|| ());
+            started.elapsed().as_secs_f64()
+        })
+        .collect();
+    med(&trips)
 }
 
 fn med(values: &[f64]) -> f64 {

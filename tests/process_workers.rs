@@ -2,7 +2,8 @@
 //! deliver exactly the batches thread workers do (every sample once per epoch), through
 //! shared memory or the pipe, with the dataset reopened or copied; persistent pools start
 //! once; and a worker that is killed or hangs, or a cancel, ends the epoch promptly with
-//! a clear error and leaves no child process and no segment behind. Spawned workers
+//! a clear error and leaves no child process and no segment behind. Workers live as
+//! long as the process, not the thread that started them. Spawned workers
 //! reopening a dataset without files all map one sealed image the loader made once.
 
 #![cfg(unix)]
@@ -240,6 +241,29 @@ fn persistent_workers_start_once_restarted_ones_every_epoch() {
             drop(loader);
             assert_nothing_left();
         }
+    }
+}
+
+#[test]
+fn persistent_workers_outlive_the_thread_that_started_them() {
+    let _serial = serial();
+    for kind in [ProcessKind::Spawn, ProcessKind::Fork] {
+        let starter = std::thread::spawn(move || {
+            let mut loader =
+                loader(synthetic(), settings(2, true), CancelToken::new()).with_processes(
+                    processes(kind, DatasetTransfer::Reopen, BatchTransfer::SharedMemory),
+                );
+            let (_, _, startups) = epoch(&mut loader);
+            assert_eq!(startups, 2, "{kind:?}");
+            loader
+        });
+        let mut loader = starter.join().unwrap();
+        // The thread that started the pool has ended; its workers must not have.
+        let (labels, _, startups) = epoch(&mut loader);
+        assert_eq!(startups, 0, "{kind:?}: the same workers serve epoch 2");
+        assert_eq!(labels.concat().len(), SAMPLES, "{kind:?}");
+        drop(loader);
+        assert_nothing_left();
     }
 }
 

@@ -279,6 +279,11 @@ fn a_failing_script_is_one_line_and_exit_1() {
 
 /// Pids of this process's children and their children, by /proc.
 fn descendants() -> Vec<i32> {
+    descendants_of(std::process::id() as i32)
+}
+
+/// Pids of `root`'s children and their children, by /proc.
+fn descendants_of(root: i32) -> Vec<i32> {
     let parent_of = |pid: i32| -> Option<i32> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let after_name = &stat[stat.rfind(')')? + 2..];
@@ -288,7 +293,7 @@ fn descendants() -> Vec<i32> {
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
-    let mut found = vec![std::process::id() as i32];
+    let mut found = vec![root];
     let mut grew = true;
     while grew {
         grew = false;
@@ -312,6 +317,44 @@ fn alive(pid: i32) -> bool {
             Some(state != 'Z')
         })
         .unwrap_or(false)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn python_and_its_workers_end_when_loaderbench_is_killed() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = tiny_preset(&[
+        ("pipeline", "heavy"),
+        ("samples", "60000"),
+        ("num_workers", "2"),
+    ]);
+    let mut cli = loaderbench_command(&["run", &write_preset(&dir, &preset), "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cli_pid = cli.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Python and its two DataLoader workers.
+    let mut processes = descendants_of(cli_pid);
+    while processes.len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        processes = descendants_of(cli_pid);
+    }
+    assert!(
+        processes.len() >= 3,
+        "the run never started its workers: {processes:?}"
+    );
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    // PyTorch's workers notice their parent is gone within its 5 s status interval.
+    let killed = Instant::now();
+    while processes.iter().any(|&p| alive(p)) && killed.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<i32> = processes.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "{left:?} outlived the killed loaderbench");
 }
 
 /// A run long enough to act on: the heavy pipeline with two fork workers.

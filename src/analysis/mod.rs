@@ -210,6 +210,7 @@ pub(crate) mod fixtures {
             intra_op_threads: IntraOpThreads::Auto,
             ranks: 1,
             copy: 0,
+            run: None,
         }
     }
 

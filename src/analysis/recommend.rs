@@ -88,7 +88,7 @@ pub fn recommend(
 }
 
 fn same_question(a: &Config, b: &Config) -> bool {
-    a.pipeline == b.pipeline && a.runtime == b.runtime && a.ranks == b.ranks
+    a.pipeline == b.pipeline && a.runtime == b.runtime && a.ranks == b.ranks && a.run == b.run
 }
 
 /// One config as the recommendation sees it: configs that differ only in a no-op knob
@@ -222,6 +222,9 @@ fn recommend_one(
             " · {ranks} rank{}",
             if ranks == 1 { "" } else { "s" }
         ));
+    }
+    if let Some(run) = &first.config.run {
+        group = format!("{run}: {group}");
     }
     let samples = candidates
         .iter()

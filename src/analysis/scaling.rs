@@ -105,7 +105,8 @@ fn curve(members: &[&ConfigRuns<'_>]) -> Option<ScalingCurve> {
 fn family_name(label: &str) -> String {
     let rest: Vec<&str> = label
         .split_whitespace()
-        .filter(|part| !part.starts_with("nw="))
+        // `laptop · nw=2` (a config of an overlaid run) is the family `laptop`.
+        .filter(|part| !part.starts_with("nw=") && *part != "·")
         .collect();
     if rest.is_empty() {
         "num_workers".to_owned()

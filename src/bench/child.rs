@@ -80,14 +80,15 @@ impl ChildRun {
             None => std::env::current_exe()
                 .map_err(|err| Error::run(format!("cannot find this program to run it: {err}")))?,
         };
-        let mut child = Command::new(&program)
+        let mut command = Command::new(&program);
+        command
             .arg(CHILD_COMMAND)
             .arg("--journal")
             .arg(&journal)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+            .stderr(Stdio::piped());
+        let mut child = crate::children::spawn_tied(command)
             .map_err(|err| Error::run(format!("cannot start {}: {err}", program.display())))?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -7,7 +7,8 @@ use loaderbench::plan::Plan;
 use loaderbench::preset::Runtime;
 use loaderbench::{Error, Result};
 
-use super::run::{execute, print_tables};
+use super::output::print_tables;
+use super::run::execute;
 use super::{CompareArgs, load_preset};
 
 pub fn compare(args: CompareArgs) -> Result<()> {

@@ -1,12 +1,14 @@
-//! The command line: `run`, `compare`, `validate`, `presets`, `baseline` and `gui` (the
-//! default when the `gui` feature is on), parsed with clap. Exit codes: 0 success, 1 the
-//! run failed, 2 bad input (a preset, a dataset file, a `--set` value), 130 stopped by
-//! Ctrl-C (after writing what was measured).
+//! The command line: `run`, `compare`, `report`, `merge`, `validate`, `presets`,
+//! `baseline` and `gui` (the default when the `gui` feature is on), parsed with clap.
+//! Exit codes: 0 success, 1 the run failed, 2 bad input (a preset, a dataset or results
+//! file, a `--set` value), 130 stopped by Ctrl-C (after writing what was measured).
 
 mod baseline;
 mod compare;
 mod interrupt;
+mod output;
 mod progress;
+mod report;
 mod run;
 
 use std::path::PathBuf;
@@ -41,6 +43,11 @@ enum Command {
     Baseline(baseline::BaselineCommand),
     /// Run a preset on loaderbench and on PyTorch's DataLoader and compare them per config.
     Compare(CompareArgs),
+    /// Print and export saved runs (results JSON or journals, from any machine); several
+    /// are shown together.
+    Report(report::ReportArgs),
+    /// Write several saved runs as one results file, each config named by its run.
+    Merge(report::MergeArgs),
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
@@ -111,15 +118,8 @@ struct PresetArgs {
 struct RunArgs {
     #[command(flatten)]
     preset: PresetArgs,
-    /// Also write the results as JSON.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Also write the results as CSV (one row per config, repeat and epoch).
-    #[arg(long, value_name = "FILE")]
-    csv: Option<PathBuf>,
-    /// Also write the results tables as Markdown.
-    #[arg(long, value_name = "FILE")]
-    md: Option<PathBuf>,
+    #[command(flatten)]
+    exports: output::ExportArgs,
     /// Where to append results as each config finishes (default: the user data directory).
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
@@ -175,6 +175,8 @@ pub fn main() -> ExitCode {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Validate(args)) => validate(&args),
         Some(Command::Compare(args)) => compare::compare(args),
+        Some(Command::Report(args)) => report::report(args),
+        Some(Command::Merge(args)) => report::merge(args),
         Some(Command::Presets) => {
             list_presets();
             Ok(())
@@ -210,7 +212,7 @@ fn may_use_cuda(command: &Command) -> bool {
         Command::Rank => true,
         #[cfg(feature = "gui")]
         Command::Gui(_) => true,
-        Command::Presets | Command::Baseline(_) => false,
+        Command::Presets | Command::Baseline(_) | Command::Report(_) | Command::Merge(_) => false,
         #[cfg(unix)]
         Command::Worker(_) => false,
     }

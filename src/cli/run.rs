@@ -4,22 +4,20 @@
 //! baseline. The exports are written for failed and cancelled runs too, with what was
 //! measured.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crossbeam_channel::TryRecvError;
 
-use loaderbench::analysis::{Analysis, report};
 use loaderbench::baseline;
 use loaderbench::bench::{self, Event, RunHandle, RunOptions};
-use loaderbench::export::{self, Exporter};
 use loaderbench::plan::Plan;
 use loaderbench::results::RunResult;
 use loaderbench::{Error, Result};
 
-use super::interrupt;
 use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
+use super::{interrupt, output};
 
 pub fn run(args: RunArgs) -> Result<()> {
     let plan = load_plan(&args.preset)?;
@@ -28,12 +26,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         baseline::path(name)?;
     }
     let (result, error) = execute(&plan, args.journal.clone(), args.quiet)?;
-    print_tables(&result);
-    print_analysis(&args, &result);
-    if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
-        super::baseline::print_comparison(name, before, &result);
+    // With an export on standard output, that is all standard output holds.
+    if !args.exports.to_stdout() {
+        output::print_tables(&result);
+        output::print_analysis(&result, args.recommend);
+        if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
+            super::baseline::print_comparison(name, before, &result);
+        }
     }
-    write_exports(&args, &result)?;
+    args.exports.write(&result)?;
     if let Some(name) = &args.save_baseline {
         super::baseline::save(name, &result)?;
     }
@@ -129,57 +130,4 @@ pub fn execute(
     progress.finish();
     handle.join();
     outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))
-}
-
-pub fn print_tables(result: &RunResult) {
-    if result.results.is_empty() {
-        return;
-    }
-    for pipeline in result.pipelines() {
-        println!("\n{pipeline} — {}", result.dataset);
-        print!("{}", export::markdown::table(result, &pipeline));
-    }
-    println!("\n{}", result.machine.summary());
-    if let Some(python) = result.python() {
-        println!("PyTorch runtime: {}", python.summary());
-    }
-}
-
-/// The A/A check where the run has one; the whole analysis with `--recommend`, else
-/// the training step's verdicts, if any.
-fn print_analysis(args: &RunArgs, result: &RunResult) {
-    if result.results.is_empty() {
-        return;
-    }
-    for floor in loaderbench::analysis::aa::noise_floors(result) {
-        println!("\n{}", floor.describe());
-    }
-    let analysis = Analysis::of(result);
-    if args.recommend {
-        println!("\n{}", report::text(&analysis).trim_end());
-    } else if !analysis.input_bound.is_empty() {
-        println!("\nTraining step: {}", result.step.describe());
-        for verdict in &analysis.input_bound {
-            println!("{}: {}", verdict.label, verdict.verdict);
-        }
-    }
-}
-
-fn write_exports(args: &RunArgs, result: &RunResult) -> Result<()> {
-    let requests: [(&Option<std::path::PathBuf>, &dyn Exporter); 3] = [
-        (&args.json, &export::Json),
-        (&args.csv, &export::Csv),
-        (&args.md, &export::Markdown),
-    ];
-    for (path, exporter) in requests {
-        if let Some(path) = path {
-            write_export(path, exporter, result)?;
-        }
-    }
-    Ok(())
-}
-
-fn write_export(path: &Path, exporter: &dyn Exporter, result: &RunResult) -> Result<()> {
-    let bytes = exporter.export(result)?;
-    std::fs::write(path, bytes).map_err(|err| Error::file(path, err.to_string()))
 }

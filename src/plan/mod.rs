@@ -57,6 +57,9 @@ pub struct Config {
     /// Non-zero for a copy of another config measured under its own name (an A/A check).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub copy: usize,
+    /// The saved run this config comes from, when several are shown together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
 }
 
 fn one_rank() -> usize {

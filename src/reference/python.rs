@@ -68,7 +68,8 @@ impl PythonProcess {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
         }
-        let mut child = command.spawn().map_err(|err| start_error(python, &err))?;
+        let mut child =
+            crate::children::spawn_tied(command).map_err(|err| start_error(python, &err))?;
         let (sender, lines) = unbounded();
         if let Some(stdout) = child.stdout.take() {
             std::thread::Builder::new()
@@ -153,12 +154,9 @@ impl Drop for PythonProcess {
 fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
-        if let Ok(group) = libc::pid_t::try_from(child.id()) {
-            // SAFETY: killpg only sends a signal; a group that is already gone is ESRCH.
-            unsafe {
-                libc::killpg(group, libc::SIGKILL);
-            }
-        }
+        // A group that is already gone is ESRCH, which changes nothing.
+        let group = rustix::process::Pid::from_child(child);
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.kill();
 }

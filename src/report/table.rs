@@ -1,5 +1,6 @@
 //! The results table's model, one per pipeline: a header and one row of cell strings per
-//! config, in the classic experiment's format — `num_workers | persistent | pin`, then a
+//! config, in the classic experiment's format — `num_workers | persistent | pin` (after
+//! the run's name when several saved runs are shown together), then a
 //! column for each other knob whose value differs between the run's configs (worker kind,
 //! batch size, transfers, runtime, start method…), then `first batch | epoch 1 | epoch 2
 //! …` in seconds (medians over repeats followed by their 95% interval). The Markdown
@@ -43,9 +44,9 @@ impl ResultsTable {
     /// The table of `pipeline`'s configs that have results, in plan order.
     pub fn of(result: &RunResult, pipeline: &str) -> ResultsTable {
         let extra = varying_knobs(&result.configs);
-        let mut header: Vec<String> = ["num_workers", "persistent", "pin"]
-            .map(String::from)
-            .to_vec();
+        let overlaid = result.configs.iter().any(|c| c.run.is_some());
+        let mut header: Vec<String> = overlaid.then(|| "run".to_owned()).into_iter().collect();
+        header.extend(["num_workers", "persistent", "pin"].map(String::from));
         header.extend(extra.iter().map(|(name, _)| (*name).to_owned()));
         header.push("first batch".to_owned());
         header.extend((1..=result.epochs).map(|e| format!("epoch {e}")));
@@ -56,7 +57,11 @@ impl ResultsTable {
             .map(|row| TableRow {
                 config_index: row.config_index,
                 label: row.label.clone(),
-                cells: cells(row, &extra),
+                cells: overlaid
+                    .then(|| row.config.run.clone().unwrap_or_default())
+                    .into_iter()
+                    .chain(cells(row, &extra))
+                    .collect(),
                 disturbed: row.disturbed,
             })
             .collect();
@@ -173,6 +178,27 @@ mod tests {
             table.markdown().lines().next(),
             Some("| num_workers | persistent | pin   | first batch | epoch 1 |")
         );
+    }
+
+    #[test]
+    fn overlaid_runs_lead_each_row_with_the_run() {
+        let configs = vec![config(0, false), config(2, true)];
+        let results = |configs: &[Config]| {
+            vec![
+                run(0, configs[0].clone(), vec![epoch(1, 0.004, 0.1, 3)]),
+                run(1, configs[1].clone(), vec![epoch(1, 0.25, 0.1, 3)]),
+            ]
+        };
+        let one = result(configs.clone(), results(&configs));
+        let merged = crate::overlay::overlay(vec![
+            ("laptop".to_owned(), one.clone()),
+            ("server".to_owned(), one),
+        ])
+        .unwrap();
+        let table = ResultsTable::of(&merged, "light");
+        assert_eq!(table.header[..2], ["run", "num_workers"]);
+        let runs: Vec<&str> = table.rows.iter().map(|r| r.cells[0].as_str()).collect();
+        assert_eq!(runs, ["laptop", "laptop", "server", "server"]);
     }
 
     #[test]

@@ -231,22 +231,7 @@ fn start_rank(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
-        // calls (prctl, getppid, _exit) without allocating.
-        unsafe {
-            command.pre_exec(move || {
-                crate::loader::process::die_with_parent(parent);
-                Ok(())
-            });
-        }
-    }
-    let mut child = command
-        .spawn()
+    let mut child = crate::children::spawn_tied(command)
         .map_err(|err| Error::run(format!("cannot start rank {rank}: {err}")))?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

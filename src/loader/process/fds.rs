@@ -14,6 +14,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, Signal, WaitOptions, WaitStatus, kill_process, waitpid};
+
 use crate::error::{Error, Result};
 
 static OPEN: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
@@ -64,6 +66,21 @@ impl Drop for SharedFd {
     }
 }
 
+/// Takes ownership of descriptor `fd`, which the loader that spawned this worker handed
+/// it for its sole use; `None` if no such descriptor is open (the worker was started by
+/// hand, or the loader did not pass it on).
+pub fn inherited(fd: RawFd) -> Option<File> {
+    use std::os::fd::{BorrowedFd, FromRawFd};
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is only borrowed for the check, which inspects the descriptor table;
+    // a number that is not open makes it fail with EBADF.
+    rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(fd) }).ok()?;
+    // SAFETY: the descriptor is open and was inherited for this process's sole use.
+    Some(unsafe { File::from_raw_fd(fd) })
+}
+
 /// A pipe: (read end, write end), both close-on-exec.
 pub fn pipe() -> Result<(SharedFd, SharedFd)> {
     let (reader, writer) = std::io::pipe()
@@ -108,12 +125,9 @@ pub fn sealed_image(len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> R
 
 #[cfg(target_os = "linux")]
 fn seal(file: &File) -> std::io::Result<()> {
-    let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
-    // SAFETY: F_ADD_SEALS takes an integer argument; no pointers involved.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    use rustix::fs::SealFlags;
+    let seals = SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL;
+    Ok(rustix::fs::fcntl_add_seals(file, seals)?)
 }
 
 /// POSIX shared memory has no seals; the image is only ever mapped read-only.
@@ -126,59 +140,43 @@ fn seal(_file: &File) -> std::io::Result<()> {
 /// sealable when `sealable`.
 #[cfg(target_os = "linux")]
 fn new_segment(name: &std::ffi::CStr, sealable: bool) -> std::io::Result<OwnedFd> {
-    use std::os::fd::FromRawFd;
+    use rustix::fs::MemfdFlags;
     let flags = if sealable {
-        libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING
     } else {
-        libc::MFD_CLOEXEC
+        MemfdFlags::CLOEXEC
     };
-    // SAFETY: the name is a valid C string; memfd_create returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by memfd_create and is owned by nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(rustix::fs::memfd_create(name, flags)?)
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
 fn new_segment(_name: &std::ffi::CStr, _sealable: bool) -> std::io::Result<OwnedFd> {
     use rand::Rng;
-    use std::ffi::CString;
-    use std::os::fd::FromRawFd;
+    use rustix::fs::Mode;
+    use rustix::shm::OFlags;
     let name = format!("/lb-{:016x}", rand::rng().random::<u64>());
-    let name = CString::new(name).map_err(std::io::Error::other)?;
-    // SAFETY: `name` is a valid C string; O_EXCL makes a guessed name fail instead of
-    // opening someone else's segment.
-    let fd = unsafe {
-        libc::shm_open(
-            name.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
-            0o600 as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // O_EXCL makes a guessed name fail instead of opening someone else's segment.
+    let fd = rustix::shm::open(
+        &name,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL,
+        Mode::RUSR | Mode::WUSR,
+    )?;
     // The name is gone at once; only descriptors (ours, and the worker's inherited
     // copy) keep the segment alive, so nothing is left behind when they close.
-    // SAFETY: as above; `fd` is ours.
-    unsafe {
-        libc::shm_unlink(name.as_ptr());
-        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        Ok(OwnedFd::from_raw_fd(fd))
-    }
+    rustix::shm::unlink(&name)?;
+    rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
+    Ok(fd)
 }
 
 /// A worker's process, reaped exactly once.
 pub struct ChildProcess {
-    pid: libc::pid_t,
+    pid: Pid,
     /// How it ended, once reaped.
     ended: Mutex<Option<String>>,
 }
 
 impl ChildProcess {
-    pub fn new(pid: libc::pid_t) -> ChildProcess {
+    pub fn new(pid: Pid) -> ChildProcess {
         ChildProcess {
             pid,
             ended: Mutex::new(None),
@@ -186,20 +184,17 @@ impl ChildProcess {
     }
 
     pub fn pid(&self) -> u32 {
-        self.pid.unsigned_abs()
+        self.pid.as_raw_nonzero().get().unsigned_abs()
     }
 
     /// How the process ended, reaping it if it has; `None` while it runs.
     pub fn try_reap(&self) -> Option<String> {
         let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
         if ended.is_none() {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child with a valid status pointer.
-            let reaped = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-            if reaped == self.pid {
-                *ended = Some(describe_status(status));
-            } else if reaped < 0 {
-                *ended = Some("ended (its status is unknown)".to_owned());
+            match waitpid(Some(self.pid), WaitOptions::NOHANG) {
+                Ok(Some((_, status))) => *ended = Some(describe_status(status)),
+                Ok(None) => {}
+                Err(_) => *ended = Some("ended (its status is unknown)".to_owned()),
             }
         }
         ended.clone()
@@ -224,8 +219,8 @@ impl ChildProcess {
         {
             let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
             if ended.is_none() {
-                // SAFETY: the pid is our unreaped child, so it cannot have been reused.
-                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                // The pid is our unreaped child, so it cannot have been reused.
+                let _ = kill_process(self.pid, Signal::KILL);
             }
         }
         // SIGKILL cannot be caught; the kernel ends the process promptly.
@@ -233,26 +228,25 @@ impl ChildProcess {
     }
 }
 
-fn describe_status(status: libc::c_int) -> String {
-    if libc::WIFEXITED(status) {
-        format!("exited with status {}", libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
+fn describe_status(status: WaitStatus) -> String {
+    if let Some(code) = status.exit_status() {
+        format!("exited with status {code}")
+    } else if let Some(signal) = status.terminating_signal() {
         format!("was killed by signal {signal} ({})", signal_name(signal))
     } else {
-        format!("ended with wait status {status}")
+        format!("ended with wait status {}", status.as_raw())
     }
 }
 
-fn signal_name(signal: libc::c_int) -> &'static str {
-    match signal {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGINT => "SIGINT",
-        libc::SIGPIPE => "SIGPIPE",
+fn signal_name(signal: i32) -> &'static str {
+    match Signal::from_named_raw(signal) {
+        Some(Signal::KILL) => "SIGKILL",
+        Some(Signal::TERM) => "SIGTERM",
+        Some(Signal::SEGV) => "SIGSEGV",
+        Some(Signal::ABORT) => "SIGABRT",
+        Some(Signal::BUS) => "SIGBUS",
+        Some(Signal::INT) => "SIGINT",
+        Some(Signal::PIPE) => "SIGPIPE",
         _ => "a signal",
     }
 }
@@ -266,23 +260,6 @@ pub fn leave_interrupts_to_parent() {
         // SAFETY: setting a signal's disposition to SIG_IGN involves no handler code.
         unsafe {
             libc::signal(signal, libc::SIG_IGN);
-        }
-    }
-}
-
-/// Makes the calling process die with its parent (Linux; elsewhere workers notice their
-/// parent is gone when their task pipe reaches end-of-file). Async-signal-safe.
-pub fn die_with_parent(parent: libc::pid_t) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number; no pointers involved.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-    }
-    // The parent may have died before prctl took effect.
-    // SAFETY: getppid and _exit are async-signal-safe and take no pointers.
-    unsafe {
-        if libc::getppid() != parent {
-            libc::_exit(1);
         }
     }
 }
@@ -321,8 +298,20 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::zombie_processes, reason = "ChildProcess reaps it")]
     fn exit_statuses_read_as_words() {
-        assert_eq!(describe_status(3 << 8), "exited with status 3");
-        assert_eq!(describe_status(9), "was killed by signal 9 (SIGKILL)");
+        let ended = |script: &str| {
+            let child = std::process::Command::new("sh")
+                .args(["-c", script])
+                .spawn()
+                .unwrap();
+            let pid = Pid::from_child(&child);
+            ChildProcess::new(pid).wait(Duration::from_secs(10))
+        };
+        assert_eq!(ended("exit 3").as_deref(), Some("exited with status 3"));
+        assert_eq!(
+            ended("kill -9 $$").as_deref(),
+            Some("was killed by signal 9 (SIGKILL)")
+        );
     }
 }

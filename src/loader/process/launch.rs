@@ -1,7 +1,8 @@
 //! Starting process workers: finding the executable and spawning it with the `__worker`
 //! command and only its own descriptors, or forking this process and running the worker
 //! loop in the child. Either way the child gets its two pipes and its segments, and dies
-//! with the loader.
+//! with the loader's process: both start on the process's launcher thread
+//! ([`crate::children`]), whatever thread starts the pool.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -10,8 +11,10 @@ use std::sync::Arc;
 use super::fds::{self, ChildProcess, SharedFd};
 use super::protocol::{self, SharedImageConfig, ToWorker, WorkerConfig};
 use super::{Ends, Outgoing, PoolStart, ProcessWorkers, WORKER_EXE_VAR, shared, worker};
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::preset::DatasetTransfer;
+use crate::transform::Pipeline;
 
 pub(super) fn worker_executable(spec: &ProcessWorkers) -> Result<PathBuf> {
     if let Some(path) = &spec.executable {
@@ -50,8 +53,6 @@ pub(super) fn spawn(
     if let SpawnDataset::Image(image) = &dataset {
         keep.push(image.fd.raw());
     }
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
     let mut command = std::process::Command::new(&executable);
     command
         .arg("__worker")
@@ -63,24 +64,25 @@ pub(super) fn spawn(
         .stdout(std::process::Stdio::null());
     let child_keep = keep.clone();
     // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls (fcntl, prctl, getppid, signal, _exit) without allocating.
+    // async-signal-safe calls (fcntl, signal) without allocating; the descriptors are
+    // open in the child, inherited from this process.
     unsafe {
         command.pre_exec(move || {
             for &fd in &child_keep {
-                libc::fcntl(fd, libc::F_SETFD, 0);
+                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
             }
-            fds::die_with_parent(parent);
             fds::leave_interrupts_to_parent();
             Ok(())
         });
     }
-    let child = command.spawn().map_err(|err| {
+    let child = crate::children::spawn_tied(command).map_err(|err| {
         Error::run(format!(
             "could not spawn loader-worker-{id} ({}): {err}",
             executable.display()
         ))
     })?;
-    let child = Arc::new(ChildProcess::new(child.id() as libc::pid_t));
+    let child = Arc::new(ChildProcess::new(rustix::process::Pid::from_child(&child)));
     let (copy, shared) = match dataset {
         SpawnDataset::Copy(copy) => (Some(copy), None),
         SpawnDataset::Image(image) => (
@@ -112,22 +114,36 @@ pub(super) fn spawn(
     Ok((child, Outgoing::Start(start, copy.cloned())))
 }
 
+/// Forks worker `id` on the launcher thread and hands back its ends with it.
 pub(super) fn fork(
     id: usize,
     spec: &ProcessWorkers,
     start: &PoolStart<'_>,
+    ends: Ends,
+) -> Result<(Ends, Arc<ChildProcess>)> {
+    let copy = spec.dataset_transfer == DatasetTransfer::Copy;
+    let (dataset, pipeline) = (start.dataset.clone(), start.pipeline.clone());
+    crate::children::on_launcher(move || {
+        let child = fork_here(id, &dataset, &pipeline, copy, &ends)?;
+        Ok((ends, child))
+    })
+}
+
+fn fork_here(
+    id: usize,
+    dataset: &Arc<dyn Dataset>,
+    pipeline: &Pipeline,
+    copy: bool,
     ends: &Ends,
 ) -> Result<Arc<ChildProcess>> {
     let keep = ends.workers_fds();
-    let copy = spec.dataset_transfer == DatasetTransfer::Copy;
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
+    let parent = rustix::process::getpid();
     let open = fds::registry();
     // SAFETY: fork duplicates this process; the child below runs only our worker code
     // and libtorch (one thread), then `_exit`s without unwinding into the caller.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        fds::die_with_parent(parent);
+        crate::children::die_with_parent(parent);
         fds::leave_interrupts_to_parent();
         tch::set_num_threads(1);
         for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
@@ -138,8 +154,8 @@ pub(super) fn fork(
             let segments: Vec<&File> = ends.segments.iter().map(SharedFd::file).collect();
             worker::forked_worker(
                 id,
-                start.dataset,
-                start.pipeline,
+                dataset,
+                pipeline,
                 copy,
                 ends.tasks_read.file(),
                 ends.results_write.file(),
@@ -151,13 +167,13 @@ pub(super) fn fork(
         unsafe { libc::_exit(code) };
     }
     drop(open);
-    if pid < 0 {
-        return Err(Error::run(format!(
+    match rustix::process::Pid::from_raw(pid) {
+        Some(pid) => Ok(Arc::new(ChildProcess::new(pid))),
+        None => Err(Error::run(format!(
             "could not fork loader-worker-{id}: {}",
             std::io::Error::last_os_error()
-        )));
+        ))),
     }
-    Ok(Arc::new(ChildProcess::new(pid)))
 }
 
 fn catch_exit(work: impl FnOnce() -> i32) -> i32 {

@@ -8,8 +8,9 @@
 //! of its segment (or the pipe) into a fresh tensor and freeing the segment at once: a
 //! tensor handed to the consumer never points into memory a worker may rewrite.
 //!
-//! A worker dies with the loader (`PR_SET_PDEATHSIG` on Linux, and end-of-file on its
-//! task pipe everywhere), and dropping the pool closes the pipes, waits briefly for the
+//! A worker dies with the loader's process, whichever thread started its pool
+//! (`PR_SET_PDEATHSIG` from the launcher thread of [`crate::children`] on Linux, and
+//! end-of-file on its task pipe everywhere), and dropping the pool closes the pipes, waits briefly for the
 //! workers to finish the batch in hand, then kills and reaps any that remain.
 //!
 //! Forking a multi-threaded process is delicate: the child has only the forking thread,
@@ -20,7 +21,6 @@
 
 mod copy;
 mod fds;
-pub use fds::die_with_parent;
 mod launch;
 mod protocol;
 mod reader;
@@ -153,7 +153,7 @@ impl ProcessPool {
             };
             let ends = Ends::new(segments)?;
             let asked_at = Instant::now();
-            let (worker, first) = match spec.kind {
+            let (ends, worker, first) = match spec.kind {
                 ProcessKind::Spawn => {
                     let dataset = match (&copy, image) {
                         (Some(copy), _) => SpawnDataset::Copy(copy),
@@ -161,9 +161,12 @@ impl ProcessPool {
                         (None, None) => SpawnDataset::Reopen,
                     };
                     let (child, config) = spawn(id, spec, &ends, dataset)?;
-                    (child, Some(config))
+                    (ends, child, Some(config))
                 }
-                ProcessKind::Fork => (fork(id, spec, start, &ends)?, None),
+                ProcessKind::Fork => {
+                    let (ends, child) = fork(id, spec, start, ends)?;
+                    (ends, child, None)
+                }
             };
             pool.workers
                 .push(ends.connect(id, worker, asked_at, first, results_tx.clone())?);

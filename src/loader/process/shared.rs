@@ -6,8 +6,6 @@
 //! same for every worker, so a worker adds no private copy of the dataset (its PSS holds
 //! only its share of them), and its start-up is the mapping, not the generation.
 
-use std::fs::File;
-use std::os::fd::FromRawFd;
 use std::sync::OnceLock;
 
 use memmap2::Mmap;
@@ -57,16 +55,12 @@ fn pack(dataset: &dyn Dataset) -> Result<SharedImage> {
 /// The worker's side: maps the inherited image read-only (closing the descriptor, which
 /// the mapping no longer needs).
 pub fn map(config: SharedImageConfig) -> Result<PackedDataset<Mmap>> {
-    // SAFETY: F_GETFD only inspects the descriptor table.
-    if config.fd < 0 || unsafe { libc::fcntl(config.fd, libc::F_GETFD) } < 0 {
-        return Err(Error::run(format!(
+    let file = fds::inherited(config.fd).ok_or_else(|| {
+        Error::run(format!(
             "the shared dataset (fd {}) was not inherited",
             config.fd
-        )));
-    }
-    // SAFETY: the descriptor is open (checked above) and was handed to this process for
-    // its sole use by the loader that spawned it.
-    let file = unsafe { File::from_raw_fd(config.fd) };
+        ))
+    })?;
     // SAFETY: the image is sealed against writing, shrinking and growing (Linux), and
     // elsewhere nobody writes it after the loader packed it, so the mapping never changes
     // under the worker.

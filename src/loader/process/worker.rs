@@ -7,7 +7,6 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
-use std::os::fd::FromRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,7 +18,7 @@ use super::copy::{CopiedDataset, PackedDataset};
 use super::protocol::{
     BatchHeader, ToParent, ToWorker, WorkerConfig, read_data, read_header, write_frame,
 };
-use super::shared;
+use super::{fds, shared};
 use crate::dataset::{self, Dataset};
 use crate::error::{Error, Result};
 use crate::loader::collate::{BuiltBatch, build_batch};
@@ -30,30 +29,29 @@ use crate::transform::Pipeline;
 /// dataset; then serves tasks. Returns the process exit code.
 pub fn worker_main(tasks_fd: i32, results_fd: i32) -> i32 {
     tch::set_num_threads(1);
-    for fd in [tasks_fd, results_fd] {
-        // SAFETY: F_GETFD only inspects the descriptor table.
-        if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-            eprintln!(
-                "error: __worker is started by the loader, not by hand (fd {fd} is not open)"
-            );
-            return 2;
-        }
-    }
-    // SAFETY: both descriptors are open (checked above) and were handed to this process
-    // for its sole use by the loader that spawned it.
-    let (tasks, results) = unsafe { (File::from_raw_fd(tasks_fd), File::from_raw_fd(results_fd)) };
+    let (Some(tasks), Some(results)) = (fds::inherited(tasks_fd), fds::inherited(results_fd))
+    else {
+        eprintln!(
+            "error: __worker is started by the loader, not by hand (fd {tasks_fd} or \
+             {results_fd} is not open)"
+        );
+        return 2;
+    };
     let mut input = BufReader::new(&tasks);
     let start = match read_start(&mut input) {
         Ok(start) => start,
         Err(error) => return start_failed(&results, &error),
     };
     let (config, dataset, pipeline) = start;
-    // SAFETY: the loader passed these descriptors (its segments) for this worker's use.
-    let segments: Vec<File> = config
+    let Some(segments) = config
         .segments
         .iter()
-        .map(|&fd| unsafe { File::from_raw_fd(fd) })
-        .collect();
+        .map(|&fd| fds::inherited(fd))
+        .collect::<Option<Vec<File>>>()
+    else {
+        let error = Error::run("the loader's shared-memory segments were not inherited");
+        return start_failed(&results, &error);
+    };
     let segments: Vec<&File> = segments.iter().collect();
     serve_or_code(
         config.worker,

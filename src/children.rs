@@ -1,0 +1,125 @@
+//! Child processes that die with this process. Every worker, rank, measuring child and
+//! Python reference process is started by one launcher thread that lives as long as the
+//! process: Linux's parent-death signal (`PR_SET_PDEATHSIG`) fires when the *thread* that
+//! created a child ends, so a child started from a short-lived thread (a pool started on
+//! a runner thread and kept by another) would be killed while its pool still runs.
+//! Started from the launcher, a child gets SIGKILL exactly when the whole process ends,
+//! however it ends. Elsewhere on Unix there is no such signal; children notice instead
+//! that their pipes reached end-of-file.
+
+use std::process::{Child, Command};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Mutex, OnceLock};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+static LAUNCHER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+
+/// Runs `job` on the launcher thread and returns its result. A fork made inside `job`
+/// has the launcher as its parent thread. Falls back to the calling thread if the
+/// launcher thread cannot be started (the system is out of threads), which only loses
+/// the guarantee above.
+pub fn on_launcher<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> T {
+    let (reply, result) = channel();
+    let job: Job = Box::new(move || {
+        let _ = reply.send(job());
+    });
+    match launcher() {
+        Some(launcher) => {
+            let sent = launcher
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .send(job);
+            if let Err(returned) = sent {
+                (returned.0)();
+            }
+        }
+        None => job(),
+    }
+    // The job sends once, on the launcher or right here, unless it panicked.
+    result
+        .recv()
+        .unwrap_or_else(|_| panic!("a job on the launcher thread panicked"))
+}
+
+fn launcher() -> Option<&'static Mutex<Sender<Job>>> {
+    if let Some(launcher) = LAUNCHER.get() {
+        return Some(launcher);
+    }
+    let (sender, jobs) = channel::<Job>();
+    let started = std::thread::Builder::new()
+        .name("loaderbench-launcher".to_owned())
+        .spawn(move || {
+            for job in jobs {
+                // A panicking job drops its reply, which the caller reports; the
+                // launcher itself must outlive it.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+        });
+    if started.is_err() {
+        return None;
+    }
+    // Two threads racing here each start a launcher; the loser's channel closes and its
+    // thread ends at once, having created no children.
+    Some(LAUNCHER.get_or_init(|| Mutex::new(sender)))
+}
+
+/// Starts `command` from the launcher thread so that the child dies with this process
+/// (Linux) and exits at once if this process is already gone. Hooks the caller added
+/// with `pre_exec` run first.
+pub fn spawn_tied(mut command: Command) -> std::io::Result<Child> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = rustix::process::getpid();
+        // SAFETY: the hook runs in the child between fork and exec and only makes
+        // async-signal-safe system calls (prctl, getppid, exit) without allocating.
+        unsafe {
+            command.pre_exec(move || {
+                die_with_parent(parent);
+                Ok(())
+            });
+        }
+    }
+    on_launcher(move || command.spawn())
+}
+
+/// Makes the calling process die with its parent (Linux; elsewhere it only checks that
+/// the parent is still there). Call it in a child right after fork: it is
+/// async-signal-safe.
+#[cfg(unix)]
+pub fn die_with_parent(parent: rustix::process::Pid) {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // The parent may have died before the signal was armed.
+    if rustix::process::getppid() != Some(parent) {
+        // SAFETY: `_exit` ends the child at once without running the parent's
+        // destructors or atexit handlers, which belong to the parent.
+        unsafe { libc::_exit(1) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_run_on_one_thread_that_outlives_its_callers() {
+        let name = || std::thread::current().name().map(str::to_owned);
+        let first = std::thread::spawn(move || on_launcher(name))
+            .join()
+            .unwrap();
+        let second = on_launcher(name);
+        assert_eq!(first.as_deref(), Some("loaderbench-launcher"));
+        assert_eq!(first, second);
+        let id = || std::thread::current().id();
+        assert_eq!(on_launcher(id), on_launcher(id));
+    }
+
+    #[test]
+    fn a_panicking_job_leaves_the_launcher_running() {
+        let panicked = std::thread::spawn(|| on_launcher(|| panic!("job fails"))).join();
+        assert!(panicked.is_err(), "the caller sees the failure");
+        assert_eq!(on_launcher(|| 2 + 2), 4);
+    }
+}

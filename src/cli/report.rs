@@ -1,0 +1,83 @@
+//! `loaderbench report` and `loaderbench merge`: saved runs (results JSON or journals,
+//! from this machine or any other) without measuring anything. `report` prints what
+//! `run` prints and writes the same exports; `merge` writes several runs as one results
+//! file. Several runs are overlaid: each config keeps its run's name, and runs from
+//! different machines are warned about.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use loaderbench::results::RunResult;
+use loaderbench::{Error, Result, documents, overlay};
+
+use super::output::{self, ExportArgs};
+
+/// Saved runs to print and export.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results (.json) or journal (.jsonl) files; several are shown together.
+    #[arg(required = true, value_name = "RESULTS")]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    exports: ExportArgs,
+    /// Print the analysis: start-up ledger, scaling, input-bound verdicts and the config
+    /// to use.
+    #[arg(long)]
+    recommend: bool,
+}
+
+/// Saved runs to write as one.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Results (.json) or journal (.jsonl) files, two or more.
+    #[arg(required = true, num_args = 2.., value_name = "RESULTS")]
+    files: Vec<PathBuf>,
+    /// Where to write the merged results JSON (`-`: standard output).
+    #[arg(long, short, value_name = "FILE")]
+    output: PathBuf,
+}
+
+pub fn report(args: ReportArgs) -> Result<()> {
+    let result = read_overlaid(&args.files)?;
+    if !args.exports.to_stdout() {
+        for warning in &result.warnings {
+            eprintln!("warning: {warning}");
+        }
+        output::print_tables(&result);
+        output::print_analysis(&result, args.recommend);
+    }
+    args.exports.write(&result)
+}
+
+pub fn merge(args: MergeArgs) -> Result<()> {
+    let result = read_overlaid(&args.files)?;
+    for warning in result
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("machines differ"))
+    {
+        eprintln!("warning: {warning}");
+    }
+    let bytes = loaderbench::export::Exporter::export(&loaderbench::export::Json, &result)?;
+    if args.output == Path::new("-") {
+        use std::io::Write;
+        std::io::stdout()
+            .write_all(&bytes)
+            .map_err(|err| Error::run(format!("writing to standard output: {err}")))
+    } else {
+        std::fs::write(&args.output, bytes)
+            .map_err(|err| Error::file(&args.output, err.to_string()))
+    }
+}
+
+/// The runs saved in `files`, overlaid when there are several.
+fn read_overlaid(files: &[PathBuf]) -> Result<RunResult> {
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let runs = overlay::run_names(&paths)
+        .into_iter()
+        .zip(&paths)
+        .map(|(name, path)| Ok((name, documents::read(path)?)))
+        .collect::<Result<Vec<_>>>()?;
+    overlay::overlay(runs).ok_or_else(|| Error::value("no results file given"))
+}

@@ -1,0 +1,194 @@
+//! Several saved runs shown as one, to compare machines or setups side by side: every
+//! config keeps the name of the run it comes from (in [`Config::run`] and as a prefix of
+//! its label), so the table gains a run column, the plots colour each run alike and the
+//! recommendations answer each run's questions separately. Runs from different machines
+//! get a warning that names each machine. `loaderbench merge`, `loaderbench report` with
+//! several files and the app's overlay all use this one function.
+
+use std::path::Path;
+
+use crate::results::{RunResult, RunStatus};
+
+/// The name each run is shown under: its file's stem, numbered when two are alike.
+pub fn run_names(paths: &[&Path]) -> Vec<String> {
+    let stems: Vec<String> = paths
+        .iter()
+        .map(|path| {
+            path.file_stem()
+                .map_or_else(|| "run".to_owned(), |s| s.to_string_lossy().into_owned())
+        })
+        .collect();
+    stems
+        .iter()
+        .enumerate()
+        .map(|(index, stem)| {
+            if stems.iter().filter(|s| *s == stem).count() > 1 {
+                format!("{stem} ({})", index + 1)
+            } else {
+                stem.clone()
+            }
+        })
+        .collect()
+}
+
+/// The runs as one; a single run is returned as it is, and no run gives `None`.
+pub fn overlay(runs: Vec<(String, RunResult)>) -> Option<RunResult> {
+    let mut runs = runs.into_iter();
+    let (first_name, first) = runs.next()?;
+    let rest: Vec<(String, RunResult)> = runs.collect();
+    if rest.is_empty() {
+        return Some(first);
+    }
+    let all: Vec<(String, RunResult)> = std::iter::once((first_name, first)).chain(rest).collect();
+    let distinct = |field: fn(&RunResult) -> &str| {
+        let mut values: Vec<&str> = Vec::new();
+        for (_, run) in &all {
+            if !values.contains(&field(run)) {
+                values.push(field(run));
+            }
+        }
+        values.join(" + ")
+    };
+    let mut merged = all[0].1.clone();
+    merged.preset = distinct(|r| r.preset.as_str());
+    merged.dataset = distinct(|r| r.dataset.as_str());
+    merged.epochs = all.iter().map(|(_, r)| r.epochs).max().unwrap_or(0);
+    merged.repeats = all.iter().map(|(_, r)| r.repeats).max().unwrap_or(0);
+    merged.planned_epochs = all.iter().map(|(_, r)| r.planned_epochs).max().unwrap_or(0);
+    merged.started_unix_s = all.iter().map(|(_, r)| r.started_unix_s).min().unwrap_or(0);
+    merged.configs.clear();
+    merged.labels.clear();
+    merged.results.clear();
+    merged.warnings = machines_differ(&all).into_iter().collect();
+    merged.status = RunStatus::Finished;
+    for (name, run) in &all {
+        let offset = merged.configs.len();
+        merged.configs.extend(run.configs.iter().map(|config| {
+            let mut config = config.clone();
+            config.run = Some(name.clone());
+            config
+        }));
+        merged
+            .labels
+            .extend(run.labels.iter().map(|label| format!("{name} · {label}")));
+        merged.results.extend(run.results.iter().map(|result| {
+            let mut result = result.clone();
+            result.config_index += offset;
+            result.label = format!("{name} · {}", result.label);
+            result.config.run = Some(name.clone());
+            result
+        }));
+        merged
+            .warnings
+            .extend(run.warnings.iter().map(|w| format!("{name}: {w}")));
+        if merged.status == RunStatus::Finished {
+            merged.status = match &run.status {
+                RunStatus::Failed { error } => RunStatus::Failed {
+                    error: format!("{name}: {error}"),
+                },
+                other => other.clone(),
+            };
+        }
+    }
+    Some(merged)
+}
+
+/// A warning naming each run's machine when they are not all the same machine.
+fn machines_differ(runs: &[(String, RunResult)]) -> Option<String> {
+    let first = runs[0].1.machine.summary();
+    if runs.iter().all(|(_, r)| r.machine.summary() == first) {
+        return None;
+    }
+    let machines: Vec<String> = runs
+        .iter()
+        .map(|(name, r)| format!("{name} on {}", r.machine.summary()))
+        .collect();
+    Some(format!(
+        "machines differ: {}; a difference between runs may be the machine's, not the config's",
+        machines.join("; ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+    use crate::analysis::fixtures::{config, epoch, result, run};
+
+    fn measured(nw0_s: f64, nw2_s: f64) -> RunResult {
+        result(
+            vec![config(0, false), config(2, false)],
+            vec![
+                run(0, config(0, false), vec![epoch(1, 0.1, nw0_s, 4)]),
+                run(1, config(2, false), vec![epoch(1, 0.1, nw2_s, 4)]),
+            ],
+        )
+    }
+
+    #[test]
+    fn names_are_file_stems_numbered_when_alike() {
+        let names = run_names(&[
+            Path::new("/a/laptop.json"),
+            Path::new("/b/run.json"),
+            Path::new("/c/run.jsonl"),
+        ]);
+        assert_eq!(names, ["laptop", "run (2)", "run (3)"]);
+    }
+
+    #[test]
+    fn one_run_stays_as_it_is() {
+        let alone = measured(0.1, 0.05);
+        assert_eq!(overlay(vec![("a".into(), alone.clone())]), Some(alone));
+        assert_eq!(overlay(Vec::new()), None);
+    }
+
+    #[test]
+    fn configs_keep_their_run_and_each_run_gets_its_own_recommendation() {
+        let laptop = measured(0.4, 0.1);
+        let mut server = measured(0.1, 0.3);
+        server.machine.cpu_model = "Xeon".to_owned();
+        server.machine.logical_cores = 64;
+        let merged = overlay(vec![("laptop".into(), laptop), ("server".into(), server)]).unwrap();
+        assert_eq!(
+            merged.labels,
+            [
+                "laptop · nw=0",
+                "laptop · nw=2",
+                "server · nw=0",
+                "server · nw=2"
+            ]
+        );
+        let indices: Vec<usize> = merged.results.iter().map(|r| r.config_index).collect();
+        assert_eq!(indices, [0, 1, 2, 3]);
+        assert_eq!(merged.configs[3].run.as_deref(), Some("server"));
+        let warning = &merged.warnings[0];
+        assert!(
+            warning.starts_with("machines differ:") && warning.contains("server on Xeon · 64"),
+            "{warning}"
+        );
+        let groups: Vec<(String, Option<usize>)> = Analysis::of(&merged)
+            .recommendations
+            .into_iter()
+            .map(|r| (r.group, r.config))
+            .collect();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert!(groups[0].0.starts_with("laptop: "), "{groups:?}");
+        assert!(groups[1].0.starts_with("server: "), "{groups:?}");
+    }
+
+    #[test]
+    fn the_same_machine_gives_no_warning_and_a_failed_run_fails_the_overlay() {
+        let mut failed = measured(0.1, 0.1);
+        failed.status = RunStatus::Failed {
+            error: "worker died".to_owned(),
+        };
+        let merged = overlay(vec![("a".into(), measured(0.1, 0.1)), ("b".into(), failed)]).unwrap();
+        assert!(merged.warnings.is_empty(), "{:?}", merged.warnings);
+        assert_eq!(
+            merged.status,
+            RunStatus::Failed {
+                error: "b: worker died".to_owned()
+            }
+        );
+    }
+}
