@@ -1,7 +1,7 @@
 //! Does the app measure what the CLI measures, and does the interference meter see
 //! outside load? Part 1 runs seed-light and seed-heavy in the real window (under Xvfb
 //! when there is no display, through `loaderbench gui PRESET --run --json FILE --exit`)
-//! and through `loaderbench run`, interleaved for three rounds of three repeats each, and
+//! and through `loaderbench run`, interleaved for three rounds of ten repeats each, and
 //! prints app/CLI per config of the figures the analysis reports: the first epoch, a
 //! typical (later) epoch and the first-batch latency, each the median over rounds and
 //! repeats; then the configs each side marked disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on
@@ -35,9 +35,10 @@ fn main() {
     meter_under_load(dir.path(), &preset(dir.path(), "seed-light", full));
 }
 
-/// Repeats per round in the full benchmark: each round's figure is then a median of
-/// three epochs, not one sample.
-const REPEATS: usize = 3;
+/// Repeats per round in the full benchmark: each round's figure is then a median of ten
+/// epochs, not one sample (light epochs last 30–70 ms, where a millisecond of scheduling
+/// is already 2–3 %).
+const REPEATS: usize = 10;
 
 /// The built-in preset saved to a file, made small for a smoke run.
 fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {

@@ -171,6 +171,7 @@ mod tests {
             planned_epochs: crate::preset::DEFAULT_PLANNED_EPOCHS,
             shuffle: true,
             drop_last: false,
+            setup: None,
         }
     }
 

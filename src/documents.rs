@@ -1,7 +1,8 @@
 //! Saved runs read back as documents: a JSON export (by `loaderbench run --json`, the
 //! app, or any machine) or a run journal (`.jsonl`), each giving the [`RunResult`] it
 //! holds. A file from a newer loaderbench, a truncated or a corrupt one gets an error
-//! naming the file and the problem.
+//! naming the file and the problem. The most recent journals are listed with a line
+//! about each, for the app's Recent runs.
 
 use std::path::Path;
 
@@ -10,7 +11,7 @@ use serde::Deserialize;
 use crate::bench::read_journal;
 use crate::error::{Error, Result};
 use crate::export::RESULTS_VERSION as VERSION;
-use crate::results::RunResult;
+use crate::results::{RunResult, RunStatus};
 
 /// Only the format version of a JSON export (files from before it was written have none).
 #[derive(Deserialize)]
@@ -50,6 +51,56 @@ pub fn read(path: &Path) -> Result<RunResult> {
     serde_json::from_slice(&bytes).map_err(|err| problem(path, err))
 }
 
+/// The `limit` most recent run journals in `dir`, newest first, each with what it holds;
+/// journals that cannot be read are left out (opening one names its problem).
+pub fn recent(dir: &Path, limit: usize) -> Vec<(std::path::PathBuf, RunResult)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut journals: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .filter_map(|path| Some((path.metadata().ok()?.modified().ok()?, path)))
+        .collect();
+    journals.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    journals
+        .into_iter()
+        .filter_map(|(_, path)| read_journal(&path).ok().map(|run| (path, run)))
+        .take(limit)
+        .collect()
+}
+
+/// One line about a saved run: its preset, when it started (UTC), how it ended, how
+/// many configs it measured, and the machine.
+pub fn describe(run: &RunResult) -> String {
+    let started = time::OffsetDateTime::from_unix_timestamp(run.started_unix_s as i64)
+        .ok()
+        .and_then(|t| {
+            t.format(time::macros::format_description!(
+                "[year]-[month]-[day] [hour]:[minute] UTC"
+            ))
+            .ok()
+        })
+        .unwrap_or_else(|| "unknown date".to_owned());
+    let status = match &run.status {
+        RunStatus::Finished => "finished",
+        RunStatus::Cancelled => "cancelled",
+        RunStatus::Failed { .. } => "failed",
+        RunStatus::Running => "stopped",
+    };
+    let measured: std::collections::BTreeSet<usize> =
+        run.results.iter().map(|r| r.config_index).collect();
+    format!(
+        "{} · {started} · {status}, {} of {} configs · {}, {} cores",
+        run.preset,
+        measured.len(),
+        run.configs.len(),
+        run.machine.cpu_model,
+        run.machine.logical_cores
+    )
+}
+
 /// A JSON error as one line: truncated files and wrong contents told apart.
 fn problem(path: &Path, err: serde_json::Error) -> Error {
     let problem = if err.is_eof() {
@@ -83,6 +134,35 @@ mod tests {
         let run = sample();
         std::fs::write(&path, Json.export(&run).unwrap()).unwrap();
         assert_eq!(read(&path).unwrap(), run);
+    }
+
+    #[test]
+    fn recent_journals_come_newest_first_with_a_line_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, preset: &str, status: RunStatus| {
+            let mut run = sample();
+            run.preset = preset.to_owned();
+            run.started_unix_s = 1_796_090_000;
+            let path = dir.path().join(name);
+            let measured = run.results.remove(0);
+            run.results.clear();
+            let mut journal = crate::bench::Journal::create(&path, &run).unwrap();
+            journal.config(&measured).unwrap();
+            journal.end(&status).unwrap();
+        };
+        write("1-old.jsonl", "old", RunStatus::Finished);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write("2-new.jsonl", "new", RunStatus::Cancelled);
+        std::fs::write(dir.path().join("3-broken.jsonl"), "{").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let recent = recent(dir.path(), 10);
+        let presets: Vec<&str> = recent.iter().map(|(_, r)| r.preset.as_str()).collect();
+        assert_eq!(presets, ["new", "old"]);
+        assert_eq!(
+            describe(&recent[0].1),
+            "new · 2026-12-01 01:53 UTC · cancelled, 1 of 2 configs · test cpu, 8 cores"
+        );
+        assert_eq!(super::recent(dir.path(), 1).len(), 1);
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub fn overlay(runs: Vec<(String, RunResult)>) -> Option<RunResult> {
     merged.results.clear();
     merged.warnings = machines_differ(&all).into_iter().collect();
     merged.status = RunStatus::Finished;
+    // Several presets ran; none of them sets the overlay up again.
+    merged.setup = None;
     for (name, run) in &all {
         let offset = merged.configs.len();
         merged.configs.extend(run.configs.iter().map(|config| {

@@ -10,6 +10,7 @@ use crate::bench::meter::Interference;
 use crate::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use crate::machine::Machine;
 use crate::plan::Config;
+use crate::preset::Preset;
 use crate::stats;
 use crate::step::StepCost;
 
@@ -238,6 +239,10 @@ pub struct RunResult {
     pub shuffle: bool,
     #[serde(default)]
     pub drop_last: bool,
+    /// The preset as run (`--set`s applied), to set the run up again; absent in files
+    /// from before it was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Preset>,
 }
 
 fn default_shuffle() -> bool {

@@ -108,9 +108,12 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         "{:?}",
         harness.state().messages()
     );
+    // The saved baselines are a pick list; picking one compares with it.
+    harness.get_by_label("baselines").click();
+    harness.run_steps(2);
     harness
-        .get_by_label("Compare with baseline")
-        .click_accesskit();
+        .get_by_role_and_label(Role::Button, "gui-base")
+        .click();
     harness.run_steps(2);
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().unwrap();

@@ -1,7 +1,8 @@
 //! Saved runs opened in the app through egui_kittest: a results JSON written by
 //! `loaderbench run` (from the command line's file list and from the typed path field),
-//! the journal of a cancelled run, and the one-line errors for a corrupt file and a file
-//! from a newer loaderbench.
+//! the journal of a cancelled run, runs from two machines plotted together, Recent runs,
+//! loading a run's preset, the one-line errors for a corrupt file and a file from a newer
+//! loaderbench, and `report`/`run --png` drawing the app's PNG without a display.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
@@ -162,4 +163,174 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     );
     assert!(errors.iter().all(|e| !e.contains('\n')), "{errors:?}");
     assert!(harness.state().result().is_none());
+}
+
+/// The run saved in `json` as if measured on another (made-up) machine, as `name`.
+fn from_another_machine(json: &Path, name: &str) -> PathBuf {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
+    run["machine"]["logical_cores"] = 64.into();
+    let path = json.with_file_name(name);
+    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn runs_from_two_machines_plot_together_and_recent_runs_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _journal) = saved_run(dir.path());
+    let server = from_another_machine(&json, "server.json");
+    let laptop = json.with_file_name("laptop.json");
+    std::fs::copy(&json, &laptop).unwrap();
+
+    let mut harness = app(dir.path(), vec![laptop, server]);
+    harness.run_steps(3);
+    let app = harness.state();
+    assert!(errors(app).is_empty(), "{:?}", errors(app));
+    let result = app.result().expect("the overlay is shown");
+    assert_eq!(result.labels.len(), 4, "{:?}", result.labels);
+    let epochs = app
+        .charts()
+        .into_iter()
+        .find(|c| c.id == "epoch_times")
+        .expect("epoch chart");
+    let series: Vec<(&str, usize)> = epochs
+        .series
+        .iter()
+        // A busy test machine may mark a config disturbed.
+        .map(|s| (s.name.trim_end_matches(" * disturbed"), s.color))
+        .collect();
+    assert_eq!(
+        series,
+        [
+            ("laptop · nw=0", 0),
+            ("laptop · nw=2", 0),
+            ("server · nw=0", 1),
+            ("server · nw=2", 1)
+        ],
+        "labelled by run and config, one colour per run"
+    );
+    assert!(
+        harness.query_by_label("run").is_some(),
+        "the table's run column"
+    );
+    // A table row per config (the analysis may name the run too).
+    assert!(harness.query_all_by_label("laptop").count() >= 2);
+    assert!(harness.query_all_by_label("server").count() >= 2);
+    assert!(
+        app.messages()
+            .iter()
+            .any(|m| m.text.contains("machines differ") && m.text.contains("Made-up Xeon 9999")),
+        "{:?}",
+        app.messages()
+    );
+
+    // An open run is a baseline to compare with: the same figures, every config matched.
+    harness.get_by_label("baselines").click();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::Button, "server (open run)")
+        .click();
+    harness.run_steps(2);
+    let charts = harness.state().analysis_charts();
+    let comparison = charts.last().expect("the comparison chart");
+    assert_eq!(comparison.id, "baseline");
+    assert_eq!(comparison.series[0].points.len(), 2, "both configs matched");
+
+    // The File menu lists the journal of the run above; a click shows it alone, and its
+    // preset loads into the setup panel.
+    harness.get_by_label("File").click();
+    harness.run_steps(2);
+    harness.get_by_label("Recent runs").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("seed-light · ").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().result().map(|r| r.labels.len()), Some(2));
+    harness.get_by_label("File").click();
+    harness.run_steps(2);
+    harness.get_by_label("Load this run's preset").click();
+    harness.run_steps(2);
+    let preset = harness.state().preset();
+    assert_eq!(
+        (preset.samples, preset.batch_size.as_slice()),
+        (Some(512), &[64][..])
+    );
+}
+
+#[test]
+fn report_draws_the_apps_png_without_a_display() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _journal) = saved_run(dir.path());
+
+    // The app's own export of the same run, at the window's default size.
+    let mut harness = Harness::builder()
+        .with_size(loaderbench::gui::WINDOW_SIZE)
+        .build_eframe({
+            let launch = Launch {
+                results: vec![json.clone()],
+                journal_dir: Some(dir.path().to_path_buf()),
+                ..Launch::default()
+            };
+            move |cc| App::new(cc, launch)
+        });
+    harness.run_steps(3);
+    harness
+        .state_mut()
+        .set_export_path(dir.path().join("app.md"));
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::E);
+    let from_app = dir.path().join("app-plots.png");
+    common::gui::step_until(&mut harness, Duration::from_secs(60), |_| from_app.exists());
+    std::thread::sleep(Duration::from_millis(200));
+    let from_app = image::open(&from_app).unwrap().to_rgba8();
+
+    let png = dir.path().join("report.png");
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "report",
+            json.to_str().unwrap(),
+            "--png",
+            png.to_str().unwrap(),
+        ])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY"),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let from_report = image::open(&png).unwrap().to_rgba8();
+    assert_eq!(from_report.dimensions(), from_app.dimensions());
+    let mut colors: Vec<[u8; 4]> = from_report.pixels().map(|p| p.0).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    assert!(colors.len() > 20, "a blank image: {} colours", colors.len());
+    assert!(
+        !stderr(&output).contains("error"),
+        "nothing but warnings: {}",
+        stderr(&output)
+    );
+
+    // `run --png` draws the run it measured the same way.
+    let png = dir.path().join("run.png");
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "run",
+            "seed-light",
+            "-q",
+            "--set",
+            "samples=256",
+            "--set",
+            "num_workers=0",
+            "--set",
+            "extra_configs=[]",
+            "--png",
+            png.to_str().unwrap(),
+            "--view",
+            "results",
+        ])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY"),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (width, height) = image::open(&png).unwrap().to_rgba8().dimensions();
+    assert!(width > 400 && height > 200, "{width}×{height}");
 }

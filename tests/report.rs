@@ -1,6 +1,6 @@
 //! Saved runs as documents on the command line, with the real program: `report` prints a
-//! results file or a journal as `run` printed it and exports it (to files or standard
-//! output), overlays runs from two machines with a warning and a run column, `merge`
+//! results file or a journal as `run` printed it (with where the time goes on request)
+//! and exports it (to files or standard output), overlays runs from two machines with a warning and a run column, `merge`
 //! writes them as one file the app and `report` read back, and a bad file is one error
 //! line naming it, with exit code 2.
 
@@ -42,6 +42,12 @@ fn measured(dir: &TempDir) -> (PathBuf, PathBuf) {
         serde_json::from_slice(&output.stdout).expect("standard output is the JSON alone");
     assert_eq!(parsed["results"].as_array().map(Vec::len), Some(2));
     std::fs::write(&json, &output.stdout).unwrap();
+    let setup = loaderbench::documents::read(&json).unwrap().setup;
+    let setup = setup.expect("the results hold the preset as run");
+    assert_eq!(
+        (setup.name.as_str(), setup.samples),
+        ("seed-light", Some(1024))
+    );
     (json, journal)
 }
 
@@ -73,6 +79,21 @@ fn saved_runs_report_overlay_and_merge() {
             "{out}"
         );
     }
+    let output = loaderbench(&["report", path_str(&json), "--stages"]);
+    let out = stdout(&output);
+    let stages = out
+        .split("Where the time goes (milliseconds per batch):")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no stages table: {out}"));
+    assert!(
+        stages.contains("| config | read ms |") && stages.contains("transform ms"),
+        "{out}"
+    );
+    assert_eq!(
+        stages.lines().filter(|l| l.starts_with("| nw=")).count(),
+        2,
+        "a row per config: {out}"
+    );
     let output = loaderbench(&["report", path_str(&json), "--md", "-"]);
     assert!(
         stdout(&output).starts_with("# ") || stdout(&output).starts_with('|'),

@@ -322,6 +322,7 @@ pub(crate) mod fixtures {
             planned_epochs: 50,
             shuffle: true,
             drop_last: false,
+            setup: None,
         }
     }
 }

@@ -222,6 +222,7 @@ impl Run {
             planned_epochs: self.plan.planned_epochs,
             shuffle: self.plan.shuffle,
             drop_last: self.plan.drop_last,
+            setup: Some(self.plan.preset.clone()),
         }
     }
 

@@ -20,7 +20,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     }
     let plan = Plan::from_preset(&preset, Some(&origin))?;
     let (result, error) = execute(&plan, args.journal, args.quiet)?;
-    print_tables(&result);
+    print_tables(&result, false);
     if compare::rows(&result).is_empty() {
         return Err(error.unwrap_or_else(|| Error::run("no config was measured on both runtimes")));
     }

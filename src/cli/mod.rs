@@ -154,6 +154,9 @@ struct CompareArgs {
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.as_ref().is_some_and(draws_png) {
+        output::quiet_headless_vulkan();
+    }
     // No command opens the desktop app where there is one.
     if cli
         .command
@@ -199,6 +202,15 @@ pub fn main() -> ExitCode {
             eprintln!("error: {error}");
             exit_code(&error)
         }
+    }
+}
+
+/// Whether `command` renders a PNG without a window.
+fn draws_png(command: &Command) -> bool {
+    match command {
+        Command::Run(args) => args.exports.png().is_some(),
+        Command::Report(args) => args.exports().png().is_some(),
+        _ => false,
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the CLI prints and writes about a run, live or saved: one table per pipeline with
-//! the machine, the A/A check and the analysis; and the `--json/--csv/--md` exports, to a
-//! file or, given `-`, to standard output.
+//! the machine, the A/A check and the analysis; the `--json/--csv/--md` exports, to a
+//! file or, given `-`, to standard output; and `--png`, the app's view drawn without a
+//! window.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,26 @@ pub struct ExportArgs {
     /// Also write the results tables as Markdown (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     md: Option<PathBuf>,
+    /// Also write a PNG of the app's view of the results, drawn without a window.
+    #[arg(long, value_name = "FILE")]
+    png: Option<PathBuf>,
+    /// Also print where the time goes: milliseconds per batch in each loader stage.
+    #[arg(long)]
+    pub stages: bool,
+    /// Which view the PNG shows.
+    #[arg(long, value_enum, default_value_t = View::Plots, requires = "png")]
+    view: View,
+}
+
+/// The app's views a PNG can show (as its Export menu offers them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    /// The first-batch and epoch-time plots side by side.
+    Plots,
+    /// Plots, timeline and results table.
+    Results,
+    /// The analysis: recommendation, ledger, scaling and baseline charts.
+    Analysis,
 }
 
 impl ExportArgs {
@@ -36,6 +57,11 @@ impl ExportArgs {
         ]
     }
 
+    /// Where the PNG goes, if one was asked for.
+    pub fn png(&self) -> Option<&Path> {
+        self.png.as_deref()
+    }
+
     /// True when an export goes to standard output, which then holds nothing else.
     pub fn to_stdout(&self) -> bool {
         self.requests()
@@ -43,8 +69,12 @@ impl ExportArgs {
             .any(|(path, _)| path.is_some_and(is_stdout))
     }
 
-    /// Writes every requested export.
-    pub fn write(&self, result: &RunResult) -> Result<()> {
+    /// Writes every requested export; `runs` are the runs `result` shows, each with the
+    /// file it came from (for the PNG, which names them as the app does).
+    pub fn write(&self, result: &RunResult, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
+        if let Some(path) = &self.png {
+            write_png(path, self.view, runs)?;
+        }
         for (path, exporter) in self.requests() {
             if let Some(path) = path {
                 let bytes = exporter.export(result)?;
@@ -62,18 +92,57 @@ impl ExportArgs {
     }
 }
 
+/// Mesa's Vulkan device-selection layer asks Wayland or X11 which GPU drives the display,
+/// and on a server without a session prints errors for it; a window-less render has no
+/// display to match, so the layer is turned off (unless the user set it). Called from
+/// `main` before any other thread exists, the only time changing the environment is
+/// sound.
+pub fn quiet_headless_vulkan() {
+    const LAYER_SWITCH: &str = "NODEVICE_SELECT";
+    if std::env::var_os(LAYER_SWITCH).is_none() {
+        // SAFETY: no other thread exists yet, so none can read the environment meanwhile.
+        unsafe { std::env::set_var(LAYER_SWITCH, "1") };
+    }
+}
+
+#[cfg(feature = "gui")]
+fn write_png(path: &Path, view: View, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
+    use loaderbench::gui::PngArea;
+    let area = match view {
+        View::Plots => PngArea::Plots,
+        View::Results => PngArea::Results,
+        View::Analysis => PngArea::Analysis,
+    };
+    let bytes = loaderbench::gui::render_png(runs, area, 1.0)?;
+    std::fs::write(path, bytes).map_err(|err| Error::io(path, err))
+}
+
+#[cfg(not(feature = "gui"))]
+fn write_png(_path: &Path, _view: View, _runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
+    Err(Error::value(
+        "--png draws with the app's code, and this loaderbench was built without the gui feature",
+    ))
+}
+
 fn is_stdout(path: &Path) -> bool {
     path == Path::new("-")
 }
 
-/// One table per pipeline, then the machine (each run's, for runs shown together).
-pub fn print_tables(result: &RunResult) {
+/// One table per pipeline (with where the time goes when `stages`), then the machine.
+pub fn print_tables(result: &RunResult, stages: bool) {
     if result.results.is_empty() {
         return;
     }
     for pipeline in result.pipelines() {
         println!("\n{pipeline} — {}", result.dataset);
         print!("{}", export::markdown::table(result, &pipeline));
+        let stages = stages
+            .then(|| loaderbench::report::stages::table(result, &pipeline))
+            .filter(|table| !table.is_empty());
+        if let Some(table) = stages {
+            println!("\nWhere the time goes (milliseconds per batch):");
+            print!("{table}");
+        }
     }
     println!("\n{}", result.machine.summary());
     if let Some(python) = result.python() {

@@ -1,6 +1,6 @@
 //! `loaderbench report` and `loaderbench merge`: saved runs (results JSON or journals,
 //! from this machine or any other) without measuring anything. `report` prints what
-//! `run` prints and writes the same exports; `merge` writes several runs as one results
+//! `run` prints and writes the same exports, the app's PNG views included; `merge` writes several runs as one results
 //! file. Several runs are overlaid: each config keeps its run's name, and runs from
 //! different machines are warned about.
 
@@ -38,20 +38,28 @@ pub struct MergeArgs {
     output: PathBuf,
 }
 
+impl ReportArgs {
+    pub fn exports(&self) -> &ExportArgs {
+        &self.exports
+    }
+}
+
 pub fn report(args: ReportArgs) -> Result<()> {
-    let result = read_overlaid(&args.files)?;
+    let runs = read_all(&args.files)?;
+    let result = overlaid(&args.files, runs.clone())?;
     if !args.exports.to_stdout() {
         for warning in &result.warnings {
             eprintln!("warning: {warning}");
         }
-        output::print_tables(&result);
+        output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, args.recommend);
     }
-    args.exports.write(&result)
+    args.exports
+        .write(&result, args.files.iter().cloned().zip(runs).collect())
 }
 
 pub fn merge(args: MergeArgs) -> Result<()> {
-    let result = read_overlaid(&args.files)?;
+    let result = overlaid(&args.files, read_all(&args.files)?)?;
     for warning in result
         .warnings
         .iter()
@@ -71,13 +79,14 @@ pub fn merge(args: MergeArgs) -> Result<()> {
     }
 }
 
-/// The runs saved in `files`, overlaid when there are several.
-fn read_overlaid(files: &[PathBuf]) -> Result<RunResult> {
+/// The runs saved in `files`.
+fn read_all(files: &[PathBuf]) -> Result<Vec<RunResult>> {
+    files.iter().map(|path| documents::read(path)).collect()
+}
+
+/// `runs`, read from `files`, as one (overlaid when there are several).
+fn overlaid(files: &[PathBuf], runs: Vec<RunResult>) -> Result<RunResult> {
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let runs = overlay::run_names(&paths)
-        .into_iter()
-        .zip(&paths)
-        .map(|(name, path)| Ok((name, documents::read(path)?)))
-        .collect::<Result<Vec<_>>>()?;
-    overlay::overlay(runs).ok_or_else(|| Error::value("no results file given"))
+    let named = overlay::run_names(&paths).into_iter().zip(runs).collect();
+    overlay::overlay(named).ok_or_else(|| Error::value("no results file given"))
 }

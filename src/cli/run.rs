@@ -28,13 +28,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (result, error) = execute(&plan, args.journal.clone(), args.quiet)?;
     // With an export on standard output, that is all standard output holds.
     if !args.exports.to_stdout() {
-        output::print_tables(&result);
+        output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, args.recommend);
         if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
             super::baseline::print_comparison(name, before, &result);
         }
     }
-    args.exports.write(&result)?;
+    let name = PathBuf::from(format!("{}.json", result.preset));
+    args.exports.write(&result, vec![(name, result.clone())])?;
     if let Some(name) = &args.save_baseline {
         super::baseline::save(name, &result)?;
     }

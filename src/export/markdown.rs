@@ -22,6 +22,13 @@ impl Exporter for Markdown {
         let mut text = format!("# {}\n\n", result.preset);
         for pipeline in result.pipelines() {
             let _ = write!(text, "## {pipeline}\n\n{}\n", table(result, &pipeline));
+            let stages = crate::report::stages::table(result, &pipeline);
+            if !stages.is_empty() {
+                let _ = write!(
+                    text,
+                    "Where the time goes (milliseconds per batch):\n\n{stages}\n"
+                );
+            }
         }
         let _ = writeln!(text, "Dataset: {}  ", result.dataset);
         let _ = write!(text, "Machine: {}", result.machine.summary());

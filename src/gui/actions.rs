@@ -30,6 +30,7 @@ pub enum DataFormat {
 pub enum Pick {
     OpenPreset,
     OpenResults,
+    AddResults,
     SavePresetAs,
     Dataset,
     /// The module of the user's own Python dataset.
@@ -47,6 +48,10 @@ pub enum Action {
     OpenPreset(PathBuf),
     /// Show a saved run (a results JSON or a journal) in place of the shown run.
     OpenResults(PathBuf),
+    /// Plot a saved run together with the shown ones.
+    AddResults(PathBuf),
+    /// Put the shown run's preset into the setup panel, to run it again here.
+    LoadRunPreset,
     SavePreset(PathBuf),
     /// Open a file dialog (on a background thread).
     Browse(Pick),
@@ -61,4 +66,6 @@ pub enum Action {
     SaveBaseline(String),
     /// Compare the shown run with the named baseline.
     CompareBaseline(String),
+    /// Compare the first open run with the open run at this index.
+    CompareOpenRun(usize),
 }

@@ -118,6 +118,10 @@ fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
             .add_filter("loaderbench results or journal", &["json", "jsonl"])
             .set_title("Open results")
             .pick_file(),
+        Pick::AddResults => dialog
+            .add_filter("loaderbench results or journal", &["json", "jsonl"])
+            .set_title("Add results to the plots")
+            .pick_file(),
         Pick::SavePresetAs => dialog
             .add_filter("loaderbench preset", &["ron"])
             .set_title("Save the preset as")

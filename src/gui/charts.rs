@@ -178,7 +178,7 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
                 } else {
                     label.clone()
                 },
-                color: config,
+                color: data.color_of(config),
                 points: epochs
                     .iter()
                     .enumerate()

@@ -85,6 +85,24 @@ impl RunData {
         })
     }
 
+    /// The palette entry of config `index`: its own, or its run's when saved runs are
+    /// shown together, so that each run keeps one colour.
+    pub fn color_of(&self, index: usize) -> usize {
+        let Some(configs) = self.result.as_ref().map(|r| &r.configs) else {
+            return index;
+        };
+        let Some(run) = configs.get(index).and_then(|c| c.run.as_ref()) else {
+            return index;
+        };
+        let mut runs: Vec<&String> = Vec::new();
+        for name in configs.iter().filter_map(|c| c.run.as_ref()) {
+            if !runs.contains(&name) {
+                runs.push(name);
+            }
+        }
+        runs.iter().position(|name| *name == run).unwrap_or(index)
+    }
+
     /// True until the run has ended.
     pub fn is_running(&self) -> bool {
         self.phase == Phase::Running

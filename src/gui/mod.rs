@@ -13,6 +13,7 @@ mod background;
 mod charts;
 mod compare_view;
 mod export;
+mod headless;
 mod live;
 mod pacing;
 mod plots;
@@ -23,6 +24,10 @@ pub use actions::{DataFormat, PngArea};
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export::{crop, png_bytes};
+pub use headless::render_png;
+
+/// The window's size when it opens, in points; `report --png` renders at this size.
+pub const WINDOW_SIZE: [f32; 2] = [1280.0, 720.0];
 pub use live::Phase;
 
 /// Opens the window and runs until it is closed; returns the exit code a scripted run
@@ -32,7 +37,7 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("loaderbench")
-            .with_inner_size([1280.0, 720.0])
+            .with_inner_size(WINDOW_SIZE)
             .with_min_inner_size([900.0, 560.0]),
         ..eframe::NativeOptions::default()
     };

@@ -154,6 +154,9 @@ impl Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub name: String,
+    /// The preset the plan was made from, `--set`s applied: saved with the results, so
+    /// a run can be set up again from its results file.
+    pub preset: Preset,
     /// The preset file, when the plan came from one.
     pub source: Option<PathBuf>,
     pub dataset: DatasetSpec,
@@ -232,6 +235,7 @@ impl Plan {
         let warnings = warnings(&configs);
         Ok(Plan {
             name: preset.name.clone(),
+            preset: preset.clone(),
             source: origin.map(Path::to_path_buf),
             dataset: preset.dataset.clone(),
             samples: preset.samples,

@@ -1,9 +1,10 @@
 //! Text for people, shared by every front end: the results table's model
-//! ([`table::ResultsTable`]), the aligned Markdown rendering of any table, and the number
+//! ([`table::ResultsTable`]), where the time goes ([`stages::table`]), the aligned Markdown rendering of any table, and the number
 //! and yes/no formats the tables use. The Markdown exporter, the CLI, the analysis report
 //! and the desktop app all build their tables from here, so they read alike; this module
 //! depends on results and plans only, never on exporters or the analysis.
 
+pub mod stages;
 pub mod table;
 
 /// Seconds with two decimals (`<0.01` rather than a misleading `0.00`); a dash for no

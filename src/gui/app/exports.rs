@@ -29,12 +29,9 @@ impl App {
         let Some(pending) = self.pending_png.take() else {
             return;
         };
-        let rect = match pending.area {
-            PngArea::Plots => self.plots_rect,
-            PngArea::Results => self.results_rect,
-            PngArea::Analysis => self.analysis_rect,
-        };
-        let Some(cropped) = rect.and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
+        let Some(cropped) = self
+            .area_rect(pending.area)
+            .and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
         else {
             self.error("Nothing to export yet: run a benchmark first.");
             return;
@@ -94,6 +91,23 @@ impl App {
             }
             Err(err) => self.error(format!("Could not save the baseline: {err}")),
         }
+    }
+
+    /// Compares the first open run with open run `index`, as with a saved baseline.
+    pub(super) fn compare_open_run(&mut self, index: usize) {
+        let names = self.open_run_names();
+        let (Some((_, after)), Some((_, before)), Some(run)) =
+            (self.shown.first(), self.shown.get(index), self.run.as_mut())
+        else {
+            return;
+        };
+        let changes = baseline::compare(before, after);
+        let matched = changes.len();
+        run.comparison = Some((names[index].clone(), changes));
+        self.note(format!(
+            "Compared {} with {}: {matched} config(s) matched.",
+            names[0], names[index]
+        ));
     }
 
     pub(super) fn compare_baseline(&mut self, name: &str) {

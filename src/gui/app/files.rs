@@ -48,6 +48,7 @@ impl App {
         match pick {
             Pick::OpenPreset => self.apply(ctx, Action::OpenPreset(path)),
             Pick::OpenResults => self.apply(ctx, Action::OpenResults(path)),
+            Pick::AddResults => self.apply(ctx, Action::AddResults(path)),
             Pick::SavePresetAs => self.apply(ctx, Action::SavePreset(path)),
             Pick::Dataset | Pick::PythonModule => {
                 self.form.set_dataset_path(&path);
@@ -117,7 +118,7 @@ impl App {
         let start = match pick {
             Pick::OpenPreset | Pick::SavePresetAs => self.saved.preset_path.clone(),
             Pick::Dataset | Pick::PythonModule => self.saved.preset.dataset.path.clone(),
-            Pick::OpenResults => self.journal_dir.clone(),
+            Pick::OpenResults | Pick::AddResults => Some(self.runs_dir()),
             Pick::ExportPath => Some(self.saved.export_path.clone()),
         };
         self.background.pick(pick, start);

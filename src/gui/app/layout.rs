@@ -78,6 +78,21 @@ impl App {
                 if ui.button("Open results…").clicked() {
                     actions.push(Action::Browse(Pick::OpenResults));
                 }
+                let has_result = self.result().is_some();
+                if ui
+                    .add_enabled(has_result, egui::Button::new("Add results to the plots…"))
+                    .clicked()
+                {
+                    actions.push(Action::Browse(Pick::AddResults));
+                }
+                let has_setup = self.result().is_some_and(|r| r.setup.is_some());
+                if ui
+                    .add_enabled(has_setup, egui::Button::new("Load this run's preset"))
+                    .clicked()
+                {
+                    actions.push(Action::LoadRunPreset);
+                }
+                ui.menu_button("Recent runs", |ui| self.recent_menu(ui, actions));
             });
             ui.menu_button("Export", |ui| {
                 let has_result = self.result().is_some();

@@ -26,7 +26,7 @@ use crate::plan::Plan;
 use crate::preset::Preset;
 use crate::results::RunResult;
 
-use super::actions::Action;
+use super::actions::{Action, PngArea};
 use super::analysis_charts;
 use super::background::Background;
 use super::charts::{self, Chart};
@@ -48,7 +48,7 @@ const WARNING: &str = "warning: ";
 pub struct Launch {
     /// A preset file or built-in name; replaces the remembered preset.
     pub preset: Option<String>,
-    /// Saved runs (results JSON or journals) to open, in order; the last one is shown.
+    /// Saved runs (results JSON or journals) to open; several are plotted together.
     pub results: Vec<PathBuf>,
     /// Start the run as soon as the window opens.
     pub run_now: bool,
@@ -86,6 +86,10 @@ pub struct App {
     /// The edited preset as a plan, or why it is not one.
     plan: Result<Plan, Error>,
     run: Option<LiveRun>,
+    /// The saved runs shown together (empty for a run measured here).
+    shown: Vec<(PathBuf, RunResult)>,
+    /// The most recent journals, read when the File menu first needs them.
+    recent: Option<Vec<(PathBuf, RunResult)>>,
     /// The config whose batches the timeline shows; `None` follows the run.
     selected: Option<usize>,
     messages: Vec<Message>,
@@ -146,6 +150,8 @@ impl App {
             plan: Plan::from_preset(&saved.preset, saved.preset_path.as_deref()),
             saved,
             run: None,
+            shown: Vec::new(),
+            recent: None,
             selected: None,
             messages,
             background: Background::new(cc.egui_ctx.clone()),
@@ -165,8 +171,8 @@ impl App {
             close_requested: false,
             title: String::new(),
         };
-        for path in &launch.results {
-            app.open_results(path);
+        for (index, path) in launch.results.iter().enumerate() {
+            app.open_results(path, index > 0);
         }
         if launch.run_now {
             app.apply(&cc.egui_ctx, Action::StartRun);
@@ -261,6 +267,15 @@ impl App {
         self.saved.export_path = path;
     }
 
+    /// Where `area` was drawn in the last frame, in points, as its PNG export crops it.
+    pub fn area_rect(&self, area: PngArea) -> Option<Rect> {
+        match area {
+            PngArea::Plots => self.plots_rect,
+            PngArea::Results => self.results_rect,
+            PngArea::Analysis => self.analysis_rect,
+        }
+    }
+
     /// Where the two plots were drawn in the last frame, in points.
     pub fn plots_rect(&self) -> Option<Rect> {
         self.plots_rect
@@ -308,7 +323,9 @@ impl App {
             Action::NewPreset => self.new_preset(),
             Action::LoadBuiltin(name) => self.load_builtin(name),
             Action::OpenPreset(path) => self.open_preset(path),
-            Action::OpenResults(path) => self.open_results(&path),
+            Action::OpenResults(path) => self.open_results(&path, false),
+            Action::AddResults(path) => self.open_results(&path, true),
+            Action::LoadRunPreset => self.load_run_preset(),
             Action::SavePreset(path) => self.save_preset(path),
             Action::Browse(pick) => self.browse(pick),
             Action::StartRun => self.start_run(ctx),
@@ -320,6 +337,7 @@ impl App {
             Action::DismissMessage(index) => self.dismiss(index),
             Action::SaveBaseline(name) => self.save_baseline(&name),
             Action::CompareBaseline(name) => self.compare_baseline(&name),
+            Action::CompareOpenRun(index) => self.compare_open_run(index),
         }
     }
 }

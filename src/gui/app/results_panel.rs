@@ -122,7 +122,12 @@ impl App {
         self.analysis_rect = None;
         if let (Some(analysis), Some(result)) = (&run.analysis, &data.result) {
             ui.add_space(8.0);
-            baseline_row(ui, &mut self.baseline_name, &self.baseline_names, actions);
+            let open_runs = self.open_run_names();
+            let choices = BaselineChoices {
+                saved: &self.baseline_names,
+                open: &open_runs,
+            };
+            baseline_row(ui, &mut self.baseline_name, &choices, actions);
             let comparison = run
                 .comparison
                 .as_ref()
@@ -170,8 +175,21 @@ impl App {
     }
 }
 
-/// The baseline name field with its Save and Compare buttons.
-fn baseline_row(ui: &mut Ui, name: &mut String, saved: &[String], actions: &mut Vec<Action>) {
+/// What the baseline pick list offers: saved baselines, and the open runs after the
+/// first (each compared with the first).
+struct BaselineChoices<'a> {
+    saved: &'a [String],
+    open: &'a [String],
+}
+
+/// The baseline name field with its save and compare buttons, and the baselines as a
+/// pick list that compares at a click.
+fn baseline_row(
+    ui: &mut Ui,
+    name: &mut String,
+    choices: &BaselineChoices<'_>,
+    actions: &mut Vec<Action>,
+) {
     ui.horizontal_wrapped(|ui| {
         let label = ui.label("baseline");
         ui.add(
@@ -194,12 +212,23 @@ fn baseline_row(ui: &mut Ui, name: &mut String, saved: &[String], actions: &mut 
         {
             actions.push(Action::CompareBaseline(name));
         }
-        if !saved.is_empty() {
-            ui.label(
-                RichText::new(format!("saved: {}", saved.join(", ")))
-                    .weak()
-                    .small(),
-            );
+        let others = choices.open.get(1..).unwrap_or_default();
+        if !choices.saved.is_empty() || !others.is_empty() {
+            egui::ComboBox::from_label("baselines")
+                .selected_text("compare with…")
+                .show_ui(ui, |ui| {
+                    for baseline in choices.saved {
+                        if ui.selectable_label(false, baseline).clicked() {
+                            actions.push(Action::CompareBaseline(baseline.clone()));
+                        }
+                    }
+                    for (index, run) in others.iter().enumerate() {
+                        let text = format!("{run} (open run)");
+                        if ui.selectable_label(false, text).clicked() {
+                            actions.push(Action::CompareOpenRun(index + 1));
+                        }
+                    }
+                });
         }
     });
 }

@@ -176,6 +176,8 @@ impl App {
         };
         self.selected = None;
         self.messages.retain(|m| !m.error);
+        self.shown.clear();
+        self.recent = None;
         self.run = Some(LiveRun {
             epoch_since,
             handle: Some(handle),

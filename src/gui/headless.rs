@@ -1,0 +1,81 @@
+//! The app drawn without a window, for `loaderbench report --png` on a server with no
+//! display: the saved runs open in the real [`App`] at the window's default size,
+//! egui_kittest renders a frame with wgpu on whatever adapter there is (a software
+//! rasterizer where there is no GPU: Mesa's lavapipe or llvmpipe), and the view is cropped
+//! as the app's own export crops it. So the PNG is the app's PNG: same chart code, same
+//! layout, same size.
+
+use std::path::PathBuf;
+
+use egui_kittest::Harness;
+use egui_kittest::wgpu::{WgpuTestRenderer, default_wgpu_setup};
+use egui_wgpu::wgpu;
+
+use crate::error::{Error, Result};
+use crate::results::RunResult;
+
+use super::actions::PngArea;
+use super::{App, Launch, WINDOW_SIZE, export};
+
+/// What a server needs to render without a GPU, named when no adapter is found.
+const RENDERER_HINT: &str = "install Mesa's software renderer (Debian/Ubuntu: \
+                             mesa-vulkan-drivers, or libegl1 and libgl1-mesa-dri)";
+
+/// PNG bytes of `area` of the app showing `runs` (each with the file it came from, which
+/// names it; several are plotted together), at `pixels_per_point`.
+pub fn render_png(
+    runs: Vec<(PathBuf, RunResult)>,
+    area: PngArea,
+    pixels_per_point: f32,
+) -> Result<Vec<u8>> {
+    let renderer = WgpuTestRenderer::from_render_state(render_state()?);
+    let mut harness = Harness::builder()
+        .with_size(WINDOW_SIZE)
+        .with_pixels_per_point(pixels_per_point)
+        .renderer(renderer)
+        .build_eframe(|cc| App::new(cc, Launch::default()));
+    harness.state_mut().show_runs(runs);
+    harness.run_steps(3);
+    if let Some(error) = harness.state().messages().iter().find(|m| m.error) {
+        return Err(Error::value(error.text.clone()));
+    }
+    let image = harness
+        .render()
+        .map_err(|err| Error::run(format!("rendering the app failed: {err}")))?;
+    let screenshot = egui::ColorImage::from_rgba_unmultiplied(
+        [image.width() as usize, image.height() as usize],
+        image.as_raw(),
+    );
+    let rect = harness.state().area_rect(area).ok_or_else(|| {
+        Error::value("the saved run has nothing to draw there (no measured config)")
+    })?;
+    let cropped = export::crop(&screenshot, rect, pixels_per_point)
+        .ok_or_else(|| Error::run("the view lies outside the rendered window"))?;
+    export::png_bytes(&cropped)
+}
+
+/// A wgpu device on the preferred adapter (software first), or why there is none. The
+/// native backends are tried before OpenGL, whose probing of Wayland prints complaints on
+/// a server without a session.
+fn render_state() -> Result<egui_wgpu::RenderState> {
+    let native = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+    render_state_on(native).or_else(|_| render_state_on(wgpu::Backends::GL))
+}
+
+fn render_state_on(backends: wgpu::Backends) -> Result<egui_wgpu::RenderState> {
+    let mut setup = default_wgpu_setup();
+    if let egui_wgpu::WgpuSetup::CreateNew(create) = &mut setup {
+        create.instance_descriptor.backends = backends;
+    }
+    let instance = pollster::block_on(setup.new_instance());
+    pollster::block_on(egui_wgpu::RenderState::create(
+        &egui_wgpu::WgpuConfiguration {
+            wgpu_setup: setup,
+            ..Default::default()
+        },
+        &instance,
+        None,
+        egui_wgpu::RendererOptions::PREDICTABLE,
+    ))
+    .map_err(|err| Error::run(format!("no renderer for the PNG ({err}); {RENDERER_HINT}")))
+}

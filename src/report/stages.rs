@@ -1,0 +1,99 @@
+//! Where the time goes, as a table: for each config of a pipeline, the milliseconds per
+//! batch in each stage the loader measures (read, collate, transform, transfer, pin, copy
+//! to the device) and the consumer's wait, the median over the epochs that stand for a
+//! typical epoch (every epoch after the first, or the first when it is the only one).
+//! Stage times of worker configs are spent on the workers, in parallel with each other,
+//! so they can add up to more than the epoch; the wait is what the consumer felt. The CLI
+//! prints it with `--stages` and the Markdown export includes it.
+
+use crate::results::{ConfigResult, EpochResult, RunResult};
+use crate::stats;
+
+use super::render;
+
+/// A stage's column name and how to read its seconds from an epoch's sums.
+type Stage = (&'static str, fn(&EpochResult) -> f64);
+
+/// The stage columns, in the order a batch goes through them.
+const STAGES: [Stage; 7] = [
+    ("read", |e| e.stages.read_s),
+    ("collate", |e| e.stages.collate_s),
+    ("transform", |e| e.stages.transform_s),
+    ("transfer", |e| e.stages.transfer_s),
+    ("pin", |e| e.stages.pin_s),
+    ("to device", |e| e.stages.to_device_s),
+    ("wait", |e| e.stages.wait_s),
+];
+
+/// The aligned Markdown table of `pipeline`'s configs, in milliseconds per batch; empty
+/// when none of them measured an epoch.
+pub fn table(result: &RunResult, pipeline: &str) -> String {
+    let mut header = vec!["config".to_owned()];
+    header.extend(STAGES.iter().map(|(name, _)| format!("{name} ms")));
+    let rows: Vec<Vec<String>> = (0..result.configs.len())
+        .filter(|&index| result.configs[index].pipeline.name() == pipeline)
+        .filter_map(|index| {
+            let runs: Vec<&ConfigResult> = result
+                .results
+                .iter()
+                .filter(|r| r.config_index == index)
+                .collect();
+            let epochs: Vec<&EpochResult> = runs
+                .iter()
+                .flat_map(|run| run.epochs.iter().skip(usize::from(run.epochs.len() > 1)))
+                .filter(|epoch| epoch.batches > 0)
+                .collect();
+            if epochs.is_empty() {
+                return None;
+            }
+            let label = result.labels.get(index).cloned().unwrap_or_default();
+            let mut row = vec![label];
+            row.extend(STAGES.iter().map(|(_, stage)| {
+                let per_batch: Vec<f64> = epochs
+                    .iter()
+                    .map(|e| stage(e) / e.batches as f64 * 1e3)
+                    .collect();
+                stats::median(&per_batch).map_or("-".to_owned(), |ms| format!("{ms:.2}"))
+            }));
+            Some(row)
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    render(&header, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fixtures::{config, epoch, result, run};
+
+    #[test]
+    fn each_stage_is_milliseconds_per_batch_of_a_typical_epoch() {
+        let mut first = epoch(1, 0.5, 0.1, 4);
+        first.stages.transform_s = 4.0;
+        let mut later = epoch(2, 0.1, 0.1, 4);
+        later.stages.read_s = 0.004;
+        later.stages.transform_s = 0.02;
+        later.stages.wait_s = 0.008;
+        let configs = vec![config(0, false), config(2, false)];
+        let results = vec![run(0, configs[0].clone(), vec![first, later])];
+        let text = table(&result(configs, results), "light");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines.len(),
+            3,
+            "a header, a rule and the measured config: {text}"
+        );
+        assert!(lines[0].starts_with("| config | read ms | collate ms | transform ms"));
+        let cells: Vec<&str> = lines[2].split('|').map(str::trim).collect();
+        // The first epoch (a 1 s-per-batch transform) is left out.
+        assert_eq!(
+            &cells[1..9],
+            [
+                "nw=0", "1.00", "0.00", "5.00", "0.00", "0.00", "0.00", "2.00"
+            ]
+        );
+    }
+}
