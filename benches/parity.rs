@@ -23,16 +23,28 @@ use loaderbench::stats;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    // `--bench seed-light` runs part 1 on that preset alone, and skips part 2.
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let display = Display::find_or_start();
-    for name in ["seed-light", "seed-heavy"] {
+    let names: Vec<&str> = if named.is_empty() {
+        vec!["seed-light", "seed-heavy"]
+    } else {
+        named.iter().map(String::as_str).collect()
+    };
+    for name in names {
         let preset = preset(dir.path(), name, full);
         match &display {
             Some(display) => app_against_cli(dir.path(), &preset, display, full),
             None => println!("parity: {name}: skipped the app (no display, no Xvfb on PATH)"),
         }
     }
-    meter_under_load(dir.path(), &preset(dir.path(), "seed-light", full));
+    if named.is_empty() {
+        meter_under_load(dir.path(), &preset(dir.path(), "seed-light", full));
+    }
 }
 
 /// Repeats per round in the full benchmark: each round's figure is then a median of ten

@@ -5,7 +5,7 @@
 //! meter counts them as other load. Before each epoch the child writes `gate` and waits
 //! (at most [`GATE_LIMIT`]) for the parent's `go`, which the app sends once it has drawn
 //! what it was told and gone quiet. Batch events are passed on at most every
-//! [`BATCH_EVENT_INTERVAL`] (the app shows per-batch detail from each finished epoch).
+//! [`super::BATCH_EVENT_INTERVAL`] (the app shows per-batch detail from each finished epoch).
 //! `cancel` on the child's stdin, or stdin closing, cancels the run; the child still
 //! ends with `Cancelled` and every result measured. The parent side is [`ChildRun`];
 //! the child side is [`serve`].
@@ -32,9 +32,6 @@ pub const CHILD_COMMAND: &str = "__measure";
 /// The longest the child waits at a gate for the parent's `go`: a window that stopped
 /// drawing must not stop the run.
 pub const GATE_LIMIT: Duration = Duration::from_secs(2);
-
-/// Batch events are forwarded at most this often; enough for a moving progress line.
-pub const BATCH_EVENT_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How often the child's main thread takes the runner's events, as the CLI does: waking
 /// for each batch would take CPU from the measurement.
@@ -361,7 +358,7 @@ fn forward(events: &Receiver<Event>, gate: &Receiver<()>) -> u8 {
         };
         while let Ok(event) = events.try_recv() {
             if matches!(event, Event::Batch { .. }) {
-                if last_batch.is_some_and(|at| at.elapsed() < BATCH_EVENT_INTERVAL) {
+                if last_batch.is_some_and(|at| at.elapsed() < super::BATCH_EVENT_INTERVAL) {
                     continue;
                 }
                 last_batch = Some(Instant::now());

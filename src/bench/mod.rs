@@ -18,6 +18,10 @@ pub use journal::{Journal, default_journal_path, read_journal};
 pub use ranks::rank_main;
 pub use runner::{EpochGate, RunHandle, RunOptions, spawn};
 
+/// Batch events are sent at most this often (and for every epoch's first batch): enough
+/// for a moving progress line, and the same small cost in the CLI and the app.
+pub const BATCH_EVENT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What the runner reports, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "event")]

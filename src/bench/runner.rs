@@ -524,16 +524,23 @@ impl Run {
         epoch: usize,
     ) -> Result<(EpochResult, Option<Interference>)> {
         self.timed_epoch(config, repeat, || {
+            let mut last_sent: Option<Instant> = None;
             run_epoch(loader, step, epoch, |batch, startups| {
                 for startup in startups {
                     self.emit.send(Event::WorkerReady { config, startup });
                 }
-                self.emit.send(Event::Batch {
-                    config,
-                    repeat,
-                    epoch,
-                    batch,
-                });
+                // Every epoch's first batch, then at most one per interval: the CLI and
+                // the app's measuring child pay the same, small, price for progress.
+                let due = last_sent.is_none_or(|at| at.elapsed() >= super::BATCH_EVENT_INTERVAL);
+                if batch.index == 0 || due {
+                    last_sent = Some(Instant::now());
+                    self.emit.send(Event::Batch {
+                        config,
+                        repeat,
+                        epoch,
+                        batch,
+                    });
+                }
             })
         })
     }

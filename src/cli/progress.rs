@@ -23,7 +23,10 @@ impl BatchBar {
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        bar.enable_steady_tick(Duration::from_millis(200));
+        // A hidden bar needs no ticker thread waking the run's process.
+        if !quiet {
+            bar.enable_steady_tick(Duration::from_millis(200));
+        }
         BatchBar { bar }
     }
 
@@ -45,8 +48,9 @@ impl BatchBar {
         self.bar.set_message(format!("{label}{repeat} · {epoch}"));
     }
 
-    pub fn batch(&self) {
-        self.bar.inc(1);
+    /// Batches done over the whole run.
+    pub fn set_position(&self, batches: u64) {
+        self.bar.set_position(batches);
     }
 
     pub fn println(&self, line: String) {

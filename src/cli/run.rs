@@ -85,6 +85,7 @@ pub fn execute(
     let handle = bench::spawn(plan.clone(), options, || {});
     progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;
+    let mut batches_done = 0;
     for event in paced(&handle) {
         match event {
             Event::Started {
@@ -108,8 +109,10 @@ pub fn execute(
                         plan.epochs,
                     );
                 }
-                progress.batch();
+                // Batch events come a few a second; the position says how far it is.
+                progress.set_position(batches_done + batch.index as u64 + 1);
             }
+            Event::EpochFinished { result, .. } => batches_done += result.batches as u64,
             Event::Warning { message, .. } => progress.println(format!("warning: {message}")),
             Event::Finished { result } => outcome = Some((*result, None)),
             Event::Cancelled { result } => outcome = Some((*result, Some(Error::Cancelled))),
