@@ -4,7 +4,10 @@
 //! Second, the performance goals: ours against PyTorch's on the built-in dataset and on
 //! MNIST-format IDX files (the synthetic dataset written out), light (0 workers, and the
 //! best config of each) and heavy (0 and 2 workers), with the ratio PyTorch / ours.
-//! Run with `cargo bench --bench reference`; under `cargo test` a tiny smoke version runs.
+//! The agreement is also measured on a user's own Dataset (the test module
+//! tests/data/user_dataset/mnist_user.py), which the plain loop imports itself.
+//! Run with `cargo bench --bench reference` (`-- user`: the user's dataset only); under
+//! `cargo test` a tiny smoke version runs.
 
 use std::io::Write;
 use std::path::Path;
@@ -23,9 +26,14 @@ use loaderbench::stats;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    // `cargo bench --bench reference -- user` measures the user's dataset only.
+    let only_user = std::env::args().any(|a| a == "user");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    agreement(full, dir.path());
-    if full {
+    if !only_user {
+        agreement(full, dir.path());
+    }
+    user_dataset_agreement(full, dir.path());
+    if full && !only_user {
         goals(dir.path());
     }
 }
@@ -43,18 +51,66 @@ fn agreement(full: bool, dir: &Path) {
     preset.set("epochs", "3").expect("epochs");
     let plan = Plan::from_preset(&preset, None).expect("a plan");
     let dataset = open(&plan.dataset, plan.samples).expect("the dataset");
-    let reference = Reference::prepare(&plan, &dataset).expect("the script");
+    let reference = Reference::prepare(&plan, Some(&dataset)).expect("the script");
     let (images, labels) = reference::write_idx(dataset.as_ref(), dir).expect("IDX files");
-    let request = Request::new(
-        &plan,
-        &plan.configs[0],
-        DatasetRequest::Idx { images, labels },
-    );
+    let request = DatasetRequest::Idx { images, labels };
+    let what = format!("light, {samples} samples, nw={workers}");
+    print_agreement(&what, &plan, &reference, request, rounds);
+}
+
+/// The same on a user's own dataset: the test module (a map-style Dataset over IDX
+/// files, PIL images through torchvision's ToTensor and Normalize, its own collate_fn),
+/// which the plain loop imports itself.
+fn user_dataset_agreement(full: bool, dir: &Path) {
+    let (samples, rounds, workers) = if full {
+        (60_000, 5, "2")
+    } else {
+        (512, 1, "0")
+    };
+    let root = dir.join("user-mnist");
+    std::fs::create_dir_all(&root).expect("a folder");
+    let synthetic = open(&DatasetSpec::default(), Some(samples)).expect("the dataset");
+    reference::write_idx(synthetic.as_ref(), &root).expect("IDX files");
+    let module =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset/mnist_user.py");
+    let mut preset = preset(samples, "light", workers);
+    preset.set("runtime", "pytorch").expect("a runtime");
+    preset.set("epochs", "3").expect("epochs");
+    preset.dataset = DatasetSpec {
+        kind: DatasetKind::Python,
+        path: Some(module.clone()),
+        factory: Some("make_dataset".to_owned()),
+        args: [("root".to_owned(), serde_json::json!(root))].into(),
+        collate: Some("make_collate".to_owned()),
+        ..DatasetSpec::default()
+    };
+    let plan = Plan::from_preset(&preset, None).expect("a plan");
+    let reference = Reference::prepare(&plan, None).expect("the script");
+    let request = DatasetRequest::Python {
+        path: module,
+        factory: "make_dataset".to_owned(),
+        args: plan.dataset.args.clone(),
+        collate: plan.dataset.collate.clone(),
+    };
+    let what = format!("user dataset mnist_user.py, {samples} samples, nw={workers}");
+    print_agreement(&what, &plan, &reference, request, rounds);
+}
+
+/// Measures config 0 of `plan` alternately with the reference runtime and the plain
+/// loop, `rounds` times each, and prints their medians and ratio.
+fn print_agreement(
+    what: &str,
+    plan: &Plan,
+    reference: &Reference,
+    dataset: DatasetRequest,
+    rounds: usize,
+) {
+    let request = Request::new(plan, &plan.configs[0], dataset);
     let request = serde_json::to_string(&request).expect("JSON");
     let (mut ours, mut plain) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let measured = reference
-            .measure(&plan, 0, 0, &CancelToken::new(), &mut |_| {})
+            .measure(plan, 0, 0, &CancelToken::new(), &mut |_| {})
             .expect("the reference runtime runs");
         ours.push(
             measured
@@ -69,9 +125,8 @@ fn agreement(full: bool, dir: &Path) {
     let (ours, plain) = (median(&ours), median(&plain));
     let ratio = ours / plain;
     println!(
-        "reference runtime vs plain DataLoader loop (light, {samples} samples, nw={workers}, \
-         epochs 2-3, medians of {rounds}): {ours:.3} s vs {plain:.3} s, ratio {ratio:.3} \
-         ({} within 10%)",
+        "reference runtime vs plain DataLoader loop ({what}, epochs 2-3, medians of \
+         {rounds}): {ours:.3} s vs {plain:.3} s, ratio {ratio:.3} ({} within 10%)",
         if (ratio - 1.0).abs() <= 0.10 {
             "agree"
         } else {

@@ -272,6 +272,7 @@ fn loader(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Loader {
         dataset: Some(DatasetSpec::default()),
         samples: Some(scale.samples),
         pipeline: PipelineSpec::Light,
+        transform_at: Default::default(),
         normalize: Normalize::default(),
         dataset_transfer: setup.data,
         batch_transfer: setup.batches,

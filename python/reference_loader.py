@@ -46,10 +46,11 @@ def emit(**fields):
     os.write(1, (json.dumps(fields) + "\n").encode())
 
 
-def fail(message, bad_input=False, environment=False):
+def fail(message, bad_input=False, environment=False, user=None):
     """Reports the error and exits at once: waiting for worker processes could hang on
-    a crashed one, and loaderbench kills the process group anyway."""
-    emit(kind="error", message=message, bad_input=bad_input, environment=environment)
+    a crashed one, and loaderbench kills the process group anyway. `user` is the
+    place in the user's own dataset code ({"file", "line"}) the error comes from."""
+    emit(kind="error", message=message, bad_input=bad_input, environment=environment, user=user)
     os._exit(1)
 
 
@@ -168,6 +169,8 @@ def build_transform(ops, normalize, pil_input, first=()):
 
 def build_dataset(request):
     spec = request["dataset"]
+    if spec["kind"] == "python":
+        return user_dataset(request)
     ops, normalize = request["ops"], request["normalize"]
     if spec["kind"] == "idx":
         dataset = IdxDataset(spec["images"], spec["labels"], build_transform(ops, normalize, True))
@@ -216,6 +219,7 @@ def build_loader(request, dataset):
             timeout=request["worker_timeout_s"],
             worker_init_fn=announce_ready,
         )
+    options.update(user_loader_options(request, dataset))
     return DataLoader(dataset, **options)
 
 
@@ -228,12 +232,11 @@ def measure_epoch(loader, epoch, device):
     while True:
         asked = time.perf_counter()
         try:
-            images, labels = next(batches)
+            batch = next(batches)
         except StopIteration:
             break
         taken = time.perf_counter()
-        images = images.to(device, non_blocking=True)
-        labels = labels.to(device, non_blocking=True)
+        batch = to_device(batch, device)
         if cuda:
             torch.cuda.synchronize(device)
         at = time.perf_counter()
@@ -242,7 +245,7 @@ def measure_epoch(loader, epoch, device):
             epoch=epoch,
             index=index,
             at_s=at - start,
-            samples=len(labels),
+            samples=batch_samples(batch),
             wait_s=taken - asked,
             to_device_s=at - taken,
         )
@@ -352,6 +355,156 @@ def die_with_parent():
     os._exit(1)
 
 
+# ---------------------------------------------------------------------------------------
+# The user's own Dataset (dataset kind `python`): importing their module, building the
+# dataset and collate_fn it names, moving whatever batches it makes to the device, and
+# naming the file and line of their code an error comes from.
+# ---------------------------------------------------------------------------------------
+
+import importlib  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import traceback  # noqa: E402
+
+from torch.utils.data import IterableDataset  # noqa: E402
+
+# A frame of a formatted traceback: `  File "/path/x.py", line 41, in __getitem__`.
+TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)', re.MULTILINE)
+
+
+class UserInputError(Exception):
+    """The user's module lacks what the preset names (bad input, not a failed run)."""
+
+    def __init__(self, message, file):
+        super().__init__(message)
+        self.file = file
+
+    def location(self):
+        return {"file": self.file, "line": None}
+
+
+def user_module(spec):
+    """Imports the module at spec["path"] with its folder first on sys.path (spawned
+    workers inherit sys.path, so they unpickle the dataset from the same module)."""
+    path = os.path.abspath(spec["path"])
+    if not os.path.isfile(path):
+        raise UserInputError("no such file", spec["path"])
+    folder, name = os.path.split(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(os.path.splitext(name)[0])
+
+
+def user_callable(module, spec, field):
+    name = spec[field]
+    function = getattr(module, name, None)
+    if not callable(function):
+        problem = "is not callable" if function is not None else "is not defined"
+        raise UserInputError(f"`{name}` (dataset.{field}) {problem} in the module", spec["path"])
+    return function
+
+
+def user_dataset(request):
+    """factory(**args), once, in this process; `samples` keeps the first N of a
+    map-style dataset. An IterableDataset is taken as it is (a note says what it means)."""
+    spec = request["dataset"]
+    module = user_module(spec)
+    dataset = user_callable(module, spec, "factory")(**spec["args"])
+    if isinstance(dataset, IterableDataset):
+        emit(
+            kind="note",
+            message=f"{spec['path']}: {spec['factory']}() gives an IterableDataset: shuffle and "
+            "samples do not apply, and each worker iterates it as its own code shards it",
+        )
+        return dataset
+    samples = request.get("samples")
+    if samples is not None and samples < len(dataset):
+        dataset = Subset(dataset, range(samples))
+    return dataset
+
+
+def user_loader_options(request, dataset):
+    """The DataLoader arguments the user's module decides: its collate_fn (collate()
+    returns it), and no shuffle for an IterableDataset."""
+    spec = request["dataset"]
+    if spec["kind"] != "python":
+        return {}
+    options = {}
+    if spec.get("collate"):
+        module = user_module(spec)
+        options["collate_fn"] = user_callable(module, spec, "collate")()
+    if isinstance(dataset, IterableDataset):
+        options.update(shuffle=False, generator=None)
+    return options
+
+
+def to_device(batch, device):
+    """Every tensor of a batch (a tensor, or lists, tuples and dicts of them) on device."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, (list, tuple)):
+        return [to_device(item, device) for item in batch]
+    if isinstance(batch, dict):
+        return {key: to_device(item, device) for key, item in batch.items()}
+    return batch
+
+
+def batch_samples(batch):
+    """The samples in a batch: the first dimension of its first tensor."""
+    if isinstance(batch, torch.Tensor):
+        return len(batch) if batch.dim() > 0 else 1
+    items = list(batch.values()) if isinstance(batch, dict) else batch
+    if isinstance(items, (list, tuple)) and items:
+        return batch_samples(items[0])
+    return 0
+
+
+def versions():
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+    }
+
+
+def in_user_code(file, folder):
+    file = os.path.abspath(file)
+    return file.startswith(folder + os.sep) and "site-packages" not in file
+
+
+def fail_in_user_code(err, request):
+    """Fails with `file:line: Type: message` when the traceback (the exception's own, or
+    the one a DataLoader worker sent, which PyTorch puts in the message) passes through
+    the user's module's folder: the last such frame is where their code went wrong.
+    Returns when no frame is theirs."""
+    spec = request.get("dataset", {})
+    if spec.get("kind") != "python":
+        return
+    module_file = os.path.abspath(spec["path"])
+    folder = os.path.dirname(module_file)
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    frames = [(f, int(n)) for f, n in TRACEBACK_FRAME.findall(text) if in_user_code(f, folder)]
+    if not frames:
+        return
+    file, line = frames[-1]
+    if os.path.abspath(file) == module_file:
+        file = spec["path"]
+    else:
+        file = os.path.join(os.path.dirname(spec["path"]), os.path.relpath(file, folder))
+    fail(user_exception_line(err), user={"file": file, "line": line})
+
+
+def user_exception_line(err):
+    """`Type: message` in one line; for an error a worker raised, the original's last
+    traceback line (PyTorch re-raises it as `Caught X in DataLoader worker process N`)."""
+    message = str(err)
+    if "Original Traceback" in message:
+        lines = [l for l in message.splitlines() if l.strip() and not l.startswith(" ")]
+        if lines:
+            return lines[-1].strip()
+    return " ".join(f"{type(err).__name__}: {message}".split())
+
+
 def main():
     line = sys.stdin.readline()
     threading.Thread(target=die_with_parent, daemon=True).start()
@@ -372,6 +525,7 @@ def main():
             intra_op_threads=torch.get_num_threads(),
             pin_memory_effective=bool(request["pin_memory"] and torch.cuda.is_available()),
             rss_bytes=rss_bytes(),
+            versions=versions(),
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):
@@ -383,12 +537,16 @@ def main():
         emit(kind="done", peak_rss_bytes=peak_rss_bytes())
     except UnsupportedOp as err:
         fail(str(err), bad_input=True)
+    except UserInputError as err:
+        fail(str(err), bad_input=True, user=err.location())
     except (EOFError, ConnectionError) as err:
+        fail_in_user_code(err, request)
         # A worker killed mid-transfer can surface as a broken queue before PyTorch's
         # own "DataLoader worker (pid N) is killed" check runs; say what it means.
         detail = " ".join(f"{type(err).__name__}: {err}".split())
         fail(f"a DataLoader worker exited unexpectedly ({detail})")
     except Exception as err:
+        fail_in_user_code(err, request)
         message = " ".join(f"{type(err).__name__}: {err}".split())
         fail(message)
 

@@ -152,6 +152,7 @@ mod tests {
                 rss_before_bytes: None,
                 peak_rss_bytes: None,
                 workers: Vec::new(),
+                python: None,
             })
             .collect();
         RunResult {

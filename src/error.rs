@@ -5,7 +5,8 @@
 //! input (a preset, a dataset file, a command-line value) is wrong, which the CLI reports
 //! with exit code 2; everything else is a failed run (exit code 1). An error caused by
 //! another (an I/O error, a libtorch error) keeps it as its `source`; the message already
-//! includes its text, so users see one line.
+//! includes its text, so users see one line. An error raised in the user's own Python
+//! dataset is a [`UserCodeError`]: their file, line and exception.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,9 @@ pub enum Error {
         #[source]
         source: Option<Source>,
     },
+    /// The user's own dataset code failed or lacks what the preset names.
+    #[error(transparent)]
+    UserCode(#[from] UserCodeError),
     /// The user cancelled the run.
     #[error("cancelled")]
     Cancelled,
@@ -102,10 +106,11 @@ impl Error {
 
     /// True when the user's input is at fault (exit code 2), false for a failed run.
     pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            Error::BadFile { .. } | Error::BadField(_) | Error::BadValue(_)
-        )
+        match self {
+            Error::BadFile { .. } | Error::BadField(_) | Error::BadValue(_) => true,
+            Error::UserCode(error) => error.bad_input,
+            Error::Run { .. } | Error::Cancelled => false,
+        }
     }
 
     /// The preset field at fault, when the error is about one.
@@ -155,6 +160,32 @@ impl fmt::Display for FieldError {
     }
 }
 
+/// An error in the user's own Python dataset: the file and line of their code it came
+/// from (the traceback's last frame in their module's folder), and the exception in one
+/// line: `my_data.py:41: ValueError: ...`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct UserCodeError {
+    /// The file as the preset names it (or beside it, for a module it imports).
+    pub file: PathBuf,
+    /// `None` when no line is to blame (a function the module lacks).
+    pub line: Option<u32>,
+    /// The exception, `Type: message`, or what the module lacks.
+    pub problem: String,
+    /// True before the dataset gave its first batch (the user's input is at fault,
+    /// exit code 2), false for a failure during the run (exit code 1).
+    pub bad_input: bool,
+}
+
+impl fmt::Display for UserCodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -178,6 +209,28 @@ mod tests {
         assert!(err.is_bad_input());
         let err = Error::from(FieldError::new(None, "epochs", "must be at least 1"));
         assert_eq!(err.to_string(), "field `epochs`: must be at least 1");
+    }
+
+    #[test]
+    fn user_code_errors_read_file_line_problem_and_are_bad_input_before_the_first_batch() {
+        let mut error = UserCodeError {
+            file: PathBuf::from("my_data.py"),
+            line: Some(41),
+            problem: "ValueError: bad sample".to_owned(),
+            bad_input: true,
+        };
+        assert_eq!(
+            Error::from(error.clone()).to_string(),
+            "my_data.py:41: ValueError: bad sample"
+        );
+        assert!(Error::from(error.clone()).is_bad_input());
+        error.bad_input = false;
+        error.line = None;
+        assert_eq!(
+            Error::from(error.clone()).to_string(),
+            "my_data.py: ValueError: bad sample"
+        );
+        assert!(!Error::from(error).is_bad_input());
     }
 
     #[test]

@@ -162,6 +162,32 @@ pub struct ConfigResult {
     /// Each worker process's memory at the end of the last epoch (empty for threads).
     #[serde(default)]
     pub workers: Vec<WorkerMemory>,
+    /// The Python that measured a pytorch config, with its versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonEnvironment>,
+}
+
+/// The Python environment of the pytorch runtime.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonEnvironment {
+    /// The interpreter loaderbench ran.
+    pub executable: std::path::PathBuf,
+    pub python: String,
+    pub torch: String,
+    pub torchvision: String,
+}
+
+impl PythonEnvironment {
+    /// One line for tables: `Python 3.11.2 · torch 2.13.0 · torchvision 0.28.0 (path)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "Python {} · torch {} · torchvision {} ({})",
+            self.python,
+            self.torch,
+            self.torchvision,
+            self.executable.display()
+        )
+    }
 }
 
 impl ConfigResult {
@@ -287,6 +313,11 @@ impl RunResult {
                 .collect(),
             disturbed: runs.iter().any(|r| r.disturbed),
         })
+    }
+
+    /// The Python environment that measured the run's pytorch configs, if any.
+    pub fn python(&self) -> Option<&PythonEnvironment> {
+        self.results.iter().find_map(|r| r.python.as_ref())
     }
 
     /// The pipelines in the order the configs use them.

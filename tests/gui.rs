@@ -50,14 +50,15 @@ fn tiny_preset(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
 
 /// Replaces the text of the text field labelled `label`.
 fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
-    harness
-        .get_by_role_and_label(Role::TextInput, label)
-        .focus();
+    type_into_role(harness, Role::TextInput, label, text);
+}
+
+/// Replaces the text of the field of `role` (one line or several) labelled `label`.
+fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, text: &str) {
+    harness.get_by_role_and_label(role, label).focus();
     harness.run_steps(2);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
-    harness
-        .get_by_role_and_label(Role::TextInput, label)
-        .type_text(text);
+    harness.get_by_role_and_label(role, label).type_text(text);
     harness.run_steps(2);
 }
 
@@ -353,4 +354,60 @@ fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
         assert_eq!(spread.series[1].points[group][1], slowest, "{name}");
     }
     assert!(harness.query_by_label_contains("Rank spread").is_some());
+}
+
+#[test]
+fn a_python_dataset_is_edited_by_label_and_bad_values_are_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    harness
+        .get_by_role_and_label(Role::ComboBox, "kind")
+        .click();
+    harness.run_steps(2);
+    harness.get_by_label("python").click();
+    harness.run_steps(2);
+    assert_eq!(
+        harness.state().preset().dataset.kind,
+        loaderbench::dataset::DatasetKind::Python
+    );
+    let module =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset/mnist_user.py");
+    type_into(&mut harness, "path", module.to_str().unwrap());
+    // No factory yet: the plan names the field, and the panel marks it.
+    harness
+        .get_by_label_contains("field `dataset.factory`")
+        .hover();
+
+    type_into(&mut harness, "factory", "make_dataset");
+    let lines = Role::MultilineTextInput;
+    type_into_role(
+        &mut harness,
+        lines,
+        "args",
+        "root = /data/mnist\naugment = true",
+    );
+    type_into(&mut harness, "collate", "make_collate");
+    let dataset = harness.state().preset().dataset.clone();
+    assert_eq!(dataset.path.as_deref(), Some(module.as_path()));
+    assert_eq!(dataset.factory.as_deref(), Some("make_dataset"));
+    assert_eq!(dataset.args["root"], "/data/mnist");
+    assert_eq!(dataset.args["augment"], true);
+    assert_eq!(dataset.collate.as_deref(), Some("make_collate"));
+    // seed-light runs our engine, which cannot load user code: the plan says which
+    // runtime to use.
+    harness
+        .get_by_label_contains("use runtime: [pytorch]")
+        .hover();
+
+    type_into_role(&mut harness, lines, "args", "root /data/mnist");
+    assert!(
+        harness
+            .query_by_label_contains("line 1: expected `key = value`")
+            .is_some()
+    );
+    assert_eq!(harness.state().preset().dataset.args["root"], "/data/mnist");
+    type_into(&mut harness, "factory", "make dataset");
+    harness
+        .get_by_label_contains("`make dataset` is not a Python function name")
+        .hover();
 }

@@ -16,7 +16,7 @@ use loaderbench::cancel::CancelToken;
 use loaderbench::dataset::{self, Dataset, DatasetSpec, PixelKind, SampleShape};
 use loaderbench::loader::process::{ProcessKind, ProcessWorkers};
 use loaderbench::loader::{Loader, LoaderSettings};
-use loaderbench::preset::{BatchTransfer, DatasetTransfer};
+use loaderbench::preset::{BatchTransfer, DatasetTransfer, TransformAt};
 use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench::{Error, Result};
 use tch::Tensor;
@@ -40,6 +40,7 @@ fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -
         dataset: Some(DatasetSpec::default()),
         samples: Some(SAMPLES),
         pipeline: PipelineSpec::Light,
+        transform_at: Default::default(),
         normalize: Normalize::default(),
         dataset_transfer: data,
         batch_transfer: batches,
@@ -538,4 +539,48 @@ fn workers_exit_when_the_loader_process_is_killed() {
         left.is_empty(),
         "workers {left:?} outlived their killed parent"
     );
+}
+
+#[test]
+fn spawned_workers_run_the_pipeline_per_sample_when_told() {
+    let _serial = serial();
+    let dataset = synthetic();
+    let heavy = |at: TransformAt| {
+        Pipeline::new(&PipelineSpec::Heavy, &Normalize::default(), 1)
+            .unwrap()
+            .at(at)
+    };
+    let images = |at: TransformAt, workers: Option<ProcessWorkers>| {
+        let mut loader = Loader::new(
+            dataset.clone(),
+            Arc::new(heavy(at)),
+            settings(2, false),
+            CancelToken::new(),
+        )
+        .unwrap();
+        if let Some(workers) = workers {
+            loader = loader.with_processes(workers);
+        }
+        epoch(&mut loader).1
+    };
+    let per_sample = images(TransformAt::Sample, None);
+    let mut spawned = processes(
+        ProcessKind::Spawn,
+        DatasetTransfer::Reopen,
+        BatchTransfer::SharedMemory,
+    );
+    spawned.pipeline = PipelineSpec::Heavy;
+    spawned.transform_at = TransformAt::Sample;
+    let from_workers = images(TransformAt::Sample, Some(spawned));
+    assert_eq!(from_workers.len(), per_sample.len());
+    for (a, b) in from_workers.iter().zip(&per_sample) {
+        assert!(
+            a.equal(b),
+            "a spawned worker's batch differs from the threads'"
+        );
+    }
+    // Per sample, each sample draws its parameters in turn: other batches than batched.
+    let batched = images(TransformAt::Batch, None);
+    assert!(!batched[0].equal(&per_sample[0]));
+    assert_nothing_left();
 }

@@ -194,6 +194,7 @@ pub(crate) mod fixtures {
     pub fn config(num_workers: usize, persistent: bool) -> Config {
         Config {
             pipeline: PipelineSpec::Light,
+            transform_at: Default::default(),
             batch_size: 64,
             num_workers,
             worker_kind: WorkerKind::Thread,
@@ -257,6 +258,7 @@ pub(crate) mod fixtures {
             rss_before_bytes: Some(100 << 20),
             peak_rss_bytes: Some(200 << 20),
             workers: Vec::new(),
+            python: None,
         }
     }
 

@@ -19,7 +19,7 @@ use super::meter::{self, Interference};
 use super::ranks::{RankProgress, Ranks, RanksSummary};
 use crate::analysis::{self, disturbance};
 use crate::cancel::CancelToken;
-use crate::dataset::{self, Dataset};
+use crate::dataset::{self, Dataset, DatasetKind};
 use crate::error::{Error, Result};
 use crate::loader::{
     Loader, LoaderSettings, Shard, WorkerStartup, batches_per_epoch, set_intra_op_threads,
@@ -124,6 +124,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
         journal_path: journal.clone(),
         started_unix_s,
         before_epoch: RefCell::new(options.before_epoch),
+        noted: RefCell::new(Vec::new()),
     };
     let thread = std::thread::Builder::new()
         .name("loaderbench-runner".to_owned())
@@ -157,6 +158,8 @@ struct Run {
     journal_path: PathBuf,
     started_unix_s: u64,
     before_epoch: RefCell<Option<EpochGate>>,
+    /// The reference runtime's notes already passed on as warnings.
+    noted: RefCell<Vec<String>>,
 }
 
 impl Run {
@@ -224,17 +227,30 @@ impl Run {
     }
 
     fn measure_all(&self, result: &mut RunResult) -> Result<()> {
-        let dataset = dataset::open(&self.plan.dataset, self.plan.samples)?;
-        result.dataset = dataset.describe();
-        result
-            .warnings
-            .extend(dataset::samples_warning(self.plan.samples, &*dataset));
+        // A python dataset is the user's code, which only the reference runtime loads.
+        let dataset = match self.plan.dataset.kind {
+            DatasetKind::Python => None,
+            _ => Some(dataset::open(&self.plan.dataset, self.plan.samples)?),
+        };
+        match &dataset {
+            Some(dataset) => {
+                result.dataset = dataset.describe();
+                result
+                    .warnings
+                    .extend(dataset::samples_warning(self.plan.samples, &**dataset));
+            }
+            None => result.dataset = dataset::python::describe(&self.plan.dataset),
+        }
         for config in &self.plan.configs {
             config.device.resolve()?;
         }
-        let batches = self.plan.configs.first().map_or(0, |c| {
-            batches_per_epoch(dataset.len(), c.batch_size, self.plan.drop_last)
-        });
+        // Unknown until Python has built a user's dataset.
+        let batches = match (&dataset, self.plan.configs.first()) {
+            (Some(dataset), Some(c)) => {
+                batches_per_epoch(dataset.len(), c.batch_size, self.plan.drop_last)
+            }
+            _ => 0,
+        };
         self.emit.send(Event::Started {
             result: Box::new(result.clone()),
             batches_per_epoch: batches,
@@ -243,7 +259,7 @@ impl Run {
             self.warn(None, message.clone());
         }
         let mut journal = Journal::create(&self.journal_path, result)?;
-        let outcome = self.measure_configs(&dataset, result, &mut journal);
+        let outcome = self.measure_configs(dataset.as_ref(), result, &mut journal);
         let status = match &outcome {
             Ok(()) => RunStatus::Finished,
             Err(Error::Cancelled) => RunStatus::Cancelled,
@@ -257,11 +273,20 @@ impl Run {
 
     fn measure_configs(
         &self,
-        dataset: &Arc<dyn Dataset>,
+        dataset: Option<&Arc<dyn Dataset>>,
         result: &mut RunResult,
         journal: &mut Journal,
     ) -> Result<()> {
-        self.warm_up_process(dataset)?;
+        // The plan gives our engine's configs only datasets it can open.
+        let engine = || dataset.ok_or_else(|| Error::value(dataset::python::ENGINE_REFUSAL));
+        if self
+            .plan
+            .configs
+            .iter()
+            .any(|c| c.runtime == Runtime::Loaderbench)
+        {
+            self.warm_up_process(engine()?)?;
+        }
         // Prepared when the first pytorch config comes, then shared by the rest.
         let mut reference = None;
         for (index, repeat) in self.plan.schedule() {
@@ -275,7 +300,7 @@ impl Run {
                 Runtime::Loaderbench if config.ranks > 1 => {
                     self.measure_ranked_config(index, repeat)?
                 }
-                Runtime::Loaderbench => self.measure_config(dataset, index, repeat)?,
+                Runtime::Loaderbench => self.measure_config(engine()?, index, repeat)?,
                 Runtime::Pytorch => {
                     let reference = match &mut reference {
                         Some(reference) => reference,
@@ -428,6 +453,7 @@ impl Run {
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
             workers: summary.workers,
+            python: None,
         }
     }
 
@@ -467,6 +493,17 @@ impl Run {
                     repeat,
                     result: Box::new(result),
                 },
+                ReferenceEvent::Note(message) => {
+                    // The script notes the same thing for every config; say it once.
+                    if self.noted.borrow().contains(&message) {
+                        return;
+                    }
+                    self.noted.borrow_mut().push(message.clone());
+                    Event::Warning {
+                        config: Some(index),
+                        message,
+                    }
+                }
             };
             self.emit.send(event);
         };
@@ -558,11 +595,10 @@ pub(super) fn build_loader(
     cancel: &CancelToken,
 ) -> Result<Loader> {
     let config = &plan.configs[index];
-    let pipeline = Arc::new(Pipeline::new(
-        &config.pipeline,
-        &plan.normalize,
-        dataset.shape().channels,
-    )?);
+    let pipeline = Arc::new(
+        Pipeline::new(&config.pipeline, &plan.normalize, dataset.shape().channels)?
+            .at(config.transform_at),
+    );
     let settings = LoaderSettings {
         batch_size: config.batch_size,
         shuffle: plan.shuffle,
@@ -598,6 +634,7 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
             dataset: Some(plan.dataset.clone()),
             samples: plan.samples,
             pipeline: config.pipeline.clone(),
+            transform_at: config.transform_at,
             normalize: plan.normalize.clone(),
             dataset_transfer: config.dataset_transfer,
             batch_transfer: config.batch_transfer,

@@ -260,9 +260,16 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = load_plan(args)?;
-    let dataset = loaderbench::dataset::open(&plan.dataset, plan.samples)?;
-    if let Some(warning) = loaderbench::dataset::samples_warning(plan.samples, &*dataset) {
-        eprintln!("warning: {warning}");
+    if plan.dataset.kind == loaderbench::dataset::DatasetKind::Python {
+        // The user's module runs in Python only; here it must at least exist.
+        if let Some(path) = plan.dataset.path.as_ref().filter(|p| !p.is_file()) {
+            return Err(Error::file(path, "no such file"));
+        }
+    } else {
+        let dataset = loaderbench::dataset::open(&plan.dataset, plan.samples)?;
+        if let Some(warning) = loaderbench::dataset::samples_warning(plan.samples, &*dataset) {
+            eprintln!("warning: {warning}");
+        }
     }
     println!(
         "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",

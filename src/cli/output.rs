@@ -145,6 +145,9 @@ pub fn print_tables(result: &RunResult, stages: bool) {
         }
     }
     println!("\n{}", result.machine.summary());
+    if let Some(python) = result.python() {
+        println!("PyTorch runtime: {}", python.summary());
+    }
 }
 
 /// The A/A check where the run has one; the whole analysis when `recommend`, else the

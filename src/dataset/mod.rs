@@ -8,8 +8,10 @@ mod files;
 mod idx;
 mod image_folder;
 mod npy;
+pub mod python;
 mod synthetic;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,6 +36,9 @@ pub enum DatasetKind {
     ImageFolder,
     /// A uint8 or float32 .npy array, (N, C, H, W) or (N, H, W), plus optional labels.
     Npy,
+    /// The user's own PyTorch Dataset: `factory(**args)` from the module at `path`, run
+    /// by the pytorch runtime only (see [`python`]).
+    Python,
 }
 
 /// What the preset says about the dataset.
@@ -42,7 +47,7 @@ pub enum DatasetKind {
 pub struct DatasetSpec {
     #[serde(default)]
     pub kind: DatasetKind,
-    /// The file or directory to read (every kind but `synthetic`).
+    /// The file or directory to read (every kind but `synthetic`; for `python`, the module).
     #[serde(default)]
     pub path: Option<PathBuf>,
     /// Labels file for `npy` (optional) and `idx` (found beside the images if omitted).
@@ -57,6 +62,15 @@ pub struct DatasetSpec {
     /// Seed of the synthetic generator.
     #[serde(default)]
     pub seed: u64,
+    /// `python`: the module's function that returns the Dataset.
+    #[serde(default)]
+    pub factory: Option<String>,
+    /// `python`: the factory's keyword arguments (strings, numbers, booleans, lists).
+    #[serde(default)]
+    pub args: BTreeMap<String, serde_json::Value>,
+    /// `python`: the module's function whose result is the DataLoader's `collate_fn`.
+    #[serde(default)]
+    pub collate: Option<String>,
 }
 
 fn default_channels() -> usize {
@@ -76,6 +90,9 @@ impl Default for DatasetSpec {
             channels: default_channels(),
             image_size: default_image_size(),
             seed: 0,
+            factory: None,
+            args: BTreeMap::new(),
+            collate: None,
         }
     }
 }
@@ -156,6 +173,7 @@ pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Datase
             spec.image_size,
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
+        DatasetKind::Python => return Err(Error::value(python::ENGINE_REFUSAL)),
     };
     if dataset.is_empty() {
         return Err(Error::value(format!(

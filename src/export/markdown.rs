@@ -31,7 +31,11 @@ impl Exporter for Markdown {
             }
         }
         let _ = writeln!(text, "Dataset: {}  ", result.dataset);
-        let _ = writeln!(text, "Machine: {}", result.machine.summary());
+        let _ = write!(text, "Machine: {}", result.machine.summary());
+        if let Some(python) = result.python() {
+            let _ = write!(text, "  \nPyTorch runtime: {}", python.summary());
+        }
+        text.push('\n');
         if result.repeats > 1 {
             let _ = writeln!(
                 text,

@@ -49,6 +49,12 @@ mod tests {
         disturbed.epochs[0].other_load_cores = Some(1.25);
         disturbed.epochs[0].own_cpu_s = Some(0.75);
         disturbed.disturbed = true;
+        disturbed.python = Some(crate::results::PythonEnvironment {
+            executable: PathBuf::from("/venv/bin/python"),
+            python: "3.11.2".to_owned(),
+            torch: "2.13.0".to_owned(),
+            torchvision: "0.28.0".to_owned(),
+        });
         let results = vec![
             run(
                 0,

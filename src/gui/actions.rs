@@ -33,6 +33,8 @@ pub enum Pick {
     AddResults,
     SavePresetAs,
     Dataset,
+    /// The module of the user's own Python dataset.
+    PythonModule,
     ExportPath,
 }
 

@@ -127,6 +127,10 @@ fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
             .set_title("Save the preset as")
             .save_file(),
         Pick::Dataset => dialog.set_title("Choose the dataset").pick_folder(),
+        Pick::PythonModule => dialog
+            .add_filter("Python module", &["py"])
+            .set_title("Choose your dataset's module")
+            .pick_file(),
         Pick::ExportPath => dialog.set_title("Export to").save_file(),
     }
 }

@@ -22,7 +22,7 @@ pub struct Knob {
 }
 
 /// Every sweep knob, in grid order.
-pub const KNOBS: [Knob; 15] = [
+pub const KNOBS: [Knob; 16] = [
     Knob {
         field: "runtime",
         label: "runtime",
@@ -37,6 +37,11 @@ pub const KNOBS: [Knob; 15] = [
         field: "pipeline",
         label: "pipeline",
         value: |c| c.pipeline.name().to_owned(),
+    },
+    Knob {
+        field: "transform_at",
+        label: "transform at",
+        value: |c| c.transform_at.name().to_owned(),
     },
     Knob {
         field: "batch_size",

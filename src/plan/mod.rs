@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::DatasetSpec;
+use crate::dataset::{DatasetKind, DatasetSpec, python};
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
 use crate::preset::{
     BatchTransfer, DatasetTransfer, IntraOpThreads, Preset, RunOrder, Runtime, StartMethod,
-    WorkerKind,
+    TransformAt, WorkerKind,
 };
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
@@ -25,6 +25,10 @@ use crate::transform::{Normalize, PipelineSpec};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     pub pipeline: PipelineSpec,
+    /// Where our engine runs the pipeline; the pytorch runtime always works per sample,
+    /// so its configs keep the default.
+    #[serde(default)]
+    pub transform_at: TransformAt,
     pub batch_size: usize,
     pub num_workers: usize,
     pub worker_kind: WorkerKind,
@@ -80,6 +84,9 @@ impl Config {
         if self.pipeline != common.pipeline {
             parts.push(self.pipeline.name().to_owned());
         }
+        if self.transform_at != common.transform_at && self.runtime == Runtime::Loaderbench {
+            parts.push(format!("per {}", self.transform_at.name()));
+        }
         if self.batch_size != common.batch_size {
             parts.push(format!("bs={}", self.batch_size));
         }
@@ -130,10 +137,14 @@ impl Config {
         self.runtime == Runtime::Pytorch && self.num_workers > 0
     }
 
-    /// The same config with the start method reset where it does not matter.
+    /// The same config with the start method and where transforms run reset where they
+    /// do not matter.
     fn settled(mut self) -> Config {
         if !self.uses_start_method() {
             self.start_method = StartMethod::platform_default();
+        }
+        if self.runtime == Runtime::Pytorch {
+            self.transform_at = TransformAt::default();
         }
         self
     }
@@ -167,6 +178,9 @@ pub struct Plan {
     pub step: StepCost,
     /// The epochs a training run would take (for the break-even and recommendation).
     pub planned_epochs: usize,
+    /// The Python that runs the pytorch runtime, when the preset names one.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
 }
 
 impl Plan {
@@ -204,9 +218,12 @@ impl Plan {
                 unique.push(config);
             }
         }
-        let configs = unique;
+        let mut configs = unique;
         for config in &configs {
             check_config(config).map_err(in_file)?;
+        }
+        if preset.dataset.kind == DatasetKind::Python {
+            user_dataset_configs(preset, &mut configs).map_err(in_file)?;
         }
         if preset.step != StepCost::None && configs.iter().any(|c| c.runtime == Runtime::Pytorch) {
             return Err(bad(
@@ -235,6 +252,7 @@ impl Plan {
             warnings,
             step: preset.step,
             planned_epochs: preset.planned_epochs,
+            python: preset.python.clone(),
         })
     }
 
@@ -361,6 +379,30 @@ fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
     if config.runtime == Runtime::Pytorch {
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;
+    }
+    Ok(())
+}
+
+/// Checks a python dataset's configs: its fields, the pytorch runtime (the only one
+/// that loads user code) and no pipeline of ours (its own code transforms the samples).
+/// The configs' pipeline becomes the factory's name, which tables and groups show.
+fn user_dataset_configs(preset: &Preset, configs: &mut [Config]) -> Result<(), FieldError> {
+    python::check(&preset.dataset)?;
+    if configs.iter().any(|c| c.runtime != Runtime::Pytorch) {
+        return Err(field("runtime", python::ENGINE_REFUSAL));
+    }
+    if preset.pipeline != [PipelineSpec::Light] {
+        return Err(field(
+            "pipeline",
+            "a python dataset transforms its samples in its own code; leave pipeline out",
+        ));
+    }
+    let own = PipelineSpec::Custom {
+        name: preset.dataset.factory.clone().unwrap_or_default(),
+        ops: Vec::new(),
+    };
+    for config in configs {
+        config.pipeline = own.clone();
     }
     Ok(())
 }
@@ -598,6 +640,49 @@ mod tests {
             labels.contains(&"nw=2 pytorch ranks=4".to_owned()),
             "{labels:?}"
         );
+    }
+
+    #[test]
+    fn a_python_dataset_runs_on_pytorch_only_and_brings_its_own_pipeline() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("dataset.kind", "python").unwrap();
+        preset.set("dataset.path", "my_data.py").unwrap();
+        preset.set("dataset.factory", "make_dataset").unwrap();
+        preset.set("dataset.args.root", "/data/mnist").unwrap();
+        assert_eq!(preset.dataset.args["root"], "/data/mnist");
+        let err = Plan::from_preset(&preset, Some(Path::new("p.ron"))).unwrap_err();
+        assert_eq!(err.field(), Some("runtime"));
+        assert!(err.to_string().contains("use runtime: [pytorch]"), "{err}");
+        preset.set("runtime", "pytorch").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.configs.len(), 4);
+        assert!(
+            plan.configs
+                .iter()
+                .all(|c| c.pipeline.name() == "make_dataset")
+        );
+        preset.set("pipeline", "heavy").unwrap();
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert_eq!(err.field(), Some("pipeline"));
+        preset.set("pipeline", "light").unwrap();
+        preset.dataset.factory = None;
+        let err = Plan::from_preset(&preset, None).unwrap_err();
+        assert_eq!(err.field(), Some("dataset.factory"));
+    }
+
+    #[test]
+    fn transform_at_sweeps_our_engine_only() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("num_workers", "0").unwrap();
+        preset.set("transform_at", "batch,sample").unwrap();
+        preset.set("runtime", "loaderbench,pytorch").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        // PyTorch always transforms per sample: its configs collapse into one.
+        assert_eq!(labels, ["nw=0", "nw=0 per sample", "nw=0 pytorch"]);
+        assert_eq!(plan.configs[2].transform_at, TransformAt::Batch);
     }
 
     #[test]

@@ -18,7 +18,8 @@ use crate::transform::{Normalize, PipelineSpec};
 mod values;
 
 pub use values::{
-    BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, WorkerKind,
+    BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, TransformAt,
+    WorkerKind,
 };
 
 /// The preset format version this build reads and writes.
@@ -69,6 +70,9 @@ pub struct Preset {
     /// Sweep knobs: every combination of these lists is one config.
     #[serde(default = "defaults::pipeline")]
     pub pipeline: Vec<PipelineSpec>,
+    /// Where our engine runs the pipeline: on whole batches, or per sample.
+    #[serde(default = "defaults::transform_at")]
+    pub transform_at: Vec<TransformAt>,
     #[serde(default = "defaults::batch_size")]
     pub batch_size: Vec<usize>,
     #[serde(default = "defaults::num_workers")]
@@ -111,6 +115,10 @@ pub struct Preset {
     /// (DistributedSampler semantics) with its own workers.
     #[serde(default = "defaults::ranks")]
     pub ranks: Vec<usize>,
+    /// The Python that runs the pytorch runtime (a user's own environment, so their
+    /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
 }
 
 /// One extra config: the knobs it sets.
@@ -119,6 +127,8 @@ pub struct Preset {
 pub struct ConfigPoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transform_at: Option<TransformAt>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,7 +164,10 @@ pub struct ConfigPoint {
 }
 
 mod defaults {
-    use super::{BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind};
+    use super::{
+        BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, TransformAt,
+        WorkerKind,
+    };
     use crate::transform::PipelineSpec;
 
     pub fn epochs() -> usize {
@@ -171,6 +184,9 @@ mod defaults {
     }
     pub fn pipeline() -> Vec<PipelineSpec> {
         vec![PipelineSpec::Light]
+    }
+    pub fn transform_at() -> Vec<TransformAt> {
+        vec![TransformAt::Batch]
     }
     pub fn batch_size() -> Vec<usize> {
         vec![64]
@@ -234,6 +250,7 @@ impl Default for Preset {
             normalize: Normalize::default(),
             worker_timeout_s: defaults::worker_timeout_s(),
             pipeline: defaults::pipeline(),
+            transform_at: defaults::transform_at(),
             batch_size: defaults::batch_size(),
             num_workers: defaults::num_workers(),
             worker_kind: defaults::worker_kind(),
@@ -251,6 +268,7 @@ impl Default for Preset {
             start_method: defaults::start_method(),
             intra_op_threads: defaults::intra_op_threads(),
             ranks: defaults::ranks(),
+            python: None,
         }
     }
 }

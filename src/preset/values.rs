@@ -1,5 +1,5 @@
 //! The values of the knobs that are named rather than counted (worker kind, transfers,
-//! runtime, start method, run order), declared once with the name presets, tables, the
+//! runtime, start method, run order, where transforms run), declared once with the name presets, tables, the
 //! CSV and the app use: [`named_values!`] gives each its serde form, `name()` and `ALL`.
 //! Also `intra_op_threads`, which is `auto` or a count.
 
@@ -43,6 +43,18 @@ named_values! {
         Spawn = "spawn",
         /// A forked child of the loading process (PyTorch's `fork`; Unix only).
         Fork = "fork",
+    }
+}
+
+named_values! {
+    /// Where our engine runs the pipeline's ops: on each whole batch with libtorch, or
+    /// on each sample in the worker before the samples are stacked, as PyTorch's
+    /// per-sample transforms do (the pytorch runtime always works per sample).
+    #[derive(Default)]
+    pub enum TransformAt {
+        #[default]
+        Batch = "batch",
+        Sample = "sample",
     }
 }
 

@@ -14,6 +14,7 @@ mod protocol;
 mod python;
 mod session;
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,10 +26,10 @@ use crate::dataset::{self, Dataset, DatasetKind};
 use crate::error::{Error, Result};
 use crate::loader::WorkerStartup;
 use crate::plan::Plan;
-use crate::results::{BatchRecord, ConfigResult, EpochResult};
+use crate::results::{BatchRecord, ConfigResult, EpochResult, PythonEnvironment};
 
 pub use idx_file::write_idx;
-pub use protocol::{DatasetRequest, Message, Request};
+pub use protocol::{DatasetRequest, Message, Request, UserFrame, Versions};
 pub use python::{PYTHON_VAR, python_path};
 
 use job::Job;
@@ -48,6 +49,8 @@ pub enum ReferenceEvent {
         batch: BatchRecord,
     },
     Epoch(EpochResult),
+    /// Something the user should know; the measurement goes on.
+    Note(String),
 }
 
 /// The script and the dataset's files, ready for any number of configs of one plan.
@@ -55,11 +58,15 @@ pub struct Reference {
     folder: TempFolder,
     python: PathBuf,
     dataset: DatasetRequest,
+    /// Batches delivered in every config measured so far: before the run's first, a
+    /// failing user dataset is bad input; after it, a failed run.
+    batches: Cell<usize>,
 }
 
 impl Reference {
-    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX.
-    pub fn prepare(plan: &Plan, dataset: &Arc<dyn Dataset>) -> Result<Reference> {
+    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX
+    /// (`dataset` is our engine's view of the plan's dataset; a python one has none).
+    pub fn prepare(plan: &Plan, dataset: Option<&Arc<dyn Dataset>>) -> Result<Reference> {
         let folder = TempFolder::create()?;
         std::fs::write(folder.script(), SCRIPT)
             .map_err(|err| Error::file(folder.script(), err.to_string()))?;
@@ -71,6 +78,9 @@ impl Reference {
         };
         let dataset = match spec.kind {
             DatasetKind::Synthetic => {
+                let dataset = dataset.ok_or_else(|| {
+                    Error::run("the synthetic dataset was not generated before the run")
+                })?;
                 let (images, labels) = write_idx(dataset.as_ref(), &folder.path)?;
                 DatasetRequest::Idx { images, labels }
             }
@@ -87,11 +97,13 @@ impl Reference {
                 channels: spec.channels,
                 image_size: spec.image_size,
             },
+            DatasetKind::Python => user_dataset(spec)?,
         };
         Ok(Reference {
             folder,
-            python: python_path(),
+            python: plan.python.clone().unwrap_or_else(python_path),
             dataset,
+            batches: Cell::new(0),
         })
     }
 
@@ -120,15 +132,23 @@ impl Reference {
                 let request = serde_json::to_string(&request)
                     .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
                 let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
-                Ok(Session::new(rank, world, process))
+                Ok(Session::new(rank, world, process, self.batches.get()))
             })
             .collect::<Result<Vec<_>>>()?;
         let mut job = Job::new(sessions, &self.python);
-        job.follow(
+        let followed = job.follow(
             cancel,
             Duration::from_secs_f64(plan.worker_timeout_s),
             report,
-        )?;
+        );
+        // Every rank delivers its own batches; any of them counts as the run's first.
+        let delivered = job.sessions.iter().map(|s| s.batches).max();
+        self.batches.set(delivered.unwrap_or(self.batches.get()));
+        followed?;
+        let versions = job.sessions[0]
+            .ready
+            .as_ref()
+            .and_then(|ready| ready.versions.clone());
         let summary = summary(&job.sessions);
         // Every rank's process tree is ours, so each rank's meter saw the whole job.
         let verdict = disturbance::judge(&job.sessions[0].interference);
@@ -148,6 +168,12 @@ impl Reference {
             peak_rss_bytes: summary.peak_rss_bytes,
             // PyTorch's worker processes are not measured one by one.
             workers: Vec::new(),
+            python: versions.map(|v| PythonEnvironment {
+                executable: self.python.clone(),
+                python: v.python,
+                torch: v.torch,
+                torchvision: v.torchvision,
+            }),
         })
     }
 }
@@ -155,7 +181,7 @@ impl Reference {
 /// What the scripts used, all ranks together (memory summed).
 fn summary(sessions: &[Session]) -> RanksSummary {
     let ranks = sessions.iter().map(|session| {
-        let ready = session.ready.unwrap_or_default();
+        let ready = session.ready.clone().unwrap_or_default();
         RanksSummary {
             pin_memory_effective: ready.pin_memory_effective,
             intra_op_threads: ready.intra_op_threads,
@@ -166,6 +192,25 @@ fn summary(sessions: &[Session]) -> RanksSummary {
     });
     // `measure` starts at least one script: a config has at least one rank.
     RanksSummary::total(ranks.collect()).expect("a job has at least one rank")
+}
+
+/// The request for a user's python dataset, once its module is known to exist.
+fn user_dataset(spec: &dataset::DatasetSpec) -> Result<DatasetRequest> {
+    dataset::python::check(spec)?;
+    let (Some(path), Some(factory)) = (&spec.path, &spec.factory) else {
+        return Err(Error::value(
+            "dataset: a python dataset needs a path and a factory",
+        ));
+    };
+    if !path.is_file() {
+        return Err(Error::file(path, "no such file"));
+    }
+    Ok(DatasetRequest::Python {
+        path: path.clone(),
+        factory: factory.clone(),
+        args: spec.args.clone(),
+        collate: spec.collate.clone(),
+    })
 }
 
 /// A private temporary folder, removed when dropped.

@@ -2,6 +2,7 @@
 //! [`Request`] (one JSON line on the script's stdin) and the [`Message`]s it answers with
 //! (one JSON object per line on its stdout).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,14 @@ pub enum DatasetRequest {
         root: PathBuf,
         channels: usize,
         image_size: [usize; 2],
+    },
+    /// The user's own Dataset: `factory(**args)` from the module at `path` (as the
+    /// preset names it; errors name it so), and `collate()` as the collate_fn.
+    Python {
+        path: PathBuf,
+        factory: String,
+        args: BTreeMap<String, serde_json::Value>,
+        collate: Option<String>,
     },
 }
 
@@ -116,7 +125,10 @@ pub enum Message {
         intra_op_threads: i32,
         pin_memory_effective: bool,
         rss_bytes: Option<u64>,
+        versions: Versions,
     },
+    /// Something the user should know (an IterableDataset ignores shuffle).
+    Note { message: String },
     /// An epoch began at `t0` (seconds on the script's perf_counter clock).
     EpochStart { epoch: usize, t0: f64 },
     /// A worker process ran worker_init_fn at `at` (the same clock).
@@ -147,7 +159,25 @@ pub enum Message {
         message: String,
         bad_input: bool,
         environment: bool,
+        /// Where in the user's dataset code the error comes from.
+        #[serde(default)]
+        user: Option<UserFrame>,
     },
+}
+
+/// The versions the script ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Versions {
+    pub python: String,
+    pub torch: String,
+    pub torchvision: String,
+}
+
+/// A place in the user's code: the file as the preset names it, and the line.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct UserFrame {
+    pub file: PathBuf,
+    pub line: Option<u32>,
 }
 
 impl Message {
@@ -172,7 +202,8 @@ mod tests {
     #[test]
     fn every_message_kind_parses() {
         let lines = [
-            r#"{"kind": "ready", "intra_op_threads": 2, "pin_memory_effective": false, "rss_bytes": null}"#,
+            r#"{"kind": "ready", "intra_op_threads": 2, "pin_memory_effective": false, "rss_bytes": null, "versions": {"python": "3.11.2", "torch": "2.13.0", "torchvision": "0.28.0"}}"#,
+            r#"{"kind": "note", "message": "shuffle does not apply"}"#,
             r#"{"kind": "epoch_start", "epoch": 1, "t0": 12.5}"#,
             r#"{"kind": "worker_ready", "worker": 1, "at": 12.75}"#,
             r#"{"kind": "batch", "epoch": 1, "index": 0, "at_s": 0.5, "samples": 64, "wait_s": 0.4, "to_device_s": 0.0}"#,
@@ -180,12 +211,13 @@ mod tests {
             r#"{"kind": "rank_epoch", "epoch": 1, "started_unix_s": 9.5, "finished_unix_s": 12.5}"#,
             r#"{"kind": "done", "peak_rss_bytes": 1024}"#,
             r#"{"kind": "error", "message": "boom", "bad_input": false, "environment": true}"#,
+            r#"{"kind": "error", "message": "ValueError: x", "bad_input": false, "environment": false, "user": {"file": "d.py", "line": 4}}"#,
         ];
         for line in lines {
             assert!(matches!(Message::parse(line), Some(Ok(_))), "{line}");
         }
         assert_eq!(
-            Message::parse(lines[2]),
+            Message::parse(lines[3]),
             Some(Ok(Message::WorkerReady {
                 worker: 1,
                 at: 12.75

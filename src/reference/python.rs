@@ -185,7 +185,7 @@ fn start_error(python: &Path, err: &std::io::Error) -> Error {
     let problem = if err.kind() == std::io::ErrorKind::NotFound {
         format!(
             "not found; the pytorch runtime needs a Python with torch and torchvision \
-             (run scripts/setup, or set {PYTHON_VAR})"
+             (run scripts/setup, set {PYTHON_VAR}, or name one in the preset's `python` field)"
         )
     } else {
         format!("cannot run it: {err}")

@@ -6,19 +6,21 @@
 use std::path::Path;
 
 use super::ReferenceEvent;
-use super::protocol::Message;
+use super::protocol::{Message, UserFrame, Versions};
 use super::python::PythonProcess;
 use crate::bench::meter::{self, Interference};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UserCodeError};
 use crate::loader::{StageTimes, WorkerStartup};
 use crate::results::{BatchRecord, EpochResult};
 
 /// What the script said once it was ready.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Ready {
     pub intra_op_threads: i32,
     pub pin_memory_effective: bool,
     pub rss_bytes: Option<u64>,
+    /// The Python, torch and torchvision it runs with.
+    pub versions: Option<Versions>,
 }
 
 /// One running script and what it has reported so far.
@@ -43,10 +45,14 @@ pub struct Session {
     pub interference: Vec<(f64, Interference)>,
     /// `Some(peak RSS)` once the script said it is done.
     pub done: Option<Option<u64>>,
+    /// Batches delivered in the run so far, this script's included: before the run's
+    /// first, a failing user dataset is bad input; after it, a failed run.
+    pub batches: usize,
 }
 
 impl Session {
-    pub fn new(rank: usize, world: usize, process: PythonProcess) -> Session {
+    /// A session for `rank` of `world`, in a run that has delivered `batches` so far.
+    pub fn new(rank: usize, world: usize, process: PythonProcess, batches: usize) -> Session {
         Session {
             rank,
             world,
@@ -60,6 +66,7 @@ impl Session {
             reading: None,
             interference: Vec::new(),
             done: None,
+            batches,
         }
     }
 
@@ -75,13 +82,16 @@ impl Session {
                 intra_op_threads,
                 pin_memory_effective,
                 rss_bytes,
+                versions,
             } => {
                 self.ready = Some(Ready {
                     intra_op_threads,
                     pin_memory_effective,
                     rss_bytes,
+                    versions: Some(versions),
                 });
             }
+            Message::Note { message } => report(ReferenceEvent::Note(message)),
             Message::EpochStart { t0, .. } => {
                 self.t0 = t0;
                 self.reading = Some(meter::Reading::now());
@@ -113,6 +123,7 @@ impl Session {
                     },
                 };
                 self.timeline.push(batch);
+                self.batches += 1;
                 report(ReferenceEvent::Batch { epoch, batch });
             }
             Message::Epoch { epoch, seconds } => {
@@ -136,8 +147,16 @@ impl Session {
                 message,
                 bad_input,
                 environment,
+                user,
             } => {
-                return Err(if environment {
+                return Err(if let Some(UserFrame { file, line }) = user {
+                    Error::from(UserCodeError {
+                        file,
+                        line,
+                        problem: message,
+                        bad_input: bad_input || self.batches == 0,
+                    })
+                } else if environment {
                     Error::file(python, message)
                 } else if bad_input {
                     Error::value(format!("pytorch runtime: {message}"))

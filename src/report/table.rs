@@ -7,6 +7,7 @@
 //! exporter renders it as text and the desktop app draws it as a grid.
 
 use crate::plan::Config;
+use crate::preset::Runtime;
 use crate::results::{RunResult, SummaryRow};
 
 use super::{python_bool, render, with_interval};
@@ -128,10 +129,26 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
         ("ranks", |c| c.ranks.to_string()),
         ("copy", |c| c.copy.to_string()),
     ];
-    candidates
+    let mut columns: Vec<KnobColumn> = candidates
         .into_iter()
         .filter(|(_, value)| configs.iter().any(|c| value(c) != value(&configs[0])))
-        .collect()
+        .collect();
+    // Only our engine has the choice (PyTorch transforms per sample): a column when
+    // its configs differ there.
+    let mut ours = configs.iter().filter(|c| c.runtime == Runtime::Loaderbench);
+    if let Some(first) = ours.next()
+        && ours.any(|c| c.transform_at != first.transform_at)
+    {
+        columns.insert(0, ("transform at", transform_at));
+    }
+    columns
+}
+
+fn transform_at(config: &Config) -> String {
+    match config.runtime {
+        Runtime::Loaderbench => config.transform_at.name().to_owned(),
+        Runtime::Pytorch => "-".to_owned(),
+    }
 }
 
 #[cfg(test)]

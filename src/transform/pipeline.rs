@@ -1,7 +1,9 @@
 //! [`Pipeline`]: a checked [`PipelineSpec`] that turns a raw `[B, C, H, W]` batch into
 //! normalized floats. It is plain data (no tensors), so every worker thread can share one;
 //! each call draws its samples' random parameters from the caller's generator, in op
-//! order, so the same seed always gives the same batch.
+//! order, so the same seed always gives the same batch. The ops run on the whole batch,
+//! or ([`TransformAt::Sample`]) on each sample in turn before the results are stacked,
+//! as PyTorch's per-sample transforms do.
 
 use rand::rngs::StdRng;
 use tch::{Kind, Tensor};
@@ -9,6 +11,7 @@ use tch::{Kind, Tensor};
 use super::normalize::ChannelStats;
 use super::{Normalize, Op, PipelineSpec, blur, check_ops, cost, geometry, random};
 use crate::error::{Error, Result};
+use crate::preset::TransformAt;
 
 /// A pipeline ready to apply: its ops checked, its normalize stats checked against the
 /// images' channel count.
@@ -18,6 +21,7 @@ pub struct Pipeline {
     ops: Vec<Op>,
     stats: ChannelStats,
     channels: usize,
+    at: TransformAt,
 }
 
 impl Pipeline {
@@ -32,7 +36,14 @@ impl Pipeline {
             stats: ChannelStats::new(normalize, channels)?,
             ops,
             channels,
+            at: TransformAt::Batch,
         })
+    }
+
+    /// The same pipeline run on whole batches or per sample.
+    pub fn at(mut self, at: TransformAt) -> Pipeline {
+        self.at = at;
+        self
     }
 
     /// Converts a Uint8 (scaled to [0, 1]) or Float (taken as already in [0, 1])
@@ -40,7 +51,20 @@ impl Pipeline {
     /// random parameters from `rng`. Returns a Float `[B, C, H', W']` batch.
     pub fn apply(&self, batch: &Tensor, rng: &mut StdRng) -> Result<Tensor> {
         self.check_batch(batch)?;
-        let mut x = to_unit_float(batch)?;
+        match self.at {
+            TransformAt::Batch => self.run_ops(batch, rng),
+            TransformAt::Sample => {
+                let samples = (0..batch.size()[0])
+                    .map(|i| self.run_ops(&batch.f_narrow(0, i, 1)?, rng))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Tensor::f_cat(&samples, 0)?)
+            }
+        }
+    }
+
+    /// The conversion to float, then every op, on `x` (a batch, or one sample of one).
+    fn run_ops(&self, x: &Tensor, rng: &mut StdRng) -> Result<Tensor> {
+        let mut x = to_unit_float(x)?;
         for op in &self.ops {
             x = self.apply_op(op, &x, rng)?;
         }
@@ -255,6 +279,19 @@ mod tests {
             assert!(run(&p, &batch, 7).equal(&run(&p, &batch, 7)), "{spec:?}");
             assert!(!run(&p, &batch, 7).equal(&run(&p, &batch, 8)), "{spec:?}");
         }
+    }
+
+    #[test]
+    fn per_sample_gives_the_batched_result_where_nothing_is_random_and_stays_seeded() {
+        let batch = images(4);
+        let light = pipeline(&PipelineSpec::Light);
+        let per_sample = light.clone().at(TransformAt::Sample);
+        assert!(run(&per_sample, &batch, 1).allclose(&run(&light, &batch, 1), 1e-6, 1e-6, false));
+        let heavy = pipeline(&PipelineSpec::Heavy).at(TransformAt::Sample);
+        let once = run(&heavy, &batch, 3);
+        assert_eq!(once.size(), [4, 1, 28, 28]);
+        assert!(once.equal(&run(&heavy, &batch, 3)));
+        assert!(!once.equal(&run(&heavy, &batch, 4)));
     }
 
     #[test]

@@ -17,8 +17,8 @@ use crate::preset::IntraOpThreads;
 use crate::results::{ConfigResult, RunResult};
 use crate::stats::{self, Estimate};
 
-use super::input::InputBound;
 use super::ConfigRuns;
+use super::input::InputBound;
 
 mod snippet;
 mod text;
@@ -349,8 +349,8 @@ mod tests {
     use super::super::Analysis;
     use super::super::fixtures::{config, epoch, result, run};
     use super::*;
-    use crate::plan::Plan;
     use crate::plan::KNOBS;
+    use crate::plan::Plan;
     use crate::preset::{Preset, Runtime, StartMethod};
 
     fn measured(

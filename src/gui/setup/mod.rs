@@ -12,17 +12,19 @@ use egui::{ComboBox, RichText, Ui};
 
 use crate::dataset::DatasetKind;
 use crate::error::Error;
-use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod};
+use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, TransformAt};
 
 use super::actions::{Action, Pick};
 
 mod fields;
 mod pipelines;
+mod python;
 
 use fields::{
     choice_field, count_field, devices, kind_field, list_field, named, samples_field, worker_kinds,
 };
 use pipelines::{extra_configs, pipelines};
+use python::{args_text, python_fields};
 
 /// The text of the fields typed as text, and their parse errors.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +34,9 @@ pub struct Form {
     batch_size: String,
     num_workers: String,
     prefetch_factor: String,
+    factory: String,
+    args: String,
+    collate: String,
     errors: BTreeMap<&'static str, String>,
 }
 
@@ -49,6 +54,9 @@ impl Form {
             batch_size: list_text(&preset.batch_size),
             num_workers: list_text(&preset.num_workers),
             prefetch_factor: list_text(&preset.prefetch_factor),
+            factory: preset.dataset.factory.clone().unwrap_or_default(),
+            args: args_text(&preset.dataset.args),
+            collate: preset.dataset.collate.clone().unwrap_or_default(),
             errors: BTreeMap::new(),
         }
     }
@@ -105,11 +113,16 @@ pub fn draw(
 ) {
     let mut edited = preset.clone();
     let plan_field = cx.plan_error.and_then(Error::field);
+    // Whether the plan's error was marked beside its field; if not, it goes at the end.
+    let marked = std::cell::Cell::new(false);
     let error = |form: &Form, field: &str| -> Option<String> {
         form.errors.get(field).cloned().or_else(|| {
-            cx.plan_error
+            let problem = cx
+                .plan_error
                 .filter(|_| plan_field == Some(field))
-                .map(ToString::to_string)
+                .map(ToString::to_string);
+            marked.set(marked.get() || problem.is_some());
+            problem
         })
     };
 
@@ -127,6 +140,7 @@ pub fn draw(
                         DatasetKind::Idx,
                         DatasetKind::ImageFolder,
                         DatasetKind::Npy,
+                        DatasetKind::Python,
                     ] {
                         ui.selectable_value(&mut edited.dataset.kind, kind, kind_name(kind));
                     }
@@ -138,12 +152,17 @@ pub fn draw(
             let label = ui.label("path");
             ui.vertical(|ui| {
                 let synthetic = edited.dataset.kind == DatasetKind::Synthetic;
+                let python = edited.dataset.kind == DatasetKind::Python;
                 ui.horizontal(|ui| {
                     let field = ui
                         .add_enabled(
                             !synthetic,
                             egui::TextEdit::singleline(&mut form.dataset_path)
-                                .hint_text("file or directory")
+                                .hint_text(if python {
+                                    "module (.py)"
+                                } else {
+                                    "file or directory"
+                                })
                                 .desired_width(150.0),
                         )
                         .labelled_by(label.id)
@@ -156,15 +175,25 @@ pub fn draw(
                         .add_enabled(!synthetic, egui::Button::new("Browse…"))
                         .clicked()
                     {
-                        actions.push(Action::Browse(Pick::Dataset));
+                        let pick = if python {
+                            Pick::PythonModule
+                        } else {
+                            Pick::Dataset
+                        };
+                        actions.push(Action::Browse(pick));
                     }
                 });
                 mark(
                     ui,
-                    dataset_path_error(&edited).or_else(|| error(form, "dataset")),
+                    dataset_path_error(&edited)
+                        .or_else(|| error(form, "dataset"))
+                        .or_else(|| error(form, "dataset.path")),
                 );
             });
             ui.end_row();
+            if edited.dataset.kind == DatasetKind::Python {
+                python_fields(ui, form, &mut edited, &error);
+            }
         });
 
     section(ui, "Pipeline");
@@ -230,6 +259,13 @@ pub fn draw(
             choice_field(ui, "in order", &mut edited.in_order, true, "");
             kind_field(
                 ui,
+                "transform at",
+                &mut edited.transform_at,
+                named(TransformAt::ALL, TransformAt::name),
+                None,
+            );
+            kind_field(
+                ui,
                 "worker kind",
                 &mut edited.worker_kind,
                 worker_kinds(),
@@ -280,7 +316,7 @@ pub fn draw(
 
     extra_configs(ui, &mut edited);
 
-    if let Some(problem) = cx.plan_error.filter(|_| plan_field.is_none()) {
+    if let Some(problem) = cx.plan_error.filter(|_| !marked.get()) {
         mark(ui, Some(problem.to_string()));
     }
     if edited != *preset {
@@ -308,6 +344,7 @@ fn kind_name(kind: DatasetKind) -> &'static str {
         DatasetKind::Idx => "idx",
         DatasetKind::ImageFolder => "image folder",
         DatasetKind::Npy => "npy",
+        DatasetKind::Python => "python",
     }
 }
 

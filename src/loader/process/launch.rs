@@ -105,6 +105,7 @@ pub(super) fn spawn(
         samples: spec.samples,
         copy: copy.map(|copy| copy.0),
         pipeline: spec.pipeline.clone(),
+        transform_at: spec.transform_at,
         normalize: spec.normalize.clone(),
         segments: ends.segments.iter().map(SharedFd::raw).collect(),
         shared,

@@ -42,7 +42,7 @@ use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
 use crate::dataset::{Dataset, DatasetSpec};
 use crate::error::{Error, Result};
 use crate::memory;
-use crate::preset::{BatchTransfer, DatasetTransfer};
+use crate::preset::{BatchTransfer, DatasetTransfer, TransformAt};
 use crate::transform::{Normalize, Pipeline, PipelineSpec};
 
 pub use shared::ImageCache;
@@ -78,6 +78,8 @@ pub struct ProcessWorkers {
     pub dataset: Option<DatasetSpec>,
     pub samples: Option<usize>,
     pub pipeline: PipelineSpec,
+    /// Where the pipeline runs: on whole batches or per sample.
+    pub transform_at: TransformAt,
     pub normalize: Normalize,
     pub dataset_transfer: DatasetTransfer,
     pub batch_transfer: BatchTransfer,
@@ -345,6 +347,7 @@ mod tests {
             dataset: None,
             samples: None,
             pipeline: PipelineSpec::Light,
+            transform_at: Default::default(),
             normalize: Normalize::default(),
             dataset_transfer: DatasetTransfer::Copy,
             batch_transfer: BatchTransfer::Pipe,

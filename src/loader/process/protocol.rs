@@ -8,6 +8,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::{DatasetSpec, SampleShape};
+use crate::preset::TransformAt;
 use crate::transform::{Normalize, PipelineSpec};
 
 /// What a spawned worker is told first.
@@ -21,6 +22,9 @@ pub struct WorkerConfig {
     /// The copy's layout, when the frame's data holds one.
     pub copy: Option<CopyLayout>,
     pub pipeline: PipelineSpec,
+    /// Where the pipeline runs: on whole batches or per sample.
+    #[serde(default)]
+    pub transform_at: TransformAt,
     pub normalize: Normalize,
     /// Descriptors of the shared-memory ring; empty when batches travel by pipe.
     pub segments: Vec<i32>,

@@ -144,7 +144,8 @@ fn read_start(input: &mut impl Read) -> Result<Start> {
         &config.pipeline,
         &config.normalize,
         dataset.shape().channels,
-    )?;
+    )?
+    .at(config.transform_at);
     Ok((*config, dataset, pipeline))
 }
 
