@@ -3,15 +3,18 @@
 //! grid of every list, then `extra_configs`, duplicates dropped) and collects warnings
 //! such as more workers than cores. The runner only ever sees a plan.
 
+mod checks;
 mod knobs;
 
 pub use knobs::{KNOBS, Knob, knob};
+
+use checks::{check_config, check_preset, user_dataset_configs, warnings};
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{DatasetKind, DatasetSpec, python};
+use crate::dataset::{DatasetKind, DatasetSpec};
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
 use crate::preset::{
@@ -306,131 +309,6 @@ impl Plan {
     pub fn label(&self, index: usize) -> String {
         self.configs[index].label(&self.common_config())
     }
-}
-
-/// A problem with `field`; the caller adds the file.
-fn field(field: &str, problem: impl std::fmt::Display) -> FieldError {
-    FieldError::new(None, field, problem.to_string())
-}
-
-fn check_preset(preset: &Preset) -> std::result::Result<(), FieldError> {
-    let positive = |name: &'static str, value: usize| {
-        if value == 0 {
-            Err(field(name, "must be at least 1"))
-        } else {
-            Ok(())
-        }
-    };
-    positive("epochs", preset.epochs)?;
-    positive("repeats", preset.repeats)?;
-    positive("planned_epochs", preset.planned_epochs)?;
-    if let Some(problem) = preset.step.problem() {
-        return Err(field("step", problem));
-    }
-    if preset.samples == Some(0) {
-        return Err(field("samples", "must be at least 1"));
-    }
-    if preset.worker_timeout_s.is_nan() || preset.worker_timeout_s <= 0.0 {
-        return Err(field(
-            "worker_timeout_s",
-            "must be a positive number of seconds",
-        ));
-    }
-    for (name, values) in knobs::lists(preset) {
-        if values.is_empty() {
-            return Err(field(name, "the list is empty; give at least one value"));
-        }
-    }
-    let normalize = &preset.normalize;
-    if normalize.mean.is_empty() || normalize.mean.len() != normalize.std.len() {
-        return Err(field(
-            "normalize",
-            "mean and std must be non-empty lists of the same length",
-        ));
-    }
-    if normalize.std.iter().any(|s| s.is_nan() || *s <= 0.0) {
-        return Err(field("normalize", "every std must be positive"));
-    }
-    for spec in &preset.pipeline {
-        crate::transform::check_ops(&spec.ops()).map_err(|err| field("pipeline", err))?;
-    }
-    Ok(())
-}
-
-fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
-    if config.batch_size == 0 {
-        return Err(field("batch_size", "must be at least 1"));
-    }
-    if config.ranks == 0 {
-        return Err(field("ranks", "must be at least 1"));
-    }
-    if config.prefetch_factor == 0 {
-        return Err(field("prefetch_factor", "must be at least 1"));
-    }
-    if config.worker_kind != WorkerKind::Thread && !cfg!(unix) {
-        return Err(field(
-            "worker_kind",
-            format!(
-                "{} workers need a Unix system (Linux or macOS); use thread",
-                config.worker_kind.name()
-            ),
-        ));
-    }
-    if config.runtime == Runtime::Pytorch {
-        crate::transform::check_torchvision(&config.pipeline)
-            .map_err(|err| field("pipeline", err))?;
-    }
-    Ok(())
-}
-
-/// Checks a python dataset's configs: its fields, the pytorch runtime (the only one
-/// that loads user code) and no pipeline of ours (its own code transforms the samples).
-/// The configs' pipeline becomes the factory's name, which tables and groups show.
-fn user_dataset_configs(preset: &Preset, configs: &mut [Config]) -> Result<(), FieldError> {
-    python::check(&preset.dataset)?;
-    if configs.iter().any(|c| c.runtime != Runtime::Pytorch) {
-        return Err(field("runtime", python::ENGINE_REFUSAL));
-    }
-    if preset.pipeline != [PipelineSpec::Light] {
-        return Err(field(
-            "pipeline",
-            "a python dataset transforms its samples in its own code; leave pipeline out",
-        ));
-    }
-    let own = PipelineSpec::Custom {
-        name: preset.dataset.factory.clone().unwrap_or_default(),
-        ops: Vec::new(),
-    };
-    for config in configs {
-        config.pipeline = own.clone();
-    }
-    Ok(())
-}
-
-fn warnings(configs: &[Config]) -> Vec<String> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let most_workers = configs.iter().map(|c| c.num_workers).max().unwrap_or(0);
-    let mut warnings = Vec::new();
-    if most_workers > cores {
-        warnings.push(format!(
-            "num_workers goes up to {most_workers} but this machine has {cores} logical cores; \
-             workers beyond that compete for the same cores"
-        ));
-    }
-    if let Some(config) = configs
-        .iter()
-        .filter(|c| c.ranks > 1 && c.ranks * c.num_workers > cores)
-        .max_by_key(|c| c.ranks * c.num_workers)
-    {
-        warnings.push(format!(
-            "ranks × num_workers goes up to {} × {} = {} but this machine has {cores} logical \
-             cores; the ranks' workers compete for the same cores",
-            config.ranks,
-            config.num_workers,
-            config.ranks * config.num_workers
-        ));
-    }
-    warnings
 }
 
 #[cfg(test)]

@@ -9,29 +9,29 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::Event;
 use super::journal::{Journal, default_journal_path};
 use super::meter::{self, Interference};
-use super::ranks::{RankProgress, Ranks, RanksSummary};
+use super::ranks::RanksSummary;
 use crate::analysis::{self, disturbance};
 use crate::cancel::CancelToken;
 use crate::dataset::{self, Dataset, DatasetKind};
 use crate::error::{Error, Result};
-use crate::loader::{
-    Loader, LoaderSettings, Shard, WorkerStartup, batches_per_epoch, set_intra_op_threads,
-};
+use crate::loader::batches_per_epoch;
 use crate::machine::Machine;
-use crate::memory;
-use crate::plan::{Config, Plan};
+use crate::plan::Plan;
 use crate::preset::Runtime;
-use crate::reference::{Reference, ReferenceEvent};
-use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult, RunStatus};
-use crate::step::Step;
-use crate::transform::Pipeline;
+use crate::reference::Reference;
+use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
+
+mod configs;
+mod loading;
+
+pub(super) use loading::{build_loader, run_epoch};
 
 /// Called on the runner thread before the clock of each epoch starts (and before each
 /// config of the PyTorch runtime, whose epochs run in Python). The app passes one that
@@ -319,112 +319,6 @@ impl Run {
         Ok(())
     }
 
-    /// An untimed pass before the first config, once per process: libtorch's first
-    /// ops, its thread pool and the allocator warm up here rather than in whichever
-    /// config happens to run first (measured: that config's first epoch ran 1.3-2.6×
-    /// its second on seed-light). It runs the first config of our engine without
-    /// workers, for one epoch or [`PROCESS_WARMUP_LIMIT`], whichever ends first.
-    fn warm_up_process(&self, dataset: &Arc<dyn Dataset>) -> Result<()> {
-        let Some(index) = self
-            .plan
-            .configs
-            .iter()
-            .position(|c| c.runtime == Runtime::Loaderbench && c.ranks <= 1)
-        else {
-            return Ok(());
-        };
-        let mut plan = self.plan.clone();
-        plan.configs[index].num_workers = 0;
-        let mut loader = build_loader(&plan, index, dataset, Shard::WHOLE, &self.cancel)?;
-        set_intra_op_threads(plan.configs[index].intra_op_threads);
-        let deadline = Instant::now() + PROCESS_WARMUP_LIMIT;
-        for batch in loader.epoch()? {
-            batch?;
-            if Instant::now() >= deadline {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn measure_config(
-        &self,
-        dataset: &Arc<dyn Dataset>,
-        index: usize,
-        repeat: usize,
-    ) -> Result<ConfigResult> {
-        let config = &self.plan.configs[index];
-        let mut loader = build_loader(&self.plan, index, dataset, Shard::WHOLE, &self.cancel)?;
-        let mut step = Step::new(self.plan.step);
-        self.warn_if_pin_memory_idle(index, config.pin_memory && !loader.pin_memory_effective());
-        set_intra_op_threads(config.intra_op_threads);
-        memory::reset_peak_rss();
-        let rss_before_bytes = memory::rss_bytes();
-        let warmup = if self.plan.warmup {
-            Some(
-                self.measure_epoch(&mut loader, &mut step, index, repeat, 0)?
-                    .0,
-            )
-        } else {
-            None
-        };
-        let measured = (1..=self.plan.epochs)
-            .map(|epoch| self.measure_epoch(&mut loader, &mut step, index, repeat, epoch))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(self.config_result(
-            index,
-            repeat,
-            warmup,
-            measured,
-            RanksSummary {
-                pin_memory_effective: loader.pin_memory_effective(),
-                // Read after the epochs: what the consumer's step really ran with.
-                intra_op_threads: tch::get_num_threads(),
-                rss_before_bytes,
-                peak_rss_bytes: memory::peak_rss_bytes(),
-                workers: loader.worker_memory().to_vec(),
-            },
-        ))
-    }
-
-    /// Measures a config with several ranks, each a process of its own, behind a
-    /// barrier before every epoch; each epoch counts as long as its slowest rank.
-    fn measure_ranked_config(&self, index: usize, repeat: usize) -> Result<ConfigResult> {
-        let mut ranks = Ranks::start(&self.plan, index, &self.cancel)?;
-        let mut measure = |epoch| {
-            self.timed_epoch(index, repeat, || {
-                ranks.epoch(epoch, |progress| {
-                    self.emit.send(match progress {
-                        RankProgress::WorkerReady(startup) => Event::WorkerReady {
-                            config: index,
-                            startup,
-                        },
-                        RankProgress::Batch(batch) => Event::Batch {
-                            config: index,
-                            repeat,
-                            epoch,
-                            batch,
-                        },
-                    });
-                })
-            })
-        };
-        let warmup = if self.plan.warmup {
-            Some(measure(0)?.0)
-        } else {
-            None
-        };
-        let measured = (1..=self.plan.epochs)
-            .map(&mut measure)
-            .collect::<Result<Vec<_>>>()?;
-        let summary = ranks.finish()?;
-        self.warn_if_pin_memory_idle(
-            index,
-            self.plan.configs[index].pin_memory && !summary.pin_memory_effective,
-        );
-        Ok(self.config_result(index, repeat, warmup, measured, summary))
-    }
-
     fn config_result(
         &self,
         index: usize,
@@ -469,103 +363,6 @@ impl Run {
         }
     }
 
-    /// Measures a config with PyTorch's DataLoader, relaying its progress as events.
-    fn measure_reference(
-        &self,
-        reference: &Reference,
-        index: usize,
-        repeat: usize,
-    ) -> Result<ConfigResult> {
-        let mut relay = |progress| {
-            let event = match progress {
-                ReferenceEvent::WorkerReady(startup) => Event::WorkerReady {
-                    config: index,
-                    startup,
-                },
-                ReferenceEvent::Batch { epoch, batch } => Event::Batch {
-                    config: index,
-                    repeat,
-                    epoch,
-                    batch,
-                },
-                ReferenceEvent::Epoch(result) => Event::EpochFinished {
-                    config: index,
-                    repeat,
-                    result: Box::new(result),
-                },
-                ReferenceEvent::Note(message) => {
-                    // The script notes the same thing for every config; say it once.
-                    if self.noted.borrow().contains(&message) {
-                        return;
-                    }
-                    self.noted.borrow_mut().push(message.clone());
-                    Event::Warning {
-                        config: Some(index),
-                        message,
-                    }
-                }
-            };
-            self.emit.send(event);
-        };
-        let result = reference.measure(&self.plan, index, repeat, &self.cancel, &mut relay)?;
-        self.warn_if_pin_memory_idle(
-            index,
-            result.config.pin_memory && !result.pin_memory_effective,
-        );
-        Ok(result)
-    }
-
-    fn measure_epoch(
-        &self,
-        loader: &mut Loader,
-        step: &mut Step,
-        config: usize,
-        repeat: usize,
-        epoch: usize,
-    ) -> Result<(EpochResult, Option<Interference>)> {
-        self.timed_epoch(config, repeat, || {
-            let mut last_sent: Option<Instant> = None;
-            run_epoch(loader, step, epoch, |batch, startups| {
-                for startup in startups {
-                    self.emit.send(Event::WorkerReady { config, startup });
-                }
-                // Every epoch's first batch, then at most one per interval: the CLI and
-                // the app's measuring child pay the same, small, price for progress.
-                let due = last_sent.is_none_or(|at| at.elapsed() >= super::BATCH_EVENT_INTERVAL);
-                if batch.index == 0 || due {
-                    last_sent = Some(Instant::now());
-                    self.emit.send(Event::Batch {
-                        config,
-                        repeat,
-                        epoch,
-                        batch,
-                    });
-                }
-            })
-        })
-    }
-
-    /// Runs one epoch of config `config` between the gate and the interference meter,
-    /// records what the meter saw and reports the finished epoch.
-    fn timed_epoch(
-        &self,
-        config: usize,
-        repeat: usize,
-        epoch: impl FnOnce() -> Result<EpochResult>,
-    ) -> Result<(EpochResult, Option<Interference>)> {
-        self.wait_for_gate();
-        let reading = meter::Reading::now();
-        let mut result = epoch()?;
-        let seen = reading.interference_since();
-        result.record(seen);
-        self.emit.send(Event::EpochFinished {
-            config,
-            repeat,
-            result: Box::new(result.clone()),
-        });
-        Ok((result, seen))
-    }
-
     /// Lets the front end, then this process, settle before an epoch's clock starts:
     /// the same rest before every epoch, whichever face runs it.
     fn wait_for_gate(&self) {
@@ -582,101 +379,3 @@ impl Run {
 
 /// The longest the runner waits for its own process to go quiet before an epoch.
 const EPOCH_SETTLE_LIMIT: Duration = Duration::from_millis(300);
-
-/// The longest the untimed warm-up pass of a process runs.
-const PROCESS_WARMUP_LIMIT: Duration = Duration::from_millis(500);
-
-/// The loader config `index` of `plan` measures with, loading `shard` of every epoch.
-pub(super) fn build_loader(
-    plan: &Plan,
-    index: usize,
-    dataset: &Arc<dyn Dataset>,
-    shard: Shard,
-    cancel: &CancelToken,
-) -> Result<Loader> {
-    let config = &plan.configs[index];
-    let pipeline = Arc::new(
-        Pipeline::new(&config.pipeline, &plan.normalize, dataset.shape().channels)?
-            .at(config.transform_at),
-    );
-    let settings = LoaderSettings {
-        batch_size: config.batch_size,
-        shuffle: plan.shuffle,
-        seed: plan.seed,
-        drop_last: plan.drop_last,
-        num_workers: config.num_workers,
-        persistent_workers: config.persistent_workers,
-        prefetch_factor: config.prefetch_factor,
-        in_order: config.in_order,
-        pin_memory: config.pin_memory,
-        device: config.device.resolve()?,
-        worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
-        shard,
-    };
-    let loader = Loader::new(dataset.clone(), pipeline, settings, cancel.clone())?;
-    Ok(with_worker_processes(plan, loader, config))
-}
-
-/// Sets the loader up for worker processes when the config asks for them (the plan
-/// has already refused them where the platform has none).
-fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader {
-    #[cfg(unix)]
-    {
-        use crate::loader::process::{ProcessKind, ProcessWorkers};
-        use crate::preset::WorkerKind;
-        let kind = match config.worker_kind {
-            WorkerKind::Thread => return loader,
-            WorkerKind::Spawn => ProcessKind::Spawn,
-            WorkerKind::Fork => ProcessKind::Fork,
-        };
-        loader.with_processes(ProcessWorkers {
-            kind,
-            dataset: Some(plan.dataset.clone()),
-            samples: plan.samples,
-            pipeline: config.pipeline.clone(),
-            transform_at: config.transform_at,
-            normalize: plan.normalize.clone(),
-            dataset_transfer: config.dataset_transfer,
-            batch_transfer: config.batch_transfer,
-            executable: None,
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (plan, config);
-        loader
-    }
-}
-
-/// Runs one epoch, timed as ../shared/DESIGN.md defines it, with the training step on
-/// every batch; `on_batch` hears of each batch and the workers that became ready.
-pub(super) fn run_epoch(
-    loader: &mut Loader,
-    step: &mut Step,
-    epoch: usize,
-    mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
-) -> Result<EpochResult> {
-    let started = Instant::now();
-    let mut batches = loader.epoch()?;
-    let mut timeline = Vec::new();
-    let mut startups = Vec::new();
-    while let Some(batch) = batches.next() {
-        let batch = batch?;
-        let record = BatchRecord {
-            index: batch.index,
-            at_s: started.elapsed().as_secs_f64(),
-            samples: usize::try_from(batch.labels.size()[0]).unwrap_or(0),
-            stages: batch.stages,
-        };
-        let ready = batches.take_worker_startups();
-        startups.extend(ready.iter().copied());
-        timeline.push(record);
-        on_batch(record, ready);
-        step.run(&batch.images, &batch.labels)?;
-    }
-    drop(batches);
-    let seconds = started.elapsed().as_secs_f64();
-    Ok(EpochResult::from_batches(
-        epoch, seconds, timeline, startups,
-    ))
-}
