@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::preset::Preset;
 
 /// Name and RON text of every built-in preset.
-pub const PRESETS: [(&str, &str); 8] = [
+pub const PRESETS: [(&str, &str); 10] = [
     ("seed-light", include_str!("../presets/seed-light.ron")),
     ("seed-heavy", include_str!("../presets/seed-heavy.ron")),
     (
@@ -25,6 +25,14 @@ pub const PRESETS: [(&str, &str); 8] = [
     (
         "seed-heavy-pytorch",
         include_str!("../presets/seed-heavy-pytorch.ron"),
+    ),
+    (
+        "seed-light-sample",
+        include_str!("../presets/seed-light-sample.ron"),
+    ),
+    (
+        "seed-heavy-sample",
+        include_str!("../presets/seed-heavy-sample.ron"),
     ),
     ("aa-check", include_str!("../presets/aa-check.ron")),
     ("ddp-light", include_str!("../presets/ddp-light.ron")),

@@ -493,14 +493,20 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
         "{snippet}"
     );
 
-    // The snippet as a user pastes it: below their dataset, in a script of their own
-    // (spawned workers import the script again, hence the main guard).
+    // The snippet as a user pastes it: below their dataset (the test module's map-style
+    // Dataset over IDX files, with PIL and torchvision transforms), in a script of their
+    // own (spawned workers import the script again, hence the main guard).
+    let data = dir.path().join("mnist");
+    std::fs::create_dir(&data).unwrap();
+    let samples = open(&DatasetSpec::default(), Some(1000)).unwrap();
+    reference::write_idx(samples.as_ref(), &data).unwrap();
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset");
     let script = dir.path().join("train.py");
     std::fs::write(
         &script,
         format!(
-            "import torch\nfrom torch.utils.data import TensorDataset\n\
-             dataset = TensorDataset(torch.zeros(1000, 1, 28, 28))\n{snippet}\n\
+            "import sys\nsys.path.insert(0, {module:?})\nfrom mnist_user import make_dataset\n\
+             dataset = make_dataset(root={data:?})\n{snippet}\n\
              if __name__ == '__main__':\n    print('batches', sum(1 for _ in loader))\n"
         ),
     )
