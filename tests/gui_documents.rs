@@ -113,6 +113,10 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
         errors(harness.state())
     );
     assert_shows(&harness, 2);
+    assert!(
+        harness.query_by_label("Finished (a saved run)").is_some(),
+        "a saved run shows no duration of its own"
+    );
 
     // A cancelled run's journal, typed into the path field: the first config only.
     let written = std::fs::read_to_string(&journal).unwrap();

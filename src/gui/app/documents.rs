@@ -134,6 +134,7 @@ impl App {
             took: None,
             analysis: None,
             comparison: None,
+            saved: true,
         });
         // Analysis, warnings and how the run ended, as when a live run ends.
         self.drain_events();

@@ -46,6 +46,7 @@ impl App {
             if let Some(run) = &self.run {
                 let status = match &run.data.phase {
                     Phase::Running => run.data.progress_line(run.elapsed()),
+                    Phase::Finished if run.saved => "Finished (a saved run)".to_owned(),
                     Phase::Finished => {
                         format!("Finished in {:.1} s", run.elapsed().as_secs_f64())
                     }

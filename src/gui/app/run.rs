@@ -34,6 +34,8 @@ pub(super) struct LiveRun {
     pub(super) analysis: Option<Analysis>,
     /// The baseline it is compared with, and each config's change.
     pub(super) comparison: Option<(String, Vec<Change>)>,
+    /// Read from a file rather than measured here: it has no duration to show.
+    pub(super) saved: bool,
 }
 
 impl LiveRun {
@@ -186,6 +188,7 @@ impl App {
             took: None,
             analysis: None,
             comparison: None,
+            saved: false,
         });
     }
 
