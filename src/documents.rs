@@ -39,7 +39,8 @@ pub fn read(path: &Path) -> Result<RunResult> {
         return read_journal(path);
     }
     let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
-    let Version { version } = serde_json::from_slice(&bytes).map_err(|err| problem(path, err))?;
+    let Version { version } =
+        serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))?;
     if version > VERSION {
         return Err(Error::file(
             path,
@@ -48,7 +49,7 @@ pub fn read(path: &Path) -> Result<RunResult> {
             ),
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|err| problem(path, err))
+    serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))
 }
 
 /// The `limit` most recent run journals in `dir`, newest first, each with what it holds;
@@ -101,14 +102,30 @@ pub fn describe(run: &RunResult) -> String {
     )
 }
 
-/// A JSON error as one line: truncated files and wrong contents told apart.
-fn problem(path: &Path, err: serde_json::Error) -> Error {
-    let problem = if err.is_eof() {
+/// A JSON error as one line: truncated files and wrong contents told apart. A file cut
+/// in the middle of a number or a word fails as a syntax error, not as an early end, so a
+/// syntax error at the very end of the bytes also reads as truncated.
+fn problem(path: &Path, bytes: &[u8], err: serde_json::Error) -> Error {
+    let problem = if err.is_eof() || (err.is_syntax() && at_end(bytes, err.line(), err.column())) {
         format!("the file is truncated ({err})")
     } else {
         format!("not a loaderbench results file ({err})")
     };
     Error::file_caused(path, problem, err)
+}
+
+/// Whether 1-based `line` and `column` point at the last byte of `bytes` (trailing
+/// whitespace aside) or past it.
+fn at_end(bytes: &[u8], line: usize, column: usize) -> bool {
+    let content = bytes.trim_ascii_end();
+    let line_start = content
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'\n')
+        .nth(line.saturating_sub(2))
+        .map_or(0, |(at, _)| at + 1);
+    let offset = if line <= 1 { 0 } else { line_start } + column;
+    line >= 1 && offset >= content.len()
 }
 
 #[cfg(test)]
@@ -169,8 +186,18 @@ mod tests {
     fn bad_files_name_the_file_and_the_problem() {
         let dir = tempfile::tempdir().unwrap();
         let bytes = Json.export(&sample()).unwrap();
-        let cases: [(&str, Vec<u8>, &str); 3] = [
+        let cases: [(&str, Vec<u8>, &str); 5] = [
             ("cut.json", bytes[..bytes.len() / 2].to_vec(), "truncated"),
+            (
+                "mid-number.json",
+                b"{\"version\": 1, \"epochs\": 1.".to_vec(),
+                "truncated",
+            ),
+            (
+                "mid-word.json",
+                b"{\"version\": 1, \"shuffle\": tr".to_vec(),
+                "truncated",
+            ),
             (
                 "other.json",
                 b"{\"hello\": 1}".to_vec(),
