@@ -191,6 +191,12 @@ impl PythonEnvironment {
 }
 
 impl ConfigResult {
+    /// The epochs that stand for a typical epoch: all but the first, or the first when
+    /// it is the only one.
+    pub fn typical_epochs(&self) -> impl Iterator<Item = &EpochResult> {
+        self.epochs.iter().skip(usize::from(self.epochs.len() > 1))
+    }
+
     /// The extra memory one worker process costs: the median of their proportional set
     /// sizes (shared pages counted once among their sharers). `None` for threads.
     pub fn extra_bytes_per_worker(&self) -> Option<u64> {

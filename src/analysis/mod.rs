@@ -118,9 +118,7 @@ impl ConfigRuns<'_> {
     /// The epochs that stand for a typical epoch: all but the first of each repeat, or
     /// the first when a repeat measured only one.
     pub fn typical_epochs(&self) -> impl Iterator<Item = &EpochResult> {
-        self.runs
-            .iter()
-            .flat_map(|run| run.epochs.iter().skip(usize::from(run.epochs.len() > 1)))
+        self.runs.iter().flat_map(|run| run.typical_epochs())
     }
 
     /// Each repeat's first epoch.

@@ -77,15 +77,7 @@ impl ExportArgs {
         }
         for (path, exporter) in self.requests() {
             if let Some(path) = path {
-                let bytes = exporter.export(result)?;
-                if is_stdout(path) {
-                    std::io::stdout()
-                        .write_all(&bytes)
-                        .map_err(|err| Error::run(format!("writing to standard output: {err}")))?;
-                } else {
-                    std::fs::write(path, bytes)
-                        .map_err(|err| Error::file(path, err.to_string()))?;
-                }
+                write_to(path, &exporter.export(result)?)?;
             }
         }
         Ok(())
@@ -122,6 +114,17 @@ fn write_png(_path: &Path, _view: View, _runs: Vec<(PathBuf, RunResult)>) -> Res
     Err(Error::value(
         "--png draws with the app's code, and this loaderbench was built without the gui feature",
     ))
+}
+
+/// Writes `bytes` to the file at `path`, or to standard output for `-`.
+pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
+    if is_stdout(path) {
+        std::io::stdout()
+            .write_all(bytes)
+            .map_err(|err| Error::run(format!("writing to standard output: {err}")))
+    } else {
+        std::fs::write(path, bytes).map_err(|err| Error::file(path, err.to_string()))
+    }
 }
 
 fn is_stdout(path: &Path) -> bool {

@@ -68,15 +68,7 @@ pub fn merge(args: MergeArgs) -> Result<()> {
         eprintln!("warning: {warning}");
     }
     let bytes = loaderbench::export::Exporter::export(&loaderbench::export::Json, &result)?;
-    if args.output == Path::new("-") {
-        use std::io::Write;
-        std::io::stdout()
-            .write_all(&bytes)
-            .map_err(|err| Error::run(format!("writing to standard output: {err}")))
-    } else {
-        std::fs::write(&args.output, bytes)
-            .map_err(|err| Error::file(&args.output, err.to_string()))
-    }
+    output::write_to(&args.output, &bytes)
 }
 
 /// The runs saved in `files`.

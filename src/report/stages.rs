@@ -40,7 +40,7 @@ pub fn table(result: &RunResult, pipeline: &str) -> String {
                 .collect();
             let epochs: Vec<&EpochResult> = runs
                 .iter()
-                .flat_map(|run| run.epochs.iter().skip(usize::from(run.epochs.len() > 1)))
+                .flat_map(|run| run.typical_epochs())
                 .filter(|epoch| epoch.batches > 0)
                 .collect();
             if epochs.is_empty() {
