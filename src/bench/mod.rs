@@ -8,6 +8,7 @@ mod journal;
 pub mod meter;
 mod ranks;
 mod runner;
+mod warm;
 
 use serde::{Deserialize, Serialize};
 
