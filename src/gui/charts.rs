@@ -14,6 +14,10 @@ pub enum Mark {
     Bars {
         width: f64,
     },
+    /// One bar at each integer x, the series stacked on each other in their order.
+    Stacked {
+        width: f64,
+    },
     Lines,
 }
 
@@ -246,7 +250,7 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
     let configs = data.labels.len();
     let width = match grouped_bars(configs) {
         Mark::Bars { width } => width,
-        Mark::Lines => 0.0,
+        Mark::Stacked { .. } | Mark::Lines => 0.0,
     };
     data.labels
         .iter()

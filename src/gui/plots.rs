@@ -1,11 +1,13 @@
-//! Draws a [`Chart`] description with egui_plot: bars or lines in the palette colours,
-//! a legend that hides and shows series, axis titles with units, and hover labels with
-//! the exact values. It reads the description and nothing else.
+//! Draws a [`Chart`] description with egui_plot: bars (grouped or stacked) or lines in
+//! the palette colours, a legend beside the plot (never over the data) that hides and
+//! shows series, a log scale toggle (`plot_scale`), axis titles with units, and hover
+//! labels with the exact values. It reads the description and nothing else.
 
 use egui::{Color32, Ui};
-use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, Points};
+use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points};
 
 use super::charts::{Axis, Chart, Mark};
+use super::plot_scale::{Scale, can_be_log, log_marks, number, spans_widely};
 
 /// Tableau 10: distinct hues that read on dark and light backgrounds.
 const PALETTE: [Color32; 10] = [
@@ -26,63 +28,140 @@ pub fn color(index: usize) -> Color32 {
     PALETTE[index % PALETTE.len()]
 }
 
-/// Draws `chart` at `height` points, filling the available width.
+/// The legend's width beside the plot, in points.
+const LEGEND_WIDTH: f32 = 170.0;
+
+/// Draws `chart` at `height` points, filling the available width: the title with a log
+/// scale toggle (on when the values span widely), the plot, and its legend beside it.
 pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
-    ui.label(egui::RichText::new(&chart.title).strong());
+    let log_id = ui.scope_id().with(("log scale", chart.id));
+    let hidden_id = ui.scope_id().with(("hidden series", chart.id));
+    let mut log = ui.data_mut(|d| *d.get_temp_mut_or_insert_with(log_id, || spans_widely(chart)));
+    let mut hidden: Vec<String> = ui.data_mut(|d| d.get_temp(hidden_id).unwrap_or_default());
+    ui.horizontal(|ui| {
+        ui.label(egui::RichText::new(&chart.title).strong());
+        if can_be_log(chart)
+            && ui
+                .checkbox(&mut log, "log scale")
+                .on_hover_text("Each step on the value axis multiplies by ten")
+                .changed()
+        {
+            ui.data_mut(|d| d.insert_temp(log_id, log));
+        }
+    });
+    let scale = Scale {
+        log: log && can_be_log(chart),
+    };
+    let legend_width = LEGEND_WIDTH.min(ui.available_width() * 0.3);
+    ui.horizontal_top(|ui| {
+        let width = (ui.available_width() - legend_width - ui.spacing().item_spacing.x).max(100.0);
+        ui.allocate_ui(egui::vec2(width, height), |ui| {
+            plot(ui, chart, height, scale, &hidden);
+        });
+        if legend(ui, chart, height, &mut hidden) {
+            ui.data_mut(|d| d.insert_temp(hidden_id, hidden));
+        }
+    });
+}
+
+/// The plot itself, without the series named in `hidden`.
+fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]) {
     let y_unit = chart.y.unit;
     let x_axis = chart.x.clone();
-    let plot = Plot::new(chart.id)
+    let mut plot = Plot::new(chart.id)
         .height(height)
-        .legend(
-            Legend::default()
-                .position(egui_plot::Corner::RightTop)
-                .text_style(egui::TextStyle::Small)
-                .follow_insertion_order(true),
-        )
         .x_axis_label(chart.x.title())
         .y_axis_label(chart.y.title())
         .x_axis_formatter(move |mark, _| tick(&x_axis, mark))
-        .include_y(0.0)
-        .include_y(headroom(chart))
+        .y_axis_formatter(move |mark, _| scale.tick(mark))
+        .include_y(scale.bar_base(chart))
         .allow_scroll(false)
-        .label_formatter(move |position| hover(position, y_unit));
+        .label_formatter(move |position| hover(position, y_unit, scale));
+    plot = if scale.log {
+        plot.y_grid_spacer(log_marks)
+            .include_y(scale.plot(tallest(chart)) + 0.1)
+    } else {
+        plot.include_y(tallest(chart) * 1.05)
+    };
     let plot = match chart.mark {
-        Mark::Bars { .. } => plot.x_grid_spacer(integer_marks).include_x(0.5),
+        Mark::Bars { .. } | Mark::Stacked { .. } => {
+            plot.x_grid_spacer(integer_marks).include_x(0.5)
+        }
         Mark::Lines => plot,
     };
+    let shown = |name: &String| !hidden.contains(name);
     plot.show(ui, |plot_ui| {
-        for series in &chart.series {
-            match chart.mark {
-                Mark::Bars { width } => {
-                    let bars = series
+        // The top of each stacked bar so far, by group.
+        let mut tops: Vec<f64> = Vec::new();
+        let base = scale.bar_base(chart);
+        for series in chart.series.iter().filter(|s| shown(&s.name)) {
+            let (width, stacked) = match chart.mark {
+                Mark::Bars { width } => (width, false),
+                Mark::Stacked { width } => (width, true),
+                Mark::Lines => {
+                    let points: Vec<[f64; 2]> = series
                         .points
                         .iter()
-                        .map(|[x, y]| Bar::new(*x, *y).width(width * 0.95))
+                        .map(|&[x, y]| [x, scale.plot(y)])
                         .collect();
-                    let name = series.name.clone();
-                    let x_axis = chart.x.clone();
-                    plot_ui.add(
-                        BarChart::new(series.name.clone(), bars)
+                    plot_ui.line(
+                        Line::new(series.name.clone(), points.clone())
                             .color(color(series.color))
-                            .element_formatter(Box::new(move |bar, _| {
-                                format!(
-                                    "{name}\n{}: {:.4} {y_unit}",
-                                    group_name(&x_axis, bar.argument.round()),
-                                    bar.value
-                                )
-                            })),
+                            .width(1.5),
                     );
+                    // A dot on each measured point, so a line of one point shows too.
+                    plot_ui.add(
+                        Points::new(series.name.clone(), points)
+                            .color(color(series.color))
+                            .radius(2.5),
+                    );
+                    continue;
                 }
-                Mark::Lines => plot_ui.line(
-                    Line::new(series.name.clone(), series.points.clone())
-                        .color(color(series.color))
-                        .width(1.5),
-                ),
-            }
-        }
-        for highlight in &chart.highlights {
+            };
+            let bars = series
+                .points
+                .iter()
+                .map(|&[x, y]| {
+                    let bar = Bar::new(x, scale.plot(y) - base).width(width * 0.95);
+                    if !stacked {
+                        return bar.base_offset(base);
+                    }
+                    let group = x.round().max(0.0) as usize;
+                    if tops.len() <= group {
+                        tops.resize(group + 1, 0.0);
+                    }
+                    let below = tops[group];
+                    tops[group] += y;
+                    bar.base_offset(below)
+                })
+                .collect();
+            let name = series.name.clone();
+            let x_axis = chart.x.clone();
             plot_ui.add(
-                Points::new(highlight.name.clone(), highlight.points.clone())
+                BarChart::new(series.name.clone(), bars)
+                    .color(color(series.color))
+                    .element_formatter(Box::new(move |bar, _| {
+                        let value = if stacked {
+                            bar.value
+                        } else {
+                            scale.value(bar.value + base)
+                        };
+                        format!(
+                            "{name}\n{}: {} {y_unit}",
+                            group_name(&x_axis, bar.argument.round()),
+                            number(value)
+                        )
+                    })),
+            );
+        }
+        for highlight in chart.highlights.iter().filter(|s| shown(&s.name)) {
+            let points = highlight
+                .points
+                .iter()
+                .map(|&[x, y]| [x, scale.plot(y)])
+                .collect::<Vec<_>>();
+            plot_ui.add(
+                Points::new(highlight.name.clone(), points)
                     .color(color(highlight.color))
                     .shape(MarkerShape::Diamond)
                     .radius(7.0)
@@ -90,6 +169,48 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
             );
         }
     });
+}
+
+/// The legend beside the plot: a collapsible list of the series in their colours, a
+/// click hiding or showing one, scrolling when long. Returns whether `hidden` changed.
+fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> bool {
+    let mut changed = false;
+    ui.vertical(|ui| {
+        ui.set_width(ui.available_width());
+        egui::CollapsingHeader::new(egui::RichText::new("legend").small())
+            .id_salt(("legend", chart.id))
+            .default_open(true)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical()
+                    .id_salt(("legend scroll", chart.id))
+                    .max_height(height - 24.0)
+                    .show(ui, |ui| {
+                        for series in chart.series.iter().chain(&chart.highlights) {
+                            let off = hidden.contains(&series.name);
+                            let swatch = if off { "○" } else { "●" };
+                            let text = egui::RichText::new(format!("{swatch} {}", series.name))
+                                .small()
+                                .color(if off {
+                                    ui.visuals().weak_text_color()
+                                } else {
+                                    color(series.color)
+                                });
+                            let entry = ui
+                                .add(egui::Label::new(text).sense(egui::Sense::click()))
+                                .on_hover_text("Click to hide or show");
+                            if entry.clicked() {
+                                if off {
+                                    hidden.retain(|name| *name != series.name);
+                                } else {
+                                    hidden.push(series.name.clone());
+                                }
+                                changed = true;
+                            }
+                        }
+                    });
+            });
+    });
+    changed
 }
 
 /// The name of the group at integer position `x`: its own name, else the category and
@@ -103,15 +224,21 @@ fn group_name(axis: &Axis, x: f64) -> String {
     }
 }
 
-/// A y value above the tallest point that leaves the top of the plot to the legend.
-fn headroom(chart: &Chart) -> f64 {
-    let tallest = chart
-        .series
-        .iter()
-        .flat_map(|s| &s.points)
-        .map(|[_, y]| *y)
-        .fold(0.0, f64::max);
-    tallest * (1.0 + 0.12 * chart.series.len().min(8) as f64)
+/// The tallest point (the tallest stack of stacked bars).
+fn tallest(chart: &Chart) -> f64 {
+    let points = chart.series.iter().flat_map(|s| &s.points);
+    if let Mark::Stacked { .. } = chart.mark {
+        let mut stacks: Vec<[f64; 2]> = Vec::new();
+        for &[x, y] in points {
+            match stacks.iter_mut().find(|stack| stack[0] == x) {
+                Some(stack) => stack[1] += y,
+                None => stacks.push([x, y]),
+            }
+        }
+        stacks.iter().map(|[_, y]| *y).fold(0.0, f64::max)
+    } else {
+        points.map(|[_, y]| *y).fold(0.0, f64::max)
+    }
 }
 
 /// A tick's text: the category name at integer positions, nothing between them.
@@ -145,15 +272,16 @@ fn integer_marks(input: egui_plot::GridInput) -> Vec<GridMark> {
         .collect()
 }
 
-fn hover(position: &HoverPosition<'_>, unit: &str) -> Option<String> {
+fn hover(position: &HoverPosition<'_>, unit: &str, scale: Scale) -> Option<String> {
     match position {
         HoverPosition::NearDataPoint {
             plot_name,
             position,
             ..
         } if !plot_name.is_empty() => Some(format!(
-            "{plot_name}\nx = {}\ny = {:.4} {unit}",
-            position.x, position.y
+            "{plot_name}\nx = {}\ny = {} {unit}",
+            number(position.x),
+            number(scale.value(position.y))
         )),
         _ => None,
     }

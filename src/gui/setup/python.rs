@@ -18,9 +18,9 @@ pub(super) fn python_fields(
     ui: &mut Ui,
     form: &mut Form,
     edited: &mut Preset,
-    error: &dyn Fn(&Form, &str) -> Option<String>,
+    error: &dyn Fn(&BTreeMap<&'static str, String>, &str) -> Option<String>,
 ) {
-    let problem = error(form, "dataset.factory");
+    let problem = error(&form.errors, "dataset.factory");
     if name_field(ui, "factory", "make_dataset", &mut form.factory, problem) {
         edited.dataset.factory = optional(&form.factory);
     }
@@ -47,11 +47,11 @@ pub(super) fn python_fields(
                 }
             }
         }
-        mark(ui, error(form, "dataset.args"));
+        mark(ui, error(&form.errors, "dataset.args"));
     });
     ui.end_row();
 
-    let problem = error(form, "dataset.collate");
+    let problem = error(&form.errors, "dataset.collate");
     if name_field(ui, "collate", "none", &mut form.collate, problem) {
         edited.dataset.collate = optional(&form.collate);
     }
