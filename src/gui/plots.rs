@@ -23,9 +23,24 @@ const PALETTE: [Color32; 10] = [
     Color32::from_rgb(0xba, 0xb0, 0xac),
 ];
 
-/// The colour of palette entry `index`.
+/// Palette entries this far apart share a hue in another shade.
+pub const SHADE_STEP: usize = PALETTE.len();
+
+/// The colour of palette entry `index`: hue `index % SHADE_STEP`, lighter and darker in
+/// turn for each further `SHADE_STEP` (a family of configs in one hue).
 pub fn color(index: usize) -> Color32 {
-    PALETTE[index % PALETTE.len()]
+    let hue = PALETTE[index % SHADE_STEP];
+    let shade = index / SHADE_STEP;
+    if shade == 0 {
+        return hue;
+    }
+    let step = (shade.div_ceil(2) as f32 * 0.22).min(0.66);
+    let toward = if shade % 2 == 1 {
+        Color32::WHITE
+    } else {
+        Color32::BLACK
+    };
+    hue.lerp_to_gamma(toward, step)
 }
 
 /// The legend's width beside the plot, in points.
@@ -187,17 +202,7 @@ fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> 
                     .show(ui, |ui| {
                         for series in chart.series.iter().chain(&chart.highlights) {
                             let off = hidden.contains(&series.name);
-                            let swatch = if off { "○" } else { "●" };
-                            let text = egui::RichText::new(format!("{swatch} {}", series.name))
-                                .small()
-                                .color(if off {
-                                    ui.visuals().weak_text_color()
-                                } else {
-                                    color(series.color)
-                                });
-                            let entry = ui
-                                .add(egui::Label::new(text).sense(egui::Sense::click()))
-                                .on_hover_text("Click to hide or show");
+                            let entry = legend_entry(ui, &series.name, color(series.color), off);
                             if entry.clicked() {
                                 if off {
                                     hidden.retain(|name| *name != series.name);
@@ -211,6 +216,28 @@ fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> 
             });
     });
     changed
+}
+
+/// One legend line: a swatch in the series' colour (hollow while hidden) and its name,
+/// clickable.
+fn legend_entry(ui: &mut Ui, name: &str, fill: Color32, off: bool) -> egui::Response {
+    ui.horizontal(|ui| {
+        let (swatch, _) = ui.allocate_exact_size(egui::vec2(9.0, 9.0), egui::Sense::hover());
+        if off {
+            let stroke = egui::Stroke::new(1.0, fill);
+            ui.painter()
+                .rect_stroke(swatch, 2.0, stroke, egui::StrokeKind::Inside);
+        } else {
+            ui.painter().rect_filled(swatch, 2.0, fill);
+        }
+        let mut text = egui::RichText::new(name).small();
+        if off {
+            text = text.weak();
+        }
+        ui.add(egui::Label::new(text).sense(egui::Sense::click()))
+            .on_hover_text("Click to hide or show")
+    })
+    .inner
 }
 
 /// The name of the group at integer position `x`: its own name, else the category and

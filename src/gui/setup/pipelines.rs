@@ -1,5 +1,5 @@
 //! The side panel's list editors: the pipelines (built-in or a custom chain of ops, each
-//! op with its parameters, reordered with ↑ and ↓) and the extra configs beyond the grid
+//! op with its parameters, reordered with up and down) and the extra configs beyond the grid
 //! (added from the current values, removed with ×).
 
 use egui::{ComboBox, DragValue, RichText, Ui};
@@ -89,13 +89,13 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
                     ui.label(RichText::new(format!("{}.", index + 1)).weak());
                     op_editor(ui, op);
                     let up = ui
-                        .add_enabled(index > 0, egui::Button::new("↑").small())
+                        .add_enabled(index > 0, egui::Button::new("up").small())
                         .on_hover_text("Run this op earlier");
                     if up.clicked() {
                         swap = Some(index - 1);
                     }
                     let down = ui
-                        .add_enabled(index < last, egui::Button::new("↓").small())
+                        .add_enabled(index < last, egui::Button::new("down").small())
                         .on_hover_text("Run this op later");
                     if down.clicked() {
                         swap = Some(index);
