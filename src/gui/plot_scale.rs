@@ -92,6 +92,31 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// Grid marks on whole numbers (worker counts, batch and epoch numbers): every one where
+/// they stand far enough apart for a tick text, else every 2nd, 5th, 10th, 20th… All
+/// share one step size, so each gets its text (egui_plot's default marks leave a narrow
+/// plot with a lone `0`).
+pub fn whole_marks(input: GridInput) -> Vec<GridMark> {
+    // `base_step_size` spans 8 points; an x tick text needs more than 60.
+    let least = input.base_step_size * 8.5;
+    let (min, max) = input.bounds;
+    let mut step = 1.0;
+    for factor in [2.0, 2.5, 2.0].iter().cycle() {
+        if step >= least {
+            break;
+        }
+        step *= factor;
+    }
+    let first = (min / step).ceil() as i64;
+    let last = (max / step).floor() as i64;
+    (first..=last)
+        .map(|i| GridMark {
+            value: i as f64 * step,
+            step_size: step,
+        })
+        .collect()
+}
+
 /// Grid marks of a log scale: every power of ten, and 2× and 5× while at most two
 /// decades show.
 pub fn log_marks(input: GridInput) -> Vec<GridMark> {
@@ -174,6 +199,21 @@ mod tests {
         assert_eq!(number(0.0012341), "0.001234");
         assert_eq!(number(0.45), "0.45");
         assert_eq!(number(4500.0), "4500");
+    }
+
+    #[test]
+    fn whole_marks_fall_on_every_number_while_far_enough_apart() {
+        let marks = |bounds, base_step_size| {
+            whole_marks(GridInput {
+                bounds,
+                base_step_size,
+            })
+            .iter()
+            .map(|m| m.value)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(marks((-0.2, 4.2), 0.05), [0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(marks((0.0, 100.0), 1.0).len(), 11, "every 10th");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points};
 
 use super::charts::{Axis, Chart, Mark};
-use super::plot_scale::{Scale, can_be_log, log_marks, number, spans_widely};
+use super::plot_scale::{Scale, can_be_log, log_marks, number, spans_widely, whole_marks};
 
 /// Tableau 10: distinct hues that read on dark and light backgrounds.
 const PALETTE: [Color32; 10] = [
@@ -102,7 +102,7 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
         Mark::Bars { .. } | Mark::Stacked { .. } => {
             plot.x_grid_spacer(integer_marks).include_x(0.5)
         }
-        Mark::Lines => plot,
+        Mark::Lines => plot.x_grid_spacer(whole_marks),
     };
     let shown = |name: &String| !hidden.contains(name);
     plot.show(ui, |plot_ui| {
@@ -191,13 +191,16 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
 fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> bool {
     let mut changed = false;
     ui.vertical(|ui| {
-        ui.set_width(ui.available_width());
+        let width = ui.available_width();
+        ui.set_width(width);
+        ui.set_max_width(width);
         egui::CollapsingHeader::new(egui::RichText::new("legend").small())
             .id_salt(("legend", chart.id))
             .default_open(true)
             .show(ui, |ui| {
                 egui::ScrollArea::vertical()
                     .id_salt(("legend scroll", chart.id))
+                    .auto_shrink([false, true])
                     .max_height(height - 24.0)
                     .show(ui, |ui| {
                         for series in chart.series.iter().chain(&chart.highlights) {
@@ -234,8 +237,14 @@ fn legend_entry(ui: &mut Ui, name: &str, fill: Color32, off: bool) -> egui::Resp
         if off {
             text = text.weak();
         }
-        ui.add(egui::Label::new(text).sense(egui::Sense::click()))
-            .on_hover_text("Click to hide or show")
+        // Truncated to the legend's width (a long name would widen the whole view);
+        // the hover shows it whole.
+        ui.add(
+            egui::Label::new(text)
+                .truncate()
+                .sense(egui::Sense::click()),
+        )
+        .on_hover_text(format!("{name}\nClick to hide or show"))
     })
     .inner
 }
