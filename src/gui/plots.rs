@@ -43,6 +43,9 @@ pub fn color(index: usize) -> Color32 {
     hue.lerp_to_gamma(toward, step)
 }
 
+/// Lines of at most this many points get a dot on each.
+const MAX_DOTTED_POINTS: usize = 40;
+
 /// The legend's width beside the plot, in points.
 const LEGEND_WIDTH: f32 = 170.0;
 
@@ -51,7 +54,9 @@ const LEGEND_WIDTH: f32 = 170.0;
 pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
     let log_id = ui.scope_id().with(("log scale", chart.id));
     let hidden_id = ui.scope_id().with(("hidden series", chart.id));
-    let mut log = ui.data_mut(|d| *d.get_temp_mut_or_insert_with(log_id, || spans_widely(chart)));
+    // The user's choice once they toggle it; until then, on while the values span widely.
+    let chosen: Option<bool> = ui.data_mut(|d| d.get_temp(log_id));
+    let mut log = chosen.unwrap_or_else(|| spans_widely(chart));
     let mut hidden: Vec<String> = ui.data_mut(|d| d.get_temp(hidden_id).unwrap_or_default());
     ui.horizontal(|ui| {
         ui.label(egui::RichText::new(&chart.title).strong());
@@ -124,12 +129,15 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
                             .color(color(series.color))
                             .width(1.5),
                     );
-                    // A dot on each measured point, so a line of one point shows too.
-                    plot_ui.add(
-                        Points::new(series.name.clone(), points)
-                            .color(color(series.color))
-                            .radius(2.5),
-                    );
+                    // A dot on each measured point, so a line of one point shows too
+                    // (not on a timeline of hundreds of batches).
+                    if points.len() <= MAX_DOTTED_POINTS {
+                        plot_ui.add(
+                            Points::new(series.name.clone(), points)
+                                .color(color(series.color))
+                                .radius(2.5),
+                        );
+                    }
                     continue;
                 }
             };
@@ -260,8 +268,10 @@ fn group_name(axis: &Axis, x: f64) -> String {
     }
 }
 
-/// The tallest point (the tallest stack of stacked bars).
+/// The tallest point, markers included (the tallest stack of stacked bars).
 fn tallest(chart: &Chart) -> f64 {
+    let markers = chart.highlights.iter().flat_map(|s| &s.points);
+    let highest_marker = markers.map(|[_, y]| *y).fold(0.0, f64::max);
     let points = chart.series.iter().flat_map(|s| &s.points);
     if let Mark::Stacked { .. } = chart.mark {
         let mut stacks: Vec<[f64; 2]> = Vec::new();
@@ -271,9 +281,12 @@ fn tallest(chart: &Chart) -> f64 {
                 None => stacks.push([x, y]),
             }
         }
-        stacks.iter().map(|[_, y]| *y).fold(0.0, f64::max)
+        stacks
+            .iter()
+            .map(|[_, y]| *y)
+            .fold(highest_marker, f64::max)
     } else {
-        points.map(|[_, y]| *y).fold(0.0, f64::max)
+        points.map(|[_, y]| *y).fold(highest_marker, f64::max)
     }
 }
 
