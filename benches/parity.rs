@@ -7,7 +7,7 @@
 //! repeats; then the configs each side marked disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on
 //! the quiet machine and then beside a busy loop on one core, and prints each config's
 //! other load and whether it was marked disturbed. Run with
-//! `cargo bench --bench parity`; under `cargo test` (no `--bench`) it runs a 2,048-sample
+//! `cargo bench --bench parity`; under `cargo test` (no `--bench`) it runs a 512-sample
 //! smoke version of one round, and skips part 1 where there is neither a display nor Xvfb.
 
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {
         }
     } else {
         Preset {
-            samples: Some(2_048),
+            samples: Some(512),
             ..preset
         }
     };
