@@ -32,6 +32,9 @@ pub struct RunProgress {
     pub batches_total: usize,
 }
 
+/// What puts configs in one colour family: the run, the runtime, the worker kind.
+type FamilyKey = fn(&Config) -> String;
+
 /// The epoch being measured, as far as the last batch event told.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunningEpoch {
@@ -114,7 +117,7 @@ impl RunData {
         let Some(config) = configs.get(index) else {
             return index;
         };
-        let families: [(fn(&Config) -> String, bool); 3] = [
+        let families: [(FamilyKey, bool); 3] = [
             (|c| c.run.clone().unwrap_or_default(), false),
             (|c| c.runtime.name().to_owned(), true),
             (|c| c.worker_kind.name().to_owned(), true),

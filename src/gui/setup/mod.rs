@@ -76,6 +76,12 @@ impl Form {
     }
 }
 
+/// The parse errors of the form, by field.
+type Errors = BTreeMap<&'static str, String>;
+
+/// The field named `key`'s problem: its text's, else the plan's.
+type Problem<'a> = &'a dyn Fn(&Errors, &str) -> Option<String>;
+
 /// What the panel needs to know besides the preset.
 pub struct Context<'a> {
     pub cuda_devices: usize,
@@ -119,7 +125,7 @@ pub fn draw(
     let plan_field = cx.plan_error.and_then(Error::field);
     // Whether the plan's error was marked beside its field; if not, it goes at the end.
     let marked = std::cell::Cell::new(false);
-    let error = |errors: &BTreeMap<&'static str, String>, field: &str| -> Option<String> {
+    let error = |errors: &Errors, field: &str| -> Option<String> {
         errors.get(field).cloned().or_else(|| {
             let problem = cx
                 .plan_error

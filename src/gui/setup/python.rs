@@ -10,16 +10,11 @@ use serde_json::Value;
 
 use crate::preset::Preset;
 
-use super::{Form, mark};
+use super::{Form, Problem, mark};
 
 /// The rows of the dataset grid for a python dataset. `error` gives the problem to mark
 /// beside a field, from the form or the plan.
-pub(super) fn python_fields(
-    ui: &mut Ui,
-    form: &mut Form,
-    edited: &mut Preset,
-    error: &dyn Fn(&BTreeMap<&'static str, String>, &str) -> Option<String>,
-) {
+pub(super) fn python_fields(ui: &mut Ui, form: &mut Form, edited: &mut Preset, error: Problem<'_>) {
     let problem = error(&form.errors, "dataset.factory");
     if name_field(ui, "factory", "make_dataset", &mut form.factory, problem) {
         edited.dataset.factory = optional(&form.factory);

@@ -4,7 +4,6 @@
 //! file and image-folder channels and size. Fields typed as text keep their text in
 //! [`RunText`] and mark a text that does not parse, as the other fields do.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use egui::{ComboBox, DragValue, Ui};
@@ -13,7 +12,7 @@ use crate::dataset::DatasetKind;
 use crate::preset::Preset;
 use crate::step::StepCost;
 
-use super::mark;
+use super::{Errors, Problem, mark};
 
 /// The text of the fields typed as text.
 #[derive(Debug, Clone, Default)]
@@ -49,12 +48,6 @@ impl RunText {
         }
     }
 }
-
-/// The parse errors of the form, by field.
-type Errors = BTreeMap<&'static str, String>;
-
-/// The field named `key`'s problem: its text's, else the plan's.
-pub type Problem<'a> = &'a dyn Fn(&Errors, &str) -> Option<String>;
 
 /// Name and description, at the top of the panel.
 pub fn identity(ui: &mut Ui, edited: &mut Preset, errors: &mut Errors, problem: Problem<'_>) {
