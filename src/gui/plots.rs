@@ -88,11 +88,15 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
 fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]) {
     let y_unit = chart.y.unit;
     let x_axis = chart.x.clone();
+    // The characters of a config name that fit under its group (about 7 points each,
+    // the plot's axes taking some 60).
+    let groups = chart.x.names.len().max(1) as f32;
+    let max_chars = ((ui.available_width() - 60.0) / groups / 7.0).max(1.0) as usize;
     let mut plot = Plot::new(chart.id)
         .height(height)
         .x_axis_label(chart.x.title())
         .y_axis_label(chart.y.title())
-        .x_axis_formatter(move |mark, _| tick(&x_axis, mark))
+        .x_axis_formatter(move |mark, _| tick(&x_axis, mark, max_chars))
         .y_axis_formatter(move |mark, _| scale.tick(mark))
         .include_y(scale.bar_base(chart))
         .allow_scroll(false)
@@ -290,11 +294,18 @@ fn tallest(chart: &Chart) -> f64 {
     }
 }
 
-/// A tick's text: the category name at integer positions, nothing between them.
-fn tick(axis: &Axis, mark: GridMark) -> String {
+/// A tick's text: the category name at integer positions (cut to `max_chars`, so that
+/// long config labels still show their start), nothing between them.
+fn tick(axis: &Axis, mark: GridMark, max_chars: usize) -> String {
     if !axis.names.is_empty() {
         return if mark.value.fract() == 0.0 {
-            group_name(axis, mark.value)
+            let name = group_name(axis, mark.value);
+            if name.chars().count() > max_chars {
+                let cut: String = name.chars().take(max_chars.saturating_sub(1)).collect();
+                format!("{cut}…")
+            } else {
+                name
+            }
         } else {
             String::new()
         };
