@@ -15,6 +15,7 @@ use crate::results::{EpochResult, RunResult};
 use crate::stats;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
+use super::plots::SHADE_STEP;
 
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
@@ -119,8 +120,8 @@ pub fn worker_memory_lines(result: &RunResult) -> Vec<String> {
 }
 
 /// Samples per second against `num_workers`, a steady and a whole-epoch line per family
-/// of configs that differ only in `num_workers`, the knee of the scaling curve marked on
-/// the whole-epoch line.
+/// of configs that differ only in `num_workers` (the two in one hue, whole-epoch the
+/// lighter), the knee of the scaling curve marked on the whole-epoch line.
 pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
     let mut families: Vec<(Config, Vec<ConfigRuns<'_>>)> = Vec::new();
     for runs in measured_configs(result) {
@@ -133,7 +134,6 @@ pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
             None => families.push((key, vec![runs])),
         }
     }
-    let count = families.len();
     let mut series = Vec::new();
     let mut highlights = Vec::new();
     for (index, (_, mut members)) in families.into_iter().enumerate() {
@@ -166,13 +166,13 @@ pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
         if let Some(point) = knee {
             highlights.push(Series {
                 name: format!("{family} knee: {} workers", point[0]),
-                color: count + index,
+                color: SHADE_STEP + index,
                 points: vec![*point],
             });
         }
         series.push(Series {
             name: format!("{family} whole epoch"),
-            color: count + index,
+            color: SHADE_STEP + index,
             points: whole,
         });
     }
