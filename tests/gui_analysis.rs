@@ -1,6 +1,7 @@
 //! The analysis in the desktop app through egui_kittest: after a tiny run, the
 //! recommendation is shown with its snippet and a working Copy button, the ledger and
-//! scaling charts describe every config, a baseline is saved and compared from the
+//! scaling charts describe every config, so do where the time goes, the memory and the
+//! throughput (each value the run's own), a baseline is saved and compared from the
 //! window (under a temporary `LOADERBENCH_DATA_DIR`), and the analysis section exports
 //! as a PNG.
 #![cfg(feature = "gui")]
@@ -15,6 +16,7 @@ use egui_kittest::kittest::Queryable;
 
 use loaderbench::gui::{App, Launch, Phase};
 use loaderbench::preset::Preset;
+use loaderbench::results::RunResult;
 
 mod common;
 use common::gui::step_until;
@@ -89,9 +91,10 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     }
     let charts = harness.state().analysis_charts();
     let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
-    assert_eq!(ids, ["ledger", "scaling"]);
+    assert_eq!(ids, ["ledger", "scaling", "stages", "memory", "throughput"]);
     assert_eq!(charts[0].x.names, ["nw=0", "nw=2"]);
     assert_eq!(charts[1].series[0].points.len(), 2);
+    costs_are_drawn_from_the_run(&charts[2..5], harness.state().result().unwrap());
 
     harness
         .get_by_role_and_label(Role::TextInput, "baseline")
@@ -139,6 +142,24 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     std::thread::sleep(Duration::from_millis(200));
     let image = image::open(&png).unwrap().to_rgba8();
     let rect = harness.state().analysis_rect().unwrap();
+    // Drawn without a window, the analysis PNG holds the whole section too (the saved
+    // run, without the baseline comparison).
+    let result = harness.state().result().unwrap().clone();
+    let headless = loaderbench::gui::render_png(
+        vec![(dir.path().join("tiny.json"), result)],
+        loaderbench::gui::PngArea::Analysis,
+        1.0,
+    )
+    .unwrap();
+    let headless = image::load_from_memory(&headless).unwrap();
+    assert!(
+        (headless.width() as f32 - rect.width()).abs() <= 2.0,
+        "{} vs {rect:?}",
+        headless.width()
+    );
+    // Three rows of charts (each over 200 points) and the recommendation: more than
+    // the default window shows below the plots and the table.
+    assert!(headless.height() > 720, "{}", headless.height());
     assert!(
         (image.width() as f32 - rect.width()).abs() <= 2.0,
         "{:?} vs {rect:?}",
@@ -149,4 +170,44 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         "{:?} vs {rect:?}",
         image.dimensions()
     );
+}
+
+/// Where the time goes, memory and throughput: a series per stage, per memory measure
+/// and per rate, with the values of the run's own results.
+fn costs_are_drawn_from_the_run(charts: &[loaderbench::gui::Chart], result: &RunResult) {
+    let [stages, memory, throughput] = charts else {
+        panic!("three charts");
+    };
+    assert_eq!(stages.title, "Where the time goes");
+    assert_eq!(stages.series.len(), 7, "six stages and the wait");
+    assert_eq!(stages.series.last().unwrap().name, "wait");
+    assert_eq!(stages.x.names, ["nw=0", "nw=2"]);
+    let second_epoch = |config: usize| {
+        let run = result.results.iter().find(|r| r.config_index == config);
+        run.unwrap().epochs[1].clone()
+    };
+    for config in 0..2 {
+        let epoch = second_epoch(config);
+        let wait_ms = epoch.stages.wait_s / epoch.batches as f64 * 1e3;
+        let drawn = stages.series[6].points[config][1];
+        assert!((drawn - wait_ms).abs() < 1e-9, "{drawn} vs {wait_ms}");
+        let read_ms = epoch.stages.read_s / epoch.batches as f64 * 1e3;
+        assert!((stages.series[0].points[config][1] - read_ms).abs() < 1e-9);
+    }
+
+    assert_eq!(memory.title, "Memory");
+    assert_eq!(memory.series.len(), 3);
+    let peaks = &memory.series[0].points;
+    assert_eq!(peaks.len(), 2, "a peak RSS per config");
+    let peak = result.results[0].peak_rss_bytes.unwrap() as f64 / (1024.0 * 1024.0);
+    assert!((peaks[0][1] - peak).abs() < 1e-9);
+
+    assert_eq!(throughput.title, "Throughput");
+    let names: Vec<&str> = throughput.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["num_workers steady", "num_workers whole epoch"]);
+    let whole = &throughput.series[1].points;
+    assert_eq!(whole.iter().map(|p| p[0]).collect::<Vec<_>>(), [0.0, 2.0]);
+    for (config, point) in whole.iter().enumerate() {
+        assert!((point[1] - second_epoch(config).throughput).abs() < 1e-9);
+    }
 }

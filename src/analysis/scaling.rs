@@ -102,7 +102,9 @@ fn curve(members: &[&ConfigRuns<'_>]) -> Option<ScalingCurve> {
     })
 }
 
-fn family_name(label: &str) -> String {
+/// The family a config belongs to: its label without `nw=N` (`num_workers` when nothing
+/// else is left).
+pub fn family_name(label: &str) -> String {
     let rest: Vec<&str> = label
         .split_whitespace()
         // `laptop · nw=2` (a config of an overlaid run) is the family `laptop`.

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::dataset::DatasetKind;
 use crate::preset::Preset;
 
 /// Which part of the window a PNG export captures.
@@ -32,7 +33,9 @@ pub enum Pick {
     OpenResults,
     AddResults,
     SavePresetAs,
-    Dataset,
+    /// The dataset of this kind: a folder of images, or a file with its extension's
+    /// filter.
+    Dataset(DatasetKind),
     /// The module of the user's own Python dataset.
     PythonModule,
     ExportPath,

@@ -1,7 +1,8 @@
 //! The analysis section under the results table, once a run has ended: the
 //! recommendations (each with its snippet and a Copy button), the run's warnings, the
-//! break-even of persistent workers, the ledger and scaling charts side by side, the
-//! stall chart with a training step, and the comparison with a baseline. It only reads
+//! break-even of persistent workers, the ledger and scaling charts side by side, where
+//! the time goes beside the memory (each worker's RSS and PSS under it), the throughput,
+//! the stall chart with a training step, and the comparison with a baseline. It only reads
 //! (Copy only hands text to the clipboard); it returns the rect it drew in, which the
 //! PNG export captures.
 
@@ -10,8 +11,9 @@ use egui::{Rect, RichText, Ui};
 use crate::analysis::report::scaling_line;
 use crate::analysis::{Analysis, Recommendation};
 use crate::baseline::Change;
+use crate::results::RunResult;
 
-use super::{analysis_charts, plots};
+use super::{analysis_charts, cost_charts, plots};
 
 /// A baseline to show beside the run: its name and the change of each config.
 pub struct Comparison<'a> {
@@ -19,11 +21,11 @@ pub struct Comparison<'a> {
     pub changes: &'a [Change],
 }
 
-/// Draws the section; returns where.
+/// Draws the section for `result` and its `analysis`; returns where.
 pub fn draw(
     ui: &mut Ui,
+    result: &RunResult,
     analysis: &Analysis,
-    warnings: &[String],
     comparison: Option<Comparison<'_>>,
 ) -> Rect {
     ui.scope(|ui| {
@@ -31,6 +33,7 @@ pub fn draw(
         for recommendation in &analysis.recommendations {
             draw_recommendation(ui, recommendation);
         }
+        let warnings = &result.warnings;
         if !warnings.is_empty() {
             ui.add_space(4.0);
             ui.label(RichText::new("Warnings").strong());
@@ -55,6 +58,16 @@ pub fn draw(
                 columns[1].label(RichText::new(scaling_line(curve)).small());
             }
         });
+        ui.add_space(6.0);
+        ui.columns(2, |columns| {
+            plots::draw(&mut columns[0], &cost_charts::stages(result), 220.0);
+            plots::draw(&mut columns[1], &cost_charts::memory(result), 220.0);
+            for line in cost_charts::worker_memory_lines(result) {
+                columns[1].label(RichText::new(line).small());
+            }
+        });
+        ui.add_space(6.0);
+        plots::draw(ui, &cost_charts::throughput(result, analysis), 200.0);
         if let Some(chart) = analysis_charts::stall(analysis) {
             ui.add_space(6.0);
             plots::draw(ui, &chart, 160.0);

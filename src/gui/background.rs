@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use egui::ColorImage;
 
+use crate::dataset::DatasetKind;
 use crate::error::Error;
 
 use super::actions::Pick;
@@ -100,6 +101,16 @@ impl Background {
     }
 }
 
+/// The file filter of a dataset kind read from one file; `None` for a folder.
+fn dataset_filter(kind: DatasetKind) -> Option<(&'static str, &'static [&'static str])> {
+    match kind {
+        DatasetKind::Npy => Some(("NumPy array", &["npy"])),
+        // IDX files are named `train-images-idx3-ubyte`, gzipped or not.
+        DatasetKind::Idx => Some(("IDX images", &["gz", "idx3-ubyte", "ubyte", "idx"])),
+        DatasetKind::ImageFolder | DatasetKind::Synthetic | DatasetKind::Python => None,
+    }
+}
+
 fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
     let mut dialog = rfd::FileDialog::new();
     let dir = start
@@ -126,11 +137,30 @@ fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
             .add_filter("loaderbench preset", &["ron"])
             .set_title("Save the preset as")
             .save_file(),
-        Pick::Dataset => dialog.set_title("Choose the dataset").pick_folder(),
+        Pick::Dataset(kind) => match dataset_filter(kind) {
+            Some((name, extensions)) => dialog
+                .add_filter(name, extensions)
+                .add_filter("all files", &["*"])
+                .set_title("Choose the dataset file")
+                .pick_file(),
+            None => dialog.set_title("Choose the dataset folder").pick_folder(),
+        },
         Pick::PythonModule => dialog
             .add_filter("Python module", &["py"])
             .set_title("Choose your dataset's module")
             .pick_file(),
         Pick::ExportPath => dialog.set_title("Export to").save_file(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_datasets_are_picked_with_their_filter_and_image_folders_as_folders() {
+        assert_eq!(dataset_filter(DatasetKind::Npy).unwrap().1, ["npy"]);
+        assert!(dataset_filter(DatasetKind::Idx).unwrap().1.contains(&"gz"));
+        assert_eq!(dataset_filter(DatasetKind::ImageFolder), None);
     }
 }

@@ -14,6 +14,10 @@ pub enum Mark {
     Bars {
         width: f64,
     },
+    /// One bar at each integer x, the series stacked on each other in their order.
+    Stacked {
+        width: f64,
+    },
     Lines,
 }
 
@@ -89,7 +93,7 @@ pub fn first_batch(data: &RunData) -> Chart {
 }
 
 /// Epoch times: one line per config across epochs, or grouped bars for two epochs or
-/// fewer, where a line says little.
+/// fewer, where a line says little; the epoch in progress as a marker at its time so far.
 pub fn epoch_times(data: &RunData) -> Chart {
     let bars = data.epochs <= 2;
     Chart {
@@ -103,8 +107,29 @@ pub fn epoch_times(data: &RunData) -> Chart {
             Mark::Lines
         },
         series: per_config(data, &data.epoch_s, bars),
-        highlights: Vec::new(),
+        highlights: running_epoch(data, bars).into_iter().collect(),
     }
+}
+
+/// The epoch being measured, drawn as a marker at its time so far where its bar (or
+/// point) will stand, so a long epoch shows on the chart before it ends.
+fn running_epoch(data: &RunData, bars: bool) -> Option<Series> {
+    let running = data.running?;
+    let label = data.labels.get(running.config)?;
+    let offset = match (bars, grouped_bars(data.labels.len())) {
+        (true, Mark::Bars { width }) => {
+            (running.config as f64 - (data.labels.len() as f64 - 1.0) / 2.0) * width
+        }
+        _ => 0.0,
+    };
+    Some(Series {
+        name: format!(
+            "{label}: epoch {} running, {:.1} s so far ({} batches)",
+            running.epoch, running.elapsed_s, running.batches
+        ),
+        color: data.color_of(running.config),
+        points: vec![[running.epoch as f64 + offset, running.elapsed_s]],
+    })
 }
 
 /// The stall before each batch of the latest repeat of `config`, one line per epoch.
@@ -246,7 +271,7 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
     let configs = data.labels.len();
     let width = match grouped_bars(configs) {
         Mark::Bars { width } => width,
-        Mark::Lines => 0.0,
+        Mark::Stacked { .. } | Mark::Lines => 0.0,
     };
     data.labels
         .iter()
@@ -310,6 +335,44 @@ mod tests {
         let chart = epoch_times(&data);
         assert_eq!(chart.series[0].name, "nw=0");
         assert_eq!(chart.series[1].name, "nw=2 * disturbed");
+    }
+
+    #[test]
+    fn the_running_epoch_is_a_marker_at_its_time_so_far() {
+        use crate::bench::Event;
+        use crate::results::BatchRecord;
+        let mut data = data();
+        assert!(epoch_times(&data).highlights.is_empty());
+        let batch = |index, at_s| BatchRecord {
+            index,
+            at_s,
+            samples: 64,
+            stages: Default::default(),
+        };
+        data.apply(Event::Batch {
+            config: 1,
+            repeat: 0,
+            epoch: 2,
+            batch: batch(6, 3.3),
+        });
+        let marker = &epoch_times(&data).highlights[0];
+        assert_eq!(
+            marker.points,
+            vec![[2.2, 3.3]],
+            "where nw=2's epoch-2 bar goes"
+        );
+        assert!(
+            marker
+                .name
+                .starts_with("nw=2: epoch 2 running, 3.3 s so far (7 batches)")
+        );
+        data.apply(Event::Batch {
+            config: 1,
+            repeat: 0,
+            epoch: 0,
+            batch: batch(0, 0.5),
+        });
+        assert!(epoch_times(&data).highlights.is_empty(), "not the warm-up");
     }
 
     #[test]

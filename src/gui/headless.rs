@@ -3,7 +3,7 @@
 //! egui_kittest renders a frame with wgpu on whatever adapter there is (a software
 //! rasterizer where there is no GPU: Mesa's lavapipe or llvmpipe), and the view is cropped
 //! as the app's own export crops it. So the PNG is the app's PNG: same chart code, same
-//! layout, same size.
+//! layout, same width (the window is made tall enough for the whole analysis).
 
 use std::path::PathBuf;
 
@@ -21,6 +21,9 @@ use super::{App, Launch, WINDOW_SIZE, export};
 const RENDERER_HINT: &str = "install Mesa's software renderer (Debian/Ubuntu: \
                              mesa-vulkan-drivers, or libegl1 and libgl1-mesa-dri)";
 
+/// The window's height, in points, when the PNG shows the analysis.
+const ANALYSIS_WINDOW_HEIGHT: f32 = 3200.0;
+
 /// PNG bytes of `area` of the app showing `runs` (each with the file it came from, which
 /// names it; several are plotted together), at `pixels_per_point`.
 pub fn render_png(
@@ -36,6 +39,12 @@ pub fn render_png(
         .build_eframe(|cc| App::new(cc, Launch::default()));
     harness.state_mut().show_runs(runs);
     harness.run_steps(3);
+    if area == PngArea::Analysis {
+        // The analysis lies below the plots and the table: a window tall enough to hold
+        // all of it, so the PNG shows every chart rather than what the default shows.
+        harness.set_size(egui::vec2(WINDOW_SIZE[0], ANALYSIS_WINDOW_HEIGHT));
+        harness.run_steps(3);
+    }
     if let Some(error) = harness.state().messages().iter().find(|m| m.error) {
         return Err(Error::value(error.text.clone()));
     }

@@ -6,7 +6,10 @@
 use std::time::Duration;
 
 use crate::bench::Event;
+use crate::plan::Config;
 use crate::results::RunResult;
+
+use super::plots::SHADE_STEP;
 
 /// Where a run stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +32,20 @@ pub struct RunProgress {
     pub batches_total: usize,
 }
 
+/// What puts configs in one colour family: the run, the runtime, the worker kind.
+type FamilyKey = fn(&Config) -> String;
+
+/// The epoch being measured, as far as the last batch event told.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunningEpoch {
+    pub config: usize,
+    /// 1-based; the warm-up epoch is never shown running.
+    pub epoch: usize,
+    /// Seconds since the epoch started, at the last batch reported.
+    pub elapsed_s: f64,
+    pub batches: usize,
+}
+
 /// Everything measured so far in one run.
 #[derive(Debug, Clone)]
 pub struct RunData {
@@ -46,6 +63,9 @@ pub struct RunData {
     /// `[config][epoch - 1]`: the consumer's wait for each batch of the latest repeat.
     pub wait_s: Vec<Vec<Vec<f64>>>,
     pub progress: RunProgress,
+    /// The measured epoch in progress, from the batch events the frames take (so it
+    /// grows only on the frames the pacing allows); `None` between epochs.
+    pub running: Option<RunningEpoch>,
     /// The run failed because the user's input was wrong.
     pub bad_input: bool,
     /// Batches of the epochs that have finished.
@@ -67,6 +87,7 @@ impl RunData {
             epoch_s: grid(),
             wait_s: grid(),
             progress: RunProgress::default(),
+            running: None,
             bad_input: false,
             batches_finished: 0,
             warnings: Vec::new(),
@@ -85,22 +106,38 @@ impl RunData {
         })
     }
 
-    /// The palette entry of config `index`: its own, or its run's when saved runs are
-    /// shown together, so that each run keeps one colour.
+    /// The palette entry of config `index`: its run's when saved runs are shown
+    /// together, so that each run keeps one colour; else, when the runtime (or else the
+    /// worker kind) varies, its family's hue in the family's next shade (see
+    /// [`plots::color`](super::plots::color)), so the families read apart; else its own.
     pub fn color_of(&self, index: usize) -> usize {
         let Some(configs) = self.result.as_ref().map(|r| &r.configs) else {
             return index;
         };
-        let Some(run) = configs.get(index).and_then(|c| c.run.as_ref()) else {
+        let Some(config) = configs.get(index) else {
             return index;
         };
-        let mut runs: Vec<&String> = Vec::new();
-        for name in configs.iter().filter_map(|c| c.run.as_ref()) {
-            if !runs.contains(&name) {
-                runs.push(name);
+        let families: [(FamilyKey, bool); 3] = [
+            (|c| c.run.clone().unwrap_or_default(), false),
+            (|c| c.runtime.name().to_owned(), true),
+            (|c| c.worker_kind.name().to_owned(), true),
+        ];
+        for (key, shaded) in families {
+            let mut names: Vec<String> = Vec::new();
+            for name in configs.iter().map(key) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
             }
+            if names.len() < 2 {
+                continue;
+            }
+            let own = key(config);
+            let family = names.iter().position(|name| *name == own).unwrap_or(0);
+            let shade = configs[..index].iter().filter(|c| key(c) == own).count();
+            return family + if shaded { SHADE_STEP * shade } else { 0 };
         }
-        runs.iter().position(|name| *name == run).unwrap_or(index)
+        index
     }
 
     /// True until the run has ended.
@@ -126,13 +163,26 @@ impl RunData {
                 self.progress.repeat = repeat;
             }
             // Batch events may come sparsely (the app measures in a child process that
-            // passes a few on each second): they move the progress line only.
-            Event::Batch { epoch, batch, .. } => {
+            // passes a few on each second): they move the progress line and the running
+            // epoch's marker only.
+            Event::Batch {
+                config,
+                epoch,
+                batch,
+                ..
+            } => {
+                self.running = (epoch >= 1).then_some(RunningEpoch {
+                    config,
+                    epoch,
+                    elapsed_s: batch.at_s,
+                    batches: batch.index + 1,
+                });
                 self.progress.epoch = epoch;
                 self.progress.batch = batch.index + 1;
                 self.progress.batches_done = self.batches_finished + batch.index + 1;
             }
             Event::EpochFinished { config, result, .. } => {
+                self.running = None;
                 self.batches_finished += result.batches;
                 self.progress.epoch = result.epoch;
                 self.progress.batch = result.batches;
@@ -168,6 +218,7 @@ impl RunData {
     }
 
     fn end(&mut self, phase: Phase, result: RunResult) {
+        self.running = None;
         self.phase = phase;
         self.result = Some(result);
     }
@@ -290,6 +341,27 @@ mod tests {
         assert!(data.wait_s[0][0].is_empty());
         assert!(data.epoch_s[0][0].is_empty());
         assert_eq!(data.progress.batches_done, 1);
+    }
+
+    #[test]
+    fn configs_are_coloured_by_runtime_in_shades_of_one_hue() {
+        use crate::analysis::fixtures::{config, result};
+        use crate::preset::Runtime;
+        let mut data = RunData::new(vec!["a".into(), "b".into(), "c".into()], 1, 1, false);
+        let mut pytorch = config(0, false);
+        pytorch.runtime = Runtime::Pytorch;
+        let configs = vec![config(0, false), pytorch, config(2, false)];
+        data.result = Some(result(configs, Vec::new()));
+        let colors: Vec<usize> = (0..3).map(|i| data.color_of(i)).collect();
+        assert_eq!(
+            colors,
+            [0, 1, SHADE_STEP],
+            "loaderbench's second config a shade of 0"
+        );
+        assert_ne!(
+            super::super::plots::color(0),
+            super::super::plots::color(SHADE_STEP)
+        );
     }
 
     #[test]

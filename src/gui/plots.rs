@@ -1,11 +1,13 @@
-//! Draws a [`Chart`] description with egui_plot: bars or lines in the palette colours,
-//! a legend that hides and shows series, axis titles with units, and hover labels with
-//! the exact values. It reads the description and nothing else.
+//! Draws a [`Chart`] description with egui_plot: bars (grouped or stacked) or lines in
+//! the palette colours, a legend beside the plot (never over the data) that hides and
+//! shows series, a log scale toggle (`plot_scale`), axis titles with units, and hover
+//! labels with the exact values. It reads the description and nothing else.
 
 use egui::{Color32, Ui};
-use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, Points};
+use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points};
 
 use super::charts::{Axis, Chart, Mark};
+use super::plot_scale::{Scale, can_be_log, log_marks, number, spans_widely, whole_marks};
 
 /// Tableau 10: distinct hues that read on dark and light backgrounds.
 const PALETTE: [Color32; 10] = [
@@ -21,68 +23,172 @@ const PALETTE: [Color32; 10] = [
     Color32::from_rgb(0xba, 0xb0, 0xac),
 ];
 
-/// The colour of palette entry `index`.
+/// Palette entries this far apart share a hue in another shade.
+pub const SHADE_STEP: usize = PALETTE.len();
+
+/// The colour of palette entry `index`: hue `index % SHADE_STEP`, lighter and darker in
+/// turn for each further `SHADE_STEP` (a family of configs in one hue).
 pub fn color(index: usize) -> Color32 {
-    PALETTE[index % PALETTE.len()]
+    let hue = PALETTE[index % SHADE_STEP];
+    let shade = index / SHADE_STEP;
+    if shade == 0 {
+        return hue;
+    }
+    let step = (shade.div_ceil(2) as f32 * 0.22).min(0.66);
+    let toward = if shade % 2 == 1 {
+        Color32::WHITE
+    } else {
+        Color32::BLACK
+    };
+    hue.lerp_to_gamma(toward, step)
 }
 
-/// Draws `chart` at `height` points, filling the available width.
+/// Lines of at most this many points get a dot on each.
+const MAX_DOTTED_POINTS: usize = 40;
+
+/// The legend's width beside the plot, in points.
+const LEGEND_WIDTH: f32 = 170.0;
+
+/// Draws `chart` at `height` points, filling the available width: the title with a log
+/// scale toggle (on when the values span widely), the plot, and its legend beside it.
 pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
-    ui.label(egui::RichText::new(&chart.title).strong());
+    let log_id = ui.scope_id().with(("log scale", chart.id));
+    let hidden_id = ui.scope_id().with(("hidden series", chart.id));
+    // The user's choice once they toggle it; until then, on while the values span widely.
+    let chosen: Option<bool> = ui.data_mut(|d| d.get_temp(log_id));
+    let mut log = chosen.unwrap_or_else(|| spans_widely(chart));
+    let mut hidden: Vec<String> = ui.data_mut(|d| d.get_temp(hidden_id).unwrap_or_default());
+    ui.horizontal(|ui| {
+        ui.label(egui::RichText::new(&chart.title).strong());
+        if can_be_log(chart)
+            && ui
+                .checkbox(&mut log, "log scale")
+                .on_hover_text("Each step on the value axis multiplies by ten")
+                .changed()
+        {
+            ui.data_mut(|d| d.insert_temp(log_id, log));
+        }
+    });
+    let scale = Scale {
+        log: log && can_be_log(chart),
+    };
+    let legend_width = LEGEND_WIDTH.min(ui.available_width() * 0.3);
+    ui.horizontal_top(|ui| {
+        let width = (ui.available_width() - legend_width - ui.spacing().item_spacing.x).max(100.0);
+        ui.allocate_ui(egui::vec2(width, height), |ui| {
+            plot(ui, chart, height, scale, &hidden);
+        });
+        if legend(ui, chart, height, &mut hidden) {
+            ui.data_mut(|d| d.insert_temp(hidden_id, hidden));
+        }
+    });
+}
+
+/// The plot itself, without the series named in `hidden`.
+fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]) {
     let y_unit = chart.y.unit;
     let x_axis = chart.x.clone();
-    let plot = Plot::new(chart.id)
+    // The characters of a config name that fit under its group (about 7 points each,
+    // the plot's axes taking some 60).
+    let groups = chart.x.names.len().max(1) as f32;
+    let max_chars = ((ui.available_width() - 60.0) / groups / 7.0).max(1.0) as usize;
+    let mut plot = Plot::new(chart.id)
         .height(height)
-        .legend(
-            Legend::default()
-                .position(egui_plot::Corner::RightTop)
-                .text_style(egui::TextStyle::Small)
-                .follow_insertion_order(true),
-        )
         .x_axis_label(chart.x.title())
         .y_axis_label(chart.y.title())
-        .x_axis_formatter(move |mark, _| tick(&x_axis, mark))
-        .include_y(0.0)
-        .include_y(headroom(chart))
+        .x_axis_formatter(move |mark, _| tick(&x_axis, mark, max_chars))
+        .y_axis_formatter(move |mark, _| scale.tick(mark))
+        .include_y(scale.bar_base(chart))
         .allow_scroll(false)
-        .label_formatter(move |position| hover(position, y_unit));
-    let plot = match chart.mark {
-        Mark::Bars { .. } => plot.x_grid_spacer(integer_marks).include_x(0.5),
-        Mark::Lines => plot,
+        .label_formatter(move |position| hover(position, y_unit, scale));
+    plot = if scale.log {
+        plot.y_grid_spacer(log_marks)
+            .include_y(scale.plot(tallest(chart)) + 0.1)
+    } else {
+        plot.include_y(tallest(chart) * 1.05)
     };
+    let plot = match chart.mark {
+        Mark::Bars { .. } | Mark::Stacked { .. } => {
+            plot.x_grid_spacer(integer_marks).include_x(0.5)
+        }
+        Mark::Lines => plot.x_grid_spacer(whole_marks),
+    };
+    let shown = |name: &String| !hidden.contains(name);
     plot.show(ui, |plot_ui| {
-        for series in &chart.series {
-            match chart.mark {
-                Mark::Bars { width } => {
-                    let bars = series
+        // The top of each stacked bar so far, by group.
+        let mut tops: Vec<f64> = Vec::new();
+        let base = scale.bar_base(chart);
+        for series in chart.series.iter().filter(|s| shown(&s.name)) {
+            let (width, stacked) = match chart.mark {
+                Mark::Bars { width } => (width, false),
+                Mark::Stacked { width } => (width, true),
+                Mark::Lines => {
+                    let points: Vec<[f64; 2]> = series
                         .points
                         .iter()
-                        .map(|[x, y]| Bar::new(*x, *y).width(width * 0.95))
+                        .map(|&[x, y]| [x, scale.plot(y)])
                         .collect();
-                    let name = series.name.clone();
-                    let x_axis = chart.x.clone();
-                    plot_ui.add(
-                        BarChart::new(series.name.clone(), bars)
+                    plot_ui.line(
+                        Line::new(series.name.clone(), points.clone())
                             .color(color(series.color))
-                            .element_formatter(Box::new(move |bar, _| {
-                                format!(
-                                    "{name}\n{}: {:.4} {y_unit}",
-                                    group_name(&x_axis, bar.argument.round()),
-                                    bar.value
-                                )
-                            })),
+                            .width(1.5),
                     );
+                    // A dot on each measured point, so a line of one point shows too
+                    // (not on a timeline of hundreds of batches).
+                    if points.len() <= MAX_DOTTED_POINTS {
+                        plot_ui.add(
+                            Points::new(series.name.clone(), points)
+                                .color(color(series.color))
+                                .radius(2.5),
+                        );
+                    }
+                    continue;
                 }
-                Mark::Lines => plot_ui.line(
-                    Line::new(series.name.clone(), series.points.clone())
-                        .color(color(series.color))
-                        .width(1.5),
-                ),
-            }
-        }
-        for highlight in &chart.highlights {
+            };
+            let bars = series
+                .points
+                .iter()
+                .map(|&[x, y]| {
+                    let bar = Bar::new(x, scale.plot(y) - base).width(width * 0.95);
+                    if !stacked {
+                        return bar.base_offset(base);
+                    }
+                    let group = x.round().max(0.0) as usize;
+                    if tops.len() <= group {
+                        tops.resize(group + 1, 0.0);
+                    }
+                    let below = tops[group];
+                    tops[group] += y;
+                    bar.base_offset(below)
+                })
+                .collect();
+            let name = series.name.clone();
+            let x_axis = chart.x.clone();
             plot_ui.add(
-                Points::new(highlight.name.clone(), highlight.points.clone())
+                BarChart::new(series.name.clone(), bars)
+                    .color(color(series.color))
+                    .element_formatter(Box::new(move |bar, _| {
+                        let value = if stacked {
+                            bar.value
+                        } else {
+                            scale.value(bar.value + base)
+                        };
+                        format!(
+                            "{name}\n{}: {} {y_unit}",
+                            group_name(&x_axis, bar.argument.round()),
+                            number(value)
+                        )
+                    })),
+            );
+        }
+        for highlight in chart.highlights.iter().filter(|s| shown(&s.name)) {
+            let points = highlight
+                .points
+                .iter()
+                .map(|&[x, y]| [x, scale.plot(y)])
+                .collect::<Vec<_>>();
+            plot_ui.add(
+                Points::new(highlight.name.clone(), points)
                     .color(color(highlight.color))
                     .shape(MarkerShape::Diamond)
                     .radius(7.0)
@@ -90,6 +196,69 @@ pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
             );
         }
     });
+}
+
+/// The legend beside the plot: a collapsible list of the series in their colours, a
+/// click hiding or showing one, scrolling when long. Returns whether `hidden` changed.
+fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> bool {
+    let mut changed = false;
+    ui.vertical(|ui| {
+        let width = ui.available_width();
+        ui.set_width(width);
+        ui.set_max_width(width);
+        egui::CollapsingHeader::new(egui::RichText::new("legend").small())
+            .id_salt(("legend", chart.id))
+            .default_open(true)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical()
+                    .id_salt(("legend scroll", chart.id))
+                    .auto_shrink([false, true])
+                    .max_height(height - 24.0)
+                    .show(ui, |ui| {
+                        for series in chart.series.iter().chain(&chart.highlights) {
+                            let off = hidden.contains(&series.name);
+                            let entry = legend_entry(ui, &series.name, color(series.color), off);
+                            if entry.clicked() {
+                                if off {
+                                    hidden.retain(|name| *name != series.name);
+                                } else {
+                                    hidden.push(series.name.clone());
+                                }
+                                changed = true;
+                            }
+                        }
+                    });
+            });
+    });
+    changed
+}
+
+/// One legend line: a swatch in the series' colour (hollow while hidden) and its name,
+/// clickable.
+fn legend_entry(ui: &mut Ui, name: &str, fill: Color32, off: bool) -> egui::Response {
+    ui.horizontal(|ui| {
+        let (swatch, _) = ui.allocate_exact_size(egui::vec2(9.0, 9.0), egui::Sense::hover());
+        if off {
+            let stroke = egui::Stroke::new(1.0, fill);
+            ui.painter()
+                .rect_stroke(swatch, 2.0, stroke, egui::StrokeKind::Inside);
+        } else {
+            ui.painter().rect_filled(swatch, 2.0, fill);
+        }
+        let mut text = egui::RichText::new(name).small();
+        if off {
+            text = text.weak();
+        }
+        // Truncated to the legend's width (a long name would widen the whole view);
+        // the hover shows it whole.
+        ui.add(
+            egui::Label::new(text)
+                .truncate()
+                .sense(egui::Sense::click()),
+        )
+        .on_hover_text(format!("{name}\nClick to hide or show"))
+    })
+    .inner
 }
 
 /// The name of the group at integer position `x`: its own name, else the category and
@@ -103,22 +272,40 @@ fn group_name(axis: &Axis, x: f64) -> String {
     }
 }
 
-/// A y value above the tallest point that leaves the top of the plot to the legend.
-fn headroom(chart: &Chart) -> f64 {
-    let tallest = chart
-        .series
-        .iter()
-        .flat_map(|s| &s.points)
-        .map(|[_, y]| *y)
-        .fold(0.0, f64::max);
-    tallest * (1.0 + 0.12 * chart.series.len().min(8) as f64)
+/// The tallest point, markers included (the tallest stack of stacked bars).
+fn tallest(chart: &Chart) -> f64 {
+    let markers = chart.highlights.iter().flat_map(|s| &s.points);
+    let highest_marker = markers.map(|[_, y]| *y).fold(0.0, f64::max);
+    let points = chart.series.iter().flat_map(|s| &s.points);
+    if let Mark::Stacked { .. } = chart.mark {
+        let mut stacks: Vec<[f64; 2]> = Vec::new();
+        for &[x, y] in points {
+            match stacks.iter_mut().find(|stack| stack[0] == x) {
+                Some(stack) => stack[1] += y,
+                None => stacks.push([x, y]),
+            }
+        }
+        stacks
+            .iter()
+            .map(|[_, y]| *y)
+            .fold(highest_marker, f64::max)
+    } else {
+        points.map(|[_, y]| *y).fold(highest_marker, f64::max)
+    }
 }
 
-/// A tick's text: the category name at integer positions, nothing between them.
-fn tick(axis: &Axis, mark: GridMark) -> String {
+/// A tick's text: the category name at integer positions (cut to `max_chars`, so that
+/// long config labels still show their start), nothing between them.
+fn tick(axis: &Axis, mark: GridMark, max_chars: usize) -> String {
     if !axis.names.is_empty() {
         return if mark.value.fract() == 0.0 {
-            group_name(axis, mark.value)
+            let name = group_name(axis, mark.value);
+            if name.chars().count() > max_chars {
+                let cut: String = name.chars().take(max_chars.saturating_sub(1)).collect();
+                format!("{cut}…")
+            } else {
+                name
+            }
         } else {
             String::new()
         };
@@ -145,15 +332,16 @@ fn integer_marks(input: egui_plot::GridInput) -> Vec<GridMark> {
         .collect()
 }
 
-fn hover(position: &HoverPosition<'_>, unit: &str) -> Option<String> {
+fn hover(position: &HoverPosition<'_>, unit: &str, scale: Scale) -> Option<String> {
     match position {
         HoverPosition::NearDataPoint {
             plot_name,
             position,
             ..
         } if !plot_name.is_empty() => Some(format!(
-            "{plot_name}\nx = {}\ny = {:.4} {unit}",
-            position.x, position.y
+            "{plot_name}\nx = {}\ny = {} {unit}",
+            number(position.x),
+            number(scale.value(position.y))
         )),
         _ => None,
     }

@@ -1,6 +1,7 @@
 //! Draws the results table — the engine's [`ResultsTable`], one per pipeline, the same
 //! cells the Markdown export prints — with the row of the config shown in the timeline
-//! highlighted. Clicking a row selects its config.
+//! highlighted, scrolling sideways when wider than the view. Clicking a row selects its
+//! config.
 
 use egui::{RichText, Ui};
 
@@ -17,37 +18,52 @@ pub fn draw(ui: &mut Ui, result: &RunResult, selected: usize, actions: &mut Vec<
             continue;
         }
         ui.label(RichText::new(format!("{pipeline} pipeline — seconds")).strong());
-        egui::Grid::new(("results", pipeline.as_str()))
-            .striped(true)
-            .num_columns(table.header.len())
-            .spacing([18.0, 2.0])
-            .show(ui, |ui| {
-                for cell in &table.header {
-                    ui.label(RichText::new(cell).strong());
-                }
-                ui.end_row();
-                for row in &table.rows {
-                    for cell in &row.cells {
-                        let text = RichText::new(cell).monospace();
-                        let hover = if row.disturbed {
-                            format!("{}\n{}", row.label, disturbed_footnote())
-                        } else {
-                            row.label.clone()
-                        };
-                        let clicked = ui
-                            .selectable_label(row.config_index == selected, text)
-                            .on_hover_text(hover)
-                            .clicked();
-                        if clicked {
-                            actions.push(Action::SelectConfig(row.config_index));
-                        }
-                    }
-                    ui.end_row();
-                }
-            });
+        // A table wider than the view scrolls on its own rather than widening the
+        // view, so the plots and the analysis keep to the window's width.
+        egui::ScrollArea::horizontal()
+            .id_salt(("results scroll", pipeline.as_str()))
+            .show(ui, |ui| grid(ui, &table, &pipeline, selected, actions));
         if table.rows.iter().any(|row| row.disturbed) {
             ui.label(RichText::new(disturbed_footnote()).weak());
         }
         ui.add_space(4.0);
     }
+}
+
+/// The table's grid, a row per config.
+fn grid(
+    ui: &mut Ui,
+    table: &ResultsTable,
+    pipeline: &str,
+    selected: usize,
+    actions: &mut Vec<Action>,
+) {
+    egui::Grid::new(("results", pipeline))
+        .striped(true)
+        .num_columns(table.header.len())
+        .spacing([18.0, 2.0])
+        .show(ui, |ui| {
+            for cell in &table.header {
+                ui.label(RichText::new(cell).strong());
+            }
+            ui.end_row();
+            for row in &table.rows {
+                for cell in &row.cells {
+                    let text = RichText::new(cell).monospace();
+                    let hover = if row.disturbed {
+                        format!("{}\n{}", row.label, disturbed_footnote())
+                    } else {
+                        row.label.clone()
+                    };
+                    let clicked = ui
+                        .selectable_label(row.config_index == selected, text)
+                        .on_hover_text(hover)
+                        .clicked();
+                    if clicked {
+                        actions.push(Action::SelectConfig(row.config_index));
+                    }
+                }
+                ui.end_row();
+            }
+        });
 }

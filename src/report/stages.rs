@@ -25,36 +25,45 @@ const STAGES: [Stage; 7] = [
     ("wait", |e| e.stages.wait_s),
 ];
 
+/// The stage names, in the order a batch goes through them, the wait last.
+pub fn names() -> [&'static str; 7] {
+    STAGES.map(|(name, _)| name)
+}
+
+/// Config `index`'s milliseconds per batch in each stage of [`names`], the median over
+/// its typical epochs; `None` when it measured no batch.
+pub fn per_batch_ms(result: &RunResult, index: usize) -> Option<[f64; 7]> {
+    let epochs: Vec<&EpochResult> = result
+        .results
+        .iter()
+        .filter(|r| r.config_index == index)
+        .flat_map(ConfigResult::typical_epochs)
+        .filter(|epoch| epoch.batches > 0)
+        .collect();
+    if epochs.is_empty() {
+        return None;
+    }
+    Some(STAGES.map(|(_, stage)| {
+        let per_batch: Vec<f64> = epochs
+            .iter()
+            .map(|e| stage(e) / e.batches as f64 * 1e3)
+            .collect();
+        stats::median(&per_batch).unwrap_or(0.0)
+    }))
+}
+
 /// The aligned Markdown table of `pipeline`'s configs, in milliseconds per batch; empty
 /// when none of them measured an epoch.
 pub fn table(result: &RunResult, pipeline: &str) -> String {
     let mut header = vec!["config".to_owned()];
-    header.extend(STAGES.iter().map(|(name, _)| format!("{name} ms")));
+    header.extend(names().iter().map(|name| format!("{name} ms")));
     let rows: Vec<Vec<String>> = (0..result.configs.len())
         .filter(|&index| result.configs[index].pipeline.name() == pipeline)
         .filter_map(|index| {
-            let runs: Vec<&ConfigResult> = result
-                .results
-                .iter()
-                .filter(|r| r.config_index == index)
-                .collect();
-            let epochs: Vec<&EpochResult> = runs
-                .iter()
-                .flat_map(|run| run.typical_epochs())
-                .filter(|epoch| epoch.batches > 0)
-                .collect();
-            if epochs.is_empty() {
-                return None;
-            }
+            let stages = per_batch_ms(result, index)?;
             let label = result.labels.get(index).cloned().unwrap_or_default();
             let mut row = vec![label];
-            row.extend(STAGES.iter().map(|(_, stage)| {
-                let per_batch: Vec<f64> = epochs
-                    .iter()
-                    .map(|e| stage(e) / e.batches as f64 * 1e3)
-                    .collect();
-                stats::median(&per_batch).map_or("-".to_owned(), |ms| format!("{ms:.2}"))
-            }));
+            row.extend(stages.iter().map(|ms| format!("{ms:.2}")));
             Some(row)
         })
         .collect();

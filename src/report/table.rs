@@ -3,7 +3,8 @@
 //! the run's name when several saved runs are shown together), then a
 //! column for each other knob whose value differs between the run's configs (worker kind,
 //! batch size, transfers, runtime, start method…), then `first batch | epoch 1 | epoch 2
-//! …` in seconds (medians over repeats followed by their 95% interval). The Markdown
+//! …` in seconds (medians over repeats followed by their 95% interval), and `memory` (the
+//! peak RSS and the extra memory per worker) when `num_workers` varies. The Markdown
 //! exporter renders it as text and the desktop app draws it as a grid.
 
 use crate::plan::Config;
@@ -11,6 +12,7 @@ use crate::preset::Runtime;
 use crate::results::{RunResult, SummaryRow};
 
 use super::{python_bool, render, with_interval};
+use crate::stats;
 
 /// One pipeline's table.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +52,13 @@ impl ResultsTable {
         header.extend(extra.iter().map(|(name, _)| (*name).to_owned()));
         header.push("first batch".to_owned());
         header.extend((1..=result.epochs).map(|e| format!("epoch {e}")));
+        let workers_vary = result
+            .configs
+            .iter()
+            .any(|c| c.num_workers != result.configs[0].num_workers);
+        if workers_vary {
+            header.push("memory".to_owned());
+        }
         let rows = result
             .summary()
             .iter()
@@ -61,6 +70,7 @@ impl ResultsTable {
                     .then(|| row.config.run.clone().unwrap_or_default())
                     .into_iter()
                     .chain(cells(row, &extra))
+                    .chain(workers_vary.then(|| memory(result, row.config_index)))
                     .collect(),
                 disturbed: row.disturbed,
             })
@@ -103,6 +113,31 @@ fn cells(row: &SummaryRow, extra: &[KnobColumn]) -> Vec<String> {
             .map(|(s, interval)| with_interval(*s, *interval) + mark),
     );
     line
+}
+
+/// Config `index`'s peak RSS and the extra memory per worker process, each the median
+/// over repeats: `210.5 MiB, +20.0 MiB/worker`; a dash when nothing was measured.
+fn memory(result: &RunResult, index: usize) -> String {
+    let runs = || result.results.iter().filter(|r| r.config_index == index);
+    let median = |bytes: Vec<f64>| {
+        stats::median(&bytes).map(|b| format!("{:.1} MiB", b / (1024.0 * 1024.0)))
+    };
+    let peak = median(
+        runs()
+            .filter_map(|r| r.peak_rss_bytes.map(|b| b as f64))
+            .collect(),
+    );
+    let extra = median(
+        runs()
+            .filter_map(|r| r.extra_bytes_per_worker().map(|b| b as f64))
+            .collect(),
+    );
+    match (peak, extra) {
+        (Some(peak), Some(extra)) => format!("{peak}, +{extra}/worker"),
+        (Some(peak), None) => peak,
+        (None, Some(extra)) => format!("+{extra}/worker"),
+        (None, None) => "-".to_owned(),
+    }
 }
 
 type KnobColumn = (&'static str, fn(&Config) -> String);
@@ -167,16 +202,54 @@ mod tests {
         let table = ResultsTable::of(&result(configs, results), "light");
         assert_eq!(
             table.header,
-            ["num_workers", "persistent", "pin", "first batch", "epoch 1"]
+            [
+                "num_workers",
+                "persistent",
+                "pin",
+                "first batch",
+                "epoch 1",
+                "memory"
+            ]
         );
         assert_eq!(table.rows[1].config_index, 1);
         assert_eq!(
             table.rows[0].cells,
-            ["0", "False", "False", "<0.01", "0.20"]
+            ["0", "False", "False", "<0.01", "0.20", "200.0 MiB"]
         );
+        assert!(
+            table
+                .markdown()
+                .starts_with("| num_workers | persistent | pin   | first batch | epoch 1 | memory")
+        );
+    }
+
+    #[test]
+    fn the_memory_column_adds_the_extra_memory_per_worker_process() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut workers = run(1, configs[1].clone(), vec![epoch(1, 0.25, 0.1, 3)]);
+        workers.workers = [30, 10]
+            .into_iter()
+            .enumerate()
+            .map(|(worker, pss)| crate::loader::WorkerMemory {
+                worker,
+                pid: 1,
+                rss_bytes: 80 << 20,
+                pss_bytes: Some(pss << 20),
+                peak_rss_bytes: None,
+            })
+            .collect();
+        let results = vec![run(0, configs[0].clone(), vec![]), workers];
+        let table = ResultsTable::of(&result(configs, results), "light");
+        assert_eq!(table.header.last().map(String::as_str), Some("memory"));
         assert_eq!(
-            table.markdown().lines().next(),
-            Some("| num_workers | persistent | pin   | first batch | epoch 1 |")
+            table.rows[1].cells.last().map(String::as_str),
+            Some("200.0 MiB, +20.0 MiB/worker")
+        );
+        let same = vec![config(2, false), config(2, true)];
+        let plain = ResultsTable::of(&result(same, vec![]), "light");
+        assert!(
+            !plain.header.contains(&"memory".to_owned()),
+            "workers alike"
         );
     }
 
@@ -255,8 +328,8 @@ mod tests {
             busy,
         ];
         let table = ResultsTable::of(&result(configs, results), "light");
-        assert_eq!(&table.rows[0].cells[3..], ["0.25", "0.45"]);
-        assert_eq!(&table.rows[1].cells[3..], ["0.25*", "0.45*"]);
+        assert_eq!(&table.rows[0].cells[3..5], ["0.25", "0.45"]);
+        assert_eq!(&table.rows[1].cells[3..5], ["0.25*", "0.45*"]);
         let text = table.markdown();
         assert!(text.trim_end().ends_with(&disturbed_footnote()), "{text}");
     }

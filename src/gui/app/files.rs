@@ -50,7 +50,7 @@ impl App {
             Pick::OpenResults => self.apply(ctx, Action::OpenResults(path)),
             Pick::AddResults => self.apply(ctx, Action::AddResults(path)),
             Pick::SavePresetAs => self.apply(ctx, Action::SavePreset(path)),
-            Pick::Dataset | Pick::PythonModule => {
+            Pick::Dataset(_) | Pick::PythonModule => {
                 self.form.set_dataset_path(&path);
                 let mut preset = self.saved.preset.clone();
                 preset.dataset.path = Some(path);
@@ -117,7 +117,7 @@ impl App {
     pub(super) fn browse(&mut self, pick: Pick) {
         let start = match pick {
             Pick::OpenPreset | Pick::SavePresetAs => self.saved.preset_path.clone(),
-            Pick::Dataset | Pick::PythonModule => self.saved.preset.dataset.path.clone(),
+            Pick::Dataset(_) | Pick::PythonModule => self.saved.preset.dataset.path.clone(),
             Pick::OpenResults | Pick::AddResults => Some(self.runs_dir()),
             Pick::ExportPath => Some(self.saved.export_path.clone()),
         };

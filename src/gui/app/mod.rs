@@ -27,11 +27,11 @@ use crate::preset::Preset;
 use crate::results::RunResult;
 
 use super::actions::{Action, PngArea};
-use super::analysis_charts;
 use super::background::Background;
 use super::charts::{self, Chart};
 use super::live::{Phase, RunData};
 use super::setup::Form;
+use super::{analysis_charts, cost_charts};
 
 use self::exports::PendingPng;
 use self::files::{PathFields, Saved};
@@ -222,18 +222,22 @@ impl App {
         self.run.as_ref().and_then(|run| run.analysis.as_ref())
     }
 
-    /// The analysis charts as they are drawn now: ledger and scaling, then the stall
-    /// with a training step and the baseline comparison when there is one.
+    /// The analysis charts as they are drawn now: ledger, scaling, where the time goes,
+    /// memory and throughput, then the stall with a training step and the baseline
+    /// comparison when there is one.
     pub fn analysis_charts(&self) -> Vec<Chart> {
         let Some(run) = &self.run else {
             return Vec::new();
         };
-        let Some(analysis) = &run.analysis else {
+        let (Some(analysis), Some(result)) = (&run.analysis, &run.data.result) else {
             return Vec::new();
         };
         let mut charts = vec![
             analysis_charts::ledger(analysis),
             analysis_charts::scaling(analysis),
+            cost_charts::stages(result),
+            cost_charts::memory(result),
+            cost_charts::throughput(result, analysis),
         ];
         charts.extend(analysis_charts::stall(analysis));
         if let Some((name, changes)) = &run.comparison {

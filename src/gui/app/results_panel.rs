@@ -138,7 +138,7 @@ impl App {
                 .comparison
                 .as_ref()
                 .map(|(name, changes)| analysis_view::Comparison { name, changes });
-            let rect = analysis_view::draw(ui, analysis, &result.warnings, comparison);
+            let rect = analysis_view::draw(ui, result, analysis, comparison);
             self.analysis_rect = Some(rect.intersect(ui.clip_rect()));
         }
         self.export_row(ui, actions);

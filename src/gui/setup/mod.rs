@@ -19,12 +19,14 @@ use super::actions::{Action, Pick};
 mod fields;
 mod pipelines;
 mod python;
+mod run_fields;
 
 use fields::{
     choice_field, count_field, devices, kind_field, list_field, named, samples_field, worker_kinds,
 };
 use pipelines::{extra_configs, pipelines};
 use python::{args_text, python_fields};
+use run_fields::{RunText, dataset_extras, identity, run_fields};
 
 /// The text of the fields typed as text, and their parse errors.
 #[derive(Debug, Clone, Default)]
@@ -37,6 +39,7 @@ pub struct Form {
     factory: String,
     args: String,
     collate: String,
+    run: RunText,
     errors: BTreeMap<&'static str, String>,
 }
 
@@ -57,6 +60,7 @@ impl Form {
             factory: preset.dataset.factory.clone().unwrap_or_default(),
             args: args_text(&preset.dataset.args),
             collate: preset.dataset.collate.clone().unwrap_or_default(),
+            run: RunText::from_preset(preset),
             errors: BTreeMap::new(),
         }
     }
@@ -71,6 +75,12 @@ impl Form {
         !self.errors.is_empty()
     }
 }
+
+/// The parse errors of the form, by field.
+type Errors = BTreeMap<&'static str, String>;
+
+/// The field named `key`'s problem: its text's, else the plan's.
+type Problem<'a> = &'a dyn Fn(&Errors, &str) -> Option<String>;
 
 /// What the panel needs to know besides the preset.
 pub struct Context<'a> {
@@ -115,8 +125,8 @@ pub fn draw(
     let plan_field = cx.plan_error.and_then(Error::field);
     // Whether the plan's error was marked beside its field; if not, it goes at the end.
     let marked = std::cell::Cell::new(false);
-    let error = |form: &Form, field: &str| -> Option<String> {
-        form.errors.get(field).cloned().or_else(|| {
+    let error = |errors: &Errors, field: &str| -> Option<String> {
+        errors.get(field).cloned().or_else(|| {
             let problem = cx
                 .plan_error
                 .filter(|_| plan_field == Some(field))
@@ -125,6 +135,12 @@ pub fn draw(
             problem
         })
     };
+
+    section(ui, "Preset");
+    egui::Grid::new("preset_grid")
+        .num_columns(2)
+        .spacing([10.0, 6.0])
+        .show(ui, |ui| identity(ui, &mut edited, &mut form.errors, &error));
 
     section(ui, "Dataset");
     egui::Grid::new("dataset_grid")
@@ -178,7 +194,7 @@ pub fn draw(
                         let pick = if python {
                             Pick::PythonModule
                         } else {
-                            Pick::Dataset
+                            Pick::Dataset(edited.dataset.kind)
                         };
                         actions.push(Action::Browse(pick));
                     }
@@ -186,27 +202,28 @@ pub fn draw(
                 mark(
                     ui,
                     dataset_path_error(&edited)
-                        .or_else(|| error(form, "dataset"))
-                        .or_else(|| error(form, "dataset.path")),
+                        .or_else(|| error(&form.errors, "dataset"))
+                        .or_else(|| error(&form.errors, "dataset.path")),
                 );
             });
             ui.end_row();
             if edited.dataset.kind == DatasetKind::Python {
                 python_fields(ui, form, &mut edited, &error);
             }
+            dataset_extras(ui, &mut form.run, &mut edited, &mut form.errors, &error);
         });
 
     section(ui, "Pipeline");
     pipelines(ui, &mut edited);
-    mark(ui, error(form, "pipeline"));
+    mark(ui, error(&form.errors, "pipeline"));
 
     section(ui, "Loader");
     egui::Grid::new("loader_grid")
         .num_columns(2)
         .spacing([10.0, 6.0])
         .show(ui, |ui| {
-            samples_field(ui, form, &mut edited, error(form, "samples"));
-            let problem = error(form, "batch_size");
+            samples_field(ui, form, &mut edited, error(&form.errors, "samples"));
+            let problem = error(&form.errors, "batch_size");
             list_field(
                 ui,
                 "batch size",
@@ -216,8 +233,13 @@ pub fn draw(
                 &mut edited.batch_size,
                 problem,
             );
-            count_field(ui, "epochs", &mut edited.epochs, error(form, "epochs"));
-            let problem = error(form, "num_workers");
+            count_field(
+                ui,
+                "epochs",
+                &mut edited.epochs,
+                error(&form.errors, "epochs"),
+            );
+            let problem = error(&form.errors, "num_workers");
             list_field(
                 ui,
                 "num_workers",
@@ -246,7 +268,7 @@ pub fn draw(
                 cx.cuda_devices > 0,
                 pin_note,
             );
-            let problem = error(form, "prefetch_factor");
+            let problem = error(&form.errors, "prefetch_factor");
             list_field(
                 ui,
                 "prefetch factor",
@@ -305,13 +327,26 @@ pub fn draw(
                 ui,
                 &mut edited.device,
                 cx.cuda_devices,
-                error(form, "device"),
+                error(&form.errors, "device"),
             );
-            count_field(ui, "repeats", &mut edited.repeats, error(form, "repeats"));
+            count_field(
+                ui,
+                "repeats",
+                &mut edited.repeats,
+                error(&form.errors, "repeats"),
+            );
             let label = ui.label("warm-up");
             ui.checkbox(&mut edited.warmup, "one unmeasured epoch first")
                 .labelled_by(label.id);
             ui.end_row();
+        });
+
+    section(ui, "Samples and training");
+    egui::Grid::new("run_grid")
+        .num_columns(2)
+        .spacing([10.0, 6.0])
+        .show(ui, |ui| {
+            run_fields(ui, &mut form.run, &mut edited, &mut form.errors, &error)
         });
 
     extra_configs(ui, &mut edited);

@@ -1,9 +1,10 @@
 //! The side panel's list editors: the pipelines (built-in or a custom chain of ops, each
-//! op with its parameters) and the extra configs beyond the grid.
+//! op with its parameters, reordered with up and down) and the extra configs beyond the grid
+//! (added from the current values, removed with ×).
 
 use egui::{ComboBox, DragValue, RichText, Ui};
 
-use crate::preset::Preset;
+use crate::preset::{ConfigPoint, Preset};
 use crate::transform::{Op, PipelineSpec};
 
 use super::section;
@@ -79,11 +80,26 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
                 .labelled_by(label.id);
         });
         let mut remove = None;
+        // An op to swap with the one after it.
+        let mut swap = None;
+        let last = ops.len().saturating_sub(1);
         for (index, op) in ops.iter_mut().enumerate() {
             ui.push_id(("op", index), |ui| {
                 ui.horizontal_wrapped(|ui| {
                     ui.label(RichText::new(format!("{}.", index + 1)).weak());
                     op_editor(ui, op);
+                    let up = ui
+                        .add_enabled(index > 0, egui::Button::new("up").small())
+                        .on_hover_text("Run this op earlier");
+                    if up.clicked() {
+                        swap = Some(index - 1);
+                    }
+                    let down = ui
+                        .add_enabled(index < last, egui::Button::new("down").small())
+                        .on_hover_text("Run this op later");
+                    if down.clicked() {
+                        swap = Some(index);
+                    }
                     if ui
                         .small_button("×")
                         .on_hover_text("Remove this op")
@@ -93,6 +109,9 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
                     }
                 });
             });
+        }
+        if let Some(index) = swap {
+            ops.swap(index, index + 1);
         }
         if let Some(index) = remove {
             ops.remove(index);
@@ -105,6 +124,29 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
             }
         });
     });
+}
+
+/// The config the first value of each list makes, every knob set.
+fn current_point(preset: &Preset) -> ConfigPoint {
+    ConfigPoint {
+        pipeline: preset.pipeline.first().cloned(),
+        transform_at: preset.transform_at.first().copied(),
+        batch_size: preset.batch_size.first().copied(),
+        num_workers: preset.num_workers.first().copied(),
+        worker_kind: preset.worker_kind.first().copied(),
+        persistent_workers: preset.persistent_workers.first().copied(),
+        prefetch_factor: preset.prefetch_factor.first().copied(),
+        pin_memory: preset.pin_memory.first().copied(),
+        in_order: preset.in_order.first().copied(),
+        device: preset.device.first().cloned(),
+        dataset_transfer: preset.dataset_transfer.first().copied(),
+        batch_transfer: preset.batch_transfer.first().copied(),
+        runtime: preset.runtime.first().copied(),
+        start_method: preset.start_method.first().copied(),
+        intra_op_threads: preset.intra_op_threads.first().copied(),
+        ranks: preset.ranks.first().copied(),
+        copy: None,
+    }
 }
 
 fn op_templates() -> Vec<Op> {
@@ -183,12 +225,17 @@ fn op_editor(ui: &mut Ui, op: &mut Op) {
     }
 }
 
-/// The configs beyond the grid, each with a button that removes it.
+/// The configs beyond the grid, each with a button that removes it, and a button that
+/// adds one from the current values.
 pub(super) fn extra_configs(ui: &mut Ui, preset: &mut Preset) {
-    if preset.extra_configs.is_empty() {
-        return;
-    }
     section(ui, "Extra configs");
+    if ui
+        .button("+ add extra config")
+        .on_hover_text("One more config, from the first value of each setting above")
+        .clicked()
+    {
+        preset.extra_configs.push(current_point(preset));
+    }
     let mut remove = None;
     for (index, point) in preset.extra_configs.iter().enumerate() {
         ui.horizontal(|ui| {
@@ -220,6 +267,9 @@ pub(super) fn extra_configs(ui: &mut Ui, preset: &mut Preset) {
     }
     if let Some(index) = remove {
         preset.extra_configs.remove(index);
+    }
+    if preset.extra_configs.is_empty() {
+        return;
     }
     ui.label(
         RichText::new("Measured after the grid; unset knobs take each list's first value.")

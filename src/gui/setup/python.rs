@@ -10,17 +10,12 @@ use serde_json::Value;
 
 use crate::preset::Preset;
 
-use super::{Form, mark};
+use super::{Form, Problem, mark};
 
 /// The rows of the dataset grid for a python dataset. `error` gives the problem to mark
 /// beside a field, from the form or the plan.
-pub(super) fn python_fields(
-    ui: &mut Ui,
-    form: &mut Form,
-    edited: &mut Preset,
-    error: &dyn Fn(&Form, &str) -> Option<String>,
-) {
-    let problem = error(form, "dataset.factory");
+pub(super) fn python_fields(ui: &mut Ui, form: &mut Form, edited: &mut Preset, error: Problem<'_>) {
+    let problem = error(&form.errors, "dataset.factory");
     if name_field(ui, "factory", "make_dataset", &mut form.factory, problem) {
         edited.dataset.factory = optional(&form.factory);
     }
@@ -47,11 +42,11 @@ pub(super) fn python_fields(
                 }
             }
         }
-        mark(ui, error(form, "dataset.args"));
+        mark(ui, error(&form.errors, "dataset.args"));
     });
     ui.end_row();
 
-    let problem = error(form, "dataset.collate");
+    let problem = error(&form.errors, "dataset.collate");
     if name_field(ui, "collate", "none", &mut form.collate, problem) {
         edited.dataset.collate = optional(&form.collate);
     }

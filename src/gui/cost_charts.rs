@@ -1,0 +1,326 @@
+//! What each config costs, as chart descriptions drawn by `plots`: where the time of a
+//! batch goes (the loader's stages stacked, the consumer's wait on top), the memory it
+//! takes (the peak RSS, its workers' RSS and PSS, with reopen and copy side by side), and
+//! the throughput against `num_workers` (the steady rate beside the whole-epoch rate,
+//! one pair of lines per combination of the other knobs, the knee marked). All read the
+//! finished run's [`RunResult`]; the throughput's knee comes from its [`Analysis`].
+
+use crate::analysis::scaling::family_name;
+use crate::analysis::{Analysis, ConfigRuns, measured_configs, mib};
+use crate::loader::WorkerMemory;
+use crate::plan::Config;
+use crate::preset::DatasetTransfer;
+use crate::report::stages;
+use crate::results::{EpochResult, RunResult};
+use crate::stats;
+
+use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
+use super::plots::SHADE_STEP;
+
+/// Bytes in a MiB.
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Milliseconds per batch in each stage, stacked per config, the wait on top.
+pub fn stages(result: &RunResult) -> Chart {
+    let measured: Vec<(String, [f64; 7])> = (0..result.configs.len())
+        .filter_map(|index| {
+            let label = result.labels.get(index).cloned().unwrap_or_default();
+            Some((label, stages::per_batch_ms(result, index)?))
+        })
+        .collect();
+    let series = stages::names()
+        .iter()
+        .enumerate()
+        .map(|(stage, name)| Series {
+            name: (*name).to_owned(),
+            color: stage,
+            points: measured
+                .iter()
+                .enumerate()
+                .map(|(group, (_, ms))| [(group + 1) as f64, ms[stage]])
+                .collect(),
+        })
+        .collect();
+    Chart {
+        id: "stages",
+        title: "Where the time goes".to_owned(),
+        x: configs_axis(measured.into_iter().map(|(label, _)| label).collect()),
+        y: Axis {
+            label: "per batch",
+            unit: "ms",
+            category: None,
+            names: Vec::new(),
+        },
+        mark: Mark::Stacked { width: 0.6 },
+        series,
+        highlights: Vec::new(),
+    }
+}
+
+/// Per config, the peak RSS and the median RSS and PSS of its worker processes (the PSS
+/// being the extra memory one worker costs), in MiB. Configs that differ only in the
+/// dataset transfer stand side by side.
+pub fn memory(result: &RunResult) -> Chart {
+    let configs = side_by_side(measured_configs(result));
+    let values: Vec<Vec<Option<f64>>> = configs
+        .iter()
+        .map(|runs| {
+            let workers = |bytes: fn(&WorkerMemory) -> Option<u64>| {
+                let all: Vec<f64> = runs
+                    .runs
+                    .iter()
+                    .flat_map(|r| &r.workers)
+                    .filter_map(|w| bytes(w).map(|b| b as f64 / MIB))
+                    .collect();
+                stats::median(&all)
+            };
+            vec![
+                runs.peak_rss_bytes().map(|b| b as f64 / MIB),
+                workers(|w| Some(w.rss_bytes)),
+                workers(|w| w.pss_bytes),
+            ]
+        })
+        .collect();
+    let names = ["peak RSS", "worker RSS", "worker PSS (extra per worker)"];
+    let (mark, series) = grouped(&names, &values, 1.0);
+    Chart {
+        id: "memory",
+        title: "Memory".to_owned(),
+        x: configs_axis(configs.iter().map(|r| r.label.to_owned()).collect()),
+        y: Axis {
+            label: "memory",
+            unit: "MiB",
+            category: None,
+            names: Vec::new(),
+        },
+        mark,
+        series,
+        highlights: Vec::new(),
+    }
+}
+
+/// Each worker's RSS and PSS of every config with worker processes, one line per config
+/// (its last repeat), for the table under the memory chart.
+pub fn worker_memory_lines(result: &RunResult) -> Vec<String> {
+    side_by_side(measured_configs(result))
+        .iter()
+        .filter_map(|runs| {
+            let last = runs.runs.last()?;
+            let workers: Vec<String> = last
+                .workers
+                .iter()
+                .map(|w| {
+                    let pss = w.pss_bytes.map_or_else(|| "-".to_owned(), mib);
+                    format!("worker {}: RSS {}, PSS {pss}", w.worker, mib(w.rss_bytes))
+                })
+                .collect();
+            (!workers.is_empty()).then(|| format!("{}: {}", runs.label, workers.join("; ")))
+        })
+        .collect()
+}
+
+/// Samples per second against `num_workers`, a steady and a whole-epoch line per family
+/// of configs that differ only in `num_workers` (the two in one hue, whole-epoch the
+/// lighter), the knee of the scaling curve marked on the whole-epoch line.
+pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
+    let mut families: Vec<(Config, Vec<ConfigRuns<'_>>)> = Vec::new();
+    for runs in measured_configs(result) {
+        let key = Config {
+            num_workers: 0,
+            ..runs.config.clone()
+        };
+        match families.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(runs),
+            None => families.push((key, vec![runs])),
+        }
+    }
+    let mut series = Vec::new();
+    let mut highlights = Vec::new();
+    for (index, (_, mut members)) in families.into_iter().enumerate() {
+        members.sort_by_key(|runs| runs.config.num_workers);
+        let family = family_name(members[0].label);
+        let rate = |read: fn(&EpochResult) -> f64| -> Vec<[f64; 2]> {
+            members
+                .iter()
+                .filter_map(|runs| {
+                    let rates: Vec<f64> = runs.typical_epochs().map(read).collect();
+                    Some([runs.config.num_workers as f64, stats::median(&rates)?])
+                })
+                .collect()
+        };
+        let whole = rate(|e| e.throughput);
+        series.push(Series {
+            name: format!("{family} steady"),
+            color: index,
+            points: rate(|e| e.steady_throughput),
+        });
+        let knee = analysis
+            .scaling
+            .iter()
+            .find(|curve| {
+                let has = |config| members.iter().any(|runs| runs.index == config);
+                curve.points.iter().any(|p| has(p.config))
+            })
+            .and_then(|curve| curve.knee_workers)
+            .and_then(|workers| whole.iter().find(|p| p[0] == workers as f64));
+        if let Some(point) = knee {
+            highlights.push(Series {
+                name: format!("{family} knee: {} workers", point[0]),
+                color: SHADE_STEP + index,
+                points: vec![*point],
+            });
+        }
+        series.push(Series {
+            name: format!("{family} whole epoch"),
+            color: SHADE_STEP + index,
+            points: whole,
+        });
+    }
+    Chart {
+        id: "throughput",
+        title: "Throughput".to_owned(),
+        x: Axis {
+            label: "num_workers",
+            unit: "",
+            category: None,
+            names: Vec::new(),
+        },
+        y: Axis {
+            label: "throughput",
+            unit: "samples/s",
+            category: None,
+            names: Vec::new(),
+        },
+        mark: Mark::Lines,
+        series,
+        highlights,
+    }
+}
+
+/// The configs in plan order, except that each is followed by those that differ from it
+/// only in the dataset transfer (reopen beside copy).
+fn side_by_side(configs: Vec<ConfigRuns<'_>>) -> Vec<ConfigRuns<'_>> {
+    let key = |runs: &ConfigRuns<'_>| Config {
+        dataset_transfer: DatasetTransfer::default(),
+        ..runs.config.clone()
+    };
+    let mut left: Vec<Option<ConfigRuns<'_>>> = configs.into_iter().map(Some).collect();
+    let mut ordered = Vec::new();
+    for index in 0..left.len() {
+        let Some(first) = left[index].take() else {
+            continue;
+        };
+        let family = key(&first);
+        ordered.push(first);
+        for later in left.iter_mut().skip(index + 1) {
+            if later.as_ref().is_some_and(|runs| key(runs) == family) {
+                ordered.extend(later.take());
+            }
+        }
+    }
+    ordered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fixtures::{config, epoch, epoch_with_wait, result, run};
+
+    /// nw=0, nw=2 and nw=4 threads (the last slower), then nw=2 copying its dataset.
+    fn finished() -> RunResult {
+        let mut copy = config(2, false);
+        copy.dataset_transfer = DatasetTransfer::Copy;
+        let configs = vec![config(0, false), config(2, false), config(4, false), copy];
+        let results = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let batch = [0.4, 0.2, 0.19, 0.3][i];
+                let mut r = run(
+                    i,
+                    c.clone(),
+                    vec![
+                        epoch(1, 0.5, batch, 11),
+                        epoch_with_wait(2, 0.5, batch, 11, 0.01),
+                    ],
+                );
+                r.epochs[1].stages.read_s = 0.011 * (i + 1) as f64;
+                r.peak_rss_bytes = Some((100 + 10 * i as u64) << 20);
+                r.workers = (0..c.num_workers)
+                    .map(|worker| WorkerMemory {
+                        worker,
+                        pid: 1,
+                        rss_bytes: (60 + worker as u64) << 20,
+                        pss_bytes: Some(20 << 20),
+                        peak_rss_bytes: None,
+                    })
+                    .collect();
+                r
+            })
+            .collect();
+        result(configs, results)
+    }
+
+    #[test]
+    fn stages_stack_per_config_with_the_wait_on_top() {
+        let chart = stages(&finished());
+        assert_eq!(chart.title, "Where the time goes");
+        assert_eq!(chart.mark, Mark::Stacked { width: 0.6 });
+        assert_eq!(chart.x.names.len(), 4);
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names.first(), Some(&"read"));
+        assert_eq!(names.last(), Some(&"wait"));
+        // 11 ms over 11 batches of the second epoch; config 2 read twice as long.
+        assert!((chart.series[0].points[0][1] - 1.0).abs() < 1e-9);
+        assert!((chart.series[0].points[1][1] - 2.0).abs() < 1e-9);
+        // The wait: the first batch's 500 ms and ten of 10 ms, over 11 batches.
+        let wait = chart.series[6].points[0][1];
+        assert!((wait - 600.0 / 11.0).abs() < 1e-9, "{wait}");
+    }
+
+    #[test]
+    fn memory_shows_reopen_beside_copy_and_the_workers() {
+        let result = finished();
+        let chart = memory(&result);
+        assert_eq!(chart.title, "Memory");
+        assert_eq!(chart.x.names, ["nw=0", "nw=2", "nw=2", "nw=4"]);
+        assert_eq!(chart.series.len(), 3);
+        let peaks: Vec<f64> = chart.series[0].points.iter().map(|p| p[1]).collect();
+        assert_eq!(peaks, [100.0, 110.0, 130.0, 120.0], "copy beside reopen");
+        assert_eq!(
+            chart.series[1].points.len(),
+            3,
+            "no worker processes at nw=0"
+        );
+        assert_eq!(chart.series[1].points[0][1], 60.5);
+        assert_eq!(chart.series[2].points[0][1], 20.0);
+        let lines = worker_memory_lines(&result);
+        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            lines[0],
+            "nw=2: worker 0: RSS 60.0 MiB, PSS 20.0 MiB; worker 1: RSS 61.0 MiB, PSS 20.0 MiB"
+        );
+    }
+
+    #[test]
+    fn throughput_pairs_steady_and_whole_epoch_lines_per_family() {
+        let result = finished();
+        let chart = throughput(&result, &Analysis::of(&result));
+        assert_eq!(chart.title, "Throughput");
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names.len(), 4, "two families: {names:?}");
+        assert_eq!(names[0], "num_workers steady");
+        assert_eq!(names[1], "num_workers whole epoch");
+        let whole = &chart.series[1].points;
+        assert_eq!(
+            whole.iter().map(|p| p[0]).collect::<Vec<_>>(),
+            [0.0, 2.0, 4.0]
+        );
+        // 704 samples in 0.5 + 10 × 0.2 s.
+        assert!((whole[1][1] - 704.0 / 2.5).abs() < 1e-9);
+        let steady = &chart.series[0].points;
+        assert!(steady[1][1] > whole[1][1], "the first batch left out");
+        assert_eq!(chart.highlights.len(), 1);
+        assert_eq!(chart.highlights[0].points, vec![whole[1]]);
+    }
+}

@@ -1,0 +1,235 @@
+//! The value axis of a chart: linear, or logarithmic when the values span more than
+//! [`WIDE_SPAN`] (a 0.01 s bar beside an 8 s one), with tick texts that show enough
+//! digits at every scale and grid marks at each power of ten (and 2× and 5× within a
+//! decade or two). A log scale plots `log10(value)`, so everything that writes a value
+//! goes through [`Scale::value`] to read the real one back.
+
+use egui_plot::{GridInput, GridMark};
+
+use super::charts::{Chart, Mark};
+
+/// Values spanning more than this factor start on a log scale.
+pub const WIDE_SPAN: f64 = 20.0;
+
+/// How a chart maps its values to the plot's y.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    pub log: bool,
+}
+
+impl Scale {
+    /// Where `value` is drawn (values at or below zero sit at the bottom of a log scale).
+    pub fn plot(self, value: f64) -> f64 {
+        if self.log {
+            value.max(f64::MIN_POSITIVE).log10()
+        } else {
+            value
+        }
+    }
+
+    /// The value drawn at `y`.
+    pub fn value(self, y: f64) -> f64 {
+        if self.log { 10f64.powf(y) } else { y }
+    }
+
+    /// Where bars start: zero, or the decade below the smallest value on a log scale.
+    pub fn bar_base(self, chart: &Chart) -> f64 {
+        if !self.log {
+            return 0.0;
+        }
+        positive_values(chart)
+            .fold(f64::INFINITY, f64::min)
+            .log10()
+            .floor()
+    }
+
+    /// The text of the y tick at `mark`.
+    pub fn tick(self, mark: GridMark) -> String {
+        if self.log {
+            number(self.value(mark.value))
+        } else {
+            let decimals = (-mark.step_size.log10().floor()).max(0.0) as usize;
+            format!("{:.*}", decimals, mark.value)
+        }
+    }
+}
+
+/// Whether a log scale can show `chart` (not stacked bars, whose heights add up).
+pub fn can_be_log(chart: &Chart) -> bool {
+    !matches!(chart.mark, Mark::Stacked { .. }) && positive_values(chart).next().is_some()
+}
+
+/// Whether the chart's positive values span more than [`WIDE_SPAN`].
+pub fn spans_widely(chart: &Chart) -> bool {
+    let (low, high) = positive_values(chart).fold((f64::INFINITY, 0.0f64), |(low, high), v| {
+        (low.min(v), high.max(v))
+    });
+    can_be_log(chart) && high > low * WIDE_SPAN
+}
+
+fn positive_values(chart: &Chart) -> impl Iterator<Item = f64> + '_ {
+    chart
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|[_, y]| *y)
+        .filter(|y| *y > 0.0)
+}
+
+/// A value with four significant digits and no trailing zeros, never rounded to a bare
+/// `0`: `0.001234`, `0.45`, `12.35`, `4500`.
+pub fn number(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let magnitude = value.abs().log10().floor();
+    let decimals = (3.0 - magnitude).max(0.0) as usize;
+    let text = format!("{:.*}", decimals, value);
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+/// Grid marks on whole numbers (worker counts, batch and epoch numbers): every one where
+/// they stand far enough apart for a tick text, else every 2nd, 5th, 10th, 20th… All
+/// share one step size, so each gets its text (egui_plot's default marks leave a narrow
+/// plot with a lone `0`).
+pub fn whole_marks(input: GridInput) -> Vec<GridMark> {
+    // `base_step_size` spans 8 points; an x tick text needs more than 60.
+    let least = input.base_step_size * 8.5;
+    let (min, max) = input.bounds;
+    let mut step = 1.0;
+    for factor in [2.0, 2.5, 2.0].iter().cycle() {
+        if step >= least {
+            break;
+        }
+        step *= factor;
+    }
+    let first = (min / step).ceil() as i64;
+    let last = (max / step).floor() as i64;
+    (first..=last)
+        .map(|i| GridMark {
+            value: i as f64 * step,
+            step_size: step,
+        })
+        .collect()
+}
+
+/// Grid marks of a log scale: every power of ten, and 2× and 5× while at most two
+/// decades show.
+pub fn log_marks(input: GridInput) -> Vec<GridMark> {
+    let (min, max) = input.bounds;
+    let decades = (min.floor() as i64)..=(max.ceil() as i64);
+    let fine = max - min <= 2.0;
+    let mut marks = Vec::new();
+    for decade in decades {
+        marks.push(GridMark {
+            value: decade as f64,
+            step_size: 1.0,
+        });
+        if fine {
+            for factor in [2.0f64, 5.0] {
+                marks.push(GridMark {
+                    value: decade as f64 + factor.log10(),
+                    step_size: 0.1,
+                });
+            }
+        }
+    }
+    marks.retain(|m| m.value >= min && m.value <= max);
+    marks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gui::charts::{Axis, Series};
+
+    fn chart(values: &[f64], mark: Mark) -> Chart {
+        let axis = Axis {
+            label: "seconds",
+            unit: "s",
+            category: None,
+            names: Vec::new(),
+        };
+        Chart {
+            id: "test",
+            title: String::new(),
+            x: axis.clone(),
+            y: axis,
+            mark,
+            series: vec![Series {
+                name: "a".to_owned(),
+                color: 0,
+                points: values.iter().map(|v| [1.0, *v]).collect(),
+            }],
+            highlights: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_wide_span_starts_on_a_log_scale_but_stacks_never_do() {
+        let bars = Mark::Bars { width: 0.4 };
+        assert!(spans_widely(&chart(&[0.01, 8.0], bars)));
+        assert!(!spans_widely(&chart(&[0.5, 8.0, 0.0], bars)));
+        assert!(!spans_widely(&chart(
+            &[0.01, 8.0],
+            Mark::Stacked { width: 0.6 }
+        )));
+    }
+
+    #[test]
+    fn log_values_round_trip_and_bars_start_a_decade_below() {
+        let scale = Scale { log: true };
+        assert!((scale.value(scale.plot(0.02)) - 0.02).abs() < 1e-12);
+        let chart = chart(&[0.02, 8.0], Mark::Bars { width: 0.4 });
+        assert_eq!(scale.bar_base(&chart), -2.0);
+        assert_eq!(Scale { log: false }.bar_base(&chart), 0.0);
+    }
+
+    #[test]
+    fn ticks_show_small_values_instead_of_zero() {
+        let linear = Scale { log: false };
+        let mark = |value, step_size| GridMark { value, step_size };
+        assert_eq!(linear.tick(mark(0.002, 0.001)), "0.002");
+        assert_eq!(linear.tick(mark(20.0, 10.0)), "20");
+        assert_eq!(Scale { log: true }.tick(mark(-2.0, 1.0)), "0.01");
+        assert_eq!(number(0.0012341), "0.001234");
+        assert_eq!(number(0.45), "0.45");
+        assert_eq!(number(4500.0), "4500");
+    }
+
+    #[test]
+    fn whole_marks_fall_on_every_number_while_far_enough_apart() {
+        let marks = |bounds, base_step_size| {
+            whole_marks(GridInput {
+                bounds,
+                base_step_size,
+            })
+            .iter()
+            .map(|m| m.value)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(marks((-0.2, 4.2), 0.05), [0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(marks((0.0, 100.0), 1.0).len(), 11, "every 10th");
+    }
+
+    #[test]
+    fn log_marks_fall_on_decades_and_within_them_when_few() {
+        let marks = |bounds| {
+            log_marks(GridInput {
+                bounds,
+                base_step_size: 0.01,
+            })
+            .iter()
+            .map(|m| m.value)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(marks((-3.5, 1.5)), [-3.0, -2.0, -1.0, 0.0, 1.0]);
+        let fine = marks((-0.1, 1.0));
+        let expected = [0.0, 2f64.log10(), 5f64.log10(), 1.0];
+        assert_eq!(fine, expected, "1, 2, 5 and 10");
+    }
+}

@@ -1,0 +1,402 @@
+//! The preset's fields beyond the sweep knobs: its name and description, the order of
+//! samples (shuffle, seed, drop_last), normalize's mean and standard deviation, the
+//! worker timeout, the training step and the planned epochs; and the dataset's labels
+//! file and image-folder channels and size. Fields typed as text keep their text in
+//! [`RunText`] and mark a text that does not parse, as the other fields do.
+
+use std::path::PathBuf;
+
+use egui::{ComboBox, DragValue, Ui};
+
+use crate::dataset::DatasetKind;
+use crate::preset::Preset;
+use crate::step::StepCost;
+
+use super::{Errors, Problem, mark};
+
+/// The text of the fields typed as text.
+#[derive(Debug, Clone, Default)]
+pub struct RunText {
+    seed: String,
+    mean: String,
+    std: String,
+    timeout: String,
+    step: String,
+    labels: String,
+    image_size: String,
+}
+
+impl RunText {
+    pub fn from_preset(preset: &Preset) -> RunText {
+        RunText {
+            seed: preset.seed.to_string(),
+            mean: numbers_text(&preset.normalize.mean),
+            std: numbers_text(&preset.normalize.std),
+            timeout: preset.worker_timeout_s.to_string(),
+            step: match preset.step {
+                StepCost::None => String::new(),
+                StepCost::Fixed(ms) => ms.to_string(),
+                StepCost::Mlp { hidden } => hidden.to_string(),
+            },
+            labels: preset
+                .dataset
+                .labels
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            image_size: numbers_text(&preset.dataset.image_size.map(|n| n as f64)),
+        }
+    }
+}
+
+/// Name and description, at the top of the panel.
+pub fn identity(ui: &mut Ui, edited: &mut Preset, errors: &mut Errors, problem: Problem<'_>) {
+    let label = ui.label("name");
+    ui.vertical(|ui| {
+        ui.add(egui::TextEdit::singleline(&mut edited.name).desired_width(180.0))
+            .labelled_by(label.id);
+        if edited.name.trim().is_empty() {
+            errors.insert("name", "give the preset a name".to_owned());
+        } else {
+            errors.remove("name");
+        }
+        mark(ui, problem(errors, "name"));
+    });
+    ui.end_row();
+    let label = ui.label("description");
+    ui.add(
+        egui::TextEdit::multiline(&mut edited.description)
+            .desired_rows(2)
+            .desired_width(180.0),
+    )
+    .labelled_by(label.id);
+    ui.end_row();
+}
+
+/// The labels file of IDX and npy datasets, the channels and size of image folders.
+pub fn dataset_extras(
+    ui: &mut Ui,
+    text: &mut RunText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
+    let dataset = &mut edited.dataset;
+    if matches!(dataset.kind, DatasetKind::Idx | DatasetKind::Npy) {
+        let label = ui.label("labels file");
+        ui.vertical(|ui| {
+            let field = ui
+                .add(
+                    egui::TextEdit::singleline(&mut text.labels)
+                        .hint_text("beside the images")
+                        .desired_width(180.0),
+                )
+                .labelled_by(label.id);
+            if field.changed() {
+                let path = text.labels.trim();
+                dataset.labels = (!path.is_empty()).then(|| PathBuf::from(path));
+            }
+            let missing = dataset
+                .labels
+                .as_ref()
+                .filter(|p| !p.exists())
+                .map(|p| format!("{} does not exist", p.display()));
+            mark(ui, missing.or_else(|| problem(errors, "dataset.labels")));
+        });
+        ui.end_row();
+    }
+    if dataset.kind == DatasetKind::ImageFolder {
+        let label = ui.label("channels");
+        ComboBox::from_id_salt("channels")
+            .selected_text(channels_name(dataset.channels))
+            .show_ui(ui, |ui| {
+                for channels in [1, 3] {
+                    ui.selectable_value(&mut dataset.channels, channels, channels_name(channels));
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        ui.end_row();
+        if let Some(size) = parsed(
+            ui,
+            Field {
+                title: "image size",
+                key: "dataset.image_size",
+                hint: "height,width",
+            },
+            &mut text.image_size,
+            errors,
+            problem,
+            |t| match parse_numbers(t)?.as_slice() {
+                [h, w] if *h >= 1.0 && *w >= 1.0 && h.fract() == 0.0 && w.fract() == 0.0 => {
+                    Ok([*h as usize, *w as usize])
+                }
+                _ => Err("give height,width in whole pixels, e.g. 28,28".to_owned()),
+            },
+        ) {
+            dataset.image_size = size;
+        }
+    }
+}
+
+/// Shuffle, seed, drop_last, normalize, worker timeout, training step, planned epochs.
+pub fn run_fields(
+    ui: &mut Ui,
+    text: &mut RunText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
+    let label = ui.label("shuffle");
+    ui.checkbox(&mut edited.shuffle, "a new order each epoch")
+        .labelled_by(label.id);
+    ui.end_row();
+    if let Some(seed) = parsed(
+        ui,
+        Field {
+            title: "seed",
+            key: "seed",
+            hint: "0",
+        },
+        &mut text.seed,
+        errors,
+        problem,
+        |t| {
+            t.parse::<u64>()
+                .map_err(|_| format!("`{t}` is not a whole number"))
+        },
+    ) {
+        edited.seed = seed;
+    }
+    let label = ui.label("drop last");
+    ui.checkbox(&mut edited.drop_last, "drop a last, smaller batch")
+        .labelled_by(label.id);
+    ui.end_row();
+    let per_channel = |t: &str| {
+        let values = parse_numbers(t)?;
+        if values.is_empty() {
+            Err("give one value per channel, e.g. 0.5 or 0.5,0.5,0.5".to_owned())
+        } else {
+            Ok(values)
+        }
+    };
+    if let Some(mean) = parsed(
+        ui,
+        Field {
+            title: "normalize mean",
+            key: "normalize.mean",
+            hint: "0.286",
+        },
+        &mut text.mean,
+        errors,
+        problem,
+        per_channel,
+    ) {
+        edited.normalize.mean = mean;
+    }
+    if let Some(std) = parsed(
+        ui,
+        Field {
+            title: "normalize std",
+            key: "normalize.std",
+            hint: "0.353",
+        },
+        &mut text.std,
+        errors,
+        problem,
+        |t| {
+            let values = per_channel(t)?;
+            match values.iter().find(|v| **v <= 0.0) {
+                Some(v) => Err(format!("{v}: a standard deviation must be above zero")),
+                None => Ok(values),
+            }
+        },
+    ) {
+        edited.normalize.std = std;
+    }
+    if let Some(seconds) = parsed(
+        ui,
+        Field {
+            title: "worker timeout (s)",
+            key: "worker_timeout_s",
+            hint: "60",
+        },
+        &mut text.timeout,
+        errors,
+        problem,
+        |t| match t.parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+            _ => Err(format!("`{t}` is not a number of seconds above zero")),
+        },
+    ) {
+        edited.worker_timeout_s = seconds;
+    }
+    step_field(ui, text, edited, errors, problem);
+    let label = ui.label("planned epochs");
+    ui.vertical(|ui| {
+        ui.add(DragValue::new(&mut edited.planned_epochs).range(1..=100_000))
+            .labelled_by(label.id)
+            .on_hover_text("The epochs a training run takes: the break-even and the recommendation plan for them");
+        mark(ui, problem(errors, "planned_epochs"));
+    });
+    ui.end_row();
+}
+
+/// The training step: none, a fixed time per batch (ms), or an MLP (hidden units).
+fn step_field(
+    ui: &mut Ui,
+    text: &mut RunText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
+    let label = ui.label("training step");
+    let kind = step_kind(edited.step);
+    ComboBox::from_id_salt("training step")
+        .selected_text(kind)
+        .show_ui(ui, |ui| {
+            for (name, step, value) in [
+                ("none", StepCost::None, ""),
+                ("fixed", StepCost::Fixed(5.0), "5"),
+                ("mlp", StepCost::Mlp { hidden: 128 }, "128"),
+            ] {
+                if ui.selectable_label(kind == name, name).clicked() && kind != name {
+                    edited.step = step;
+                    text.step = value.to_owned();
+                    errors.remove("step");
+                }
+            }
+        })
+        .response
+        .labelled_by(label.id);
+    ui.end_row();
+    let title = match edited.step {
+        StepCost::None => return,
+        StepCost::Fixed(_) => "step ms per batch",
+        StepCost::Mlp { .. } => "step hidden units",
+    };
+    let fixed = matches!(edited.step, StepCost::Fixed(_));
+    if let Some(step) = parsed(
+        ui,
+        Field {
+            title,
+            key: "step",
+            hint: "",
+        },
+        &mut text.step,
+        errors,
+        problem,
+        |t| {
+            let step = if fixed {
+                StepCost::Fixed(t.parse().map_err(|_| format!("`{t}` is not a number"))?)
+            } else {
+                StepCost::Mlp {
+                    hidden: t
+                        .parse()
+                        .map_err(|_| format!("`{t}` is not a whole number"))?,
+                }
+            };
+            step.problem().map_or(Ok(step), Err)
+        },
+    ) {
+        edited.step = step;
+    }
+}
+
+fn step_kind(step: StepCost) -> &'static str {
+    match step {
+        StepCost::None => "none",
+        StepCost::Fixed(_) => "fixed",
+        StepCost::Mlp { .. } => "mlp",
+    }
+}
+
+/// A text field: its label, the preset field it sets (which names its problems) and the
+/// hint shown while it is empty.
+struct Field<'a> {
+    title: &'a str,
+    key: &'static str,
+    hint: &'a str,
+}
+
+/// A text field whose text `parse` reads; `Some(value)` when it was edited to a valid
+/// value, and its problem marked beside it (the text's, else the plan's).
+fn parsed<T>(
+    ui: &mut Ui,
+    field: Field<'_>,
+    text: &mut String,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Option<T> {
+    let Field { title, key, hint } = field;
+    let label = ui.label(title);
+    let value = ui
+        .vertical(|ui| {
+            let edit = ui
+                .add(
+                    egui::TextEdit::singleline(text)
+                        .hint_text(hint)
+                        .desired_width(120.0),
+                )
+                .labelled_by(label.id);
+            let value = if edit.changed() {
+                match parse(text.trim()) {
+                    Ok(value) => {
+                        errors.remove(key);
+                        Some(value)
+                    }
+                    Err(why) => {
+                        errors.insert(key, why);
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            mark(ui, problem(errors, key));
+            value
+        })
+        .inner;
+    ui.end_row();
+    value
+}
+
+fn channels_name(channels: usize) -> &'static str {
+    if channels == 3 { "3 (RGB)" } else { "1 (grey)" }
+}
+
+/// `0.5,0.25` from numbers.
+fn numbers_text(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(f64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Parses `0.5, 0.25` into numbers (none for an empty text).
+fn parse_numbers(text: &str) -> Result<Vec<f64>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            part.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("`{part}` is not a number"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_lists_round_trip() {
+        assert_eq!(parse_numbers("0.5, 0.25"), Ok(vec![0.5, 0.25]));
+        assert!(parse_numbers("0.5,x").unwrap_err().contains("`x`"));
+        assert_eq!(numbers_text(&[0.5, 0.25]), "0.5,0.25");
+    }
+}
