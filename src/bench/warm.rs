@@ -2,11 +2,13 @@
 //! (the process goes quiet; in the app the window also draws what the last epoch
 //! showed), and on a machine whose cores idle meanwhile the next epoch starts cold: on
 //! a 2-core VM, light-pipeline epochs at nw=0 after a 150 ms rest took 30–40 % longer
-//! than epochs right after one another, with the same CPU use, and that rest is longer in
-//! the app than in the CLI. A training loop never rests like that, so the runner measures
-//! every epoch warm, in both faces alike: [`warm_up`] keeps libtorch's intra-op threads
-//! busy with a small elementwise op until its rate stops rising ([`is_steady`]), for at
-//! least [`MIN_WARM`] and at most [`MAX_WARM`].
+//! than epochs right after one another, with the same CPU use. The rest is longer in the
+//! app than in the CLI (about 25–35 ms), and warming up only after long rests left the
+//! app 5–17 % faster than the CLI; so before every epoch, in both faces alike,
+//! [`warm_up`] keeps libtorch's intra-op threads busy with a small elementwise op for at
+//! least [`MIN_WARM`], and on until its rate stops rising ([`is_steady`]), at most
+//! [`MAX_WARM`]. The op's rate climbs back within about 20 ms, but epochs after it were
+//! as fast as back-to-back ones only after a 200 ms warm-up.
 
 use std::time::{Duration, Instant};
 
@@ -14,8 +16,7 @@ use tch::{Device, Kind, Tensor};
 
 /// Each rate is measured over this long.
 const CHUNK: Duration = Duration::from_millis(5);
-/// The shortest warm-up: a rest's effect shows in the first chunks' rates only once the
-/// threads run.
+/// The shortest warm-up.
 const MIN_WARM: Duration = Duration::from_millis(200);
 /// The longest warm-up, whatever the rates do.
 const MAX_WARM: Duration = Duration::from_millis(300);
