@@ -363,15 +363,13 @@ impl Run {
         }
     }
 
-    /// Lets the front end, then this process, settle before an epoch's clock starts,
-    /// then warms the CPU up again: the same rest and the same warm start before every
-    /// epoch, whichever face runs it.
+    /// Lets the front end, then this process, settle before an epoch's clock starts:
+    /// the same rest before every epoch, whichever face runs it.
     fn wait_for_gate(&self) {
         if let Some(gate) = self.before_epoch.borrow_mut().as_mut() {
             gate();
         }
         meter::wait_for_quiet(EPOCH_SETTLE_LIMIT);
-        super::warm::warm_up();
     }
 
     fn warn(&self, config: Option<usize>, message: String) {
