@@ -8,7 +8,6 @@ mod journal;
 pub mod meter;
 mod ranks;
 mod runner;
-mod warm;
 
 use serde::{Deserialize, Serialize};
 

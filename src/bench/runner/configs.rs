@@ -212,8 +212,8 @@ impl Run {
         })
     }
 
-    /// Runs one epoch of config `config` between the gate (and the CPU's warm-up) and
-    /// the interference meter, records what the meter saw and reports the finished epoch.
+    /// Runs one epoch of config `config` between the gate and the interference meter,
+    /// records what the meter saw and reports the finished epoch.
     fn timed_epoch(
         &self,
         config: usize,
@@ -221,7 +221,6 @@ impl Run {
         epoch: impl FnOnce() -> Result<EpochResult>,
     ) -> Result<(EpochResult, Option<Interference>)> {
         self.wait_for_gate();
-        crate::bench::warm::warm_up();
         let reading = meter::Reading::now();
         let mut result = epoch()?;
         let seen = reading.interference_since();
