@@ -56,7 +56,18 @@ pub struct ScalingCurve {
 
 /// A curve per family with at least two worker counts.
 pub fn curves(configs: &[ConfigRuns<'_>]) -> Vec<ScalingCurve> {
-    let mut families: Vec<(Config, Vec<&ConfigRuns<'_>>)> = Vec::new();
+    worker_families(configs.iter())
+        .into_iter()
+        .filter_map(|members| curve(&members))
+        .collect()
+}
+
+/// Configs grouped into families that differ only in `num_workers`, in order of first
+/// appearance.
+pub fn worker_families<'a, 'r: 'a>(
+    configs: impl IntoIterator<Item = &'a ConfigRuns<'r>>,
+) -> Vec<Vec<&'a ConfigRuns<'r>>> {
+    let mut families: Vec<(Config, Vec<&ConfigRuns<'r>>)> = Vec::new();
     for runs in configs {
         let key = Config {
             num_workers: 0,
@@ -67,10 +78,7 @@ pub fn curves(configs: &[ConfigRuns<'_>]) -> Vec<ScalingCurve> {
             None => families.push((key, vec![runs])),
         }
     }
-    families
-        .into_iter()
-        .filter_map(|(_, members)| curve(&members))
-        .collect()
+    families.into_iter().map(|(_, members)| members).collect()
 }
 
 fn curve(members: &[&ConfigRuns<'_>]) -> Option<ScalingCurve> {

@@ -5,7 +5,7 @@
 //! one pair of lines per combination of the other knobs, the knee marked). All read the
 //! finished run's [`RunResult`]; the throughput's knee comes from its [`Analysis`].
 
-use crate::analysis::scaling::family_name;
+use crate::analysis::scaling::{family_name, worker_families};
 use crate::analysis::{Analysis, ConfigRuns, measured_configs, mib};
 use crate::loader::WorkerMemory;
 use crate::plan::Config;
@@ -123,20 +123,11 @@ pub fn worker_memory_lines(result: &RunResult) -> Vec<String> {
 /// of configs that differ only in `num_workers` (the two in one hue, whole-epoch the
 /// lighter), the knee of the scaling curve marked on the whole-epoch line.
 pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
-    let mut families: Vec<(Config, Vec<ConfigRuns<'_>>)> = Vec::new();
-    for runs in measured_configs(result) {
-        let key = Config {
-            num_workers: 0,
-            ..runs.config.clone()
-        };
-        match families.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, members)) => members.push(runs),
-            None => families.push((key, vec![runs])),
-        }
-    }
+    let configs = measured_configs(result);
+    let families = worker_families(&configs);
     let mut series = Vec::new();
     let mut highlights = Vec::new();
-    for (index, (_, mut members)) in families.into_iter().enumerate() {
+    for (index, mut members) in families.into_iter().enumerate() {
         members.sort_by_key(|runs| runs.config.num_workers);
         let family = family_name(members[0].label);
         let rate = |read: fn(&EpochResult) -> f64| -> Vec<[f64; 2]> {
