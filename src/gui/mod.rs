@@ -22,7 +22,8 @@ mod plots;
 mod setup;
 mod table;
 
-pub use actions::{DataFormat, PngArea};
+pub use crate::views::{ChartId, PngArea};
+pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export::{crop, png_bytes};

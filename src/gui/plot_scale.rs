@@ -92,13 +92,24 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// Points between x tick texts of plain numbers (worker counts, group numbers).
+pub const NUMBER_SPACING: f32 = 20.0;
+
+/// Points between x tick texts such as `epoch 12`.
+const TEXT_SPACING: f32 = 68.0;
+
 /// Grid marks on whole numbers (worker counts, batch and epoch numbers): every one where
 /// they stand far enough apart for a tick text, else every 2nd, 5th, 10th, 20th… All
 /// share one step size, so each gets its text (egui_plot's default marks leave a narrow
 /// plot with a lone `0`).
 pub fn whole_marks(input: GridInput) -> Vec<GridMark> {
-    // `base_step_size` spans 8 points; an x tick text needs more than 60.
-    let least = input.base_step_size * 8.5;
+    spaced_whole_marks(input, TEXT_SPACING)
+}
+
+/// Whole-number grid marks at least `points` apart.
+pub fn spaced_whole_marks(input: GridInput, points: f32) -> Vec<GridMark> {
+    // `base_step_size` spans 8 points.
+    let least = input.base_step_size * f64::from(points) / 8.0;
     let (min, max) = input.bounds;
     let mut step = 1.0;
     for factor in [2.0, 2.5, 2.0].iter().cycle() {
@@ -155,7 +166,7 @@ mod tests {
             names: Vec::new(),
         };
         Chart {
-            id: "test",
+            id: crate::views::ChartId::FirstBatch,
             title: String::new(),
             x: axis.clone(),
             y: axis,
