@@ -3,7 +3,7 @@
 //! shows series, a log scale toggle (`plot_scale`), axis titles with units, and hover
 //! labels with the exact values. It reads the description and nothing else.
 
-use egui::{Color32, Rangef, Rect, Ui};
+use egui::{Color32, Rangef, Rect, Stroke, Ui};
 use egui_plot::{
     AxisHints, Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points,
 };
@@ -15,7 +15,7 @@ use super::plot_scale::{
 };
 use crate::views::ChartId;
 
-/// Tableau 10: distinct hues that read on dark and light backgrounds.
+/// Tableau 10: distinct hues that read on dark backgrounds (a light one darkens them).
 const PALETTE: [Color32; 10] = [
     Color32::from_rgb(0x4e, 0x79, 0xa7),
     Color32::from_rgb(0xf2, 0x8e, 0x2b),
@@ -32,22 +32,34 @@ const PALETTE: [Color32; 10] = [
 /// Palette entries this far apart share a hue in another shade.
 pub const SHADE_STEP: usize = PALETTE.len();
 
-/// The colour of palette entry `index`: hue `index % SHADE_STEP`, lighter and darker in
-/// turn for each further `SHADE_STEP` (a family of configs in one hue).
-pub fn color(index: usize) -> Color32 {
+/// How far a light background darkens the palette: yellow, pink and grey stand out from
+/// white only darker.
+const LIGHT_THEME_DARKENING: f32 = 0.25;
+
+/// How far each further shade of a hue moves from it, and the farthest.
+const SHADE: f32 = 0.15;
+const FARTHEST_SHADE: f32 = 0.5;
+
+/// The colour of palette entry `index` on a dark or light background: hue
+/// `index % SHADE_STEP`, each further `SHADE_STEP` a shade farther from the background
+/// (lighter on dark, darker on light), so a family of configs reads in one hue and
+/// every member stands out from the background.
+pub fn color(index: usize, dark_mode: bool) -> Color32 {
     let hue = PALETTE[index % SHADE_STEP];
-    let shade = index / SHADE_STEP;
-    if shade == 0 {
-        return hue;
-    }
-    let step = (shade.div_ceil(2) as f32 * 0.22).min(0.66);
-    let toward = if shade % 2 == 1 {
-        Color32::WHITE
+    let (hue, away) = if dark_mode {
+        (hue, Color32::WHITE)
     } else {
-        Color32::BLACK
+        (
+            hue.lerp_to_gamma(Color32::BLACK, LIGHT_THEME_DARKENING),
+            Color32::BLACK,
+        )
     };
-    hue.lerp_to_gamma(toward, step)
+    let shade = (index / SHADE_STEP) as f32;
+    hue.lerp_to_gamma(away, (shade * SHADE).min(FARTHEST_SHADE))
 }
+
+/// The opacity of a bar's fill.
+const BAR_FILL: f32 = 0.7;
 
 /// Lines of at most this many points get a dot on each.
 const MAX_DOTTED_POINTS: usize = 40;
@@ -166,7 +178,8 @@ fn group_key(ui: &mut Ui, axis: &Axis) {
     ui.horizontal_wrapped(|ui| {
         ui.spacing_mut().item_spacing.x = 12.0;
         for (index, name) in axis.names.iter().enumerate() {
-            ui.label(egui::RichText::new(format!("{} {name}", index + 1)).small());
+            let text = egui::RichText::new(format!("{} {name}", index + 1)).small();
+            ui.add(egui::Label::new(text).extend());
         }
     });
 }
@@ -182,6 +195,7 @@ fn plot(
 ) {
     let y_unit = chart.y.unit;
     let x_axis = chart.x.clone();
+    let dark_mode = ui.visuals().dark_mode;
     // Numbers need less room than egui_plot's default spacing of x tick texts.
     let x_hints = AxisHints::new_x().label_spacing(Rangef::new(14.0, 18.0));
     let mut plot = Plot::new(chart.id.name())
@@ -223,7 +237,7 @@ fn plot(
                         .collect();
                     plot_ui.line(
                         Line::new(series.name.clone(), points.clone())
-                            .color(color(series.color))
+                            .color(color(series.color, dark_mode))
                             .width(1.5),
                     );
                     // A dot on each measured point, so a line of one point shows too
@@ -231,18 +245,25 @@ fn plot(
                     if points.len() <= MAX_DOTTED_POINTS {
                         plot_ui.add(
                             Points::new(series.name.clone(), points)
-                                .color(color(series.color))
+                                .color(color(series.color, dark_mode))
                                 .radius(2.5),
                         );
                     }
                     continue;
                 }
             };
+            // Filled enough to read on either background (egui_plot's default fill is
+            // faint, and vanishes on white).
+            let stroke = color(series.color, dark_mode);
+            let fill = stroke.gamma_multiply(BAR_FILL);
             let bars = series
                 .points
                 .iter()
                 .map(|&[x, y]| {
-                    let bar = Bar::new(x, scale.plot(y) - base).width(width * 0.95);
+                    let bar = Bar::new(x, scale.plot(y) - base)
+                        .width(width * 0.95)
+                        .fill(fill)
+                        .stroke(Stroke::new(1.0, stroke));
                     if !stacked {
                         return bar.base_offset(base);
                     }
@@ -259,7 +280,7 @@ fn plot(
             let x_axis = chart.x.clone();
             plot_ui.add(
                 BarChart::new(series.name.clone(), bars)
-                    .color(color(series.color))
+                    .color(color(series.color, dark_mode))
                     .element_formatter(Box::new(move |bar, _| {
                         let value = if stacked {
                             bar.value
@@ -282,7 +303,7 @@ fn plot(
                 .collect::<Vec<_>>();
             plot_ui.add(
                 Points::new(highlight.name.clone(), points)
-                    .color(color(highlight.color))
+                    .color(color(highlight.color, dark_mode))
                     .shape(MarkerShape::Diamond)
                     .radius(7.0)
                     .filled(true),
@@ -295,6 +316,7 @@ fn plot(
 /// click hiding or showing one, scrolling when long. Returns whether `hidden` changed.
 fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> bool {
     let mut changed = false;
+    let dark_mode = ui.visuals().dark_mode;
     ui.vertical(|ui| {
         let width = ui.available_width();
         ui.set_width(width);
@@ -310,7 +332,8 @@ fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> 
                     .show(ui, |ui| {
                         for series in chart.series.iter().chain(&chart.highlights) {
                             let off = hidden.contains(&series.name);
-                            let entry = legend_entry(ui, &series.name, color(series.color), off);
+                            let entry =
+                                legend_entry(ui, &series.name, color(series.color, dark_mode), off);
                             if entry.clicked() {
                                 if off {
                                     hidden.retain(|name| *name != series.name);
@@ -424,5 +447,37 @@ fn hover(position: &HoverPosition<'_>, unit: &str, scale: Scale) -> Option<Strin
             number(scale.value(position.y))
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The WCAG contrast ratio of two colours (1 to 21).
+    fn contrast(a: Color32, b: Color32) -> f32 {
+        let luminance = |c: Color32| {
+            let linear = egui::Rgba::from(c);
+            0.2126 * linear.r() + 0.7152 * linear.g() + 0.0722 * linear.b()
+        };
+        let (a, b) = (luminance(a), luminance(b));
+        (a.max(b) + 0.05) / (a.min(b) + 0.05)
+    }
+
+    #[test]
+    fn every_colour_and_shade_stands_out_from_either_theme_s_background() {
+        for (dark_mode, visuals, least) in [
+            (true, egui::Visuals::dark(), 3.5),
+            (false, egui::Visuals::light(), 2.8),
+        ] {
+            let background = visuals.extreme_bg_color;
+            for index in 0..4 * SHADE_STEP {
+                let c = color(index, dark_mode);
+                let ratio = contrast(c, background);
+                assert!(ratio >= least, "{index} (dark {dark_mode}): {ratio}");
+                let next_shade = color(index + SHADE_STEP, dark_mode);
+                assert_ne!(c, next_shade, "{index}: shades of a hue differ");
+            }
+        }
     }
 }

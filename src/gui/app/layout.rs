@@ -1,6 +1,6 @@
-//! The frame: drains what arrived, lays out the panels (menu bar, messages, the setup
-//! panel on the left, the run and its results in the middle), collects the actions they
-//! return and applies them once everything is drawn.
+//! The frame: drains what arrived, lays out the panels (menu bar with the theme switch,
+//! messages, the setup panel on the left, the run and its results in the middle),
+//! collects the actions they return and applies them once everything is drawn.
 
 use std::path::PathBuf;
 
@@ -151,6 +151,10 @@ impl App {
             if ui.button("Browse…").clicked() {
                 actions.push(Action::Browse(Pick::OpenPreset));
             }
+            ui.with_layout(
+                egui::Layout::right_to_left(egui::Align::Center),
+                theme_switch,
+            );
         });
     }
 
@@ -204,6 +208,23 @@ impl App {
                 });
         });
     }
+}
+
+/// The theme: dark, light, or the system's (egui's own switch draws icons that our
+/// fonts lack). Drawn right to left, so the choices come first.
+fn theme_switch(ui: &mut Ui) {
+    use egui::ThemePreference;
+    let mut preference = ui.options(|options| options.theme_preference);
+    let choices = [
+        (ThemePreference::System, "system"),
+        (ThemePreference::Light, "light"),
+        (ThemePreference::Dark, "dark"),
+    ];
+    for (choice, name) in choices {
+        ui.selectable_value(&mut preference, choice, name);
+    }
+    ui.label(RichText::new("theme").weak());
+    ui.ctx().set_theme(preference);
 }
 
 /// One message with its dismiss button.
