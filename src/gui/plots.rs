@@ -1,7 +1,10 @@
 //! Draws a [`Chart`] description with egui_plot: bars (grouped or stacked) or lines in
-//! the palette colours, a legend beside the plot (never over the data) that hides and
-//! shows series, a log scale toggle (`plot_scale`), axis titles with units, and hover
-//! labels with the exact values. It reads the description and nothing else.
+//! the palette colours (darkened on a light theme), a legend beside the plot (never over
+//! the data) that hides and shows series, a log scale toggle (`plot_scale`), axis titles
+//! with units, config names under their groups or, where they do not fit, numbers with a
+//! key under the plot, and hover labels with the exact values. It reads the description
+//! and nothing else; what the user chose (log scale, hidden series) lives in egui's memory
+//! under the chart's id, and [`view`] reads it back.
 
 use egui::{Color32, Rangef, Rect, Stroke, Ui};
 use egui_plot::{
