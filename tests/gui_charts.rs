@@ -3,7 +3,8 @@
 //! that does not, linear), a click on a legend entry hides its series and a second shows
 //! it, config names too long for their groups become numbers with a key, where the time
 //! goes switches to one bar per epoch with the run's own values, and each chart exports
-//! alone as a PNG from the Export menu and with `report --png --view NAME`, from one list.
+//! alone as a PNG from the Export menu (scrolled into view first) and with
+//! `report --png --view NAME`, from one list.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
@@ -67,14 +68,14 @@ fn spread_first_batches(json: &Path) -> PathBuf {
     path
 }
 
-fn app(dir: &Path, results: Vec<PathBuf>) -> Harness<'static, App> {
+fn app(dir: &Path, results: Vec<PathBuf>, size: [f32; 2]) -> Harness<'static, App> {
     let launch = Launch {
         results,
         journal_dir: Some(dir.to_path_buf()),
         ..Launch::default()
     };
     let mut harness = Harness::builder()
-        .with_size([1280.0, 2600.0])
+        .with_size(size)
         .build_eframe(move |cc| App::new(cc, launch));
     harness.run_steps(3);
     harness
@@ -94,7 +95,11 @@ fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench::gui::Chart {
 fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
     let dir = tempfile::tempdir().unwrap();
     let json = saved_run(dir.path());
-    let mut harness = app(dir.path(), vec![spread_first_batches(&json)]);
+    let mut harness = app(
+        dir.path(),
+        vec![spread_first_batches(&json)],
+        [1280.0, 2600.0],
+    );
     let result: RunResult = harness.state().result().expect("the saved run").clone();
     assert_eq!(result.configs.len(), 8);
 
@@ -155,20 +160,7 @@ fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
     }
 
     // One chart alone as a PNG, from the Export menu's list.
-    harness
-        .state_mut()
-        .set_export_path(dir.path().join("app.md"));
-    harness.get_by_label("Export").click();
-    harness.run_steps(2);
-    harness.get_by_label("Chart as PNG").click();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::Button, ChartId::Memory.title())
-        .click();
-    let png = dir.path().join("app-memory.png");
-    step_until(&mut harness, Duration::from_secs(60), |_| png.exists());
-    std::thread::sleep(Duration::from_millis(200));
-    let (width, height) = image::open(&png).unwrap().to_rgba8().dimensions();
+    let (width, height) = export_chart(&mut harness, dir.path(), ChartId::Memory);
     let rect = harness.state().chart_rect(ChartId::Memory).unwrap();
     assert!(
         (width as f32 - rect.width()).abs() <= 2.0 && (height as f32 - rect.height()).abs() <= 2.0,
@@ -178,6 +170,44 @@ fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
     assert!(
         rect.width() < analysis.width() * 0.6,
         "half the analysis' width"
+    );
+}
+
+/// Exports chart `id` through Export → Chart as PNG; returns the PNG's size.
+fn export_chart(harness: &mut Harness<'_, App>, dir: &Path, id: ChartId) -> (u32, u32) {
+    harness.state_mut().set_export_path(dir.join("app.md"));
+    harness.get_by_label("Export").click();
+    harness.run_steps(2);
+    harness.get_by_label("Chart as PNG").click();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::Button, id.title())
+        .click();
+    let png = dir.join(format!("app-{}.png", id.name()));
+    step_until(harness, Duration::from_secs(60), |_| png.exists());
+    std::thread::sleep(Duration::from_millis(200));
+    image::open(&png).unwrap().to_rgba8().dimensions()
+}
+
+#[test]
+fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = saved_run(dir.path());
+    let mut harness = app(dir.path(), vec![json], loaderbench::gui::WINDOW_SIZE);
+    let before = harness.state().chart_rect(ChartId::Throughput).unwrap();
+    assert!(
+        before.top() > loaderbench::gui::WINDOW_SIZE[1],
+        "below the window: {before:?}"
+    );
+    let (width, height) = export_chart(&mut harness, dir.path(), ChartId::Throughput);
+    let rect = harness.state().chart_rect(ChartId::Throughput).unwrap();
+    assert!(
+        rect.bottom() <= loaderbench::gui::WINDOW_SIZE[1],
+        "scrolled into view: {rect:?}"
+    );
+    assert!(
+        (width as f32 - rect.width()).abs() <= 2.0 && (height as f32 - rect.height()).abs() <= 2.0,
+        "the whole chart: {width}×{height} vs {rect:?}"
     );
 }
 
