@@ -27,6 +27,17 @@ impl Scale {
         }
     }
 
+    /// Where `value` is drawn on a chart whose bars start at `base` ([`Scale::bar_base`]):
+    /// on a log scale never below it, so a zero or negative value (a restart that
+    /// saves time) sits at the bottom instead of stretching the axis to 1e-308.
+    pub fn plot_above(self, value: f64, base: f64) -> f64 {
+        if self.log {
+            self.plot(value).max(base)
+        } else {
+            value
+        }
+    }
+
     /// The value drawn at `y`.
     pub fn value(self, y: f64) -> f64 {
         if self.log { 10f64.powf(y) } else { y }
@@ -198,6 +209,12 @@ mod tests {
         let chart = chart(&[0.02, 8.0], Mark::Bars { width: 0.4 });
         assert_eq!(scale.bar_base(&chart), -2.0);
         assert_eq!(Scale { log: false }.bar_base(&chart), 0.0);
+        assert_eq!(
+            scale.plot_above(-0.5, -2.0),
+            -2.0,
+            "a negative value at the base"
+        );
+        assert_eq!(Scale { log: false }.plot_above(-0.5, 0.0), -0.5);
     }
 
     #[test]

@@ -236,7 +236,7 @@ fn plot(
                     let points: Vec<[f64; 2]> = series
                         .points
                         .iter()
-                        .map(|&[x, y]| [x, scale.plot(y)])
+                        .map(|&[x, y]| [x, scale.plot_above(y, base)])
                         .collect();
                     plot_ui.line(
                         Line::new(series.name.clone(), points.clone())
@@ -263,7 +263,7 @@ fn plot(
                 .points
                 .iter()
                 .map(|&[x, y]| {
-                    let bar = Bar::new(x, scale.plot(y) - base)
+                    let bar = Bar::new(x, scale.plot_above(y, base) - base)
                         .width(width * 0.95)
                         .fill(fill)
                         .stroke(Stroke::new(1.0, stroke));
@@ -302,7 +302,7 @@ fn plot(
             let points = highlight
                 .points
                 .iter()
-                .map(|&[x, y]| [x, scale.plot(y)])
+                .map(|&[x, y]| [x, scale.plot_above(y, base)])
                 .collect::<Vec<_>>();
             plot_ui.add(
                 Points::new(highlight.name.clone(), points)
