@@ -1,7 +1,9 @@
 //! The value axis of a chart: linear, or logarithmic when the values span more than
 //! [`WIDE_SPAN`] (a 0.01 s bar beside an 8 s one), with tick texts that show enough
 //! digits at every scale and grid marks at each power of ten (and 2× and 5× within a
-//! decade or two). A log scale plots `log10(value)`, so everything that writes a value
+//! decade or two); a linear scale steps by 1, 2 or 5 times a power of ten, so a few
+//! ticks always carry a text (egui_plot's own steps jump tenfold, which left a chart of
+//! 1–10 ms bars with the one text `0`). A log scale plots `log10(value)`, so everything that writes a value
 //! goes through [`Scale::value`] to read the real one back.
 
 use egui_plot::{GridInput, GridMark};
@@ -164,10 +166,95 @@ pub fn log_marks(input: GridInput) -> Vec<GridMark> {
     marks
 }
 
+/// Grid marks of a linear scale: three steps of the 1–2–5 ladder, the finest at least
+/// egui_plot's minimum line spacing (`base_step_size`) and each next one at least three
+/// times the one before and a multiple of it, so the middle step is far enough apart
+/// for tick texts.
+pub fn linear_marks(input: GridInput) -> Vec<GridMark> {
+    let base = input.base_step_size.abs();
+    if base < f64::EPSILON || !base.is_finite() {
+        return Vec::new();
+    }
+    let fine = ladder_step_at_least(base);
+    let middle = ladder_step_at_least(fine * 3.0);
+    let coarse = ladder_step_at_least(middle * 3.0);
+    let (min, max) = input.bounds;
+    let mut marks: Vec<GridMark> = Vec::new();
+    for step in [coarse, middle, fine] {
+        let first = (min / step).ceil() as i64;
+        let last = (max / step).floor() as i64;
+        for index in first..=last {
+            let value = index as f64 * step;
+            // A value on a coarser step keeps that step (its text is more prominent).
+            if !marks.iter().any(|m| (m.value - value).abs() < step * 1e-6) {
+                marks.push(GridMark {
+                    value,
+                    step_size: step,
+                });
+            }
+        }
+    }
+    marks
+}
+
+/// The smallest of 1, 2 and 5 times a power of ten that is at least `value`.
+fn ladder_step_at_least(value: f64) -> f64 {
+    let decade = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|factor| factor * decade)
+        .find(|step| *step >= value * (1.0 - 1e-9))
+        .unwrap_or(10.0 * decade)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gui::charts::{Axis, Series};
+
+    #[test]
+    fn linear_marks_give_millisecond_bars_texts_above_zero() {
+        // A 130-point plot of 0–12 ms: egui_plot asks for lines at least 8 points apart.
+        let points_per_second = 130.0 / 0.012;
+        let marks = linear_marks(GridInput {
+            bounds: (0.0, 0.012),
+            base_step_size: 8.0 / points_per_second,
+        });
+        // Tick texts need 20 points or more between marks of one step.
+        let labelled: Vec<f64> = marks
+            .iter()
+            .filter(|m| m.step_size * points_per_second >= 20.0)
+            .map(|m| m.value)
+            .collect();
+        assert!(labelled.len() >= 3, "{labelled:?}");
+        assert!(labelled.iter().any(|v| *v > 0.0 && *v < 0.012));
+        let text = Scale { log: false }.tick(GridMark {
+            value: 0.005,
+            step_size: 0.005,
+        });
+        assert_eq!(text, "0.005");
+    }
+
+    #[test]
+    fn linear_steps_climb_the_one_two_five_ladder() {
+        assert_eq!(ladder_step_at_least(0.00074), 0.001);
+        assert_eq!(ladder_step_at_least(0.0013), 0.002);
+        assert_eq!(ladder_step_at_least(3.0), 5.0);
+        assert_eq!(ladder_step_at_least(6.0), 10.0);
+        assert_eq!(ladder_step_at_least(20.0), 20.0);
+        let marks = linear_marks(GridInput {
+            bounds: (0.0, 100.0),
+            base_step_size: 1.3,
+        });
+        let steps: std::collections::BTreeSet<u64> = marks
+            .iter()
+            .map(|m| (m.step_size * 1000.0) as u64)
+            .collect();
+        assert_eq!(
+            steps.into_iter().collect::<Vec<_>>(),
+            vec![2000, 10000, 50000]
+        );
+    }
 
     fn chart(values: &[f64], mark: Mark) -> Chart {
         let axis = Axis {

@@ -13,8 +13,8 @@ use egui_plot::{
 
 use super::charts::{Axis, Chart, Mark};
 use super::plot_scale::{
-    NUMBER_SPACING, Scale, can_be_log, log_marks, number, spaced_whole_marks, spans_widely,
-    whole_marks,
+    NUMBER_SPACING, Scale, can_be_log, linear_marks, log_marks, number, spaced_whole_marks,
+    spans_widely, whole_marks,
 };
 use crate::views::ChartId;
 
@@ -215,7 +215,8 @@ fn plot(
         plot.y_grid_spacer(log_marks)
             .include_y(scale.plot(tallest(chart)) + 0.1)
     } else {
-        plot.include_y(tallest(chart) * 1.05)
+        plot.y_grid_spacer(linear_marks)
+            .include_y(tallest(chart) * 1.05)
     };
     let plot = match chart.mark {
         Mark::Bars { .. } | Mark::Stacked { .. } => {
