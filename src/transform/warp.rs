@@ -208,20 +208,12 @@ impl Warp {
                 // grid_sample's unnormalization for align_corners=False.
                 let u = ((qx + 1.0) * wf - 1.0) * 0.5;
                 let v = ((qy + 1.0) * hf - 1.0) * 0.5;
-                let (x0, y0) = (u.floor(), v.floor());
-                let (fx, fy) = (u - x0, v - y0);
-                let corners = Corners::new(x0 as isize, y0 as isize, w, h);
-                let weights = [
-                    (1.0 - fx) * (1.0 - fy),
-                    fx * (1.0 - fy),
-                    (1.0 - fx) * fy,
-                    fx * fy,
-                ];
+                let tap = Tap::new(u, v, w, h);
                 for (channel, warped) in image
                     .chunks_exact(plane)
                     .zip(scratch.warped.chunks_exact_mut(plane))
                 {
-                    warped[p] = corners.interpolate(channel, weights);
+                    warped[p] = tap.interpolate(channel, w);
                 }
             }
         }
@@ -273,43 +265,65 @@ impl Warp {
     }
 }
 
-/// The four pixels around a sampling point, and which of them lie inside the image.
-struct Corners {
-    /// Index of the top-left pixel in a plane (meaningful only where inside).
-    top_left: usize,
-    width: usize,
-    /// Inside flags: top-left, top-right, bottom-left, bottom-right.
-    inside: [bool; 4],
+/// Where one sampling point reads: the two rows and two columns around it (clamped into
+/// the image) and their bilinear weights, zero for a row or column outside the image
+/// (zero fill). Without branches, as the points fall anywhere.
+struct Tap {
+    rows: [usize; 2],
+    columns: [usize; 2],
+    row_weights: [f32; 2],
+    column_weights: [f32; 2],
 }
 
-impl Corners {
+impl Tap {
+    /// The tap at pixel coordinates (`u`, `v`) of a `width`×`height` image.
     #[inline(always)]
-    fn new(x0: isize, y0: isize, width: usize, height: usize) -> Corners {
-        let column = |x: isize| x >= 0 && x < width as isize;
-        let row = |y: isize| y >= 0 && y < height as isize;
-        let (left, right) = (column(x0), column(x0.wrapping_add(1)));
-        let (top, bottom) = (row(y0), row(y0.wrapping_add(1)));
-        Corners {
-            // Wrapping: far outside the image this index is never used, and inside it
-            // comes out right modulo 2^64.
-            top_left: y0.wrapping_mul(width as isize).wrapping_add(x0) as usize,
-            width,
-            inside: [top && left, top && right, bottom && left, bottom && right],
+    fn new(u: f32, v: f32, width: usize, height: usize) -> Tap {
+        let (columns, column_weights) = axis(u, width);
+        let (rows, row_weights) = axis(v, height);
+        Tap {
+            rows,
+            columns,
+            row_weights,
+            column_weights,
         }
     }
 
-    /// The bilinear mix of the corners' values in `plane` (zero outside the image).
+    /// The bilinear mix of `plane` (rows `width` apart) at this tap.
     #[inline(always)]
-    fn interpolate(&self, plane: &[u8], weights: [f32; 4]) -> f32 {
-        let offsets = [0, 1, self.width, self.width + 1];
+    fn interpolate(&self, plane: &[u8], width: usize) -> f32 {
+        let [c0, c1] = self.columns;
+        let [wx0, wx1] = self.column_weights;
         let mut sum = 0.0;
-        for ((&inside, offset), weight) in self.inside.iter().zip(offsets).zip(weights) {
-            if inside {
-                sum += weight * f32::from(plane[self.top_left.wrapping_add(offset)]);
-            }
+        for (row, weight) in self.rows.iter().zip(self.row_weights) {
+            let line = &plane[row * width..(row + 1) * width];
+            sum += weight * (wx0 * f32::from(line[c0]) + wx1 * f32::from(line[c1]));
         }
         sum
     }
+}
+
+/// The two neighbours of `coordinate` on an axis of `n` pixels, clamped into it, and
+/// their linear weights, zeroed for a neighbour outside.
+#[inline(always)]
+fn axis(coordinate: f32, n: usize) -> ([usize; 2], [f32; 2]) {
+    let floor = coordinate.floor();
+    let fraction = coordinate - floor;
+    // Saturating: far outside the image both neighbours are outside.
+    let first = floor as isize;
+    let second = first.saturating_add(1);
+    let inside = |i: isize| {
+        if (0..n as isize).contains(&i) {
+            1.0
+        } else {
+            0.0
+        }
+    };
+    let clamp = |i: isize| i.clamp(0, n as isize - 1) as usize;
+    (
+        [clamp(first), clamp(second)],
+        [(1.0 - fraction) * inside(first), fraction * inside(second)],
+    )
 }
 
 /// Columns per block of [`matmul`]'s output: four AVX2 registers.
@@ -471,12 +485,14 @@ mod tests {
     }
 
     #[test]
-    fn interpolation_mixes_the_corners_inside_and_zero_fills() {
+    fn interpolation_mixes_the_neighbours_inside_and_zero_fills() {
         let plane = [10u8, 20, 30, 40];
-        let quarter = [0.25; 4];
-        assert_eq!(Corners::new(0, 0, 2, 2).interpolate(&plane, quarter), 25.0);
-        // Only the top-left corner (the image's bottom-right pixel) is inside.
-        assert_eq!(Corners::new(1, 1, 2, 2).interpolate(&plane, quarter), 10.0);
-        assert_eq!(Corners::new(-5, 0, 2, 2).interpolate(&plane, quarter), 0.0);
+        let at = |u, v| Tap::new(u, v, 2, 2).interpolate(&plane, 2);
+        assert_eq!(at(0.5, 0.5), 25.0);
+        assert_eq!(at(1.0, 1.0), 40.0);
+        // Only the bottom-right pixel is inside, with a quarter of the weight.
+        assert_eq!(at(1.5, 1.5), 10.0);
+        assert_eq!(at(-5.0, 0.0), 0.0);
+        assert_eq!(at(f32::MAX, 0.0), 0.0);
     }
 }
