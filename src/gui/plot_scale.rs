@@ -27,6 +27,17 @@ impl Scale {
         }
     }
 
+    /// Where `value` is drawn on a chart whose bars start at `base` ([`Scale::bar_base`]):
+    /// on a log scale never below it, so a zero or negative value (a restart that
+    /// saves time) sits at the bottom instead of stretching the axis to 1e-308.
+    pub fn plot_above(self, value: f64, base: f64) -> f64 {
+        if self.log {
+            self.plot(value).max(base)
+        } else {
+            value
+        }
+    }
+
     /// The value drawn at `y`.
     pub fn value(self, y: f64) -> f64 {
         if self.log { 10f64.powf(y) } else { y }
@@ -92,13 +103,24 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// Points between x tick texts of plain numbers (worker counts, group numbers).
+pub const NUMBER_SPACING: f32 = 20.0;
+
+/// Points between x tick texts such as `epoch 12`.
+const TEXT_SPACING: f32 = 68.0;
+
 /// Grid marks on whole numbers (worker counts, batch and epoch numbers): every one where
 /// they stand far enough apart for a tick text, else every 2nd, 5th, 10th, 20th… All
 /// share one step size, so each gets its text (egui_plot's default marks leave a narrow
 /// plot with a lone `0`).
 pub fn whole_marks(input: GridInput) -> Vec<GridMark> {
-    // `base_step_size` spans 8 points; an x tick text needs more than 60.
-    let least = input.base_step_size * 8.5;
+    spaced_whole_marks(input, TEXT_SPACING)
+}
+
+/// Whole-number grid marks at least `points` apart.
+pub fn spaced_whole_marks(input: GridInput, points: f32) -> Vec<GridMark> {
+    // `base_step_size` spans 8 points.
+    let least = input.base_step_size * f64::from(points) / 8.0;
     let (min, max) = input.bounds;
     let mut step = 1.0;
     for factor in [2.0, 2.5, 2.0].iter().cycle() {
@@ -155,7 +177,7 @@ mod tests {
             names: Vec::new(),
         };
         Chart {
-            id: "test",
+            id: crate::views::ChartId::FirstBatch,
             title: String::new(),
             x: axis.clone(),
             y: axis,
@@ -187,6 +209,12 @@ mod tests {
         let chart = chart(&[0.02, 8.0], Mark::Bars { width: 0.4 });
         assert_eq!(scale.bar_base(&chart), -2.0);
         assert_eq!(Scale { log: false }.bar_base(&chart), 0.0);
+        assert_eq!(
+            scale.plot_above(-0.5, -2.0),
+            -2.0,
+            "a negative value at the base"
+        );
+        assert_eq!(Scale { log: false }.plot_above(-0.5, 0.0), -0.5);
     }
 
     #[test]
