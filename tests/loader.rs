@@ -116,6 +116,36 @@ fn every_sample_once_per_epoch_in_the_same_order_with_and_without_workers() {
 }
 
 #[test]
+fn heavy_batches_are_the_same_whichever_worker_builds_them() {
+    // Each batch's random parameters come from its own seed, drawn up front, so neither
+    // the worker that builds it nor the threads the fused pipeline splits it over matter.
+    let dataset = loaderbench::dataset::open(&Default::default(), Some(100)).unwrap();
+    let heavy = Pipeline::new(&PipelineSpec::Heavy, &Normalize::default(), 1).unwrap();
+    let heavy = Arc::new(heavy);
+    let images = |workers| {
+        let mut loader = Loader::new(
+            dataset.clone(),
+            heavy.clone(),
+            settings(workers, false),
+            CancelToken::new(),
+        )
+        .unwrap();
+        let epoch = loader.epoch().unwrap();
+        epoch.map(|b| b.unwrap().images).collect::<Vec<_>>()
+    };
+    let reference = images(0);
+    assert_eq!(reference.len(), 13);
+    assert!(!reference[0].equal(&reference[1]));
+    for workers in [1, 3] {
+        let built = images(workers);
+        assert_eq!(built.len(), reference.len());
+        for (batch, want) in built.iter().zip(&reference) {
+            assert!(batch.equal(want), "{workers} workers");
+        }
+    }
+}
+
+#[test]
 fn normalized_pixels_match_the_light_pipeline() {
     let mut loader = loader(Numbered::new(4, Trouble::None), settings(2, false));
     let mut epoch = loader.epoch().unwrap();

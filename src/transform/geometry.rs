@@ -28,7 +28,7 @@ pub(super) fn rotate(x: &Tensor, angles_deg: &[f64]) -> Result<Tensor> {
 
 /// For each angle, the `[2, 3]` matrix that maps an output position to the input position
 /// it samples, in the normalized coordinates `affine_grid` uses.
-fn rotation_thetas(angles_deg: &[f64], h: i64, w: i64) -> Vec<f32> {
+pub(super) fn rotation_thetas(angles_deg: &[f64], h: i64, w: i64) -> Vec<f32> {
     // Normalized coordinates stretch a non-square image into a square, so the rotation's
     // cross terms carry the aspect ratio.
     let aspect = w as f64 / h as f64;
@@ -57,7 +57,7 @@ pub(super) fn elastic(x: &Tensor, noise: &[f32], alpha: f64, sigma: f64) -> Resu
 
 /// Smooths and scales a `[B, 2, H, W]` noise field into a `[B, H, W, 2]` displacement in
 /// normalized coordinates.
-fn displacement_field(noise: &Tensor, alpha: f64, sigma: f64) -> Result<Tensor> {
+pub(super) fn displacement_field(noise: &Tensor, alpha: f64, sigma: f64) -> Result<Tensor> {
     let (_, _, h, w) = noise.size4()?;
     let taps = elastic_kernel_size(sigma);
     // Checked before the kernel is built, as a huge sigma would ask for a huge kernel.
@@ -78,7 +78,7 @@ fn displacement_field(noise: &Tensor, alpha: f64, sigma: f64) -> Result<Tensor> 
 }
 
 /// torchvision's elastic kernel size: `int(8 * sigma + 1)`, made odd.
-fn elastic_kernel_size(sigma: f64) -> usize {
+pub(super) fn elastic_kernel_size(sigma: f64) -> usize {
     let size = (8.0 * sigma + 1.0) as usize;
     size | 1
 }

@@ -6,10 +6,12 @@
 mod blur;
 mod check;
 mod cost;
+mod fused;
 mod geometry;
 mod normalize;
 mod pipeline;
 mod random;
+mod warp;
 
 use serde::{Deserialize, Serialize};
 

@@ -36,6 +36,13 @@ impl ChannelStats {
         })
     }
 
+    /// Channel `c`'s mean and std (a single value serves every channel).
+    pub(super) fn channel(&self, c: usize) -> (f32, f32) {
+        // `new` checked both lists hold one value, or one per channel: never none.
+        let pick = |values: &[f32]| *values.get(c).unwrap_or(&values[0]);
+        (pick(&self.mean), pick(&self.std))
+    }
+
     /// `(x - mean[c]) / std[c]` for a float `[B, C, H, W]` batch.
     pub(super) fn apply(&self, x: &Tensor) -> Result<Tensor> {
         let mean = per_channel(&self.mean)?;
