@@ -8,7 +8,8 @@
 //! thread workers, PyTorch's worker processes, both persistent), and a decode-only loop
 //! over the same files on 1 and 2 threads with the fastest decoder we have (zune-jpeg,
 //! full size: faster here than jpeg-decoder's reduced-scale decode). The three run
-//! interleaved, 3 rounds, and the medians of the second epochs are compared.
+//! interleaved, 3 rounds, and the medians of the second epochs are compared. Last, the
+//! time to open (list and check) a folder of 100,000 tiny JPEGs (only that: `-- open`).
 //! Run with `cargo bench --bench image_folder`; under `cargo test` (no `--bench`
 //! argument) a few dozen images and one round go through every step, as a smoke test.
 
@@ -43,6 +44,11 @@ const CLASSES: usize = 10;
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (scale, rounds) = if full { (1, 3) } else { (100, 1) };
+    // `cargo bench --bench image_folder -- open`: the time to open a folder only.
+    if std::env::args().any(|a| a == "open") {
+        print_open_time(100_000 / scale);
+        return;
+    }
     let variants = [
         Variant {
             name: "small",
@@ -67,6 +73,7 @@ fn main() {
         let files = write_folder(&root, variant);
         compare(variant, &root, &files, rounds);
     }
+    print_open_time(100_000 / scale);
 }
 
 /// Writes `variant`'s images as JPEGs (quality 90) into `CLASSES` class folders.
@@ -118,6 +125,7 @@ fn compare(variant: &Variant, root: &Path, files: &[PathBuf], rounds: usize) {
     let mut ours = vec![Vec::new(); WORKERS.len()];
     let mut torchvision = vec![Vec::new(); WORKERS.len()];
     let mut floor = vec![Vec::new(); WORKERS.len()];
+    let mut reads = Vec::new();
     for _ in 0..rounds {
         let result = run(preset(root, variant.target));
         for (slot, &workers) in WORKERS.iter().enumerate() {
@@ -125,9 +133,16 @@ fn compare(variant: &Variant, root: &Path, files: &[PathBuf], rounds: usize) {
             torchvision[slot].push(epoch_s(&result, Runtime::Pytorch, workers));
             floor[slot].push(decode_floor_s(files, workers.max(1)));
         }
+        reads.push(read_loop_s(root, variant.target));
     }
+    let med = |values: &[f64]| median(values).unwrap_or(f64::NAN);
+    println!(
+        "({} {}: our dataset's reads alone, one thread, no loader: {:.3} s)",
+        variant.images,
+        variant.name,
+        med(&reads)
+    );
     for (slot, workers) in WORKERS.iter().enumerate() {
-        let med = |values: &[f64]| median(values).unwrap_or(f64::NAN);
         let (ours, torchvision, floor) =
             (med(&ours[slot]), med(&torchvision[slot]), med(&floor[slot]));
         println!(
@@ -147,13 +162,7 @@ fn preset(root: &Path, target: usize) -> Preset {
         name: "image-folder-bench".to_owned(),
         epochs: 2,
         batch_size: vec![256],
-        dataset: DatasetSpec {
-            kind: DatasetKind::ImageFolder,
-            path: Some(root.to_path_buf()),
-            channels: 3,
-            image_size: [target, target],
-            ..DatasetSpec::default()
-        },
+        dataset: spec(root, target),
         ..Preset::default()
     };
     for (key, value) in [
@@ -167,6 +176,17 @@ fn preset(root: &Path, target: usize) -> Preset {
         preset.set(key, value).expect("a preset field");
     }
     preset
+}
+
+/// The folder at `root` as RGB, read at `target` square.
+fn spec(root: &Path, target: usize) -> DatasetSpec {
+    DatasetSpec {
+        kind: DatasetKind::ImageFolder,
+        path: Some(root.to_path_buf()),
+        channels: 3,
+        image_size: [target, target],
+        ..DatasetSpec::default()
+    }
 }
 
 fn run(preset: Preset) -> RunResult {
@@ -205,6 +225,20 @@ fn epoch_s(result: &RunResult, runtime: Runtime, workers: usize) -> f64 {
     median(&epochs).expect("a measured epoch")
 }
 
+/// Seconds for our dataset to read every sample once on one thread, without the loader
+/// (decode, resize and the channels-first copy, no batching or normalizing).
+fn read_loop_s(root: &Path, target: usize) -> f64 {
+    let dataset = loaderbench::dataset::open(&spec(root, target), None).expect("the folder");
+    let mut pixels = vec![0; dataset.shape().sample_bytes()];
+    let started = Instant::now();
+    for index in 0..dataset.len() {
+        dataset
+            .read(index, &mut pixels)
+            .expect("the sample is read");
+    }
+    started.elapsed().as_secs_f64()
+}
+
 /// Seconds to read and decode every file once (to RGB, full size) on `threads` threads,
 /// each taking every `threads`-th file.
 fn decode_floor_s(files: &[PathBuf], threads: usize) -> f64 {
@@ -228,4 +262,34 @@ fn decode_floor_s(files: &[PathBuf], threads: usize) -> f64 {
         }
     });
     started.elapsed().as_secs_f64()
+}
+
+/// Prints the time to open (list and check) a folder of `files` tiny JPEGs in 10 classes,
+/// written under the system's temporary folder and deleted afterwards.
+fn print_open_time(files: usize) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut bytes = Vec::new();
+    JpegEncoder::new(&mut bytes)
+        .encode_image(&photo_like(16, 16, 1))
+        .expect("JPEG encoding");
+    for class in 0..CLASSES {
+        std::fs::create_dir(dir.path().join(format!("class{class}"))).expect("a class folder");
+    }
+    for i in 0..files {
+        let path = dir.path().join(format!("class{}/{i:07}.jpg", i % CLASSES));
+        std::fs::write(path, &bytes).expect("the image is written");
+    }
+    let started = Instant::now();
+    let mut reports = 0;
+    let dataset =
+        loaderbench::dataset::open_with_progress(&spec(dir.path(), 16), None, &mut |_| {
+            reports += 1
+        })
+        .expect("the folder opens");
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(dataset.len(), files);
+    println!(
+        "opening {files} files: {seconds:.2} s ({:.1} µs per file, {reports} progress reports)",
+        seconds * 1e6 / files as f64
+    );
 }

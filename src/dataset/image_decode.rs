@@ -71,10 +71,10 @@ fn decode(
     channels: usize,
     out: &mut Vec<u8>,
 ) -> std::result::Result<Decoded, String> {
-    if bytes.starts_with(&[0xFF, 0xD8]) {
-        if let Some(size) = decode_jpeg(bytes, channels, out)? {
-            return Ok(size);
-        }
+    if bytes.starts_with(&[0xFF, 0xD8])
+        && let Some(size) = decode_jpeg(bytes, channels, out)?
+    {
+        return Ok(size);
     }
     decode_other(bytes, channels, out)
 }
