@@ -1,10 +1,14 @@
 //! Does the app measure what the CLI measures, and does the interference meter see
 //! outside load? Part 1 runs seed-light and seed-heavy in the real window (under Xvfb
 //! when there is no display, through `loaderbench gui PRESET --run --json FILE --exit`)
-//! and through `loaderbench run`, interleaved for three rounds of ten repeats each, and
-//! prints app/CLI per config of the figures the analysis reports: the first epoch, a
-//! typical (later) epoch and the first-batch latency, each the median over rounds and
-//! repeats; then the configs each side marked disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on
+//! and through `loaderbench run`, interleaved for eight rounds of four repeats each (a
+//! fresh process each time: on these VMs a whole process can run 10–50% slow, so more
+//! processes beat more repeats in one), and prints app/CLI per config of the figures the
+//! analysis reports: the first epoch, a typical (later) epoch and the first-batch
+//! latency, each the median over rounds and repeats. Beside each epoch ratio it prints
+//! the CLI against itself (its even rounds against its odd ones): the noise floor the
+//! app/CLI ratio should be read against. Then the configs each side marked disturbed,
+//! and each side's recommendation. Part 2 runs seed-light through the CLI on
 //! the quiet machine and then beside a busy loop on one core, and prints each config's
 //! other load and whether it was marked disturbed. Run with
 //! `cargo bench --bench parity`; under `cargo test` (no `--bench`) it runs a 512-sample
@@ -47,10 +51,11 @@ fn main() {
     }
 }
 
-/// Repeats per round in the full benchmark: each round's figure is then a median of ten
-/// epochs, not one sample (light epochs last 30–70 ms, where a millisecond of scheduling
-/// is already 2–3 %).
-const REPEATS: usize = 10;
+/// Rounds in the full benchmark: each round is one app process and one CLI process.
+const ROUNDS: usize = 8;
+/// Repeats per round in the full benchmark (light epochs last 30–70 ms, where a
+/// millisecond of scheduling is already 2–3 %, so each round's figure is a median too).
+const REPEATS: usize = 4;
 
 /// The built-in preset saved to a file, made small for a smoke run.
 fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {
@@ -130,7 +135,7 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
     let preset_arg = preset.to_str().expect("a UTF-8 path");
     let journal_dir = dir.to_str().expect("a UTF-8 path");
     let (mut app, mut cli) = (Vec::new(), Vec::new());
-    for round in 0..if full { 3 } else { 1 } {
+    for round in 0..if full { ROUNDS } else { 1 } {
         let app_json = dir.join(format!("app-{round}.json"));
         let cli_json = dir.join(format!("cli-{round}.json"));
         let journal = dir.join(format!("cli-{round}.jsonl"));
@@ -179,33 +184,44 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
         app[0].repeats
     );
     println!(
-        "  {:<28} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}",
+        "  {:<28} {:>8} {:>8} {:>7} {:>7}   {:>8} {:>8} {:>7} {:>7}   {:>8} {:>8} {:>7}",
         "config",
         "app ep.1",
         "cli ep.1",
         "app/cli",
-        "app later",
-        "cli later",
+        "cli A/A",
+        "app lat.",
+        "cli lat.",
         "app/cli",
-        "app first",
-        "cli first",
+        "cli A/A",
+        "app 1st",
+        "cli 1st",
         "app/cli"
     );
-    let mut ratios = Vec::new();
+    let (cli_even, cli_odd) = halves(&cli);
+    let (mut ratios, mut floor) = (Vec::new(), Vec::new());
     for (index, label) in labels.iter().enumerate() {
-        let figures = [Figure::FirstEpoch, Figure::LaterEpochs, Figure::FirstBatch]
-            .map(|figure| (figure.median(&app, index), figure.median(&cli, index)));
-        ratios.extend(figures[..2].iter().map(|(a, c)| a / c));
-        let cells: Vec<String> = figures
-            .iter()
-            .map(|(a, c)| format!("{a:>9.4} {c:>9.4} {:>7.3}", a / c))
-            .collect();
+        let mut cells = Vec::new();
+        for figure in [Figure::FirstEpoch, Figure::LaterEpochs, Figure::FirstBatch] {
+            let (a, c) = (figure.median(&app, index), figure.median(&cli, index));
+            let mut cell = format!("{a:>8.4} {c:>8.4} {:>7.3}", a / c);
+            if !matches!(figure, Figure::FirstBatch) {
+                ratios.push(a / c);
+                let aa = figure.median(&cli_even, index) / figure.median(&cli_odd, index);
+                floor.push(aa);
+                cell.push_str(&format!(" {aa:>7.3}"));
+            }
+            cells.push(cell);
+        }
         println!("  {label:<28} {}", cells.join("   "));
     }
-    let within = ratios.iter().filter(|r| (0.95..=1.05).contains(*r)).count();
+    let within = |r: &[f64]| r.iter().filter(|r| (0.95..=1.05).contains(*r)).count();
     println!(
-        "  epoch app/cli (first and later) within 0.95-1.05: {within} of {}",
-        ratios.len()
+        "  epoch app/cli (first and later) within 0.95-1.05: {} of {}; cli A/A (even against odd rounds): {} of {}",
+        within(&ratios),
+        ratios.len(),
+        within(&floor),
+        floor.len()
     );
     for (side, runs) in [("app", &app), ("cli", &cli)] {
         let disturbed: Vec<&str> = runs
@@ -268,6 +284,15 @@ impl Figure {
             .collect();
         stats::median(&values).unwrap_or(f64::NAN)
     }
+}
+
+/// The even rounds and the odd rounds (with one round, both are that round).
+fn halves(runs: &[RunResult]) -> (Vec<RunResult>, Vec<RunResult>) {
+    if runs.len() < 2 {
+        return (runs.to_vec(), runs.to_vec());
+    }
+    let pick = |parity| runs.iter().skip(parity).step_by(2).cloned().collect();
+    (pick(0), pick(1))
 }
 
 /// The rounds as one run, their repeats numbered one after another.

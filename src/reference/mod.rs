@@ -8,6 +8,7 @@
 //! once per rank as a torch.distributed job (see [`job`]). Cancelling or failing kills
 //! every script's process group, so PyTorch's worker processes go with it.
 
+mod folder;
 mod idx_file;
 mod job;
 mod protocol;
@@ -32,6 +33,7 @@ pub use idx_file::write_idx;
 pub use protocol::{DatasetRequest, Message, Request, UserFrame, Versions};
 pub use python::{PYTHON_VAR, python_path};
 
+use folder::ScratchFolder;
 use job::Job;
 use python::PythonProcess;
 use session::Session;
@@ -55,7 +57,7 @@ pub enum ReferenceEvent {
 
 /// The script and the dataset's files, ready for any number of configs of one plan.
 pub struct Reference {
-    folder: TempFolder,
+    folder: ScratchFolder,
     python: PathBuf,
     dataset: DatasetRequest,
     /// Batches delivered in every config measured so far: before the run's first, a
@@ -67,7 +69,7 @@ impl Reference {
     /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX
     /// (`dataset` is our engine's view of the plan's dataset; a python one has none).
     pub fn prepare(plan: &Plan, dataset: Option<&Arc<dyn Dataset>>) -> Result<Reference> {
-        let folder = TempFolder::create()?;
+        let folder = ScratchFolder::create()?;
         std::fs::write(folder.script(), SCRIPT)
             .map_err(|err| Error::file(folder.script(), err.to_string()))?;
         let spec = &plan.dataset;
@@ -81,7 +83,7 @@ impl Reference {
                 let dataset = dataset.ok_or_else(|| {
                     Error::run("the synthetic dataset was not generated before the run")
                 })?;
-                let (images, labels) = write_idx(dataset.as_ref(), &folder.path)?;
+                let (images, labels) = write_idx(dataset.as_ref(), folder.path())?;
                 DatasetRequest::Idx { images, labels }
             }
             DatasetKind::Idx => {
@@ -124,7 +126,7 @@ impl Reference {
     ) -> Result<ConfigResult> {
         let config = &plan.configs[index];
         let world = config.ranks;
-        let store = self.folder.path.join(format!("store-{index}-{repeat}"));
+        let store = self.folder.path().join(format!("store-{index}-{repeat}"));
         let sessions = (0..world)
             .map(|rank| {
                 let request =
@@ -211,42 +213,4 @@ fn user_dataset(spec: &dataset::DatasetSpec) -> Result<DatasetRequest> {
         args: spec.args.clone(),
         collate: spec.collate.clone(),
     })
-}
-
-/// A private temporary folder, removed when dropped.
-struct TempFolder {
-    path: PathBuf,
-}
-
-impl TempFolder {
-    fn create() -> Result<TempFolder> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "loaderbench-reference-{}-{nanos}",
-            std::process::id()
-        ));
-        let mut builder = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder
-            .create(&path)
-            .map_err(|err| Error::file(&path, format!("cannot create: {err}")))?;
-        Ok(TempFolder { path })
-    }
-
-    fn script(&self) -> PathBuf {
-        self.path.join("reference_loader.py")
-    }
-}
-
-impl Drop for TempFolder {
-    fn drop(&mut self) {
-        // A folder left in the temporary directory is harmless.
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
 }
