@@ -32,5 +32,6 @@ pub mod results;
 pub mod stats;
 pub mod step;
 pub mod transform;
+pub mod views;
 
 pub use error::{Error, Result};

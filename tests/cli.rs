@@ -175,6 +175,35 @@ fn a_small_sweep_prints_the_classic_table_and_writes_every_export() {
 }
 
 #[test]
+fn a_warning_is_said_once_however_many_repeats_meet_it() {
+    let out = TempDir::new().unwrap();
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=256",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "pin_memory=true",
+        "--set",
+        "repeats=3",
+        "--set",
+        "epochs=1",
+        "--journal",
+        path_str(&out.path().join("j.jsonl")),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output)
+        .matches("pin_memory has no effect without CUDA")
+        .count();
+    assert_eq!(said, 1, "{}", stderr(&output));
+}
+
+#[test]
 fn the_heavy_pipeline_runs_with_workers() {
     let output = loaderbench(&[
         "run",

@@ -328,10 +328,10 @@ fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
     let app = harness.state();
     assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
     let charts = app.charts();
-    let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
+    let ids: Vec<&str> = charts.iter().map(|c| c.id.name()).collect();
     assert_eq!(
         ids,
-        ["first_batch", "epoch_times", "rank_spread", "timeline"]
+        ["first-batch", "epoch-times", "rank-spread", "timeline"]
     );
     let spread = &charts[2];
     assert_eq!(spread.x.names, ["nw=0 ranks=2", "nw=0 pytorch ranks=2"]);

@@ -90,7 +90,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         assert!(recommendation.text.starts_with("No config is named: "));
     }
     let charts = harness.state().analysis_charts();
-    let ids: Vec<&str> = charts.iter().map(|c| c.id).collect();
+    let ids: Vec<&str> = charts.iter().map(|c| c.id.name()).collect();
     assert_eq!(ids, ["ledger", "scaling", "stages", "memory", "throughput"]);
     assert_eq!(charts[0].x.names, ["nw=0", "nw=2"]);
     assert_eq!(charts[1].series[0].points.len(), 2);
@@ -120,7 +120,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     harness.run_steps(2);
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().unwrap();
-    assert_eq!(comparison.id, "baseline");
+    assert_eq!(comparison.id, loaderbench::gui::ChartId::Baseline);
     assert_eq!(comparison.series.len(), 2);
     let (before, after) = (&comparison.series[0].points, &comparison.series[1].points);
     assert_eq!(before.len(), 2, "both configs matched");

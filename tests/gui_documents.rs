@@ -12,7 +12,7 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench::gui::{App, Launch, Phase};
+use loaderbench::gui::{App, ChartId, Launch, Phase};
 
 mod common;
 use common::{loaderbench_command, run_with_deadline, stderr};
@@ -76,7 +76,7 @@ fn assert_shows(harness: &Harness<'_, App>, configs: usize) {
     let charts = app.charts();
     let epochs = charts
         .iter()
-        .find(|c| c.id == "epoch_times")
+        .find(|c| c.id == ChartId::EpochTimes)
         .expect("epoch chart");
     let plotted: Vec<&str> = epochs
         .series
@@ -196,7 +196,7 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
     let epochs = app
         .charts()
         .into_iter()
-        .find(|c| c.id == "epoch_times")
+        .find(|c| c.id == ChartId::EpochTimes)
         .expect("epoch chart");
     let series: Vec<(&str, usize)> = epochs
         .series
@@ -238,7 +238,7 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
     harness.run_steps(2);
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().expect("the comparison chart");
-    assert_eq!(comparison.id, "baseline");
+    assert_eq!(comparison.id, ChartId::Baseline);
     assert_eq!(comparison.series[0].points.len(), 2, "both configs matched");
 
     // The File menu lists the journal of the run above; a click shows it alone, and its

@@ -11,6 +11,7 @@ use clap::Args;
 use loaderbench::analysis::{Analysis, report};
 use loaderbench::export::{self, Exporter};
 use loaderbench::results::RunResult;
+use loaderbench::views::PngArea;
 use loaderbench::{Error, Result};
 
 /// Where to write the results; `-` is standard output.
@@ -32,20 +33,19 @@ pub struct ExportArgs {
     /// Also print where the time goes: milliseconds per batch in each loader stage.
     #[arg(long)]
     pub stages: bool,
-    /// Which view the PNG shows.
-    #[arg(long, value_enum, default_value_t = View::Plots, requires = "png")]
-    view: View,
+    /// Which view the PNG shows: an area of the app's window (plots; results: plots,
+    /// timeline and table; analysis) or one chart alone, as its Export menu offers them.
+    #[arg(long, default_value = "plots", requires = "png", value_parser = view_parser())]
+    view: PngArea,
 }
 
-/// The app's views a PNG can show (as its Export menu offers them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum View {
-    /// The first-batch and epoch-time plots side by side.
-    Plots,
-    /// Plots, timeline and results table.
-    Results,
-    /// The analysis: recommendation, ledger, scaling and baseline charts.
-    Analysis,
+/// The names of [`PngArea::all`], read back into views.
+fn view_parser() -> impl clap::builder::TypedValueParser<Value = PngArea> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(PngArea::all().map(PngArea::name)).map(|name| {
+        // The parser accepts only the names `PngArea::all` gave it.
+        PngArea::from_name(&name).expect("a name of PngArea::all")
+    })
 }
 
 impl ExportArgs {
@@ -98,19 +98,13 @@ pub fn quiet_headless_vulkan() {
 }
 
 #[cfg(feature = "gui")]
-fn write_png(path: &Path, view: View, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
-    use loaderbench::gui::PngArea;
-    let area = match view {
-        View::Plots => PngArea::Plots,
-        View::Results => PngArea::Results,
-        View::Analysis => PngArea::Analysis,
-    };
-    let bytes = loaderbench::gui::render_png(runs, area, 1.0)?;
+fn write_png(path: &Path, view: PngArea, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
+    let bytes = loaderbench::gui::render_png(runs, view, 1.0)?;
     std::fs::write(path, bytes).map_err(|err| Error::io(path, err))
 }
 
 #[cfg(not(feature = "gui"))]
-fn write_png(_path: &Path, _view: View, _runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
+fn write_png(_path: &Path, _view: PngArea, _runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
     Err(Error::value(
         "--png draws with the app's code, and this loaderbench was built without the gui feature",
     ))

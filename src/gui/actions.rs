@@ -6,17 +6,7 @@ use std::path::PathBuf;
 
 use crate::dataset::DatasetKind;
 use crate::preset::Preset;
-
-/// Which part of the window a PNG export captures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PngArea {
-    /// The two live plots side by side.
-    Plots,
-    /// Plots, timeline and results table.
-    Results,
-    /// The analysis section: recommendation, ledger, scaling and baseline charts.
-    Analysis,
-}
+use crate::views::PngArea;
 
 /// A results file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +53,8 @@ pub enum Action {
     SelectConfig(usize),
     CopyMarkdown,
     ExportPng(PngArea),
+    /// Show where the time goes per epoch (or per config).
+    StagesPerEpoch(bool),
     ExportData(DataFormat),
     DismissMessage(usize),
     /// Save the shown run's results as the named baseline.

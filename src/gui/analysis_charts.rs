@@ -5,6 +5,7 @@
 
 use crate::analysis::Analysis;
 use crate::baseline::Change;
+use crate::views::ChartId;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
 
@@ -37,7 +38,7 @@ pub fn ledger(analysis: &Analysis) -> Chart {
     ];
     let (mark, series) = grouped(&names, &values, 1e3);
     Chart {
-        id: "ledger",
+        id: ChartId::Ledger,
         title: "Start-up ledger".to_owned(),
         x: configs_axis(analysis.ledger.iter().map(|r| r.label.clone()).collect()),
         y: MILLISECONDS,
@@ -90,7 +91,7 @@ pub fn scaling(analysis: &Analysis) -> Chart {
         }
     }
     Chart {
-        id: "scaling",
+        id: ChartId::Scaling,
         title: "Scaling: steady epoch time against num_workers".to_owned(),
         x: Axis {
             label: "num_workers",
@@ -122,7 +123,7 @@ pub fn stall(analysis: &Analysis) -> Option<Chart> {
         .collect();
     let (mark, series) = grouped(&["stall per batch"], &values, 1e3);
     Some(Chart {
-        id: "stall",
+        id: ChartId::Stall,
         title: "Training step: the wait for each batch".to_owned(),
         x: configs_axis(
             analysis
@@ -147,7 +148,7 @@ pub fn baseline(name: &str, changes: &[Change]) -> Chart {
     let before = format!("baseline {name}");
     let (mark, series) = grouped(&[before.as_str(), "this run"], &values, 1.0);
     Chart {
-        id: "baseline",
+        id: ChartId::Baseline,
         title: format!("Against baseline {name}: typical epoch time"),
         x: configs_axis(changes.iter().map(|c| c.label.clone()).collect()),
         y: Axis {

@@ -3,8 +3,9 @@
 //! break-even of persistent workers, the ledger and scaling charts side by side, where
 //! the time goes beside the memory (each worker's RSS and PSS under it), the throughput,
 //! the stall chart with a training step, and the comparison with a baseline. It only reads
-//! (Copy only hands text to the clipboard); it returns the rect it drew in, which the
-//! PNG export captures.
+//! (Copy only hands text to the clipboard; the "per epoch" switch of where the time goes
+//! returns an action); it returns where it drew the section and each chart, which the
+//! PNG exports capture.
 
 use egui::{Rect, RichText, Ui};
 
@@ -12,7 +13,10 @@ use crate::analysis::report::scaling_line;
 use crate::analysis::{Analysis, Recommendation};
 use crate::baseline::Change;
 use crate::results::RunResult;
+use crate::views::ChartId;
 
+use super::actions::Action;
+use super::charts::Chart;
 use super::{analysis_charts, cost_charts, plots};
 
 /// A baseline to show beside the run: its name and the change of each config.
@@ -21,74 +25,137 @@ pub struct Comparison<'a> {
     pub changes: &'a [Change],
 }
 
-/// Draws the section for `result` and its `analysis`; returns where.
-pub fn draw(
-    ui: &mut Ui,
-    result: &RunResult,
-    analysis: &Analysis,
-    comparison: Option<Comparison<'_>>,
-) -> Rect {
-    ui.scope(|ui| {
-        ui.label(RichText::new("Analysis").strong().size(15.0));
-        for recommendation in &analysis.recommendations {
-            draw_recommendation(ui, recommendation);
-        }
-        let warnings = &result.warnings;
-        if !warnings.is_empty() {
-            ui.add_space(4.0);
-            ui.label(RichText::new("Warnings").strong());
-            for warning in warnings {
-                ui.add(
-                    egui::Label::new(RichText::new(warning).color(ui.visuals().warn_fg_color))
-                        .wrap(),
+/// How the section is drawn: the run, its analysis, the baseline it is compared with,
+/// and whether where the time goes shows each epoch.
+pub struct Shown<'a> {
+    pub result: &'a RunResult,
+    pub analysis: &'a Analysis,
+    pub comparison: Option<Comparison<'a>>,
+    pub stages_per_epoch: bool,
+}
+
+/// Where the section and each of its charts were drawn.
+pub struct Drawn {
+    pub rect: Rect,
+    pub charts: Vec<(ChartId, Rect)>,
+}
+
+/// Where the time goes, per config or per epoch of each config.
+pub fn stages_chart(result: &RunResult, per_epoch: bool) -> Chart {
+    if per_epoch {
+        cost_charts::stages_per_epoch(result)
+    } else {
+        cost_charts::stages(result)
+    }
+}
+
+/// Draws the section; returns where, and the actions of its switches in `actions`.
+pub fn draw(ui: &mut Ui, shown: Shown<'_>, actions: &mut Vec<Action>) -> Drawn {
+    let Shown {
+        result,
+        analysis,
+        comparison,
+        stages_per_epoch,
+    } = shown;
+    let mut charts = Vec::new();
+    let rect = ui
+        .scope(|ui| {
+            ui.label(RichText::new("Analysis").strong().size(15.0));
+            for recommendation in &analysis.recommendations {
+                draw_recommendation(ui, recommendation);
+            }
+            let warnings = &result.warnings;
+            if !warnings.is_empty() {
+                ui.add_space(4.0);
+                ui.label(RichText::new("Warnings").strong());
+                for warning in warnings {
+                    ui.add(
+                        egui::Label::new(RichText::new(warning).color(ui.visuals().warn_fg_color))
+                            .wrap(),
+                    );
+                }
+            }
+            if !analysis.break_even.is_empty() {
+                ui.add_space(4.0);
+                for saving in &analysis.break_even {
+                    ui.add(egui::Label::new(&saving.sentence).wrap());
+                }
+            }
+            ui.add_space(6.0);
+            ui.columns(2, |columns| {
+                draw_chart(
+                    &mut columns[0],
+                    &analysis_charts::ledger(analysis),
+                    220.0,
+                    &mut charts,
                 );
-            }
-        }
-        if !analysis.break_even.is_empty() {
-            ui.add_space(4.0);
-            for saving in &analysis.break_even {
-                ui.add(egui::Label::new(&saving.sentence).wrap());
-            }
-        }
-        ui.add_space(6.0);
-        ui.columns(2, |columns| {
-            plots::draw(&mut columns[0], &analysis_charts::ledger(analysis), 220.0);
-            plots::draw(&mut columns[1], &analysis_charts::scaling(analysis), 220.0);
-            for curve in &analysis.scaling {
-                columns[1].label(RichText::new(scaling_line(curve)).small());
-            }
-        });
-        ui.add_space(6.0);
-        ui.columns(2, |columns| {
-            plots::draw(&mut columns[0], &cost_charts::stages(result), 220.0);
-            plots::draw(&mut columns[1], &cost_charts::memory(result), 220.0);
-            for line in cost_charts::worker_memory_lines(result) {
-                columns[1].label(RichText::new(line).small());
-            }
-        });
-        ui.add_space(6.0);
-        plots::draw(ui, &cost_charts::throughput(result, analysis), 200.0);
-        if let Some(chart) = analysis_charts::stall(analysis) {
+                draw_chart(
+                    &mut columns[1],
+                    &analysis_charts::scaling(analysis),
+                    220.0,
+                    &mut charts,
+                );
+                for curve in &analysis.scaling {
+                    columns[1].label(RichText::new(scaling_line(curve)).small());
+                }
+            });
             ui.add_space(6.0);
-            plots::draw(ui, &chart, 160.0);
-            for verdict in &analysis.input_bound {
-                ui.label(RichText::new(format!("{}: {}", verdict.label, verdict.verdict)).small());
-            }
-        }
-        if let Some(comparison) = comparison {
+            ui.columns(2, |columns| {
+                let stages = stages_chart(result, stages_per_epoch);
+                let drawn = plots::draw_with(&mut columns[0], &stages, 220.0, |ui| {
+                    let mut per_epoch = stages_per_epoch;
+                    if ui
+                        .checkbox(&mut per_epoch, "per epoch")
+                        .on_hover_text("A stacked bar for each epoch of each config")
+                        .changed()
+                    {
+                        actions.push(Action::StagesPerEpoch(per_epoch));
+                    }
+                });
+                charts.push((stages.id, drawn));
+                draw_chart(
+                    &mut columns[1],
+                    &cost_charts::memory(result),
+                    220.0,
+                    &mut charts,
+                );
+                for line in cost_charts::worker_memory_lines(result) {
+                    columns[1].label(RichText::new(line).small());
+                }
+            });
             ui.add_space(6.0);
-            plots::draw(
+            draw_chart(
                 ui,
-                &analysis_charts::baseline(comparison.name, comparison.changes),
-                160.0,
+                &cost_charts::throughput(result, analysis),
+                200.0,
+                &mut charts,
             );
-            for change in comparison.changes {
-                ui.label(RichText::new(change.line()).small());
+            if let Some(stall) = analysis_charts::stall(analysis) {
+                ui.add_space(6.0);
+                draw_chart(ui, &stall, 160.0, &mut charts);
+                for verdict in &analysis.input_bound {
+                    ui.label(
+                        RichText::new(format!("{}: {}", verdict.label, verdict.verdict)).small(),
+                    );
+                }
             }
-        }
-    })
-    .response
-    .rect
+            if let Some(comparison) = comparison {
+                ui.add_space(6.0);
+                let baseline = analysis_charts::baseline(comparison.name, comparison.changes);
+                draw_chart(ui, &baseline, 160.0, &mut charts);
+                for change in comparison.changes {
+                    ui.label(RichText::new(change.line()).small());
+                }
+            }
+        })
+        .response
+        .rect;
+    Drawn { rect, charts }
+}
+
+/// Draws `chart` and notes where in `charts`.
+fn draw_chart(ui: &mut Ui, chart: &Chart, height: f32, charts: &mut Vec<(ChartId, Rect)>) {
+    charts.push((chart.id, plots::draw(ui, chart, height)));
 }
 
 /// One question's recommendation: its group, the paragraph, and the snippet with a Copy

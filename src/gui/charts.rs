@@ -4,6 +4,7 @@
 //! descriptions, and the tests read them, so what a chart shows is decided here only.
 
 use crate::stats;
+use crate::views::ChartId;
 
 use super::live::RunData;
 
@@ -55,7 +56,7 @@ pub struct Series {
 /// A chart, ready to draw.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
-    pub id: &'static str,
+    pub id: ChartId,
     pub title: String,
     pub x: Axis,
     pub y: Axis,
@@ -82,7 +83,7 @@ const EPOCH: Axis = Axis {
 /// First-batch latency: one bar per config in each epoch's group.
 pub fn first_batch(data: &RunData) -> Chart {
     Chart {
-        id: "first_batch",
+        id: ChartId::FirstBatch,
         title: "First-batch latency".to_owned(),
         x: EPOCH,
         y: SECONDS,
@@ -97,7 +98,7 @@ pub fn first_batch(data: &RunData) -> Chart {
 pub fn epoch_times(data: &RunData) -> Chart {
     let bars = data.epochs <= 2;
     Chart {
-        id: "epoch_times",
+        id: ChartId::EpochTimes,
         title: "Epoch time".to_owned(),
         x: EPOCH,
         y: SECONDS,
@@ -153,7 +154,7 @@ pub fn timeline(data: &RunData, config: usize) -> Chart {
         })
         .collect();
     Chart {
-        id: "timeline",
+        id: ChartId::Timeline,
         title: format!("Wait for each batch — {label}"),
         x: Axis {
             label: "batch",
@@ -203,7 +204,7 @@ pub fn rank_spread(data: &RunData) -> Option<Chart> {
     }
     let (mark, series) = grouped(&["fastest rank", "slowest rank"], &values, 1.0);
     Some(Chart {
-        id: "rank_spread",
+        id: ChartId::RankSpread,
         title: "Rank spread: the fastest and the slowest rank's epoch".to_owned(),
         x: configs_axis(names),
         y: SECONDS,

@@ -13,6 +13,7 @@ use crate::preset::DatasetTransfer;
 use crate::report::stages;
 use crate::results::{EpochResult, RunResult};
 use crate::stats;
+use crate::views::ChartId;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
 use super::plots::SHADE_STEP;
@@ -22,19 +23,38 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Milliseconds per batch in each stage, stacked per config, the wait on top.
 pub fn stages(result: &RunResult) -> Chart {
-    let measured: Vec<(String, [f64; 7])> = (0..result.configs.len())
-        .filter_map(|index| {
-            let label = result.labels.get(index).cloned().unwrap_or_default();
-            Some((label, stages::per_batch_ms(result, index)?))
+    let bars = (0..result.configs.len())
+        .filter_map(|index| Some((label(result, index), stages::per_batch_ms(result, index)?)))
+        .collect();
+    stacked_stages("Where the time goes".to_owned(), bars)
+}
+
+/// Milliseconds per batch in each stage, stacked per epoch of each config (the median
+/// of its repeats), the wait on top: the first epoch's start-up beside the later ones.
+pub fn stages_per_epoch(result: &RunResult) -> Chart {
+    let bars = (0..result.configs.len())
+        .flat_map(|index| {
+            stages::per_epoch_ms(result, index)
+                .into_iter()
+                .map(move |(epoch, ms)| (format!("{} · epoch {epoch}", label(result, index)), ms))
         })
         .collect();
+    stacked_stages("Where the time goes, per epoch".to_owned(), bars)
+}
+
+fn label(result: &RunResult, index: usize) -> String {
+    result.labels.get(index).cloned().unwrap_or_default()
+}
+
+/// A stacked bar of the stages for each named group of `bars`.
+fn stacked_stages(title: String, bars: Vec<(String, [f64; 7])>) -> Chart {
     let series = stages::names()
         .iter()
         .enumerate()
         .map(|(stage, name)| Series {
             name: (*name).to_owned(),
             color: stage,
-            points: measured
+            points: bars
                 .iter()
                 .enumerate()
                 .map(|(group, (_, ms))| [(group + 1) as f64, ms[stage]])
@@ -42,9 +62,9 @@ pub fn stages(result: &RunResult) -> Chart {
         })
         .collect();
     Chart {
-        id: "stages",
-        title: "Where the time goes".to_owned(),
-        x: configs_axis(measured.into_iter().map(|(label, _)| label).collect()),
+        id: ChartId::Stages,
+        title,
+        x: configs_axis(bars.into_iter().map(|(name, _)| name).collect()),
         y: Axis {
             label: "per batch",
             unit: "ms",
@@ -84,7 +104,7 @@ pub fn memory(result: &RunResult) -> Chart {
     let names = ["peak RSS", "worker RSS", "worker PSS (extra per worker)"];
     let (mark, series) = grouped(&names, &values, 1.0);
     Chart {
-        id: "memory",
+        id: ChartId::Memory,
         title: "Memory".to_owned(),
         x: configs_axis(configs.iter().map(|r| r.label.to_owned()).collect()),
         y: Axis {
@@ -168,7 +188,7 @@ pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
         });
     }
     Chart {
-        id: "throughput",
+        id: ChartId::Throughput,
         title: "Throughput".to_owned(),
         x: Axis {
             label: "num_workers",
@@ -267,6 +287,22 @@ mod tests {
         // The wait: the first batch's 500 ms and ten of 10 ms, over 11 batches.
         let wait = chart.series[6].points[0][1];
         assert!((wait - 600.0 / 11.0).abs() < 1e-9, "{wait}");
+    }
+
+    #[test]
+    fn stages_per_epoch_stack_each_epoch_of_each_config() {
+        let chart = stages_per_epoch(&finished());
+        assert_eq!(chart.title, "Where the time goes, per epoch");
+        assert_eq!(chart.x.names.len(), 8, "two epochs of four configs");
+        assert_eq!(chart.x.names[0], "nw=0 · epoch 1");
+        assert_eq!(chart.x.names[3], "nw=2 · epoch 2");
+        let read = &chart.series[0].points;
+        assert_eq!(read.len(), 8);
+        assert_eq!(read[0], [1.0, 0.0], "nothing read in the first epoch");
+        assert!((read[3][1] - 2.0).abs() < 1e-9, "22 ms over 11 batches");
+        // The first epoch's wait is its first batch's 500 ms, over 11 batches.
+        let wait = chart.series[6].points[0][1];
+        assert!((wait - 500.0 / 11.0).abs() < 1e-9, "{wait}");
     }
 
     #[test]

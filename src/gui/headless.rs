@@ -2,7 +2,7 @@
 //! display: the saved runs open in the real [`App`] at the window's default size,
 //! egui_kittest renders a frame with wgpu on whatever adapter there is (a software
 //! rasterizer where there is no GPU: Mesa's lavapipe or llvmpipe), and the view is cropped
-//! as the app's own export crops it. So the PNG is the app's PNG: same chart code, same
+//! as the app's own export crops it (to an area, or to one chart). So the PNG is the app's PNG: same chart code, same
 //! layout, same width (the window is made tall enough for the whole analysis).
 
 use std::path::PathBuf;
@@ -13,8 +13,8 @@ use egui_wgpu::wgpu;
 
 use crate::error::{Error, Result};
 use crate::results::RunResult;
+use crate::views::PngArea;
 
-use super::actions::PngArea;
 use super::{App, Launch, WINDOW_SIZE, export};
 
 /// What a server needs to render without a GPU, named when no adapter is found.
@@ -39,7 +39,7 @@ pub fn render_png(
         .build_eframe(|cc| App::new(cc, Launch::default()));
     harness.state_mut().show_runs(runs);
     harness.run_steps(3);
-    if area == PngArea::Analysis {
+    if !matches!(area, PngArea::Plots | PngArea::Results) {
         // The analysis lies below the plots and the table: a window tall enough to hold
         // all of it, so the PNG shows every chart rather than what the default shows.
         harness.set_size(egui::vec2(WINDOW_SIZE[0], ANALYSIS_WINDOW_HEIGHT));
@@ -55,8 +55,13 @@ pub fn render_png(
         [image.width() as usize, image.height() as usize],
         image.as_raw(),
     );
-    let rect = harness.state().area_rect(area).ok_or_else(|| {
-        Error::value("the saved run has nothing to draw there (no measured config)")
+    let rect = harness.state().area_rect(area).ok_or_else(|| match area {
+        PngArea::Chart(chart) => Error::value(format!(
+            "the saved run has no \"{}\" chart (view {})",
+            chart.title(),
+            chart.name()
+        )),
+        _ => Error::value("the saved run has nothing to draw there (no measured config)"),
     })?;
     let cropped = export::crop(&screenshot, rect, pixels_per_point)
         .ok_or_else(|| Error::run("the view lies outside the rendered window"))?;

@@ -371,8 +371,8 @@ mod tests {
             "loaderbench's second config a shade of 0"
         );
         assert_ne!(
-            super::super::plots::color(0),
-            super::super::plots::color(SHADE_STEP)
+            super::super::plots::color(0, true),
+            super::super::plots::color(SHADE_STEP, true)
         );
     }
 

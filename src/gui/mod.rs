@@ -22,11 +22,13 @@ mod plots;
 mod setup;
 mod table;
 
-pub use actions::{DataFormat, PngArea};
+pub use crate::views::{ChartId, PngArea};
+pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export::{crop, png_bytes};
 pub use headless::render_png;
+pub use plots::{ChartView, view as chart_view};
 
 /// The window's size when it opens, in points; `report --png` renders at this size.
 pub const WINDOW_SIZE: [f32; 2] = [1280.0, 720.0];

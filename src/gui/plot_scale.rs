@@ -1,7 +1,9 @@
 //! The value axis of a chart: linear, or logarithmic when the values span more than
 //! [`WIDE_SPAN`] (a 0.01 s bar beside an 8 s one), with tick texts that show enough
 //! digits at every scale and grid marks at each power of ten (and 2× and 5× within a
-//! decade or two). A log scale plots `log10(value)`, so everything that writes a value
+//! decade or two); a linear scale steps by 1, 2 or 5 times a power of ten, so a few
+//! ticks always carry a text (egui_plot's own steps jump tenfold, which left a chart of
+//! 1–10 ms bars with the one text `0`). A log scale plots `log10(value)`, so everything that writes a value
 //! goes through [`Scale::value`] to read the real one back.
 
 use egui_plot::{GridInput, GridMark};
@@ -22,6 +24,17 @@ impl Scale {
     pub fn plot(self, value: f64) -> f64 {
         if self.log {
             value.max(f64::MIN_POSITIVE).log10()
+        } else {
+            value
+        }
+    }
+
+    /// Where `value` is drawn on a chart whose bars start at `base` ([`Scale::bar_base`]):
+    /// on a log scale never below it, so a zero or negative value (a restart that
+    /// saves time) sits at the bottom instead of stretching the axis to 1e-308.
+    pub fn plot_above(self, value: f64, base: f64) -> f64 {
+        if self.log {
+            self.plot(value).max(base)
         } else {
             value
         }
@@ -92,13 +105,24 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// Points between x tick texts of plain numbers (worker counts, group numbers).
+pub const NUMBER_SPACING: f32 = 20.0;
+
+/// Points between x tick texts such as `epoch 12`.
+const TEXT_SPACING: f32 = 68.0;
+
 /// Grid marks on whole numbers (worker counts, batch and epoch numbers): every one where
 /// they stand far enough apart for a tick text, else every 2nd, 5th, 10th, 20th… All
 /// share one step size, so each gets its text (egui_plot's default marks leave a narrow
 /// plot with a lone `0`).
 pub fn whole_marks(input: GridInput) -> Vec<GridMark> {
-    // `base_step_size` spans 8 points; an x tick text needs more than 60.
-    let least = input.base_step_size * 8.5;
+    spaced_whole_marks(input, TEXT_SPACING)
+}
+
+/// Whole-number grid marks at least `points` apart.
+pub fn spaced_whole_marks(input: GridInput, points: f32) -> Vec<GridMark> {
+    // `base_step_size` spans 8 points.
+    let least = input.base_step_size * f64::from(points) / 8.0;
     let (min, max) = input.bounds;
     let mut step = 1.0;
     for factor in [2.0, 2.5, 2.0].iter().cycle() {
@@ -142,10 +166,95 @@ pub fn log_marks(input: GridInput) -> Vec<GridMark> {
     marks
 }
 
+/// Grid marks of a linear scale: three steps of the 1–2–5 ladder, the finest at least
+/// egui_plot's minimum line spacing (`base_step_size`) and each next one at least three
+/// times the one before and a multiple of it, so the middle step is far enough apart
+/// for tick texts.
+pub fn linear_marks(input: GridInput) -> Vec<GridMark> {
+    let base = input.base_step_size.abs();
+    if base < f64::EPSILON || !base.is_finite() {
+        return Vec::new();
+    }
+    let fine = ladder_step_at_least(base);
+    let middle = ladder_step_at_least(fine * 3.0);
+    let coarse = ladder_step_at_least(middle * 3.0);
+    let (min, max) = input.bounds;
+    let mut marks: Vec<GridMark> = Vec::new();
+    for step in [coarse, middle, fine] {
+        let first = (min / step).ceil() as i64;
+        let last = (max / step).floor() as i64;
+        for index in first..=last {
+            let value = index as f64 * step;
+            // A value on a coarser step keeps that step (its text is more prominent).
+            if !marks.iter().any(|m| (m.value - value).abs() < step * 1e-6) {
+                marks.push(GridMark {
+                    value,
+                    step_size: step,
+                });
+            }
+        }
+    }
+    marks
+}
+
+/// The smallest of 1, 2 and 5 times a power of ten that is at least `value`.
+fn ladder_step_at_least(value: f64) -> f64 {
+    let decade = 10f64.powf(value.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|factor| factor * decade)
+        .find(|step| *step >= value * (1.0 - 1e-9))
+        .unwrap_or(10.0 * decade)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gui::charts::{Axis, Series};
+
+    #[test]
+    fn linear_marks_give_millisecond_bars_texts_above_zero() {
+        // A 130-point plot of 0–12 ms: egui_plot asks for lines at least 8 points apart.
+        let points_per_second = 130.0 / 0.012;
+        let marks = linear_marks(GridInput {
+            bounds: (0.0, 0.012),
+            base_step_size: 8.0 / points_per_second,
+        });
+        // Tick texts need 20 points or more between marks of one step.
+        let labelled: Vec<f64> = marks
+            .iter()
+            .filter(|m| m.step_size * points_per_second >= 20.0)
+            .map(|m| m.value)
+            .collect();
+        assert!(labelled.len() >= 3, "{labelled:?}");
+        assert!(labelled.iter().any(|v| *v > 0.0 && *v < 0.012));
+        let text = Scale { log: false }.tick(GridMark {
+            value: 0.005,
+            step_size: 0.005,
+        });
+        assert_eq!(text, "0.005");
+    }
+
+    #[test]
+    fn linear_steps_climb_the_one_two_five_ladder() {
+        assert_eq!(ladder_step_at_least(0.00074), 0.001);
+        assert_eq!(ladder_step_at_least(0.0013), 0.002);
+        assert_eq!(ladder_step_at_least(3.0), 5.0);
+        assert_eq!(ladder_step_at_least(6.0), 10.0);
+        assert_eq!(ladder_step_at_least(20.0), 20.0);
+        let marks = linear_marks(GridInput {
+            bounds: (0.0, 100.0),
+            base_step_size: 1.3,
+        });
+        let steps: std::collections::BTreeSet<u64> = marks
+            .iter()
+            .map(|m| (m.step_size * 1000.0) as u64)
+            .collect();
+        assert_eq!(
+            steps.into_iter().collect::<Vec<_>>(),
+            vec![2000, 10000, 50000]
+        );
+    }
 
     fn chart(values: &[f64], mark: Mark) -> Chart {
         let axis = Axis {
@@ -155,7 +264,7 @@ mod tests {
             names: Vec::new(),
         };
         Chart {
-            id: "test",
+            id: crate::views::ChartId::FirstBatch,
             title: String::new(),
             x: axis.clone(),
             y: axis,
@@ -187,6 +296,12 @@ mod tests {
         let chart = chart(&[0.02, 8.0], Mark::Bars { width: 0.4 });
         assert_eq!(scale.bar_base(&chart), -2.0);
         assert_eq!(Scale { log: false }.bar_base(&chart), 0.0);
+        assert_eq!(
+            scale.plot_above(-0.5, -2.0),
+            -2.0,
+            "a negative value at the base"
+        );
+        assert_eq!(Scale { log: false }.plot_above(-0.5, 0.0), -0.5);
     }
 
     #[test]

@@ -1,15 +1,24 @@
 //! Draws a [`Chart`] description with egui_plot: bars (grouped or stacked) or lines in
-//! the palette colours, a legend beside the plot (never over the data) that hides and
-//! shows series, a log scale toggle (`plot_scale`), axis titles with units, and hover
-//! labels with the exact values. It reads the description and nothing else.
+//! the palette colours (darkened on a light theme), a legend beside the plot (never over
+//! the data) that hides and shows series, a log scale toggle (`plot_scale`), axis titles
+//! with units, config names under their groups or, where they do not fit, numbers with a
+//! key under the plot, and hover labels with the exact values. It reads the description
+//! and nothing else; what the user chose (log scale, hidden series) lives in egui's memory
+//! under the chart's id, and [`view`] reads it back.
 
-use egui::{Color32, Ui};
-use egui_plot::{Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points};
+use egui::{Color32, Rangef, Rect, Stroke, Ui};
+use egui_plot::{
+    AxisHints, Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points,
+};
 
 use super::charts::{Axis, Chart, Mark};
-use super::plot_scale::{Scale, can_be_log, log_marks, number, spans_widely, whole_marks};
+use super::plot_scale::{
+    NUMBER_SPACING, Scale, can_be_log, linear_marks, log_marks, number, spaced_whole_marks,
+    spans_widely, whole_marks,
+};
+use crate::views::ChartId;
 
-/// Tableau 10: distinct hues that read on dark and light backgrounds.
+/// Tableau 10: distinct hues that read on dark backgrounds (a light one darkens them).
 const PALETTE: [Color32; 10] = [
     Color32::from_rgb(0x4e, 0x79, 0xa7),
     Color32::from_rgb(0xf2, 0x8e, 0x2b),
@@ -26,22 +35,34 @@ const PALETTE: [Color32; 10] = [
 /// Palette entries this far apart share a hue in another shade.
 pub const SHADE_STEP: usize = PALETTE.len();
 
-/// The colour of palette entry `index`: hue `index % SHADE_STEP`, lighter and darker in
-/// turn for each further `SHADE_STEP` (a family of configs in one hue).
-pub fn color(index: usize) -> Color32 {
+/// How far a light background darkens the palette: yellow, pink and grey stand out from
+/// white only darker.
+const LIGHT_THEME_DARKENING: f32 = 0.25;
+
+/// How far each further shade of a hue moves from it, and the farthest.
+const SHADE: f32 = 0.15;
+const FARTHEST_SHADE: f32 = 0.5;
+
+/// The colour of palette entry `index` on a dark or light background: hue
+/// `index % SHADE_STEP`, each further `SHADE_STEP` a shade farther from the background
+/// (lighter on dark, darker on light), so a family of configs reads in one hue and
+/// every member stands out from the background.
+pub fn color(index: usize, dark_mode: bool) -> Color32 {
     let hue = PALETTE[index % SHADE_STEP];
-    let shade = index / SHADE_STEP;
-    if shade == 0 {
-        return hue;
-    }
-    let step = (shade.div_ceil(2) as f32 * 0.22).min(0.66);
-    let toward = if shade % 2 == 1 {
-        Color32::WHITE
+    let (hue, away) = if dark_mode {
+        (hue, Color32::WHITE)
     } else {
-        Color32::BLACK
+        (
+            hue.lerp_to_gamma(Color32::BLACK, LIGHT_THEME_DARKENING),
+            Color32::BLACK,
+        )
     };
-    hue.lerp_to_gamma(toward, step)
+    let shade = (index / SHADE_STEP) as f32;
+    hue.lerp_to_gamma(away, (shade * SHADE).min(FARTHEST_SHADE))
 }
+
+/// The opacity of a bar's fill.
+const BAR_FILL: f32 = 0.7;
 
 /// Lines of at most this many points get a dot on each.
 const MAX_DOTTED_POINTS: usize = 40;
@@ -49,54 +70,143 @@ const MAX_DOTTED_POINTS: usize = 40;
 /// The legend's width beside the plot, in points.
 const LEGEND_WIDTH: f32 = 170.0;
 
+/// What a plot shows of its chart now: on a log scale or not, and the series its legend
+/// hid.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartView {
+    pub log: bool,
+    pub hidden: Vec<String>,
+}
+
+/// What the plot of `chart` shows: the user's choices so far, else the defaults (a log
+/// scale while the values span widely, every series shown).
+pub fn view(ctx: &egui::Context, chart: &Chart) -> ChartView {
+    let chosen: Option<bool> = ctx.data_mut(|d| d.get_temp(log_id(chart.id)));
+    ChartView {
+        log: can_be_log(chart) && chosen.unwrap_or_else(|| spans_widely(chart)),
+        hidden: ctx.data_mut(|d| d.get_temp(hidden_id(chart.id)).unwrap_or_default()),
+    }
+}
+
+fn log_id(chart: ChartId) -> egui::Id {
+    egui::Id::unique(("log scale", chart))
+}
+
+fn hidden_id(chart: ChartId) -> egui::Id {
+    egui::Id::unique(("hidden series", chart))
+}
+
 /// Draws `chart` at `height` points, filling the available width: the title with a log
-/// scale toggle (on when the values span widely), the plot, and its legend beside it.
-pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) {
-    let log_id = ui.scope_id().with(("log scale", chart.id));
-    let hidden_id = ui.scope_id().with(("hidden series", chart.id));
-    // The user's choice once they toggle it; until then, on while the values span widely.
-    let chosen: Option<bool> = ui.data_mut(|d| d.get_temp(log_id));
-    let mut log = chosen.unwrap_or_else(|| spans_widely(chart));
-    let mut hidden: Vec<String> = ui.data_mut(|d| d.get_temp(hidden_id).unwrap_or_default());
+/// scale toggle (on when the values span widely), the plot, its legend beside it, and
+/// the key of numbered groups under it when their names do not fit; returns where.
+pub fn draw(ui: &mut Ui, chart: &Chart, height: f32) -> Rect {
+    draw_with(ui, chart, height, |_| {})
+}
+
+/// Draws `chart` as [`draw`] does, with `switches` drawn after its title.
+pub fn draw_with(ui: &mut Ui, chart: &Chart, height: f32, switches: impl FnOnce(&mut Ui)) -> Rect {
+    ui.scope(|ui| draw_within(ui, chart, height, switches))
+        .response
+        .rect
+}
+
+fn draw_within(ui: &mut Ui, chart: &Chart, height: f32, switches: impl FnOnce(&mut Ui)) {
+    let mut view = view(ui.ctx(), chart);
     ui.horizontal(|ui| {
         ui.label(egui::RichText::new(&chart.title).strong());
+        switches(ui);
         if can_be_log(chart)
             && ui
-                .checkbox(&mut log, "log scale")
+                .checkbox(&mut view.log, "log scale")
                 .on_hover_text("Each step on the value axis multiplies by ten")
                 .changed()
         {
-            ui.data_mut(|d| d.insert_temp(log_id, log));
+            ui.data_mut(|d| d.insert_temp(log_id(chart.id), view.log));
         }
     });
-    let scale = Scale {
-        log: log && can_be_log(chart),
-    };
+    let scale = Scale { log: view.log };
     let legend_width = LEGEND_WIDTH.min(ui.available_width() * 0.3);
+    let mut ticks = GroupTicks::Names;
     ui.horizontal_top(|ui| {
         let width = (ui.available_width() - legend_width - ui.spacing().item_spacing.x).max(100.0);
+        ticks = group_ticks(ui, &chart.x, width);
         ui.allocate_ui(egui::vec2(width, height), |ui| {
-            plot(ui, chart, height, scale, &hidden);
+            plot(ui, chart, height, scale, &view.hidden, ticks);
         });
-        if legend(ui, chart, height, &mut hidden) {
-            ui.data_mut(|d| d.insert_temp(hidden_id, hidden));
+        if legend(ui, chart, height, &mut view.hidden) {
+            ui.data_mut(|d| d.insert_temp(hidden_id(chart.id), view.hidden));
+        }
+    });
+    if ticks == GroupTicks::Numbers {
+        group_key(ui, &chart.x);
+    }
+}
+
+/// How a categorical x axis names its groups: by name where every name fits under its
+/// group, else by number, with a key under the plot (egui_plot leaves out a tick text
+/// wider than its group, so long config names would leave the axis bare).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GroupTicks {
+    Names,
+    Numbers,
+}
+
+/// Whether the names of `axis` fit under their groups in a plot `width` points wide.
+fn group_ticks(ui: &Ui, axis: &Axis, width: f32) -> GroupTicks {
+    if axis.names.is_empty() {
+        return GroupTicks::Names;
+    }
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let widest = axis
+        .names
+        .iter()
+        .map(|name| {
+            let galley = ui
+                .painter()
+                .layout_no_wrap(name.clone(), font.clone(), Color32::WHITE);
+            galley.size().x
+        })
+        .fold(0.0, f32::max);
+    // The value axis takes some 60 points, and each name needs a margin.
+    let per_group = (width - 60.0) / (axis.names.len() as f32 + 0.5);
+    if widest + 8.0 <= per_group {
+        GroupTicks::Names
+    } else {
+        GroupTicks::Numbers
+    }
+}
+
+/// The key of numbered groups: each number with its name, wrapped across the width.
+fn group_key(ui: &mut Ui, axis: &Axis) {
+    ui.horizontal_wrapped(|ui| {
+        ui.spacing_mut().item_spacing.x = 12.0;
+        for (index, name) in axis.names.iter().enumerate() {
+            let text = egui::RichText::new(format!("{} {name}", index + 1)).small();
+            ui.add(egui::Label::new(text).extend());
         }
     });
 }
 
 /// The plot itself, without the series named in `hidden`.
-fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]) {
+fn plot(
+    ui: &mut Ui,
+    chart: &Chart,
+    height: f32,
+    scale: Scale,
+    hidden: &[String],
+    ticks: GroupTicks,
+) {
     let y_unit = chart.y.unit;
     let x_axis = chart.x.clone();
-    // The characters of a config name that fit under its group (about 7 points each,
-    // the plot's axes taking some 60).
-    let groups = chart.x.names.len().max(1) as f32;
-    let max_chars = ((ui.available_width() - 60.0) / groups / 7.0).max(1.0) as usize;
-    let mut plot = Plot::new(chart.id)
+    let dark_mode = ui.visuals().dark_mode;
+    // Numbers need less room than egui_plot's default spacing of x tick texts.
+    let x_hints = AxisHints::new_x().label_spacing(Rangef::new(14.0, 18.0));
+    let mut plot = Plot::new(chart.id.name())
         .height(height)
+        .custom_x_axes(vec![x_hints])
         .x_axis_label(chart.x.title())
         .y_axis_label(chart.y.title())
-        .x_axis_formatter(move |mark, _| tick(&x_axis, mark, max_chars))
+        .x_axis_formatter(move |mark, _| tick(&x_axis, mark, ticks))
         .y_axis_formatter(move |mark, _| scale.tick(mark))
         .include_y(scale.bar_base(chart))
         .allow_scroll(false)
@@ -105,7 +215,8 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
         plot.y_grid_spacer(log_marks)
             .include_y(scale.plot(tallest(chart)) + 0.1)
     } else {
-        plot.include_y(tallest(chart) * 1.05)
+        plot.y_grid_spacer(linear_marks)
+            .include_y(tallest(chart) * 1.05)
     };
     let plot = match chart.mark {
         Mark::Bars { .. } | Mark::Stacked { .. } => {
@@ -126,11 +237,11 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
                     let points: Vec<[f64; 2]> = series
                         .points
                         .iter()
-                        .map(|&[x, y]| [x, scale.plot(y)])
+                        .map(|&[x, y]| [x, scale.plot_above(y, base)])
                         .collect();
                     plot_ui.line(
                         Line::new(series.name.clone(), points.clone())
-                            .color(color(series.color))
+                            .color(color(series.color, dark_mode))
                             .width(1.5),
                     );
                     // A dot on each measured point, so a line of one point shows too
@@ -138,18 +249,25 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
                     if points.len() <= MAX_DOTTED_POINTS {
                         plot_ui.add(
                             Points::new(series.name.clone(), points)
-                                .color(color(series.color))
+                                .color(color(series.color, dark_mode))
                                 .radius(2.5),
                         );
                     }
                     continue;
                 }
             };
+            // Filled enough to read on either background (egui_plot's default fill is
+            // faint, and vanishes on white).
+            let stroke = color(series.color, dark_mode);
+            let fill = stroke.gamma_multiply(BAR_FILL);
             let bars = series
                 .points
                 .iter()
                 .map(|&[x, y]| {
-                    let bar = Bar::new(x, scale.plot(y) - base).width(width * 0.95);
+                    let bar = Bar::new(x, scale.plot_above(y, base) - base)
+                        .width(width * 0.95)
+                        .fill(fill)
+                        .stroke(Stroke::new(1.0, stroke));
                     if !stacked {
                         return bar.base_offset(base);
                     }
@@ -166,7 +284,7 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
             let x_axis = chart.x.clone();
             plot_ui.add(
                 BarChart::new(series.name.clone(), bars)
-                    .color(color(series.color))
+                    .color(color(series.color, dark_mode))
                     .element_formatter(Box::new(move |bar, _| {
                         let value = if stacked {
                             bar.value
@@ -185,11 +303,11 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
             let points = highlight
                 .points
                 .iter()
-                .map(|&[x, y]| [x, scale.plot(y)])
+                .map(|&[x, y]| [x, scale.plot_above(y, base)])
                 .collect::<Vec<_>>();
             plot_ui.add(
                 Points::new(highlight.name.clone(), points)
-                    .color(color(highlight.color))
+                    .color(color(highlight.color, dark_mode))
                     .shape(MarkerShape::Diamond)
                     .radius(7.0)
                     .filled(true),
@@ -202,6 +320,7 @@ fn plot(ui: &mut Ui, chart: &Chart, height: f32, scale: Scale, hidden: &[String]
 /// click hiding or showing one, scrolling when long. Returns whether `hidden` changed.
 fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> bool {
     let mut changed = false;
+    let dark_mode = ui.visuals().dark_mode;
     ui.vertical(|ui| {
         let width = ui.available_width();
         ui.set_width(width);
@@ -217,7 +336,8 @@ fn legend(ui: &mut Ui, chart: &Chart, height: f32, hidden: &mut Vec<String>) -> 
                     .show(ui, |ui| {
                         for series in chart.series.iter().chain(&chart.highlights) {
                             let off = hidden.contains(&series.name);
-                            let entry = legend_entry(ui, &series.name, color(series.color), off);
+                            let entry =
+                                legend_entry(ui, &series.name, color(series.color, dark_mode), off);
                             if entry.clicked() {
                                 if off {
                                     hidden.retain(|name| *name != series.name);
@@ -294,42 +414,29 @@ fn tallest(chart: &Chart) -> f64 {
     }
 }
 
-/// A tick's text: the category name at integer positions (cut to `max_chars`, so that
-/// long config labels still show their start), nothing between them.
-fn tick(axis: &Axis, mark: GridMark, max_chars: usize) -> String {
+/// A tick's text: the group's name or number at integer positions, nothing between them.
+fn tick(axis: &Axis, mark: GridMark, ticks: GroupTicks) -> String {
+    let whole = mark.value.fract() == 0.0;
     if !axis.names.is_empty() {
-        return if mark.value.fract() == 0.0 {
-            let name = group_name(axis, mark.value);
-            if name.chars().count() > max_chars {
-                let cut: String = name.chars().take(max_chars.saturating_sub(1)).collect();
-                format!("{cut}…")
-            } else {
-                name
-            }
-        } else {
-            String::new()
+        return match ticks {
+            _ if !whole => String::new(),
+            GroupTicks::Names => group_name(axis, mark.value),
+            GroupTicks::Numbers => format!("{}", mark.value),
         };
     }
     match axis.category {
-        Some(name) if mark.value.fract() == 0.0 && mark.value >= 1.0 => {
-            format!("{name} {}", mark.value)
-        }
+        Some(name) if whole && mark.value >= 1.0 => format!("{name} {}", mark.value),
         Some(_) => String::new(),
         None => format!("{}", mark.value),
     }
 }
 
-/// Grid marks at integer positions only, for categorical axes.
+/// Grid marks at whole positions from 1, for categorical axes: every one while they
+/// stand far enough apart for a number, else every 2nd, 5th, 10th…
 fn integer_marks(input: egui_plot::GridInput) -> Vec<GridMark> {
-    let (min, max) = input.bounds;
-    let first = min.ceil().max(1.0) as i64;
-    let last = max.floor() as i64;
-    (first..=last)
-        .map(|value| GridMark {
-            value: value as f64,
-            step_size: 1.0,
-        })
-        .collect()
+    let mut marks = spaced_whole_marks(input, NUMBER_SPACING);
+    marks.retain(|mark| mark.value >= 1.0);
+    marks
 }
 
 fn hover(position: &HoverPosition<'_>, unit: &str, scale: Scale) -> Option<String> {
@@ -344,5 +451,37 @@ fn hover(position: &HoverPosition<'_>, unit: &str, scale: Scale) -> Option<Strin
             number(scale.value(position.y))
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The WCAG contrast ratio of two colours (1 to 21).
+    fn contrast(a: Color32, b: Color32) -> f32 {
+        let luminance = |c: Color32| {
+            let linear = egui::Rgba::from(c);
+            0.2126 * linear.r() + 0.7152 * linear.g() + 0.0722 * linear.b()
+        };
+        let (a, b) = (luminance(a), luminance(b));
+        (a.max(b) + 0.05) / (a.min(b) + 0.05)
+    }
+
+    #[test]
+    fn every_colour_and_shade_stands_out_from_either_theme_s_background() {
+        for (dark_mode, visuals, least) in [
+            (true, egui::Visuals::dark(), 3.5),
+            (false, egui::Visuals::light(), 2.8),
+        ] {
+            let background = visuals.extreme_bg_color;
+            for index in 0..4 * SHADE_STEP {
+                let c = color(index, dark_mode);
+                let ratio = contrast(c, background);
+                assert!(ratio >= least, "{index} (dark {dark_mode}): {ratio}");
+                let next_shade = color(index + SHADE_STEP, dark_mode);
+                assert_ne!(c, next_shade, "{index}: shades of a hue differ");
+            }
+        }
     }
 }

@@ -7,12 +7,16 @@
 pub mod stages;
 pub mod table;
 
-/// Seconds with two decimals (`<0.01` rather than a misleading `0.00`); a dash for no
-/// value.
+/// Seconds with two decimals, and below 0.1 s with two significant digits (`0.035`,
+/// `0.0014`), so a millisecond first batch reads as one rather than as `0.00`; a dash
+/// for no value.
 pub fn seconds(value: Option<f64>) -> String {
     match value {
         None => "-".to_owned(),
-        Some(s) if s > 0.0 && s < 0.005 => "<0.01".to_owned(),
+        Some(s) if s > 0.0 && s < 0.1 && s.is_finite() => {
+            let decimals = (1.0 - s.log10().floor()) as usize;
+            format!("{s:.decimals$}")
+        }
         Some(s) => format!("{s:.2}"),
     }
 }
@@ -70,7 +74,10 @@ mod tests {
     #[test]
     fn seconds_keep_two_decimals_and_never_show_a_false_zero() {
         assert_eq!(seconds(None), "-");
-        assert_eq!(seconds(Some(0.001)), "<0.01");
+        assert_eq!(seconds(Some(0.001)), "0.0010");
+        assert_eq!(seconds(Some(0.00143)), "0.0014");
+        assert_eq!(seconds(Some(0.0347)), "0.035");
+        assert_eq!(seconds(Some(0.1234)), "0.12");
         assert_eq!(seconds(Some(0.0)), "0.00");
         assert_eq!(
             with_interval(Some(0.534), Some((0.49, 0.58))),

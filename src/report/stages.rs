@@ -4,7 +4,10 @@
 //! typical epoch (every epoch after the first, or the first when it is the only one).
 //! Stage times of worker configs are spent on the workers, in parallel with each other,
 //! so they can add up to more than the epoch; the wait is what the consumer felt. The CLI
-//! prints it with `--stages` and the Markdown export includes it.
+//! prints it with `--stages` and the Markdown export includes it; the app charts it per
+//! config or, asked, per epoch.
+
+use std::collections::BTreeSet;
 
 use crate::results::{ConfigResult, EpochResult, RunResult};
 use crate::stats;
@@ -33,13 +36,39 @@ pub fn names() -> [&'static str; 7] {
 /// Config `index`'s milliseconds per batch in each stage of [`names`], the median over
 /// its typical epochs; `None` when it measured no batch.
 pub fn per_batch_ms(result: &RunResult, index: usize) -> Option<[f64; 7]> {
-    let epochs: Vec<&EpochResult> = result
+    median_ms(runs(result, index).flat_map(ConfigResult::typical_epochs))
+}
+
+/// Config `index`'s milliseconds per batch in each stage of [`names`] for each epoch
+/// it measured, by epoch number (the median over the repeats), in epoch order.
+pub fn per_epoch_ms(result: &RunResult, index: usize) -> Vec<(usize, [f64; 7])> {
+    let numbers: BTreeSet<usize> = runs(result, index)
+        .flat_map(|r| &r.epochs)
+        .map(|e| e.epoch)
+        .collect();
+    numbers
+        .into_iter()
+        .filter_map(|number| {
+            let epochs = runs(result, index)
+                .flat_map(|r| &r.epochs)
+                .filter(|e| e.epoch == number);
+            Some((number, median_ms(epochs)?))
+        })
+        .collect()
+}
+
+/// Every repeat of config `index`.
+fn runs(result: &RunResult, index: usize) -> impl Iterator<Item = &ConfigResult> {
+    result
         .results
         .iter()
-        .filter(|r| r.config_index == index)
-        .flat_map(ConfigResult::typical_epochs)
-        .filter(|epoch| epoch.batches > 0)
-        .collect();
+        .filter(move |r| r.config_index == index)
+}
+
+/// Milliseconds per batch in each stage, the median over `epochs`; `None` when none of
+/// them has a batch.
+fn median_ms<'a>(epochs: impl Iterator<Item = &'a EpochResult>) -> Option<[f64; 7]> {
+    let epochs: Vec<&EpochResult> = epochs.filter(|epoch| epoch.batches > 0).collect();
     if epochs.is_empty() {
         return None;
     }
@@ -104,5 +133,26 @@ mod tests {
                 "nw=0", "1.00", "0.00", "5.00", "0.00", "0.00", "0.00", "2.00"
             ]
         );
+    }
+
+    #[test]
+    fn per_epoch_each_epoch_is_the_median_of_its_repeats() {
+        let repeat = |transform_s: f64| {
+            let mut first = epoch(1, 0.5, 0.1, 4);
+            first.stages.transform_s = transform_s;
+            let mut later = epoch(2, 0.1, 0.1, 4);
+            later.stages.read_s = 0.004;
+            run(0, config(0, false), vec![first, later])
+        };
+        let configs = vec![config(0, false), config(2, false)];
+        let runs = vec![repeat(4.0), repeat(2.0), repeat(3.0)];
+        let result = result(configs, runs);
+        let epochs = per_epoch_ms(&result, 0);
+        assert_eq!(epochs.len(), 2);
+        assert_eq!(epochs[0].0, 1);
+        assert_eq!(epochs[0].1[2], 750.0, "the median 3 s over 4 batches");
+        assert_eq!(epochs[1].0, 2);
+        assert_eq!(epochs[1].1[0], 1.0);
+        assert!(per_epoch_ms(&result, 1).is_empty(), "never measured");
     }
 }

@@ -214,7 +214,7 @@ mod tests {
         assert_eq!(table.rows[1].config_index, 1);
         assert_eq!(
             table.rows[0].cells,
-            ["0", "False", "False", "<0.01", "0.20", "200.0 MiB"]
+            ["0", "False", "False", "0.0040", "0.20", "200.0 MiB"]
         );
         assert!(
             table

@@ -160,15 +160,9 @@ impl Run {
                     result: Box::new(result),
                 },
                 ReferenceEvent::Note(message) => {
-                    // The script notes the same thing for every config; say it once.
-                    if self.noted.borrow().contains(&message) {
-                        return;
-                    }
-                    self.noted.borrow_mut().push(message.clone());
-                    Event::Warning {
-                        config: Some(index),
-                        message,
-                    }
+                    // The script notes the same thing for every config: said once.
+                    self.warn(Some(index), message);
+                    return;
                 }
             };
             self.emit.send(event);

@@ -6,6 +6,7 @@
 //! measurements show.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -124,7 +125,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
         journal_path: journal.clone(),
         started_unix_s,
         before_epoch: RefCell::new(options.before_epoch),
-        noted: RefCell::new(Vec::new()),
+        warned: RefCell::new(HashSet::new()),
     };
     let thread = std::thread::Builder::new()
         .name("loaderbench-runner".to_owned())
@@ -158,8 +159,8 @@ struct Run {
     journal_path: PathBuf,
     started_unix_s: u64,
     before_epoch: RefCell<Option<EpochGate>>,
-    /// The reference runtime's notes already passed on as warnings.
-    noted: RefCell<Vec<String>>,
+    /// The warnings already passed on: each is said once per run, not once per repeat.
+    warned: RefCell<HashSet<String>>,
 }
 
 impl Run {
@@ -381,8 +382,11 @@ impl Run {
         meter::wait_for_quiet(EPOCH_SETTLE_LIMIT);
     }
 
+    /// Passes a warning on, unless the same one was already said in this run.
     fn warn(&self, config: Option<usize>, message: String) {
-        self.emit.send(Event::Warning { config, message });
+        if self.warned.borrow_mut().insert(message.clone()) {
+            self.emit.send(Event::Warning { config, message });
+        }
     }
 }
 

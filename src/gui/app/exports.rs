@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use crate::baseline;
-use crate::gui::actions::{DataFormat, PngArea};
+use crate::gui::actions::DataFormat;
 use crate::gui::export;
+use crate::views::PngArea;
 
 use super::App;
 
@@ -14,7 +15,14 @@ use super::App;
 pub(super) struct PendingPng {
     pub(super) area: PngArea,
     pub(super) path: PathBuf,
+    /// Frames spent scrolling a chart into view.
+    pub(super) scrolled_frames: u8,
+    pub(super) screenshot_asked: bool,
 }
+
+/// Frames a chart export waits for its chart to scroll into view before it takes what
+/// shows.
+const SCROLL_FRAMES: u8 = 4;
 
 pub(super) fn data_formats() -> [(&'static str, DataFormat); 3] {
     [
@@ -58,14 +66,49 @@ impl App {
             self.error("Nothing to export yet: run a benchmark first.");
             return;
         }
-        let suffix = match area {
-            PngArea::Plots => "-plots",
-            PngArea::Results => "-results",
-            PngArea::Analysis => "-analysis",
+        if let PngArea::Chart(id) = area
+            && self.chart_rect(id).is_none()
+        {
+            self.error(format!("This run has no \"{}\" chart.", id.title()));
+            return;
+        }
+        let suffix = format!("-{}", area.name());
+        let path = export::path_for(&self.saved.export_path, None, &suffix);
+        self.pending_png = Some(PendingPng {
+            area,
+            path,
+            scrolled_frames: 0,
+            screenshot_asked: false,
+        });
+    }
+
+    /// Called at the end of the results view, inside its scroll area: scrolls a chart
+    /// being exported into view, then asks for the screenshot of the frame that shows it.
+    pub(super) fn advance_png_export(&mut self, ui: &mut egui::Ui) {
+        let visible = ui.clip_rect();
+        let Some(area) = self.pending_png.as_ref().map(|p| p.area) else {
+            return;
         };
-        let path = export::path_for(&self.saved.export_path, None, suffix);
-        self.pending_png = Some(PendingPng { area, path });
-        self.background.screenshot();
+        let hidden_chart = match area {
+            PngArea::Chart(id) => self
+                .chart_rect(id)
+                .filter(|rect| !visible.contains_rect(*rect)),
+            _ => None,
+        };
+        let Some(pending) = self.pending_png.as_mut().filter(|p| !p.screenshot_asked) else {
+            return;
+        };
+        match hidden_chart {
+            Some(rect) if pending.scrolled_frames < SCROLL_FRAMES => {
+                ui.scroll_to_rect(rect, Some(egui::Align::Center));
+                pending.scrolled_frames += 1;
+                ui.ctx().request_repaint();
+            }
+            _ => {
+                pending.screenshot_asked = true;
+                self.background.screenshot();
+            }
+        }
     }
 
     pub(super) fn export_data(&mut self, format: DataFormat) {

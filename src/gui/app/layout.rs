@@ -1,15 +1,16 @@
-//! The frame: drains what arrived, lays out the panels (menu bar, messages, the setup
-//! panel on the left, the run and its results in the middle), collects the actions they
-//! return and applies them once everything is drawn.
+//! The frame: drains what arrived, lays out the panels (menu bar with the theme switch,
+//! messages, the setup panel on the left, the run and its results in the middle),
+//! collects the actions they return and applies them once everything is drawn.
 
 use std::path::PathBuf;
 
 use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
 use crate::builtin;
-use crate::gui::actions::{Action, Pick, PngArea};
+use crate::gui::actions::{Action, Pick};
 use crate::gui::background::Reply;
 use crate::gui::setup;
+use crate::views::PngArea;
 
 use super::documents;
 use super::exports::data_formats;
@@ -97,18 +98,19 @@ impl App {
             ui.menu_button("Export", |ui| {
                 let has_result = self.result().is_some();
                 ui.add_enabled_ui(has_result, |ui| {
-                    if ui
-                        .add(egui::Button::new("Plots as PNG").shortcut_text("Ctrl+E"))
-                        .clicked()
-                    {
-                        actions.push(Action::ExportPng(PngArea::Plots));
+                    for area in PngArea::all() {
+                        if let PngArea::Chart(_) = area {
+                            continue;
+                        }
+                        let mut button = egui::Button::new(format!("{} as PNG", area.title()));
+                        if area == PngArea::Plots {
+                            button = button.shortcut_text("Ctrl+E");
+                        }
+                        if ui.add(button).clicked() {
+                            actions.push(Action::ExportPng(area));
+                        }
                     }
-                    if ui.button("Results view as PNG").clicked() {
-                        actions.push(Action::ExportPng(PngArea::Results));
-                    }
-                    if ui.button("Analysis as PNG").clicked() {
-                        actions.push(Action::ExportPng(PngArea::Analysis));
-                    }
+                    ui.menu_button("Chart as PNG", |ui| self.chart_menu(ui, actions));
                     ui.separator();
                     for (name, format) in data_formats() {
                         if ui.button(format!("Results as {name}")).clicked() {
@@ -149,7 +151,27 @@ impl App {
             if ui.button("Browse…").clicked() {
                 actions.push(Action::Browse(Pick::OpenPreset));
             }
+            ui.with_layout(
+                egui::Layout::right_to_left(egui::Align::Center),
+                theme_switch,
+            );
         });
+    }
+
+    /// Each chart of the list `--view` takes, enabled when the window shows it.
+    fn chart_menu(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        for area in PngArea::all() {
+            let PngArea::Chart(id) = area else {
+                continue;
+            };
+            let shown = self.chart_rect(id).is_some();
+            if ui
+                .add_enabled(shown, egui::Button::new(area.title()))
+                .clicked()
+            {
+                actions.push(Action::ExportPng(area));
+            }
+        }
     }
 
     /// Notes and errors one per line, newest first; the run's warnings folded into one
@@ -186,6 +208,23 @@ impl App {
                 });
         });
     }
+}
+
+/// The theme: dark, light, or the system's (egui's own switch draws icons that our
+/// fonts lack). Drawn right to left, so the choices come first.
+fn theme_switch(ui: &mut Ui) {
+    use egui::ThemePreference;
+    let mut preference = ui.options(|options| options.theme_preference);
+    let choices = [
+        (ThemePreference::System, "system"),
+        (ThemePreference::Light, "light"),
+        (ThemePreference::Dark, "dark"),
+    ];
+    for (choice, name) in choices {
+        ui.selectable_value(&mut preference, choice, name);
+    }
+    ui.label(RichText::new("theme").weak());
+    ui.ctx().set_theme(preference);
 }
 
 /// One message with its dismiss button.

@@ -26,12 +26,13 @@ use crate::plan::Plan;
 use crate::preset::Preset;
 use crate::results::RunResult;
 
-use super::actions::{Action, PngArea};
+use super::actions::Action;
 use super::background::Background;
 use super::charts::{self, Chart};
 use super::live::{Phase, RunData};
 use super::setup::Form;
-use super::{analysis_charts, cost_charts};
+use super::{analysis_charts, analysis_view, cost_charts};
+use crate::views::{ChartId, PngArea};
 
 use self::exports::PendingPng;
 use self::files::{PathFields, Saved};
@@ -98,6 +99,12 @@ pub struct App {
     plots_rect: Option<Rect>,
     results_rect: Option<Rect>,
     analysis_rect: Option<Rect>,
+    /// Where each chart was drawn in the last frame, in points (off screen too).
+    chart_rects: Vec<(ChartId, Rect)>,
+    /// The part of the results view on screen in the last frame.
+    visible_rect: Option<Rect>,
+    /// Where the time goes shows each epoch of each config.
+    stages_per_epoch: bool,
     /// The baseline name field.
     baseline_name: String,
     /// The saved baselines, read when a run ends or one is saved (not every frame).
@@ -159,6 +166,9 @@ impl App {
             plots_rect: None,
             results_rect: None,
             analysis_rect: None,
+            chart_rects: Vec::new(),
+            visible_rect: None,
+            stages_per_epoch: false,
             baseline_name: String::new(),
             baseline_names: Vec::new(),
             cuda_devices: crate::device::cuda_device_count(),
@@ -235,7 +245,7 @@ impl App {
         let mut charts = vec![
             analysis_charts::ledger(analysis),
             analysis_charts::scaling(analysis),
-            cost_charts::stages(result),
+            analysis_view::stages_chart(result, self.stages_per_epoch),
             cost_charts::memory(result),
             cost_charts::throughput(result, analysis),
         ];
@@ -272,13 +282,26 @@ impl App {
         self.saved.export_path = path;
     }
 
-    /// Where `area` was drawn in the last frame, in points, as its PNG export crops it.
+    /// Where `area` was drawn in the last frame, in points, as its PNG export crops it
+    /// (the part on screen).
     pub fn area_rect(&self, area: PngArea) -> Option<Rect> {
         match area {
             PngArea::Plots => self.plots_rect,
             PngArea::Results => self.results_rect,
             PngArea::Analysis => self.analysis_rect,
+            PngArea::Chart(id) => self
+                .chart_rect(id)
+                .zip(self.visible_rect)
+                .map(|(chart, visible)| chart.intersect(visible)),
         }
+    }
+
+    /// Where chart `id` was drawn in the last frame, in points, on screen or not.
+    pub fn chart_rect(&self, id: ChartId) -> Option<Rect> {
+        self.chart_rects
+            .iter()
+            .find(|(drawn, _)| *drawn == id)
+            .map(|(_, rect)| *rect)
     }
 
     /// Where the two plots were drawn in the last frame, in points.
@@ -338,6 +361,7 @@ impl App {
             Action::SelectConfig(index) => self.selected = Some(index),
             Action::CopyMarkdown => self.copy_markdown(ctx),
             Action::ExportPng(area) => self.export_png(area),
+            Action::StagesPerEpoch(per_epoch) => self.stages_per_epoch = per_epoch,
             Action::ExportData(format) => self.export_data(format),
             Action::DismissMessage(index) => self.dismiss(index),
             Action::SaveBaseline(name) => self.save_baseline(&name),

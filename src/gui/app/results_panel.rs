@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use egui::{Rect, RichText, Ui};
 
-use crate::gui::actions::{Action, Pick, PngArea};
+use crate::gui::actions::{Action, Pick};
 use crate::gui::live::Phase;
 use crate::gui::{analysis_view, charts, compare_view, plots, table};
+use crate::views::PngArea;
 
 use super::App;
 use super::exports::data_formats;
@@ -82,15 +83,21 @@ impl App {
             return;
         };
         let data = &run.data;
+        let mut drawn = Vec::new();
         let mut plots = ui.columns(2, |columns| {
-            plots::draw(&mut columns[0], &charts::first_batch(data), 175.0);
-            plots::draw(&mut columns[1], &charts::epoch_times(data), 175.0);
+            for (column, chart) in [charts::first_batch(data), charts::epoch_times(data)]
+                .iter()
+                .enumerate()
+            {
+                drawn.push((chart.id, plots::draw(&mut columns[column], chart, 175.0)));
+            }
             columns[0].min_rect().union(columns[1].min_rect())
         });
         if let Some(chart) = charts::rank_spread(data) {
             ui.add_space(4.0);
-            let drawn = ui.scope(|ui| plots::draw(ui, &chart, 110.0));
-            plots = plots.union(drawn.response.rect);
+            let rect = plots::draw(ui, &chart, 110.0);
+            drawn.push((chart.id, rect));
+            plots = plots.union(rect);
         }
         ui.add_space(4.0);
         let selected = self.timeline_config(data);
@@ -108,7 +115,8 @@ impl App {
                 .response
                 .labelled_by(label.id);
         });
-        plots::draw(ui, &charts::timeline(data, selected), 80.0);
+        let timeline = charts::timeline(data, selected);
+        drawn.push((timeline.id, plots::draw(ui, &timeline, 80.0)));
         ui.add_space(8.0);
         if let Some(result) = &data.result {
             ui.horizontal(|ui| {
@@ -138,16 +146,26 @@ impl App {
                 .comparison
                 .as_ref()
                 .map(|(name, changes)| analysis_view::Comparison { name, changes });
-            let rect = analysis_view::draw(ui, result, analysis, comparison);
-            self.analysis_rect = Some(rect.intersect(ui.clip_rect()));
+            let shown = analysis_view::Shown {
+                result,
+                analysis,
+                comparison,
+                stages_per_epoch: self.stages_per_epoch,
+            };
+            let analysis = analysis_view::draw(ui, shown, actions);
+            self.analysis_rect = Some(analysis.rect.intersect(ui.clip_rect()));
+            drawn.extend(analysis.charts);
         }
+        self.chart_rects = drawn;
         self.export_row(ui, actions);
         // Only what is on screen can be captured.
         let visible = ui.clip_rect();
+        self.visible_rect = Some(visible);
         let results =
             Rect::from_min_max(plots.min, egui::pos2(plots.right(), ui.min_rect().bottom()));
         self.plots_rect = Some(plots.intersect(visible));
         self.results_rect = Some(results.intersect(visible));
+        self.advance_png_export(ui);
     }
 
     pub(super) fn export_row(&mut self, ui: &mut Ui, actions: &mut Vec<Action>) {

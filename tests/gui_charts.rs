@@ -1,0 +1,271 @@
+//! The charts of a saved eight-config run, in the app through egui_kittest and from the
+//! command line: a chart whose values span more than 20× starts on a log scale (one
+//! that does not, linear), a click on a legend entry hides its series and a second shows
+//! it, config names too long for their groups become numbers with a key, where the time
+//! goes switches to one bar per epoch with the run's own values, and each chart exports
+//! alone as a PNG from the Export menu (scrolled into view first) and with
+//! `report --png --view NAME`, from one list.
+#![cfg(feature = "gui")]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT, Queryable};
+
+use loaderbench::gui::{App, ChartId, Launch, PngArea, chart_view};
+use loaderbench::results::RunResult;
+
+mod common;
+use common::gui::step_until;
+use common::{loaderbench_command, run_with_deadline, stderr, stdout};
+
+/// A tiny real run of eight configs (num_workers × persistent × pin), saved as JSON.
+fn saved_run(dir: &Path) -> PathBuf {
+    let json = dir.join("eight.json");
+    let output = run_with_deadline(
+        &mut loaderbench_command(&[
+            "run",
+            "seed-light",
+            "-q",
+            "--set",
+            "samples=256",
+            "--set",
+            "batch_size=64",
+            "--set",
+            "num_workers=0,1",
+            "--set",
+            "persistent_workers=false,true",
+            "--set",
+            "pin_memory=false,true",
+            "--set",
+            "extra_configs=[]",
+            "--set",
+            "epochs=2",
+            "--json",
+            json.to_str().unwrap(),
+        ]),
+        Duration::from_secs(180),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    json
+}
+
+/// The run with first batches spanning 500× (config 0's 2 ms, the others' 1 s) and
+/// epoch times within 2× of each other.
+fn spread_first_batches(json: &Path) -> PathBuf {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    for result in run["results"].as_array_mut().unwrap() {
+        let config = result["config_index"].as_u64().unwrap() as f64;
+        for epoch in result["epochs"].as_array_mut().unwrap() {
+            epoch["first_batch_s"] = if config == 0.0 { 0.002 } else { 1.0 }.into();
+            epoch["seconds"] = (1.0 + 0.1 * config).into();
+        }
+    }
+    let path = json.with_file_name("spread.json");
+    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
+    path
+}
+
+fn app(dir: &Path, results: Vec<PathBuf>, size: [f32; 2]) -> Harness<'static, App> {
+    let launch = Launch {
+        results,
+        journal_dir: Some(dir.to_path_buf()),
+        ..Launch::default()
+    };
+    let mut harness = Harness::builder()
+        .with_size(size)
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    harness
+}
+
+fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench::gui::Chart {
+    let app = harness.state();
+    let mut charts = app.charts();
+    charts.extend(app.analysis_charts());
+    charts
+        .into_iter()
+        .find(|c| c.id == id)
+        .expect("the chart is drawn")
+}
+
+#[test]
+fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = saved_run(dir.path());
+    let mut harness = app(
+        dir.path(),
+        vec![spread_first_batches(&json)],
+        [1280.0, 2600.0],
+    );
+    let result: RunResult = harness.state().result().expect("the saved run").clone();
+    assert_eq!(result.configs.len(), 8);
+
+    // Log scale by default where the values span more than 20×, and only there.
+    let first_batch = chart(&harness, ChartId::FirstBatch);
+    assert_eq!(first_batch.series.len(), 8, "a series per config");
+    assert_eq!(first_batch.series[0].points[0][1], 0.002);
+    assert!(
+        chart_view(&harness.ctx, &first_batch).log,
+        "0.002 s beside 1 s"
+    );
+    let epoch_times = chart(&harness, ChartId::EpochTimes);
+    assert!(!chart_view(&harness.ctx, &epoch_times).log, "1 s to 1.7 s");
+    let log_boxes = harness.query_all_by_label("log scale").collect::<Vec<_>>();
+    let checked = |node: &egui_kittest::Node<'_>| {
+        node.accesskit_node().toggled() == Some(egui::accesskit::Toggled::True)
+    };
+    assert!(checked(&log_boxes[0]), "first batch's box is ticked");
+    assert!(!checked(&log_boxes[1]), "epoch time's is not");
+
+    // A click on a legend entry hides its series; a second click shows it again.
+    let stages = chart(&harness, ChartId::Stages);
+    harness.get_by_label("collate").click();
+    harness.run_steps(2);
+    assert_eq!(chart_view(&harness.ctx, &stages).hidden, ["collate"]);
+    harness.get_by_label("collate").click();
+    harness.run_steps(2);
+    assert!(chart_view(&harness.ctx, &stages).hidden.is_empty());
+
+    // Eight config names do not fit under their groups: numbers, and a key of them.
+    for (index, label) in result.labels.iter().enumerate() {
+        let key = format!("{} {label}", index + 1);
+        assert!(
+            harness.query_all_by_label(&key).count() >= 3,
+            "ledger, stages and memory each have a key with `{key}`"
+        );
+    }
+
+    // Where the time goes per epoch: a stacked bar for each epoch of each config.
+    harness.get_by_label("per epoch").click();
+    harness.run_steps(2);
+    let per_epoch = chart(&harness, ChartId::Stages);
+    assert_eq!(per_epoch.title, "Where the time goes, per epoch");
+    assert_eq!(per_epoch.series.len(), 7, "six stages and the wait");
+    assert_eq!(per_epoch.x.names.len(), 16, "two epochs of eight configs");
+    for (group, name) in per_epoch.x.names.iter().enumerate() {
+        let (config, epoch) = (group / 2, group % 2);
+        assert_eq!(
+            *name,
+            format!("{} · epoch {}", result.labels[config], epoch + 1)
+        );
+        let run = result.results.iter().find(|r| r.config_index == config);
+        let measured = &run.unwrap().epochs[epoch];
+        let wait_ms = measured.stages.wait_s / measured.batches as f64 * 1e3;
+        let drawn = per_epoch.series[6].points[group];
+        assert_eq!(drawn[0], (group + 1) as f64);
+        assert!((drawn[1] - wait_ms).abs() < 1e-9, "{drawn:?} vs {wait_ms}");
+    }
+
+    // One chart alone as a PNG, from the Export menu's list.
+    let (width, height) = export_chart(&mut harness, dir.path(), ChartId::Memory);
+    let rect = harness.state().chart_rect(ChartId::Memory).unwrap();
+    assert!(
+        (width as f32 - rect.width()).abs() <= 2.0 && (height as f32 - rect.height()).abs() <= 2.0,
+        "{width}×{height} vs {rect:?}"
+    );
+    let analysis = harness.state().area_rect(PngArea::Analysis).unwrap();
+    assert!(
+        rect.width() < analysis.width() * 0.6,
+        "half the analysis' width"
+    );
+}
+
+/// Exports chart `id` through Export → Chart as PNG; returns the PNG's size.
+fn export_chart(harness: &mut Harness<'_, App>, dir: &Path, id: ChartId) -> (u32, u32) {
+    harness.state_mut().set_export_path(dir.join("app.md"));
+    harness.get_by_label("Export").click();
+    harness.run_steps(2);
+    harness.get_by_label("Chart as PNG").click();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::Button, id.title())
+        .click();
+    let png = dir.join(format!("app-{}.png", id.name()));
+    step_until(harness, Duration::from_secs(60), |_| png.exists());
+    std::thread::sleep(Duration::from_millis(200));
+    image::open(&png).unwrap().to_rgba8().dimensions()
+}
+
+#[test]
+fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = saved_run(dir.path());
+    let mut harness = app(dir.path(), vec![json], loaderbench::gui::WINDOW_SIZE);
+    let before = harness.state().chart_rect(ChartId::Throughput).unwrap();
+    assert!(
+        before.top() > loaderbench::gui::WINDOW_SIZE[1],
+        "below the window: {before:?}"
+    );
+    let (width, height) = export_chart(&mut harness, dir.path(), ChartId::Throughput);
+    let rect = harness.state().chart_rect(ChartId::Throughput).unwrap();
+    assert!(
+        rect.bottom() <= loaderbench::gui::WINDOW_SIZE[1],
+        "scrolled into view: {rect:?}"
+    );
+    assert!(
+        (width as f32 - rect.width()).abs() <= 2.0 && (height as f32 - rect.height()).abs() <= 2.0,
+        "the whole chart: {width}×{height} vs {rect:?}"
+    );
+}
+
+#[test]
+fn report_exports_each_chart_alone_by_the_name_the_app_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = saved_run(dir.path());
+    let help = stdout(&run_with_deadline(
+        &mut loaderbench_command(&["report", "--help"]),
+        Duration::from_secs(30),
+    ));
+    for area in PngArea::all() {
+        assert!(help.contains(area.name()), "`{}` in {help}", area.name());
+    }
+    let png = |view: &str| {
+        let path = dir.path().join(format!("{view}.png"));
+        let output = run_with_deadline(
+            loaderbench_command(&[
+                "report",
+                json.to_str().unwrap(),
+                "--png",
+                path.to_str().unwrap(),
+                "--view",
+                view,
+            ])
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY"),
+            Duration::from_secs(120),
+        );
+        (output, path)
+    };
+    let (output, analysis) = png("analysis");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let analysis = image::open(&analysis).unwrap().to_rgba8();
+    for view in ["stages", "throughput", "first-batch"] {
+        let (output, path) = png(view);
+        assert!(output.status.success(), "{view}: {}", stderr(&output));
+        let image = image::open(&path).unwrap().to_rgba8();
+        let (width, height) = image.dimensions();
+        assert!(width > 300 && height > 150, "{view}: {width}×{height}");
+        assert!(
+            width <= analysis.width() && height < analysis.height() / 3,
+            "{view} alone: {width}×{height} within {:?}",
+            analysis.dimensions()
+        );
+        let mut colors: Vec<[u8; 4]> = image.pixels().map(|p| p.0).collect();
+        colors.sort_unstable();
+        colors.dedup();
+        assert!(colors.len() > 20, "{view}: a blank image");
+    }
+    let (output, _) = png("rank-spread");
+    assert!(!output.status.success(), "no ranks in this run");
+    assert!(
+        stderr(&output).contains("no \"Rank spread\" chart"),
+        "{}",
+        stderr(&output)
+    );
+    let (output, _) = png("nothing");
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("stages"), "the names offered");
+}
