@@ -280,3 +280,52 @@ fn cancelling_stops_the_epoch() {
         "workers still reading"
     );
 }
+
+/// Every image of an image folder's batch, as the loader hands it over.
+fn image_folder_batches(root: &std::path::Path, workers: usize) -> Vec<tch::Tensor> {
+    let spec = loaderbench::dataset::DatasetSpec {
+        kind: loaderbench::dataset::DatasetKind::ImageFolder,
+        path: Some(root.to_path_buf()),
+        channels: 3,
+        image_size: [24, 32],
+        ..Default::default()
+    };
+    let dataset = loaderbench::dataset::open(&spec, None).unwrap();
+    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
+    let mut settings = settings(workers, false);
+    settings.batch_size = 5;
+    let mut loader =
+        Loader::new(dataset, Arc::new(pipeline), settings, CancelToken::new()).unwrap();
+    loader
+        .epoch()
+        .unwrap()
+        .map(|batch| batch.unwrap().images)
+        .collect()
+}
+
+#[test]
+fn image_folder_batches_are_identical_whichever_worker_builds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..23u32 {
+        let folder = dir.path().join(format!("class{}", i % 3));
+        std::fs::create_dir_all(&folder).unwrap();
+        // Sizes above, below and at the sample size, so the per-thread buffers are
+        // reused across different sizes.
+        let (width, height) = (20 + i * 7 % 50, 15 + i * 11 % 40);
+        let picture = image::RgbImage::from_fn(width, height, |x, y| {
+            image::Rgb([(x * 9 + i) as u8, (y * 13) as u8, ((x ^ y) * 5) as u8])
+        });
+        picture
+            .save_with_format(folder.join(format!("{i}.jpg")), image::ImageFormat::Jpeg)
+            .unwrap();
+    }
+    let reference = image_folder_batches(dir.path(), 0);
+    assert_eq!(reference.len(), 5);
+    for workers in [2, 3] {
+        let batches = image_folder_batches(dir.path(), workers);
+        assert_eq!(batches.len(), reference.len());
+        for (i, (a, b)) in reference.iter().zip(&batches).enumerate() {
+            assert!(a.equal(b), "batch {i} differs with {workers} workers");
+        }
+    }
+}

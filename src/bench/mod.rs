@@ -26,6 +26,9 @@ pub const BATCH_EVENT_INTERVAL: std::time::Duration = std::time::Duration::from_
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "event")]
 pub enum Event {
+    /// The dataset is being opened: `checked` of its `total` files checked so far. Sent a
+    /// few times a second while an image folder's files are checked, before `Started`.
+    DatasetOpening { checked: usize, total: usize },
     /// The run began; `result` holds the plan's configs and the machine, no results yet.
     Started {
         result: Box<RunResult>,

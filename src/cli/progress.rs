@@ -30,6 +30,13 @@ impl BatchBar {
         BatchBar { bar }
     }
 
+    /// While the dataset is opened: how many of its files are checked.
+    pub fn checking(&self, checked: usize, total: usize) {
+        self.bar.set_message(format!(
+            "opening the dataset: {checked}/{total} files checked"
+        ));
+    }
+
     pub fn set_total(&self, batches: u64) {
         self.bar.set_length(batches);
     }

@@ -88,6 +88,7 @@ pub fn execute(
     let mut batches_done = 0;
     for event in paced(&handle) {
         match event {
+            Event::DatasetOpening { checked, total } => progress.checking(checked, total),
             Event::Started {
                 batches_per_epoch, ..
             } => {

@@ -1,18 +1,16 @@
 //! The image-folder reader, laid out as torchvision's `ImageFolder`: one sub-folder per
 //! class, classes sorted by name and numbered by position, PNG/JPEG files of any size and
 //! colour type inside (searched recursively; hidden files and folders skipped). Every
-//! file's header is checked at open, so a corrupt file is reported before a run starts;
-//! `read` decodes, converts to 1 or 3 channels, resizes to the requested size and writes
-//! channels-first bytes.
+//! file's header is checked at open, on several threads with progress reported
+//! ([`image_header`](super::image_header)), so a corrupt file is reported before a run
+//! starts; `read` decodes, converts to 1 or 3 channels, resizes to the requested size and
+//! writes channels-first bytes ([`image_decode`](super::image_decode)).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use image::imageops::{self, FilterType};
-use image::{DynamicImage, ImageReader};
-
-use super::files;
-use super::{Dataset, PixelKind, SampleShape};
+use super::{Dataset, OpenProgress, PixelKind, SampleShape};
+use super::{files, image_decode, image_header};
 use crate::error::{Error, Result};
 
 /// The image files of a class folder tree, each with its class index.
@@ -24,8 +22,14 @@ pub struct ImageFolder {
 }
 
 impl ImageFolder {
-    /// Lists and checks the images under `root`, to be read as `channels` × `size`.
-    pub fn open(root: &Path, channels: usize, size: [usize; 2]) -> Result<Self> {
+    /// Lists and checks the images under `root`, to be read as `channels` × `size`,
+    /// telling `progress` how many files are checked so far.
+    pub fn open(
+        root: &Path,
+        channels: usize,
+        size: [usize; 2],
+        progress: &mut dyn FnMut(OpenProgress),
+    ) -> Result<Self> {
         let shape = sample_shape(channels, size)?;
         let classes = visible_entries(root)?
             .into_iter()
@@ -45,9 +49,14 @@ impl ImageFolder {
             }
             samples.extend(images.into_iter().map(|path| (path, class as i64)));
         }
-        for (path, _) in &samples {
-            check_header(path)?;
-        }
+        let paths: Vec<PathBuf> = samples.iter().map(|(path, _)| path.clone()).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        image_header::check_all(&paths, threads, &mut |checked| {
+            progress(OpenProgress {
+                checked,
+                total: paths.len(),
+            });
+        })?;
         Ok(ImageFolder {
             root: root.to_path_buf(),
             samples,
@@ -69,12 +78,7 @@ impl Dataset for ImageFolder {
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
         files::check_index(index, self.len())?;
         let (path, label) = &self.samples[index];
-        let image = ImageReader::open(path)
-            .and_then(|reader| reader.with_guessed_format())
-            .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?
-            .decode()
-            .map_err(|err| Error::file_caused(path, format!("cannot decode: {err}"), err))?;
-        write_chw(&image, self.shape, pixels);
+        image_decode::read_sample(path, self.shape, pixels)?;
         Ok(*label)
     }
 
@@ -140,54 +144,6 @@ fn has_image_extension(path: &Path) -> bool {
         .is_some_and(|ext| ["png", "jpg", "jpeg"].contains(&ext.to_ascii_lowercase().as_str()))
 }
 
-/// Reads just enough of the file at `path` to know it is an image with a size.
-fn check_header(path: &Path) -> Result<()> {
-    let reader = ImageReader::open(path)
-        .and_then(|reader| reader.with_guessed_format())
-        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
-    let (width, height) = reader
-        .into_dimensions()
-        .map_err(|err| Error::file_caused(path, format!("not a readable image: {err}"), err))?;
-    if width == 0 || height == 0 {
-        return Err(Error::file(path, "the image has no pixels"));
-    }
-    Ok(())
-}
-
-/// Converts `image` to `shape`'s channels and size and writes it channels-first.
-fn write_chw(image: &DynamicImage, shape: SampleShape, pixels: &mut [u8]) {
-    // `sample_shape` checked that both sides fit in u32.
-    let (width, height) = (shape.width as u32, shape.height as u32);
-    if shape.channels == 1 {
-        let grey = resized(image.to_luma8(), width, height);
-        pixels.copy_from_slice(grey.as_raw());
-    } else {
-        let rgb = resized(image.to_rgb8(), width, height);
-        let plane = shape.height * shape.width;
-        for (i, pixel) in rgb.pixels().enumerate() {
-            for (channel, &value) in pixel.0.iter().enumerate() {
-                pixels[channel * plane + i] = value;
-            }
-        }
-    }
-}
-
-/// `image` at `width` × `height`, untouched when it is that size already.
-fn resized<P>(
-    image: image::ImageBuffer<P, Vec<u8>>,
-    width: u32,
-    height: u32,
-) -> image::ImageBuffer<P, Vec<u8>>
-where
-    P: image::Pixel<Subpixel = u8> + 'static,
-{
-    if image.dimensions() == (width, height) {
-        image
-    } else {
-        imageops::resize(&image, width, height, FilterType::Triangle)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use image::{GrayImage, Luma, Rgb, RgbImage};
@@ -216,7 +172,7 @@ mod tests {
     }
 
     fn open_error(root: &Path, channels: usize, size: [usize; 2]) -> String {
-        match ImageFolder::open(root, channels, size) {
+        match ImageFolder::open(root, channels, size, &mut |_| {}) {
             Ok(_) => panic!("{} opened but should not", root.display()),
             Err(err) => err.to_string(),
         }
@@ -225,7 +181,7 @@ mod tests {
     #[test]
     fn reads_classes_in_name_order_as_rgb_chw() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 3, [2, 2]).unwrap();
+        let folder = ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}).unwrap();
         assert_eq!(folder.len(), 2);
         assert!(folder.describe().ends_with("(2 × 3×2×2 u8), 2 classes"));
         let mut pixels = [0u8; 12];
@@ -240,7 +196,7 @@ mod tests {
     #[test]
     fn converts_colour_to_grey_at_full_size() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 1, [3, 4]).unwrap();
+        let folder = ImageFolder::open(dir.path(), 1, [3, 4], &mut |_| {}).unwrap();
         let mut pixels = [0u8; 12];
         folder.read(0, &mut pixels).unwrap();
         // Rec. 709 luma of (200, 10, 30), as the image crate computes it.
@@ -260,7 +216,7 @@ mod tests {
     #[test]
     fn decode_failure_in_read_is_named() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 1, [2, 2]).unwrap();
+        let folder = ImageFolder::open(dir.path(), 1, [2, 2], &mut |_| {}).unwrap();
         let png = dir.path().join("cats").join("a.png");
         let mut bytes = fs::read(&png).unwrap();
         // Past the signature and the 25-byte IHDR chunk, into the pixel data.

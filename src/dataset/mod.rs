@@ -6,7 +6,9 @@
 
 mod files;
 mod idx;
+mod image_decode;
 mod image_folder;
+mod image_header;
 mod npy;
 pub mod python;
 mod synthetic;
@@ -151,8 +153,25 @@ pub trait Dataset: Send + Sync {
     fn describe(&self) -> String;
 }
 
+/// How far opening a dataset has got: `checked` of its `total` files (image folders
+/// check every file's header, which takes a while for a large folder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenProgress {
+    pub checked: usize,
+    pub total: usize,
+}
+
 /// Opens the dataset a preset describes, limited to its first `samples` samples.
 pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Dataset>> {
+    open_with_progress(spec, samples, &mut |_| {})
+}
+
+/// [`open`], telling `progress` how far it has got while it checks files.
+pub fn open_with_progress(
+    spec: &DatasetSpec,
+    samples: Option<usize>,
+    progress: &mut dyn FnMut(OpenProgress),
+) -> Result<Arc<dyn Dataset>> {
     let path = || {
         spec.path.clone().ok_or_else(|| {
             Error::value(format!(
@@ -171,6 +190,7 @@ pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Datase
             &path()?,
             spec.channels,
             spec.image_size,
+            progress,
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
         DatasetKind::Python => return Err(Error::value(python::ENGINE_REFUSAL)),

@@ -30,6 +30,8 @@ pub struct RunProgress {
     pub batches_per_epoch: usize,
     pub batches_done: usize,
     pub batches_total: usize,
+    /// Files checked and in all while the dataset is opened; `None` once the run started.
+    pub opening: Option<(usize, usize)>,
 }
 
 /// What puts configs in one colour family: the run, the runtime, the worker kind.
@@ -148,10 +150,14 @@ impl RunData {
     /// Folds one event in.
     pub fn apply(&mut self, event: Event) {
         match event {
+            Event::DatasetOpening { checked, total } => {
+                self.progress.opening = Some((checked, total));
+            }
             Event::Started {
                 result,
                 batches_per_epoch,
             } => {
+                self.progress.opening = None;
                 let epochs = self.epochs + usize::from(self.warmup);
                 self.progress.batches_per_epoch = batches_per_epoch;
                 self.progress.batches_total =
@@ -235,6 +241,12 @@ impl RunData {
     /// The progress line: config, epoch, batch, elapsed and the estimated time left.
     pub fn progress_line(&self, elapsed: Duration) -> String {
         let p = &self.progress;
+        if let Some((checked, total)) = p.opening {
+            return format!(
+                "opening the dataset: {checked}/{total} files checked · {} elapsed",
+                clock(elapsed.as_secs_f64())
+            );
+        }
         let label = self.labels.get(p.config).map_or("", String::as_str);
         let mut line = format!(
             "config {}/{} {label}",
@@ -380,6 +392,30 @@ mod tests {
         assert_eq!(
             line,
             "config 1/1 nw=4 persistent · epoch 1/2 · batch 5/10 · 2.0 s elapsed · about 6.0 s left"
+        );
+    }
+
+    #[test]
+    fn progress_line_counts_files_checked_until_the_run_starts() {
+        let mut data = RunData::new(vec!["nw=0".into()], 1, 1, false);
+        data.apply(Event::DatasetOpening {
+            checked: 300,
+            total: 1000,
+        });
+        assert_eq!(
+            data.progress_line(Duration::from_secs(1)),
+            "opening the dataset: 300/1000 files checked · 1.0 s elapsed"
+        );
+        data.apply(Event::Started {
+            result: Box::new(crate::analysis::fixtures::result(
+                vec![crate::analysis::fixtures::config(0, false)],
+                Vec::new(),
+            )),
+            batches_per_epoch: 4,
+        });
+        assert!(
+            data.progress_line(Duration::from_secs(1))
+                .starts_with("config 1/1")
         );
     }
 }

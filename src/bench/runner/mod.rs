@@ -231,7 +231,16 @@ impl Run {
         // A python dataset is the user's code, which only the reference runtime loads.
         let dataset = match self.plan.dataset.kind {
             DatasetKind::Python => None,
-            _ => Some(dataset::open(&self.plan.dataset, self.plan.samples)?),
+            _ => Some(dataset::open_with_progress(
+                &self.plan.dataset,
+                self.plan.samples,
+                &mut |progress| {
+                    self.emit.send(Event::DatasetOpening {
+                        checked: progress.checked,
+                        total: progress.total,
+                    });
+                },
+            )?),
         };
         match &dataset {
             Some(dataset) => {

@@ -1,0 +1,288 @@
+//! The check an image folder's files get when it is opened: each file must start with a
+//! PNG or JPEG header that gives the image a size. Only the header is read (the first
+//! bytes of a PNG; a JPEG's markers up to its frame header, skipping the segments
+//! before it), on several threads at once, with the count checked reported as it goes,
+//! so a folder of a million files opens in seconds and a corrupt file is still named
+//! before a run starts.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Files one thread takes at a time: enough to make the shared counter cheap, few
+/// enough that the threads end together.
+const CHUNK: usize = 64;
+
+/// How often the progress callback hears the count.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Checks every file in `paths` on `threads` threads, calling `progress(checked)` on the
+/// calling thread as the count grows and once at the end. Fails with the error of the
+/// first bad file in `paths` order among those found.
+pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usize)) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let checked = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
+    let work = || {
+        while !failed.load(Ordering::Relaxed) {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= paths.len() {
+                return;
+            }
+            let end = (start + CHUNK).min(paths.len());
+            for (index, path) in paths.iter().enumerate().take(end).skip(start) {
+                if let Err(error) = check(path) {
+                    failed.store(true, Ordering::Relaxed);
+                    // A poisoned lock only means another checker panicked; the slot is
+                    // still a plain Option.
+                    let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                    if slot.as_ref().is_none_or(|(at, _)| index < *at) {
+                        *slot = Some((index, error));
+                    }
+                    return;
+                }
+            }
+            checked.fetch_add(end - start, Ordering::Relaxed);
+        }
+    };
+    let caller = std::thread::current();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    work();
+                    caller.unpark();
+                })
+            })
+            .collect();
+        while !workers.iter().all(|w| w.is_finished()) {
+            progress(checked.load(Ordering::Relaxed));
+            std::thread::park_timeout(PROGRESS_EVERY);
+        }
+    });
+    if let Some((_, error)) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(error);
+    }
+    progress(paths.len());
+    Ok(())
+}
+
+/// Fails unless the file at `path` starts with a PNG or JPEG header of a non-empty image.
+pub fn check(path: &Path) -> Result<()> {
+    let file = File::open(path)
+        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
+    let size = image_size(&mut BufReader::with_capacity(4096, file));
+    match size {
+        Ok(Some((width, height))) if width > 0 && height > 0 => Ok(()),
+        Ok(Some(_)) => Err(Error::file(path, "the image has no pixels")),
+        Ok(None) => Err(Error::file(
+            path,
+            "not a readable image: no PNG or JPEG header",
+        )),
+        Err(err) => Err(Error::file_caused(
+            path,
+            format!("not a readable image: {err}"),
+            err,
+        )),
+    }
+}
+
+/// Width and height from a PNG or JPEG header; `None` when the bytes are neither.
+fn image_size(reader: &mut BufReader<File>) -> io::Result<Option<(u32, u32)>> {
+    let mut magic = [0u8; 8];
+    let read = read_up_to(reader, &mut magic)?;
+    if magic[..read].starts_with(b"\x89PNG\r\n\x1a\n") {
+        png_size(reader)
+    } else if magic[..read].starts_with(&[0xFF, 0xD8]) {
+        jpeg_size(reader, &magic[2..read])
+    } else {
+        Ok(None)
+    }
+}
+
+/// The IHDR chunk that must follow the PNG signature.
+fn png_size(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
+    let mut chunk = [0u8; 16];
+    reader.read_exact(&mut chunk)?;
+    if &chunk[4..8] != b"IHDR" {
+        return Ok(None);
+    }
+    let word =
+        |at: usize| u32::from_be_bytes([chunk[at], chunk[at + 1], chunk[at + 2], chunk[at + 3]]);
+    Ok(Some((word(8), word(12))))
+}
+
+/// Walks a JPEG's markers (after SOI; `already` holds the bytes read past it) to the
+/// frame header (SOFn), which holds the size.
+fn jpeg_size(reader: &mut BufReader<File>, already: &[u8]) -> io::Result<Option<(u32, u32)>> {
+    let mut reader = already.chain(reader);
+    loop {
+        if byte(&mut reader)? != 0xFF {
+            return Ok(None);
+        }
+        let mut marker = byte(&mut reader)?;
+        while marker == 0xFF {
+            marker = byte(&mut reader)?;
+        }
+        match marker {
+            // Markers without a segment.
+            0x01 | 0xD0..=0xD8 => continue,
+            // Entropy-coded data or the end before any frame header.
+            0xD9 | 0xDA => return Ok(None),
+            // SOF0-SOF15 (DHT, JPG and DAC share the range but are not frames).
+            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
+                let mut header = [0u8; 7];
+                reader.read_exact(&mut header)?;
+                let height = u16::from_be_bytes([header[3], header[4]]);
+                let width = u16::from_be_bytes([header[5], header[6]]);
+                return Ok(Some((u32::from(width), u32::from(height))));
+            }
+            _ => {
+                let mut length = [0u8; 2];
+                reader.read_exact(&mut length)?;
+                let Some(rest) = u16::from_be_bytes(length).checked_sub(2) else {
+                    return Ok(None);
+                };
+                let skipped = io::copy(&mut (&mut reader).take(u64::from(rest)), &mut io::sink())?;
+                if skipped < u64::from(rest) {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+        }
+    }
+}
+
+fn byte(reader: &mut impl Read) -> io::Result<u8> {
+    let mut one = [0u8; 1];
+    reader.read_exact(&mut one)?;
+    Ok(one[0])
+}
+
+fn read_up_to(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use image::{Rgb, RgbImage};
+    use tempfile::TempDir;
+
+    use super::*;
+
+    fn jpeg(width: u32, height: u32) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new(&mut bytes)
+            .encode_image(&RgbImage::from_pixel(width, height, Rgb([9, 99, 199])))
+            .unwrap();
+        bytes
+    }
+
+    fn size_of(bytes: &[u8]) -> io::Result<Option<(u32, u32)>> {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("image");
+        std::fs::write(&path, bytes).unwrap();
+        image_size(&mut BufReader::with_capacity(
+            4096,
+            File::open(&path).unwrap(),
+        ))
+    }
+
+    #[test]
+    fn jpeg_size_is_found_past_segments_larger_than_the_buffer() {
+        let plain = jpeg(37, 21);
+        assert_eq!(size_of(&plain).unwrap(), Some((37, 21)));
+        // An APP1 segment of 20,000 bytes (an EXIF block with a thumbnail) after SOI.
+        let mut with_exif = plain[..2].to_vec();
+        with_exif.extend([0xFF, 0xE1]);
+        with_exif.extend(20_000u16.to_be_bytes());
+        with_exif.extend(std::iter::repeat_n(0xAB, 19_998));
+        with_exif.extend(&plain[2..]);
+        assert_eq!(size_of(&with_exif).unwrap(), Some((37, 21)));
+    }
+
+    #[test]
+    fn png_size_comes_from_ihdr() {
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        RgbImage::new(5, 3)
+            .write_to(&mut bytes, image::ImageFormat::Png)
+            .unwrap();
+        assert_eq!(size_of(bytes.get_ref()).unwrap(), Some((5, 3)));
+    }
+
+    #[test]
+    fn truncated_and_foreign_headers_are_refused() {
+        let plain = jpeg(8, 8);
+        let sof = plain.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        assert!(
+            size_of(&plain[..sof + 4]).is_err(),
+            "cut inside the frame header"
+        );
+        assert_eq!(size_of(b"GIF89a....").unwrap(), None);
+        assert_eq!(size_of(&[0xFF, 0xD8, 0xFF, 0xDA, 0, 2]).unwrap(), None);
+    }
+
+    /// 300 good files, two bad ones; `bad` are their positions.
+    fn folder(bad: [usize; 2]) -> (TempDir, Vec<PathBuf>) {
+        let dir = TempDir::new().unwrap();
+        let good = jpeg(4, 4);
+        let paths: Vec<PathBuf> = (0..300)
+            .map(|i| {
+                let path = dir.path().join(format!("{i:03}.jpg"));
+                let bytes: &[u8] = if bad.contains(&i) {
+                    b"not an image"
+                } else {
+                    &good
+                };
+                std::fs::write(&path, bytes).unwrap();
+                path
+            })
+            .collect();
+        (dir, paths)
+    }
+
+    #[test]
+    fn parallel_check_reports_progress_up_to_the_total() {
+        let (_dir, paths) = folder([usize::MAX; 2]);
+        let mut seen = Vec::new();
+        check_all(&paths, 3, &mut |checked| seen.push(checked)).unwrap();
+        assert_eq!(seen.last(), Some(&300), "{seen:?}");
+        assert!(seen.is_sorted(), "{seen:?}");
+    }
+
+    #[test]
+    fn parallel_check_names_a_bad_file() {
+        let (_dir, paths) = folder([250, 270]);
+        let named = |threads| {
+            check_all(&paths, threads, &mut |_| {})
+                .unwrap_err()
+                .to_string()
+        };
+        let one_thread = named(1);
+        assert!(
+            one_thread.starts_with(&paths[250].display().to_string()),
+            "{one_thread}"
+        );
+        assert!(one_thread.contains("not a readable image"), "{one_thread}");
+        // Several threads stop at whichever bad file one of them meets first.
+        let four = named(4);
+        assert!(
+            [250, 270]
+                .iter()
+                .any(|&i| four.starts_with(&paths[i].display().to_string())),
+            "{four}"
+        );
+    }
+}
