@@ -13,14 +13,14 @@
 //! Run with `cargo bench --bench image_folder`; under `cargo test` (no `--bench`
 //! argument) a few dozen images and one round go through every step, as a smoke test.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use image::codecs::jpeg::JpegEncoder;
 use image::{Rgb, RgbImage};
-use loaderbench::bench::{self, Event, RunOptions};
 use loaderbench::dataset::{DatasetKind, DatasetSpec};
-use loaderbench::plan::Plan;
 use loaderbench::preset::{Preset, Runtime};
 use loaderbench::results::RunResult;
 use loaderbench::stats::median;
@@ -127,7 +127,7 @@ fn compare(variant: &Variant, root: &Path, files: &[PathBuf], rounds: usize) {
     let mut floor = vec![Vec::new(); WORKERS.len()];
     let mut reads = Vec::new();
     for _ in 0..rounds {
-        let result = run(preset(root, variant.target));
+        let result = common::run(preset(root, variant.target), "image-folder");
         for (slot, &workers) in WORKERS.iter().enumerate() {
             ours[slot].push(epoch_s(&result, Runtime::Loaderbench, workers));
             torchvision[slot].push(epoch_s(&result, Runtime::Pytorch, workers));
@@ -187,31 +187,6 @@ fn spec(root: &Path, target: usize) -> DatasetSpec {
         image_size: [target, target],
         ..DatasetSpec::default()
     }
-}
-
-fn run(preset: Preset) -> RunResult {
-    let plan = Plan::from_preset(&preset, None).expect("a plan");
-    let journal =
-        std::env::temp_dir().join(format!("image-folder-bench-{}.jsonl", std::process::id()));
-    let handle = bench::spawn(
-        plan,
-        RunOptions {
-            journal: Some(journal.clone()),
-            ..RunOptions::default()
-        },
-        || {},
-    );
-    let mut outcome = None;
-    while outcome.is_none() {
-        match handle.events().recv_timeout(Duration::from_secs(600)) {
-            Ok(Event::Finished { result }) => outcome = Some(*result),
-            Ok(Event::Failed { error, .. }) => panic!("the run failed: {error}"),
-            Ok(_) => {}
-            Err(_) => panic!("the run stopped reporting"),
-        }
-    }
-    let _ = std::fs::remove_file(journal);
-    outcome.expect("an outcome")
 }
 
 /// The typical epoch (the second: the first starts the workers) of `runtime` at `workers`.

@@ -10,12 +10,12 @@
 //! `cargo test` a tiny smoke version of the user's-dataset agreement runs (it goes
 //! through every step the other agreement does, and more).
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use loaderbench::bench::{self, Event, RunOptions};
 use loaderbench::cancel::CancelToken;
 use loaderbench::compare;
 use loaderbench::dataset::{DatasetKind, DatasetSpec, open};
@@ -183,7 +183,7 @@ fn goals(dir: &Path) {
             }
         }
         for (pipeline, preset) in [("light", light), ("heavy", heavy)] {
-            let result = run(preset);
+            let result = common::run(preset, "reference");
             println!("\n{pipeline} on {name}: {}", result.dataset);
             print!("{}", compare::table(&result));
             if pipeline == "light" {
@@ -230,31 +230,6 @@ fn preset(samples: usize, pipeline: &str, workers: &str) -> Preset {
     preset.set("pipeline", pipeline).expect("a pipeline");
     preset.set("num_workers", workers).expect("workers");
     preset
-}
-
-fn run(preset: Preset) -> RunResult {
-    let plan = Plan::from_preset(&preset, None).expect("a plan");
-    let journal =
-        std::env::temp_dir().join(format!("reference-bench-{}.jsonl", std::process::id()));
-    let handle = bench::spawn(
-        plan,
-        RunOptions {
-            journal: Some(journal.clone()),
-            ..RunOptions::default()
-        },
-        || {},
-    );
-    let mut outcome = None;
-    while outcome.is_none() {
-        match handle.events().recv_timeout(Duration::from_secs(600)) {
-            Ok(Event::Finished { result }) => outcome = Some(*result),
-            Ok(Event::Failed { error, .. }) => panic!("the run failed: {error}"),
-            Ok(_) => {}
-            Err(_) => panic!("the run stopped reporting"),
-        }
-    }
-    let _ = std::fs::remove_file(journal);
-    outcome.expect("an outcome")
 }
 
 fn median(values: &[f64]) -> f64 {

@@ -1,0 +1,35 @@
+//! What the benchmarks share: running a preset in-process on the runner, as the CLI
+//! does, and taking its finished result.
+
+use std::time::Duration;
+
+use loaderbench::bench::{self, Event, RunOptions};
+use loaderbench::plan::Plan;
+use loaderbench::preset::Preset;
+use loaderbench::results::RunResult;
+
+/// Runs `preset` to the end (its journal, named after `bench`, is removed afterwards);
+/// panics if it fails or reports nothing for ten minutes.
+pub fn run(preset: Preset, bench: &str) -> RunResult {
+    let plan = Plan::from_preset(&preset, None).expect("a plan");
+    let journal = std::env::temp_dir().join(format!("{bench}-bench-{}.jsonl", std::process::id()));
+    let handle = bench::spawn(
+        plan,
+        RunOptions {
+            journal: Some(journal.clone()),
+            ..RunOptions::default()
+        },
+        || {},
+    );
+    let mut outcome = None;
+    while outcome.is_none() {
+        match handle.events().recv_timeout(Duration::from_secs(600)) {
+            Ok(Event::Finished { result }) => outcome = Some(*result),
+            Ok(Event::Failed { error, .. }) => panic!("the run failed: {error}"),
+            Ok(_) => {}
+            Err(_) => panic!("the run stopped reporting"),
+        }
+    }
+    let _ = std::fs::remove_file(journal);
+    outcome.expect("an outcome")
+}
