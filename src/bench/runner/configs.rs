@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::bench::Event;
-use crate::bench::meter::{self, Interference};
+use crate::bench::meter::Interference;
 use crate::bench::ranks::{RankProgress, Ranks, RanksSummary};
 use crate::dataset::Dataset;
 use crate::error::Result;
@@ -214,8 +214,7 @@ impl Run {
         repeat: usize,
         epoch: impl FnOnce() -> Result<EpochResult>,
     ) -> Result<(EpochResult, Option<Interference>)> {
-        self.wait_for_gate();
-        let reading = meter::Reading::now();
+        let reading = self.settle_before_epoch();
         let mut result = epoch()?;
         let seen = reading.interference_since();
         result.record(seen);

@@ -316,7 +316,8 @@ impl Run {
                         Some(reference) => reference,
                         None => reference.insert(Reference::prepare(&self.plan, dataset)?),
                     };
-                    self.wait_for_gate();
+                    // The reference reads the meter around each of its epochs itself.
+                    self.settle_before_epoch();
                     self.measure_reference(reference, index, repeat)?
                 }
             };
@@ -374,12 +375,18 @@ impl Run {
     }
 
     /// Lets the front end, then this process, settle before an epoch's clock starts:
-    /// the same rest before every epoch, whichever face runs it.
-    fn wait_for_gate(&self) {
+    /// the same rest before every epoch, whichever face runs it. Returns the meter's
+    /// reading from just after the front end's gate, so an epoch's other load is read
+    /// over this process's own settling (24 ms or more) and the epoch: a 20 ms epoch
+    /// alone spans two of the kernel's 10 ms clock ticks, too few to tell a busy core
+    /// from rounding, while the app's drawing (in the gate) stays out of it.
+    fn settle_before_epoch(&self) -> meter::Reading {
         if let Some(gate) = self.before_epoch.borrow_mut().as_mut() {
             gate();
         }
+        let reading = meter::Reading::now();
         meter::wait_for_quiet(EPOCH_SETTLE_LIMIT);
+        reading
     }
 
     /// Passes a warning on, unless the same one was already said in this run.
