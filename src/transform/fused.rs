@@ -2,7 +2,7 @@
 //! the same ops) on uint8 CPU batches, done in plain Rust in one pass over the data
 //! instead of one libtorch op after another. Light is the unfused ops' f32 arithmetic
 //! in the same order, vectorized, so it gives the same values. Heavy is [`Warp`], its samples split over as many
-//! threads as libtorch's intra-op setting allows; each sample's random parameters are
+//! threads as libtorch's intra-op setting allows (the caller and [`helpers`](super::helpers)); each sample's random parameters are
 //! drawn up front from the batch's generator, so the batch does not depend on the
 //! thread count. Anything else (float batches, other chains, per-sample transforms) runs
 //! the unfused ops.
@@ -12,6 +12,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::blur::gaussian_kernel;
 use super::geometry::rotation_thetas;
+use super::helpers::run_split;
 use super::normalize::ChannelStats;
 use super::warp::{SampleParams, Warp};
 use super::{Op, random};
@@ -120,12 +121,12 @@ impl Fused {
 }
 
 /// Each sample through `warp`, the samples split into one contiguous run per intra-op
-/// thread (the calling thread takes the first run).
+/// thread (the calling thread takes the first run, the pool's helpers the others).
 fn heavy(warp: &Warp, params: &[SampleParams], images: &[u8], out: &mut [f32], blur_taps: usize) {
     let len = warp.sample_len();
     let threads = usize::try_from(tch::get_num_threads())
         .unwrap_or(1)
-        .clamp(1, params.len());
+        .clamp(1, params.len().max(1));
     let per_thread = params.len().div_ceil(threads);
     let run = |params: &[SampleParams], images: &[u8], out: &mut [f32]| {
         let mut scratch = warp.scratch(blur_taps);
@@ -137,20 +138,12 @@ fn heavy(warp: &Warp, params: &[SampleParams], images: &[u8], out: &mut [f32], b
             warp.sample(params, image, out, &mut scratch);
         }
     };
-    let run = &run;
-    std::thread::scope(|scope| {
-        let mut runs = params
-            .chunks(per_thread)
-            .zip(images.chunks(per_thread * len))
-            .zip(out.chunks_mut(per_thread * len));
-        let first = runs.next();
-        for ((params, images), out) in runs {
-            scope.spawn(move || run(params, images, out));
-        }
-        if let Some(((params, images), out)) = first {
-            run(params, images, out);
-        }
-    });
+    let runs: Vec<_> = params
+        .chunks(per_thread)
+        .zip(images.chunks(per_thread * len))
+        .zip(out.chunks_mut(per_thread * len))
+        .collect();
+    run_split(runs, |((params, images), out)| run(params, images, out));
 }
 
 /// uint8 to normalized floats, plane by plane, with the unfused ops' f32 arithmetic in

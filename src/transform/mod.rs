@@ -8,6 +8,7 @@ mod check;
 mod cost;
 mod fused;
 mod geometry;
+mod helpers;
 mod normalize;
 mod pipeline;
 mod random;
