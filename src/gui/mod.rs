@@ -27,6 +27,7 @@ pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export::{crop, png_bytes};
+pub use pacing::{FRAME_INTERVAL, Pacer};
 pub use headless::render_png;
 pub use plots::{ChartView, view as chart_view};
 

@@ -6,13 +6,13 @@
 //! the file and the problem.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::bench::Event;
 use crate::documents;
 use crate::gui::actions::Action;
 use crate::gui::live::RunData;
+use crate::gui::pacing::Pacer;
 use crate::overlay;
 use crate::results::{RunResult, RunStatus};
 
@@ -128,7 +128,7 @@ impl App {
         self.messages.retain(|m| !m.error);
         self.run = Some(LiveRun {
             handle: None,
-            epoch_since: Arc::new(Mutex::new(None)),
+            pacer: Pacer::default(),
             data: replay(result),
             started: Instant::now(),
             took: None,

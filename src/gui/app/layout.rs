@@ -245,6 +245,9 @@ fn message_line(ui: &mut Ui, index: usize, message: &Message, actions: &mut Vec<
 
 impl eframe::App for App {
     fn ui(&mut self, ui: &mut Ui, _frame: &mut eframe::Frame) {
+        if let Some(run) = &self.run {
+            run.pacer.wait_to_draw();
+        }
         let ctx = ui.ctx().clone();
         let left_over = self.drain_events();
         self.drain_replies(&ctx);
@@ -304,15 +307,16 @@ impl eframe::App for App {
         if self.close_requested {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
-        // Between epochs the run's events wake the window; during one it draws only
-        // for the progress line of a long epoch (see gui::pacing).
+        // The run's events wake the window; while it measures, the next frame waits at
+        // the top of `ui` until the pacer lets it draw (see gui::pacing), and this
+        // request keeps the progress line moving at that pace.
         if left_over {
             ctx.request_repaint_after(LIVE_FRAME_INTERVAL);
         } else if let Some(after) = self
             .run
             .as_ref()
             .filter(|run| run.data.is_running())
-            .and_then(|run| run.next_progress_frame())
+            .and_then(|run| run.next_frame_in())
         {
             ctx.request_repaint_after(after);
         }

@@ -4,7 +4,6 @@
 //! frame within a time budget, cancelling it, and what happens when it ends (analysis,
 //! warnings, how it ended, and for a scripted run the JSON file and the exit).
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::analysis::Analysis;
@@ -12,7 +11,7 @@ use crate::baseline::{self, Change};
 use crate::bench::child::ChildRun;
 use crate::export::{self, Exporter};
 use crate::gui::live::{Phase, RunData};
-use crate::gui::pacing;
+use crate::gui::pacing::{self, Pacer};
 
 use super::{App, WARNING};
 
@@ -24,8 +23,8 @@ pub(super) const LIVE_FRAME_INTERVAL: Duration = Duration::from_millis(66);
 /// A run the window shows: live, or finished.
 pub(super) struct LiveRun {
     pub(super) handle: Option<ChildRun>,
-    /// When the epoch being measured was let start; `None` between epochs.
-    pub(super) epoch_since: Arc<Mutex<Option<Instant>>>,
+    /// Keeps frames out of the epochs the child measures.
+    pub(super) pacer: Pacer,
     pub(super) data: RunData,
     pub(super) started: Instant,
     /// Set when the run ends, to freeze the elapsed time.
@@ -44,9 +43,8 @@ impl LiveRun {
     }
 
     /// When the window should draw again for the progress line alone.
-    pub(super) fn next_progress_frame(&self) -> Option<Duration> {
-        let since = (*self.epoch_since.lock().ok()?)?;
-        Some(pacing::next_progress_frame(since))
+    pub(super) fn next_frame_in(&self) -> Option<Duration> {
+        self.pacer.next_frame_in()
     }
 }
 
@@ -153,18 +151,13 @@ impl App {
             dir.join(format!("{}-{stamp}.jsonl", plan.name))
         });
         let (settle_ctx, wake_ctx) = (ctx.clone(), ctx.clone());
-        let epoch_since = Arc::new(Mutex::new(None));
-        let since = epoch_since.clone();
+        let pacer = Pacer::default();
+        let (settling, reporting) = (pacer.clone(), pacer.clone());
         let settle = move |queued: &crossbeam_channel::Receiver<crate::bench::Event>| {
-            if let Ok(mut since) = since.lock() {
-                *since = None;
-            }
-            pacing::settle(&settle_ctx, queued);
-            if let Ok(mut since) = since.lock() {
-                *since = Some(Instant::now());
-            }
+            settling.settle(&settle_ctx, queued);
         };
         let wake = move |event: &crate::bench::Event| {
+            reporting.reported(event);
             if pacing::redraws_at_once(event) {
                 wake_ctx.request_repaint();
             }
@@ -181,7 +174,7 @@ impl App {
         self.shown.clear();
         self.recent = None;
         self.run = Some(LiveRun {
-            epoch_since,
+            pacer,
             handle: Some(handle),
             data,
             started: Instant::now(),
