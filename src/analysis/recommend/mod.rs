@@ -2,13 +2,17 @@
 //! dataset, pipeline, runtime and ranks), which config to train with on this machine, why, and
 //! the code to paste. Configs are compared by the 95% bootstrap interval of their
 //! per-repeat projected time (the planned epochs: the first epoch, then every later one
-//! at the repeat's typical time), not by medians alone: those whose interval meets the
-//! fastest's, or that lie within [`NEAR_SHARE`] of it, are equally fast, and of those
+//! at the repeat's typical time), not by medians alone, and round by round where they
+//! share enough repeats: those whose interval meets the fastest's (or whose interval of
+//! the per-round ratio to it reaches 1), or that lie within [`NEAR_SHARE`] of it, are
+//! equally fast, and of those
 //! the one with the fewest workers wins, since workers cost memory and cores that buy
 //! nothing measurable. A knob measured as a no-op (pin_memory without CUDA) makes no
 //! config of its own, nor does a copy of a config (an A/A check). No winner is named over
 //! a disturbed config, and a single repeat is called one sample. The paragraph is
 //! written in [`text`], the code to paste in [`snippet`].
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -124,6 +128,21 @@ impl Candidate<'_> {
             .max_by(f64::total_cmp)
     }
 
+    /// The projected time of each repeat, by repeat number (the median where a folded
+    /// no-op twin measured the same repeat too).
+    fn by_round(&self, planned_epochs: usize) -> BTreeMap<usize, f64> {
+        let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for run in &self.runs {
+            if let Some(seconds) = projected_s(run, planned_epochs) {
+                rounds.entry(run.repeat).or_default().push(seconds);
+            }
+        }
+        rounds
+            .into_iter()
+            .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
+            .collect()
+    }
+
     fn median_of(&self, value: impl Fn(&ConfigResult) -> Option<f64>) -> Option<f64> {
         let values: Vec<f64> = self.runs.iter().filter_map(|r| value(r)).collect();
         stats::median(&values)
@@ -204,10 +223,40 @@ fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Can
     candidates
 }
 
-/// True when `a` is as fast as `fastest` within the noise: their intervals meet, or `a`
-/// is within [`NEAR_SHARE`] of it.
-fn equally_fast(a: &Estimate, fastest: &Estimate) -> bool {
-    !a.differs_from(fastest) || a.median <= fastest.median * (1.0 + NEAR_SHARE)
+/// True when `a` is as fast as `fastest` within the noise. Where the two share at
+/// least [`MIN_ROUNDS`] repeats they are compared round by round: repeat `r` of every
+/// config ran in round `r` (one after another with the interleaved order), so drift
+/// that slows a whole round, or a whole process of a merged run, cancels in the ratio
+/// of the two; `a` is as fast when the interval of that ratio reaches 1 or its median is
+/// within [`NEAR_SHARE`]. Otherwise by their own intervals: they meet, or `a` is within
+/// [`NEAR_SHARE`] of `fastest`.
+fn equally_fast(a: &Candidate<'_>, fastest: &Candidate<'_>, planned_epochs: usize) -> bool {
+    if a.index == fastest.index {
+        return true;
+    }
+    match round_ratio(a, fastest, planned_epochs) {
+        Some(ratio) => ratio.low <= 1.0 || ratio.median <= 1.0 + NEAR_SHARE,
+        None => {
+            let (a, fastest) = (&a.projected_s, &fastest.projected_s);
+            !a.differs_from(fastest) || a.median <= fastest.median * (1.0 + NEAR_SHARE)
+        }
+    }
+}
+
+/// Repeats two configs must share to be compared round by round.
+const MIN_ROUNDS: usize = 3;
+
+/// `a`'s projected time over `b`'s in each repeat both have, as an estimate over those
+/// rounds; `None` below [`MIN_ROUNDS`].
+fn round_ratio(a: &Candidate<'_>, b: &Candidate<'_>, planned_epochs: usize) -> Option<Estimate> {
+    let (a, b) = (a.by_round(planned_epochs), b.by_round(planned_epochs));
+    let ratios: Vec<f64> = a
+        .iter()
+        .filter_map(|(round, a)| Some(a / b.get(round)?))
+        .collect();
+    (ratios.len() >= MIN_ROUNDS)
+        .then(|| Estimate::of(&ratios))
+        .flatten()
 }
 
 fn recommend_one(
@@ -247,7 +296,7 @@ fn recommend_one(
         .min_by(|a, b| a.projected_s.median.total_cmp(&b.projected_s.median))?;
     let near: Vec<&Candidate<'_>> = candidates
         .iter()
-        .filter(|c| equally_fast(&c.projected_s, &fastest.projected_s))
+        .filter(|c| equally_fast(c, fastest, result.planned_epochs))
         .collect();
     let chosen = *near.iter().min_by(|a, b| {
         (a.config.num_workers, a.config.pin_memory)
@@ -509,6 +558,38 @@ mod tests {
             "{}",
             r.text
         );
+    }
+
+    /// Repeats of one config numbered as rounds: repeat `r` takes `seconds[r]`.
+    fn rounds(index: usize, config: &Config, seconds: &[f64]) -> Vec<ConfigResult> {
+        let mut runs = repeats(index, config, seconds);
+        for (round, run) in runs.iter_mut().enumerate() {
+            run.repeat = round;
+        }
+        runs
+    }
+
+    #[test]
+    fn configs_are_compared_round_by_round_so_drift_between_rounds_cancels() {
+        let configs = vec![config(0, false), config(2, false)];
+        // Whole rounds run up to 40% slow, and nw=2 is 10% faster than nw=0 in each:
+        // their own intervals overlap, the per-round ratio does not reach 1.
+        let drift = [1.0, 1.4, 1.1, 0.9, 1.3];
+        let slow: Vec<f64> = drift.iter().map(|d| d * 1.0).collect();
+        let fast: Vec<f64> = drift.iter().map(|d| d * 0.9).collect();
+        let mut drifting = rounds(0, &configs[0], &slow);
+        drifting.extend(rounds(1, &configs[1], &fast));
+        let nw0 = Estimate::of(&slow).unwrap();
+        assert!(!nw0.differs_from(&Estimate::of(&fast).unwrap()));
+        let r = only(&result(configs.clone(), drifting));
+        assert_eq!(r.outcome, Outcome::Faster, "{}", r.text);
+        assert_eq!(r.label.as_deref(), Some("nw=2"));
+        // The same spread with no consistent difference between the two is noise.
+        let mut shuffled = rounds(0, &configs[0], &slow);
+        shuffled.extend(rounds(1, &configs[1], &[1.3, 0.9, 1.4, 1.0, 1.0]));
+        let r = only(&result(configs, shuffled));
+        assert_eq!(r.outcome, Outcome::NoneFaster, "{}", r.text);
+        assert_eq!(r.label.as_deref(), Some("nw=0"));
     }
 
     #[test]
