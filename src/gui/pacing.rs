@@ -75,7 +75,13 @@ impl Pacer {
         let now = Instant::now();
         let (draw, recent_frame) = {
             let mut pace = self.lock();
-            pace.paced = true;
+            if !pace.paced {
+                // The window has just drawn the run's start; counting the interval from
+                // here keeps the first drawing gate off the run's first epoch, which
+                // would otherwise follow the longer rest in every run.
+                pace.paced = true;
+                pace.last_frame = Some(now);
+            }
             pace.epoch_since = None;
             let draw = pace.next_frame(now).is_none();
             pace.drawing = draw;
@@ -197,6 +203,16 @@ mod tests {
         let pacer = Pacer::default();
         assert!(waits(&pacer) < Duration::from_millis(100));
         assert_eq!(pacer.next_frame_in(), None);
+    }
+
+    #[test]
+    fn the_first_gate_opens_without_a_frame_and_the_interval_counts_from_it() {
+        let pacer = Pacer::default();
+        let (_, events) = crossbeam_channel::unbounded();
+        pacer.settle(&egui::Context::default(), &events);
+        assert!(!pacer.lock().drawing);
+        let due = pacer.next_frame_in().unwrap();
+        assert!(due > FRAME_INTERVAL - Duration::from_millis(400), "{due:?}");
     }
 
     #[test]
