@@ -28,7 +28,7 @@ fn no_frame_starts_inside_a_measured_epoch_and_a_run_draws_once_a_second() {
     };
     let plan = Plan::from_preset(&preset, None).unwrap();
     let ctx = egui::Context::default();
-    let pacer = Pacer::default();
+    let pacer = Pacer::for_plan(&plan);
     // When each epoch was let start, and when the run reported its end.
     let gates = Arc::new(Mutex::new(Vec::new()));
     let ends = Arc::new(Mutex::new(Vec::new()));
@@ -65,11 +65,18 @@ fn no_frame_starts_inside_a_measured_epoch_and_a_run_draws_once_a_second() {
     assert!(ended, "the run did not end");
     let gates = gates.lock().unwrap().clone();
     let ends = ends.lock().unwrap().clone();
-    assert_eq!(gates.len(), 18, "a gate before each of 2 configs × 3 repeats × 3 epochs");
+    assert_eq!(
+        gates.len(),
+        18,
+        "a gate before each of 2 configs × 3 repeats × 3 epochs"
+    );
     assert_eq!(ends.len(), gates.len());
     for (start, end) in gates.iter().zip(&ends) {
         let inside = frames.iter().filter(|f| *f > start && *f < end).count();
-        assert!(end.duration_since(*start) < FRAME_INTERVAL, "short epochs only");
+        assert!(
+            end.duration_since(*start) < FRAME_INTERVAL,
+            "short epochs only"
+        );
         assert_eq!(inside, 0, "a frame started inside an epoch");
     }
     let measuring = ends.last().unwrap().duration_since(gates[0]);

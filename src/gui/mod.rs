@@ -27,8 +27,8 @@ pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export::{crop, png_bytes};
-pub use pacing::{FRAME_INTERVAL, Pacer};
 pub use headless::render_png;
+pub use pacing::{FRAME_INTERVAL, Pacer};
 pub use plots::{ChartView, view as chart_view};
 
 /// The window's size when it opens, in points; `report --png` renders at this size.

@@ -2,16 +2,19 @@
 //! ([`ChildRun`](crate::bench::child::ChildRun)) that stops at a gate before each epoch
 //! until [`Pacer::settle`] returns. Once the run has reached its first epoch the window
 //! draws at most once every [`FRAME_INTERVAL`], and only at a gate (or in an epoch that
-//! has run that long, or outside epochs): a gate that falls due lets the window take the
-//! run's events and draw them, then waits until this process (the software renderer's
-//! threads included) has gone quiet; every other gate opens at once. A frame asked for
-//! at any other time (the run's events, egui's follow-up frames for new widgets, grid
-//! sizes and scroll-bar fades) waits at the top of the frame in [`Pacer::wait_to_draw`].
-//! So drawing never competes with a measured epoch, and most epochs start after the same
-//! short rest as in `loaderbench run`: a frame under Mesa's software renderer takes
-//! 50-60 ms of both cores, and a rest of 60 ms or more before an epoch made the first
-//! batch of four or more starting workers 1.4-2.1× slower (measured on a 2-core VM,
-//! rests alternated round by round in one process).
+//! has run that long, or after [`MAX_FRAME_GAP`] without a gate): a gate where a frame
+//! is due lets the window take the run's events and draw them, then waits until this
+//! process (the software renderer's threads included) has gone quiet; every other gate
+//! opens at once. A due frame waits for a gate before an epoch that starts no workers
+//! and is not its repeat's first, for as long as [`MAX_FRAME_GAP`] allows: a rest
+//! changes the first batch of starting workers most. A frame asked for at any other time
+//! (the run's events, egui's follow-up frames for new widgets, grid sizes and scroll-bar
+//! fades) waits at the top of the frame in [`Pacer::wait_to_draw`]. So drawing never
+//! competes with a measured epoch, and most epochs start after the same short rest as in
+//! `loaderbench run`: a frame under Mesa's software renderer takes 50-60 ms of both
+//! cores, and a rest of 60 ms or more before an epoch made the first batch of four or
+//! more starting workers 1.4-2.1× slower (measured on a 2-core VM, rests alternated
+//! round by round in one process).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -19,6 +22,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use crate::bench::{Event, meter};
+use crate::plan::Plan;
+use crate::preset::Runtime;
 
 /// The longest the window may take to take the run's events at a drawing gate before
 /// the epoch starts anyway (a hidden window draws no frames).
@@ -31,12 +36,26 @@ const FRAME_DRAWS_FOR: Duration = Duration::from_millis(300);
 
 /// While a run measures, the window draws at most this often.
 pub const FRAME_INTERVAL: Duration = Duration::from_secs(1);
+/// While a run measures, the window draws at least this often: at the next gate, else
+/// between epochs (a config's set-up, the PyTorch runtime starting).
+pub const MAX_FRAME_GAP: Duration = Duration::from_secs(2);
 
 /// The window's side of the epoch gate, shared by the thread that answers the child's
 /// gates, the thread that passes its events on, and the frames. Cloning shares it.
 #[derive(Clone, Default)]
 pub struct Pacer {
     shared: Arc<(Mutex<Pace>, Condvar)>,
+    /// Per config of the plan, what its epochs start.
+    starts: Arc<Vec<Starts>>,
+}
+
+/// What a config's epochs start.
+#[derive(Clone, Copy)]
+struct Starts {
+    /// Workers or rank processes, started with the epoch.
+    workers: bool,
+    /// Persistent workers: only the repeat's first epoch starts them.
+    persistent: bool,
 }
 
 #[derive(Default)]
@@ -49,6 +68,9 @@ struct Pace {
     epoch_since: Option<Instant>,
     /// When the last frame was let draw.
     last_frame: Option<Instant>,
+    /// The config whose epoch comes next, and whether it is the repeat's first (its
+    /// warm-up epoch, where the plan has one).
+    next_epoch: Option<(usize, bool)>,
 }
 
 impl Pace {
@@ -57,15 +79,58 @@ impl Pace {
         if !self.paced || self.drawing {
             return None;
         }
-        let mut due = self.last_frame.map_or(now, |at| at + FRAME_INTERVAL);
-        if let Some(since) = self.epoch_since {
-            due = due.max(since + FRAME_INTERVAL);
-        }
+        let last = self.last_frame.unwrap_or(now);
+        let due = match self.epoch_since {
+            Some(since) => (last + FRAME_INTERVAL).max(since + FRAME_INTERVAL),
+            None => last + MAX_FRAME_GAP,
+        };
         (due > now).then_some(due)
+    }
+
+    fn since_last_frame(&self, now: Instant) -> Duration {
+        self.last_frame.map_or(Duration::MAX, |at| now - at)
     }
 }
 
 impl Pacer {
+    /// The pacer of a run of `plan`.
+    pub fn for_plan(plan: &Plan) -> Pacer {
+        let starts = plan
+            .configs
+            .iter()
+            .map(|config| Starts {
+                workers: config.num_workers > 0
+                    || config.ranks > 1
+                    || config.runtime != Runtime::Loaderbench,
+                persistent: config.persistent_workers,
+            })
+            .collect();
+        Pacer {
+            starts: Arc::new(starts),
+            ..Pacer::default()
+        }
+    }
+
+    /// Whether the window draws at a gate now: a frame is due and the epoch ahead
+    /// starts quietly, or the last frame is [`MAX_FRAME_GAP`] old.
+    fn draws_at_gate(&self, pace: &Pace, now: Instant) -> bool {
+        let since_frame = pace.since_last_frame(now);
+        since_frame >= MAX_FRAME_GAP || (since_frame >= FRAME_INTERVAL && self.quiet_start(pace))
+    }
+
+    /// Whether the epoch ahead starts no workers and is not its repeat's first: a rest
+    /// before it changes least.
+    fn quiet_start(&self, pace: &Pace) -> bool {
+        let Some((config, first)) = pace.next_epoch else {
+            return false;
+        };
+        let starts = self.starts.get(config).copied().unwrap_or(Starts {
+            workers: true,
+            persistent: false,
+        });
+        !first && (!starts.workers || starts.persistent)
+    }
+
     /// The child waits before an epoch: when a frame is due the window takes every queued
     /// event (`events` is the run's queue that the frames drain) and draws, then this
     /// process goes quiet, each within its limit; otherwise it opens at once, after the
@@ -83,10 +148,9 @@ impl Pacer {
                 pace.last_frame = Some(now);
             }
             pace.epoch_since = None;
-            let draw = pace.next_frame(now).is_none();
+            let draw = self.draws_at_gate(&pace, now);
             pace.drawing = draw;
-            let recent = pace.last_frame.is_some_and(|at| now - at < FRAME_DRAWS_FOR);
-            (draw, recent)
+            (draw, pace.since_last_frame(now) < FRAME_DRAWS_FOR)
         };
         if draw {
             self.notify();
@@ -112,18 +176,22 @@ impl Pacer {
     /// Passes on what the run reported: an epoch's end lets a due frame draw, and the
     /// run's end stops the pacing.
     pub fn reported(&self, event: &Event) {
-        if event.final_result().is_some() {
-            self.run_ended();
-        } else if matches!(
-            event,
-            Event::EpochFinished { .. } | Event::ConfigFinished { .. }
-        ) {
-            self.epoch_ended();
+        match event {
+            Event::ConfigStarted { config, .. } => {
+                self.lock().next_epoch = Some((*config, true));
+            }
+            Event::EpochFinished { config, .. } => self.epoch_ended(Some((*config, false))),
+            Event::ConfigFinished { .. } => self.epoch_ended(None),
+            _ if event.final_result().is_some() => self.run_ended(),
+            _ => {}
         }
     }
 
-    fn epoch_ended(&self) {
-        self.lock().epoch_since = None;
+    fn epoch_ended(&self, next_epoch: Option<(usize, bool)>) {
+        let mut pace = self.lock();
+        pace.epoch_since = None;
+        pace.next_epoch = next_epoch;
+        drop(pace);
         self.notify();
     }
 
@@ -216,11 +284,38 @@ mod tests {
     }
 
     #[test]
+    fn a_gate_draws_before_an_epoch_that_starts_no_workers_or_when_overdue() {
+        let preset = crate::preset::Preset {
+            num_workers: vec![0, 4],
+            ..crate::preset::Preset::default()
+        };
+        let pacer = Pacer::for_plan(&Plan::from_preset(&preset, None).unwrap());
+        let now = Instant::now();
+        let mut pace = Pace {
+            paced: true,
+            last_frame: Some(now - FRAME_INTERVAL - Duration::from_millis(100)),
+            ..Pace::default()
+        };
+        let draws = |pace: &Pace| pacer.draws_at_gate(pace, now);
+        pace.next_epoch = Some((0, false));
+        assert!(draws(&pace), "nw=0's second epoch");
+        pace.next_epoch = Some((0, true));
+        assert!(!draws(&pace), "a repeat's first epoch waits");
+        pace.next_epoch = Some((1, false));
+        assert!(!draws(&pace), "restarted workers wait");
+        pace.last_frame = Some(now - MAX_FRAME_GAP);
+        assert!(draws(&pace), "overdue: draws anyway");
+        pace.last_frame = Some(now - Duration::from_millis(500));
+        pace.next_epoch = Some((0, false));
+        assert!(!draws(&pace), "not due yet");
+    }
+
+    #[test]
     fn a_paced_run_draws_at_most_once_an_interval() {
         let pacer = Pacer::default();
-        paced(&pacer, Instant::now() - FRAME_INTERVAL, None);
+        paced(&pacer, Instant::now() - MAX_FRAME_GAP, None);
         assert!(waits(&pacer) < Duration::from_millis(100), "due: draws");
-        assert!(pacer.next_frame_in().unwrap() > Duration::from_millis(900));
+        assert!(pacer.next_frame_in().unwrap() > MAX_FRAME_GAP - Duration::from_millis(100));
         let ender = pacer.clone();
         let ends = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(150));
@@ -230,7 +325,7 @@ mod tests {
         ends.join().unwrap();
         assert!(
             waited >= Duration::from_millis(140) && waited < FRAME_INTERVAL,
-            "the next frame waits for the interval or the run's end: {waited:?}"
+            "the next frame waits for the gap or the run's end: {waited:?}"
         );
         assert_eq!(pacer.next_frame_in(), None);
     }

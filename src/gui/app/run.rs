@@ -151,7 +151,7 @@ impl App {
             dir.join(format!("{}-{stamp}.jsonl", plan.name))
         });
         let (settle_ctx, wake_ctx) = (ctx.clone(), ctx.clone());
-        let pacer = Pacer::default();
+        let pacer = Pacer::for_plan(&plan);
         let (settling, reporting) = (pacer.clone(), pacer.clone());
         let settle = move |queued: &crossbeam_channel::Receiver<crate::bench::Event>| {
             settling.settle(&settle_ctx, queued);
