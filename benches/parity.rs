@@ -1,18 +1,21 @@
 //! Does the app measure what the CLI measures, and does the interference meter see
 //! outside load? Part 1 runs seed-light and seed-heavy in the real window (under Xvfb
 //! when there is no display, through `loaderbench gui PRESET --run --json FILE --exit`)
-//! and through `loaderbench run`, interleaved for eight rounds of four repeats each (a
-//! fresh process each time: on these VMs a whole process can run 10–50% slow, so more
-//! processes beat more repeats in one), and prints app/CLI per config of the figures the
-//! analysis reports: the first epoch, a typical (later) epoch and the first-batch
-//! latency, each the median over rounds and repeats. Beside each epoch ratio it prints
-//! the CLI against itself (its even rounds against its odd ones): the noise floor the
-//! app/CLI ratio should be read against. Then the configs each side marked disturbed,
-//! and each side's recommendation. Part 2 runs seed-light through the CLI on
-//! the quiet machine and then beside a busy loop on one core, and prints each config's
-//! other load and whether it was marked disturbed. Run with
-//! `cargo bench --bench parity`; under `cargo test` (no `--bench`) it runs a 512-sample
-//! smoke version of one round, and skips part 1 where there is neither a display nor Xvfb.
+//! and through `loaderbench run`, interleaved for sixteen rounds of two repeats each (a
+//! fresh process each time: on these VMs a process keeps the speed of the memory it was
+//! given for its whole life, so more processes beat more repeats in one), and prints
+//! app/CLI per config of the figures the analysis reports: the first epoch, a typical
+//! (later) epoch and the first-batch latency, each the median over rounds and repeats.
+//! Beside each epoch ratio it prints the CLI against itself (its even rounds against its
+//! odd ones): the noise floor the app/CLI ratio should be read against; and the median
+//! of the per-round app/CLI ratios (each round's app beside the CLI that ran next to it)
+//! with its 95% bootstrap interval, which leaves out 1 only where the app differs beyond
+//! the rounds' noise. Then the configs each side marked disturbed, and each side's
+//! recommendation. Part 2 runs seed-light through the CLI on the quiet machine and then
+//! beside a busy loop on one core, and prints each config's other load and whether it
+//! was marked disturbed. Run with `cargo bench --bench parity` (`-- seed-heavy` for one
+//! preset and no part 2); under `cargo test` (no `--bench`) it runs a 512-sample smoke
+//! version of one round, and skips part 1 where there is neither a display nor Xvfb.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -52,10 +55,10 @@ fn main() {
 }
 
 /// Rounds in the full benchmark: each round is one app process and one CLI process.
-const ROUNDS: usize = 8;
+const ROUNDS: usize = 16;
 /// Repeats per round in the full benchmark (light epochs last 30–70 ms, where a
 /// millisecond of scheduling is already 2–3 %, so each round's figure is a median too).
-const REPEATS: usize = 4;
+const REPEATS: usize = 2;
 
 /// The built-in preset saved to a file, made small for a smoke run.
 fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {
@@ -184,22 +187,24 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
         app[0].repeats
     );
     println!(
-        "  {:<28} {:>8} {:>8} {:>7} {:>7}   {:>8} {:>8} {:>7} {:>7}   {:>8} {:>8} {:>7}",
+        "  {:<28} {:>8} {:>8} {:>7} {:>7} {:>17}   {:>8} {:>8} {:>7} {:>7} {:>17}   {:>8} {:>8} {:>7}",
         "config",
         "app ep.1",
         "cli ep.1",
         "app/cli",
         "cli A/A",
+        "paired 95%",
         "app lat.",
         "cli lat.",
         "app/cli",
         "cli A/A",
+        "paired 95%",
         "app 1st",
         "cli 1st",
         "app/cli"
     );
     let (cli_even, cli_odd) = halves(&cli);
-    let (mut ratios, mut floor) = (Vec::new(), Vec::new());
+    let (mut ratios, mut floor, mut systematic) = (Vec::new(), Vec::new(), 0);
     for (index, label) in labels.iter().enumerate() {
         let mut cells = Vec::new();
         for figure in [Figure::FirstEpoch, Figure::LaterEpochs, Figure::FirstBatch] {
@@ -210,6 +215,9 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
                 let aa = figure.median(&cli_even, index) / figure.median(&cli_odd, index);
                 floor.push(aa);
                 cell.push_str(&format!(" {aa:>7.3}"));
+                let paired = Paired::of(figure, &app, &cli, index);
+                systematic += usize::from(paired.excludes_one());
+                cell.push_str(&format!(" {paired}"));
             }
             cells.push(cell);
         }
@@ -222,6 +230,10 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
         ratios.len(),
         within(&floor),
         floor.len()
+    );
+    println!(
+        "  paired per-round app/cli, 95% interval of the median excluding 1 (a systematic difference): {systematic} of {}",
+        ratios.len()
     );
     for (side, runs) in [("app", &app), ("cli", &cli)] {
         let disturbed: Vec<&str> = runs
@@ -268,8 +280,18 @@ enum Figure {
 impl Figure {
     /// The median over config `index`'s repeats in every round.
     fn median(self, runs: &[RunResult], index: usize) -> f64 {
+        self.median_of(runs.iter(), index)
+    }
+
+    /// Each round's median for config `index`, one per run.
+    fn round_medians(self, runs: &[RunResult], index: usize) -> Vec<f64> {
+        runs.iter()
+            .map(|run| self.median_of(std::iter::once(run), index))
+            .collect()
+    }
+
+    fn median_of<'a>(self, runs: impl Iterator<Item = &'a RunResult>, index: usize) -> f64 {
         let values: Vec<f64> = runs
-            .iter()
             .flat_map(|r| &r.results)
             .filter(|r| r.config_index == index)
             .flat_map(|r| -> Vec<f64> {
@@ -283,6 +305,43 @@ impl Figure {
             })
             .collect();
         stats::median(&values).unwrap_or(f64::NAN)
+    }
+}
+
+/// App against CLI round by round: each round's app median over the same round's CLI
+/// median (the two ran next to each other, so slow drift between rounds cancels), with
+/// the bootstrap interval of the median of those ratios. An interval that leaves out 1
+/// says the app differs from the CLI beyond the rounds' noise.
+struct Paired {
+    median: f64,
+    interval: (f64, f64),
+}
+
+impl Paired {
+    fn of(figure: Figure, app: &[RunResult], cli: &[RunResult], index: usize) -> Paired {
+        let ratios: Vec<f64> = figure
+            .round_medians(app, index)
+            .iter()
+            .zip(figure.round_medians(cli, index))
+            .map(|(a, c)| a / c)
+            .collect();
+        Paired {
+            median: stats::median(&ratios).unwrap_or(f64::NAN),
+            interval: stats::bootstrap_median_interval(&ratios, 0.95)
+                .unwrap_or((f64::NAN, f64::NAN)),
+        }
+    }
+
+    fn excludes_one(&self) -> bool {
+        self.interval.0 > 1.0 || self.interval.1 < 1.0
+    }
+}
+
+impl std::fmt::Display for Paired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (lo, hi) = self.interval;
+        let cell = format!("{:.2} [{lo:.2},{hi:.2}]", self.median);
+        write!(f, "{cell:>17}")
     }
 }
 
