@@ -173,8 +173,9 @@ impl Pacer {
         self.lock().epoch_since = Some(Instant::now());
     }
 
-    /// Passes on what the run reported: an epoch's end lets a due frame draw, and the
-    /// run's end stops the pacing.
+    /// Passes on what the run reported: which epoch comes next, an epoch's end (a frame
+    /// may then draw once it is [`MAX_FRAME_GAP`] overdue), and the run's end, which
+    /// stops the pacing.
     pub fn reported(&self, event: &Event) {
         match event {
             Event::ConfigStarted { config, .. } => {
