@@ -1,11 +1,12 @@
 //! The fused fast paths: the built-in `light` and `heavy` chains (or custom chains of
 //! the same ops) on uint8 CPU batches, done in plain Rust in one pass over the data
 //! instead of one libtorch op after another. Light is the unfused ops' f32 arithmetic
-//! in the same order, vectorized, so it gives the same values. Heavy is [`Warp`], its samples split over as many
-//! threads as libtorch's intra-op setting allows (the caller and [`helpers`](super::helpers)); each sample's random parameters are
-//! drawn up front from the batch's generator, so the batch does not depend on the
-//! thread count. Anything else (float batches, other chains, per-sample transforms) runs
-//! the unfused ops.
+//! in the same order, vectorized, so it gives the same values. Heavy is [`Warp`], its
+//! samples split over as many threads as libtorch's intra-op setting allows (the caller
+//! and the [`helpers`](super::helpers)); each sample's random parameters are drawn up
+//! front from the batch's generator, so the batch does not depend on the thread count.
+//! Anything else (float batches, other chains, per-sample transforms) runs the unfused
+//! ops.
 
 use rand::rngs::StdRng;
 use tch::{Device, Kind, Tensor};

@@ -1,9 +1,9 @@
 //! The helper threads that a fused pipeline splits a batch over: one pool per process,
 //! started once and kept, so each batch hands its runs to threads that already exist
 //! instead of starting new ones. New threads made the epoch depend on how long the
-//! machine had rested before it: Linux places a new thread by how busy each core has
-//! been lately, a rest of a few hundred milliseconds erases that, and the helper then
-//! often started on the caller's own core and waited there. Measured on a 2-core VM
+//! machine had rested before it, most likely because Linux places a new thread by how
+//! busy each core has been lately and a rest of a few hundred milliseconds erases that,
+//! so the helper started on the caller's own core and waited there. Measured on a 2-core VM
 //! (heavy, nw=0, 4 interleaved rounds): a thread per batch took 0.216 s an epoch, and
 //! 0.266 s after a 400 ms rest (the app rests that long while it draws); the pool took
 //! 0.196 s and 0.201 s. A woken pool thread goes back to the core it last ran on when

@@ -575,7 +575,7 @@ mod tests {
         // Whole rounds run up to 40% slow, and nw=2 is 10% faster than nw=0 in each:
         // their own intervals overlap, the per-round ratio does not reach 1.
         let drift = [1.0, 1.4, 1.1, 0.9, 1.3];
-        let slow: Vec<f64> = drift.iter().map(|d| d * 1.0).collect();
+        let slow = drift.to_vec();
         let fast: Vec<f64> = drift.iter().map(|d| d * 0.9).collect();
         let mut drifting = rounds(0, &configs[0], &slow);
         drifting.extend(rounds(1, &configs[1], &fast));
