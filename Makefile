@@ -37,14 +37,14 @@ test: .libtorch-path
 
 ## Benchmarks: our loader against the in-process floor, heavy-pipeline scaling.
 bench: .libtorch-path
-	$(TORCH) $(CARGO) bench
+	$(TORCH) $(CARGO) bench --workspace
 
 check: .libtorch-path
-	$(TORCH) $(CARGO) check --all-targets
+	$(TORCH) $(CARGO) check --workspace --all-targets
 	$(TORCH) $(CARGO) check --no-default-features
 
 clippy: .libtorch-path
-	$(TORCH) $(CARGO) clippy --all-targets -- -D warnings
+	$(TORCH) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(TORCH) $(CARGO) clippy --no-default-features -- -D warnings
 
 fmt:

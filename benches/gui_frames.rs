@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 
-use loaderbench::gui::{App, Launch};
-use loaderbench::preset::Preset;
-use loaderbench::stats;
+use loaderbench_engine::preset::Preset;
+use loaderbench_gui::{App, Launch};
+use loaderbench_measure::stats;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");

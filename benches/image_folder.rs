@@ -20,10 +20,10 @@ use std::time::Instant;
 
 use image::codecs::jpeg::JpegEncoder;
 use image::{Rgb, RgbImage};
-use loaderbench::dataset::{DatasetKind, DatasetSpec};
-use loaderbench::preset::{Preset, Runtime};
-use loaderbench::results::RunResult;
-use loaderbench::stats::median;
+use loaderbench_engine::dataset::{DatasetKind, DatasetSpec};
+use loaderbench_engine::preset::{Preset, Runtime};
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats::median;
 use zune_core::bytestream::ZCursor;
 use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
@@ -203,7 +203,7 @@ fn epoch_s(result: &RunResult, runtime: Runtime, workers: usize) -> f64 {
 /// Seconds for our dataset to read every sample once on one thread, without the loader
 /// (decode, resize and the channels-first copy, no batching or normalizing).
 fn read_loop_s(root: &Path, target: usize) -> f64 {
-    let dataset = loaderbench::dataset::open(&spec(root, target), None).expect("the folder");
+    let dataset = loaderbench_engine::dataset::open(&spec(root, target), None).expect("the folder");
     let mut pixels = vec![0; dataset.shape().sample_bytes()];
     let started = Instant::now();
     for index in 0..dataset.len() {
@@ -257,7 +257,7 @@ fn print_open_time(files: usize) {
     let started = Instant::now();
     let mut reports = 0;
     let dataset =
-        loaderbench::dataset::open_with_progress(&spec(dir.path(), 16), None, &mut |_| {
+        loaderbench_engine::dataset::open_with_progress(&spec(dir.path(), 16), None, &mut |_| {
             reports += 1
         })
         .expect("the folder opens");

@@ -18,12 +18,12 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loaderbench::cancel::CancelToken;
-use loaderbench::dataset::{self, DatasetSpec};
-use loaderbench::loader::{Loader, LoaderSettings, Shard, StageTimes};
-use loaderbench::reference::python_path;
-use loaderbench::stats::median;
-use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, DatasetSpec};
+use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, StageTimes};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_measure::reference::python_path;
+use loaderbench_measure::stats::median;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tch::{Device, Tensor};

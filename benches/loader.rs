@@ -12,11 +12,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loaderbench::cancel::CancelToken;
-use loaderbench::dataset::{self, Dataset, DatasetSpec};
-use loaderbench::loader::{Loader, LoaderSettings};
-use loaderbench::stats::median;
-use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
+use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_measure::stats::median;
 use tch::{Device, Kind, Tensor};
 
 struct Sizes {
@@ -57,7 +57,7 @@ fn settings(num_workers: usize) -> LoaderSettings {
         pin_memory: false,
         device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
-        shard: loaderbench::loader::Shard::WHOLE,
+        shard: loaderbench_engine::loader::Shard::WHOLE,
     }
 }
 

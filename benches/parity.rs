@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loaderbench::analysis::Analysis;
-use loaderbench::preset::Preset;
-use loaderbench::results::RunResult;
-use loaderbench::stats;
+use loaderbench_analysis::Analysis;
+use loaderbench_engine::preset::Preset;
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
@@ -62,7 +62,7 @@ const REPEATS: usize = 2;
 
 /// The built-in preset saved to a file, made small for a smoke run.
 fn preset(dir: &Path, name: &str, full: bool) -> PathBuf {
-    let (preset, _) = loaderbench::builtin::load(name).expect("a built-in preset");
+    let (preset, _) = loaderbench_engine::builtin::load(name).expect("a built-in preset");
     let preset = if full {
         Preset {
             repeats: REPEATS,
@@ -395,7 +395,7 @@ fn meter_under_load(dir: &Path, preset: &Path) {
     println!("meter: seed-light through the CLI, other load in cores (* = disturbed):");
     println!("  {:<28} {:>8} {:>8}", "config", "quiet", "1 hog");
     for (quiet, loaded) in quiet.results.iter().zip(&loaded.results) {
-        let shown = |r: &loaderbench::results::ConfigResult| {
+        let shown = |r: &loaderbench_measure::results::ConfigResult| {
             format!(
                 "{:.2}{}",
                 r.other_load_cores.unwrap_or(f64::NAN),

@@ -16,14 +16,14 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use loaderbench::cancel::CancelToken;
-use loaderbench::compare;
-use loaderbench::dataset::{DatasetKind, DatasetSpec, open};
-use loaderbench::plan::Plan;
-use loaderbench::preset::Preset;
-use loaderbench::reference::{self, DatasetRequest, Reference, Request};
-use loaderbench::results::RunResult;
-use loaderbench::stats;
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_measure::reference::{self, DatasetRequest, Reference, Request};
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats;
+use loaderbench_present::compare;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
@@ -207,8 +207,8 @@ fn print_best(result: &RunResult) {
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .expect("a measured config")
     };
-    let ours = best(loaderbench::preset::Runtime::Loaderbench);
-    let pytorch = best(loaderbench::preset::Runtime::Pytorch);
+    let ours = best(loaderbench_engine::preset::Runtime::Loaderbench);
+    let pytorch = best(loaderbench_engine::preset::Runtime::Pytorch);
     println!(
         "best epoch: ours {:.3} s ({}), PyTorch {:.3} s ({}): PyTorch / ours = {:.1}×",
         ours.0,

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loaderbench::cancel::CancelToken;
-use loaderbench::dataset::{self, Dataset, DatasetSpec};
-use loaderbench::loader::process::{ProcessKind, ProcessWorkers};
-use loaderbench::loader::{Loader, LoaderSettings};
-use loaderbench::preset::{BatchTransfer, DatasetTransfer};
-use loaderbench::stats::median;
-use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
+use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
+use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::preset::{BatchTransfer, DatasetTransfer};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_measure::stats::median;
 use tch::Device;
 
 struct Scale {
@@ -183,7 +183,7 @@ fn launcher_handoff_s() -> f64 {
     let trips: Vec<f64> = (0..200)
         .map(|_| {
             let started = Instant::now();
-            loaderbench::children::on_launcher(|| ());
+            loaderbench_engine::child_processes::on_launcher(|| ());
             started.elapsed().as_secs_f64()
         })
         .collect();
@@ -251,7 +251,7 @@ fn loader(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Loader {
         pin_memory: false,
         device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
-        shard: loaderbench::loader::Shard::WHOLE,
+        shard: loaderbench_engine::loader::Shard::WHOLE,
     };
     let pipeline =
         Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).expect("light pipeline");

@@ -16,7 +16,7 @@ single os.write so that lines from worker processes never interleave:
   done          every epoch measured
   error         what went wrong, in one line
 
-Timing is loaderbench's (DESIGN.md): an epoch runs from iter(loader) until the loop has
+Timing is loaderbench's (ARCHITECTURE.md, the measurement rules): an epoch runs from iter(loader) until the loop has
 taken the last batch and put it on the device (synchronized on CUDA); the first batch
 is the first of those; a batch's wait is the time spent in next().
 

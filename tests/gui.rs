@@ -12,9 +12,9 @@ use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 
-use loaderbench::gui::{App, Launch, Phase};
-use loaderbench::preset::Preset;
-use loaderbench::stats;
+use loaderbench_engine::preset::Preset;
+use loaderbench_gui::{App, Launch, Phase};
+use loaderbench_measure::stats;
 
 fn harness(launch: Launch) -> Harness<'static, App> {
     Harness::builder()
@@ -276,7 +276,7 @@ fn the_start_method_is_editable_only_when_pytorch_runs() {
     let mut harness = harness(launch(dir.path(), None));
     assert_eq!(
         harness.state().preset().runtime,
-        vec![loaderbench::preset::Runtime::Loaderbench]
+        vec![loaderbench_engine::preset::Runtime::Loaderbench]
     );
     assert!(
         harness
@@ -300,7 +300,7 @@ fn the_start_method_is_editable_only_when_pytorch_runs() {
     harness.run_steps(2);
     assert_eq!(
         harness.state().preset().start_method,
-        vec![loaderbench::preset::StartMethod::Spawn]
+        vec![loaderbench_engine::preset::StartMethod::Spawn]
     );
 }
 
@@ -368,7 +368,7 @@ fn a_python_dataset_is_edited_by_label_and_bad_values_are_marked() {
     harness.run_steps(2);
     assert_eq!(
         harness.state().preset().dataset.kind,
-        loaderbench::dataset::DatasetKind::Python
+        loaderbench_engine::dataset::DatasetKind::Python
     );
     let module =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset/mnist_user.py");

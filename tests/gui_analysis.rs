@@ -14,9 +14,9 @@ use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench::gui::{App, Launch, Phase};
-use loaderbench::preset::Preset;
-use loaderbench::results::RunResult;
+use loaderbench_engine::preset::Preset;
+use loaderbench_gui::{App, Launch, Phase};
+use loaderbench_measure::results::RunResult;
 
 mod common;
 use common::gui::step_until;
@@ -120,7 +120,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     harness.run_steps(2);
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().unwrap();
-    assert_eq!(comparison.id, loaderbench::gui::ChartId::Baseline);
+    assert_eq!(comparison.id, loaderbench_gui::ChartId::Baseline);
     assert_eq!(comparison.series.len(), 2);
     let (before, after) = (&comparison.series[0].points, &comparison.series[1].points);
     assert_eq!(before.len(), 2, "both configs matched");
@@ -145,9 +145,9 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     // Drawn without a window, the analysis PNG holds the whole section too (the saved
     // run, without the baseline comparison).
     let result = harness.state().result().unwrap().clone();
-    let headless = loaderbench::gui::render_png(
+    let headless = loaderbench_gui::render_png(
         vec![(dir.path().join("tiny.json"), result)],
-        loaderbench::gui::PngArea::Analysis,
+        loaderbench_gui::PngArea::Analysis,
         1.0,
     )
     .unwrap();
@@ -174,7 +174,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
 
 /// Where the time goes, memory and throughput: a series per stage, per memory measure
 /// and per rate, with the values of the run's own results.
-fn costs_are_drawn_from_the_run(charts: &[loaderbench::gui::Chart], result: &RunResult) {
+fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunResult) {
     let [stages, memory, throughput] = charts else {
         panic!("three charts");
     };

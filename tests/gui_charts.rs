@@ -14,8 +14,8 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 
-use loaderbench::gui::{App, ChartId, Launch, PngArea, chart_view};
-use loaderbench::results::RunResult;
+use loaderbench_gui::{App, ChartId, Launch, PngArea, chart_view};
+use loaderbench_measure::results::RunResult;
 
 mod common;
 use common::gui::step_until;
@@ -81,7 +81,7 @@ fn app(dir: &Path, results: Vec<PathBuf>, size: [f32; 2]) -> Harness<'static, Ap
     harness
 }
 
-fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench::gui::Chart {
+fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench_gui::Chart {
     let app = harness.state();
     let mut charts = app.charts();
     charts.extend(app.analysis_charts());
@@ -193,16 +193,16 @@ fn export_chart(harness: &mut Harness<'_, App>, dir: &Path, id: ChartId) -> (u32
 fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
     let dir = tempfile::tempdir().unwrap();
     let json = saved_run(dir.path());
-    let mut harness = app(dir.path(), vec![json], loaderbench::gui::WINDOW_SIZE);
+    let mut harness = app(dir.path(), vec![json], loaderbench_gui::WINDOW_SIZE);
     let before = harness.state().chart_rect(ChartId::Throughput).unwrap();
     assert!(
-        before.top() > loaderbench::gui::WINDOW_SIZE[1],
+        before.top() > loaderbench_gui::WINDOW_SIZE[1],
         "below the window: {before:?}"
     );
     let (width, height) = export_chart(&mut harness, dir.path(), ChartId::Throughput);
     let rect = harness.state().chart_rect(ChartId::Throughput).unwrap();
     assert!(
-        rect.bottom() <= loaderbench::gui::WINDOW_SIZE[1],
+        rect.bottom() <= loaderbench_gui::WINDOW_SIZE[1],
         "scrolled into view: {rect:?}"
     );
     assert!(

@@ -12,7 +12,7 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench::gui::{App, ChartId, Launch, Phase};
+use loaderbench_gui::{App, ChartId, Launch, Phase};
 
 mod common;
 use common::{loaderbench_command, run_with_deadline, stderr};
@@ -268,7 +268,7 @@ fn report_draws_the_apps_png_without_a_display() {
 
     // The app's own export of the same run, at the window's default size.
     let mut harness = Harness::builder()
-        .with_size(loaderbench::gui::WINDOW_SIZE)
+        .with_size(loaderbench_gui::WINDOW_SIZE)
         .build_eframe({
             let launch = Launch {
                 results: vec![json.clone()],

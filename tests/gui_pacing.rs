@@ -8,11 +8,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use loaderbench::bench::Event;
-use loaderbench::bench::child::ChildRun;
-use loaderbench::gui::{FRAME_INTERVAL, Pacer};
-use loaderbench::plan::Plan;
-use loaderbench::preset::Preset;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_gui::{FRAME_INTERVAL, Pacer};
+use loaderbench_measure::Event;
+use loaderbench_measure::measuring_child::ChildRun;
 
 #[test]
 fn no_frame_starts_inside_a_measured_epoch_and_a_run_draws_once_a_second() {

@@ -13,11 +13,11 @@ use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench::dataset::DatasetKind;
-use loaderbench::gui::{App, Launch};
-use loaderbench::preset::Preset;
-use loaderbench::step::StepCost;
-use loaderbench::transform::{Op, PipelineSpec};
+use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::step::StepCost;
+use loaderbench_engine::transform::{Op, PipelineSpec};
+use loaderbench_gui::{App, Launch};
 
 fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     let launch = Launch {

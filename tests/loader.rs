@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use loaderbench::cancel::CancelToken;
-use loaderbench::dataset::{Dataset, PixelKind, SampleShape};
-use loaderbench::loader::{Loader, LoaderSettings};
-use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
-use loaderbench::{Error, Result};
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{Dataset, PixelKind, SampleShape};
+use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use tch::Kind;
 
 /// What a sample read does besides returning the sample.
@@ -119,7 +120,7 @@ fn every_sample_once_per_epoch_in_the_same_order_with_and_without_workers() {
 fn heavy_batches_are_the_same_whichever_worker_builds_them() {
     // Each batch's random parameters come from its own seed, drawn up front, so neither
     // the worker that builds it nor the threads the fused pipeline splits it over matter.
-    let dataset = loaderbench::dataset::open(&Default::default(), Some(100)).unwrap();
+    let dataset = loaderbench_engine::dataset::open(&Default::default(), Some(100)).unwrap();
     let heavy = Pipeline::new(&PipelineSpec::Heavy, &Normalize::default(), 1).unwrap();
     let heavy = Arc::new(heavy);
     let images = |workers| {
@@ -283,14 +284,14 @@ fn cancelling_stops_the_epoch() {
 
 /// Every image of an image folder's batch, as the loader hands it over.
 fn image_folder_batches(root: &std::path::Path, workers: usize) -> Vec<tch::Tensor> {
-    let spec = loaderbench::dataset::DatasetSpec {
-        kind: loaderbench::dataset::DatasetKind::ImageFolder,
+    let spec = loaderbench_engine::dataset::DatasetSpec {
+        kind: loaderbench_engine::dataset::DatasetKind::ImageFolder,
         path: Some(root.to_path_buf()),
         channels: 3,
         image_size: [24, 32],
         ..Default::default()
     };
-    let dataset = loaderbench::dataset::open(&spec, None).unwrap();
+    let dataset = loaderbench_engine::dataset::open(&spec, None).unwrap();
     let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = settings(workers, false);
     settings.batch_size = 5;

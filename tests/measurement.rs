@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use loaderbench::bench::child::ChildRun;
-use loaderbench::bench::{self, Event, RunOptions};
-use loaderbench::plan::Plan;
-use loaderbench::preset::{IntraOpThreads, Preset};
-use loaderbench::results::{RunResult, RunStatus};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::{IntraOpThreads, Preset};
+use loaderbench_measure::measuring_child::ChildRun;
+use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_measure::{Event, RunOptions};
 
 mod common;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr};
@@ -37,7 +37,7 @@ fn run_to_end(plan: Plan, dir: &Path) -> RunResult {
         journal: Some(dir.join("journal.jsonl")),
         ..RunOptions::default()
     };
-    let handle = bench::spawn(plan, options, || {});
+    let handle = loaderbench_measure::spawn(plan, options, || {});
     let mut last = None;
     for event in handle.events().iter() {
         if let Some(result) = event.final_result() {
@@ -127,7 +127,7 @@ fn the_consumer_runs_the_intra_op_threads_asked_for_and_workers_do_not_change_th
     let dir = tempfile::tempdir().unwrap();
     let preset = Preset {
         intra_op_threads: vec![IntraOpThreads::Auto, IntraOpThreads::Count(1)],
-        step: loaderbench::step::StepCost::Mlp { hidden: 32 },
+        step: loaderbench_engine::step::StepCost::Mlp { hidden: 32 },
         ..small_preset(512)
     };
     let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
@@ -234,7 +234,7 @@ fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
     let preset = Preset {
         num_workers: vec![0, 2, 0],
         extra_configs: Vec::new(),
-        worker_kind: vec![loaderbench::preset::WorkerKind::Spawn],
+        worker_kind: vec![loaderbench_engine::preset::WorkerKind::Spawn],
         ..small_preset(20_000)
     };
     let mut plan = Plan::from_preset(&preset, None).unwrap();

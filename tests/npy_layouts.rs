@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use loaderbench::dataset::{self, Dataset, DatasetKind, DatasetSpec, PixelKind};
-use loaderbench::reference::python_path;
+use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec, PixelKind};
+use loaderbench_measure::reference::python_path;
 use tempfile::TempDir;
 
 const N: usize = 2;
@@ -71,7 +71,7 @@ fn python(script: &str, dir: &Path) {
 fn open(
     path: PathBuf,
     labels: Option<PathBuf>,
-) -> loaderbench::Result<std::sync::Arc<dyn Dataset>> {
+) -> loaderbench_engine::Result<std::sync::Arc<dyn Dataset>> {
     let spec = DatasetSpec {
         kind: DatasetKind::Npy,
         path: Some(path),

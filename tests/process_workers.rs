@@ -12,13 +12,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use loaderbench::cancel::CancelToken;
-use loaderbench::dataset::{self, Dataset, DatasetSpec, PixelKind, SampleShape};
-use loaderbench::loader::process::{ProcessKind, ProcessWorkers};
-use loaderbench::loader::{Loader, LoaderSettings};
-use loaderbench::preset::{BatchTransfer, DatasetTransfer, TransformAt};
-use loaderbench::transform::{Normalize, Pipeline, PipelineSpec};
-use loaderbench::{Error, Result};
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetSpec, PixelKind, SampleShape};
+use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
+use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::preset::{BatchTransfer, DatasetTransfer, TransformAt};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use tch::Tensor;
 
 /// The leak checks look at this whole process's children and descriptors, so tests that

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use loaderbench::results::RunResult;
+use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 mod common;
@@ -350,7 +350,7 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
 #[cfg(feature = "gui")]
 fn a_shrunken_ddp_light_runs_in_the_window_on_both_runtimes() {
     let dir = TempDir::new().unwrap();
-    let (mut preset, _) = loaderbench::builtin::load("ddp-light").unwrap();
+    let (mut preset, _) = loaderbench_engine::builtin::load("ddp-light").unwrap();
     for (key, value) in [("samples", "512"), ("ranks", "1,2"), ("num_workers", "0,1")] {
         preset.set(key, value).unwrap();
     }
@@ -379,6 +379,6 @@ fn a_shrunken_ddp_light_runs_in_the_window_on_both_runtimes() {
     let pytorch = result
         .results
         .iter()
-        .filter(|r| r.config.runtime == loaderbench::preset::Runtime::Pytorch);
+        .filter(|r| r.config.runtime == loaderbench_engine::preset::Runtime::Pytorch);
     assert_eq!(pytorch.count(), 4);
 }

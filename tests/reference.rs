@@ -12,14 +12,14 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use loaderbench::analysis::Analysis;
-use loaderbench::baseline;
-use loaderbench::bench::{self, Event, RunHandle, RunOptions};
-use loaderbench::dataset::{DatasetSpec, open};
-use loaderbench::plan::Plan;
-use loaderbench::preset::Preset;
-use loaderbench::reference::{self, DatasetRequest, Request};
-use loaderbench::transform::PipelineSpec;
+use loaderbench_analysis::Analysis;
+use loaderbench_analysis::baseline;
+use loaderbench_engine::dataset::{DatasetSpec, open};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::transform::PipelineSpec;
+use loaderbench_measure::reference::{self, DatasetRequest, Request};
+use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
 mod common;
@@ -52,7 +52,7 @@ fn start(preset: &Preset, dir: &TempDir) -> (Plan, RunHandle) {
         journal: Some(dir.path().join("journal.jsonl")),
         ..RunOptions::default()
     };
-    let handle = bench::spawn(plan.clone(), options, || {});
+    let handle = loaderbench_measure::spawn(plan.clone(), options, || {});
     (plan, handle)
 }
 
@@ -262,7 +262,7 @@ fn a_failing_script_is_one_line_and_exit_1() {
     let mut preset = tiny_preset(&[]);
     preset.pipeline = vec![PipelineSpec::Custom {
         name: "oversized-crop".to_owned(),
-        ops: vec![loaderbench::transform::Op::Crop {
+        ops: vec![loaderbench_engine::transform::Op::Crop {
             size: [64, 64],
             padding: 0,
         }],

@@ -42,7 +42,7 @@ fn measured(dir: &TempDir) -> (PathBuf, PathBuf) {
         serde_json::from_slice(&output.stdout).expect("standard output is the JSON alone");
     assert_eq!(parsed["results"].as_array().map(Vec::len), Some(2));
     std::fs::write(&json, &output.stdout).unwrap();
-    let setup = loaderbench::documents::read(&json).unwrap().setup;
+    let setup = loaderbench_present::documents::read(&json).unwrap().setup;
     let setup = setup.expect("the results hold the preset as run");
     assert_eq!(
         (setup.name.as_str(), setup.samples),
@@ -135,7 +135,7 @@ fn saved_runs_report_overlay_and_merge() {
         path_str(&merged),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let run = loaderbench::documents::read(&merged).unwrap();
+    let run = loaderbench_present::documents::read(&merged).unwrap();
     assert_eq!(run.labels.len(), 4);
     assert_eq!(run.configs[2].run.as_deref(), Some("server"));
     assert!(

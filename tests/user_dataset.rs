@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use loaderbench::dataset::{DatasetSpec, open};
-use loaderbench::reference::write_idx;
+use loaderbench_engine::dataset::{DatasetSpec, open};
+use loaderbench_measure::reference::write_idx;
 use tempfile::TempDir;
 
 mod common;
@@ -312,7 +312,8 @@ fn the_window_runs_the_test_module_and_exits_with_the_run_s_code() {
         return;
     };
     let setup = Setup::new();
-    let mut preset = loaderbench::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
+    let mut preset =
+        loaderbench_engine::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
     preset
         .set(
             "dataset.args.root",

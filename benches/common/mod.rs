@@ -3,17 +3,17 @@
 
 use std::time::Duration;
 
-use loaderbench::bench::{self, Event, RunOptions};
-use loaderbench::plan::Plan;
-use loaderbench::preset::Preset;
-use loaderbench::results::RunResult;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::{Event, RunOptions};
 
 /// Runs `preset` to the end (its journal, named after `bench`, is removed afterwards);
 /// panics if it fails or reports nothing for ten minutes.
 pub fn run(preset: Preset, bench: &str) -> RunResult {
     let plan = Plan::from_preset(&preset, None).expect("a plan");
     let journal = std::env::temp_dir().join(format!("{bench}-bench-{}.jsonl", std::process::id()));
-    let handle = bench::spawn(
+    let handle = loaderbench_measure::spawn(
         plan,
         RunOptions {
             journal: Some(journal.clone()),

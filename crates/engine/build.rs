@@ -1,5 +1,5 @@
-//! Build script: makes the binary find libtorch without LD_LIBRARY_PATH and records
-//! which libtorch and tch it was built against.
+//! Build script: makes this crate's test binaries find libtorch without LD_LIBRARY_PATH
+//! and records which libtorch and tch it was built against.
 //!
 //! tch's own rpath does not reach our binaries, so we read the library directory that
 //! torch-sys exports (`DEP_TCH_LIBTORCH_LIB`, available because torch-sys is a direct
@@ -12,7 +12,7 @@ use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=DEP_TCH_LIBTORCH_LIB");
-    println!("cargo:rerun-if-changed=Cargo.lock");
+    println!("cargo:rerun-if-changed=../../Cargo.lock");
     let lib_dir = env::var("DEP_TCH_LIBTORCH_LIB").unwrap_or_default();
     if !lib_dir.is_empty() {
         let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -49,7 +49,8 @@ fn libtorch_version(lib_dir: &Path) -> String {
 
 /// The version of `package` that Cargo.lock pins.
 fn locked_version(package: &str) -> Option<String> {
-    let lock = fs::read_to_string("Cargo.lock").ok()?;
+    // The workspace's lock file, two folders up from this crate.
+    let lock = fs::read_to_string("../../Cargo.lock").ok()?;
     let name_line = format!("name = \"{package}\"");
     let mut lines = lock.lines();
     lines.find(|l| *l == name_line)?;

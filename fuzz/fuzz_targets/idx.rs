@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loaderbench::dataset::{IdxRole, parse_idx};
+use loaderbench_engine::dataset::{IdxRole, parse_idx};
 
 fuzz_target!(|bytes: &[u8]| {
     for role in [IdxRole::Images, IdxRole::Labels] {

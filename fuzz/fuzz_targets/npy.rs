@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loaderbench::dataset::parse_npy_header;
+use loaderbench_engine::dataset::parse_npy_header;
 
 fuzz_target!(|bytes: &[u8]| {
     if let Ok(header) = parse_npy_header(bytes) {

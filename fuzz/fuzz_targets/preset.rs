@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use loaderbench::plan::Plan;
-use loaderbench::preset::Preset;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
 
 fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(bytes) else {

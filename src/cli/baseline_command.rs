@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use loaderbench::baseline;
-use loaderbench::bench::read_journal;
-use loaderbench::results::RunResult;
-use loaderbench::{Error, Result};
+use loaderbench_analysis::baseline;
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_measure::read_journal;
+use loaderbench_measure::results::RunResult;
 
 #[derive(Debug, Subcommand)]
 pub enum BaselineCommand {

@@ -2,13 +2,14 @@
 //! one the preset lacks) and prints, per config, ours against PyTorch's first batch and
 //! epochs with the ratio PyTorch / ours.
 
-use loaderbench::compare;
-use loaderbench::plan::Plan;
-use loaderbench::preset::Runtime;
-use loaderbench::{Error, Result};
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Runtime;
+use loaderbench_present::compare;
 
 use super::output::print_tables;
-use super::run::execute;
+use super::run_command::execute;
 use super::{CompareArgs, load_preset};
 
 pub fn compare(args: CompareArgs) -> Result<()> {

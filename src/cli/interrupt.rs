@@ -6,7 +6,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use loaderbench::{Error, Result};
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub const EXIT_CODE: u8 = 130;

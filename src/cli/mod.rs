@@ -3,23 +3,23 @@
 //! Exit codes: 0 success, 1 the run failed, 2 bad input (a preset, a dataset or results
 //! file, a `--set` value), 130 stopped by Ctrl-C (after writing what was measured).
 
-mod baseline;
-mod compare;
+mod baseline_command;
+mod compare_command;
 mod interrupt;
 mod output;
 mod progress;
-mod report;
-mod run;
+mod report_command;
+mod run_command;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use loaderbench::Error;
-use loaderbench::builtin;
-use loaderbench::plan::Plan;
-use loaderbench::preset::Preset;
+use loaderbench_engine::Error;
+use loaderbench_engine::builtin;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
 
 /// Measure and tune deep-learning data-loader configurations.
 #[derive(Debug, Parser)]
@@ -40,14 +40,14 @@ enum Command {
     Presets,
     /// Save, list and compare against named baselines.
     #[command(subcommand)]
-    Baseline(baseline::BaselineCommand),
+    Baseline(baseline_command::BaselineCommand),
     /// Run a preset on loaderbench and on PyTorch's DataLoader and compare them per config.
     Compare(CompareArgs),
     /// Print and export saved runs (results JSON or journals, from any machine); several
     /// are shown together.
-    Report(report::ReportArgs),
+    Report(report_command::ReportArgs),
     /// Write several saved runs as one results file, each config named by its run.
-    Merge(report::MergeArgs),
+    Merge(report_command::MergeArgs),
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
@@ -163,28 +163,29 @@ pub fn main() -> ExitCode {
         .as_ref()
         .map_or(cfg!(feature = "gui"), may_use_cuda)
     {
-        loaderbench::device::load_cuda();
+        loaderbench_engine::device::load_cuda();
     }
     let outcome = match cli.command {
         #[cfg(unix)]
         Some(Command::Worker(args)) => {
-            let code = loaderbench::loader::process::worker_main(args.tasks_fd, args.results_fd);
+            let code =
+                loaderbench_engine::loader::process::worker_main(args.tasks_fd, args.results_fd);
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
-        Some(Command::Rank) => return ExitCode::from(loaderbench::bench::rank_main()),
+        Some(Command::Rank) => return ExitCode::from(loaderbench_measure::rank_main()),
         Some(Command::Measure(args)) => {
-            return ExitCode::from(loaderbench::bench::child::serve(args.journal));
+            return ExitCode::from(loaderbench_measure::measuring_child::serve(args.journal));
         }
-        Some(Command::Run(args)) => run::run(args),
+        Some(Command::Run(args)) => run_command::run(args),
         Some(Command::Validate(args)) => validate(&args),
-        Some(Command::Compare(args)) => compare::compare(args),
-        Some(Command::Report(args)) => report::report(args),
-        Some(Command::Merge(args)) => report::merge(args),
+        Some(Command::Compare(args)) => compare_command::compare(args),
+        Some(Command::Report(args)) => report_command::report(args),
+        Some(Command::Merge(args)) => report_command::merge(args),
         Some(Command::Presets) => {
             list_presets();
             Ok(())
         }
-        Some(Command::Baseline(command)) => baseline::run(command),
+        Some(Command::Baseline(command)) => baseline_command::run(command),
         #[cfg(feature = "gui")]
         Some(Command::Gui(args)) => return gui(args),
         #[cfg(feature = "gui")]
@@ -260,14 +261,15 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = load_plan(args)?;
-    if plan.dataset.kind == loaderbench::dataset::DatasetKind::Python {
+    if plan.dataset.kind == loaderbench_engine::dataset::DatasetKind::Python {
         // The user's module runs in Python only; here it must at least exist.
         if let Some(path) = plan.dataset.path.as_ref().filter(|p| !p.is_file()) {
             return Err(Error::file(path, "no such file"));
         }
     } else {
-        let dataset = loaderbench::dataset::open(&plan.dataset, plan.samples)?;
-        if let Some(warning) = loaderbench::dataset::samples_warning(plan.samples, &*dataset) {
+        let dataset = loaderbench_engine::dataset::open(&plan.dataset, plan.samples)?;
+        if let Some(warning) = loaderbench_engine::dataset::samples_warning(plan.samples, &*dataset)
+        {
             eprintln!("warning: {warning}");
         }
     }
@@ -289,15 +291,14 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
 
 #[cfg(feature = "gui")]
 fn gui(args: GuiArgs) -> ExitCode {
-    let (results, presets): (Vec<String>, Vec<String>) = args
-        .files
-        .into_iter()
-        .partition(|file| loaderbench::documents::is_results_file(std::path::Path::new(file)));
+    let (results, presets): (Vec<String>, Vec<String>) = args.files.into_iter().partition(|file| {
+        loaderbench_present::documents::is_results_file(std::path::Path::new(file))
+    });
     if presets.len() > 1 {
         eprintln!("error: one preset at a time, got {}", presets.join(", "));
         return ExitCode::from(2);
     }
-    let launch = loaderbench::gui::Launch {
+    let launch = loaderbench_gui::Launch {
         preset: presets.into_iter().next(),
         results: results.into_iter().map(PathBuf::from).collect(),
         run_now: args.run,
@@ -306,7 +307,7 @@ fn gui(args: GuiArgs) -> ExitCode {
         json: args.json,
         exit: args.exit.then(Default::default),
     };
-    match loaderbench::gui::run(launch) {
+    match loaderbench_gui::run(launch) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: the window could not open: {err}");

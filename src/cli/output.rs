@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use loaderbench::analysis::{Analysis, report};
-use loaderbench::export::{self, Exporter};
-use loaderbench::results::RunResult;
-use loaderbench::views::PngArea;
-use loaderbench::{Error, Result};
+use loaderbench_analysis::Analysis;
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::analysis_text;
+use loaderbench_present::export::{self, Exporter};
+use loaderbench_present::views::PngArea;
 
 /// Where to write the results; `-` is standard output.
 #[derive(Debug, Args)]
@@ -99,7 +101,7 @@ pub fn quiet_headless_vulkan() {
 
 #[cfg(feature = "gui")]
 fn write_png(path: &Path, view: PngArea, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
-    let bytes = loaderbench::gui::render_png(runs, view, 1.0)?;
+    let bytes = loaderbench_gui::render_png(runs, view, 1.0)?;
     std::fs::write(path, bytes).map_err(|err| Error::io(path, err))
 }
 
@@ -134,7 +136,7 @@ pub fn print_tables(result: &RunResult, stages: bool) {
         println!("\n{pipeline} — {}", result.dataset);
         print!("{}", export::markdown::table(result, &pipeline));
         let stages = stages
-            .then(|| loaderbench::report::stages::table(result, &pipeline))
+            .then(|| loaderbench_present::tables::stages::table(result, &pipeline))
             .filter(|table| !table.is_empty());
         if let Some(table) = stages {
             println!("\nWhere the time goes (milliseconds per batch):");
@@ -153,12 +155,12 @@ pub fn print_analysis(result: &RunResult, recommend: bool) {
     if result.results.is_empty() {
         return;
     }
-    for floor in loaderbench::analysis::aa::noise_floors(result) {
+    for floor in loaderbench_analysis::aa::noise_floors(result) {
         println!("\n{}", floor.describe());
     }
     let analysis = Analysis::of(result);
     if recommend {
-        println!("\n{}", report::text(&analysis).trim_end());
+        println!("\n{}", analysis_text::text(&analysis).trim_end());
     } else if !analysis.input_bound.is_empty() {
         println!("\nTraining step: {}", result.step.describe());
         for verdict in &analysis.input_bound {

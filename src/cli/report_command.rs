@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use loaderbench::results::RunResult;
-use loaderbench::{Error, Result, documents, overlay};
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::documents;
+use loaderbench_present::overlay;
 
 use super::output::{self, ExportArgs};
 
@@ -67,7 +70,8 @@ pub fn merge(args: MergeArgs) -> Result<()> {
     {
         eprintln!("warning: {warning}");
     }
-    let bytes = loaderbench::export::Exporter::export(&loaderbench::export::Json, &result)?;
+    let bytes =
+        loaderbench_present::export::Exporter::export(&loaderbench_present::export::Json, &result)?;
     output::write_to(&args.output, &bytes)
 }
 

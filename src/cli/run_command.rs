@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use crossbeam_channel::TryRecvError;
 
-use loaderbench::baseline;
-use loaderbench::bench::{self, Event, RunHandle, RunOptions};
-use loaderbench::plan::Plan;
-use loaderbench::results::RunResult;
-use loaderbench::{Error, Result};
+use loaderbench_analysis::{baseline, warnings};
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_engine::plan::Plan;
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::{Event, RunHandle, RunOptions};
 
 use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
@@ -31,13 +32,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, args.recommend);
         if let (Some(name), Some(before)) = (&args.baseline, &baseline) {
-            super::baseline::print_comparison(name, before, &result);
+            super::baseline_command::print_comparison(name, before, &result);
         }
     }
     let name = PathBuf::from(format!("{}.json", result.preset));
     args.exports.write(&result, vec![(name, result.clone())])?;
     if let Some(name) = &args.save_baseline {
-        super::baseline::save(name, &result)?;
+        super::baseline_command::save(name, &result)?;
     }
     error.map_or(Ok(()), Err)
 }
@@ -82,7 +83,7 @@ pub fn execute(
         ..RunOptions::default()
     };
     interrupt::install()?;
-    let handle = bench::spawn(plan.clone(), options, || {});
+    let handle = loaderbench_measure::spawn(plan.clone(), options, || {});
     progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;
     let mut batches_done = 0;
@@ -134,5 +135,10 @@ pub fn execute(
     }
     progress.finish();
     handle.join();
-    outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))
+    let (mut result, error) =
+        outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))?;
+    for message in warnings::attach(&mut result) {
+        eprintln!("warning: {message}");
+    }
+    Ok((result, error))
 }

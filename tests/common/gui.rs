@@ -5,7 +5,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
-use loaderbench::gui::App;
+use loaderbench_gui::App;
 
 /// Steps the harness until `done` holds, failing after `limit`.
 pub fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loaderbench::loader::LoaderSettings;
+use loaderbench_engine::loader::LoaderSettings;
 use tch::Device;
 
 /// `loaderbench ARGS` with no standard input and its output captured.
@@ -69,6 +69,6 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         pin_memory: false,
         device: Device::Cpu,
         worker_timeout: Duration::from_secs(30),
-        shard: loaderbench::loader::Shard::WHOLE,
+        shard: loaderbench_engine::loader::Shard::WHOLE,
     }
 }

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::{ConfigResult, RunResult};
-use crate::stats;
+use loaderbench_measure::results::{ConfigResult, RunResult};
+use loaderbench_measure::stats;
 
 /// How a copy's epoch times differ from the original's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ fn noise_floor(result: &RunResult, original: usize, copy: usize) -> Option<Noise
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     #[test]
     fn a_copy_is_compared_with_its_original_round_by_round() {

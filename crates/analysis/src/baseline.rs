@@ -9,27 +9,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{ConfigEstimate, ConfigRuns, measured_configs};
-use crate::error::{Error, Result};
-use crate::results::RunResult;
-
-/// Overrides the user data directory (tests, portable installs).
-pub const DATA_DIR_ENV: &str = "LOADERBENCH_DATA_DIR";
+use crate::{ConfigEstimate, ConfigRuns, measured_configs};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_measure::data_dir;
+use loaderbench_measure::results::RunResult;
 
 /// Below this change, a comparison of single measurements (which carry no noise
 /// estimate) counts as noise.
 pub const SINGLE_MEASUREMENT_NOISE: f64 = 0.05;
-
-/// Where loaderbench keeps its data: `$LOADERBENCH_DATA_DIR`, else the user data
-/// directory's `loaderbench` (the temporary directory where there is none).
-pub fn data_dir() -> PathBuf {
-    match std::env::var_os(DATA_DIR_ENV).filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => dirs::data_local_dir()
-            .unwrap_or_else(std::env::temp_dir)
-            .join("loaderbench"),
-    }
-}
 
 /// The file of baseline `name`; names are letters, digits, `-`, `_` and `.`.
 pub fn path(name: &str) -> Result<PathBuf> {
@@ -175,7 +162,7 @@ fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>) -> Option<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     fn measured(batch_s: &[f64]) -> RunResult {
         let runs = batch_s

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats;
-use crate::step::StepCost;
+use loaderbench_engine::step::StepCost;
+use loaderbench_measure::stats;
 
 use super::ConfigRuns;
 
@@ -64,8 +64,8 @@ pub fn input_bound(runs: &ConfigRuns<'_>, step: StepCost) -> Option<InputBound> 
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use super::super::fixtures::{config, epoch_with_wait, result, run};
-    use crate::step::StepCost;
+    use loaderbench_engine::step::StepCost;
+    use loaderbench_measure::fixtures::{config, epoch_with_wait, result, run};
 
     #[test]
     fn a_loader_that_keeps_up_is_not_input_bound() {

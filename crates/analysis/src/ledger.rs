@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats;
+use loaderbench_measure::stats;
 
 use super::{ConfigRuns, steady_batch_s};
 
@@ -88,7 +88,7 @@ pub fn break_even(
             let twin = configs.iter().find(|other| {
                 other.config.persistent_workers
                     && *other.config
-                        == crate::plan::Config {
+                        == loaderbench_engine::plan::Config {
                             persistent_workers: true,
                             ..runs.config.clone()
                         }
@@ -140,7 +140,7 @@ pub fn break_even(
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use super::super::fixtures::{config, epoch, result, run, with_startups};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, with_startups};
 
     #[test]
     fn restarting_workers_costs_their_first_batch_every_epoch() {

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Config;
-use crate::stats;
+use loaderbench_engine::plan::Config;
+use loaderbench_measure::stats;
 
 use super::ConfigRuns;
 
@@ -182,8 +182,8 @@ pub fn amdahl_fit(points: &[(usize, f64)]) -> Option<AmdahlFit> {
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use super::super::fixtures::{config, epoch, result, run};
     use super::*;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     #[test]
     fn knee_is_where_a_worker_stops_paying() {

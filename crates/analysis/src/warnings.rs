@@ -4,10 +4,10 @@
 //! cores is known before the run and warned about by the plan, so it is not repeated
 //! here.
 
-use crate::results::{EpochResult, RunResult};
+use loaderbench_measure::results::{EpochResult, RunResult};
 
-use super::disturbance::DISTURBED_LOAD_CORES;
-use crate::stats;
+use loaderbench_measure::disturbance::DISTURBED_LOAD_CORES;
+use loaderbench_measure::stats;
 
 use super::{ConfigRuns, measured_configs};
 
@@ -23,6 +23,14 @@ pub const NEGLIGIBLE_S: f64 = 0.02;
 
 /// Ranks whose epochs differ by more than this share of the epoch are uneven.
 pub const UNEVEN_RANKS: f64 = 0.25;
+
+/// Adds to a run's result the warnings its measurements call for, and returns them for
+/// the front end to show: the runner measures, its consumer (the CLI, the app) judges.
+pub fn attach(result: &mut RunResult) -> Vec<String> {
+    let found = warnings(result);
+    result.warnings.extend(found.iter().cloned());
+    found
+}
 
 /// Every warning for `result`, one sentence each.
 pub fn warnings(result: &RunResult) -> Vec<String> {
@@ -135,8 +143,8 @@ fn disturbed(result: &RunResult) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{config, epoch, result, run};
     use super::*;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     #[test]
     fn a_steady_run_has_no_warnings() {
@@ -194,7 +202,7 @@ mod tests {
             epoch.ranks = seconds
                 .iter()
                 .enumerate()
-                .map(|(rank, &seconds)| crate::results::RankEpoch {
+                .map(|(rank, &seconds)| loaderbench_measure::results::RankEpoch {
                     rank,
                     seconds,
                     first_batch_s: 0.1,

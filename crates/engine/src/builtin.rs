@@ -8,34 +8,40 @@ use crate::preset::Preset;
 
 /// Name and RON text of every built-in preset.
 pub const PRESETS: [(&str, &str); 10] = [
-    ("seed-light", include_str!("../presets/seed-light.ron")),
-    ("seed-heavy", include_str!("../presets/seed-heavy.ron")),
+    (
+        "seed-light",
+        include_str!("../../../presets/seed-light.ron"),
+    ),
+    (
+        "seed-heavy",
+        include_str!("../../../presets/seed-heavy.ron"),
+    ),
     (
         "seed-light-spawn",
-        include_str!("../presets/seed-light-spawn.ron"),
+        include_str!("../../../presets/seed-light-spawn.ron"),
     ),
     (
         "seed-heavy-spawn",
-        include_str!("../presets/seed-heavy-spawn.ron"),
+        include_str!("../../../presets/seed-heavy-spawn.ron"),
     ),
     (
         "seed-light-pytorch",
-        include_str!("../presets/seed-light-pytorch.ron"),
+        include_str!("../../../presets/seed-light-pytorch.ron"),
     ),
     (
         "seed-heavy-pytorch",
-        include_str!("../presets/seed-heavy-pytorch.ron"),
+        include_str!("../../../presets/seed-heavy-pytorch.ron"),
     ),
     (
         "seed-light-sample",
-        include_str!("../presets/seed-light-sample.ron"),
+        include_str!("../../../presets/seed-light-sample.ron"),
     ),
     (
         "seed-heavy-sample",
-        include_str!("../presets/seed-heavy-sample.ron"),
+        include_str!("../../../presets/seed-heavy-sample.ron"),
     ),
-    ("aa-check", include_str!("../presets/aa-check.ron")),
-    ("ddp-light", include_str!("../presets/ddp-light.ron")),
+    ("aa-check", include_str!("../../../presets/aa-check.ron")),
+    ("ddp-light", include_str!("../../../presets/ddp-light.ron")),
 ];
 
 /// Loads `name_or_path`: a file if one exists there, else a built-in preset by name.

@@ -7,7 +7,10 @@
 //! however it ends. Elsewhere on Unix there is no such signal; children notice instead
 //! that their pipes reached end-of-file.
 
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command};
+use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Mutex, OnceLock};
 
@@ -97,6 +100,30 @@ pub fn die_with_parent(parent: rustix::process::Pid) {
         // destructors or atexit handlers, which belong to the parent.
         unsafe { libc::_exit(1) };
     }
+}
+
+/// The last lines a child wrote to stderr, read on a thread of their own.
+pub fn collect_tail(stderr: impl std::io::Read + Send + 'static) -> Arc<Mutex<VecDeque<String>>> {
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let kept = tail.clone();
+    let read = move || {
+        for line in BufReader::new(stderr)
+            .lines()
+            .map_while(std::io::Result::ok)
+        {
+            if let Ok(mut tail) = kept.lock() {
+                if tail.len() == 20 {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        }
+    };
+    // Without the thread the child's error text is lost, never the run.
+    let _ = std::thread::Builder::new()
+        .name("loaderbench-child-stderr".to_owned())
+        .spawn(read);
+    tail
 }
 
 #[cfg(test)]

@@ -89,13 +89,16 @@ impl DeviceSpec {
     }
 }
 
+/// The libtorch library directory this build links (from torch-sys, at build time).
+pub const LIBTORCH_LIB_DIR: &str = env!("LOADERBENCH_LIBTORCH_LIB");
+
 /// Loads `libtorch_cuda` once, if it is installed; returns whether CUDA can be used.
 pub fn load_cuda() -> bool {
     static LOADED: OnceLock<bool> = OnceLock::new();
     *LOADED.get_or_init(|| {
         // `libtorch_cuda.so`, `libtorch_cuda.dylib` or `torch_cuda.dll`.
         let file = libloading::library_filename("torch_cuda");
-        let dir = std::path::Path::new(env!("LOADERBENCH_LIBTORCH_LIB"));
+        let dir = std::path::Path::new(LIBTORCH_LIB_DIR);
         let candidates = [dir.join(&file), std::path::PathBuf::from(&file)];
         let loaded = candidates.iter().any(|name| {
             // SAFETY: libtorch_cuda's initializers only register CUDA kernels with

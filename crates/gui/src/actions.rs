@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use crate::dataset::DatasetKind;
-use crate::preset::Preset;
-use crate::views::PngArea;
+use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::preset::Preset;
+use loaderbench_present::views::PngArea;
 
 /// A results file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

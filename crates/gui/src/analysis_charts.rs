@@ -3,9 +3,9 @@
 //! against `num_workers`, the Amdahl fit and the knee marked), the stall per batch with
 //! a training step, and the change against a baseline.
 
-use crate::analysis::Analysis;
-use crate::baseline::Change;
-use crate::views::ChartId;
+use loaderbench_analysis::Analysis;
+use loaderbench_analysis::baseline::Change;
+use loaderbench_present::views::ChartId;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
 
@@ -166,8 +166,8 @@ pub fn baseline(name: &str, changes: &[Change]) -> Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Analysis;
-    use crate::analysis::fixtures::{config, epoch, result, run};
+    use loaderbench_analysis::Analysis;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     fn analysis() -> Analysis {
         let configs = vec![config(0, false), config(2, false), config(4, false)];

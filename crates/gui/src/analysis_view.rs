@@ -9,11 +9,11 @@
 
 use egui::{Rect, RichText, Ui};
 
-use crate::analysis::report::scaling_line;
-use crate::analysis::{Analysis, Recommendation};
-use crate::baseline::Change;
-use crate::results::RunResult;
-use crate::views::ChartId;
+use loaderbench_analysis::baseline::Change;
+use loaderbench_analysis::{Analysis, Recommendation};
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::analysis_text::scaling_line;
+use loaderbench_present::views::ChartId;
 
 use super::actions::Action;
 use super::charts::Chart;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use egui::ColorImage;
 
-use crate::dataset::DatasetKind;
-use crate::error::Error;
+use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::error::Error;
 
 use super::actions::Pick;
 

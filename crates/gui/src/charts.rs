@@ -3,8 +3,8 @@
 //! spread of ranked configs, the timeline). The live plots (`plots`) draw these
 //! descriptions, and the tests read them, so what a chart shows is decided here only.
 
-use crate::stats;
-use crate::views::ChartId;
+use loaderbench_measure::stats;
+use loaderbench_present::views::ChartId;
 
 use super::live::RunData;
 
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn a_disturbed_config_is_named_so_in_the_legend() {
-        use crate::analysis::fixtures::{config, epoch, result, run};
+        use loaderbench_measure::fixtures::{config, epoch, result, run};
         let mut data = data();
         let mut busy = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 3)]);
         busy.disturbed = true;
@@ -340,8 +340,8 @@ mod tests {
 
     #[test]
     fn the_running_epoch_is_a_marker_at_its_time_so_far() {
-        use crate::bench::Event;
-        use crate::results::BatchRecord;
+        use loaderbench_measure::Event;
+        use loaderbench_measure::results::BatchRecord;
         let mut data = data();
         assert!(epoch_times(&data).highlights.is_empty());
         let batch = |index, at_s| BatchRecord {
@@ -388,8 +388,8 @@ mod tests {
 
     #[test]
     fn rank_spread_shows_ranked_configs_fastest_and_slowest_rank() {
-        use crate::analysis::fixtures::{config, epoch, result, run};
-        use crate::results::RankEpoch;
+        use loaderbench_measure::fixtures::{config, epoch, result, run};
+        use loaderbench_measure::results::RankEpoch;
         let mut data = data();
         assert_eq!(rank_spread(&data), None, "no result yet");
         let ranked_epoch = |number, seconds: [f64; 2]| {

@@ -4,9 +4,9 @@
 
 use egui::{RichText, Ui};
 
-use crate::compare::{self, figure_names, times};
-use crate::report::seconds;
-use crate::results::RunResult;
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::compare::{self, figure_names, times};
+use loaderbench_present::tables::seconds;
 
 /// The header and the text of each row's cells.
 pub fn rows(result: &RunResult) -> Vec<Vec<String>> {

@@ -5,18 +5,18 @@
 //! one pair of lines per combination of the other knobs, the knee marked). All read the
 //! finished run's [`RunResult`]; the throughput's knee comes from its [`Analysis`].
 
-use crate::analysis::scaling::{family_name, worker_families};
-use crate::analysis::{Analysis, ConfigRuns, measured_configs, mib};
-use crate::loader::WorkerMemory;
-use crate::plan::Config;
-use crate::preset::DatasetTransfer;
-use crate::report::stages;
-use crate::results::{EpochResult, RunResult};
-use crate::stats;
-use crate::views::ChartId;
+use loaderbench_analysis::scaling::{family_name, worker_families};
+use loaderbench_analysis::{Analysis, ConfigRuns, measured_configs, mib};
+use loaderbench_engine::loader::WorkerMemory;
+use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::DatasetTransfer;
+use loaderbench_measure::results::{EpochResult, RunResult};
+use loaderbench_measure::stats;
+use loaderbench_present::tables::stages;
+use loaderbench_present::views::ChartId;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
-use super::plots::SHADE_STEP;
+use super::palette::SHADE_STEP;
 
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
@@ -235,7 +235,7 @@ fn side_by_side(configs: Vec<ConfigRuns<'_>>) -> Vec<ConfigRuns<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, epoch_with_wait, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, epoch_with_wait, result, run};
 
     /// nw=0, nw=2 and nw=4 threads (the last slower), then nw=2 copying its dataset.
     fn finished() -> RunResult {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use egui::{ColorImage, Rect};
 use image::RgbaImage;
 
-use crate::error::{Error, Result};
-use crate::export::{self, Exporter};
-use crate::results::RunResult;
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::export::{self, Exporter};
 
 use super::actions::DataFormat;
 

@@ -11,11 +11,11 @@ use egui_kittest::Harness;
 use egui_kittest::wgpu::{WgpuTestRenderer, default_wgpu_setup};
 use egui_wgpu::wgpu;
 
-use crate::error::{Error, Result};
-use crate::results::RunResult;
-use crate::views::PngArea;
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::views::PngArea;
 
-use super::{App, Launch, WINDOW_SIZE, export};
+use super::{App, Launch, WINDOW_SIZE, export_bytes};
 
 /// What a server needs to render without a GPU, named when no adapter is found.
 const RENDERER_HINT: &str = "install Mesa's software renderer (Debian/Ubuntu: \
@@ -63,9 +63,9 @@ pub fn render_png(
         )),
         _ => Error::value("the saved run has nothing to draw there (no measured config)"),
     })?;
-    let cropped = export::crop(&screenshot, rect, pixels_per_point)
+    let cropped = export_bytes::crop(&screenshot, rect, pixels_per_point)
         .ok_or_else(|| Error::run("the view lies outside the rendered window"))?;
-    export::png_bytes(&cropped)
+    export_bytes::png_bytes(&cropped)
 }
 
 /// A wgpu device on the preferred adapter (software first), or why there is none. The

@@ -13,21 +13,22 @@ mod background;
 mod charts;
 mod compare_view;
 mod cost_charts;
-mod export;
+mod export_bytes;
 mod headless;
 mod live;
 mod pacing;
+mod palette;
 mod plot_scale;
 mod plots;
 mod setup;
-mod table;
+mod table_view;
 
-pub use crate::views::{ChartId, PngArea};
 pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
-pub use export::{crop, png_bytes};
+pub use export_bytes::{crop, png_bytes};
 pub use headless::render_png;
+pub use loaderbench_present::views::{ChartId, PngArea};
 pub use pacing::{FRAME_INTERVAL, Pacer};
 pub use plots::{ChartView, view as chart_view};
 

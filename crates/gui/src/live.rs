@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use crate::bench::Event;
-use crate::plan::Config;
-use crate::results::RunResult;
+use loaderbench_engine::plan::Config;
+use loaderbench_measure::Event;
+use loaderbench_measure::results::RunResult;
 
-use super::plots::SHADE_STEP;
+use super::palette::SHADE_STEP;
 
 /// Where a run stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,7 +111,7 @@ impl RunData {
     /// The palette entry of config `index`: its run's when saved runs are shown
     /// together, so that each run keeps one colour; else, when the runtime (or else the
     /// worker kind) varies, its family's hue in the family's next shade (see
-    /// [`plots::color`](super::plots::color)), so the families read apart; else its own.
+    /// [`palette::color`](super::palette::color)), so the families read apart; else its own.
     pub fn color_of(&self, index: usize) -> usize {
         let Some(configs) = self.result.as_ref().map(|r| &r.configs) else {
             return index;
@@ -302,8 +302,8 @@ fn clock(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loader::StageTimes;
-    use crate::results::{BatchRecord, EpochResult};
+    use loaderbench_engine::loader::StageTimes;
+    use loaderbench_measure::results::{BatchRecord, EpochResult};
 
     fn batch(index: usize, wait_s: f64) -> BatchRecord {
         BatchRecord {
@@ -357,8 +357,8 @@ mod tests {
 
     #[test]
     fn configs_are_coloured_by_runtime_in_shades_of_one_hue() {
-        use crate::analysis::fixtures::{config, result};
-        use crate::preset::Runtime;
+        use loaderbench_engine::preset::Runtime;
+        use loaderbench_measure::fixtures::{config, result};
         let mut data = RunData::new(vec!["a".into(), "b".into(), "c".into()], 1, 1, false);
         let mut pytorch = config(0, false);
         pytorch.runtime = Runtime::Pytorch;
@@ -371,8 +371,8 @@ mod tests {
             "loaderbench's second config a shade of 0"
         );
         assert_ne!(
-            super::super::plots::color(0, true),
-            super::super::plots::color(SHADE_STEP, true)
+            super::super::palette::color(0, true),
+            super::super::palette::color(SHADE_STEP, true)
         );
     }
 
@@ -407,8 +407,8 @@ mod tests {
             "opening the dataset: 300/1000 files checked · 1.0 s elapsed"
         );
         data.apply(Event::Started {
-            result: Box::new(crate::analysis::fixtures::result(
-                vec![crate::analysis::fixtures::config(0, false)],
+            result: Box::new(loaderbench_measure::fixtures::result(
+                vec![loaderbench_measure::fixtures::config(0, false)],
                 Vec::new(),
             )),
             batches_per_epoch: 4,

@@ -1,5 +1,5 @@
 //! Pacing the window around measured epochs. The app measures in a child process
-//! ([`ChildRun`](crate::bench::child::ChildRun)) that stops at a gate before each epoch
+//! ([`ChildRun`](loaderbench_measure::measuring_child::ChildRun)) that stops at a gate before each epoch
 //! until [`Pacer::settle`] returns. Once the run has reached its first epoch the window
 //! draws at most once every [`FRAME_INTERVAL`], and only at a gate (or in an epoch that
 //! has run that long, or after [`MAX_FRAME_GAP`] without a gate): a gate where a frame
@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use crate::bench::{Event, meter};
-use crate::plan::Plan;
-use crate::preset::Runtime;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Runtime;
+use loaderbench_measure::{Event, meter};
 
 /// The longest the window may take to take the run's events at a drawing gate before
 /// the epoch starts anyway (a hidden window draws no frames).
@@ -286,9 +286,9 @@ mod tests {
 
     #[test]
     fn a_gate_draws_before_an_epoch_that_starts_no_workers_or_when_overdue() {
-        let preset = crate::preset::Preset {
+        let preset = loaderbench_engine::preset::Preset {
             num_workers: vec![0, 4],
-            ..crate::preset::Preset::default()
+            ..loaderbench_engine::preset::Preset::default()
         };
         let pacer = Pacer::for_plan(&Plan::from_preset(&preset, None).unwrap());
         let now = Instant::now();
@@ -358,7 +358,7 @@ mod tests {
         let finished = Event::EpochFinished {
             config: 0,
             repeat: 0,
-            result: Box::new(crate::results::EpochResult::from_batches(
+            result: Box::new(loaderbench_measure::results::EpochResult::from_batches(
                 1,
                 0.1,
                 Vec::new(),

@@ -210,7 +210,7 @@ fn ladder_step_at_least(value: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gui::charts::{Axis, Series};
+    use crate::charts::{Axis, Series};
 
     #[test]
     fn linear_marks_give_millisecond_bars_texts_above_zero() {
@@ -264,7 +264,7 @@ mod tests {
             names: Vec::new(),
         };
         Chart {
-            id: crate::views::ChartId::FirstBatch,
+            id: loaderbench_present::views::ChartId::FirstBatch,
             title: String::new(),
             x: axis.clone(),
             y: axis,

@@ -5,8 +5,8 @@
 
 use egui::{RichText, Ui};
 
-use crate::report::table::{ResultsTable, disturbed_footnote};
-use crate::results::RunResult;
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::tables::results_table::{ResultsTable, disturbed_footnote};
 
 use super::actions::Action;
 

@@ -4,7 +4,7 @@
 //! [`DISTURBED_LOAD_CORES`] by more than the meter's resolution over that time. Front
 //! ends only show the verdict.
 
-use crate::bench::meter::Interference;
+use crate::meter::Interference;
 
 /// Other load above this many cores, on average over a config's epochs, disturbs it: a
 /// quarter of a core is enough to slow a loader that wants every core.

@@ -1,22 +1,12 @@
-//! Benchmark runs: the [`Runner`](runner::spawn) sweeps a plan's configs on a background
+//! What a run reports: the [`Runner`](crate::spawn) sweeps a plan's configs on a background
 //! thread and reports everything as [`Event`]s over an unbounded channel, so a slow or
 //! hidden consumer never slows a measurement. Every run ends with exactly one of
 //! `Finished`, `Failed` or `Cancelled`, each carrying all results measured so far.
 
-pub mod child;
-mod journal;
-pub mod meter;
-mod ranks;
-mod runner;
-
 use serde::{Deserialize, Serialize};
 
-use crate::loader::WorkerStartup;
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult};
-
-pub use journal::{Journal, default_journal_path, read_journal};
-pub use ranks::{RanksSummary, merge as merge_rank_epochs, rank_main, rank_threads};
-pub use runner::{EpochGate, RunHandle, RunOptions, spawn};
+use loaderbench_engine::loader::WorkerStartup;
 
 /// Batch events are sent at most this often (and for every epoch's first batch): enough
 /// for a moving progress line, and the same small cost in the CLI and the app.

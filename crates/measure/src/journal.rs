@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::results::{ConfigResult, RunResult, RunStatus};
+use loaderbench_engine::error::{Error, Result};
 
 /// One line of a journal.
 #[derive(Debug, Serialize, Deserialize)]
@@ -26,8 +26,22 @@ pub struct Journal {
     file: File,
 }
 
+/// Overrides the user data directory (tests, portable installs).
+pub const DATA_DIR_ENV: &str = "LOADERBENCH_DATA_DIR";
+
+/// Where loaderbench keeps its data: `$LOADERBENCH_DATA_DIR`, else the user data
+/// directory's `loaderbench` (the temporary directory where there is none).
+pub fn data_dir() -> PathBuf {
+    match std::env::var_os(DATA_DIR_ENV).filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => dirs::data_local_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("loaderbench"),
+    }
+}
+
 /// Where a run's journal goes by default: `runs` in loaderbench's data directory
-/// ([`crate::baseline::data_dir`], which `$LOADERBENCH_DATA_DIR` overrides).
+/// ([`data_dir`], which `$LOADERBENCH_DATA_DIR` overrides).
 pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
     let safe: String = preset
         .chars()
@@ -39,7 +53,7 @@ pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
             }
         })
         .collect();
-    crate::baseline::data_dir()
+    data_dir()
         .join("runs")
         .join(format!("{started_unix_s}-{safe}.jsonl"))
 }

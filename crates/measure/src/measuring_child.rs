@@ -20,11 +20,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 
-use super::runner::{RunOptions, spawn};
-use super::{Event, default_journal_path};
-use crate::error::{Error, Result};
-use crate::plan::Plan;
+use crate::events::Event;
+use crate::journal::default_journal_path;
 use crate::results::{RunResult, RunStatus};
+use crate::runner::{RunOptions, spawn};
+use loaderbench_engine::child_processes::collect_tail;
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::plan::Plan;
 
 /// The hidden sub-command that measures a plan read from stdin.
 pub const CHILD_COMMAND: &str = "__measure";
@@ -85,7 +87,7 @@ impl ChildRun {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = crate::children::spawn_tied(command)
+        let mut child = loaderbench_engine::child_processes::spawn_tied(command)
             .map_err(|err| Error::run(format!("cannot start {}: {err}", program.display())))?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -260,32 +262,6 @@ impl Follower {
             _ => {}
         }
     }
-}
-
-/// The last lines a child wrote to stderr, read on a thread of their own.
-pub(super) fn collect_tail(
-    stderr: impl std::io::Read + Send + 'static,
-) -> Arc<Mutex<VecDeque<String>>> {
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
-    let kept = tail.clone();
-    let read = move || {
-        for line in BufReader::new(stderr)
-            .lines()
-            .map_while(std::io::Result::ok)
-        {
-            if let Ok(mut tail) = kept.lock() {
-                if tail.len() == 20 {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
-            }
-        }
-    };
-    // Without the thread the child's error text is lost, never the run.
-    let _ = std::thread::Builder::new()
-        .name("loaderbench-child-stderr".to_owned())
-        .spawn(read);
-    tail
 }
 
 /// The child's side: reads the plan from stdin, runs it, writes its events to stdout

@@ -6,13 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::meter::Interference;
-use crate::loader::{StageTimes, WorkerMemory, WorkerStartup};
-use crate::machine::Machine;
-use crate::plan::Config;
-use crate::preset::Preset;
+use crate::meter::Interference;
 use crate::stats;
-use crate::step::StepCost;
+use loaderbench_engine::loader::{StageTimes, WorkerMemory, WorkerStartup};
+use loaderbench_engine::machine::Machine;
+use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::step::StepCost;
 
 /// One batch as the consumer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -153,7 +153,7 @@ pub struct ConfigResult {
     #[serde(default)]
     pub other_load_cores: Option<f64>,
     /// Measured while other load exceeded the threshold of
-    /// [`analysis::disturbance`](crate::analysis::disturbance).
+    /// [`analysis::disturbance`](crate::disturbance).
     #[serde(default)]
     pub disturbed: bool,
     /// Resident set size when the config started and at its peak.
@@ -256,7 +256,7 @@ fn default_shuffle() -> bool {
 }
 
 fn default_planned_epochs() -> usize {
-    crate::preset::DEFAULT_PLANNED_EPOCHS
+    loaderbench_engine::preset::DEFAULT_PLANNED_EPOCHS
 }
 
 /// One config's figures, repeats folded into medians.

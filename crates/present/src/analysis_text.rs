@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
-use crate::report::render;
+use crate::tables::render;
 
-use super::scaling::{KNEE_GAIN, ScalingCurve};
-use super::{Analysis, Recommendation};
+use loaderbench_analysis::scaling::{KNEE_GAIN, ScalingCurve};
+use loaderbench_analysis::{Analysis, Recommendation};
 
 /// The whole analysis, sections separated by blank lines.
 pub fn text(analysis: &Analysis) -> String {
@@ -104,8 +104,8 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{config, epoch, result, run};
     use super::*;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     #[test]
     fn report_has_every_section() {

@@ -3,10 +3,10 @@
 //! with the ratio PyTorch / ours (above 1: ours is faster). The CLI's `compare` and the
 //! app's compare view show the same [`rows`].
 
-use crate::plan::Config;
-use crate::preset::{Runtime, StartMethod};
-use crate::report::{render, seconds};
-use crate::results::{RunResult, SummaryRow};
+use crate::tables::{render, seconds};
+use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::{Runtime, StartMethod};
+use loaderbench_measure::results::{RunResult, SummaryRow};
 
 /// One PyTorch config and its loaderbench counterpart.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,9 +124,9 @@ pub fn table(result: &RunResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Plan;
-    use crate::preset::Preset;
-    use crate::results::{ConfigResult, EpochResult, RunStatus};
+    use loaderbench_engine::plan::Plan;
+    use loaderbench_engine::preset::Preset;
+    use loaderbench_measure::results::{ConfigResult, EpochResult, RunStatus};
 
     fn result_with(seconds: &[(usize, f64)]) -> RunResult {
         let mut preset = Preset::default();
@@ -161,14 +161,14 @@ mod tests {
             epochs: 2,
             repeats: 1,
             started_unix_s: 0,
-            machine: crate::machine::Machine::current(),
+            machine: loaderbench_engine::machine::Machine::current(),
             configs: plan.configs.clone(),
             labels: (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
             warnings: Vec::new(),
             results,
             status: RunStatus::Finished,
-            step: crate::step::StepCost::None,
-            planned_epochs: crate::preset::DEFAULT_PLANNED_EPOCHS,
+            step: loaderbench_engine::step::StepCost::None,
+            planned_epochs: loaderbench_engine::preset::DEFAULT_PLANNED_EPOCHS,
             shuffle: true,
             drop_last: false,
             setup: None,

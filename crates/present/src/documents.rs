@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::bench::read_journal;
-use crate::error::{Error, Result};
 use crate::export::RESULTS_VERSION as VERSION;
-use crate::results::{RunResult, RunStatus};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_measure::read_journal;
+use loaderbench_measure::results::{RunResult, RunStatus};
 
 /// Only the format version of a JSON export (files from before it was written have none).
 #[derive(Deserialize)]
@@ -131,8 +131,8 @@ fn at_end(bytes: &[u8], line: usize, column: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, result, run};
     use crate::export::{Exporter, Json};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     fn sample() -> RunResult {
         result(
@@ -163,7 +163,7 @@ mod tests {
             let path = dir.path().join(name);
             let measured = run.results.remove(0);
             run.results.clear();
-            let mut journal = crate::bench::Journal::create(&path, &run).unwrap();
+            let mut journal = loaderbench_measure::Journal::create(&path, &run).unwrap();
             journal.config(&measured).unwrap();
             journal.end(&status).unwrap();
         };

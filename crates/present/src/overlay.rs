@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::results::{RunResult, RunStatus};
+use loaderbench_measure::results::{RunResult, RunStatus};
 
 /// The name each run is shown under: its file's stem, numbered when two are alike.
 pub fn run_names(paths: &[&Path]) -> Vec<String> {
@@ -114,8 +114,8 @@ fn machines_differ(runs: &[(String, RunResult)]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Analysis;
-    use crate::analysis::fixtures::{config, epoch, result, run};
+    use loaderbench_analysis::Analysis;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     fn measured(nw0_s: f64, nw2_s: f64) -> RunResult {
         result(

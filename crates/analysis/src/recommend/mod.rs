@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Config;
-use crate::preset::IntraOpThreads;
-use crate::results::{ConfigResult, RunResult};
-use crate::stats::{self, Estimate};
+use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::IntraOpThreads;
+use loaderbench_measure::results::{ConfigResult, RunResult};
+use loaderbench_measure::stats::{self, Estimate};
 
 use super::ConfigRuns;
 use super::input::InputBound;
@@ -396,11 +396,11 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use super::super::fixtures::{config, epoch, result, run};
     use super::*;
-    use crate::plan::KNOBS;
-    use crate::plan::Plan;
-    use crate::preset::{Preset, Runtime, StartMethod};
+    use loaderbench_engine::plan::KNOBS;
+    use loaderbench_engine::plan::Plan;
+    use loaderbench_engine::preset::{Preset, Runtime, StartMethod};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     fn measured(
         index: usize,

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use crate::plan::{Config, KNOBS};
-use crate::preset::Runtime;
-use crate::results::RunResult;
+use loaderbench_engine::plan::{Config, KNOBS};
+use loaderbench_engine::preset::Runtime;
+use loaderbench_measure::results::RunResult;
 
 /// The code that sets `config` up, for the runtime that measured it.
 pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {

@@ -10,7 +10,7 @@ mod image_decode;
 mod image_folder;
 mod image_header;
 mod npy;
-pub mod python;
+pub mod python_dataset;
 mod synthetic;
 
 use std::collections::BTreeMap;
@@ -193,7 +193,7 @@ pub fn open_with_progress(
             progress,
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
-        DatasetKind::Python => return Err(Error::value(python::ENGINE_REFUSAL)),
+        DatasetKind::Python => return Err(Error::value(python_dataset::ENGINE_REFUSAL)),
     };
     if dataset.is_empty() {
         return Err(Error::value(format!(

@@ -2,7 +2,7 @@
 //! hold (naming the field), a user's python dataset against the runtimes that can load
 //! it, and the warnings a plan carries (more workers or processes than cores).
 
-use crate::dataset::python;
+use crate::dataset::python_dataset;
 use crate::error::{FieldError, Result};
 use crate::preset::{Preset, Runtime, WorkerKind};
 use crate::transform::PipelineSpec;
@@ -91,9 +91,9 @@ pub(super) fn user_dataset_configs(
     preset: &Preset,
     configs: &mut [Config],
 ) -> Result<(), FieldError> {
-    python::check(&preset.dataset)?;
+    python_dataset::check(&preset.dataset)?;
     if configs.iter().any(|c| c.runtime != Runtime::Pytorch) {
-        return Err(field("runtime", python::ENGINE_REFUSAL));
+        return Err(field("runtime", python_dataset::ENGINE_REFUSAL));
     }
     if preset.pipeline != [PipelineSpec::Light] {
         return Err(field(

@@ -17,9 +17,9 @@ use crate::transform::{Normalize, PipelineSpec};
 
 mod values;
 
+pub use crate::transform::TransformAt;
 pub use values::{
-    BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, TransformAt,
-    WorkerKind,
+    BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, WorkerKind,
 };
 
 /// The preset format version this build reads and writes.

@@ -1,38 +1,11 @@
 //! The values of the knobs that are named rather than counted (worker kind, transfers,
-//! runtime, start method, run order, where transforms run), declared once with the name presets, tables, the
-//! CSV and the app use: [`named_values!`] gives each its serde form, `name()` and `ALL`.
-//! Also `intra_op_threads`, which is `auto` or a count.
+//! runtime, start method, run order), declared once with the name presets, tables, the CSV
+//! and the app use ([`named_values!`](crate::named_values::named_values)). Also
+//! `intra_op_threads`, which is `auto` or a count.
 
 use serde::{Deserialize, Serialize};
 
-/// Declares a unit enum whose every variant has one name, used by serde, `name()` and
-/// the app's menus (`ALL`, in declaration order).
-macro_rules! named_values {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident {
-            $($(#[$variant_meta:meta])* $variant:ident = $text:literal,)+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $($(#[$variant_meta])* #[serde(rename = $text)] $variant,)+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &[$name] = &[$($name::$variant),+];
-
-            /// The name presets, tables and the app use.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
-            }
-        }
-    };
-}
+use crate::named_values::named_values;
 
 named_values! {
     /// How a worker runs: in a thread of this process, or as a process of its own.
@@ -43,18 +16,6 @@ named_values! {
         Spawn = "spawn",
         /// A forked child of the loading process (PyTorch's `fork`; Unix only).
         Fork = "fork",
-    }
-}
-
-named_values! {
-    /// Where our engine runs the pipeline's ops: on each whole batch with libtorch, or
-    /// on each sample in the worker before the samples are stacked, as PyTorch's
-    /// per-sample transforms do (the pytorch runtime always works per sample).
-    #[derive(Default)]
-    pub enum TransformAt {
-        #[default]
-        Batch = "batch",
-        Sample = "sample",
     }
 }
 

@@ -17,7 +17,21 @@ mod warp;
 use serde::{Deserialize, Serialize};
 
 pub use check::{OpError, check_ops, check_torchvision};
+
+use crate::named_values::named_values;
 pub use pipeline::Pipeline;
+
+named_values! {
+    /// Where our engine runs the pipeline's ops: on each whole batch with libtorch, or
+    /// on each sample in the worker before the samples are stacked, as PyTorch's
+    /// per-sample transforms do (the pytorch runtime always works per sample).
+    #[derive(Default)]
+    pub enum TransformAt {
+        #[default]
+        Batch = "batch",
+        Sample = "sample",
+    }
+}
 
 /// A pipeline as a preset names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

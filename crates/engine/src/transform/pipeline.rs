@@ -10,11 +10,11 @@
 use rand::rngs::StdRng;
 use tch::{Kind, Tensor};
 
+use super::TransformAt;
 use super::fused::Fused;
 use super::normalize::ChannelStats;
 use super::{Normalize, Op, PipelineSpec, blur, check_ops, cost, geometry, random};
 use crate::error::{Error, Result};
-use crate::preset::TransformAt;
 
 /// A pipeline ready to apply: its ops checked, its normalize stats checked against the
 /// images' channel count.

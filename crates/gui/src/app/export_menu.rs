@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use crate::baseline;
-use crate::gui::actions::DataFormat;
-use crate::gui::export;
-use crate::views::PngArea;
+use crate::actions::DataFormat;
+use crate::export_bytes;
+use loaderbench_analysis::baseline;
+use loaderbench_present::views::PngArea;
 
 use super::App;
 
@@ -39,13 +39,13 @@ impl App {
         };
         let Some(cropped) = self
             .area_rect(pending.area)
-            .and_then(|r| export::crop(image, r, ctx.pixels_per_point()))
+            .and_then(|r| export_bytes::crop(image, r, ctx.pixels_per_point()))
         else {
             self.error("Nothing to export yet: run a benchmark first.");
             return;
         };
         self.background
-            .write(pending.path, move || export::png_bytes(&cropped));
+            .write(pending.path, move || export_bytes::png_bytes(&cropped));
     }
 
     pub(super) fn copy_markdown(&mut self, ctx: &egui::Context) {
@@ -53,7 +53,7 @@ impl App {
             let text = result
                 .pipelines()
                 .iter()
-                .map(|p| crate::export::markdown::table(result, p))
+                .map(|p| loaderbench_present::export::markdown::table(result, p))
                 .collect::<Vec<_>>()
                 .join("\n");
             ctx.copy_text(text);
@@ -73,7 +73,7 @@ impl App {
             return;
         }
         let suffix = format!("-{}", area.name());
-        let path = export::path_for(&self.saved.export_path, None, &suffix);
+        let path = export_bytes::path_for(&self.saved.export_path, None, &suffix);
         self.pending_png = Some(PendingPng {
             area,
             path,
@@ -114,9 +114,9 @@ impl App {
     pub(super) fn export_data(&mut self, format: DataFormat) {
         match self.result().cloned() {
             Some(result) => {
-                let path = export::path_for(&self.saved.export_path, Some(format), "");
+                let path = export_bytes::path_for(&self.saved.export_path, Some(format), "");
                 self.background
-                    .write(path, move || export::data_bytes(format, &result));
+                    .write(path, move || export_bytes::data_bytes(format, &result));
             }
             None => self.error("Nothing to export yet: run a benchmark first."),
         }

@@ -6,15 +6,15 @@ use std::path::PathBuf;
 
 use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
 
-use crate::builtin;
-use crate::gui::actions::{Action, Pick};
-use crate::gui::background::Reply;
-use crate::gui::setup;
-use crate::views::PngArea;
+use crate::actions::{Action, Pick};
+use crate::background::Reply;
+use crate::setup;
+use loaderbench_engine::builtin;
+use loaderbench_present::views::PngArea;
 
-use super::documents;
-use super::exports::data_formats;
-use super::run::LIVE_FRAME_INTERVAL;
+use super::export_menu::data_formats;
+use super::open_runs;
+use super::run_lifecycle::LIVE_FRAME_INTERVAL;
 use super::{App, Message, WARNING};
 
 impl App {
@@ -140,7 +140,7 @@ impl App {
                 .clicked()
                 || entered && has_path
             {
-                actions.push(documents::open_action(typed.clone()));
+                actions.push(open_runs::open_action(typed.clone()));
             }
             if ui
                 .add_enabled(has_path, egui::Button::new("Save"))

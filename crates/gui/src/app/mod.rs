@@ -7,24 +7,24 @@
 //! exports and baselines ([`exports`]), and the frame's panels ([`layout`],
 //! [`results_panel`]).
 
-mod documents;
-mod exports;
-mod files;
+mod export_menu;
 mod layout;
+mod open_runs;
+mod preset_files;
 mod results_panel;
-mod run;
+mod run_lifecycle;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use egui::Rect;
 
-use crate::analysis::Analysis;
-use crate::builtin;
-use crate::error::Error;
-use crate::plan::Plan;
-use crate::preset::Preset;
-use crate::results::RunResult;
+use loaderbench_analysis::Analysis;
+use loaderbench_engine::builtin;
+use loaderbench_engine::error::Error;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_measure::results::RunResult;
 
 use super::actions::Action;
 use super::background::Background;
@@ -32,11 +32,11 @@ use super::charts::{self, Chart};
 use super::live::{Phase, RunData};
 use super::setup::Form;
 use super::{analysis_charts, analysis_view, cost_charts};
-use crate::views::{ChartId, PngArea};
+use loaderbench_present::views::{ChartId, PngArea};
 
-use self::exports::PendingPng;
-use self::files::{PathFields, Saved};
-use self::run::LiveRun;
+use self::export_menu::PendingPng;
+use self::preset_files::{PathFields, Saved};
+use self::run_lifecycle::LiveRun;
 
 /// The preset the app opens with when nothing else is asked for or remembered.
 pub const DEFAULT_PRESET: &str = "seed-light";
@@ -171,7 +171,7 @@ impl App {
             stages_per_epoch: false,
             baseline_name: String::new(),
             baseline_names: Vec::new(),
-            cuda_devices: crate::device::cuda_device_count(),
+            cuda_devices: loaderbench_engine::device::cuda_device_count(),
             journal_dir: launch.journal_dir,
             measurer: launch.measurer,
             script: Script {

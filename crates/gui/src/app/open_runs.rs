@@ -8,16 +8,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bench::Event;
-use crate::documents;
-use crate::gui::actions::Action;
-use crate::gui::live::RunData;
-use crate::gui::pacing::Pacer;
-use crate::overlay;
-use crate::results::{RunResult, RunStatus};
+use crate::actions::Action;
+use crate::live::RunData;
+use crate::pacing::Pacer;
+use loaderbench_measure::Event;
+use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_present::documents;
+use loaderbench_present::overlay;
 
 use super::App;
-use super::run::LiveRun;
+use super::run_lifecycle::LiveRun;
 
 /// How many recent runs the File menu lists.
 const RECENT_RUNS: usize = 10;
@@ -161,7 +161,7 @@ impl App {
     pub(super) fn runs_dir(&self) -> PathBuf {
         self.journal_dir
             .clone()
-            .unwrap_or_else(|| crate::baseline::data_dir().join("runs"))
+            .unwrap_or_else(|| loaderbench_measure::data_dir().join("runs"))
     }
 
     /// The most recent runs, read once and kept until a run starts.

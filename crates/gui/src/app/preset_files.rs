@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::builtin;
-use crate::gui::actions::{Action, Pick};
-use crate::gui::setup::Form;
-use crate::preset::Preset;
+use crate::actions::{Action, Pick};
+use crate::setup::Form;
+use loaderbench_engine::builtin;
+use loaderbench_engine::preset::Preset;
 
 use super::App;
 

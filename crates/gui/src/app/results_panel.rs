@@ -6,13 +6,13 @@ use std::path::PathBuf;
 
 use egui::{Rect, RichText, Ui};
 
-use crate::gui::actions::{Action, Pick};
-use crate::gui::live::Phase;
-use crate::gui::{analysis_view, charts, compare_view, plots, table};
-use crate::views::PngArea;
+use crate::actions::{Action, Pick};
+use crate::live::Phase;
+use crate::{analysis_view, charts, compare_view, plots, table_view};
+use loaderbench_present::views::PngArea;
 
 use super::App;
-use super::exports::data_formats;
+use super::export_menu::data_formats;
 
 impl App {
     pub(super) fn run_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
@@ -125,7 +125,7 @@ impl App {
                     actions.push(Action::CopyMarkdown);
                 }
             });
-            table::draw(ui, result, selected, actions);
+            table_view::draw(ui, result, selected, actions);
             compare_view::draw(ui, result);
             ui.label(
                 RichText::new(format!("{} · {}", result.dataset, result.machine.summary()))

@@ -1,17 +1,17 @@
 //! The run's lifecycle: starting one from the plan in a child process that measures
-//! exactly as `loaderbench run` does (see [`pacing`](crate::gui::pacing) for how the
+//! exactly as `loaderbench run` does (see [`pacing`](crate::pacing) for how the
 //! window keeps out of the measured epochs), folding its events into the live data each
 //! frame within a time budget, cancelling it, and what happens when it ends (analysis,
 //! warnings, how it ended, and for a scripted run the JSON file and the exit).
 
 use std::time::{Duration, Instant};
 
-use crate::analysis::Analysis;
-use crate::baseline::{self, Change};
-use crate::bench::child::ChildRun;
-use crate::export::{self, Exporter};
-use crate::gui::live::{Phase, RunData};
-use crate::gui::pacing::{self, Pacer};
+use crate::live::{Phase, RunData};
+use crate::pacing::{self, Pacer};
+use loaderbench_analysis::baseline::{self, Change};
+use loaderbench_analysis::{Analysis, warnings};
+use loaderbench_measure::measuring_child::ChildRun;
+use loaderbench_present::export::{self, Exporter};
 
 use super::{App, WARNING};
 
@@ -68,6 +68,10 @@ impl App {
         if !run.data.is_running() && run.took.is_none() {
             run.took = Some(run.started.elapsed());
             run.handle = None;
+            if let Some(result) = run.data.result.as_mut() {
+                let found = warnings::attach(result);
+                run.data.warnings.extend(found);
+            }
             run.analysis = run
                 .data
                 .result
@@ -108,7 +112,7 @@ impl App {
         ) {
             let written = export::Json.export(result).and_then(|bytes| {
                 std::fs::write(&path, bytes)
-                    .map_err(|err| crate::Error::file(&path, err.to_string()))
+                    .map_err(|err| loaderbench_engine::Error::file(&path, err.to_string()))
             });
             if let Err(err) = written {
                 self.error(format!("The results could not be written: {err}"));
@@ -153,10 +157,10 @@ impl App {
         let (settle_ctx, wake_ctx) = (ctx.clone(), ctx.clone());
         let pacer = Pacer::for_plan(&plan);
         let (settling, reporting) = (pacer.clone(), pacer.clone());
-        let settle = move |queued: &crossbeam_channel::Receiver<crate::bench::Event>| {
+        let settle = move |queued: &crossbeam_channel::Receiver<loaderbench_measure::Event>| {
             settling.settle(&settle_ctx, queued);
         };
-        let wake = move |event: &crate::bench::Event| {
+        let wake = move |event: &loaderbench_measure::Event| {
             reporting.reported(event);
             if pacing::redraws_at_once(event) {
                 wake_ctx.request_repaint();

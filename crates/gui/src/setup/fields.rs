@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use egui::{ComboBox, DragValue, Ui};
 
-use crate::preset::{Preset, WorkerKind};
+use loaderbench_engine::preset::{Preset, WorkerKind};
 
 use super::{Form, mark, parse_list};
 
@@ -249,9 +249,9 @@ pub(super) fn devices(
 }
 
 fn cuda_missing(name: &str, cuda_devices: usize) -> bool {
-    match name.parse::<crate::device::DeviceSpec>() {
-        Ok(crate::device::DeviceSpec::Cuda(index)) => index >= cuda_devices,
-        Ok(crate::device::DeviceSpec::Cpu) => false,
+    match name.parse::<loaderbench_engine::device::DeviceSpec>() {
+        Ok(loaderbench_engine::device::DeviceSpec::Cuda(index)) => index >= cuda_devices,
+        Ok(loaderbench_engine::device::DeviceSpec::Cpu) => false,
         Err(_) => true,
     }
 }

@@ -10,22 +10,24 @@ use std::str::FromStr;
 
 use egui::{ComboBox, RichText, Ui};
 
-use crate::dataset::DatasetKind;
-use crate::error::Error;
-use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, TransformAt};
+use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::error::Error;
+use loaderbench_engine::preset::{
+    BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, TransformAt,
+};
 
 use super::actions::{Action, Pick};
 
 mod fields;
 mod pipelines;
-mod python;
+mod python_fields;
 mod run_fields;
 
 use fields::{
     choice_field, count_field, devices, kind_field, list_field, named, samples_field, worker_kinds,
 };
 use pipelines::{extra_configs, pipelines};
-use python::{args_text, python_fields};
+use python_fields::{args_text, python_fields};
 use run_fields::{RunText, dataset_extras, identity, run_fields};
 
 /// The text of the fields typed as text, and their parse errors.

@@ -4,8 +4,8 @@
 
 use egui::{ComboBox, DragValue, RichText, Ui};
 
-use crate::preset::{ConfigPoint, Preset};
-use crate::transform::{Op, PipelineSpec};
+use loaderbench_engine::preset::{ConfigPoint, Preset};
+use loaderbench_engine::transform::{Op, PipelineSpec};
 
 use super::section;
 

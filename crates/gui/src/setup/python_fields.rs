@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use egui::Ui;
 use serde_json::Value;
 
-use crate::preset::Preset;
+use loaderbench_engine::preset::Preset;
 
 use super::{Form, Problem, mark};
 

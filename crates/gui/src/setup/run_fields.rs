@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use egui::{ComboBox, DragValue, Ui};
 
-use crate::dataset::DatasetKind;
-use crate::preset::Preset;
-use crate::step::StepCost;
+use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::step::StepCost;
 
 use super::{Errors, Problem, mark};
 

@@ -8,8 +8,8 @@
 //! that says nothing for the worker timeout is hung, and every rank process is killed
 //! and reaped when the coordinator is dropped.
 
-mod protocol;
 mod rank;
+mod rank_messages;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -19,16 +19,16 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 
-use super::child::collect_tail;
-use crate::cancel::CancelToken;
-use crate::error::{Error, Result};
-use crate::loader::{Shard, WorkerStartup};
-use crate::plan::Plan;
-use crate::results::{BatchRecord, EpochResult, RankEpoch};
+use crate::results::{BatchRecord, EpochResult};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::child_processes::collect_tail;
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::{Shard, WorkerStartup};
+use loaderbench_engine::plan::Plan;
 
-pub use protocol::RanksSummary;
-use protocol::{FromRank, GO, RankJob};
-pub use rank::{rank_main, rank_threads};
+use crate::rank_merge::{RanksSummary, merge};
+pub use rank::rank_main;
+use rank_messages::{FromRank, GO, RankJob};
 
 /// The hidden sub-command a rank process runs.
 pub const RANK_COMMAND: &str = "__rank";
@@ -231,7 +231,7 @@ fn start_rank(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = crate::children::spawn_tied(command)
+    let mut child = loaderbench_engine::child_processes::spawn_tied(command)
         .map_err(|err| Error::run(format!("cannot start rank {rank}: {err}")))?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -269,43 +269,4 @@ fn start_rank(
         .spawn(follow)
         .map_err(|err| Error::run(format!("cannot follow rank {rank}: {err}")))?;
     Ok(process)
-}
-
-/// One epoch of all ranks: the slowest rank's figures, samples and throughput summed
-/// over the ranks, and each rank's own. Each rank's epoch comes with when it left the
-/// barrier and when it ended the epoch (Unix seconds). The pytorch runtime's ranks are
-/// merged here too.
-pub fn merge(epoch: usize, finished: Vec<(EpochResult, f64, f64)>) -> EpochResult {
-    let ranks: Vec<RankEpoch> = finished
-        .iter()
-        .enumerate()
-        .map(
-            |(rank, (result, started_unix_s, finished_unix_s))| RankEpoch {
-                rank,
-                seconds: result.seconds,
-                first_batch_s: result.first_batch_s,
-                stall_s: result.stages.wait_s,
-                samples: result.samples,
-                started_unix_s: *started_unix_s,
-                finished_unix_s: *finished_unix_s,
-            },
-        )
-        .collect();
-    let samples = finished.iter().map(|(r, ..)| r.samples).sum();
-    let steady_throughput = finished.iter().map(|(r, ..)| r.steady_throughput).sum();
-    let mut slowest = finished
-        .into_iter()
-        .map(|(result, ..)| result)
-        .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
-        .unwrap_or_else(|| EpochResult::from_batches(epoch, 0.0, Vec::new(), Vec::new()));
-    slowest.epoch = epoch;
-    slowest.samples = samples;
-    slowest.throughput = if slowest.seconds > 0.0 {
-        samples as f64 / slowest.seconds
-    } else {
-        0.0
-    };
-    slowest.steady_throughput = steady_throughput;
-    slowest.ranks = ranks;
-    slowest
 }

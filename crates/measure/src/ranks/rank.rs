@@ -7,15 +7,15 @@
 use std::io::{BufRead, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::protocol::{FromRank, GO, RankJob, RanksSummary};
-use crate::bench::runner::{build_loader, run_epoch};
-use crate::cancel::CancelToken;
-use crate::dataset;
-use crate::error::{Error, Result};
-use crate::loader::set_intra_op_threads;
-use crate::memory;
-use crate::preset::IntraOpThreads;
-use crate::step::Step;
+use super::rank_messages::{FromRank, GO, RankJob};
+use crate::loader_epoch::{build_loader, run_epoch};
+use crate::rank_merge::{RanksSummary, rank_threads};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset;
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::set_intra_op_threads;
+use loaderbench_engine::memory;
+use loaderbench_engine::step::Step;
 
 /// The rank's side: returns the process's exit code (0 when the coordinator closed its
 /// stdin after the last epoch).
@@ -110,17 +110,6 @@ fn serve(out: &mut impl Write) -> Result<()> {
             },
         },
     )
-}
-
-/// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
-/// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
-/// starts a thread per core and they spin against each other. The pytorch runtime's
-/// ranks run with the same.
-pub fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
-    match threads {
-        IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
-        other => other,
-    }
 }
 
 fn send(out: &mut impl Write, message: &FromRank) -> Result<()> {

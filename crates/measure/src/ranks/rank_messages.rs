@@ -5,9 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::loader::{Shard, WorkerMemory, WorkerStartup};
-use crate::plan::Plan;
+use crate::rank_merge::RanksSummary;
 use crate::results::{BatchRecord, EpochResult};
+use loaderbench_engine::loader::{Shard, WorkerStartup};
+use loaderbench_engine::plan::Plan;
 
 /// Sent before an epoch: every rank that has it starts the epoch.
 pub const GO: &str = "go";
@@ -44,28 +45,4 @@ pub enum FromRank {
     Failed {
         error: String,
     },
-}
-
-/// What a config's processes came to, for its result: one rank's or all ranks' together.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RanksSummary {
-    pub pin_memory_effective: bool,
-    pub intra_op_threads: i32,
-    pub rss_before_bytes: Option<u64>,
-    pub peak_rss_bytes: Option<u64>,
-    pub workers: Vec<WorkerMemory>,
-}
-
-impl RanksSummary {
-    /// All ranks together: memory summed, workers listed rank after rank.
-    pub fn total(ranks: Vec<RanksSummary>) -> Option<RanksSummary> {
-        let sum = |values: Vec<Option<u64>>| values.into_iter().sum::<Option<u64>>();
-        let first = ranks.first()?.clone();
-        Some(RanksSummary {
-            rss_before_bytes: sum(ranks.iter().map(|r| r.rss_before_bytes).collect()),
-            peak_rss_bytes: sum(ranks.iter().map(|r| r.peak_rss_bytes).collect()),
-            workers: ranks.into_iter().flat_map(|r| r.workers).collect(),
-            ..first
-        })
-    }
 }

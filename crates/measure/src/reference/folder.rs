@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use loaderbench_engine::error::{Error, Result};
 
 /// What every scratch folder's name starts with, before `<pid>-`.
 const PREFIX: &str = "loaderbench-reference-";

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::dataset::{Dataset, PixelKind};
-use crate::error::{Error, Result};
+use loaderbench_engine::dataset::{Dataset, PixelKind};
+use loaderbench_engine::error::{Error, Result};
 
 /// Writes every sample of `dataset` (one channel of u8 pixels, labels 0–255) into `dir`;
 /// returns the images and labels files.
@@ -85,7 +85,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::{DatasetSpec, open};
+    use loaderbench_engine::dataset::{DatasetSpec, open};
 
     #[test]
     fn written_idx_reads_back_as_the_same_samples() {
@@ -94,7 +94,7 @@ mod tests {
         let synthetic = open(&DatasetSpec::default(), Some(50)).unwrap();
         write_idx(synthetic.as_ref(), &dir).unwrap();
         let spec = DatasetSpec {
-            kind: crate::dataset::DatasetKind::Idx,
+            kind: loaderbench_engine::dataset::DatasetKind::Idx,
             path: Some(dir.clone()),
             ..DatasetSpec::default()
         };

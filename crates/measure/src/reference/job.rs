@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Select;
 
 use super::ReferenceEvent;
-use super::protocol::Message;
-use super::python::Line;
+use super::python_process::Line;
+use super::script_messages::Message;
 use super::session::Session;
-use crate::bench::merge_rank_epochs;
-use crate::cancel::CancelToken;
-use crate::error::{Error, Result};
+use crate::rank_merge::merge as merge_rank_epochs;
 use crate::results::EpochResult;
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::error::{Error, Result};
 
 /// How often a waiting measurement checks for cancellation.
 const POLL: Duration = Duration::from_millis(50);

@@ -11,8 +11,8 @@
 mod folder;
 mod idx_file;
 mod job;
-mod protocol;
-mod python;
+mod python_process;
+mod script_messages;
 mod session;
 
 use std::cell::Cell;
@@ -20,26 +20,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::analysis::disturbance;
-use crate::bench::RanksSummary;
-use crate::cancel::CancelToken;
-use crate::dataset::{self, Dataset, DatasetKind};
-use crate::error::{Error, Result};
-use crate::loader::WorkerStartup;
-use crate::plan::Plan;
+use crate::disturbance;
+use crate::rank_merge::RanksSummary;
 use crate::results::{BatchRecord, ConfigResult, EpochResult, PythonEnvironment};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::WorkerStartup;
+use loaderbench_engine::plan::Plan;
 
 pub use idx_file::write_idx;
-pub use protocol::{DatasetRequest, Message, Request, UserFrame, Versions};
-pub use python::{PYTHON_VAR, python_path};
+pub use python_process::{PYTHON_VAR, python_path};
+pub use script_messages::{DatasetRequest, Message, Request, UserFrame, Versions};
 
 use folder::ScratchFolder;
 use job::Job;
-use python::PythonProcess;
+use python_process::PythonProcess;
 use session::Session;
 
 /// The script, shipped inside the binary so that it works from any directory.
-const SCRIPT: &str = include_str!("../../python/reference_loader.py");
+const SCRIPT: &str = include_str!("../../../../python/reference_loader.py");
 
 /// What a measurement reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +198,7 @@ fn summary(sessions: &[Session]) -> RanksSummary {
 
 /// The request for a user's python dataset, once its module is known to exist.
 fn user_dataset(spec: &dataset::DatasetSpec) -> Result<DatasetRequest> {
-    dataset::python::check(spec)?;
+    dataset::python_dataset::check(spec)?;
     let (Some(path), Some(factory)) = (&spec.path, &spec.factory) else {
         return Err(Error::value(
             "dataset: a python dataset needs a path and a factory",

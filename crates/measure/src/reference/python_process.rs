@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, unbounded};
 
-use crate::error::{Error, Result};
+use loaderbench_engine::error::{Error, Result};
 
 /// The environment variable that names the Python to run.
 pub const PYTHON_VAR: &str = "LOADERBENCH_PYTHON";
@@ -27,7 +27,7 @@ pub fn python_path() -> PathBuf {
     if let Some(python) = std::env::var_os(PYTHON_VAR).filter(|p| !p.is_empty()) {
         return PathBuf::from(python);
     }
-    venv_python(Path::new(env!("LOADERBENCH_LIBTORCH_LIB")))
+    venv_python(Path::new(loaderbench_engine::device::LIBTORCH_LIB_DIR))
         .filter(|python| python.is_file())
         .unwrap_or_else(|| PathBuf::from("python3"))
 }
@@ -68,8 +68,8 @@ impl PythonProcess {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
         }
-        let mut child =
-            crate::children::spawn_tied(command).map_err(|err| start_error(python, &err))?;
+        let mut child = loaderbench_engine::child_processes::spawn_tied(command)
+            .map_err(|err| start_error(python, &err))?;
         let (sender, lines) = unbounded();
         if let Some(stdout) = child.stdout.take() {
             std::thread::Builder::new()

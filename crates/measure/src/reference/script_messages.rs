@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::rank_threads;
-use crate::plan::{Config, Plan};
-use crate::preset::IntraOpThreads;
-use crate::transform::{Normalize, Op};
+use crate::rank_merge::rank_threads;
+use loaderbench_engine::plan::{Config, Plan};
+use loaderbench_engine::preset::IntraOpThreads;
+use loaderbench_engine::transform::{Normalize, Op};
 
 /// The dataset as the script builds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -236,9 +236,9 @@ mod tests {
 
     #[test]
     fn requests_carry_ops_as_the_script_reads_them() {
-        let preset = crate::preset::Preset {
-            pipeline: vec![crate::transform::PipelineSpec::Heavy],
-            ..crate::preset::Preset::default()
+        let preset = loaderbench_engine::preset::Preset {
+            pipeline: vec![loaderbench_engine::transform::PipelineSpec::Heavy],
+            ..loaderbench_engine::preset::Preset::default()
         };
         let plan = Plan::from_preset(&preset, None).unwrap();
         let dataset = DatasetRequest::Idx {
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_rank_joins_the_file_store_and_runs_one_thread_by_default() {
-        let mut preset = crate::preset::Preset::default();
+        let mut preset = loaderbench_engine::preset::Preset::default();
         preset.set("runtime", "pytorch").unwrap();
         preset.set("ranks", "2").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();

@@ -6,12 +6,12 @@
 use std::path::Path;
 
 use super::ReferenceEvent;
-use super::protocol::{Message, UserFrame, Versions};
-use super::python::PythonProcess;
-use crate::bench::meter::{self, Interference};
-use crate::error::{Error, Result, UserCodeError};
-use crate::loader::{StageTimes, WorkerStartup};
+use super::python_process::PythonProcess;
+use super::script_messages::{Message, UserFrame, Versions};
+use crate::meter::{self, Interference};
 use crate::results::{BatchRecord, EpochResult};
+use loaderbench_engine::error::{Error, Result, UserCodeError};
+use loaderbench_engine::loader::{StageTimes, WorkerStartup};
 
 /// What the script said once it was ready.
 #[derive(Debug, Clone, Default)]

@@ -1,9 +1,9 @@
 //! The runner: one background thread that opens the dataset, then measures every config
-//! of a plan `repeats` times, epoch by epoch, timing what ../shared/DESIGN.md defines
-//! (first batch and epoch time from asking for the epoch's iterator to the batch being on
-//! the device), running the preset's training step on each batch, streaming events,
-//! appending each finished config to the journal, and warning at the end about what the
-//! measurements show.
+//! of a plan `repeats` times, epoch by epoch, timing what ARCHITECTURE.md's measurement
+//! rules define (first batch and epoch time from asking for the epoch's iterator to the
+//! batch being on the device), running the preset's training step on each batch,
+//! streaming events and appending each finished config to the journal. What the
+//! measurements mean (warnings, recommendations) is for its consumer to judge.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -14,25 +14,24 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use super::Event;
-use super::journal::{Journal, default_journal_path};
-use super::meter::{self, Interference};
-use super::ranks::RanksSummary;
-use crate::analysis::{self, disturbance};
-use crate::cancel::CancelToken;
-use crate::dataset::{self, Dataset, DatasetKind};
-use crate::error::{Error, Result};
-use crate::loader::batches_per_epoch;
-use crate::machine::Machine;
-use crate::plan::Plan;
-use crate::preset::Runtime;
-use crate::reference::Reference;
+use crate::disturbance;
+use crate::events::Event;
+use crate::journal::{Journal, default_journal_path};
+use crate::meter::{self, Interference};
+use crate::rank_merge::RanksSummary;
 use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::batches_per_epoch;
+use loaderbench_engine::machine::Machine;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Runtime;
 
-mod configs;
-mod loading;
+mod epochs;
+mod runtimes;
 
-pub(super) use loading::{build_loader, run_epoch};
+use runtimes::Runtimes;
 
 /// Called on the runner thread before the clock of each epoch starts (and before each
 /// config of the PyTorch runtime, whose epochs run in Python). The app passes one that
@@ -167,7 +166,6 @@ impl Run {
     fn run(self) {
         let mut result = self.empty_result();
         let outcome = self.measure_all(&mut result);
-        self.warn_about_results(&mut result);
         let event = match outcome {
             Ok(()) => {
                 result.status = RunStatus::Finished;
@@ -193,15 +191,6 @@ impl Run {
             }
         };
         self.emit.send(event);
-    }
-
-    /// Warns about what the measurements show (noise, a slow first epoch,
-    /// oversubscription), and keeps the warnings with the result.
-    fn warn_about_results(&self, result: &mut RunResult) {
-        for message in analysis::warnings::warnings(result) {
-            self.warn(None, message.clone());
-            result.warnings.push(message);
-        }
     }
 
     fn empty_result(&self) -> RunResult {
@@ -249,7 +238,7 @@ impl Run {
                     .warnings
                     .extend(dataset::samples_warning(self.plan.samples, &**dataset));
             }
-            None => result.dataset = dataset::python::describe(&self.plan.dataset),
+            None => result.dataset = dataset::python_dataset::describe(&self.plan.dataset),
         }
         for config in &self.plan.configs {
             config.device.resolve()?;
@@ -287,40 +276,25 @@ impl Run {
         result: &mut RunResult,
         journal: &mut Journal,
     ) -> Result<()> {
-        // The plan gives our engine's configs only datasets it can open.
-        let engine = || dataset.ok_or_else(|| Error::value(dataset::python::ENGINE_REFUSAL));
-        if self
-            .plan
-            .configs
-            .iter()
-            .any(|c| c.runtime == Runtime::Loaderbench)
+        if let Some(dataset) = dataset
+            && self
+                .plan
+                .configs
+                .iter()
+                .any(|c| c.runtime == Runtime::Loaderbench)
         {
-            self.warm_up_process(engine()?)?;
+            self.warm_up_process(dataset)?;
         }
-        // Prepared when the first pytorch config comes, then shared by the rest.
-        let mut reference = None;
+        let mut runtimes = Runtimes::new(dataset);
         for (index, repeat) in self.plan.schedule() {
             self.cancel.check()?;
             self.emit.send(Event::ConfigStarted {
                 config: index,
                 repeat,
             });
-            let config = &self.plan.configs[index];
-            let measured = match config.runtime {
-                Runtime::Loaderbench if config.ranks > 1 => {
-                    self.measure_ranked_config(index, repeat)?
-                }
-                Runtime::Loaderbench => self.measure_config(engine()?, index, repeat)?,
-                Runtime::Pytorch => {
-                    let reference = match &mut reference {
-                        Some(reference) => reference,
-                        None => reference.insert(Reference::prepare(&self.plan, dataset)?),
-                    };
-                    // The reference reads the meter around each of its epochs itself.
-                    self.settle_before_epoch();
-                    self.measure_reference(reference, index, repeat)?
-                }
-            };
+            let measured = runtimes
+                .for_config(&self.plan.configs[index])?
+                .measure(self, index, repeat)?;
             journal.config(&measured)?;
             result.results.push(measured.clone());
             self.emit.send(Event::ConfigFinished {

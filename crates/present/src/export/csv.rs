@@ -5,9 +5,9 @@
 //! entry, so they cannot drift apart.
 
 use super::Exporter;
-use crate::error::{Error, Result};
-use crate::plan::KNOBS;
-use crate::results::{ConfigResult, EpochResult, RunResult};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::plan::KNOBS;
+use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult};
 
 pub struct Csv;
 

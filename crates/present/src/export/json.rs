@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use super::Exporter;
-use crate::analysis::Analysis;
-use crate::error::{Error, Result};
-use crate::results::RunResult;
+use loaderbench_analysis::Analysis;
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_measure::results::RunResult;
 
 pub struct Json;
 

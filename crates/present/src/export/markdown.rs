@@ -7,9 +7,9 @@
 use std::fmt::Write;
 
 use super::Exporter;
-use crate::error::Result;
-use crate::report::table::ResultsTable;
-use crate::results::RunResult;
+use crate::tables::results_table::ResultsTable;
+use loaderbench_engine::error::Result;
+use loaderbench_measure::results::RunResult;
 
 pub struct Markdown;
 
@@ -22,7 +22,7 @@ impl Exporter for Markdown {
         let mut text = format!("# {}\n\n", result.preset);
         for pipeline in result.pipelines() {
             let _ = write!(text, "## {pipeline}\n\n{}\n", table(result, &pipeline));
-            let stages = crate::report::stages::table(result, &pipeline);
+            let stages = crate::tables::stages::table(result, &pipeline);
             if !stages.is_empty() {
                 let _ = write!(
                     text,

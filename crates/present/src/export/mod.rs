@@ -5,8 +5,8 @@ mod csv;
 mod json;
 pub mod markdown;
 
-use crate::error::Result;
-use crate::results::RunResult;
+use loaderbench_engine::error::Result;
+use loaderbench_measure::results::RunResult;
 
 pub use self::csv::Csv;
 pub use self::json::{Json, VERSION as RESULTS_VERSION};
@@ -35,8 +35,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, result, run, with_startups};
-    use crate::preset::StartMethod;
+    use loaderbench_engine::preset::StartMethod;
+    use loaderbench_measure::fixtures::{config, epoch, result, run, with_startups};
 
     fn fixed_result() -> RunResult {
         let mut configs = vec![config(0, false), config(2, true)];
@@ -49,7 +49,7 @@ mod tests {
         disturbed.epochs[0].other_load_cores = Some(1.25);
         disturbed.epochs[0].own_cpu_s = Some(0.75);
         disturbed.disturbed = true;
-        disturbed.python = Some(crate::results::PythonEnvironment {
+        disturbed.python = Some(loaderbench_measure::results::PythonEnvironment {
             executable: PathBuf::from("/venv/bin/python"),
             python: "3.11.2".to_owned(),
             torch: "2.13.0".to_owned(),
@@ -68,7 +68,7 @@ mod tests {
 
     fn check_snapshot(exporter: &dyn Exporter) {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/snapshots")
+            .join("../../tests/data/snapshots")
             .join(format!("export.{}", exporter.extension()));
         let actual = String::from_utf8(exporter.export(&fixed_result()).unwrap()).unwrap();
         if std::env::var_os("LOADERBENCH_UPDATE_SNAPSHOTS").is_some() {

@@ -4,8 +4,8 @@
 //! and the desktop app all build their tables from here, so they read alike; this module
 //! depends on results and plans only, never on exporters or the analysis.
 
+pub mod results_table;
 pub mod stages;
-pub mod table;
 
 /// Seconds with two decimals, and below 0.1 s with two significant digits (`0.035`,
 /// `0.0014`), so a millisecond first batch reads as one rather than as `0.00`; a dash

@@ -7,12 +7,12 @@
 //! peak RSS and the extra memory per worker) when `num_workers` varies. The Markdown
 //! exporter renders it as text and the desktop app draws it as a grid.
 
-use crate::plan::Config;
-use crate::preset::Runtime;
-use crate::results::{RunResult, SummaryRow};
+use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::Runtime;
+use loaderbench_measure::results::{RunResult, SummaryRow};
 
 use super::{python_bool, render, with_interval};
-use crate::stats;
+use loaderbench_measure::stats;
 
 /// One pipeline's table.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,7 @@ pub struct TableRow {
 pub fn disturbed_footnote() -> String {
     format!(
         "* disturbed: measured while other programs kept more than {} cores busy",
-        crate::analysis::disturbance::DISTURBED_LOAD_CORES
+        loaderbench_measure::disturbance::DISTURBED_LOAD_CORES
     )
 }
 
@@ -189,8 +189,8 @@ fn transform_at(config: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, result, run};
-    use crate::preset::{Runtime, StartMethod, WorkerKind};
+    use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     #[test]
     fn a_classic_sweep_has_the_classic_columns() {
@@ -230,7 +230,7 @@ mod tests {
         workers.workers = [30, 10]
             .into_iter()
             .enumerate()
-            .map(|(worker, pss)| crate::loader::WorkerMemory {
+            .map(|(worker, pss)| loaderbench_engine::loader::WorkerMemory {
                 worker,
                 pid: 1,
                 rss_bytes: 80 << 20,

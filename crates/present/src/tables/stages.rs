@@ -9,8 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::results::{ConfigResult, EpochResult, RunResult};
-use crate::stats;
+use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult};
+use loaderbench_measure::stats;
 
 use super::render;
 
@@ -105,7 +105,7 @@ pub fn table(result: &RunResult, pipeline: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     #[test]
     fn each_stage_is_milliseconds_per_batch_of_a_typical_epoch() {

@@ -5,7 +5,7 @@
 //! [`super::shared`] packs once per loader. The parent packs through the [`Dataset`]
 //! trait, so any reader can be packed.
 
-use super::protocol::CopyLayout;
+use super::worker_messages::CopyLayout;
 use crate::dataset::{Dataset, SampleShape};
 use crate::error::{Error, Result};
 

@@ -2,14 +2,14 @@
 //! command and only its own descriptors, or forking this process and running the worker
 //! loop in the child. Either way the child gets its two pipes and its segments, and dies
 //! with the loader's process: both start on the process's launcher thread
-//! ([`crate::children`]), whatever thread starts the pool.
+//! ([`crate::child_processes`]), whatever thread starts the pool.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::fds::{self, ChildProcess, SharedFd};
-use super::protocol::{self, SharedImageConfig, ToWorker, WorkerConfig};
+use super::worker_messages::{self, SharedImageConfig, ToWorker, WorkerConfig};
 use super::{Ends, Outgoing, PoolStart, ProcessWorkers, WORKER_EXE_VAR, shared, worker};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -33,7 +33,7 @@ pub(super) fn worker_executable(spec: &ProcessWorkers) -> Result<PathBuf> {
 /// How a spawned worker gets its dataset.
 pub(super) enum SpawnDataset<'a> {
     /// Sent a private copy with its config.
-    Copy(&'a Arc<(protocol::CopyLayout, Vec<u8>)>),
+    Copy(&'a Arc<(worker_messages::CopyLayout, Vec<u8>)>),
     /// Inherits the shared image and maps it.
     Image(&'a shared::SharedImage),
     /// Opens the dataset's files itself.
@@ -76,7 +76,7 @@ pub(super) fn spawn(
             Ok(())
         });
     }
-    let child = crate::children::spawn_tied(command).map_err(|err| {
+    let child = crate::child_processes::spawn_tied(command).map_err(|err| {
         Error::run(format!(
             "could not spawn loader-worker-{id} ({}): {err}",
             executable.display()
@@ -123,7 +123,7 @@ pub(super) fn fork(
 ) -> Result<(Ends, Arc<ChildProcess>)> {
     let copy = spec.dataset_transfer == DatasetTransfer::Copy;
     let (dataset, pipeline) = (start.dataset.clone(), start.pipeline.clone());
-    crate::children::on_launcher(move || {
+    crate::child_processes::on_launcher(move || {
         let child = fork_here(id, &dataset, &pipeline, copy, &ends)?;
         Ok((ends, child))
     })
@@ -143,7 +143,7 @@ fn fork_here(
     // and libtorch (one thread), then `_exit`s without unwinding into the caller.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        crate::children::die_with_parent(parent);
+        crate::child_processes::die_with_parent(parent);
         fds::leave_interrupts_to_parent();
         tch::set_num_threads(1);
         for &fd in open.iter().filter(|fd| !keep.contains(fd)) {

@@ -9,7 +9,7 @@
 //! tensor handed to the consumer never points into memory a worker may rewrite.
 //!
 //! A worker dies with the loader's process, whichever thread started its pool
-//! (`PR_SET_PDEATHSIG` from the launcher thread of [`crate::children`] on Linux, and
+//! (`PR_SET_PDEATHSIG` from the launcher thread of [`crate::child_processes`] on Linux, and
 //! end-of-file on its task pipe everywhere), and dropping the pool closes the pipes, waits briefly for the
 //! workers to finish the batch in hand, then kills and reaps any that remain.
 //!
@@ -22,10 +22,10 @@
 mod copy;
 mod fds;
 mod launch;
-mod protocol;
 mod reader;
 mod shared;
 mod worker;
+mod worker_messages;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,8 +36,8 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use self::fds::{ChildProcess, SharedFd};
 use self::launch::{SpawnDataset, fork, spawn};
-use self::protocol::ToWorker;
 use self::reader::{Reader, write_tasks};
+use self::worker_messages::ToWorker;
 use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
 use crate::dataset::{Dataset, DatasetSpec};
 use crate::error::{Error, Result};
@@ -99,7 +99,10 @@ pub struct PoolStart<'a> {
 
 enum Outgoing {
     /// The worker's config, with the dataset's bytes when it gets a copy.
-    Start(ToWorker, Option<Arc<(protocol::CopyLayout, Vec<u8>)>>),
+    Start(
+        ToWorker,
+        Option<Arc<(worker_messages::CopyLayout, Vec<u8>)>>,
+    ),
     Message(ToWorker),
     /// Close the task pipe: the worker finishes what it has and exits. (The queue itself
     /// stays open as long as the reader may free segments.)

@@ -12,7 +12,9 @@ use memmap2::Mmap;
 use tch::{Device, Kind, Tensor};
 
 use super::fds::{ChildProcess, SharedFd};
-use super::protocol::{BatchHeader, ToParent, ToWorker, read_data, read_header, write_frame};
+use super::worker_messages::{
+    BatchHeader, ToParent, ToWorker, read_data, read_header, write_frame,
+};
 use super::{EXIT_PATIENCE, Outgoing};
 use crate::error::{Error, Result};
 use crate::loader::collate::BuiltBatch;

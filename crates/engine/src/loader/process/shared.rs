@@ -12,7 +12,7 @@ use memmap2::Mmap;
 
 use super::copy::{self, PackedDataset};
 use super::fds::{self, SharedFd};
-use super::protocol::{CopyLayout, SharedImageConfig};
+use super::worker_messages::{CopyLayout, SharedImageConfig};
 use crate::dataset::{Dataset, DatasetKind, DatasetSpec};
 use crate::error::{Error, Result};
 

@@ -15,7 +15,7 @@ use memmap2::MmapMut;
 use tch::Kind;
 
 use super::copy::{CopiedDataset, PackedDataset};
-use super::protocol::{
+use super::worker_messages::{
     BatchHeader, ToParent, ToWorker, WorkerConfig, read_data, read_header, write_frame,
 };
 use super::{fds, shared};

@@ -5,17 +5,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cancel::CancelToken;
-use crate::dataset::Dataset;
-use crate::error::Result;
-use crate::loader::{Loader, LoaderSettings, Shard, WorkerStartup};
-use crate::plan::{Config, Plan};
 use crate::results::{BatchRecord, EpochResult};
-use crate::step::Step;
-use crate::transform::Pipeline;
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::Dataset;
+use loaderbench_engine::error::Result;
+use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup};
+use loaderbench_engine::plan::{Config, Plan};
+use loaderbench_engine::step::Step;
+use loaderbench_engine::transform::Pipeline;
 
 /// The loader config `index` of `plan` measures with, loading `shard` of every epoch.
-pub(in crate::bench) fn build_loader(
+pub(crate) fn build_loader(
     plan: &Plan,
     index: usize,
     dataset: &Arc<dyn Dataset>,
@@ -50,8 +50,8 @@ pub(in crate::bench) fn build_loader(
 fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader {
     #[cfg(unix)]
     {
-        use crate::loader::process::{ProcessKind, ProcessWorkers};
-        use crate::preset::WorkerKind;
+        use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
+        use loaderbench_engine::preset::WorkerKind;
         let kind = match config.worker_kind {
             WorkerKind::Thread => return loader,
             WorkerKind::Spawn => ProcessKind::Spawn,
@@ -76,9 +76,9 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
     }
 }
 
-/// Runs one epoch, timed as ../shared/DESIGN.md defines it, with the training step on
-/// every batch; `on_batch` hears of each batch and the workers that became ready.
-pub(in crate::bench) fn run_epoch(
+/// Runs one epoch, timed as ARCHITECTURE.md's measurement rules define it, with the
+/// training step on every batch; `on_batch` hears of each batch and the workers that became ready.
+pub(crate) fn run_epoch(
     loader: &mut Loader,
     step: &mut Step,
     epoch: usize,

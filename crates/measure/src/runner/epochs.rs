@@ -1,0 +1,102 @@
+//! The runner's epochs: the process's untimed warm-up pass, and one timed epoch between
+//! the gate and the interference meter, for our loader in this process or for any
+//! runtime that runs its epoch elsewhere (the ranks).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::events::Event;
+use crate::meter::Interference;
+use crate::results::EpochResult;
+use loaderbench_engine::dataset::Dataset;
+use loaderbench_engine::error::Result;
+use loaderbench_engine::loader::{Loader, Shard, set_intra_op_threads};
+use loaderbench_engine::preset::Runtime;
+use loaderbench_engine::step::Step;
+
+use super::Run;
+use crate::loader_epoch::{build_loader, run_epoch};
+
+/// The longest the untimed warm-up pass of a process runs.
+const PROCESS_WARMUP_LIMIT: Duration = Duration::from_millis(500);
+
+impl Run {
+    /// An untimed pass before the first config, once per process: libtorch's first
+    /// ops, its thread pool and the allocator warm up here rather than in whichever
+    /// config happens to run first (measured: that config's first epoch ran 1.3-2.6×
+    /// its second on seed-light). It runs the first config of our engine without
+    /// workers, for one epoch or [`PROCESS_WARMUP_LIMIT`], whichever ends first.
+    pub(super) fn warm_up_process(&self, dataset: &Arc<dyn Dataset>) -> Result<()> {
+        let Some(index) = self
+            .plan
+            .configs
+            .iter()
+            .position(|c| c.runtime == Runtime::Loaderbench && c.ranks <= 1)
+        else {
+            return Ok(());
+        };
+        let mut plan = self.plan.clone();
+        plan.configs[index].num_workers = 0;
+        let mut loader = build_loader(&plan, index, dataset, Shard::WHOLE, &self.cancel)?;
+        set_intra_op_threads(plan.configs[index].intra_op_threads);
+        let deadline = Instant::now() + PROCESS_WARMUP_LIMIT;
+        for batch in loader.epoch()? {
+            batch?;
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn measure_epoch(
+        &self,
+        loader: &mut Loader,
+        step: &mut Step,
+        config: usize,
+        repeat: usize,
+        epoch: usize,
+    ) -> Result<(EpochResult, Option<Interference>)> {
+        self.timed_epoch(config, repeat, || {
+            let mut last_sent: Option<Instant> = None;
+            run_epoch(loader, step, epoch, |batch, startups| {
+                for startup in startups {
+                    self.emit.send(Event::WorkerReady { config, startup });
+                }
+                // Every epoch's first batch, then at most one per interval: the CLI and
+                // the app's measuring child pay the same, small, price for progress.
+                let due =
+                    last_sent.is_none_or(|at| at.elapsed() >= crate::events::BATCH_EVENT_INTERVAL);
+                if batch.index == 0 || due {
+                    last_sent = Some(Instant::now());
+                    self.emit.send(Event::Batch {
+                        config,
+                        repeat,
+                        epoch,
+                        batch,
+                    });
+                }
+            })
+        })
+    }
+
+    /// Runs one epoch of config `config` between the gate and the interference meter,
+    /// records what the meter saw and reports the finished epoch.
+    pub(super) fn timed_epoch(
+        &self,
+        config: usize,
+        repeat: usize,
+        epoch: impl FnOnce() -> Result<EpochResult>,
+    ) -> Result<(EpochResult, Option<Interference>)> {
+        let reading = self.settle_before_epoch();
+        let mut result = epoch()?;
+        let seen = reading.interference_since();
+        result.record(seen);
+        self.emit.send(Event::EpochFinished {
+            config,
+            repeat,
+            result: Box::new(result.clone()),
+        });
+        Ok((result, seen))
+    }
+}

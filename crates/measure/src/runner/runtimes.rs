@@ -1,0 +1,199 @@
+//! The runtimes a config is measured with, behind one trait so that the runner's sweep
+//! is written once: our loader in this process ([`OurLoader`]), several rank processes
+//! of it behind a barrier ([`Ranked`]), and PyTorch's DataLoader in the reference
+//! runtime ([`Pytorch`], prepared when the first pytorch config comes and then shared).
+//! [`Runtimes::for_config`] picks the one a config names.
+
+use std::sync::Arc;
+
+use loaderbench_engine::dataset::{self, Dataset};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::{Shard, set_intra_op_threads};
+use loaderbench_engine::memory;
+use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::Runtime;
+use loaderbench_engine::step::Step;
+
+use super::Run;
+use crate::events::Event;
+use crate::loader_epoch::build_loader;
+use crate::rank_merge::RanksSummary;
+use crate::ranks::{RankProgress, Ranks};
+use crate::reference::{Reference, ReferenceEvent};
+use crate::results::ConfigResult;
+
+/// Something that measures one repeat of one config, epoch by epoch, through the run's
+/// gate and meter, reporting as it goes.
+pub(super) trait ConfigRuntime {
+    fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult>;
+}
+
+/// Every runtime of one run; each is set up once and reused by the configs that name it.
+pub(super) struct Runtimes {
+    ours: Option<OurLoader>,
+    ranked: Ranked,
+    pytorch: Pytorch,
+}
+
+impl Runtimes {
+    /// `dataset` is the one our engine opened, `None` for a user's Python dataset.
+    pub(super) fn new(dataset: Option<&Arc<dyn Dataset>>) -> Runtimes {
+        Runtimes {
+            ours: dataset.map(|dataset| OurLoader {
+                dataset: dataset.clone(),
+            }),
+            ranked: Ranked,
+            pytorch: Pytorch {
+                dataset: dataset.cloned(),
+                reference: None,
+            },
+        }
+    }
+
+    /// The runtime that measures `config`.
+    pub(super) fn for_config(&mut self, config: &Config) -> Result<&mut dyn ConfigRuntime> {
+        Ok(match config.runtime {
+            Runtime::Loaderbench if config.ranks > 1 => &mut self.ranked,
+            // The plan gives our engine's configs only datasets it can open.
+            Runtime::Loaderbench => self
+                .ours
+                .as_mut()
+                .ok_or_else(|| Error::value(dataset::python_dataset::ENGINE_REFUSAL))?,
+            Runtime::Pytorch => &mut self.pytorch,
+        })
+    }
+}
+
+/// Our loader in this process.
+struct OurLoader {
+    dataset: Arc<dyn Dataset>,
+}
+
+impl ConfigRuntime for OurLoader {
+    fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
+        let config = &run.plan.configs[index];
+        let mut loader = build_loader(&run.plan, index, &self.dataset, Shard::WHOLE, &run.cancel)?;
+        let mut step = Step::new(run.plan.step);
+        run.warn_if_pin_memory_idle(index, config.pin_memory && !loader.pin_memory_effective());
+        set_intra_op_threads(config.intra_op_threads);
+        memory::reset_peak_rss();
+        let rss_before_bytes = memory::rss_bytes();
+        let warmup = if run.plan.warmup {
+            Some(
+                run.measure_epoch(&mut loader, &mut step, index, repeat, 0)?
+                    .0,
+            )
+        } else {
+            None
+        };
+        let measured = (1..=run.plan.epochs)
+            .map(|epoch| run.measure_epoch(&mut loader, &mut step, index, repeat, epoch))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(run.config_result(
+            index,
+            repeat,
+            warmup,
+            measured,
+            RanksSummary {
+                pin_memory_effective: loader.pin_memory_effective(),
+                // Read after the epochs: what the consumer's step really ran with.
+                intra_op_threads: tch::get_num_threads(),
+                rss_before_bytes,
+                peak_rss_bytes: memory::peak_rss_bytes(),
+                workers: loader.worker_memory().to_vec(),
+            },
+        ))
+    }
+}
+
+/// Several processes of our loader, one per rank, behind a barrier before every epoch;
+/// each epoch counts as long as its slowest rank.
+struct Ranked;
+
+impl ConfigRuntime for Ranked {
+    fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
+        let mut ranks = Ranks::start(&run.plan, index, &run.cancel)?;
+        let mut measure = |epoch| {
+            run.timed_epoch(index, repeat, || {
+                ranks.epoch(epoch, |progress| {
+                    run.emit.send(match progress {
+                        RankProgress::WorkerReady(startup) => Event::WorkerReady {
+                            config: index,
+                            startup,
+                        },
+                        RankProgress::Batch(batch) => Event::Batch {
+                            config: index,
+                            repeat,
+                            epoch,
+                            batch,
+                        },
+                    });
+                })
+            })
+        };
+        let warmup = if run.plan.warmup {
+            Some(measure(0)?.0)
+        } else {
+            None
+        };
+        let measured = (1..=run.plan.epochs)
+            .map(&mut measure)
+            .collect::<Result<Vec<_>>>()?;
+        let summary = ranks.finish()?;
+        run.warn_if_pin_memory_idle(
+            index,
+            run.plan.configs[index].pin_memory && !summary.pin_memory_effective,
+        );
+        Ok(run.config_result(index, repeat, warmup, measured, summary))
+    }
+}
+
+/// PyTorch's DataLoader in the reference runtime, its progress relayed as events.
+struct Pytorch {
+    dataset: Option<Arc<dyn Dataset>>,
+    reference: Option<Reference>,
+}
+
+impl ConfigRuntime for Pytorch {
+    fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
+        let reference = match &mut self.reference {
+            Some(reference) => reference,
+            None => self
+                .reference
+                .insert(Reference::prepare(&run.plan, self.dataset.as_ref())?),
+        };
+        // The reference reads the meter around each of its epochs itself.
+        run.settle_before_epoch();
+        let mut relay = |progress| {
+            let event = match progress {
+                ReferenceEvent::WorkerReady(startup) => Event::WorkerReady {
+                    config: index,
+                    startup,
+                },
+                ReferenceEvent::Batch { epoch, batch } => Event::Batch {
+                    config: index,
+                    repeat,
+                    epoch,
+                    batch,
+                },
+                ReferenceEvent::Epoch(result) => Event::EpochFinished {
+                    config: index,
+                    repeat,
+                    result: Box::new(result),
+                },
+                ReferenceEvent::Note(message) => {
+                    // The script notes the same thing for every config: said once.
+                    run.warn(Some(index), message);
+                    return;
+                }
+            };
+            run.emit.send(event);
+        };
+        let result = reference.measure(&run.plan, index, repeat, &run.cancel, &mut relay)?;
+        run.warn_if_pin_memory_idle(
+            index,
+            result.config.pin_memory && !result.pin_memory_effective,
+        );
+        Ok(result)
+    }
+}
