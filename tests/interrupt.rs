@@ -1,6 +1,8 @@
 //! Ctrl-C in the CLI, as a terminal sends it (SIGINT to the whole process group, spawned
 //! workers included): the run stops, every requested export holds the configs finished
-//! so far with status `cancelled`, the exit code is 130 and no worker is left.
+//! so far with status `cancelled`, the exit code is 130 and no worker is left. Also the
+//! check those tests (and the other leak checks) rely on: an exited process, reaped or a
+//! zombie, is not running.
 #![cfg(target_os = "linux")]
 
 use std::os::unix::process::CommandExt;
@@ -9,37 +11,18 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::process::{children_of, running};
 use common::{loaderbench_command, stderr, wait_with_deadline};
 
 /// The pids of `pid`'s children that run `loaderbench __worker`.
 fn workers_of(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .flat_map(|task| {
-            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok())
-                .collect::<Vec<_>>()
-        })
+    children_of(pid)
+        .into_iter()
         .filter(|child| {
             std::fs::read(format!("/proc/{child}/cmdline"))
                 .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__worker"))
         })
         .collect()
-}
-
-/// Whether `pid` is still a running (not dead, not zombie) process.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
-            Some(!matches!(state, 'Z' | 'X'))
-        })
-        .unwrap_or(false)
 }
 
 /// A sweep of four spawned-worker configs, each a few seconds long, in its own process
@@ -165,4 +148,45 @@ fn a_second_ctrl_c_exits_at_once() {
     signal_group(&child, libc::SIGINT);
     let output = wait_with_deadline(child, Duration::from_secs(20));
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+}
+
+/// Starts `program ARGS` as a child of this test.
+fn child(program: &str, args: &[&str]) -> Child {
+    std::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the program starts")
+}
+
+#[test]
+fn a_live_child_is_running() {
+    let mut sleeper = child("sleep", &["30"]);
+    let is_running = running(sleeper.id());
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(is_running);
+}
+
+#[test]
+fn an_exited_child_not_yet_reaped_is_not_running() {
+    let mut done = child("true", &[]);
+    let pid = done.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Not waited for, the exited child stays a zombie.
+    while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z ")) {
+        assert!(Instant::now() < deadline, "`true` did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let zombie_running = running(pid);
+    done.wait().unwrap();
+    assert!(!zombie_running, "a zombie counted as running");
+}
+
+#[test]
+fn a_reaped_child_is_not_running() {
+    let mut done = child("true", &[]);
+    done.wait().unwrap();
+    assert!(!running(done.id()));
 }

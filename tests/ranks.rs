@@ -15,6 +15,7 @@ use loaderbench::results::RunResult;
 use tempfile::TempDir;
 
 mod common;
+use common::process::running;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr, wait_with_deadline};
 
 fn read_result(path: &Path) -> RunResult {
@@ -241,17 +242,6 @@ fn children(pid: u32) -> Vec<(u32, String)> {
         }
     }
     found
-}
-
-/// True while `pid` exists and is not a zombie.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 #[cfg(target_os = "linux")]

@@ -23,6 +23,7 @@ use loaderbench::transform::PipelineSpec;
 use tempfile::TempDir;
 
 mod common;
+use common::process::running;
 use common::{loaderbench_command, run_with_deadline, wait_with_deadline};
 
 /// One Python-starting test at a time.
@@ -308,15 +309,9 @@ fn descendants_of(root: i32) -> Vec<i32> {
     found
 }
 
-/// True while `pid` exists and is not a zombie.
+/// Whether `pid` (a pid as libc gives it) still runs.
 fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat[stat.rfind(')')? + 2..].chars().next()?;
-            Some(state != 'Z')
-        })
-        .unwrap_or(false)
+    u32::try_from(pid).is_ok_and(running)
 }
 
 #[test]

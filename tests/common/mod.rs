@@ -1,11 +1,12 @@
 //! Helpers the integration tests share: running the `loaderbench` binary as a process
 //! with a deadline (a hang fails the test instead of stalling the suite), reading what it
-//! printed, and the loader settings the loader tests start from. Each test binary uses
-//! some of them.
+//! printed, and the loader settings the loader tests start from; the processes they
+//! check are in [`process`]. Each test binary uses some of them.
 #![allow(dead_code)]
 
 #[cfg(feature = "gui")]
 pub mod gui;
+pub mod process;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
