@@ -6,19 +6,16 @@
 
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use tempfile::TempDir;
 
 mod common;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
+use common::{loaderbench_with, path_str, stderr, stdout};
+use loaderbench::baseline::DATA_DIR_ENV;
 
-/// Runs `loaderbench ARGS` with its data under `data`, failing the test after two
-/// minutes.
-fn loaderbench(data: &Path, args: &[&str]) -> Output {
-    let mut command = loaderbench_command(args);
-    command.env("LOADERBENCH_DATA_DIR", data);
-    run_with_deadline(&mut command, Duration::from_secs(120))
+/// Runs `loaderbench ARGS` with its data under `data`.
+fn in_data_dir(data: &Path, args: &[&str]) -> Output {
+    loaderbench_with(args, &[(DATA_DIR_ENV, data.as_os_str())])
 }
 
 /// A small sweep: no workers, two restarted workers, two persistent workers.
@@ -61,7 +58,7 @@ fn recommend_prints_and_exports_the_analysis() {
             path_str(&json),
         ],
     );
-    let output = loaderbench(dir.path(), &args);
+    let output = in_data_dir(dir.path(), &args);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     let row = text
@@ -148,13 +145,13 @@ fn baselines_are_saved_listed_and_compared() {
         path_str(&journal),
         &["--save-baseline", "before", "--json", path_str(&json)],
     );
-    let saved = loaderbench(&data, &args);
+    let saved = in_data_dir(&data, &args);
     assert!(saved.status.success(), "{}", stderr(&saved));
     assert!(stdout(&saved).contains("saved baseline `before`"));
     assert!(data.join("baselines/before.json").is_file());
 
     let args = small_sweep(path_str(&journal), &["--baseline", "before"]);
-    let compared = loaderbench(&data, &args);
+    let compared = in_data_dir(&data, &args);
     assert!(compared.status.success(), "{}", stderr(&compared));
     let text = stdout(&compared);
     let section = text
@@ -168,7 +165,7 @@ fn baselines_are_saved_listed_and_compared() {
         assert!(line.ends_with("the noise"), "{line}");
     }
 
-    let from_journal = loaderbench(
+    let from_journal = in_data_dir(
         &data,
         &[
             "baseline",
@@ -179,11 +176,11 @@ fn baselines_are_saved_listed_and_compared() {
         ],
     );
     assert!(from_journal.status.success(), "{}", stderr(&from_journal));
-    let from_export = loaderbench(&data, &["baseline", "save", "exported", path_str(&json)]);
+    let from_export = in_data_dir(&data, &["baseline", "save", "exported", path_str(&json)]);
     assert!(from_export.status.success(), "{}", stderr(&from_export));
-    let listed = loaderbench(&data, &["baseline", "list"]);
+    let listed = in_data_dir(&data, &["baseline", "list"]);
     assert_eq!(stdout(&listed), "before\nexported\nkept\n");
-    let same = loaderbench(&data, &["baseline", "compare", "exported", path_str(&json)]);
+    let same = in_data_dir(&data, &["baseline", "compare", "exported", path_str(&json)]);
     assert!(same.status.success(), "{}", stderr(&same));
     assert!(
         stdout(&same).contains("nw=2 persistent: ")
@@ -213,7 +210,7 @@ fn bad_baselines_and_steps_exit_2_before_running() {
         (&["--set", "planned_epochs=0"], &["field `planned_epochs`"]),
     ];
     for (extra, fragments) in cases {
-        let output = loaderbench(dir.path(), &small_sweep(path_str(&journal), extra));
+        let output = in_data_dir(dir.path(), &small_sweep(path_str(&journal), extra));
         let err = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{extra:?}: {err}");
         for fragment in fragments {
@@ -226,7 +223,7 @@ fn bad_baselines_and_steps_exit_2_before_running() {
     }
     let not_a_result = dir.path().join("x.json");
     std::fs::write(&not_a_result, "{}").unwrap();
-    let output = loaderbench(
+    let output = in_data_dir(
         dir.path(),
         &["baseline", "save", "x", path_str(&not_a_result)],
     );
@@ -252,7 +249,7 @@ fn a_model_step_reports_whether_training_is_input_bound() {
             path_str(&json),
         ],
     );
-    let output = loaderbench(dir.path(), &args);
+    let output = in_data_dir(dir.path(), &args);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("Training step: mlp 32"), "{text}");

@@ -11,12 +11,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
-
-/// Runs `loaderbench ARGS`, failing the test if it takes longer than two minutes.
-fn loaderbench(args: &[&str]) -> Output {
-    run_with_deadline(&mut loaderbench_command(args), Duration::from_secs(120))
-}
+use common::{loaderbench, loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
 /// Asserts exit code 2 and one `error:` line that contains every fragment.
 fn assert_bad_input(output: &Output, fragments: &[&str]) {

@@ -4,7 +4,7 @@
 //! PNG export rendered with wgpu.
 #![cfg(feature = "gui")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use egui::accesskit::Role;
@@ -33,21 +33,6 @@ fn launch(dir: &Path, preset: Option<String>) -> Launch {
     }
 }
 
-/// A tiny synthetic preset file: 512 samples, batch 64, num_workers 0 and 2, 2 epochs.
-fn tiny_preset(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
-    let preset = Preset {
-        name: "tiny".to_owned(),
-        samples: Some(samples),
-        epochs,
-        batch_size: vec![64],
-        num_workers: vec![0, 2],
-        ..Preset::default()
-    };
-    let path = dir.join("tiny.ron");
-    preset.save(&path).unwrap();
-    path
-}
-
 /// Replaces the text of the text field labelled `label`.
 fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
     type_into_role(harness, Role::TextInput, label, text);
@@ -64,6 +49,7 @@ fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, text:
 
 mod common;
 use common::gui::step_until;
+use common::runs::tiny_preset_file;
 
 #[test]
 fn opens_with_seed_light_and_edits_settings_by_label() {
@@ -94,7 +80,7 @@ fn opens_with_seed_light_and_edits_settings_by_label() {
 #[test]
 fn a_tiny_run_fills_the_plots_and_the_table() {
     let dir = tempfile::tempdir().unwrap();
-    let preset = tiny_preset(dir.path(), 512, 2);
+    let preset = tiny_preset_file(dir.path(), 512, 2);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
     harness.step();
@@ -131,7 +117,7 @@ fn a_tiny_run_fills_the_plots_and_the_table() {
 #[test]
 fn cancelling_returns_to_idle() {
     let dir = tempfile::tempdir().unwrap();
-    let preset = tiny_preset(dir.path(), 60_000, 20);
+    let preset = tiny_preset_file(dir.path(), 60_000, 20);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
     harness.step();
@@ -195,7 +181,7 @@ fn saving_then_loading_gives_the_same_config() {
 #[test]
 fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let dir = tempfile::tempdir().unwrap();
-    let preset = tiny_preset(dir.path(), 512, 2);
+    let preset = tiny_preset_file(dir.path(), 512, 2);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.set_pixels_per_point(1.5);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);

@@ -19,38 +19,19 @@ use loaderbench::results::RunResult;
 
 mod common;
 use common::gui::step_until;
+use common::runs::saved_run;
 use common::{loaderbench_command, run_with_deadline, stderr, stdout};
 
-/// A tiny real run of eight configs (num_workers × persistent × pin), saved as JSON.
-fn saved_run(dir: &Path) -> PathBuf {
-    let json = dir.join("eight.json");
-    let output = run_with_deadline(
-        &mut loaderbench_command(&[
-            "run",
-            "seed-light",
-            "-q",
-            "--set",
-            "samples=256",
-            "--set",
-            "batch_size=64",
-            "--set",
-            "num_workers=0,1",
-            "--set",
-            "persistent_workers=false,true",
-            "--set",
-            "pin_memory=false,true",
-            "--set",
-            "extra_configs=[]",
-            "--set",
-            "epochs=2",
-            "--json",
-            json.to_str().unwrap(),
-        ]),
-        Duration::from_secs(180),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    json
-}
+/// A tiny real run of eight configs (num_workers × persistent × pin).
+const EIGHT_CONFIGS: [&str; 7] = [
+    "samples=256",
+    "batch_size=64",
+    "num_workers=0,1",
+    "persistent_workers=false,true",
+    "pin_memory=false,true",
+    "extra_configs=[]",
+    "epochs=2",
+];
 
 /// The run with first batches spanning 500× (config 0's 2 ms, the others' 1 s) and
 /// epoch times within 2× of each other.
@@ -94,7 +75,7 @@ fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench::gui::Chart {
 #[test]
 fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
     let dir = tempfile::tempdir().unwrap();
-    let json = saved_run(dir.path());
+    let json = saved_run(dir.path(), &EIGHT_CONFIGS).json;
     let mut harness = app(
         dir.path(),
         vec![spread_first_batches(&json)],
@@ -192,7 +173,7 @@ fn export_chart(harness: &mut Harness<'_, App>, dir: &Path, id: ChartId) -> (u32
 #[test]
 fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let json = saved_run(dir.path());
+    let json = saved_run(dir.path(), &EIGHT_CONFIGS).json;
     let mut harness = app(dir.path(), vec![json], loaderbench::gui::WINDOW_SIZE);
     let before = harness.state().chart_rect(ChartId::Throughput).unwrap();
     assert!(
@@ -214,7 +195,7 @@ fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
 #[test]
 fn report_exports_each_chart_alone_by_the_name_the_app_lists() {
     let dir = tempfile::tempdir().unwrap();
-    let json = saved_run(dir.path());
+    let json = saved_run(dir.path(), &EIGHT_CONFIGS).json;
     let help = stdout(&run_with_deadline(
         &mut loaderbench_command(&["report", "--help"]),
         Duration::from_secs(30),

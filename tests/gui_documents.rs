@@ -15,38 +15,18 @@ use egui_kittest::kittest::Queryable;
 use loaderbench::gui::{App, ChartId, Launch, Phase};
 
 mod common;
+use common::runs::{SavedRun, from_another_machine, saved_run};
 use common::{loaderbench_command, run_with_deadline, stderr};
 
-/// Runs a tiny two-config sweep with the CLI; returns its JSON export and its journal.
-fn saved_run(dir: &Path) -> (PathBuf, PathBuf) {
-    let (json, journal) = (dir.join("run.json"), dir.join("run.jsonl"));
-    let output = run_with_deadline(
-        &mut loaderbench_command(&[
-            "run",
-            "seed-light",
-            "-q",
-            "--set",
-            "samples=512",
-            "--set",
-            "batch_size=64",
-            "--set",
-            "num_workers=0,2",
-            "--set",
-            "persistent_workers=false",
-            "--set",
-            "pin_memory=false",
-            "--set",
-            "epochs=2",
-            "--json",
-            json.to_str().unwrap(),
-            "--journal",
-            journal.to_str().unwrap(),
-        ]),
-        Duration::from_secs(120),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    (json, journal)
-}
+/// A tiny two-config sweep (num_workers 0 and 2), as the tests save it with the CLI.
+const TWO_CONFIGS: [&str; 6] = [
+    "samples=512",
+    "batch_size=64",
+    "num_workers=0,2",
+    "persistent_workers=false",
+    "pin_memory=false",
+    "epochs=2",
+];
 
 fn app(dir: &Path, results: Vec<PathBuf>) -> Harness<'static, App> {
     let launch = Launch {
@@ -101,7 +81,7 @@ fn assert_shows(harness: &Harness<'_, App>, configs: usize) {
 #[test]
 fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, journal) = saved_run(dir.path());
+    let SavedRun { json, journal } = saved_run(dir.path(), &TWO_CONFIGS);
 
     // The command line's results file.
     let mut harness = app(dir.path(), vec![json.clone()]);
@@ -169,21 +149,11 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     assert!(harness.state().result().is_none());
 }
 
-/// The run saved in `json` as if measured on another (made-up) machine, as `name`.
-fn from_another_machine(json: &Path, name: &str) -> PathBuf {
-    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
-    run["machine"]["logical_cores"] = 64.into();
-    let path = json.with_file_name(name);
-    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
-    path
-}
-
 #[test]
 fn runs_from_two_machines_plot_together_and_recent_runs_open() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, _journal) = saved_run(dir.path());
-    let server = from_another_machine(&json, "server.json");
+    let json = saved_run(dir.path(), &TWO_CONFIGS).json;
+    let server = from_another_machine(&json, &json.with_file_name("server.json"));
     let laptop = json.with_file_name("laptop.json");
     std::fs::copy(&json, &laptop).unwrap();
 
@@ -264,7 +234,7 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
 #[test]
 fn report_draws_the_apps_png_without_a_display() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, _journal) = saved_run(dir.path());
+    let json = saved_run(dir.path(), &TWO_CONFIGS).json;
 
     // The app's own export of the same run, at the window's default size.
     let mut harness = Harness::builder()

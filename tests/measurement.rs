@@ -18,19 +18,8 @@ use loaderbench::preset::{IntraOpThreads, Preset};
 use loaderbench::results::{RunResult, RunStatus};
 
 mod common;
+use common::runs::tiny_preset;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr};
-
-/// A small synthetic sweep: `samples` samples in batches of 64, num_workers 0 and 2.
-fn small_preset(samples: usize) -> Preset {
-    Preset {
-        name: "small".to_owned(),
-        samples: Some(samples),
-        epochs: 2,
-        batch_size: vec![64],
-        num_workers: vec![0, 2],
-        ..Preset::default()
-    }
-}
 
 fn run_to_end(plan: Plan, dir: &Path) -> RunResult {
     let options = RunOptions {
@@ -79,7 +68,7 @@ fn a_cli_run_beside_a_busy_core_is_disturbed_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("small.ron");
     // Long enough epochs that one clock tick of the counters is well under the load.
-    small_preset(16_384).save(&preset).unwrap();
+    tiny_preset(16_384, 2).save(&preset).unwrap();
     let json = dir.path().join("out.json");
     let hog = BusyLoop::start();
     let output = run_with_deadline(
@@ -128,7 +117,7 @@ fn the_consumer_runs_the_intra_op_threads_asked_for_and_workers_do_not_change_th
     let preset = Preset {
         intra_op_threads: vec![IntraOpThreads::Auto, IntraOpThreads::Count(1)],
         step: loaderbench::step::StepCost::Mlp { hidden: 32 },
-        ..small_preset(512)
+        ..tiny_preset(512, 2)
     };
     let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
     assert_eq!(result.status, RunStatus::Finished);
@@ -152,7 +141,7 @@ fn repeats_run_interleaved_by_default() {
     let preset = Preset {
         repeats: 2,
         epochs: 1,
-        ..small_preset(256)
+        ..tiny_preset(256, 2)
     };
     let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
     let order: Vec<(usize, usize)> = result
@@ -214,7 +203,7 @@ fn follow_child(plan: &Plan, dir: &Path, cancel_after_configs: Option<usize>) ->
 #[test]
 fn a_child_process_measures_with_a_gate_before_every_epoch() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = Plan::from_preset(&small_preset(512), None).unwrap();
+    let plan = Plan::from_preset(&tiny_preset(512, 2), None).unwrap();
     let (events, _) = follow_child(&plan, dir.path(), None);
     let Some(Event::Finished { result }) = events.last() else {
         panic!("the run did not finish: {:?}", events.last());
@@ -235,7 +224,7 @@ fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
         num_workers: vec![0, 2, 0],
         extra_configs: Vec::new(),
         worker_kind: vec![loaderbench::preset::WorkerKind::Spawn],
-        ..small_preset(20_000)
+        ..tiny_preset(20_000, 2)
     };
     let mut plan = Plan::from_preset(&preset, None).unwrap();
     plan.configs.push(plan.configs[0].clone());
@@ -257,7 +246,7 @@ fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
 fn the_window_runs_a_preset_writes_json_and_exits_with_the_run_s_code() {
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("small.ron");
-    small_preset(512).save(&preset).unwrap();
+    tiny_preset(512, 2).save(&preset).unwrap();
     let json = dir.path().join("app.json");
     let limit = Duration::from_secs(240);
     let Some(output) = common::gui::run_in_window(&preset, &json, dir.path(), limit) else {

@@ -7,6 +7,7 @@
 //! builds a working DataLoader. Tests that start Python take turns: they find its
 //! processes by parentage.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -24,7 +25,7 @@ use tempfile::TempDir;
 
 mod common;
 use common::process::running;
-use common::{loaderbench_command, run_with_deadline, wait_with_deadline};
+use common::{loaderbench, loaderbench_command, loaderbench_with, path_str, wait_with_deadline};
 
 /// One Python-starting test at a time.
 static PYTHON: Mutex<()> = Mutex::new(());
@@ -202,13 +203,9 @@ fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
 }
 
-/// Runs `loaderbench ARGS` with `LOADERBENCH_PYTHON` set as given.
-fn loaderbench(args: &[&str], python: Option<&str>) -> Output {
-    let mut command = loaderbench_command(args);
-    if let Some(python) = python {
-        command.env(reference::PYTHON_VAR, python);
-    }
-    run_with_deadline(&mut command, Duration::from_secs(240))
+/// Runs `loaderbench ARGS` with `python` as `LOADERBENCH_PYTHON`.
+fn with_python(args: &[&str], python: &str) -> Output {
+    loaderbench_with(args, &[(reference::PYTHON_VAR, OsStr::new(python))])
 }
 
 /// The standard output of a run that must have succeeded.
@@ -246,13 +243,13 @@ fn missing_python_and_python_without_torch_are_named() {
     let journal = dir.path().join("j.jsonl");
     let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
     let missing = dir.path().join("no-such-python");
-    let line = error_line(&loaderbench(&args, missing.to_str()), 2);
+    let line = error_line(&with_python(&args, path_str(&missing)), 2);
     assert!(
         line.contains("no-such-python") && line.contains("not found"),
         "{line}"
     );
     // The system python3 has no torch.
-    let line = error_line(&loaderbench(&args, Some("python3")), 2);
+    let line = error_line(&with_python(&args, "python3"), 2);
     assert!(line.contains("cannot import torch"), "{line}");
 }
 
@@ -271,7 +268,7 @@ fn a_failing_script_is_one_line_and_exit_1() {
     let preset = write_preset(&dir, &preset);
     let journal = dir.path().join("j.jsonl");
     let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
-    let line = error_line(&loaderbench(&args, None), 1);
+    let line = error_line(&loaderbench(&args), 1);
     assert!(
         line.contains("PyTorch DataLoader") && line.contains("crop"),
         "{line}"
@@ -415,16 +412,13 @@ fn compare_prints_ours_against_pytorch_per_config() {
     preset.set("runtime", "loaderbench").unwrap();
     let preset = write_preset(&dir, &preset);
     let journal = dir.path().join("j.jsonl");
-    let output = loaderbench(
-        &[
-            "compare",
-            &preset,
-            "-q",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        None,
-    );
+    let output = loaderbench(&[
+        "compare",
+        &preset,
+        "-q",
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
     let out = succeeded(&output);
     let row = out
         .lines()
@@ -439,27 +433,24 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
     let dir = TempDir::new().unwrap();
     let json = dir.path().join("run.json");
     let journal = dir.path().join("j.jsonl");
-    let output = loaderbench(
-        &[
-            "run",
-            "seed-light-pytorch",
-            "-q",
-            "--recommend",
-            "--set",
-            "samples=1024",
-            "--set",
-            "num_workers=0,2",
-            "--set",
-            "extra_configs=[]",
-            "--set",
-            "start_method=spawn",
-            "--json",
-            json.to_str().unwrap(),
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        None,
-    );
+    let output = loaderbench(&[
+        "run",
+        "seed-light-pytorch",
+        "-q",
+        "--recommend",
+        "--set",
+        "samples=1024",
+        "--set",
+        "num_workers=0,2",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "start_method=spawn",
+        "--json",
+        json.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
     let out = succeeded(&output);
     let mut result = baseline::read_result(&json).unwrap();
     let groups: Vec<String> = Analysis::of(&result)

@@ -4,18 +4,13 @@
 //! writes them as one file the app and `report` read back, and a bad file is one error
 //! line naming it, with exit code 2.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::time::Duration;
+use std::path::PathBuf;
 
 use tempfile::TempDir;
 
 mod common;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
-
-fn loaderbench(args: &[&str]) -> Output {
-    run_with_deadline(&mut loaderbench_command(args), Duration::from_secs(240))
-}
+use common::runs::from_another_machine;
+use common::{loaderbench, path_str, stderr, stdout};
 
 /// A real run of two configs, saved as JSON and as its journal; `--json -` puts the
 /// results on standard output and nothing else.
@@ -49,16 +44,6 @@ fn measured(dir: &TempDir) -> (PathBuf, PathBuf) {
         ("seed-light", Some(1024))
     );
     (json, journal)
-}
-
-/// The same results as measured on another (made-up) machine.
-fn from_another_machine(json: &Path, dir: &TempDir) -> PathBuf {
-    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
-    run["machine"]["logical_cores"] = 64.into();
-    let path = dir.path().join("server.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&run).unwrap()).unwrap();
-    path
 }
 
 #[test]
@@ -101,7 +86,7 @@ fn saved_runs_report_overlay_and_merge() {
         stdout(&output)
     );
 
-    let server = from_another_machine(&json, &dir);
+    let server = from_another_machine(&json, &dir.path().join("server.json"));
     let output = loaderbench(&["report", path_str(&json), path_str(&server), "--recommend"]);
     let (out, err) = (stdout(&output), stderr(&output));
     assert!(output.status.success(), "{err}");
