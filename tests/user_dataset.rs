@@ -307,8 +307,7 @@ fn the_preset_names_the_python_to_use() {
 #[test]
 #[cfg(feature = "gui")]
 fn the_window_runs_the_test_module_and_exits_with_the_run_s_code() {
-    let Some(mut xvfb) = common::gui::start_xvfb() else {
-        eprintln!("skipped: no Xvfb on PATH");
+    let Some(mut xvfb) = common::gui::xvfb_or_skip() else {
         return;
     };
     let setup = Setup::new();

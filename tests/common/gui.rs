@@ -1,4 +1,6 @@
-//! Helpers the GUI tests share.
+//! Helpers the GUI tests share: stepping a harness until the app is in a state, and the
+//! Xvfb display the real-window tests run on (missing, it fails them in CI and skips
+//! them elsewhere).
 
 use std::path::Path;
 use std::process::Output;
@@ -59,10 +61,31 @@ pub fn start_xvfb() -> Option<Xvfb> {
     Some(Xvfb { display, server })
 }
 
+/// The display for a real-window test. Without Xvfb the test cannot run its window: in
+/// CI (`CI` set, and not to `false` or `0`) that fails the test, since CI installs Xvfb
+/// and must check the window; elsewhere the test says it is skipped and gets `None`.
+pub fn xvfb_or_skip() -> Option<Xvfb> {
+    let xvfb = start_xvfb();
+    if xvfb.is_none() {
+        assert!(
+            !in_ci(),
+            "no Xvfb on PATH, and CI must run the real-window tests"
+        );
+        eprintln!("skipped: no Xvfb on PATH");
+    }
+    xvfb
+}
+
+/// Whether the tests run in CI, as CI services (and `.ci/run`'s callers) say with `CI`.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "false" | "0"))
+}
+
 /// Runs `loaderbench gui PRESET --run --exit --json JSON` (journals in `dir`) in a window
-/// on a display of its own, failing after `limit`; `None` when Xvfb is not installed.
+/// on a display of its own, failing after `limit`; `None` when the test is skipped for
+/// want of Xvfb (see [`xvfb_or_skip`]).
 pub fn run_in_window(preset: &Path, json: &Path, dir: &Path, limit: Duration) -> Option<Output> {
-    let mut xvfb = start_xvfb()?;
+    let mut xvfb = xvfb_or_skip()?;
     let output = super::run_with_deadline(
         super::loaderbench_command(&[
             "gui",
