@@ -10,7 +10,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use loaderbench::analysis::Analysis;
@@ -25,6 +25,7 @@ use tempfile::TempDir;
 
 mod common;
 use common::process::running;
+use common::runs::shared_dir;
 use common::{loaderbench, loaderbench_command, loaderbench_with, path_str, wait_with_deadline};
 
 /// One Python-starting test at a time.
@@ -34,7 +35,8 @@ fn python_turn() -> std::sync::MutexGuard<'static, ()> {
     PYTHON.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn tiny_preset(sets: &[(&str, &str)]) -> Preset {
+/// A tiny preset on the pytorch runtime (256 samples in batches of 64), with `sets`.
+fn pytorch_preset(sets: &[(&str, &str)]) -> Preset {
     let mut preset = Preset {
         name: "tiny-pytorch".to_owned(),
         samples: Some(256),
@@ -93,7 +95,7 @@ fn events_until_batch(handle: &RunHandle, limit: Duration) -> Vec<Event> {
 fn pytorch_dataloader_streams_our_events_with_and_without_workers() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let preset = tiny_preset(&[("num_workers", "0,2"), ("start_method", "fork,spawn")]);
+    let preset = pytorch_preset(&[("num_workers", "0,2"), ("start_method", "fork,spawn")]);
     let (plan, handle) = start(&preset, &dir);
     let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
     assert_eq!(labels, ["nw=0", "nw=2", "nw=2 spawn"]);
@@ -144,7 +146,7 @@ fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
     let dir = TempDir::new().unwrap();
     let synthetic = open(&DatasetSpec::default(), Some(128)).unwrap();
     let (images, labels) = reference::write_idx(synthetic.as_ref(), dir.path()).unwrap();
-    let mut preset = tiny_preset(&[("shuffle", "false")]);
+    let mut preset = pytorch_preset(&[("shuffle", "false")]);
     preset.pipeline = vec![PipelineSpec::Custom {
         name: "identity".to_owned(),
         ops: Vec::new(),
@@ -235,21 +237,30 @@ fn write_preset(dir: &TempDir, preset: &Preset) -> String {
     path.to_str().unwrap().to_owned()
 }
 
-#[test]
-fn missing_python_and_python_without_torch_are_named() {
-    let _turn = python_turn();
+/// The error line of a tiny pytorch run with `python` as the Python to use.
+fn error_with_python(python: impl FnOnce(&Path) -> String) -> String {
     let dir = TempDir::new().unwrap();
-    let preset = write_preset(&dir, &tiny_preset(&[]));
+    let preset = write_preset(&dir, &pytorch_preset(&[]));
     let journal = dir.path().join("j.jsonl");
     let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
-    let missing = dir.path().join("no-such-python");
-    let line = error_line(&with_python(&args, path_str(&missing)), 2);
+    error_line(&with_python(&args, &python(dir.path())), 2)
+}
+
+#[test]
+fn a_missing_python_is_named() {
+    let _turn = python_turn();
+    let line = error_with_python(|dir| path_str(&dir.join("no-such-python")).to_owned());
     assert!(
         line.contains("no-such-python") && line.contains("not found"),
         "{line}"
     );
+}
+
+#[test]
+fn a_python_without_torch_is_named() {
+    let _turn = python_turn();
     // The system python3 has no torch.
-    let line = error_line(&with_python(&args, "python3"), 2);
+    let line = error_with_python(|_| "python3".to_owned());
     assert!(line.contains("cannot import torch"), "{line}");
 }
 
@@ -257,7 +268,7 @@ fn missing_python_and_python_without_torch_are_named() {
 fn a_failing_script_is_one_line_and_exit_1() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let mut preset = tiny_preset(&[]);
+    let mut preset = pytorch_preset(&[]);
     preset.pipeline = vec![PipelineSpec::Custom {
         name: "oversized-crop".to_owned(),
         ops: vec![loaderbench::transform::Op::Crop {
@@ -316,7 +327,7 @@ fn alive(pid: i32) -> bool {
 fn python_and_its_workers_end_when_loaderbench_is_killed() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let preset = tiny_preset(&[
+    let preset = pytorch_preset(&[
         ("pipeline", "heavy"),
         ("samples", "60000"),
         ("num_workers", "2"),
@@ -351,7 +362,7 @@ fn python_and_its_workers_end_when_loaderbench_is_killed() {
 
 /// A run long enough to act on: the heavy pipeline with two fork workers.
 fn long_run(dir: &TempDir) -> RunHandle {
-    let preset = tiny_preset(&[
+    let preset = pytorch_preset(&[
         ("pipeline", "heavy"),
         ("samples", "60000"),
         ("num_workers", "2"),
@@ -408,7 +419,7 @@ fn cancelling_kills_python_and_its_workers_within_a_second() {
 fn compare_prints_ours_against_pytorch_per_config() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let mut preset = tiny_preset(&[]);
+    let mut preset = pytorch_preset(&[]);
     preset.set("runtime", "loaderbench").unwrap();
     let preset = write_preset(&dir, &preset);
     let journal = dir.path().join("j.jsonl");
@@ -427,32 +438,43 @@ fn compare_prints_ours_against_pytorch_per_config() {
     assert_eq!(row.matches('×').count(), 3, "{row}");
 }
 
+/// seed-light-pytorch (num_workers 0 and 2, spawned) with `--recommend`, run once by the
+/// first test that needs it (in its Python turn): the folder holding its JSON as
+/// `run.json`, and its output.
+fn seed_light_pytorch() -> &'static (TempDir, Output) {
+    static RUN: OnceLock<(TempDir, Output)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = shared_dir();
+        let json = dir.path().join("run.json");
+        let journal = dir.path().join("j.jsonl");
+        let output = loaderbench(&[
+            "run",
+            "seed-light-pytorch",
+            "-q",
+            "--recommend",
+            "--set",
+            "samples=1024",
+            "--set",
+            "num_workers=0,2",
+            "--set",
+            "extra_configs=[]",
+            "--set",
+            "start_method=spawn",
+            "--json",
+            json.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ]);
+        (dir, output)
+    })
+}
+
 #[test]
-fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader() {
+fn seed_light_pytorch_recommends_per_runtime() {
     let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let json = dir.path().join("run.json");
-    let journal = dir.path().join("j.jsonl");
-    let output = loaderbench(&[
-        "run",
-        "seed-light-pytorch",
-        "-q",
-        "--recommend",
-        "--set",
-        "samples=1024",
-        "--set",
-        "num_workers=0,2",
-        "--set",
-        "extra_configs=[]",
-        "--set",
-        "start_method=spawn",
-        "--json",
-        json.to_str().unwrap(),
-        "--journal",
-        journal.to_str().unwrap(),
-    ]);
-    let out = succeeded(&output);
-    let mut result = baseline::read_result(&json).unwrap();
+    let (dir, output) = seed_light_pytorch();
+    let out = succeeded(output);
+    let result = baseline::read_result(&dir.path().join("run.json")).unwrap();
     let groups: Vec<String> = Analysis::of(&result)
         .recommendations
         .into_iter()
@@ -467,6 +489,15 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
             "printed per runtime: {out}"
         );
     }
+}
+
+#[test]
+fn seed_light_pytorch_s_snippet_builds_a_working_dataloader() {
+    let _turn = python_turn();
+    let (shared, output) = seed_light_pytorch();
+    succeeded(output);
+    let dir = TempDir::new().unwrap();
+    let mut result = baseline::read_result(&shared.path().join("run.json")).unwrap();
     // A busy machine (other tests, other builds) may leave the question undecided; the
     // snippet is then the one the same measurements give on a quiet machine.
     for run in &mut result.results {
