@@ -333,7 +333,7 @@ fn report_draws_the_apps_png_without_a_display() {
 }
 
 #[test]
-fn run_png_draws_the_run_it_measured_without_a_display() {
+fn a_cli_run_draws_the_png_of_what_it_measured_without_a_display() {
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("run.png");
     let output = run_with_deadline(
