@@ -3,22 +3,22 @@
 //! repeats show their intervals; baselines are saved (from a run, a JSON export or a
 //! journal), listed and compared, all under a temporary `LOADERBENCH_DATA_DIR`; the
 //! training step reports whether the loader keeps up; bad names and steps exit with 2.
+//! Each sweep runs once, for the first test that needs it, and serves its other tests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use tempfile::TempDir;
 
 mod common;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
+use common::runs::shared_dir;
+use common::{loaderbench_with, path_str, stderr, stdout};
+use loaderbench_measure::DATA_DIR_ENV;
 
-/// Runs `loaderbench ARGS` with its data under `data`, failing the test after two
-/// minutes.
-fn loaderbench(data: &Path, args: &[&str]) -> Output {
-    let mut command = loaderbench_command(args);
-    command.env("LOADERBENCH_DATA_DIR", data);
-    run_with_deadline(&mut command, Duration::from_secs(120))
+/// Runs `loaderbench ARGS` with its data under `data`.
+fn in_data_dir(data: &Path, args: &[&str]) -> Output {
+    loaderbench_with(args, &[(DATA_DIR_ENV, data.as_os_str())])
 }
 
 /// A small sweep: no workers, two restarted workers, two persistent workers.
@@ -44,52 +44,107 @@ fn small_sweep<'a>(journal: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// A sweep with `--recommend` (two repeats, 20 planned epochs) and its JSON, run once by
+/// the first test that needs it.
+struct Recommended {
+    dir: TempDir,
+    output: Output,
+}
+
+static RECOMMENDED: OnceLock<Recommended> = OnceLock::new();
+
+impl Recommended {
+    /// The sweep, after checking that it succeeded.
+    fn get() -> &'static Recommended {
+        let run = RECOMMENDED.get_or_init(|| {
+            let dir = shared_dir();
+            let json = dir.path().join("r.json");
+            let journal = dir.path().join("j.jsonl");
+            let args = small_sweep(
+                path_str(&journal),
+                &[
+                    "--set",
+                    "repeats=2",
+                    "--set",
+                    "planned_epochs=20",
+                    "--recommend",
+                    "--json",
+                    path_str(&json),
+                ],
+            );
+            let output = in_data_dir(dir.path(), &args);
+            Recommended { dir, output }
+        });
+        assert!(run.output.status.success(), "{}", stderr(&run.output));
+        run
+    }
+
+    fn text(&self) -> String {
+        stdout(&self.output)
+    }
+
+    /// The recommendation's paragraph, below its heading.
+    fn paragraph(&self) -> String {
+        let text = self.text();
+        text.split("\nRecommendation: ")
+            .nth(1)
+            .and_then(|rest| rest.split_once('\n'))
+            .map(|(_, paragraph)| paragraph.to_owned())
+            .unwrap_or_else(|| panic!("no recommendation in: {text}"))
+    }
+
+    /// Whether the recommendation names a config. On a busy machine (other tests, other
+    /// builds) the meter may mark configs disturbed, and then no config is named.
+    fn named(&self) -> bool {
+        !self.paragraph().starts_with("No config is named: ")
+    }
+
+    fn exported(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(self.dir.path().join("r.json")).unwrap()).unwrap()
+    }
+}
+
 #[test]
-fn recommend_prints_and_exports_the_analysis() {
-    let dir = TempDir::new().unwrap();
-    let json = dir.path().join("r.json");
-    let journal = dir.path().join("j.jsonl");
-    let args = small_sweep(
-        path_str(&journal),
-        &[
-            "--set",
-            "repeats=2",
-            "--set",
-            "planned_epochs=20",
-            "--recommend",
-            "--json",
-            path_str(&json),
-        ],
-    );
-    let output = loaderbench(dir.path(), &args);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = stdout(&output);
+fn recommend_shows_the_interval_of_repeated_configs() {
+    let text = Recommended::get().text();
     let row = text
         .lines()
         .find(|l| l.starts_with("| 2 ") && l.contains("True"))
         .unwrap_or_else(|| panic!("no persistent row in: {text}"));
     assert!(row.contains(" ["), "repeats show an interval: {row}");
+}
+
+#[test]
+fn recommend_prints_the_start_up_ledger() {
+    let text = Recommended::get().text();
     assert!(
         text.contains("Start-up ledger (milliseconds, medians)"),
         "{text}"
     );
     assert!(text.contains("| nw=2 persistent |"), "{text}");
+}
+
+#[test]
+fn recommend_prints_what_persistent_workers_save() {
+    let text = Recommended::get().text();
     assert!(
         text.contains("Persistent workers save ")
             && text.contains("for nw=2 (measured against nw=2 persistent"),
         "{text}"
     );
+}
+
+#[test]
+fn recommend_prints_the_scaling_line() {
+    let text = Recommended::get().text();
     assert!(text.contains("num_workers: 0 workers "), "{text}");
-    let paragraph = text
-        .split("\nRecommendation: ")
-        .nth(1)
-        .and_then(|rest| rest.split_once('\n'))
-        .map(|(_, paragraph)| paragraph)
-        .unwrap_or_else(|| panic!("no recommendation in: {text}"));
-    // On a busy machine (other tests, other builds) the meter may mark configs
-    // disturbed, and then no config is named.
-    let named = !paragraph.starts_with("No config is named: ");
-    if named {
+}
+
+#[test]
+fn recommend_prints_a_config_to_use_or_why_none_is_named() {
+    let run = Recommended::get();
+    let paragraph = run.paragraph();
+    if run.named() {
         assert!(paragraph.starts_with("Use nw="), "{paragraph}");
         assert!(
             paragraph.contains("Over 20 epochs it projects to"),
@@ -102,9 +157,11 @@ fn recommend_prints_and_exports_the_analysis() {
             "{paragraph}"
         );
     }
+}
 
-    let exported: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+#[test]
+fn recommend_exports_the_ledger_and_the_estimates_in_the_json() {
+    let exported = Recommended::get().exported();
     let analysis = &exported["analysis"];
     assert_eq!(analysis["planned_epochs"], 20);
     assert_eq!(analysis["ledger"].as_array().unwrap().len(), 3);
@@ -112,7 +169,15 @@ fn recommend_prints_and_exports_the_analysis() {
         analysis["estimates"][0]["epoch_s"]["n"], 2,
         "2 repeats × epoch 2"
     );
-    let recommendations = analysis["recommendations"].as_array().unwrap();
+    assert_eq!(exported["results"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn recommend_exports_the_printed_recommendation_in_the_json() {
+    let run = Recommended::get();
+    let paragraph = run.paragraph();
+    let exported = run.exported();
+    let recommendations = exported["analysis"]["recommendations"].as_array().unwrap();
     assert_eq!(recommendations.len(), 1, "one runtime, one question");
     let recommendation = &recommendations[0];
     assert!(
@@ -125,7 +190,7 @@ fn recommend_prints_and_exports_the_analysis() {
             .unwrap()
             .ends_with(" · loaderbench")
     );
-    if named {
+    if run.named() {
         let snippet = recommendation["snippet"].as_str().unwrap();
         assert!(
             paragraph.contains(&snippet.replace('\n', "\n    ")),
@@ -135,26 +200,86 @@ fn recommend_prints_and_exports_the_analysis() {
     } else {
         assert!(recommendation["snippet"].is_null() && recommendation["config"].is_null());
     }
-    assert_eq!(exported["results"].as_array().unwrap().len(), 6);
+}
+
+/// A sweep saved as baseline `before` (with its journal and JSON export) under a data
+/// folder of its own, run once by the first test that needs it.
+struct Baselines {
+    dir: TempDir,
+    saved: Output,
+}
+
+static BASELINES: OnceLock<Baselines> = OnceLock::new();
+
+impl Baselines {
+    /// The sweep that saved `before`, after checking that it succeeded.
+    fn get() -> &'static Baselines {
+        let baselines = BASELINES.get_or_init(|| {
+            let dir = shared_dir();
+            let journal = dir.path().join("j.jsonl");
+            let json = dir.path().join("r.json");
+            let args = small_sweep(
+                path_str(&journal),
+                &["--save-baseline", "before", "--json", path_str(&json)],
+            );
+            let saved = in_data_dir(&dir.path().join("data"), &args);
+            Baselines { dir, saved }
+        });
+        let saved = &baselines.saved;
+        assert!(saved.status.success(), "{}", stderr(saved));
+        baselines
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.dir.path().join("j.jsonl")
+    }
+
+    fn json(&self) -> PathBuf {
+        self.dir.path().join("r.json")
+    }
+
+    /// `baseline save kept --from-journal` and `baseline save exported` on the sweep's
+    /// journal and export, once.
+    fn saved_from_files() -> &'static (Output, Output) {
+        static SAVED: OnceLock<(Output, Output)> = OnceLock::new();
+        let baselines = Baselines::get();
+        SAVED.get_or_init(|| {
+            let (data, journal, json) = (baselines.data(), baselines.journal(), baselines.json());
+            let from_journal = in_data_dir(
+                &data,
+                &[
+                    "baseline",
+                    "save",
+                    "kept",
+                    "--from-journal",
+                    path_str(&journal),
+                ],
+            );
+            let from_export =
+                in_data_dir(&data, &["baseline", "save", "exported", path_str(&json)]);
+            (from_journal, from_export)
+        })
+    }
 }
 
 #[test]
-fn baselines_are_saved_listed_and_compared() {
-    let dir = TempDir::new().unwrap();
-    let data = dir.path().join("data");
-    let journal = dir.path().join("j.jsonl");
-    let json = dir.path().join("r.json");
-    let args = small_sweep(
-        path_str(&journal),
-        &["--save-baseline", "before", "--json", path_str(&json)],
-    );
-    let saved = loaderbench(&data, &args);
-    assert!(saved.status.success(), "{}", stderr(&saved));
-    assert!(stdout(&saved).contains("saved baseline `before`"));
-    assert!(data.join("baselines/before.json").is_file());
+fn a_run_saves_a_baseline_in_the_data_dir() {
+    let baselines = Baselines::get();
+    assert!(stdout(&baselines.saved).contains("saved baseline `before`"));
+    assert!(baselines.data().join("baselines/before.json").is_file());
+}
 
+#[test]
+fn a_run_compares_each_config_with_a_baseline() {
+    let baselines = Baselines::get();
+    // A journal of its own: the saved sweep's is read by the tests that save from it.
+    let journal = baselines.dir.path().join("compared.jsonl");
     let args = small_sweep(path_str(&journal), &["--baseline", "before"]);
-    let compared = loaderbench(&data, &args);
+    let compared = in_data_dir(&baselines.data(), &args);
     assert!(compared.status.success(), "{}", stderr(&compared));
     let text = stdout(&compared);
     let section = text
@@ -167,23 +292,41 @@ fn baselines_are_saved_listed_and_compared() {
         assert!(line.starts_with(label), "{line}");
         assert!(line.ends_with("the noise"), "{line}");
     }
+}
 
-    let from_journal = loaderbench(
-        &data,
+#[test]
+fn a_baseline_is_saved_from_a_journal() {
+    let (from_journal, _) = Baselines::saved_from_files();
+    assert!(from_journal.status.success(), "{}", stderr(from_journal));
+}
+
+#[test]
+fn a_baseline_is_saved_from_a_json_export() {
+    let (_, from_export) = Baselines::saved_from_files();
+    assert!(from_export.status.success(), "{}", stderr(from_export));
+}
+
+#[test]
+fn saved_baselines_are_listed_by_name() {
+    let baselines = Baselines::get();
+    Baselines::saved_from_files();
+    let listed = in_data_dir(&baselines.data(), &["baseline", "list"]);
+    assert_eq!(stdout(&listed), "before\nexported\nkept\n");
+}
+
+#[test]
+fn a_run_compared_with_its_own_baseline_is_within_the_noise() {
+    let baselines = Baselines::get();
+    Baselines::saved_from_files();
+    let same = in_data_dir(
+        &baselines.data(),
         &[
             "baseline",
-            "save",
-            "kept",
-            "--from-journal",
-            path_str(&journal),
+            "compare",
+            "exported",
+            path_str(&baselines.json()),
         ],
     );
-    assert!(from_journal.status.success(), "{}", stderr(&from_journal));
-    let from_export = loaderbench(&data, &["baseline", "save", "exported", path_str(&json)]);
-    assert!(from_export.status.success(), "{}", stderr(&from_export));
-    let listed = loaderbench(&data, &["baseline", "list"]);
-    assert_eq!(stdout(&listed), "before\nexported\nkept\n");
-    let same = loaderbench(&data, &["baseline", "compare", "exported", path_str(&json)]);
     assert!(same.status.success(), "{}", stderr(&same));
     assert!(
         stdout(&same).contains("nw=2 persistent: ")
@@ -193,40 +336,58 @@ fn baselines_are_saved_listed_and_compared() {
     );
 }
 
-#[test]
-fn bad_baselines_and_steps_exit_2_before_running() {
+/// Asserts the small sweep with `extra` exits with 2 and an error holding each of
+/// `fragments`, before it runs (no journal).
+fn assert_refused_before_running(extra: &[&str], fragments: &[&str]) {
     let dir = TempDir::new().unwrap();
     let journal = dir.path().join("j.jsonl");
-    let cases: [(&[&str], &[&str]); 4] = [
-        (
-            &["--baseline", "missing"],
-            &["missing.json", "no baseline named `missing`"],
-        ),
-        (
-            &["--save-baseline", "../escape"],
-            &["baseline name `../escape`"],
-        ),
-        (
-            &["--set", "step={\"fixed\":-1}"],
-            &["field `step`", "zero or more"],
-        ),
-        (&["--set", "planned_epochs=0"], &["field `planned_epochs`"]),
-    ];
-    for (extra, fragments) in cases {
-        let output = loaderbench(dir.path(), &small_sweep(path_str(&journal), extra));
-        let err = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{extra:?}: {err}");
-        for fragment in fragments {
-            assert!(
-                err.contains(fragment),
-                "{extra:?}: `{fragment}` missing from {err}"
-            );
-        }
-        assert!(!journal.exists(), "{extra:?} ran before failing");
+    let output = in_data_dir(dir.path(), &small_sweep(path_str(&journal), extra));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{extra:?}: {err}");
+    for fragment in fragments {
+        assert!(
+            err.contains(fragment),
+            "{extra:?}: `{fragment}` missing from {err}"
+        );
     }
+    assert!(!journal.exists(), "{extra:?} ran before failing");
+}
+
+#[test]
+fn a_missing_baseline_exits_2_before_running() {
+    assert_refused_before_running(
+        &["--baseline", "missing"],
+        &["missing.json", "no baseline named `missing`"],
+    );
+}
+
+#[test]
+fn a_baseline_name_that_leaves_the_folder_exits_2_before_running() {
+    assert_refused_before_running(
+        &["--save-baseline", "../escape"],
+        &["baseline name `../escape`"],
+    );
+}
+
+#[test]
+fn a_negative_step_exits_2_before_running() {
+    assert_refused_before_running(
+        &["--set", "step={\"fixed\":-1}"],
+        &["field `step`", "zero or more"],
+    );
+}
+
+#[test]
+fn zero_planned_epochs_exit_2_before_running() {
+    assert_refused_before_running(&["--set", "planned_epochs=0"], &["field `planned_epochs`"]);
+}
+
+#[test]
+fn a_file_that_is_not_a_result_is_not_saved_as_a_baseline() {
+    let dir = TempDir::new().unwrap();
     let not_a_result = dir.path().join("x.json");
     std::fs::write(&not_a_result, "{}").unwrap();
-    let output = loaderbench(
+    let output = in_data_dir(
         dir.path(),
         &["baseline", "save", "x", path_str(&not_a_result)],
     );
@@ -238,29 +399,46 @@ fn bad_baselines_and_steps_exit_2_before_running() {
     );
 }
 
+/// A sweep with a model step (an MLP of 32 hidden units) and its JSON, run once by the
+/// first test that needs it.
+fn model_step() -> &'static (TempDir, Output) {
+    static MODEL_STEP: OnceLock<(TempDir, Output)> = OnceLock::new();
+    let step = MODEL_STEP.get_or_init(|| {
+        let dir = shared_dir();
+        let journal = dir.path().join("j.jsonl");
+        let json = dir.path().join("r.json");
+        let args = small_sweep(
+            path_str(&journal),
+            &[
+                "--set",
+                "step={\"mlp\":{\"hidden\":32}}",
+                "--json",
+                path_str(&json),
+            ],
+        );
+        let output = in_data_dir(dir.path(), &args);
+        (dir, output)
+    });
+    assert!(step.1.status.success(), "{}", stderr(&step.1));
+    step
+}
+
 #[test]
-fn a_model_step_reports_whether_training_is_input_bound() {
-    let dir = TempDir::new().unwrap();
-    let journal = dir.path().join("j.jsonl");
-    let json = dir.path().join("r.json");
-    let args = small_sweep(
-        path_str(&journal),
-        &[
-            "--set",
-            "step={\"mlp\":{\"hidden\":32}}",
-            "--json",
-            path_str(&json),
-        ],
-    );
-    let output = loaderbench(dir.path(), &args);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = stdout(&output);
+fn a_model_step_prints_whether_each_config_is_input_bound() {
+    let (_, output) = model_step();
+    let text = stdout(output);
     assert!(text.contains("Training step: mlp 32"), "{text}");
     let verdicts: Vec<&str> = text
         .lines()
         .filter(|l| l.contains(": input-bound: "))
         .collect();
     assert_eq!(verdicts.len(), 3, "{text}");
+}
+
+#[test]
+fn a_model_step_exports_the_step_and_the_stall_share() {
+    let (dir, _) = model_step();
+    let json = dir.path().join("r.json");
     let exported: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(exported["step"]["mlp"]["hidden"], 32);

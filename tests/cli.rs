@@ -6,17 +6,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use tempfile::TempDir;
 
 mod common;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
-
-/// Runs `loaderbench ARGS`, failing the test if it takes longer than two minutes.
-fn loaderbench(args: &[&str]) -> Output {
-    run_with_deadline(&mut loaderbench_command(args), Duration::from_secs(120))
-}
+use common::runs::shared_dir;
+use common::{loaderbench, loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
 /// Asserts exit code 2 and one `error:` line that contains every fragment.
 fn assert_bad_input(output: &Output, fragments: &[&str]) {
@@ -96,29 +93,57 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     bytes.into_inner()
 }
 
+/// The small sweep of seed-light with every export, run once by the first test that
+/// needs it: its tests check one export each.
+struct SmallSweep {
+    dir: TempDir,
+    output: Output,
+}
+
+static SMALL_SWEEP: OnceLock<SmallSweep> = OnceLock::new();
+
+impl SmallSweep {
+    /// The sweep, run to its end; fails the test unless it succeeded.
+    fn finished() -> &'static SmallSweep {
+        let sweep = SMALL_SWEEP.get_or_init(|| {
+            let dir = shared_dir();
+            let file = |name: &str| dir.path().join(name);
+            let output = loaderbench(&[
+                "run",
+                "seed-light",
+                "-q",
+                "--set",
+                "samples=1024",
+                "--set",
+                "batch_size=128",
+                "--json",
+                path_str(&file("r.json")),
+                "--csv",
+                path_str(&file("r.csv")),
+                "--md",
+                path_str(&file("r.md")),
+                "--journal",
+                path_str(&file("j.jsonl")),
+            ]);
+            SmallSweep { dir, output }
+        });
+        assert!(sweep.output.status.success(), "{}", stderr(&sweep.output));
+        sweep
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(self.file("r.json")).unwrap()).unwrap()
+    }
+}
+
 #[test]
-fn a_small_sweep_prints_the_classic_table_and_writes_every_export() {
-    let out = TempDir::new().unwrap();
-    let file = |name: &str| out.path().join(name);
-    let output = loaderbench(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "samples=1024",
-        "--set",
-        "batch_size=128",
-        "--json",
-        path_str(&file("r.json")),
-        "--csv",
-        path_str(&file("r.csv")),
-        "--md",
-        path_str(&file("r.md")),
-        "--journal",
-        path_str(&file("j.jsonl")),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let table = stdout(&output);
+fn a_small_sweep_prints_the_classic_table() {
+    let output = &SmallSweep::finished().output;
+    let table = stdout(output);
     assert!(
         table.contains(
             "| num_workers | persistent | pin          | first batch | epoch 1 | epoch 2 |"
@@ -134,10 +159,17 @@ fn a_small_sweep_prints_the_classic_table_and_writes_every_export() {
         table.contains("True (no-op)") || table.contains("| True "),
         "{table}"
     );
-    assert!(stderr(&output).contains("pin_memory has no effect without CUDA"));
+}
 
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(file("r.json")).unwrap()).unwrap();
+#[test]
+fn a_small_sweep_warns_that_pin_memory_needs_cuda() {
+    let output = &SmallSweep::finished().output;
+    assert!(stderr(output).contains("pin_memory has no effect without CUDA"));
+}
+
+#[test]
+fn a_small_sweep_exports_every_config_s_epochs_as_json() {
+    let json = SmallSweep::finished().json();
     let results = json["results"].as_array().unwrap();
     assert_eq!(results.len(), 7);
     let workers: Vec<u64> = results
@@ -157,6 +189,11 @@ fn a_small_sweep_prints_the_classic_table_and_writes_every_export() {
             assert_eq!(epoch["samples"], 1024);
         }
     }
+}
+
+#[test]
+fn a_small_sweep_exports_the_machine_and_the_status_as_json() {
+    let json = SmallSweep::finished().json();
     assert!(json["machine"]["logical_cores"].as_u64().unwrap() >= 1);
     assert!(
         json["machine"]["libtorch"]
@@ -165,12 +202,23 @@ fn a_small_sweep_prints_the_classic_table_and_writes_every_export() {
             .starts_with("2.13.0")
     );
     assert_eq!(json["status"]["status"], "finished");
+}
 
-    let csv = std::fs::read_to_string(file("r.csv")).unwrap();
+#[test]
+fn a_small_sweep_exports_a_csv_row_per_epoch() {
+    let csv = std::fs::read_to_string(SmallSweep::finished().file("r.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 7 * 2);
-    let markdown = std::fs::read_to_string(file("r.md")).unwrap();
+}
+
+#[test]
+fn a_small_sweep_exports_markdown() {
+    let markdown = std::fs::read_to_string(SmallSweep::finished().file("r.md")).unwrap();
     assert!(markdown.contains("## light") && markdown.contains("| epoch 2 |"));
-    let journal = std::fs::read_to_string(file("j.jsonl")).unwrap();
+}
+
+#[test]
+fn a_small_sweep_journals_its_header_configs_and_end() {
+    let journal = std::fs::read_to_string(SmallSweep::finished().file("j.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 1 + 7 + 1, "header, configs, end");
 }
 
@@ -231,10 +279,14 @@ fn the_heavy_pipeline_runs_with_workers() {
 }
 
 #[test]
-fn presets_and_validate_list_and_check() {
+fn presets_lists_the_built_in_presets() {
     let output = loaderbench(&["presets"]);
     assert!(output.status.success());
     assert!(stdout(&output).contains("seed-light") && stdout(&output).contains("seed-heavy"));
+}
+
+#[test]
+fn validate_lists_a_preset_s_configs() {
     let output = loaderbench(&["validate", "presets/seed-light.ron"]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
@@ -307,21 +359,29 @@ fn a_hung_worker_fails_the_run_with_exit_code_1() {
 }
 
 #[test]
-fn bad_preset_files_name_the_file_and_the_problem() {
+fn a_missing_preset_file_is_named() {
     let dir = TempDir::new().unwrap();
     let missing = dir.path().join("missing.ron");
     assert_bad_input(
         &loaderbench(&["run", path_str(&missing)]),
         &["missing.ron", "no such file"],
     );
+}
 
+#[test]
+fn a_malformed_preset_file_is_named_with_the_line() {
+    let dir = TempDir::new().unwrap();
     let malformed = dir.path().join("malformed.ron");
     std::fs::write(&malformed, "(version: 1, name: \"x\", num_workers: [0, 2").unwrap();
     assert_bad_input(
         &loaderbench(&["validate", path_str(&malformed)]),
         &["malformed.ron", "1:"],
     );
+}
 
+#[test]
+fn an_unknown_preset_field_is_named_with_its_file() {
+    let dir = TempDir::new().unwrap();
     let unknown = dir.path().join("unknown.ron");
     std::fs::write(&unknown, "(version: 1, name: \"x\", num_wrokers: [2])").unwrap();
     assert_bad_input(
@@ -331,23 +391,39 @@ fn bad_preset_files_name_the_file_and_the_problem() {
 }
 
 #[test]
-fn bad_values_name_the_field() {
+fn a_batch_size_of_zero_is_refused_by_field() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),
         &["batch_size", "at least 1"],
     );
+}
+
+#[test]
+fn an_unknown_key_is_named() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "nope=1"]),
         &["nope"],
     );
+}
+
+#[test]
+fn a_set_without_a_value_asks_for_key_equals_value() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "epochs"]),
         &["KEY=VALUE"],
     );
+}
+
+#[test]
+fn an_unknown_device_is_named() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "device=tpu"]),
         &["device", "tpu"],
     );
+}
+
+#[test]
+fn cuda_without_a_gpu_is_refused() {
     if !Path::new("/dev/nvidia0").exists() {
         assert_bad_input(
             &loaderbench(&[
@@ -364,7 +440,7 @@ fn bad_values_name_the_field() {
 }
 
 #[test]
-fn idx_datasets_plain_and_gzipped_run() {
+fn gzipped_idx_files_run() {
     let images = idx_images(12, 28, 28, 12 * 784);
     let dir = idx_dir(&gzip(&images), &gzip(&idx_labels(12)));
     let gz = dir.path().join("train-images-idx3-ubyte.gz");
@@ -377,18 +453,25 @@ fn idx_datasets_plain_and_gzipped_run() {
     let output = run_on_dataset("idx", dir.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("idx"), "{}", stdout(&output));
+}
 
+#[test]
+fn plain_idx_files_run() {
+    let images = idx_images(12, 28, 28, 12 * 784);
     let plain = idx_dir(&images, &idx_labels(12));
     let output = run_on_dataset("idx", plain.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
 #[test]
-fn bad_idx_files_name_the_file_and_the_problem() {
+fn a_missing_idx_folder_is_named() {
     let missing = TempDir::new().unwrap();
     let gone = missing.path().join("nowhere");
     assert_bad_input(&run_on_dataset("idx", &gone, &[]), &["nowhere"]);
+}
 
+#[test]
+fn an_idx_file_with_a_wrong_magic_number_is_named() {
     let mut wrong_magic = idx_images(2, 28, 28, 2 * 784);
     wrong_magic[3] = 9;
     let dir = idx_dir(&wrong_magic, &idx_labels(2));
@@ -396,17 +479,26 @@ fn bad_idx_files_name_the_file_and_the_problem() {
         &run_on_dataset("idx", dir.path(), &[]),
         &["train-images-idx3-ubyte", "magic"],
     );
+}
 
+#[test]
+fn an_idx_file_shorter_than_its_header_says_is_named() {
     let short = idx_dir(&idx_images(10, 28, 28, 3 * 784), &idx_labels(10));
     assert_bad_input(
         &run_on_dataset("idx", short.path(), &[]),
         &["train-images-idx3-ubyte", "bytes"],
     );
+}
 
+#[test]
+fn an_idx_header_with_absurd_sizes_is_named() {
     let absurd = idx_dir(&idx_images(u32::MAX, 65_535, 65_535, 16), &idx_labels(2));
     let output = run_on_dataset("idx", absurd.path(), &[]);
     assert_bad_input(&output, &["train-images-idx3-ubyte"]);
+}
 
+#[test]
+fn a_corrupt_gzipped_idx_file_is_named() {
     let mut corrupt = gzip(&idx_images(2, 28, 28, 2 * 784));
     let middle = corrupt.len() / 2;
     corrupt[middle..]
@@ -419,7 +511,10 @@ fn bad_idx_files_name_the_file_and_the_problem() {
         &run_on_dataset("idx", dir.path(), &[]),
         &["train-images-idx3-ubyte.gz"],
     );
+}
 
+#[test]
+fn idx_images_and_labels_of_different_counts_are_named() {
     let mismatch = idx_dir(&idx_images(5, 28, 28, 5 * 784), &idx_labels(4));
     assert_bad_input(
         &run_on_dataset("idx", mismatch.path(), &[]),
@@ -427,8 +522,8 @@ fn bad_idx_files_name_the_file_and_the_problem() {
     );
 }
 
-#[test]
-fn image_folders_run_and_bad_ones_are_named() {
+/// An image folder of two classes, `cat` and `dog`, with three small PNGs each.
+fn image_folder() -> TempDir {
     let dir = TempDir::new().unwrap();
     for class in ["cat", "dog"] {
         std::fs::create_dir(dir.path().join(class)).unwrap();
@@ -440,17 +535,30 @@ fn image_folders_run_and_bad_ones_are_named() {
             .unwrap();
         }
     }
+    dir
+}
+
+#[test]
+fn an_image_folder_runs() {
+    let dir = image_folder();
     let output = run_on_dataset("image_folder", dir.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
+}
 
+#[test]
+fn a_file_in_an_image_folder_that_is_not_a_png_is_named() {
+    let dir = image_folder();
     let fake = dir.path().join("dog").join("fake.png");
     std::fs::write(&fake, b"this is not a png").unwrap();
     assert_bad_input(
         &run_on_dataset("image_folder", dir.path(), &[]),
         &["fake.png"],
     );
-    std::fs::remove_file(&fake).unwrap();
+}
 
+#[test]
+fn a_truncated_png_in_an_image_folder_is_named() {
+    let dir = image_folder();
     let truncated = dir.path().join("cat").join("truncated.png");
     let mut bytes = png(64, 64);
     bytes.truncate(bytes.len() / 2);
@@ -459,7 +567,10 @@ fn image_folders_run_and_bad_ones_are_named() {
         &run_on_dataset("image_folder", dir.path(), &[]),
         &["truncated.png"],
     );
+}
 
+#[test]
+fn an_empty_class_folder_is_named() {
     let empty = TempDir::new().unwrap();
     std::fs::create_dir(empty.path().join("cat")).unwrap();
     assert_bad_input(&run_on_dataset("image_folder", empty.path(), &[]), &["cat"]);
@@ -478,19 +589,29 @@ fn npy(header_dict: &str, data: &[u8]) -> Vec<u8> {
     bytes
 }
 
+/// The header of an array of six 28×28 bytes.
+const SIX_IMAGES: &str = "{'descr': '|u1', 'fortran_order': False, 'shape': (6, 28, 28), }";
+
 #[test]
-fn npy_arrays_run_and_bad_ones_are_named() {
+fn an_npy_array_runs() {
     let dir = TempDir::new().unwrap();
     let good: PathBuf = dir.path().join("good.npy");
-    let dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (6, 28, 28), }";
-    std::fs::write(&good, npy(dict, &vec![3u8; 6 * 784])).unwrap();
+    std::fs::write(&good, npy(SIX_IMAGES, &vec![3u8; 6 * 784])).unwrap();
     let output = run_on_dataset("npy", &good, &[]);
     assert!(output.status.success(), "{}", stderr(&output));
+}
 
+#[test]
+fn an_npy_array_shorter_than_its_header_says_is_named() {
+    let dir = TempDir::new().unwrap();
     let short = dir.path().join("short.npy");
-    std::fs::write(&short, npy(dict, &[1u8; 100])).unwrap();
+    std::fs::write(&short, npy(SIX_IMAGES, &[1u8; 100])).unwrap();
     assert_bad_input(&run_on_dataset("npy", &short, &[]), &["short.npy"]);
+}
 
+#[test]
+fn a_file_that_is_not_npy_is_named() {
+    let dir = TempDir::new().unwrap();
     let wrong = dir.path().join("wrong.npy");
     std::fs::write(&wrong, b"not numpy at all").unwrap();
     assert_bad_input(&run_on_dataset("npy", &wrong, &[]), &["wrong.npy"]);

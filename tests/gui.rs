@@ -33,55 +33,43 @@ fn launch(dir: &Path, preset: Option<String>) -> Launch {
     }
 }
 
-/// A tiny synthetic preset file: 512 samples, batch 64, num_workers 0 and 2, 2 epochs.
-fn tiny_preset(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
-    let preset = Preset {
-        name: "tiny".to_owned(),
-        samples: Some(samples),
-        epochs,
-        batch_size: vec![64],
-        num_workers: vec![0, 2],
-        ..Preset::default()
-    };
-    let path = dir.join("tiny.ron");
-    preset.save(&path).unwrap();
-    path
-}
-
-/// Replaces the text of the text field labelled `label`.
-fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
-    type_into_role(harness, Role::TextInput, label, text);
-}
-
-/// Replaces the text of the field of `role` (one line or several) labelled `label`.
-fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, text: &str) {
-    harness.get_by_role_and_label(role, label).focus();
-    harness.run_steps(2);
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
-    harness.get_by_role_and_label(role, label).type_text(text);
-    harness.run_steps(2);
-}
-
 mod common;
-use common::gui::step_until;
+use common::gui::{step_until, type_into, type_into_role};
+use common::runs::tiny_preset_file;
 
 #[test]
-fn opens_with_seed_light_and_edits_settings_by_label() {
+fn opens_with_seed_light_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let mut harness = harness(launch(dir.path(), None));
+    let harness = harness(launch(dir.path(), None));
     assert_eq!(harness.state().preset().name, "seed-light");
     assert!(!harness.state().title().contains('*'));
+}
 
+#[test]
+fn num_workers_typed_by_label_change_the_preset_and_mark_the_title() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
     type_into(&mut harness, "num_workers", "0, 2");
     assert_eq!(harness.state().preset().num_workers, vec![0, 2]);
     assert!(harness.state().title().ends_with('*'));
+}
 
+#[test]
+fn a_batch_size_of_zero_is_marked_with_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
     type_into(&mut harness, "batch size", "0");
     assert_eq!(harness.state().preset().batch_size, vec![0]);
     harness
         .get_by_label_contains("field `batch_size`: must be at least 1")
         .hover();
+}
 
+#[test]
+fn num_workers_that_are_not_numbers_are_marked_and_the_last_good_value_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "num_workers", "0, 2");
     type_into(&mut harness, "num_workers", "two");
     assert!(
         harness
@@ -94,7 +82,7 @@ fn opens_with_seed_light_and_edits_settings_by_label() {
 #[test]
 fn a_tiny_run_fills_the_plots_and_the_table() {
     let dir = tempfile::tempdir().unwrap();
-    let preset = tiny_preset(dir.path(), 512, 2);
+    let preset = tiny_preset_file(dir.path(), 512, 2);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
     harness.step();
@@ -131,7 +119,7 @@ fn a_tiny_run_fills_the_plots_and_the_table() {
 #[test]
 fn cancelling_returns_to_idle() {
     let dir = tempfile::tempdir().unwrap();
-    let preset = tiny_preset(dir.path(), 60_000, 20);
+    let preset = tiny_preset_file(dir.path(), 60_000, 20);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
     harness.step();
@@ -171,19 +159,31 @@ fn a_broken_preset_file_is_reported_with_the_file_and_the_problem() {
     assert_eq!(harness.state().preset().name, "seed-light");
 }
 
-#[test]
-fn saving_then_loading_gives_the_same_config() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("mine.ron");
-    let mut harness = harness(launch(dir.path(), None));
+/// The app with num_workers set to 0 and 4 and saved (Save) as `mine.ron` in `dir`;
+/// returns the preset as saved and the file's path.
+fn saved_preset(dir: &Path) -> (Harness<'static, App>, Preset, PathBuf) {
+    let path = dir.join("mine.ron");
+    let mut harness = harness(launch(dir, None));
     type_into(&mut harness, "num_workers", "0,4");
     type_into(&mut harness, "preset file", &path.display().to_string());
     harness.get_by_label("Save").click();
     harness.run_steps(3);
     let saved = harness.state().preset().clone();
+    (harness, saved, path)
+}
+
+#[test]
+fn saving_writes_the_config_and_clears_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, saved, path) = saved_preset(dir.path());
     assert!(!harness.state().title().contains('*'));
     assert_eq!(Preset::load(&path).unwrap(), saved);
+}
 
+#[test]
+fn opening_the_saved_file_gives_the_same_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, saved, path) = saved_preset(dir.path());
     type_into(&mut harness, "num_workers", "8");
     assert!(harness.state().title().ends_with('*'));
     harness.get_by_label("Open").click();
@@ -195,7 +195,7 @@ fn saving_then_loading_gives_the_same_config() {
 #[test]
 fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let dir = tempfile::tempdir().unwrap();
-    let preset = tiny_preset(dir.path(), 512, 2);
+    let preset = tiny_preset_file(dir.path(), 512, 2);
     let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
     harness.set_pixels_per_point(1.5);
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
@@ -235,7 +235,23 @@ fn exports_the_plots_as_a_png_at_the_pixel_density() {
         "the image looks blank: {} colours",
         colors.len()
     );
+}
 
+#[test]
+fn exports_the_table_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    // The smallest run that has a table.
+    let preset = tiny_preset_file(dir.path(), 64, 1);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_ok();
+    harness
+        .state_mut()
+        .set_export_path(dir.path().join("out.md"));
     harness.get_by_label("CSV").click_accesskit();
     let csv = dir.path().join("out.csv");
     step_until(&mut harness, Duration::from_secs(30), |_| csv.exists());
@@ -271,9 +287,9 @@ fn a_run_on_both_runtimes_shows_the_compare_view() {
 }
 
 #[test]
-fn the_start_method_is_editable_only_when_pytorch_runs() {
+fn the_start_method_is_disabled_while_only_our_engine_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let mut harness = harness(launch(dir.path(), None));
+    let harness = harness(launch(dir.path(), None));
     assert_eq!(
         harness.state().preset().runtime,
         vec![loaderbench_engine::preset::Runtime::Loaderbench]
@@ -284,7 +300,12 @@ fn the_start_method_is_editable_only_when_pytorch_runs() {
             .accesskit_node()
             .is_disabled()
     );
+}
 
+#[test]
+fn the_start_method_is_picked_once_pytorch_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
     harness
         .get_by_role_and_label(Role::ComboBox, "runtime")
         .click();
@@ -356,56 +377,103 @@ fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
     assert!(harness.query_by_label_contains("Rank spread").is_some());
 }
 
-#[test]
-fn a_python_dataset_is_edited_by_label_and_bad_values_are_marked() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut harness = harness(launch(dir.path(), None));
+/// The app with a Python dataset picked as the kind and the test module typed as its
+/// path.
+fn python_dataset(dir: &Path) -> Harness<'static, App> {
+    let mut harness = harness(launch(dir, None));
     harness
         .get_by_role_and_label(Role::ComboBox, "kind")
         .click();
     harness.run_steps(2);
     harness.get_by_label("python").click();
     harness.run_steps(2);
-    assert_eq!(
-        harness.state().preset().dataset.kind,
-        loaderbench_engine::dataset::DatasetKind::Python
-    );
-    let module =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset/mnist_user.py");
-    type_into(&mut harness, "path", module.to_str().unwrap());
-    // No factory yet: the plan names the field, and the panel marks it.
+    type_into(&mut harness, "path", test_module().to_str().unwrap());
     harness
-        .get_by_label_contains("field `dataset.factory`")
-        .hover();
+}
 
+fn test_module() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset/mnist_user.py")
+}
+
+/// [`python_dataset`] with its factory, args and collate typed in.
+fn python_dataset_filled(dir: &Path) -> Harness<'static, App> {
+    let mut harness = python_dataset(dir);
     type_into(&mut harness, "factory", "make_dataset");
-    let lines = Role::MultilineTextInput;
     type_into_role(
         &mut harness,
-        lines,
+        Role::MultilineTextInput,
         "args",
         "root = /data/mnist\naugment = true",
     );
     type_into(&mut harness, "collate", "make_collate");
+    harness
+}
+
+#[test]
+fn a_python_dataset_is_picked_as_the_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset(dir.path());
+    assert_eq!(
+        harness.state().preset().dataset.kind,
+        loaderbench_engine::dataset::DatasetKind::Python
+    );
+}
+
+#[test]
+fn a_python_dataset_without_a_factory_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset(dir.path());
+    // No factory yet: the plan names the field, and the panel marks it.
+    harness
+        .get_by_label_contains("field `dataset.factory`")
+        .hover();
+}
+
+#[test]
+fn a_python_dataset_s_fields_are_edited_by_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset_filled(dir.path());
     let dataset = harness.state().preset().dataset.clone();
-    assert_eq!(dataset.path.as_deref(), Some(module.as_path()));
+    assert_eq!(dataset.path.as_deref(), Some(test_module().as_path()));
     assert_eq!(dataset.factory.as_deref(), Some("make_dataset"));
     assert_eq!(dataset.args["root"], "/data/mnist");
     assert_eq!(dataset.args["augment"], true);
     assert_eq!(dataset.collate.as_deref(), Some("make_collate"));
+}
+
+#[test]
+fn a_python_dataset_on_our_engine_names_the_runtime_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset_filled(dir.path());
     // seed-light runs our engine, which cannot load user code: the plan says which
     // runtime to use.
     harness
         .get_by_label_contains("use runtime: [pytorch]")
         .hover();
+}
 
-    type_into_role(&mut harness, lines, "args", "root /data/mnist");
+#[test]
+fn python_args_that_are_not_key_value_lines_are_marked_and_the_last_good_ones_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = python_dataset_filled(dir.path());
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "args",
+        "root /data/mnist",
+    );
     assert!(
         harness
             .query_by_label_contains("line 1: expected `key = value`")
             .is_some()
     );
     assert_eq!(harness.state().preset().dataset.args["root"], "/data/mnist");
+}
+
+#[test]
+fn a_python_factory_that_is_not_a_function_name_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = python_dataset_filled(dir.path());
     type_into(&mut harness, "factory", "make dataset");
     harness
         .get_by_label_contains("`make dataset` is not a Python function name")

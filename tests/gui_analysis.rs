@@ -6,7 +6,6 @@
 //! as a PNG.
 #![cfg(feature = "gui")]
 
-use std::path::Path;
 use std::time::Duration;
 
 use egui::accesskit::Role;
@@ -14,26 +13,12 @@ use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench_engine::preset::Preset;
 use loaderbench_gui::{App, Launch, Phase};
 use loaderbench_measure::results::RunResult;
 
 mod common;
 use common::gui::step_until;
-
-fn tiny_preset(dir: &Path) -> String {
-    let preset = Preset {
-        name: "tiny".to_owned(),
-        samples: Some(512),
-        epochs: 2,
-        batch_size: vec![64],
-        num_workers: vec![0, 2],
-        ..Preset::default()
-    };
-    let path = dir.join("tiny.ron");
-    preset.save(&path).unwrap();
-    path.display().to_string()
-}
+use common::runs::tiny_preset_file;
 
 #[test]
 fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
@@ -42,7 +27,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     // environment while it is set.
     unsafe { std::env::set_var("LOADERBENCH_DATA_DIR", dir.path().join("data")) };
     let launch = Launch {
-        preset: Some(tiny_preset(dir.path())),
+        preset: Some(tiny_preset_file(dir.path(), 512, 2).display().to_string()),
         run_now: false,
         journal_dir: Some(dir.path().to_path_buf()),
         measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),

@@ -4,52 +4,56 @@
 //! it, config names too long for their groups become numbers with a key, where the time
 //! goes switches to one bar per epoch with the run's own values, and each chart exports
 //! alone as a PNG from the Export menu (scrolled into view first) and with
-//! `report --png --view NAME`, from one list.
+//! `report --png --view NAME`, from one list. The run is measured once, by the first test
+//! that needs it.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 
-use loaderbench_gui::{App, ChartId, Launch, PngArea, chart_view};
+use loaderbench_gui::{App, ChartId, PngArea, chart_view};
 use loaderbench_measure::results::RunResult;
+use tempfile::TempDir;
 
 mod common;
-use common::gui::step_until;
+use common::gui::{app_on_saved_runs, step_until};
+use common::runs::{saved_run, shared_dir};
 use common::{loaderbench_command, run_with_deadline, stderr, stdout};
 
-/// A tiny real run of eight configs (num_workers × persistent × pin), saved as JSON.
-fn saved_run(dir: &Path) -> PathBuf {
-    let json = dir.join("eight.json");
-    let output = run_with_deadline(
-        &mut loaderbench_command(&[
-            "run",
-            "seed-light",
-            "-q",
-            "--set",
-            "samples=256",
-            "--set",
-            "batch_size=64",
-            "--set",
-            "num_workers=0,1",
-            "--set",
-            "persistent_workers=false,true",
-            "--set",
-            "pin_memory=false,true",
-            "--set",
-            "extra_configs=[]",
-            "--set",
-            "epochs=2",
-            "--json",
-            json.to_str().unwrap(),
-        ]),
-        Duration::from_secs(180),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    json
+/// A tiny real run of eight configs (num_workers × persistent × pin), saved by the
+/// first test that needs it (with its copy from [`spread_first_batches`]); the others
+/// open the same files.
+fn eight_configs() -> &'static (TempDir, PathBuf, PathBuf) {
+    static EIGHT: OnceLock<(TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    EIGHT.get_or_init(|| {
+        let dir = shared_dir();
+        let json = saved_run(
+            dir.path(),
+            &[
+                "samples=256",
+                "batch_size=64",
+                "num_workers=0,1",
+                "persistent_workers=false,true",
+                "pin_memory=false,true",
+                "extra_configs=[]",
+                "epochs=2",
+            ],
+        )
+        .json;
+        let spread = spread_first_batches(&json);
+        (dir, json, spread)
+    })
+}
+
+/// The saved run's results file.
+fn saved_json() -> &'static Path {
+    &eight_configs().1
 }
 
 /// The run with first batches spanning 500× (config 0's 2 ms, the others' 1 s) and
@@ -68,19 +72,6 @@ fn spread_first_batches(json: &Path) -> PathBuf {
     path
 }
 
-fn app(dir: &Path, results: Vec<PathBuf>, size: [f32; 2]) -> Harness<'static, App> {
-    let launch = Launch {
-        results,
-        journal_dir: Some(dir.to_path_buf()),
-        ..Launch::default()
-    };
-    let mut harness = Harness::builder()
-        .with_size(size)
-        .build_eframe(move |cc| App::new(cc, launch));
-    harness.run_steps(3);
-    harness
-}
-
 fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench_gui::Chart {
     let app = harness.state();
     let mut charts = app.charts();
@@ -91,19 +82,24 @@ fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench_gui::Chart {
         .expect("the chart is drawn")
 }
 
-#[test]
-fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = saved_run(dir.path());
-    let mut harness = app(
-        dir.path(),
-        vec![spread_first_batches(&json)],
-        [1280.0, 2600.0],
-    );
+/// The app, tall enough for every chart, on the saved run with first batches spanning
+/// 500×, and the run as it shows it; journals go to `dir`.
+fn spread_app(dir: &Path) -> (Harness<'static, App>, RunResult) {
+    let harness = app_on_saved_runs(dir, vec![eight_configs().2.clone()], [1280.0, 2600.0]);
     let result: RunResult = harness.state().result().expect("the saved run").clone();
     assert_eq!(result.configs.len(), 8);
+    (harness, result)
+}
 
-    // Log scale by default where the values span more than 20×, and only there.
+/// Whether the check box `node` is ticked.
+fn checked(node: &egui_kittest::Node<'_>) -> bool {
+    node.accesskit_node().toggled() == Some(egui::accesskit::Toggled::True)
+}
+
+#[test]
+fn a_chart_whose_values_span_more_than_20x_starts_on_a_log_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, _) = spread_app(dir.path());
     let first_batch = chart(&harness, ChartId::FirstBatch);
     assert_eq!(first_batch.series.len(), 8, "a series per config");
     assert_eq!(first_batch.series[0].points[0][1], 0.002);
@@ -111,16 +107,24 @@ fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
         chart_view(&harness.ctx, &first_batch).log,
         "0.002 s beside 1 s"
     );
+    let log_boxes = harness.query_all_by_label("log scale").collect::<Vec<_>>();
+    assert!(checked(&log_boxes[0]), "first batch's box is ticked");
+}
+
+#[test]
+fn a_chart_whose_values_span_less_than_20x_starts_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, _) = spread_app(dir.path());
     let epoch_times = chart(&harness, ChartId::EpochTimes);
     assert!(!chart_view(&harness.ctx, &epoch_times).log, "1 s to 1.7 s");
     let log_boxes = harness.query_all_by_label("log scale").collect::<Vec<_>>();
-    let checked = |node: &egui_kittest::Node<'_>| {
-        node.accesskit_node().toggled() == Some(egui::accesskit::Toggled::True)
-    };
-    assert!(checked(&log_boxes[0]), "first batch's box is ticked");
     assert!(!checked(&log_boxes[1]), "epoch time's is not");
+}
 
-    // A click on a legend entry hides its series; a second click shows it again.
+#[test]
+fn a_click_on_a_legend_entry_hides_its_series_and_a_second_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, _) = spread_app(dir.path());
     let stages = chart(&harness, ChartId::Stages);
     harness.get_by_label("collate").click();
     harness.run_steps(2);
@@ -128,8 +132,12 @@ fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
     harness.get_by_label("collate").click();
     harness.run_steps(2);
     assert!(chart_view(&harness.ctx, &stages).hidden.is_empty());
+}
 
-    // Eight config names do not fit under their groups: numbers, and a key of them.
+#[test]
+fn config_names_too_long_for_their_groups_become_numbers_with_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, result) = spread_app(dir.path());
     for (index, label) in result.labels.iter().enumerate() {
         let key = format!("{} {label}", index + 1);
         assert!(
@@ -137,8 +145,12 @@ fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
             "ledger, stages and memory each have a key with `{key}`"
         );
     }
+}
 
-    // Where the time goes per epoch: a stacked bar for each epoch of each config.
+#[test]
+fn where_the_time_goes_per_epoch_has_a_bar_per_epoch_with_the_run_s_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, result) = spread_app(dir.path());
     harness.get_by_label("per epoch").click();
     harness.run_steps(2);
     let per_epoch = chart(&harness, ChartId::Stages);
@@ -158,8 +170,12 @@ fn the_charts_scale_hide_number_and_export_as_the_user_asks() {
         assert_eq!(drawn[0], (group + 1) as f64);
         assert!((drawn[1] - wait_ms).abs() < 1e-9, "{drawn:?} vs {wait_ms}");
     }
+}
 
-    // One chart alone as a PNG, from the Export menu's list.
+#[test]
+fn a_chart_exports_alone_as_a_png_from_the_export_menu() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, _) = spread_app(dir.path());
     let (width, height) = export_chart(&mut harness, dir.path(), ChartId::Memory);
     let rect = harness.state().chart_rect(ChartId::Memory).unwrap();
     assert!(
@@ -192,8 +208,8 @@ fn export_chart(harness: &mut Harness<'_, App>, dir: &Path, id: ChartId) -> (u32
 #[test]
 fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let json = saved_run(dir.path());
-    let mut harness = app(dir.path(), vec![json], loaderbench_gui::WINDOW_SIZE);
+    let json = saved_json().to_path_buf();
+    let mut harness = app_on_saved_runs(dir.path(), vec![json], loaderbench_gui::WINDOW_SIZE);
     let before = harness.state().chart_rect(ChartId::Throughput).unwrap();
     assert!(
         before.top() > loaderbench_gui::WINDOW_SIZE[1],
@@ -211,10 +227,28 @@ fn a_chart_below_the_window_scrolls_into_view_to_be_exported_whole() {
     );
 }
 
+/// `report SAVED --png DIR/VIEW.png --view VIEW` without a display: its output and the
+/// PNG's path.
+fn report_png(dir: &Path, view: &str) -> (Output, PathBuf) {
+    let path = dir.join(format!("{view}.png"));
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "report",
+            saved_json().to_str().unwrap(),
+            "--png",
+            path.to_str().unwrap(),
+            "--view",
+            view,
+        ])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY"),
+        Duration::from_secs(120),
+    );
+    (output, path)
+}
+
 #[test]
-fn report_exports_each_chart_alone_by_the_name_the_app_lists() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = saved_run(dir.path());
+fn report_help_lists_every_chart_by_the_name_the_app_uses() {
     let help = stdout(&run_with_deadline(
         &mut loaderbench_command(&["report", "--help"]),
         Duration::from_secs(30),
@@ -222,28 +256,16 @@ fn report_exports_each_chart_alone_by_the_name_the_app_lists() {
     for area in PngArea::all() {
         assert!(help.contains(area.name()), "`{}` in {help}", area.name());
     }
-    let png = |view: &str| {
-        let path = dir.path().join(format!("{view}.png"));
-        let output = run_with_deadline(
-            loaderbench_command(&[
-                "report",
-                json.to_str().unwrap(),
-                "--png",
-                path.to_str().unwrap(),
-                "--view",
-                view,
-            ])
-            .env_remove("DISPLAY")
-            .env_remove("WAYLAND_DISPLAY"),
-            Duration::from_secs(120),
-        );
-        (output, path)
-    };
-    let (output, analysis) = png("analysis");
+}
+
+#[test]
+fn report_exports_each_chart_alone_by_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, analysis) = report_png(dir.path(), "analysis");
     assert!(output.status.success(), "{}", stderr(&output));
     let analysis = image::open(&analysis).unwrap().to_rgba8();
     for view in ["stages", "throughput", "first-batch"] {
-        let (output, path) = png(view);
+        let (output, path) = report_png(dir.path(), view);
         assert!(output.status.success(), "{view}: {}", stderr(&output));
         let image = image::open(&path).unwrap().to_rgba8();
         let (width, height) = image.dimensions();
@@ -258,14 +280,24 @@ fn report_exports_each_chart_alone_by_the_name_the_app_lists() {
         colors.dedup();
         assert!(colors.len() > 20, "{view}: a blank image");
     }
-    let (output, _) = png("rank-spread");
+}
+
+#[test]
+fn report_refuses_a_chart_the_run_does_not_have() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, _) = report_png(dir.path(), "rank-spread");
     assert!(!output.status.success(), "no ranks in this run");
     assert!(
         stderr(&output).contains("no \"Rank spread\" chart"),
         "{}",
         stderr(&output)
     );
-    let (output, _) = png("nothing");
+}
+
+#[test]
+fn report_offers_the_chart_names_for_an_unknown_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (output, _) = report_png(dir.path(), "nothing");
     assert!(!output.status.success());
     assert!(stderr(&output).contains("stages"), "the names offered");
 }

@@ -6,57 +6,46 @@
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench_gui::{App, ChartId, Launch, Phase};
+use loaderbench_gui::{App, ChartId, Phase};
+use tempfile::TempDir;
 
 mod common;
+use common::gui::app_on_saved_runs;
+use common::runs::{SavedRun, from_another_machine, saved_run, shared_dir};
 use common::{loaderbench_command, run_with_deadline, stderr};
 
-/// Runs a tiny two-config sweep with the CLI; returns its JSON export and its journal.
-fn saved_run(dir: &Path) -> (PathBuf, PathBuf) {
-    let (json, journal) = (dir.join("run.json"), dir.join("run.jsonl"));
-    let output = run_with_deadline(
-        &mut loaderbench_command(&[
-            "run",
-            "seed-light",
-            "-q",
-            "--set",
-            "samples=512",
-            "--set",
-            "batch_size=64",
-            "--set",
-            "num_workers=0,2",
-            "--set",
-            "persistent_workers=false",
-            "--set",
-            "pin_memory=false",
-            "--set",
-            "epochs=2",
-            "--json",
-            json.to_str().unwrap(),
-            "--journal",
-            journal.to_str().unwrap(),
-        ]),
-        Duration::from_secs(120),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    (json, journal)
+/// A tiny two-config sweep (num_workers 0 and 2) the CLI saved, as JSON and journal; run
+/// once, by the first test that needs it.
+fn two_configs() -> &'static SavedRun {
+    static TWO: OnceLock<(TempDir, SavedRun)> = OnceLock::new();
+    let (_, saved) = TWO.get_or_init(|| {
+        let dir = shared_dir();
+        let saved = saved_run(
+            dir.path(),
+            &[
+                "samples=512",
+                "batch_size=64",
+                "num_workers=0,2",
+                "persistent_workers=false",
+                "pin_memory=false",
+                "epochs=2",
+            ],
+        );
+        (dir, saved)
+    });
+    saved
 }
 
+/// The app in its default window showing the saved runs `results`, journals in `dir`.
 fn app(dir: &Path, results: Vec<PathBuf>) -> Harness<'static, App> {
-    let launch = Launch {
-        results,
-        journal_dir: Some(dir.to_path_buf()),
-        ..Launch::default()
-    };
-    Harness::builder()
-        .with_size([1280.0, 800.0])
-        .build_eframe(move |cc| App::new(cc, launch))
+    app_on_saved_runs(dir, results, [1280.0, 800.0])
 }
 
 /// The error lines in the message bar.
@@ -98,14 +87,15 @@ fn assert_shows(harness: &Harness<'_, App>, configs: usize) {
     assert!(app.analysis().is_some());
 }
 
-#[test]
-fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, journal) = saved_run(dir.path());
+/// The app on the saved run, from the command line's file list.
+fn saved_run_app(dir: &Path) -> Harness<'static, App> {
+    app(dir, vec![two_configs().json.clone()])
+}
 
-    // The command line's results file.
-    let mut harness = app(dir.path(), vec![json.clone()]);
-    harness.run_steps(3);
+#[test]
+fn a_results_file_on_the_command_line_opens_as_a_finished_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = saved_run_app(dir.path());
     assert_eq!(harness.state().phase(), Some(&Phase::Finished));
     assert!(
         errors(harness.state()).is_empty(),
@@ -117,9 +107,14 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
         harness.query_by_label("Finished (a saved run)").is_some(),
         "a saved run shows no duration of its own"
     );
+}
 
-    // A cancelled run's journal, typed into the path field: the first config only.
-    let written = std::fs::read_to_string(&journal).unwrap();
+#[test]
+fn a_cancelled_run_s_journal_typed_into_the_path_field_shows_its_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = saved_run_app(dir.path());
+    // A cancelled run's journal: the first config only.
+    let written = std::fs::read_to_string(&two_configs().journal).unwrap();
     let lines: Vec<&str> = written.lines().collect();
     let cancelled = dir.path().join("cancelled.jsonl");
     std::fs::write(
@@ -142,10 +137,13 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     harness.run_steps(3);
     assert_eq!(harness.state().phase(), Some(&Phase::Cancelled));
     assert_shows(&harness, 1);
+}
 
-    // A corrupt file and one from a newer loaderbench: one error line each, naming it.
+#[test]
+fn a_corrupt_file_and_one_from_a_newer_loaderbench_are_one_error_line_each() {
+    let dir = tempfile::tempdir().unwrap();
     let corrupt = dir.path().join("corrupt.json");
-    let text = std::fs::read_to_string(&json).unwrap();
+    let text = std::fs::read_to_string(&two_configs().json).unwrap();
     std::fs::write(&corrupt, &text[..text.len() / 3]).unwrap();
     let future = dir.path().join("future.json");
     std::fs::write(
@@ -153,8 +151,7 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
         text.replacen("\"version\": 1", "\"version\": 7", 1),
     )
     .unwrap();
-    let mut harness = app(dir.path(), vec![corrupt.clone(), future.clone()]);
-    harness.run_steps(3);
+    let harness = app(dir.path(), vec![corrupt.clone(), future.clone()]);
     let errors = errors(harness.state());
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(
@@ -169,26 +166,21 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     assert!(harness.state().result().is_none());
 }
 
-/// The run saved in `json` as if measured on another (made-up) machine, as `name`.
-fn from_another_machine(json: &Path, name: &str) -> PathBuf {
-    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
-    run["machine"]["logical_cores"] = 64.into();
-    let path = json.with_file_name(name);
-    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
-    path
+/// The app on the saved run as measured on a laptop and on a server, with the run's
+/// journal among the recent runs (journals in `dir`).
+fn two_machines(dir: &Path) -> Harness<'static, App> {
+    let saved = two_configs();
+    std::fs::copy(&saved.journal, dir.join("run.jsonl")).unwrap();
+    let server = from_another_machine(&saved.json, &dir.join("server.json"));
+    let laptop = dir.join("laptop.json");
+    std::fs::copy(&saved.json, &laptop).unwrap();
+    app(dir, vec![laptop, server])
 }
 
 #[test]
-fn runs_from_two_machines_plot_together_and_recent_runs_open() {
+fn runs_from_two_machines_plot_together_one_colour_per_run() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, _journal) = saved_run(dir.path());
-    let server = from_another_machine(&json, "server.json");
-    let laptop = json.with_file_name("laptop.json");
-    std::fs::copy(&json, &laptop).unwrap();
-
-    let mut harness = app(dir.path(), vec![laptop, server]);
-    harness.run_steps(3);
+    let harness = two_machines(dir.path());
     let app = harness.state();
     assert!(errors(app).is_empty(), "{:?}", errors(app));
     let result = app.result().expect("the overlay is shown");
@@ -214,6 +206,12 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
         ],
         "labelled by run and config, one colour per run"
     );
+}
+
+#[test]
+fn runs_from_two_machines_share_a_table_with_a_run_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = two_machines(dir.path());
     assert!(
         harness.query_by_label("run").is_some(),
         "the table's run column"
@@ -221,6 +219,13 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
     // A table row per config (the analysis may name the run too).
     assert!(harness.query_all_by_label("laptop").count() >= 2);
     assert!(harness.query_all_by_label("server").count() >= 2);
+}
+
+#[test]
+fn runs_from_two_machines_warn_that_the_machines_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = two_machines(dir.path());
+    let app = harness.state();
     assert!(
         app.messages()
             .iter()
@@ -228,8 +233,13 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
         "{:?}",
         app.messages()
     );
+}
 
-    // An open run is a baseline to compare with: the same figures, every config matched.
+#[test]
+fn an_open_run_is_a_baseline_to_compare_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = two_machines(dir.path());
+    // The same figures, every config matched.
     harness.get_by_label("baselines").click();
     harness.run_steps(2);
     harness
@@ -240,16 +250,31 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
     let comparison = charts.last().expect("the comparison chart");
     assert_eq!(comparison.id, ChartId::Baseline);
     assert_eq!(comparison.series[0].points.len(), 2, "both configs matched");
+}
 
-    // The File menu lists the journal of the run above; a click shows it alone, and its
-    // preset loads into the setup panel.
+/// Opens the saved run's journal from File → Recent runs.
+fn open_recent_run(harness: &mut Harness<'_, App>) {
     harness.get_by_label("File").click();
     harness.run_steps(2);
     harness.get_by_label("Recent runs").click();
     harness.run_steps(2);
     harness.get_by_label_contains("seed-light · ").click();
     harness.run_steps(3);
+}
+
+#[test]
+fn a_recent_run_opens_alone_from_the_file_menu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = two_machines(dir.path());
+    open_recent_run(&mut harness);
     assert_eq!(harness.state().result().map(|r| r.labels.len()), Some(2));
+}
+
+#[test]
+fn a_run_s_preset_loads_into_the_setup_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = two_machines(dir.path());
+    open_recent_run(&mut harness);
     harness.get_by_label("File").click();
     harness.run_steps(2);
     harness.get_by_label("Load this run's preset").click();
@@ -264,20 +289,11 @@ fn runs_from_two_machines_plot_together_and_recent_runs_open() {
 #[test]
 fn report_draws_the_apps_png_without_a_display() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, _journal) = saved_run(dir.path());
+    let json = two_configs().json.clone();
 
     // The app's own export of the same run, at the window's default size.
-    let mut harness = Harness::builder()
-        .with_size(loaderbench_gui::WINDOW_SIZE)
-        .build_eframe({
-            let launch = Launch {
-                results: vec![json.clone()],
-                journal_dir: Some(dir.path().to_path_buf()),
-                ..Launch::default()
-            };
-            move |cc| App::new(cc, launch)
-        });
-    harness.run_steps(3);
+    let mut harness =
+        app_on_saved_runs(dir.path(), vec![json.clone()], loaderbench_gui::WINDOW_SIZE);
     harness
         .state_mut()
         .set_export_path(dir.path().join("app.md"));
@@ -311,8 +327,11 @@ fn report_draws_the_apps_png_without_a_display() {
         "nothing but warnings: {}",
         stderr(&output)
     );
+}
 
-    // `run --png` draws the run it measured the same way.
+#[test]
+fn a_cli_run_draws_the_png_of_what_it_measured_without_a_display() {
+    let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("run.png");
     let output = run_with_deadline(
         loaderbench_command(&[

@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
+use egui::Key;
 use egui::accesskit::Role;
-use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
@@ -18,6 +18,9 @@ use loaderbench_engine::preset::Preset;
 use loaderbench_engine::step::StepCost;
 use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Launch};
+
+mod common;
+use common::gui::{type_into, type_into_role};
 
 fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     let launch = Launch {
@@ -29,23 +32,6 @@ fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     Harness::builder()
         .with_size([1280.0, 2000.0])
         .build_eframe(move |cc| App::new(cc, launch))
-}
-
-/// Replaces the text of the field of `role` labelled `label`.
-fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, text: &str) {
-    harness.get_by_role_and_label(role, label).focus();
-    harness.run_steps(2);
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
-    if text.is_empty() {
-        harness.key_press(Key::Backspace);
-    } else {
-        harness.get_by_role_and_label(role, label).type_text(text);
-    }
-    harness.run_steps(2);
-}
-
-fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
-    type_into_role(harness, Role::TextInput, label, text);
 }
 
 /// Picks `choice` in the menu labelled `label`.
@@ -60,17 +46,35 @@ fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
     harness.query_by_label_contains(problem).is_some()
 }
 
-#[test]
-fn every_preset_field_is_edited_by_label_and_bad_values_are_marked() {
+/// The app on seed-light, with journals in a folder of its own.
+fn setup_panel() -> (tempfile::TempDir, Harness<'static, App>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut harness = harness(dir.path(), None);
-    let preset = |harness: &Harness<'_, App>| harness.state().preset().clone();
+    let harness = harness(dir.path(), None);
+    (dir, harness)
+}
 
+fn preset(harness: &Harness<'_, App>) -> Preset {
+    harness.state().preset().clone()
+}
+
+#[test]
+fn the_name_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "name", "mine");
     assert_eq!(preset(&harness).name, "mine");
+}
+
+#[test]
+fn an_empty_name_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "name", "mine");
     type_into(&mut harness, "name", "");
     assert!(marked(&harness, "give the preset a name"));
-    type_into(&mut harness, "name", "mine");
+}
+
+#[test]
+fn the_description_is_edited_by_label_on_several_lines() {
+    let (_dir, mut harness) = setup_panel();
     type_into_role(
         &mut harness,
         Role::MultilineTextInput,
@@ -78,55 +82,126 @@ fn every_preset_field_is_edited_by_label_and_bad_values_are_marked() {
         "two\nlines",
     );
     assert_eq!(preset(&harness).description, "two\nlines");
+}
 
+#[test]
+fn shuffle_is_toggled_by_label() {
+    let (_dir, mut harness) = setup_panel();
     let shuffle = preset(&harness).shuffle;
     harness
         .get_by_role_and_label(Role::CheckBox, "shuffle")
         .click();
     harness.run_steps(2);
     assert_eq!(preset(&harness).shuffle, !shuffle);
+}
+
+#[test]
+fn drop_last_is_toggled_by_label() {
+    let (_dir, mut harness) = setup_panel();
     let drop_last = preset(&harness).drop_last;
     harness
         .get_by_role_and_label(Role::CheckBox, "drop last")
         .click();
     harness.run_steps(2);
     assert_eq!(preset(&harness).drop_last, !drop_last);
+}
 
+#[test]
+fn the_seed_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "seed", "42");
     assert_eq!(preset(&harness).seed, 42);
+}
+
+#[test]
+fn a_seed_that_is_not_a_number_is_marked_and_the_last_good_value_stays() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "seed", "42");
     type_into(&mut harness, "seed", "x");
     assert!(marked(&harness, "`x` is not a whole number"));
     assert_eq!(preset(&harness).seed, 42, "the last good value stays");
+}
+
+#[test]
+fn a_corrected_seed_is_no_longer_marked() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "seed", "x");
     type_into(&mut harness, "seed", "7");
     assert!(!marked(&harness, "`x` is not a whole number"));
+}
 
+#[test]
+fn the_normalize_mean_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "normalize mean", "0.5, 0.25, 0.125");
     assert_eq!(preset(&harness).normalize.mean, [0.5, 0.25, 0.125]);
+}
+
+#[test]
+fn a_zero_normalize_std_is_marked() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "normalize std", "0.2,0");
     assert!(marked(&harness, "a standard deviation must be above zero"));
+}
+
+#[test]
+fn the_normalize_std_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "normalize std", "0.2,0.3,0.4");
     assert_eq!(preset(&harness).normalize.std, [0.2, 0.3, 0.4]);
+}
 
+#[test]
+fn a_negative_worker_timeout_is_marked() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "worker timeout (s)", "-1");
     assert!(marked(&harness, "not a number of seconds above zero"));
+}
+
+#[test]
+fn the_worker_timeout_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     type_into(&mut harness, "worker timeout (s)", "30");
     assert_eq!(preset(&harness).worker_timeout_s, 30.0);
+}
 
+#[test]
+fn a_fixed_training_step_is_picked_and_its_milliseconds_edited() {
+    let (_dir, mut harness) = setup_panel();
     choose(&mut harness, "training step", "fixed");
     assert_eq!(preset(&harness).step, StepCost::Fixed(5.0));
     type_into(&mut harness, "step ms per batch", "12.5");
     assert_eq!(preset(&harness).step, StepCost::Fixed(12.5));
+}
+
+#[test]
+fn negative_step_milliseconds_are_marked() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "fixed");
     type_into(&mut harness, "step ms per batch", "-3");
     assert!(marked(&harness, "milliseconds must be zero or more"));
+}
+
+#[test]
+fn an_mlp_training_step_is_picked_and_its_hidden_units_edited() {
+    let (_dir, mut harness) = setup_panel();
     choose(&mut harness, "training step", "mlp");
     type_into(&mut harness, "step hidden units", "64");
     assert_eq!(preset(&harness).step, StepCost::Mlp { hidden: 64 });
+}
 
+#[test]
+fn the_planned_epochs_are_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     type_into_role(&mut harness, Role::SpinButton, "planned epochs", "90");
     harness.key_press(Key::Enter);
     harness.run_steps(2);
     assert_eq!(preset(&harness).planned_epochs, 90);
+}
 
+#[test]
+fn an_idx_labels_file_is_edited_by_label_and_a_missing_one_is_marked() {
+    let (_dir, mut harness) = setup_panel();
     choose(&mut harness, "kind", "idx");
     type_into(&mut harness, "labels file", "/no/such/labels");
     assert_eq!(
@@ -134,17 +209,32 @@ fn every_preset_field_is_edited_by_label_and_bad_values_are_marked() {
         Some(Path::new("/no/such/labels"))
     );
     assert!(marked(&harness, "/no/such/labels does not exist"));
+}
 
+#[test]
+fn an_image_folder_s_channels_and_size_are_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
     choose(&mut harness, "kind", "image folder");
     assert_eq!(preset(&harness).dataset.kind, DatasetKind::ImageFolder);
     choose(&mut harness, "channels", "3 (RGB)");
     assert_eq!(preset(&harness).dataset.channels, 3);
     type_into(&mut harness, "image size", "32, 48");
     assert_eq!(preset(&harness).dataset.image_size, [32, 48]);
+}
+
+#[test]
+fn an_image_size_without_a_width_is_marked_and_the_last_good_value_stays() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "image folder");
+    type_into(&mut harness, "image size", "32, 48");
     type_into(&mut harness, "image size", "32");
     assert!(marked(&harness, "give height,width in whole pixels"));
     assert_eq!(preset(&harness).dataset.image_size, [32, 48]);
+}
 
+#[test]
+fn an_extra_config_is_added_from_the_current_values() {
+    let (_dir, mut harness) = setup_panel();
     let before = preset(&harness).extra_configs.len();
     harness.get_by_label("+ add extra config").click();
     harness.run_steps(2);

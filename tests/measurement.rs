@@ -7,8 +7,9 @@
 //! `gui --run --json --exit`.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::plan::Plan;
@@ -16,21 +17,11 @@ use loaderbench_engine::preset::{IntraOpThreads, Preset};
 use loaderbench_measure::measuring_child::ChildRun;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::{Event, RunOptions};
+use tempfile::TempDir;
 
 mod common;
+use common::runs::{shared_dir, tiny_preset};
 use common::{loaderbench_command, path_str, run_with_deadline, stderr};
-
-/// A small synthetic sweep: `samples` samples in batches of 64, num_workers 0 and 2.
-fn small_preset(samples: usize) -> Preset {
-    Preset {
-        name: "small".to_owned(),
-        samples: Some(samples),
-        epochs: 2,
-        batch_size: vec![64],
-        num_workers: vec![0, 2],
-        ..Preset::default()
-    }
-}
 
 fn run_to_end(plan: Plan, dir: &Path) -> RunResult {
     let options = RunOptions {
@@ -73,44 +64,81 @@ impl Drop for BusyLoop {
     }
 }
 
+/// A CLI run of a small sweep beside a busy core, with its JSON; run once, by the first
+/// test that needs it.
+#[cfg(target_os = "linux")]
+fn beside_a_busy_core() -> &'static (TempDir, Output) {
+    static BUSY: OnceLock<(TempDir, Output)> = OnceLock::new();
+    let run = BUSY.get_or_init(|| {
+        let dir = shared_dir();
+        let preset = dir.path().join("small.ron");
+        // Long enough epochs that one clock tick of the counters is well under the load.
+        tiny_preset(16_384, 2).save(&preset).unwrap();
+        let json = dir.path().join("out.json");
+        let hog = BusyLoop::start();
+        let output = run_with_deadline(
+            loaderbench_command(&[
+                "run",
+                "-q",
+                path_str(&preset),
+                "--json",
+                path_str(&json),
+                "--journal",
+                path_str(&dir.path().join("j.jsonl")),
+            ])
+            .current_dir(dir.path()),
+            Duration::from_secs(240),
+        );
+        drop(hog);
+        (dir, output)
+    });
+    assert!(run.1.status.success(), "{}", stderr(&run.1));
+    run
+}
+
+/// The results of the run beside a busy core.
+#[cfg(target_os = "linux")]
+fn busy_result() -> RunResult {
+    let json = beside_a_busy_core().0.path().join("out.json");
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
 #[test]
 #[cfg(target_os = "linux")]
-fn a_cli_run_beside_a_busy_core_is_disturbed_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let preset = dir.path().join("small.ron");
-    // Long enough epochs that one clock tick of the counters is well under the load.
-    small_preset(16_384).save(&preset).unwrap();
-    let json = dir.path().join("out.json");
-    let hog = BusyLoop::start();
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "run",
-            "-q",
-            path_str(&preset),
-            "--json",
-            path_str(&json),
-            "--journal",
-            path_str(&dir.path().join("j.jsonl")),
-        ])
-        .current_dir(dir.path()),
-        Duration::from_secs(240),
-    );
-    drop(hog);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let result: RunResult = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+fn a_cli_run_beside_a_busy_core_measures_the_other_load() {
+    let result = busy_result();
     for config in &result.results {
         let load = config.other_load_cores.expect("Linux has counters");
         assert!(load > 0.5, "{}: other load {load}", config.label);
-        assert!(config.disturbed, "{} is not marked disturbed", config.label);
         for epoch in &config.epochs {
             assert!(epoch.other_load_cores.is_some() && epoch.own_cpu_s.unwrap() > 0.0);
         }
     }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_cli_run_beside_a_busy_core_marks_every_config_disturbed() {
+    for config in &busy_result().results {
+        assert!(config.disturbed, "{} is not marked disturbed", config.label);
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_cli_run_beside_a_busy_core_warns_that_it_is_disturbed() {
+    let output = &beside_a_busy_core().1;
     assert!(
-        stderr(&output).contains("warning: disturbed: nw=0"),
+        stderr(output).contains("warning: disturbed: nw=0"),
         "{}",
-        stderr(&output)
+        stderr(output)
     );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_cli_run_exports_the_interference_counters_as_json() {
+    let json = beside_a_busy_core().0.path().join("out.json");
     let json_text = std::fs::read_to_string(&json).unwrap();
     for field in [
         "other_load_cores",
@@ -128,7 +156,7 @@ fn the_consumer_runs_the_intra_op_threads_asked_for_and_workers_do_not_change_th
     let preset = Preset {
         intra_op_threads: vec![IntraOpThreads::Auto, IntraOpThreads::Count(1)],
         step: loaderbench_engine::step::StepCost::Mlp { hidden: 32 },
-        ..small_preset(512)
+        ..tiny_preset(512, 2)
     };
     let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
     assert_eq!(result.status, RunStatus::Finished);
@@ -152,7 +180,7 @@ fn repeats_run_interleaved_by_default() {
     let preset = Preset {
         repeats: 2,
         epochs: 1,
-        ..small_preset(256)
+        ..tiny_preset(256, 2)
     };
     let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
     let order: Vec<(usize, usize)> = result
@@ -214,7 +242,7 @@ fn follow_child(plan: &Plan, dir: &Path, cancel_after_configs: Option<usize>) ->
 #[test]
 fn a_child_process_measures_with_a_gate_before_every_epoch() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = Plan::from_preset(&small_preset(512), None).unwrap();
+    let plan = Plan::from_preset(&tiny_preset(512, 2), None).unwrap();
     let (events, _) = follow_child(&plan, dir.path(), None);
     let Some(Event::Finished { result }) = events.last() else {
         panic!("the run did not finish: {:?}", events.last());
@@ -228,24 +256,40 @@ fn a_child_process_measures_with_a_gate_before_every_epoch() {
     assert_eq!(epochs, 4);
 }
 
+/// A child run of four configs cancelled after its first, run once by the first test
+/// that needs it: its events, how many configs it planned, and the child's /proc stat
+/// line as it ended (empty once it is gone).
+fn cancelled_child_run() -> &'static (Vec<Event>, usize, String) {
+    static CANCELLED: OnceLock<(Vec<Event>, usize, String)> = OnceLock::new();
+    CANCELLED.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let preset = Preset {
+            num_workers: vec![0, 2, 0],
+            extra_configs: Vec::new(),
+            worker_kind: vec![loaderbench_engine::preset::WorkerKind::Spawn],
+            ..tiny_preset(20_000, 2)
+        };
+        let mut plan = Plan::from_preset(&preset, None).unwrap();
+        plan.configs.push(plan.configs[0].clone());
+        let (events, child) = follow_child(&plan, dir.path(), Some(1));
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        (events, plan.configs.len(), stat)
+    })
+}
+
 #[test]
-fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let preset = Preset {
-        num_workers: vec![0, 2, 0],
-        extra_configs: Vec::new(),
-        worker_kind: vec![loaderbench_engine::preset::WorkerKind::Spawn],
-        ..small_preset(20_000)
-    };
-    let mut plan = Plan::from_preset(&preset, None).unwrap();
-    plan.configs.push(plan.configs[0].clone());
-    let (events, child) = follow_child(&plan, dir.path(), Some(1));
+fn a_cancelled_child_run_keeps_what_it_measured() {
+    let (events, configs, _) = cancelled_child_run();
     let Some(Event::Cancelled { result }) = events.last() else {
         panic!("the run was not cancelled: {:?}", events.last());
     };
     assert!(!result.results.is_empty(), "measured configs are kept");
-    assert!(result.results.len() < plan.configs.len());
-    let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+    assert!(result.results.len() < *configs);
+}
+
+#[test]
+fn a_cancelled_child_run_leaves_no_process() {
+    let (_, _, stat) = cancelled_child_run();
     assert!(
         stat.is_empty() || stat.contains(") Z "),
         "the measuring child still runs: {stat}"
@@ -257,11 +301,10 @@ fn a_cancelled_child_run_keeps_what_it_measured_and_leaves_no_process() {
 fn the_window_runs_a_preset_writes_json_and_exits_with_the_run_s_code() {
     let dir = tempfile::tempdir().unwrap();
     let preset = dir.path().join("small.ron");
-    small_preset(512).save(&preset).unwrap();
+    tiny_preset(512, 2).save(&preset).unwrap();
     let json = dir.path().join("app.json");
     let limit = Duration::from_secs(240);
     let Some(output) = common::gui::run_in_window(&preset, &json, dir.path(), limit) else {
-        eprintln!("skipped: no Xvfb on PATH");
         return;
     };
     assert!(output.status.success(), "{}", stderr(&output));

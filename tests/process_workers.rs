@@ -34,6 +34,7 @@ const SAMPLES: usize = 100;
 
 mod common;
 use common::loader_settings as settings;
+use common::process::{children_of, running};
 
 fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -> ProcessWorkers {
     ProcessWorkers {
@@ -73,15 +74,7 @@ fn epoch(loader: &mut Loader) -> (Vec<Vec<i64>>, Vec<Tensor>, usize) {
 
 /// This process's child processes, from every thread's children list.
 fn children() -> Vec<u32> {
-    let mut pids = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        pids.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    pids
+    children_of(std::process::id())
 }
 
 /// This process's descriptors of shared memory named `name` (a memfd's name shows in
@@ -472,33 +465,6 @@ fn cli_runs_a_sweep_with_spawned_workers() {
         stdout.contains("batch transfer") && stdout.contains("pipe"),
         "{stdout}"
     );
-}
-
-/// The children of process `pid` (all its threads).
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut pids = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return pids;
-    };
-    for task in tasks.flatten() {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        pids.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    pids
-}
-
-/// Whether `pid` is still a running (not dead, not zombie) process.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
-            Some(!matches!(state, 'Z' | 'X'))
-        })
-        .unwrap_or(false)
 }
 
 #[test]

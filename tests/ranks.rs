@@ -15,6 +15,7 @@ use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 mod common;
+use common::process::running;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr, wait_with_deadline};
 
 fn read_result(path: &Path) -> RunResult {
@@ -243,17 +244,6 @@ fn children(pid: u32) -> Vec<(u32, String)> {
     found
 }
 
-/// True while `pid` exists and is not a zombie.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_rank_fails_the_run_by_name_and_leaves_nothing_behind() {
@@ -359,7 +349,6 @@ fn a_shrunken_ddp_light_runs_in_the_window_on_both_runtimes() {
     let json = dir.path().join("app.json");
     let limit = Duration::from_secs(300);
     let Some(output) = common::gui::run_in_window(&path, &json, dir.path(), limit) else {
-        eprintln!("skipped: no Xvfb on PATH");
         return;
     };
     let result = read_result(&json);

@@ -7,9 +7,10 @@
 //! builds a working DataLoader. Tests that start Python take turns: they find its
 //! processes by parentage.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use loaderbench_analysis::Analysis;
@@ -23,7 +24,9 @@ use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
 mod common;
-use common::{loaderbench_command, run_with_deadline, wait_with_deadline};
+use common::process::running;
+use common::runs::shared_dir;
+use common::{loaderbench, loaderbench_command, loaderbench_with, path_str, wait_with_deadline};
 
 /// One Python-starting test at a time.
 static PYTHON: Mutex<()> = Mutex::new(());
@@ -32,7 +35,8 @@ fn python_turn() -> std::sync::MutexGuard<'static, ()> {
     PYTHON.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn tiny_preset(sets: &[(&str, &str)]) -> Preset {
+/// A tiny preset on the pytorch runtime (256 samples in batches of 64), with `sets`.
+fn pytorch_preset(sets: &[(&str, &str)]) -> Preset {
     let mut preset = Preset {
         name: "tiny-pytorch".to_owned(),
         samples: Some(256),
@@ -91,7 +95,7 @@ fn events_until_batch(handle: &RunHandle, limit: Duration) -> Vec<Event> {
 fn pytorch_dataloader_streams_our_events_with_and_without_workers() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let preset = tiny_preset(&[("num_workers", "0,2"), ("start_method", "fork,spawn")]);
+    let preset = pytorch_preset(&[("num_workers", "0,2"), ("start_method", "fork,spawn")]);
     let (plan, handle) = start(&preset, &dir);
     let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
     assert_eq!(labels, ["nw=0", "nw=2", "nw=2 spawn"]);
@@ -142,7 +146,7 @@ fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
     let dir = TempDir::new().unwrap();
     let synthetic = open(&DatasetSpec::default(), Some(128)).unwrap();
     let (images, labels) = reference::write_idx(synthetic.as_ref(), dir.path()).unwrap();
-    let mut preset = tiny_preset(&[("shuffle", "false")]);
+    let mut preset = pytorch_preset(&[("shuffle", "false")]);
     preset.pipeline = vec![PipelineSpec::Custom {
         name: "identity".to_owned(),
         ops: Vec::new(),
@@ -201,13 +205,9 @@ fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
 }
 
-/// Runs `loaderbench ARGS` with `LOADERBENCH_PYTHON` set as given.
-fn loaderbench(args: &[&str], python: Option<&str>) -> Output {
-    let mut command = loaderbench_command(args);
-    if let Some(python) = python {
-        command.env(reference::PYTHON_VAR, python);
-    }
-    run_with_deadline(&mut command, Duration::from_secs(240))
+/// Runs `loaderbench ARGS` with `python` as `LOADERBENCH_PYTHON`.
+fn with_python(args: &[&str], python: &str) -> Output {
+    loaderbench_with(args, &[(reference::PYTHON_VAR, OsStr::new(python))])
 }
 
 /// The standard output of a run that must have succeeded.
@@ -237,21 +237,30 @@ fn write_preset(dir: &TempDir, preset: &Preset) -> String {
     path.to_str().unwrap().to_owned()
 }
 
-#[test]
-fn missing_python_and_python_without_torch_are_named() {
-    let _turn = python_turn();
+/// The error line of a tiny pytorch run with `python` as the Python to use.
+fn error_with_python(python: impl FnOnce(&Path) -> String) -> String {
     let dir = TempDir::new().unwrap();
-    let preset = write_preset(&dir, &tiny_preset(&[]));
+    let preset = write_preset(&dir, &pytorch_preset(&[]));
     let journal = dir.path().join("j.jsonl");
     let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
-    let missing = dir.path().join("no-such-python");
-    let line = error_line(&loaderbench(&args, missing.to_str()), 2);
+    error_line(&with_python(&args, &python(dir.path())), 2)
+}
+
+#[test]
+fn a_missing_python_is_named() {
+    let _turn = python_turn();
+    let line = error_with_python(|dir| path_str(&dir.join("no-such-python")).to_owned());
     assert!(
         line.contains("no-such-python") && line.contains("not found"),
         "{line}"
     );
+}
+
+#[test]
+fn a_python_without_torch_is_named() {
+    let _turn = python_turn();
     // The system python3 has no torch.
-    let line = error_line(&loaderbench(&args, Some("python3")), 2);
+    let line = error_with_python(|_| "python3".to_owned());
     assert!(line.contains("cannot import torch"), "{line}");
 }
 
@@ -259,7 +268,7 @@ fn missing_python_and_python_without_torch_are_named() {
 fn a_failing_script_is_one_line_and_exit_1() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let mut preset = tiny_preset(&[]);
+    let mut preset = pytorch_preset(&[]);
     preset.pipeline = vec![PipelineSpec::Custom {
         name: "oversized-crop".to_owned(),
         ops: vec![loaderbench_engine::transform::Op::Crop {
@@ -270,7 +279,7 @@ fn a_failing_script_is_one_line_and_exit_1() {
     let preset = write_preset(&dir, &preset);
     let journal = dir.path().join("j.jsonl");
     let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
-    let line = error_line(&loaderbench(&args, None), 1);
+    let line = error_line(&loaderbench(&args), 1);
     assert!(
         line.contains("PyTorch DataLoader") && line.contains("crop"),
         "{line}"
@@ -308,15 +317,9 @@ fn descendants_of(root: i32) -> Vec<i32> {
     found
 }
 
-/// True while `pid` exists and is not a zombie.
+/// Whether `pid` (a pid as libc gives it) still runs.
 fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat[stat.rfind(')')? + 2..].chars().next()?;
-            Some(state != 'Z')
-        })
-        .unwrap_or(false)
+    u32::try_from(pid).is_ok_and(running)
 }
 
 #[test]
@@ -324,7 +327,7 @@ fn alive(pid: i32) -> bool {
 fn python_and_its_workers_end_when_loaderbench_is_killed() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let preset = tiny_preset(&[
+    let preset = pytorch_preset(&[
         ("pipeline", "heavy"),
         ("samples", "60000"),
         ("num_workers", "2"),
@@ -359,7 +362,7 @@ fn python_and_its_workers_end_when_loaderbench_is_killed() {
 
 /// A run long enough to act on: the heavy pipeline with two fork workers.
 fn long_run(dir: &TempDir) -> RunHandle {
-    let preset = tiny_preset(&[
+    let preset = pytorch_preset(&[
         ("pipeline", "heavy"),
         ("samples", "60000"),
         ("num_workers", "2"),
@@ -416,20 +419,17 @@ fn cancelling_kills_python_and_its_workers_within_a_second() {
 fn compare_prints_ours_against_pytorch_per_config() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
-    let mut preset = tiny_preset(&[]);
+    let mut preset = pytorch_preset(&[]);
     preset.set("runtime", "loaderbench").unwrap();
     let preset = write_preset(&dir, &preset);
     let journal = dir.path().join("j.jsonl");
-    let output = loaderbench(
-        &[
-            "compare",
-            &preset,
-            "-q",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        None,
-    );
+    let output = loaderbench(&[
+        "compare",
+        &preset,
+        "-q",
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
     let out = succeeded(&output);
     let row = out
         .lines()
@@ -438,14 +438,16 @@ fn compare_prints_ours_against_pytorch_per_config() {
     assert_eq!(row.matches('×').count(), 3, "{row}");
 }
 
-#[test]
-fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader() {
-    let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let json = dir.path().join("run.json");
-    let journal = dir.path().join("j.jsonl");
-    let output = loaderbench(
-        &[
+/// seed-light-pytorch (num_workers 0 and 2, spawned) with `--recommend`, run once by the
+/// first test that needs it (in its Python turn): the folder holding its JSON as
+/// `run.json`, and its output.
+fn seed_light_pytorch() -> &'static (TempDir, Output) {
+    static RUN: OnceLock<(TempDir, Output)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = shared_dir();
+        let json = dir.path().join("run.json");
+        let journal = dir.path().join("j.jsonl");
+        let output = loaderbench(&[
             "run",
             "seed-light-pytorch",
             "-q",
@@ -462,11 +464,17 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
             json.to_str().unwrap(),
             "--journal",
             journal.to_str().unwrap(),
-        ],
-        None,
-    );
-    let out = succeeded(&output);
-    let mut result = baseline::read_result(&json).unwrap();
+        ]);
+        (dir, output)
+    })
+}
+
+#[test]
+fn seed_light_pytorch_recommends_per_runtime() {
+    let _turn = python_turn();
+    let (dir, output) = seed_light_pytorch();
+    let out = succeeded(output);
+    let result = baseline::read_result(&dir.path().join("run.json")).unwrap();
     let groups: Vec<String> = Analysis::of(&result)
         .recommendations
         .into_iter()
@@ -481,6 +489,15 @@ fn seed_light_pytorch_recommends_per_runtime_and_its_snippet_builds_a_dataloader
             "printed per runtime: {out}"
         );
     }
+}
+
+#[test]
+fn seed_light_pytorch_s_snippet_builds_a_working_dataloader() {
+    let _turn = python_turn();
+    let (shared, output) = seed_light_pytorch();
+    succeeded(output);
+    let dir = TempDir::new().unwrap();
+    let mut result = baseline::read_result(&shared.path().join("run.json")).unwrap();
     // A busy machine (other tests, other builds) may leave the question undecided; the
     // snippet is then the one the same measurements give on a quiet machine.
     for run in &mut result.results {

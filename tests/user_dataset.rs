@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use loaderbench_engine::dataset::{DatasetSpec, open};
@@ -15,6 +16,7 @@ use loaderbench_measure::reference::write_idx;
 use tempfile::TempDir;
 
 mod common;
+use common::runs::shared_dir;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
 fn module(name: &str) -> PathBuf {
@@ -40,7 +42,10 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
-        let dir = TempDir::new().unwrap();
+        Setup::in_dir(TempDir::new().unwrap())
+    }
+
+    fn in_dir(dir: TempDir) -> Setup {
         let data = dir.path().join("data");
         std::fs::create_dir(&data).unwrap();
         let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
@@ -150,24 +155,47 @@ fn assert_fails(output: &Output, message: &str, code: i32) {
     assert_eq!(status, code, "exit code for `{line}`");
 }
 
+/// The test module run with every knob (num_workers 0 and 2, persistent or not,
+/// shuffled), once, by the first test that needs it.
+fn every_knob() -> &'static (Setup, Output) {
+    static EVERY_KNOB: OnceLock<(Setup, Output)> = OnceLock::new();
+    let run = EVERY_KNOB.get_or_init(|| {
+        let setup = Setup::in_dir(shared_dir());
+        let output = setup.run(&[
+            "num_workers=0,2",
+            "persistent_workers=false,true",
+            "shuffle=true",
+        ]);
+        (setup, output)
+    });
+    assert!(run.1.status.success(), "{}", stderr(&run.1));
+    run
+}
+
 #[test]
-fn the_test_module_runs_with_every_knob_and_records_its_python() {
-    let setup = Setup::new();
-    let output = setup.run(&[
-        "num_workers=0,2",
-        "persistent_workers=false,true",
-        "shuffle=true",
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let out = stdout(&output);
-    assert!(out.contains("make_dataset — "), "{out}");
-    assert!(out.contains("PyTorch runtime: Python 3."), "{out}");
-    let run = setup.results();
+fn the_test_module_runs_every_config_on_every_sample() {
+    let run = every_knob().0.results();
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 4, "{run:#}");
     for result in results {
         assert_eq!(result["epochs"][0]["samples"], 256);
         assert_eq!(result["epochs"][0]["batches"], 4);
+    }
+    assert_eq!(results[3]["config"]["num_workers"], 2);
+    assert_eq!(results[3]["config"]["persistent_workers"], true);
+}
+
+#[test]
+fn the_test_module_s_run_prints_its_dataset_and_python() {
+    let out = stdout(&every_knob().1);
+    assert!(out.contains("make_dataset — "), "{out}");
+    assert!(out.contains("PyTorch runtime: Python 3."), "{out}");
+}
+
+#[test]
+fn every_config_records_its_python_torch_and_torchvision() {
+    let run = every_knob().0.results();
+    for result in run["results"].as_array().unwrap() {
         let python = &result["python"];
         for key in ["python", "torch", "torchvision"] {
             assert!(
@@ -176,15 +204,18 @@ fn the_test_module_runs_with_every_knob_and_records_its_python() {
             );
         }
     }
-    assert_eq!(results[3]["config"]["num_workers"], 2);
-    assert_eq!(results[3]["config"]["persistent_workers"], true);
 }
 
 #[test]
-fn a_missing_module_or_factory_is_bad_input() {
+fn a_missing_module_is_bad_input() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.path=no_such_module.py"]);
     assert_fails(&output, "no_such_module.py: no such file", 2);
+}
+
+#[test]
+fn a_missing_factory_is_bad_input() {
+    let setup = Setup::new();
     let output = setup.run(&["dataset.factory=make_nothing"]);
     assert_fails(
         &output,
@@ -210,7 +241,7 @@ fn an_import_error_names_the_users_line() {
 }
 
 #[test]
-fn exceptions_in_the_factory_and_len_name_the_users_line() {
+fn an_exception_in_the_factory_names_the_users_line() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.args.fail_at=factory"]);
     let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
@@ -222,6 +253,11 @@ fn exceptions_in_the_factory_and_len_name_the_users_line() {
         ),
         2,
     );
+}
+
+#[test]
+fn an_exception_in_len_names_the_users_line() {
+    let setup = Setup::new();
     let output = setup.run(&["dataset.args.fail_at=len"]);
     let line = line_of("mnist_user.py", "cannot count the samples");
     assert_fails(
@@ -231,36 +267,39 @@ fn exceptions_in_the_factory_and_len_name_the_users_line() {
     );
 }
 
-#[test]
-fn getitem_failing_before_the_first_batch_is_bad_input_in_the_main_process_and_in_a_worker() {
+/// Asserts that `__getitem__` failing (with `sets` too) ends the run with the user's line,
+/// naming `sample`, and exit code `code`.
+fn assert_getitem_fails(sets: &[&str], sample: usize, code: i32) {
     let setup = Setup::new();
     let line = line_of("mnist_user.py", "is broken");
-    for workers in ["num_workers=0", "num_workers=2"] {
-        let output = setup.run(&["dataset.args.fail_at=getitem", workers]);
-        assert_fails(
-            &output,
-            &format!("mnist_user.py:{line}: ValueError: sample 0 is broken"),
-            2,
-        );
-    }
+    let mut all = vec!["dataset.args.fail_at=getitem"];
+    all.extend_from_slice(sets);
+    let output = setup.run(&all);
+    assert_fails(
+        &output,
+        &format!("mnist_user.py:{line}: ValueError: sample {sample} is broken"),
+        code,
+    );
 }
 
 #[test]
-fn getitem_failing_after_the_first_batch_is_a_failed_run() {
-    let setup = Setup::new();
-    let line = line_of("mnist_user.py", "is broken");
-    for workers in ["num_workers=0", "num_workers=2"] {
-        let output = setup.run(&[
-            "dataset.args.fail_at=getitem",
-            "dataset.args.fail_index=200",
-            workers,
-        ]);
-        assert_fails(
-            &output,
-            &format!("mnist_user.py:{line}: ValueError: sample 200 is broken"),
-            1,
-        );
-    }
+fn getitem_failing_before_the_first_batch_in_the_main_process_is_bad_input() {
+    assert_getitem_fails(&["num_workers=0"], 0, 2);
+}
+
+#[test]
+fn getitem_failing_before_the_first_batch_in_a_worker_is_bad_input() {
+    assert_getitem_fails(&["num_workers=2"], 0, 2);
+}
+
+#[test]
+fn getitem_failing_after_the_first_batch_in_the_main_process_is_a_failed_run() {
+    assert_getitem_fails(&["dataset.args.fail_index=200", "num_workers=0"], 200, 1);
+}
+
+#[test]
+fn getitem_failing_after_the_first_batch_in_a_worker_is_a_failed_run() {
+    assert_getitem_fails(&["dataset.args.fail_index=200", "num_workers=2"], 200, 1);
 }
 
 #[test]
@@ -304,14 +343,12 @@ fn the_preset_names_the_python_to_use() {
     assert_eq!(code, 2);
 }
 
-#[test]
+/// Runs the test module's preset (num_workers 0 and 2) in the window, on a display of its
+/// own, with `fail_at` as `dataset.args.fail_at` when given; `None` when skipped for want
+/// of Xvfb.
 #[cfg(feature = "gui")]
-fn the_window_runs_the_test_module_and_exits_with_the_run_s_code() {
-    let Some(mut xvfb) = common::gui::start_xvfb() else {
-        eprintln!("skipped: no Xvfb on PATH");
-        return;
-    };
-    let setup = Setup::new();
+fn in_the_window(setup: &Setup, fail_at: Option<&str>) -> Option<Output> {
+    let mut xvfb = common::gui::xvfb_or_skip()?;
     let mut preset =
         loaderbench_engine::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
     preset
@@ -321,37 +358,52 @@ fn the_window_runs_the_test_module_and_exits_with_the_run_s_code() {
         )
         .unwrap();
     preset.set("num_workers", "0,2").unwrap();
-    let good = setup.dir.path().join("good.ron");
-    preset.save(&good).unwrap();
-    preset.set("dataset.args.fail_at", "factory").unwrap();
-    let failing = setup.dir.path().join("failing.ron");
-    preset.save(&failing).unwrap();
+    if let Some(fail_at) = fail_at {
+        preset.set("dataset.args.fail_at", fail_at).unwrap();
+    }
+    let path = setup.dir.path().join("window.ron");
+    preset.save(&path).unwrap();
     let json = setup.json();
-    let window = |preset: &Path| {
-        run_with_deadline(
-            loaderbench_command(&[
-                "gui",
-                path_str(preset),
-                "--run",
-                "--exit",
-                "--json",
-                path_str(&json),
-                "--journal-dir",
-                path_str(setup.dir.path()),
-            ])
-            .env("DISPLAY", &xvfb.display),
-            Duration::from_secs(240),
-        )
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "gui",
+            path_str(&path),
+            "--run",
+            "--exit",
+            "--json",
+            path_str(&json),
+            "--journal-dir",
+            path_str(setup.dir.path()),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        Duration::from_secs(240),
+    );
+    xvfb.stop();
+    Some(output)
+}
+
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_runs_the_test_module_and_exits_with_0() {
+    let setup = Setup::new();
+    let Some(output) = in_the_window(&setup, None) else {
+        return;
     };
-    let output = window(&good);
     assert!(output.status.success(), "{}", stderr(&output));
     let run = setup.results();
     assert_eq!(run["status"]["status"], "finished", "{run:#}");
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "{run:#}");
     assert!(results.iter().all(|r| r["python"]["torch"].is_string()));
-    let output = window(&failing);
-    xvfb.stop();
+}
+
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_exits_with_2_and_names_the_users_line_when_the_factory_fails() {
+    let setup = Setup::new();
+    let Some(output) = in_the_window(&setup, Some("factory")) else {
+        return;
+    };
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let run = setup.results();
     let error = run["status"]["error"].as_str().unwrap();

@@ -1,11 +1,55 @@
-//! Helpers the GUI tests share.
+//! Helpers the GUI tests share: the app on saved runs, typing into a field by its label,
+//! stepping a harness until the app is in a state, and the Xvfb display the real-window
+//! tests run on (missing, it fails them in CI and skips them elsewhere).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use egui::accesskit::Role;
+use egui::{Key, Modifiers};
 use egui_kittest::Harness;
-use loaderbench_gui::App;
+use egui_kittest::kittest::Queryable;
+use loaderbench_gui::{App, Launch};
+
+/// The app of `size` showing the saved runs `results` (several are plotted together),
+/// with journals in `dir`, after its first frames.
+pub fn app_on_saved_runs(
+    dir: &Path,
+    results: Vec<PathBuf>,
+    size: [f32; 2],
+) -> Harness<'static, App> {
+    let launch = Launch {
+        results,
+        journal_dir: Some(dir.to_path_buf()),
+        ..Launch::default()
+    };
+    let mut harness = Harness::builder()
+        .with_size(size)
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    harness
+}
+
+/// Replaces the text of the one-line text field labelled `label`.
+pub fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
+    type_into_role(harness, Role::TextInput, label, text);
+}
+
+/// Replaces the text of the field of `role` (one line or several, a spin button)
+/// labelled `label`; empty `text` clears it.
+pub fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, text: &str) {
+    harness.get_by_role_and_label(role, label).focus();
+    harness.run_steps(2);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::A);
+    if text.is_empty() {
+        harness.key_press(Key::Backspace);
+    } else {
+        harness.get_by_role_and_label(role, label).type_text(text);
+    }
+    harness.run_steps(2);
+}
 
 /// Steps the harness until `done` holds, failing after `limit`.
 pub fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
@@ -41,9 +85,12 @@ impl Drop for Xvfb {
     }
 }
 
-/// Starts Xvfb on a free display number; `None` when it is not installed.
+/// Starts Xvfb on a display number of its own (by process and by call, so tests of one
+/// binary can each have one at once); `None` when it is not installed.
 pub fn start_xvfb() -> Option<Xvfb> {
-    let number = 100 + std::process::id() % 400;
+    static STARTED: AtomicU32 = AtomicU32::new(0);
+    let call = STARTED.fetch_add(1, Ordering::Relaxed) % 8;
+    let number = 100 + std::process::id() % 1000 * 8 + call;
     let display = format!(":{number}");
     let server = std::process::Command::new("Xvfb")
         .args([&display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
@@ -59,10 +106,31 @@ pub fn start_xvfb() -> Option<Xvfb> {
     Some(Xvfb { display, server })
 }
 
+/// The display for a real-window test. Without Xvfb the test cannot run its window: in
+/// CI (`CI` set, and not to `false` or `0`) that fails the test, since CI installs Xvfb
+/// and must check the window; elsewhere the test says it is skipped and gets `None`.
+pub fn xvfb_or_skip() -> Option<Xvfb> {
+    let xvfb = start_xvfb();
+    if xvfb.is_none() {
+        assert!(
+            !in_ci(),
+            "no Xvfb on PATH, and CI must run the real-window tests"
+        );
+        eprintln!("skipped: no Xvfb on PATH");
+    }
+    xvfb
+}
+
+/// Whether the tests run in CI, as CI services (and `.ci/run`'s callers) say with `CI`.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "false" | "0"))
+}
+
 /// Runs `loaderbench gui PRESET --run --exit --json JSON` (journals in `dir`) in a window
-/// on a display of its own, failing after `limit`; `None` when Xvfb is not installed.
+/// on a display of its own, failing after `limit`; `None` when the test is skipped for
+/// want of Xvfb (see [`xvfb_or_skip`]).
 pub fn run_in_window(preset: &Path, json: &Path, dir: &Path, limit: Duration) -> Option<Output> {
-    let mut xvfb = start_xvfb()?;
+    let mut xvfb = xvfb_or_skip()?;
     let output = super::run_with_deadline(
         super::loaderbench_command(&[
             "gui",

@@ -1,12 +1,16 @@
 //! Helpers the integration tests share: running the `loaderbench` binary as a process
 //! with a deadline (a hang fails the test instead of stalling the suite), reading what it
-//! printed, and the loader settings the loader tests start from. Each test binary uses
-//! some of them.
+//! printed, and the loader settings the loader tests start from; the presets and saved
+//! runs tests start from are in [`runs`], the processes they check in [`process`]. Each
+//! test binary uses some of them.
 #![allow(dead_code)]
 
 #[cfg(feature = "gui")]
 pub mod gui;
+pub mod process;
+pub mod runs;
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -23,6 +27,22 @@ pub fn loaderbench_command(args: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command
+}
+
+/// How long one `loaderbench` command in a test may take before it counts as hung.
+pub const CLI_LIMIT: Duration = Duration::from_secs(240);
+
+/// Runs `loaderbench ARGS`, failing the test if it takes longer than [`CLI_LIMIT`].
+pub fn loaderbench(args: &[&str]) -> Output {
+    loaderbench_with(args, &[])
+}
+
+/// Runs `loaderbench ARGS` with the environment variables `vars` set, failing the test
+/// if it takes longer than [`CLI_LIMIT`].
+pub fn loaderbench_with(args: &[&str], vars: &[(&str, &OsStr)]) -> Output {
+    let mut command = loaderbench_command(args);
+    command.envs(vars.iter().copied());
+    run_with_deadline(&mut command, CLI_LIMIT)
 }
 
 /// Runs `command`, failing the test if it takes longer than `limit`.

@@ -1,0 +1,35 @@
+//! Processes as /proc shows them, for the tests that check that nothing a run started
+//! is left behind: whether a process still runs, and a process's children.
+
+/// Whether `pid` is a live process. One that has exited is not, whether it is already
+/// reaped (no /proc entry) or still a zombie waiting for its parent (state `Z`, or `X`
+/// while it is being removed).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| state(&stat))
+        .is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x'))
+}
+
+/// The state letter of a /proc/PID/stat line: the first field after the command name,
+/// which is parenthesised and may itself hold spaces and parentheses.
+fn state(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// The children of process `pid`, from every one of its threads' children lists (empty
+/// when it is gone).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .flat_map(|task| {
+            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

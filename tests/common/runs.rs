@@ -1,0 +1,75 @@
+//! What the tests start from: a tiny synthetic preset, a sweep the CLI measured and saved
+//! (its results JSON and journal), the same results as if from another machine, and a
+//! folder for what the tests of one binary share.
+
+use std::path::{Path, PathBuf};
+
+use loaderbench_engine::preset::Preset;
+use tempfile::TempDir;
+
+use super::{loaderbench, stderr};
+
+/// A tiny synthetic preset named `tiny`: `samples` samples in batches of 64, num_workers
+/// 0 and 2, `epochs` epochs.
+pub fn tiny_preset(samples: usize, epochs: usize) -> Preset {
+    Preset {
+        name: "tiny".to_owned(),
+        samples: Some(samples),
+        epochs,
+        batch_size: vec![64],
+        num_workers: vec![0, 2],
+        ..Preset::default()
+    }
+}
+
+/// [`tiny_preset`] saved as `DIR/tiny.ron`; returns the file's path.
+pub fn tiny_preset_file(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
+    let path = dir.join("tiny.ron");
+    tiny_preset(samples, epochs).save(&path).unwrap();
+    path
+}
+
+/// A run the CLI measured and saved: its results JSON and its journal.
+#[derive(Debug, Clone)]
+pub struct SavedRun {
+    pub json: PathBuf,
+    pub journal: PathBuf,
+}
+
+/// Runs seed-light with `sets` (each a `--set KEY=VALUE`), quietly, saving it in `dir` as
+/// `run.json` and `run.jsonl`; fails the test if the run fails.
+pub fn saved_run(dir: &Path, sets: &[&str]) -> SavedRun {
+    let saved = SavedRun {
+        json: dir.join("run.json"),
+        journal: dir.join("run.jsonl"),
+    };
+    let mut args = vec!["run", "seed-light", "-q"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let json = saved.json.to_str().expect("a UTF-8 path");
+    let journal = saved.journal.to_str().expect("a UTF-8 path");
+    args.extend(["--json", json, "--journal", journal]);
+    let output = loaderbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    saved
+}
+
+/// The results in `json` as if measured on another (made-up) machine, written to `to`.
+pub fn from_another_machine(json: &Path, to: &Path) -> PathBuf {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
+    run["machine"]["logical_cores"] = 64.into();
+    std::fs::write(to, serde_json::to_vec_pretty(&run).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
+/// A folder for what the tests of one binary share (a run measured once, held in a
+/// static): under the target directory's `tmp`, not the system's, since a static is never
+/// dropped and the folder stays after the tests.
+pub fn shared_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("shared-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a folder under the target directory")
+}
