@@ -331,6 +331,45 @@ fn bad_preset_files_name_the_file_and_the_problem() {
 }
 
 #[test]
+fn set_takes_the_ron_a_preset_file_takes() {
+    let out = TempDir::new().unwrap();
+    let json = out.path().join("r.json");
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=64",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "epochs=1",
+        "--set",
+        "step=mlp(hidden: 64)",
+        "--set",
+        "normalize=(mean: [0.5], std: [0.25])",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mlp = serde_json::json!({"mlp": {"hidden": 64}});
+    assert_eq!(saved["step"], mlp);
+    assert_eq!(saved["setup"]["step"], mlp);
+    assert_eq!(
+        saved["setup"]["normalize"],
+        serde_json::json!({"mean": [0.5], "std": [0.25]})
+    );
+    assert_bad_input(
+        &loaderbench(&["validate", "seed-light", "--set", "step=mlp(hidden: lots)"]),
+        &["--set step=mlp(hidden: lots)", "integer"],
+    );
+}
+
+#[test]
 fn bad_values_name_the_field() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),
