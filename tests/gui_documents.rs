@@ -169,6 +169,73 @@ fn saved_runs_open_from_the_command_line_the_path_field_and_journals() {
     assert!(harness.state().result().is_none());
 }
 
+/// The header's line about the plan: configs, repeats and epochs.
+fn plan_line(configs: usize, repeats: usize, epochs: usize) -> String {
+    format!("{configs} config(s) × {repeats} repeat(s) × {epochs} epoch(s)")
+}
+
+#[test]
+fn an_opened_run_shows_the_preset_it_was_measured_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = saved_run(dir.path());
+    let measured = loaderbench::documents::read(&json).unwrap();
+    let setup = measured.setup.clone().expect("the run saved its preset");
+    let line = plan_line(2, measured.repeats, measured.epochs);
+
+    // Opened from the command line, over the preset the app starts with (seed-light's
+    // seven configs).
+    let mut harness = app(dir.path(), vec![json.clone()]);
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset(), &setup);
+    assert!(
+        harness.query_by_label(&line).is_some(),
+        "`{line}` in the header"
+    );
+    assert!(!harness.state().title().ends_with('*'), "no unsaved edits");
+
+    // Opened from the path field after starting a new preset.
+    harness
+        .get_by_role_and_label(Role::Button, "Preset")
+        .click();
+    harness.run_steps(2);
+    harness.get_by_role_and_label(Role::Button, "New").click();
+    harness.run_steps(2);
+    assert_eq!(harness.state().preset().name, "untitled");
+    assert!(
+        harness.query_by_label(&line).is_none(),
+        "the new preset's line"
+    );
+    harness
+        .get_by_role_and_label(Role::TextInput, "preset file")
+        .focus();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::TextInput, "preset file")
+        .type_text(journal.to_str().unwrap());
+    harness.run_steps(2);
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset(), &setup);
+    assert!(
+        harness.query_by_label(&line).is_some(),
+        "`{line}` in the header"
+    );
+
+    // A preset named on the command line beside the run stays in the panel.
+    let launch = Launch {
+        preset: Some("seed-heavy".to_owned()),
+        results: vec![json],
+        journal_dir: Some(dir.path().to_path_buf()),
+        ..Launch::default()
+    };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset().name, "seed-heavy");
+    assert!(harness.state().result().is_some(), "and the run is shown");
+}
+
 /// The run saved in `json` as if measured on another (made-up) machine, as `name`.
 fn from_another_machine(json: &Path, name: &str) -> PathBuf {
     let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
