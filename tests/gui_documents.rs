@@ -379,6 +379,17 @@ fn report_draws_the_apps_png_without_a_display() {
         stderr(&output)
     );
 
+    // A name with a character egui's fonts lack draws as a box, as in the window.
+    let mut named = loaderbench::documents::read(&json).unwrap();
+    named.labels[0] = format!("{} ● 模型", named.labels[0]);
+    let png = loaderbench::gui::render_png(
+        vec![(dir.path().join("named.json"), named)],
+        loaderbench::gui::PngArea::Results,
+        1.0,
+    )
+    .unwrap();
+    assert!(image::load_from_memory(&png).unwrap().width() > 400);
+
     // `run --png` draws the run it measured the same way.
     let png = dir.path().join("run.png");
     let output = run_with_deadline(
