@@ -12,7 +12,7 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench::gui::{App, ChartId, Launch, Phase};
+use loaderbench::gui::{App, ChartId, Launch, Phase, PngArea};
 
 mod common;
 use common::{loaderbench_command, run_with_deadline, stderr};
@@ -234,6 +234,81 @@ fn an_opened_run_shows_the_preset_it_was_measured_with() {
     harness.run_steps(3);
     assert_eq!(harness.state().preset().name, "seed-heavy");
     assert!(harness.state().result().is_some(), "and the run is shown");
+}
+
+/// The run saved in `json` with every config quiet (so the analysis names one and hands
+/// over its preset lines) and measured with a custom pipeline, whose RON is one long
+/// line of the snippet.
+fn with_a_long_snippet(json: &Path) -> PathBuf {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let pipeline = serde_json::json!({"custom": {"name": "augment", "ops": [
+        {"rotate": {"degrees": 30.0}},
+        {"elastic": {"alpha": 50.0, "sigma": 5.0}},
+        {"gaussian_blur": {"kernel": 5, "sigma": [0.1, 2.0]}},
+        {"crop": {"size": [24, 24], "padding": 4}},
+        {"flip": {"p": 0.5}},
+        "normalize"
+    ]}});
+    for config in run["configs"].as_array_mut().unwrap() {
+        config["pipeline"] = pipeline.clone();
+    }
+    for result in run["results"].as_array_mut().unwrap() {
+        result["config"]["pipeline"] = pipeline.clone();
+        result["disturbed"] = false.into();
+        result["other_load_cores"] = 0.0.into();
+    }
+    let path = json.with_file_name("long-snippet.json");
+    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn the_analysis_png_holds_the_whole_snippet_and_its_copy_button() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, _journal) = saved_run(dir.path());
+    let long = with_a_long_snippet(&json);
+    // As tall as the analysis needs, as `report --png --view analysis` draws it.
+    let launch = Launch {
+        results: vec![long.clone()],
+        journal_dir: Some(dir.path().to_path_buf()),
+        ..Launch::default()
+    };
+    let mut harness = Harness::builder()
+        .with_size([loaderbench::gui::WINDOW_SIZE[0], 2400.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    let analysis = harness.state().analysis().expect("analysed").clone();
+    let snippet = analysis.recommendations[0]
+        .snippet
+        .clone()
+        .expect("a quiet run names a config");
+    assert!(snippet.contains("custom(name:"), "{snippet}");
+    let exported = harness.state().area_rect(PngArea::Analysis).unwrap();
+    for (what, rect) in [
+        ("snippet", harness.get_by_label(&snippet).rect()),
+        ("Copy", harness.get_by_label("Copy").rect()),
+        (
+            "scaling chart",
+            harness.state().chart_rect(ChartId::Scaling).unwrap(),
+        ),
+    ] {
+        assert!(
+            exported.expand(0.5).contains_rect(rect),
+            "the {what} at {rect:?} lies outside the exported {exported:?}"
+        );
+    }
+
+    // Drawn without a window, the PNG is that area.
+    let result = harness.state().result().unwrap().clone();
+    let png = loaderbench::gui::render_png(vec![(long, result)], PngArea::Analysis, 1.0).unwrap();
+    let png = image::load_from_memory(&png).unwrap();
+    assert!(
+        (png.width() as f32 - exported.width()).abs() <= 2.0
+            && (png.height() as f32 - exported.height()).abs() <= 2.0,
+        "{}×{} vs {exported:?}",
+        png.width(),
+        png.height()
+    );
 }
 
 /// The run saved in `json` as if measured on another (made-up) machine, as `name`.
