@@ -391,6 +391,45 @@ fn an_unknown_preset_field_is_named_with_its_file() {
 }
 
 #[test]
+fn set_takes_the_ron_a_preset_file_takes() {
+    let out = TempDir::new().unwrap();
+    let json = out.path().join("r.json");
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=64",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "epochs=1",
+        "--set",
+        "step=mlp(hidden: 64)",
+        "--set",
+        "normalize=(mean: [0.5], std: [0.25])",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mlp = serde_json::json!({"mlp": {"hidden": 64}});
+    assert_eq!(saved["step"], mlp);
+    assert_eq!(saved["setup"]["step"], mlp);
+    assert_eq!(
+        saved["setup"]["normalize"],
+        serde_json::json!({"mean": [0.5], "std": [0.25]})
+    );
+    assert_bad_input(
+        &loaderbench(&["validate", "seed-light", "--set", "step=mlp(hidden: lots)"]),
+        &["--set step=mlp(hidden: lots)", "integer"],
+    );
+}
+
+#[test]
 fn a_batch_size_of_zero_is_refused_by_field() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),

@@ -181,7 +181,7 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
     }
 
     assert_eq!(memory.title, "Memory");
-    assert_eq!(memory.series.len(), 3);
+    assert_eq!(memory.series.len(), 1, "thread workers: the peak RSS alone");
     let peaks = &memory.series[0].points;
     assert_eq!(peaks.len(), 2, "a peak RSS per config");
     let peak = result.results[0].peak_rss_bytes.unwrap() as f64 / (1024.0 * 1024.0);

@@ -13,7 +13,7 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-use loaderbench_gui::{App, ChartId, Phase};
+use loaderbench_gui::{App, ChartId, Launch, Phase, PngArea};
 use tempfile::TempDir;
 
 mod common;
@@ -284,6 +284,162 @@ fn a_run_s_preset_loads_into_the_setup_panel() {
         (preset.samples, preset.batch_size.as_slice()),
         (Some(512), &[64][..])
     );
+}
+
+/// The header's line about the plan: configs, repeats and epochs.
+fn plan_line(configs: usize, repeats: usize, epochs: usize) -> String {
+    format!("{configs} config(s) × {repeats} repeat(s) × {epochs} epoch(s)")
+}
+
+#[test]
+fn an_opened_run_shows_the_preset_it_was_measured_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = (two_configs().json.clone(), two_configs().journal.clone());
+    let measured = loaderbench_present::documents::read(&json).unwrap();
+    let setup = measured.setup.clone().expect("the run saved its preset");
+    let line = plan_line(2, measured.repeats, measured.epochs);
+
+    // Opened from the command line, over the preset the app starts with (seed-light's
+    // seven configs).
+    let mut harness = app(dir.path(), vec![json.clone()]);
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset(), &setup);
+    assert!(
+        harness.query_by_label(&line).is_some(),
+        "`{line}` in the header"
+    );
+    assert!(!harness.state().title().ends_with('*'), "no unsaved edits");
+
+    // Opened from the path field after starting a new preset.
+    harness
+        .get_by_role_and_label(Role::Button, "Preset")
+        .click();
+    harness.run_steps(2);
+    harness.get_by_role_and_label(Role::Button, "New").click();
+    harness.run_steps(2);
+    assert_eq!(harness.state().preset().name, "untitled");
+    assert!(
+        harness.query_by_label(&line).is_none(),
+        "the new preset's line"
+    );
+    harness
+        .get_by_role_and_label(Role::TextInput, "preset file")
+        .focus();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::TextInput, "preset file")
+        .type_text(journal.to_str().unwrap());
+    harness.run_steps(2);
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset(), &setup);
+    assert!(
+        harness.query_by_label(&line).is_some(),
+        "`{line}` in the header"
+    );
+
+    // A preset named on the command line beside the run stays in the panel.
+    let launch = Launch {
+        preset: Some("seed-heavy".to_owned()),
+        results: vec![json],
+        journal_dir: Some(dir.path().to_path_buf()),
+        ..Launch::default()
+    };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset().name, "seed-heavy");
+    assert!(harness.state().result().is_some(), "and the run is shown");
+}
+
+/// The run saved in `json` with every config quiet (so the analysis names one and hands
+/// over its preset lines) and measured with a custom pipeline, whose RON is one long
+/// line of the snippet.
+fn with_a_long_snippet(json: &Path, dir: &Path) -> PathBuf {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let pipeline = serde_json::json!({"custom": {"name": "augment", "ops": [
+        {"rotate": {"degrees": 30.0}},
+        {"elastic": {"alpha": 50.0, "sigma": 5.0}},
+        {"gaussian_blur": {"kernel": 5, "sigma": [0.1, 2.0]}},
+        {"crop": {"size": [24, 24], "padding": 4}},
+        {"flip": {"p": 0.5}},
+        "normalize"
+    ]}});
+    for config in run["configs"].as_array_mut().unwrap() {
+        config["pipeline"] = pipeline.clone();
+    }
+    for result in run["results"].as_array_mut().unwrap() {
+        result["config"]["pipeline"] = pipeline.clone();
+        result["disturbed"] = false.into();
+        result["other_load_cores"] = 0.0.into();
+    }
+    let path = dir.join("long-snippet.json");
+    std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn the_analysis_png_holds_the_whole_snippet_and_its_copy_button() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = with_a_long_snippet(&two_configs().json, dir.path());
+    // As tall as the analysis needs, as `report --png --view analysis` draws it.
+    let launch = Launch {
+        results: vec![long.clone()],
+        journal_dir: Some(dir.path().to_path_buf()),
+        ..Launch::default()
+    };
+    let mut harness = Harness::builder()
+        .with_size([loaderbench_gui::WINDOW_SIZE[0], 2400.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    let analysis = harness.state().analysis().expect("analysed").clone();
+    let snippet = analysis.recommendations[0]
+        .snippet
+        .clone()
+        .expect("a quiet run names a config");
+    assert!(snippet.contains("custom(name:"), "{snippet}");
+    let exported = harness.state().area_rect(PngArea::Analysis).unwrap();
+    for (what, rect) in [
+        ("snippet", harness.get_by_label(&snippet).rect()),
+        ("Copy", harness.get_by_label("Copy").rect()),
+        (
+            "scaling chart",
+            harness.state().chart_rect(ChartId::Scaling).unwrap(),
+        ),
+    ] {
+        assert!(
+            exported.expand(0.5).contains_rect(rect),
+            "the {what} at {rect:?} lies outside the exported {exported:?}"
+        );
+    }
+
+    // Drawn without a window, the PNG is that area.
+    let result = harness.state().result().unwrap().clone();
+    let png = loaderbench_gui::render_png(vec![(long, result)], PngArea::Analysis, 1.0).unwrap();
+    let png = image::load_from_memory(&png).unwrap();
+    assert!(
+        (png.width() as f32 - exported.width()).abs() <= 2.0
+            && (png.height() as f32 - exported.height()).abs() <= 2.0,
+        "{}×{} vs {exported:?}",
+        png.width(),
+        png.height()
+    );
+}
+
+#[test]
+fn a_name_egui_s_fonts_lack_draws_as_a_box_in_the_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = two_configs().json.clone();
+    let mut named = loaderbench_present::documents::read(&json).unwrap();
+    named.labels[0] = format!("{} ● 模型", named.labels[0]);
+    let png = loaderbench_gui::render_png(
+        vec![(dir.path().join("named.json"), named)],
+        PngArea::Results,
+        1.0,
+    )
+    .unwrap();
+    assert!(image::load_from_memory(&png).unwrap().width() > 400);
 }
 
 #[test]

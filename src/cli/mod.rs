@@ -108,8 +108,9 @@ struct MeasureArgs {
 struct PresetArgs {
     /// A preset file (.ron), or the name of a built-in preset (see `loaderbench presets`).
     preset: String,
-    /// Set a preset field by its path, e.g. `--set num_workers=0,2,4 --set dataset.kind=idx
-    /// --set dataset.path=DIR`. A single value replaces a sweep list.
+    /// Set a preset field by its path to any value a preset file gives it, e.g. `--set
+    /// num_workers=0,2,4 --set dataset.path=DIR --set 'step=mlp(hidden: 64)'`. A single
+    /// value replaces a sweep list.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
 }

@@ -159,21 +159,21 @@ fn draw_chart(ui: &mut Ui, chart: &Chart, height: f32, charts: &mut Vec<(ChartId
 }
 
 /// One question's recommendation: its group, the paragraph, and the snippet with a Copy
-/// button that puts it on the clipboard.
+/// button under it that puts it on the clipboard. The snippet wraps at the section's
+/// width: a button beside it would be pushed past the right edge by a long line and
+/// widen the section beyond the window, which the PNG export then cuts off.
 fn draw_recommendation(ui: &mut Ui, recommendation: &Recommendation) {
     ui.label(RichText::new(format!("Recommendation: {}", recommendation.group)).strong());
     ui.add(egui::Label::new(&recommendation.text).wrap());
     if let Some(snippet) = &recommendation.snippet {
-        ui.horizontal(|ui| {
-            ui.add(egui::Label::new(RichText::new(snippet).monospace()).wrap());
-            if ui
-                .button("Copy")
-                .on_hover_text("Copy the code to the clipboard")
-                .clicked()
-            {
-                ui.ctx().copy_text(snippet.clone());
-            }
-        });
+        ui.add(egui::Label::new(RichText::new(snippet).monospace()).wrap());
+        if ui
+            .button("Copy")
+            .on_hover_text("Copy the code to the clipboard")
+            .clicked()
+        {
+            ui.ctx().copy_text(snippet.clone());
+        }
     }
     ui.add_space(4.0);
 }

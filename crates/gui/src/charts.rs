@@ -224,24 +224,37 @@ pub fn configs_axis(labels: Vec<String>) -> Axis {
     }
 }
 
-/// Bars for `values[group][series]` at groups 1, 2, …, named by `series_names`.
+/// Bars for `values[group][series]` at groups 1, 2, …, named by `series_names`. A series
+/// with no value in any group (the workers' memory of a run with thread workers) is
+/// left out, so the legend lists only what has bars and the others share the group;
+/// each keeps its colour.
 pub fn grouped(
     series_names: &[&str],
     values: &[Vec<Option<f64>>],
     scale: f64,
 ) -> (Mark, Vec<Series>) {
-    let count = series_names.len();
+    let present: Vec<(usize, &str)> = series_names
+        .iter()
+        .enumerate()
+        .filter(|&(index, _)| {
+            values
+                .iter()
+                .any(|row| row.get(index).copied().flatten().is_some())
+        })
+        .map(|(index, name)| (index, *name))
+        .collect();
+    let count = present.len();
     let mark = grouped_bars(count);
     let Mark::Bars { width } = mark else {
         return (mark, Vec::new());
     };
-    let series = series_names
-        .iter()
+    let series = present
+        .into_iter()
         .enumerate()
-        .map(|(index, name)| {
-            let offset = (index as f64 - (count as f64 - 1.0) / 2.0) * width;
+        .map(|(slot, (index, name))| {
+            let offset = (slot as f64 - (count as f64 - 1.0) / 2.0) * width;
             Series {
-                name: (*name).to_owned(),
+                name: name.to_owned(),
                 color: index,
                 points: values
                     .iter()

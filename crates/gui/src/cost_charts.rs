@@ -330,6 +330,22 @@ mod tests {
     }
 
     #[test]
+    fn memory_of_thread_workers_has_the_peak_alone() {
+        let mut result = finished();
+        for run in &mut result.results {
+            run.workers.clear();
+        }
+        let chart = memory(&result);
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["peak RSS"], "no worker bars, so no worker entries");
+        assert_eq!(
+            chart.series[0].points[0],
+            [1.0, 100.0],
+            "centred in its group"
+        );
+    }
+
+    #[test]
     fn throughput_pairs_steady_and_whole_epoch_lines_per_family() {
         let result = finished();
         let chart = throughput(&result, &Analysis::of(&result));

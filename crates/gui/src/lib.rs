@@ -57,3 +57,105 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
         None => 0,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+
+    use egui::FontId;
+
+    /// The characters inside the string literals of Rust source `text`, comments left out.
+    fn string_literal_chars(text: &str) -> Vec<char> {
+        let mut chars = text.chars().peekable();
+        let mut found = Vec::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '/' if chars.peek() == Some(&'/') => {
+                    chars.by_ref().find(|&c| c == '\n');
+                }
+                // The character literal '"', which opens no string.
+                '\'' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                }
+                '"' => {
+                    let mut escaped = false;
+                    for c in chars.by_ref() {
+                        match c {
+                            _ if escaped => {
+                                escaped = false;
+                                found.push(c);
+                            }
+                            '\\' => escaped = true,
+                            '"' => break,
+                            _ => found.push(c),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// Each character beyond ASCII in the string literals of the Rust files under `dir`
+    /// (but the command line's), with a file that writes it.
+    fn written_chars(dir: &Path, found: &mut BTreeMap<char, PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() && name != "cli" {
+                written_chars(&path, found);
+            } else if path.extension().is_some_and(|ext| ext == "rs") && name != "main.rs" {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for c in string_literal_chars(&text) {
+                    if !c.is_ascii() {
+                        found.entry(c).or_insert_with(|| path.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_scanner_reads_strings_only() {
+        let source = "// “a comment”\nlet c = '\"'; let s = \"a·b \\\" ×\"; /// ‘doc’";
+        assert_eq!(
+            string_literal_chars(source),
+            "a·b \" ×".chars().collect::<Vec<_>>()
+        );
+    }
+
+    /// A glyph egui's default fonts lack is drawn as a box (and egui_kittest panics on
+    /// it), so every text the app can show, its own and the library's messages, labels
+    /// and analysis, must be written with the glyphs those fonts have.
+    #[test]
+    fn every_character_the_app_can_show_is_in_egui_s_default_fonts() {
+        let ctx = egui::Context::default();
+        // One frame loads the fonts; its texture upload is not needed here.
+        ctx.run_ui(egui::RawInput::default(), |_| {})
+            .textures_delta
+            .clear();
+        let mut written = BTreeMap::new();
+        // Every crate under `crates/`: the app shows the engine's and analysis' texts too.
+        written_chars(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            &mut written,
+        );
+        assert!(
+            written.contains_key(&'×'),
+            "the scan found the app's strings"
+        );
+        let missing: Vec<String> = written
+            .iter()
+            .filter(|&(&c, _)| {
+                ctx.fonts_mut(|fonts| {
+                    !fonts.has_glyph(&FontId::proportional(14.0), c)
+                        || !fonts.has_glyph(&FontId::monospace(14.0), c)
+                })
+            })
+            .map(|(c, path)| format!("{c:?} (U+{:04X}) in {}", u32::from(*c), path.display()))
+            .collect();
+        assert!(missing.is_empty(), "no glyph for {missing:?}");
+    }
+}

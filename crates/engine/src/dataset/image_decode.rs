@@ -125,12 +125,25 @@ fn decode_other(
 ) -> std::result::Result<Decoded, String> {
     let image = image::load_from_memory(bytes).map_err(|err| err.to_string())?;
     let (width, height) = (image.width(), image.height());
-    *out = if channels == 1 {
+    *out = if channels == 1 && image.color().has_color() {
+        // Not `into_luma8`: the image crate weighs colour by Rec. 709, and JPEGs (their
+        // Y channel) and PIL use Rec. 601, so a mixed folder would turn grey two ways.
+        let rgb = image.into_rgb8().into_raw();
+        rgb.chunks_exact(3).map(rec601_luma).collect()
+    } else if channels == 1 {
         image.into_luma8().into_raw()
     } else {
         image.into_rgb8().into_raw()
     };
     Ok(Decoded { width, height })
+}
+
+/// ITU-R 601 luma of one RGB pixel, to the bit as PIL's `convert("L")` computes it
+/// (R·299/1000 + G·587/1000 + B·114/1000 in 16-bit fixed point, rounded).
+fn rec601_luma(rgb: &[u8]) -> u8 {
+    let [r, g, b] = [rgb[0], rgb[1], rgb[2]].map(u32::from);
+    // At most 255·65536 + 0x8000, so the shifted sum fits in a u8.
+    ((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16) as u8
 }
 
 /// Resizes the decoded image to `shape` (unless it has that size) and writes it
@@ -319,6 +332,32 @@ mod tests {
         // ITU-R 601 luma (PIL's convert("L")): 0.299·200 + 0.587·10 + 0.114·30 = 69.
         let grey = read(&path, shape(1, 8, 8));
         assert!(grey.iter().all(|&v| v.abs_diff(69) <= 3), "{grey:?}");
+    }
+
+    #[test]
+    fn colour_png_read_as_grey_takes_the_same_luma_as_a_jpeg_and_pil() {
+        let dir = TempDir::new().unwrap();
+        for (i, colour) in [[200, 10, 30], [10, 200, 30], [30, 10, 200], [255, 255, 255]]
+            .into_iter()
+            .enumerate()
+        {
+            let image = RgbImage::from_pixel(16, 16, Rgb(colour));
+            let png = dir.path().join(format!("{i}.png"));
+            image.save(&png).unwrap();
+            let jpeg = write_jpeg(dir.path(), &format!("{i}.jpg"), &image);
+            let [r, g, b] = colour.map(u32::from);
+            let pil = ((r * 299 + g * 587 + b * 114) as f64 / 1000.0).round() as u8;
+            let from_png = read(&png, shape(1, 16, 16));
+            let from_jpeg = read(&jpeg, shape(1, 16, 16));
+            assert!(
+                from_png.iter().all(|&v| v == pil),
+                "{colour:?}: {from_png:?}"
+            );
+            assert!(
+                from_jpeg.iter().all(|&v| v.abs_diff(pil) <= 3),
+                "{colour:?}: {from_jpeg:?}"
+            );
+        }
     }
 
     #[test]

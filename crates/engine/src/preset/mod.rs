@@ -327,13 +327,18 @@ impl Preset {
     }
 
     /// Sets the field at `key` (a dotted path such as `dataset.path` or `num_workers`)
-    /// from `value`. A single value given for a sweep list replaces the list, and also
-    /// fixes that knob in every extra config.
+    /// from `value`: any RON the field takes in a preset file, or a bare word, number or
+    /// comma-separated list. A single value given for a sweep list replaces the list, and
+    /// also fixes that knob in every extra config.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
         let slot = field_mut(&mut tree, key)
             .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
-        *slot = parse_value(value, slot);
+        let as_ron = ron_value(key, value);
+        *slot = match &as_ron {
+            Ok(parsed) => parsed.clone(),
+            Err(_) => parse_value(value, slot),
+        };
         // A sweep knob set here is fixed in every extra config too; any other key is
         // no field of an extra config, so removing it there changes nothing.
         if let Some(points) = tree["extra_configs"].as_array_mut() {
@@ -343,10 +348,46 @@ impl Preset {
                 }
             }
         }
-        *self = serde_json::from_value(tree)
-            .map_err(|err| Error::value(format!("--set {key}={value}: {err}")))?;
+        *self = serde_json::from_value(tree).map_err(|err| {
+            // Text written as RON is best explained by RON's error, a bare word by
+            // what the field expected instead.
+            let problem = match as_ron {
+                Err(ron) if value.contains(['(', '[', '{', '"']) => ron,
+                _ => err.to_string(),
+            };
+            Error::value(format!("--set {key}={value}: {problem}"))
+        })?;
         Ok(())
     }
+}
+
+/// What the RON `text` gives the field at `key`, in the preset's JSON tree: `text` is
+/// written into an otherwise empty preset (`a.b` as `(a: (b: text))`), which is parsed
+/// and read back, so the field's own type reads it, as from a preset file. Fails where
+/// the text is no RON for the field, and on paths through lists and maps.
+fn ron_value(key: &str, text: &str) -> std::result::Result<serde_json::Value, String> {
+    let mut parts = key.split('.').rev();
+    let leaf = parts.next().unwrap_or(key);
+    let mut field = format!("{leaf}: {}", text.trim());
+    for parent in parts {
+        field = format!("{parent}: ({field})");
+    }
+    let top = key.split('.').next().unwrap_or(key);
+    let required = [
+        ("version", PRESET_VERSION.to_string()),
+        ("name", "\"\"".to_owned()),
+    ]
+    .into_iter()
+    .filter(|(name, _)| *name != top)
+    .map(|(name, value)| format!("{name}: {value}, "));
+    let document = format!("({}{field})", required.collect::<String>());
+    let preset: Preset = ron_options()
+        .from_str(&document)
+        .map_err(|err| err.code.to_string())?;
+    let tree = serde_json::to_value(&preset).map_err(|err| err.to_string())?;
+    tree.pointer(&format!("/{}", key.replace('.', "/")))
+        .cloned()
+        .ok_or_else(|| format!("{key} is no field"))
 }
 
 /// The JSON node at a dotted path; list items are addressed by their index.
@@ -502,6 +543,28 @@ mod tests {
             preset.start_method,
             vec![StartMethod::Fork, StartMethod::Spawn]
         );
+    }
+
+    #[test]
+    fn set_reads_ron_as_a_preset_file_writes_it() {
+        let mut preset = Preset::default();
+        preset.set("step", "mlp(hidden: 64)").unwrap();
+        assert_eq!(preset.step, StepCost::Mlp { hidden: 64 });
+        preset.set("step", "fixed(2.5)").unwrap();
+        assert_eq!(preset.step, StepCost::Fixed(2.5));
+        preset
+            .set("normalize", "(mean: [0.5], std: [0.25])")
+            .unwrap();
+        assert_eq!(preset.normalize.mean, [0.5]);
+        assert_eq!(preset.normalize.std, [0.25]);
+        preset.set("worker_kind", "[spawn, fork]").unwrap();
+        assert_eq!(preset.worker_kind, [WorkerKind::Spawn, WorkerKind::Fork]);
+        preset.set("device", "cpu").unwrap();
+        assert_eq!(preset.device, ["cpu"]);
+        preset.set("name", "\"quoted\"").unwrap();
+        assert_eq!(preset.name, "quoted");
+        let err = preset.set("step", "mlp(hidden: lots)").unwrap_err();
+        assert!(err.to_string().starts_with("--set step="), "{err}");
     }
 
     #[test]

@@ -181,8 +181,11 @@ impl App {
             close_requested: false,
             title: String::new(),
         };
+        // A preset named on the command line stays in the setup panel: the runs are
+        // added (with none shown yet, as the first would open), which keeps the preset.
+        let keep_preset = launch.preset.is_some();
         for (index, path) in launch.results.iter().enumerate() {
-            app.open_results(path, index > 0);
+            app.open_results(path, index > 0 || keep_preset);
         }
         if launch.run_now {
             app.apply(&cc.egui_ctx, Action::StartRun);

@@ -81,8 +81,8 @@ pub(super) fn replay(result: RunResult) -> RunData {
 }
 
 impl App {
-    /// Opens the saved run at `path` in place of the shown run, or beside the shown runs
-    /// when `add` (not while a run is going).
+    /// Opens the saved run at `path` in place of the shown run, its preset put into the
+    /// setup panel, or beside the shown runs when `add` (not while a run is going).
     pub(super) fn open_results(&mut self, path: &Path, add: bool) {
         if self.is_running() {
             self.error("Stop the run before opening saved results.");
@@ -92,6 +92,7 @@ impl App {
             Ok(result) => {
                 if !add {
                     self.shown.clear();
+                    self.show_setup_of(&result);
                 } else if self.shown.is_empty()
                     && let Some(here) = self.result()
                 {
@@ -110,8 +111,20 @@ impl App {
     /// Shows `runs` (already read, each with the file it came from) in place of the shown
     /// run, overlaid when there are several.
     pub fn show_runs(&mut self, runs: Vec<(PathBuf, RunResult)>) {
+        if let Some((_, first)) = runs.first() {
+            self.show_setup_of(first);
+        }
         self.shown = runs;
         self.show_documents();
+    }
+
+    /// Puts the preset `result` was measured with into the setup panel, so that the panel
+    /// and the header's configs × repeats describe the run shown, not the preset edited
+    /// before; a file from before the preset was saved leaves the panel as it is.
+    fn show_setup_of(&mut self, result: &RunResult) {
+        if let Some(preset) = &result.setup {
+            self.replace_preset(preset.clone(), None);
+        }
     }
 
     /// Shows the opened runs, overlaid when there are several.
