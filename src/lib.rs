@@ -20,6 +20,7 @@ pub mod error;
 pub mod export;
 #[cfg(feature = "gui")]
 pub mod gui;
+pub mod knobs;
 pub mod loader;
 pub mod machine;
 pub mod memory;

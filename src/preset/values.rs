@@ -1,6 +1,7 @@
 //! The values of the knobs that are named rather than counted (worker kind, transfers,
 //! runtime, start method, run order, where transforms run), declared once with the name presets, tables, the
-//! CSV and the app use: [`named_values!`] gives each its serde form, `name()` and `ALL`.
+//! CSV and the app use: [`named_values!`] gives each its serde form, `name()`, `ALL` and
+//! the app's choices ([`KnobValue`](super::KnobValue)).
 //! Also `intra_op_threads`, which is `auto` or a count.
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,23 @@ macro_rules! named_values {
                 match self {
                     $($name::$variant => $text,)+
                 }
+            }
+        }
+
+        impl super::KnobValue for $name {
+            fn choices() -> Option<Vec<(String, Self)>> {
+                Some($name::ALL.iter().map(|v| (v.name().to_owned(), *v)).collect())
+            }
+
+            fn text(&self) -> String {
+                self.name().to_owned()
+            }
+
+            fn parse(text: &str) -> std::result::Result<Self, String> {
+                $name::ALL.iter().copied().find(|v| v.name() == text).ok_or_else(|| {
+                    let names: Vec<&str> = $name::ALL.iter().map(|v| v.name()).collect();
+                    format!("`{text}` is not one of {}", names.join(", "))
+                })
             }
         }
     };
@@ -153,6 +171,26 @@ impl IntraOpThreads {
         match self {
             IntraOpThreads::Auto => "auto".to_owned(),
             IntraOpThreads::Count(count) => count.to_string(),
+        }
+    }
+}
+
+impl super::KnobValue for IntraOpThreads {
+    fn choices() -> Option<Vec<(String, Self)>> {
+        None
+    }
+
+    fn text(&self) -> String {
+        self.name()
+    }
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "auto" => Ok(IntraOpThreads::Auto),
+            count => match count.parse::<usize>() {
+                Ok(count) if count > 0 => Ok(IntraOpThreads::Count(count)),
+                _ => Err(format!("`{text}` is not auto or a count of at least 1")),
+            },
         }
     }
 }

@@ -14,7 +14,6 @@ use crate::dataset;
 use crate::error::{Error, Result};
 use crate::loader::set_intra_op_threads;
 use crate::memory;
-use crate::preset::IntraOpThreads;
 use crate::step::Step;
 
 /// The rank's side: returns the process's exit code (0 when the coordinator closed its
@@ -112,16 +111,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
     )
 }
 
-/// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
-/// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
-/// starts a thread per core and they spin against each other. The pytorch runtime's
-/// ranks run with the same.
-pub fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
-    match threads {
-        IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
-        other => other,
-    }
-}
+pub use crate::plan::rank_threads;
 
 fn send(out: &mut impl Write, message: &FromRank) -> Result<()> {
     let line = serde_json::to_string(message)
