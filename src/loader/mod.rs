@@ -26,7 +26,7 @@ use self::threads::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::dataset::Dataset;
 use crate::device;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::plan::{Config, Plan};
 use crate::preset::IntraOpThreads;
 use crate::transform::Pipeline;
@@ -144,12 +144,7 @@ impl Loader {
         cancel: CancelToken,
     ) -> Result<Loader> {
         let knobs = &settings.knobs;
-        if knobs.batch_size == 0 {
-            return Err(Error::value("batch_size must be at least 1"));
-        }
-        if knobs.num_workers > 0 && knobs.prefetch_factor == 0 {
-            return Err(Error::value("prefetch_factor must be at least 1"));
-        }
+        knobs.check()?;
         Ok(Loader {
             pin_memory_effective: knobs.pin_memory && device::cuda_device_count() > 0,
             device: knobs.device.resolve()?,

@@ -49,6 +49,12 @@ impl Config {
         parts.join(" ")
     }
 
+    /// Checks each value against what it may hold, as the plan does (the loader checks
+    /// the config it is given the same way).
+    pub fn check(&self) -> std::result::Result<(), FieldError> {
+        check_config(self)
+    }
+
     /// Processes that load data: every rank and every worker process of each rank
     /// (thread workers count too, as they compete for the same cores).
     pub fn total_processes(&self) -> usize {
