@@ -105,7 +105,7 @@ impl KnobLists for KnobFields<'_, '_> {
             // Worker processes need a Unix system.
             choices.retain(|(name, _)| name == "thread");
         }
-        kind_field(self.ui, knob.label, values, choices, disabled);
+        kind_field(self.ui, knob.label, values, choices, disabled, problem);
     }
 }
 
@@ -197,13 +197,15 @@ pub(super) fn count_field(ui: &mut Ui, title: &str, value: &mut usize, problem: 
 }
 
 /// A sweepable choice among named values: one of them, or all of them ("both" when there
-/// are two). A sweep of some but not all (from a preset file) shows their names.
+/// are two). A sweep of some but not all (from a preset file) shows their names; the
+/// plan's problem with the knob is marked beside it.
 fn kind_field<T: Clone + PartialEq>(
     ui: &mut Ui,
     title: &str,
     values: &mut Vec<T>,
     choices: Vec<(String, T)>,
     disabled_note: Option<&str>,
+    problem: Option<String>,
 ) {
     let label = ui.label(title);
     let all: Vec<T> = choices.iter().map(|(_, value)| value.clone()).collect();
@@ -226,28 +228,31 @@ fn kind_field<T: Clone + PartialEq>(
         }
         _ => sweep_all.to_owned(),
     };
-    ui.add_enabled_ui(disabled_note.is_none(), |ui| {
-        ComboBox::from_id_salt(title)
-            .selected_text(&current)
-            .show_ui(ui, |ui| {
-                for (name, value) in &choices {
+    ui.vertical(|ui| {
+        ui.add_enabled_ui(disabled_note.is_none(), |ui| {
+            ComboBox::from_id_salt(title)
+                .selected_text(&current)
+                .show_ui(ui, |ui| {
+                    for (name, value) in &choices {
+                        if ui
+                            .selectable_label(current == *name, name.as_str())
+                            .clicked()
+                        {
+                            *values = vec![value.clone()];
+                        }
+                    }
                     if ui
-                        .selectable_label(current == *name, name.as_str())
+                        .selectable_label(current == sweep_all, sweep_all)
                         .clicked()
                     {
-                        *values = vec![value.clone()];
+                        *values = all.clone();
                     }
-                }
-                if ui
-                    .selectable_label(current == sweep_all, sweep_all)
-                    .clicked()
-                {
-                    *values = all.clone();
-                }
-            })
-            .response
-            .labelled_by(label.id)
-            .on_disabled_hover_text(disabled_note.unwrap_or_default());
+                })
+                .response
+                .labelled_by(label.id)
+                .on_disabled_hover_text(disabled_note.unwrap_or_default());
+        });
+        mark(ui, problem);
     });
     ui.end_row();
 }
