@@ -22,7 +22,9 @@
 //!
 //! Adding a knob is an entry here (and its place in `grid`), its behaviour (the loader,
 //! the runner or the checks that read it), and, when the pytorch runtime takes it
-//! (`reference` is set), its name in `KNOBS` of `python/reference_loader.py`.
+//! (`reference` is set), its name in `KNOBS` of `python/reference_loader.py`. A value
+//! type new to the table also needs [`KnobValue`](crate::preset::KnobValue), which every
+//! `named_values!` enum has.
 //!
 //! Each entry: the field's doc, `field: Type` (`=> ConfigType` when a config holds it
 //! in another type than the preset's lists), then
