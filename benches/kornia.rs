@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, DatasetSpec};
 use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, StageTimes};
+use loaderbench_engine::plan::Config;
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench_measure::reference::python_path;
 use loaderbench_measure::stats::median;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use tch::{Device, Tensor};
+use tch::Tensor;
 
 struct Sizes {
     batch_size: usize,
@@ -238,16 +239,14 @@ fn light_against_memory_floor(sizes: &Sizes) {
 
 fn light_settings() -> LoaderSettings {
     LoaderSettings {
-        batch_size: 256,
+        knobs: Config {
+            batch_size: 256,
+            num_workers: 0,
+            ..Config::default()
+        },
         shuffle: true,
         seed: 0,
         drop_last: false,
-        num_workers: 0,
-        persistent_workers: false,
-        prefetch_factor: 2,
-        in_order: true,
-        pin_memory: false,
-        device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
         shard: Shard::WHOLE,
     }

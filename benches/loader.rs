@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
 use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::plan::Config;
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench_measure::stats::median;
-use tch::{Device, Kind, Tensor};
+use tch::{Kind, Tensor};
 
 struct Sizes {
     light_samples: usize,
@@ -46,16 +47,14 @@ fn main() {
 
 fn settings(num_workers: usize) -> LoaderSettings {
     LoaderSettings {
-        batch_size: 256,
+        knobs: Config {
+            batch_size: 256,
+            num_workers,
+            ..Config::default()
+        },
         shuffle: true,
         seed: 0,
         drop_last: false,
-        num_workers,
-        persistent_workers: false,
-        prefetch_factor: 2,
-        in_order: true,
-        pin_memory: false,
-        device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
         shard: loaderbench_engine::loader::Shard::WHOLE,
     }
@@ -142,7 +141,7 @@ fn heavy_scaling(sizes: &Sizes) {
     let mut per_batch_ms = Vec::new();
     for workers in [0, 1, 2] {
         let mut settings = settings(workers);
-        settings.persistent_workers = true;
+        settings.knobs.persistent_workers = true;
         let mut loader = Loader::new(dataset.clone(), heavy.clone(), settings, CancelToken::new())
             .expect("loader");
         epoch_seconds(&mut loader);

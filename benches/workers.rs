@@ -14,10 +14,10 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
 use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
 use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{BatchTransfer, DatasetTransfer};
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench_measure::stats::median;
-use tch::Device;
 
 struct Scale {
     samples: usize,
@@ -240,16 +240,15 @@ fn measure(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Measured 
 
 fn loader(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Loader {
     let settings = LoaderSettings {
-        batch_size: 256,
+        knobs: Config {
+            batch_size: 256,
+            num_workers: 2,
+            persistent_workers: setup.persistent,
+            ..Config::default()
+        },
         shuffle: true,
         seed: 0,
         drop_last: false,
-        num_workers: 2,
-        persistent_workers: setup.persistent,
-        prefetch_factor: 2,
-        in_order: true,
-        pin_memory: false,
-        device: Device::Cpu,
         worker_timeout: Duration::from_secs(60),
         shard: loaderbench_engine::loader::Shard::WHOLE,
     };

@@ -1,8 +1,8 @@
 """loaderbench's reference runtime: one config measured with the real PyTorch DataLoader.
 
 loaderbench runs this script as a child process through the Python that scripts/setup
-installs. The request (one JSON object: dataset, transform ops, DataLoader arguments,
-epochs) comes as the first line of stdin; stdin then stays open, and its end means
+installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
+arguments and the transform ops, see KNOBS) comes as the first line of stdin; stdin then stays open, and its end means
 loaderbench is gone, so the script kills its own process group (itself and its
 workers). Everything it reports is one JSON object per line on stdout, written with a
 single os.write so that lines from worker processes never interleave:
@@ -40,6 +40,23 @@ try:
     import resource  # POSIX only
 except ImportError:
     resource = None
+
+
+# The knobs loaderbench sends under "knobs" in the request, by their names in its knob
+# table (src/knobs.rs); a test there checks that this list names exactly the knobs the
+# table sends, and the script refuses a request that sends others.
+KNOBS = (
+    "pipeline",
+    "batch_size",
+    "num_workers",
+    "persistent_workers",
+    "prefetch_factor",
+    "pin_memory",
+    "in_order",
+    "device",
+    "start_method",
+    "intra_op_threads",
+)
 
 
 def emit(**fields):
@@ -171,7 +188,7 @@ def build_dataset(request):
     spec = request["dataset"]
     if spec["kind"] == "python":
         return user_dataset(request)
-    ops, normalize = request["ops"], request["normalize"]
+    ops, normalize = request["knobs"]["pipeline"], request["normalize"]
     if spec["kind"] == "idx":
         dataset = IdxDataset(spec["images"], spec["labels"], build_transform(ops, normalize, True))
     elif spec["kind"] == "npy":
@@ -200,22 +217,23 @@ def announce_ready(worker_id):
 def build_loader(request, dataset):
     generator = torch.Generator()
     generator.manual_seed(request["seed"])
-    workers = request["num_workers"]
+    knobs = request["knobs"]
+    workers = knobs["num_workers"]
     options = dict(
-        batch_size=request["batch_size"],
+        batch_size=knobs["batch_size"],
         shuffle=request["shuffle"],
         generator=generator,
         drop_last=request["drop_last"],
         num_workers=workers,
-        pin_memory=request["pin_memory"],
-        in_order=request["in_order"],
+        pin_memory=knobs["pin_memory"],
+        in_order=knobs["in_order"],
     )
     options.update(sampler_options(request, dataset))
     if workers > 0:
         options.update(
-            persistent_workers=request["persistent_workers"],
-            prefetch_factor=request["prefetch_factor"],
-            multiprocessing_context=request["start_method"],
+            persistent_workers=knobs["persistent_workers"],
+            prefetch_factor=knobs["prefetch_factor"],
+            multiprocessing_context=knobs["start_method"],
             timeout=request["worker_timeout_s"],
             worker_init_fn=announce_ready,
         )
@@ -505,6 +523,16 @@ def user_exception_line(err):
     return " ".join(f"{type(err).__name__}: {message}".split())
 
 
+def check_knobs(request):
+    """Fails unless the request sends exactly the knobs this script takes: a knob it
+    ignored would be measured as if it had no effect."""
+    sent = set(request.get("knobs", {}))
+    if sent != set(KNOBS):
+        unknown = ", ".join(sorted(sent - set(KNOBS))) or "none"
+        missing = ", ".join(sorted(set(KNOBS) - sent)) or "none"
+        fail(f"the request's knobs do not match the script's (unknown: {unknown}; missing: {missing})")
+
+
 def main():
     line = sys.stdin.readline()
     threading.Thread(target=die_with_parent, daemon=True).start()
@@ -512,18 +540,20 @@ def main():
         request = json.loads(line)
     except ValueError as err:
         fail(f"the request is not JSON: {err}")
+    check_knobs(request)
+    knobs = request["knobs"]
     try:
         join_process_group(request)
-        device = torch.device(request["device"])
-        if request.get("intra_op_threads"):
-            torch.set_num_threads(request["intra_op_threads"])
+        device = torch.device(knobs["device"])
+        if knobs["intra_op_threads"]:
+            torch.set_num_threads(knobs["intra_op_threads"])
         dataset = build_dataset(request)
         loader = build_loader(request, dataset)
         torch.manual_seed(request["seed"])
         emit(
             kind="ready",
             intra_op_threads=torch.get_num_threads(),
-            pin_memory_effective=bool(request["pin_memory"] and torch.cuda.is_available()),
+            pin_memory_effective=bool(knobs["pin_memory"] and torch.cuda.is_available()),
             rss_bytes=rss_bytes(),
             versions=versions(),
         )

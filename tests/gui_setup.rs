@@ -1,4 +1,5 @@
-//! The setup panel through egui_kittest: every preset field beyond the sweep knobs is
+//! The setup panel through egui_kittest: every knob of the knob table has its field,
+//! those typed as text mark a bad value, and every preset field beyond the sweep knobs is
 //! edited by its label and changes the preset (name, description, shuffle, seed,
 //! drop_last, normalize, worker timeout, training step, planned epochs, the labels file,
 //! image-folder channels and size), a value that does not parse is marked beside its
@@ -14,7 +15,8 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
 use loaderbench_engine::dataset::DatasetKind;
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::plan::KNOBS;
+use loaderbench_engine::preset::{IntraOpThreads, Preset, RunOrder};
 use loaderbench_engine::step::StepCost;
 use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Launch};
@@ -249,6 +251,58 @@ fn an_extra_config_is_added_from_the_current_values() {
         added.batch_size,
         preset(&harness).batch_size.first().copied()
     );
+}
+
+#[test]
+fn every_knob_of_the_table_has_its_field_in_the_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = harness(dir.path(), None);
+    for knob in &KNOBS {
+        assert!(
+            harness.query_all_by_label(knob.label).next().is_some(),
+            "the setup panel has no field labelled `{}` for the knob `{}`",
+            knob.label,
+            knob.field
+        );
+    }
+}
+
+#[test]
+fn knobs_typed_as_text_and_the_run_s_order_and_python_are_edited_by_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(dir.path(), None);
+    let preset = |harness: &Harness<'_, App>| harness.state().preset().clone();
+
+    type_into(&mut harness, "ranks", "1, 2");
+    assert_eq!(preset(&harness).ranks, [1, 2]);
+    type_into(&mut harness, "intra-op threads", "auto,4");
+    assert_eq!(
+        preset(&harness).intra_op_threads,
+        [IntraOpThreads::Auto, IntraOpThreads::Count(4)]
+    );
+    type_into(&mut harness, "intra-op threads", "0");
+    assert!(marked(&harness, "`0` is not auto or a count of at least 1"));
+    assert_eq!(
+        preset(&harness).intra_op_threads.len(),
+        2,
+        "the last good value stays"
+    );
+    type_into(&mut harness, "prefetch", "x");
+    assert!(marked(&harness, "`x` is not a whole number"));
+
+    choose(&mut harness, "order", "shuffled");
+    assert_eq!(preset(&harness).order, RunOrder::Shuffled);
+    choose(&mut harness, "in order", "both (sweep)");
+    assert_eq!(preset(&harness).in_order, [false, true]);
+
+    type_into(&mut harness, "python executable", "/no/such/python");
+    assert_eq!(
+        preset(&harness).python.as_deref(),
+        Some(Path::new("/no/such/python"))
+    );
+    assert!(marked(&harness, "/no/such/python does not exist"));
+    type_into(&mut harness, "python executable", "");
+    assert_eq!(preset(&harness).python, None);
 }
 
 #[test]

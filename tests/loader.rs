@@ -161,7 +161,7 @@ fn normalized_pixels_match_the_light_pipeline() {
 fn out_of_order_delivery_still_yields_every_batch() {
     let dataset = Numbered::new(64, Trouble::SlowEven(Duration::from_millis(2)));
     let mut settings = settings(3, false);
-    settings.in_order = false;
+    settings.knobs.in_order = false;
     settings.shuffle = false;
     let batches = epoch_labels(&mut loader(dataset, settings));
     let mut flat = batches.concat();
@@ -294,7 +294,7 @@ fn image_folder_batches(root: &std::path::Path, workers: usize) -> Vec<tch::Tens
     let dataset = loaderbench_engine::dataset::open(&spec, None).unwrap();
     let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = settings(workers, false);
-    settings.batch_size = 5;
+    settings.knobs.batch_size = 5;
     let mut loader =
         Loader::new(dataset, Arc::new(pipeline), settings, CancelToken::new()).unwrap();
     loader

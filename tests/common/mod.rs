@@ -16,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::loader::LoaderSettings;
-use tch::Device;
+use loaderbench_engine::plan::Config;
 
 /// `loaderbench ARGS` with no standard input and its output captured.
 pub fn loaderbench_command(args: &[&str]) -> Command {
@@ -78,16 +78,15 @@ pub fn path_str(path: &Path) -> &str {
 /// Small shuffled batches of 8 on the CPU with `num_workers` workers.
 pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
     LoaderSettings {
-        batch_size: 8,
+        knobs: Config {
+            batch_size: 8,
+            num_workers,
+            persistent_workers: persistent,
+            ..Config::default()
+        },
         shuffle: true,
         seed: 7,
         drop_last: false,
-        num_workers,
-        persistent_workers: persistent,
-        prefetch_factor: 2,
-        in_order: true,
-        pin_memory: false,
-        device: Device::Cpu,
         worker_timeout: Duration::from_secs(30),
         shard: loaderbench_engine::loader::Shard::WHOLE,
     }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ConfigEstimate, ConfigRuns, measured_configs};
+use crate::ConfigEstimate;
+use crate::ConfigRuns;
+use crate::measured_configs;
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::data_dir;
 use loaderbench_measure::results::RunResult;

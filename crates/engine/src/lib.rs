@@ -10,6 +10,7 @@ pub mod child_processes;
 pub mod dataset;
 pub mod device;
 pub mod error;
+pub mod knobs;
 pub mod loader;
 pub mod machine;
 pub mod memory;

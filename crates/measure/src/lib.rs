@@ -22,6 +22,6 @@ pub mod stats;
 
 pub use events::*;
 pub use journal::{DATA_DIR_ENV, Journal, data_dir, default_journal_path, read_journal};
-pub use rank_merge::{RanksSummary, merge as merge_rank_epochs, rank_threads};
+pub use rank_merge::{RanksSummary, merge as merge_rank_epochs};
 pub use ranks::rank_main;
 pub use runner::{EpochGate, RunHandle, RunOptions, spawn};

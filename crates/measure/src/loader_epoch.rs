@@ -3,7 +3,7 @@
 //! and what each stage took.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::results::{BatchRecord, EpochResult};
 use loaderbench_engine::cancel::CancelToken;
@@ -27,20 +27,7 @@ pub(crate) fn build_loader(
         Pipeline::new(&config.pipeline, &plan.normalize, dataset.shape().channels)?
             .at(config.transform_at),
     );
-    let settings = LoaderSettings {
-        batch_size: config.batch_size,
-        shuffle: plan.shuffle,
-        seed: plan.seed,
-        drop_last: plan.drop_last,
-        num_workers: config.num_workers,
-        persistent_workers: config.persistent_workers,
-        prefetch_factor: config.prefetch_factor,
-        in_order: config.in_order,
-        pin_memory: config.pin_memory,
-        device: config.device.resolve()?,
-        worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
-        shard,
-    };
+    let settings = LoaderSettings::new(plan, config, shard);
     let loader = Loader::new(dataset.clone(), pipeline, settings, cancel.clone())?;
     Ok(with_worker_processes(plan, loader, config))
 }

@@ -1,6 +1,6 @@
 //! Ranks merged into one result: what a config's processes came to together
 //! ([`RanksSummary`]), one epoch of all ranks as the slowest rank's figures with every
-//! rank's own kept ([`merge`]), and each rank's intra-op threads ([`rank_threads`]).
+//! rank's own kept ([`merge`]).
 //! Plain data and pure functions that both multi-process runtimes share: our ranks
 //! coordinator and the PyTorch reference's torch.distributed ranks.
 
@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::{EpochResult, RankEpoch};
 use loaderbench_engine::loader::WorkerMemory;
-use loaderbench_engine::preset::IntraOpThreads;
 
 /// What a config's processes came to, for its result: one rank's or all ranks' together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,15 +70,4 @@ pub fn merge(epoch: usize, finished: Vec<(EpochResult, f64, f64)>) -> EpochResul
     slowest.steady_throughput = steady_throughput;
     slowest.ranks = ranks;
     slowest
-}
-
-/// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
-/// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
-/// starts a thread per core and they spin against each other. The pytorch runtime's
-/// ranks run with the same.
-pub fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
-    match threads {
-        IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
-        other => other,
-    }
 }

@@ -758,15 +758,15 @@ mod tests {
         assert_eq!(
             snippet(&r, &pytorch(4, true, StartMethod::Spawn), None),
             "from torch.utils.data import DataLoader\nloader = DataLoader(dataset, \
-             batch_size=256, shuffle=True, num_workers=4, persistent_workers=True, \
-             pin_memory=False, prefetch_factor=2, multiprocessing_context=\"spawn\")"
+             batch_size=256, num_workers=4, persistent_workers=True, prefetch_factor=2, \
+             pin_memory=False, multiprocessing_context=\"spawn\", shuffle=True)"
         );
         // PyTorch refuses prefetch_factor and a multiprocessing context without workers.
         assert_eq!(
             snippet(&r, &pytorch(0, false, StartMethod::Fork), Some(2)),
             "import torch\ntorch.set_num_threads(2)\nfrom torch.utils.data import \
-             DataLoader\nloader = DataLoader(dataset, batch_size=256, shuffle=True, \
-             num_workers=0, pin_memory=False)"
+             DataLoader\nloader = DataLoader(dataset, batch_size=256, num_workers=0, \
+             pin_memory=False, shuffle=True)"
         );
     }
 
@@ -783,9 +783,9 @@ mod tests {
         assert!(code.contains("each of the 4 ranks"), "{code}");
         assert!(
             code.ends_with(
-                "loader = DataLoader(dataset, batch_size=256, sampler=sampler, num_workers=2, \
-                 persistent_workers=False, pin_memory=False, prefetch_factor=2, \
-                 multiprocessing_context=\"fork\")"
+                "loader = DataLoader(dataset, batch_size=256, num_workers=2, \
+                 persistent_workers=False, prefetch_factor=2, pin_memory=False, \
+                 multiprocessing_context=\"fork\", sampler=sampler)"
             ),
             "{code}"
         );

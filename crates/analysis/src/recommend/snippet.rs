@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use loaderbench_engine::plan::{Config, KNOBS};
+use loaderbench_engine::plan::{Config, KNOBS, KNOBS_IN_CONFIG_ORDER};
 use loaderbench_engine::preset::Runtime;
 use loaderbench_measure::results::RunResult;
 
@@ -16,41 +16,25 @@ pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32
     }
 }
 
-/// `DataLoader(dataset, batch_size=256, shuffle=True, num_workers=4, …)`, with only the
-/// arguments PyTorch accepts for that many workers; with several ranks, over each rank's
+/// `DataLoader(dataset, batch_size=256, num_workers=4, …, shuffle=True)`: each knob that
+/// is a DataLoader argument (in the knob table's order, only those PyTorch accepts for
+/// that many workers), then how samples are drawn; with several ranks, over each rank's
 /// DistributedSampler, as the pytorch runtime measured it.
 fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
     let python_bool = |b: bool| if b { "True" } else { "False" };
     let ranked = config.ranks > 1;
-    let mut args = vec![
-        "dataset".to_owned(),
-        format!("batch_size={}", config.batch_size),
-        if ranked {
-            "sampler=sampler".to_owned()
-        } else {
-            format!("shuffle={}", python_bool(result.shuffle))
-        },
-    ];
+    let mut args = vec!["dataset".to_owned()];
+    args.extend(KNOBS_IN_CONFIG_ORDER.iter().filter_map(|knob| {
+        let python = knob.python.as_ref()?;
+        Some(format!("{}={}", python.keyword, (python.value)(config)?))
+    }));
+    args.push(if ranked {
+        "sampler=sampler".to_owned()
+    } else {
+        format!("shuffle={}", python_bool(result.shuffle))
+    });
     if result.drop_last {
         args.push("drop_last=True".to_owned());
-    }
-    args.push(format!("num_workers={}", config.num_workers));
-    if config.num_workers > 0 {
-        args.push(format!(
-            "persistent_workers={}",
-            python_bool(config.persistent_workers)
-        ));
-    }
-    args.push(format!("pin_memory={}", python_bool(config.pin_memory)));
-    if config.num_workers > 0 {
-        args.push(format!("prefetch_factor={}", config.prefetch_factor));
-        if !config.in_order {
-            args.push("in_order=False".to_owned());
-        }
-        args.push(format!(
-            "multiprocessing_context=\"{}\"",
-            config.start_method.name()
-        ));
     }
     let mut code = String::new();
     if let Some(threads) = intra_op_threads {

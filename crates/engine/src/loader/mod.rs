@@ -26,7 +26,8 @@ use self::threads::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::dataset::Dataset;
 use crate::device;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::plan::{Config, Plan};
 use crate::preset::IntraOpThreads;
 use crate::transform::Pipeline;
 
@@ -37,23 +38,34 @@ pub use sampler::{Shard, batches_per_epoch};
 /// How often a waiting loader checks for cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
-/// The DataLoader arguments.
+/// What a loader is built with: the config's knobs (batch size, workers, prefetch,
+/// order, pinning, device…, read here under their own names) and how the run draws
+/// samples and waits for workers.
 #[derive(Debug, Clone)]
 pub struct LoaderSettings {
-    pub batch_size: usize,
+    /// The knobs' values.
+    pub knobs: Config,
     pub shuffle: bool,
     pub seed: u64,
     pub drop_last: bool,
-    pub num_workers: usize,
-    pub persistent_workers: bool,
-    pub prefetch_factor: usize,
-    pub in_order: bool,
-    pub pin_memory: bool,
-    pub device: Device,
     /// A worker that sends nothing for this long while a batch is awaited is hung.
     pub worker_timeout: Duration,
     /// The part of every epoch this loader's rank loads.
     pub shard: Shard,
+}
+
+impl LoaderSettings {
+    /// The settings config `config` of `plan` loads `shard` of every epoch with.
+    pub fn new(plan: &Plan, config: &Config, shard: Shard) -> LoaderSettings {
+        LoaderSettings {
+            knobs: config.clone(),
+            shuffle: plan.shuffle,
+            seed: plan.seed,
+            drop_last: plan.drop_last,
+            worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
+            shard,
+        }
+    }
 }
 
 /// Seconds spent in each stage of one batch.
@@ -106,6 +118,8 @@ pub struct WorkerStartup {
 pub struct Loader {
     /// Whether batches are pinned: decided once, since it asks libtorch about CUDA.
     pin_memory_effective: bool,
+    /// Where batches go.
+    device: Device,
     dataset: Arc<dyn Dataset>,
     pipeline: Arc<Pipeline>,
     settings: LoaderSettings,
@@ -129,14 +143,11 @@ impl Loader {
         settings: LoaderSettings,
         cancel: CancelToken,
     ) -> Result<Loader> {
-        if settings.batch_size == 0 {
-            return Err(Error::value("batch_size must be at least 1"));
-        }
-        if settings.num_workers > 0 && settings.prefetch_factor == 0 {
-            return Err(Error::value("prefetch_factor must be at least 1"));
-        }
+        let knobs = &settings.knobs;
+        knobs.check()?;
         Ok(Loader {
-            pin_memory_effective: settings.pin_memory && device::cuda_device_count() > 0,
+            pin_memory_effective: knobs.pin_memory && device::cuda_device_count() > 0,
+            device: knobs.device.resolve()?,
             dataset,
             pipeline,
             settings,
@@ -164,14 +175,14 @@ impl Loader {
     }
 
     fn start_pool(&self) -> Result<Box<dyn WorkerPool>> {
-        let count = self.settings.num_workers;
+        let count = self.settings.knobs.num_workers;
         #[cfg(unix)]
         if let Some(processes) = &self.processes {
             let start = process::PoolStart {
                 count,
                 dataset: &self.dataset,
                 pipeline: &self.pipeline,
-                prefetch_factor: self.settings.prefetch_factor,
+                prefetch_factor: self.settings.knobs.prefetch_factor,
                 images: &self.images,
             };
             return Ok(Box::new(process::ProcessPool::start(processes, &start)?));
@@ -193,7 +204,7 @@ impl Loader {
             self.settings
                 .shard
                 .len(self.dataset.len(), self.settings.drop_last),
-            self.settings.batch_size,
+            self.settings.knobs.batch_size,
             self.settings.drop_last,
         )
     }
@@ -204,9 +215,10 @@ impl Loader {
         let epoch = self.epochs_started;
         self.epochs_started += 1;
         let settings = &self.settings;
+        let knobs = &settings.knobs;
         let batches = sampler::epoch_batches(
             self.dataset.len(),
-            settings.batch_size,
+            knobs.batch_size,
             settings.shuffle,
             settings.drop_last,
             settings.seed,
@@ -214,10 +226,11 @@ impl Loader {
             settings.shard,
         );
         let mut started_workers = Vec::new();
-        if settings.num_workers > 0 && (self.pool.is_none() || !settings.persistent_workers) {
+        if knobs.num_workers > 0 && (self.pool.is_none() || !knobs.persistent_workers) {
+            let count = knobs.num_workers;
             self.pool = None;
             self.pool = Some(self.start_pool()?);
-            started_workers = (0..settings.num_workers).collect();
+            started_workers = (0..count).collect();
         }
         Epoch::start(self, epoch, batches, started_workers)
     }

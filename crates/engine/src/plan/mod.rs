@@ -6,7 +6,7 @@
 mod checks;
 mod knobs;
 
-pub use knobs::{KNOBS, Knob, knob};
+pub use knobs::{Column, Config, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
 
 use checks::{check_config, check_preset, user_dataset_configs, warnings};
 
@@ -17,116 +17,42 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::{DatasetKind, DatasetSpec};
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
-use crate::preset::{
-    BatchTransfer, DatasetTransfer, IntraOpThreads, Preset, RunOrder, Runtime, StartMethod,
-    TransformAt, WorkerKind,
-};
+use crate::preset::{Preset, RunOrder, Runtime, StartMethod, TransformAt};
 use crate::step::StepCost;
-use crate::transform::{Normalize, PipelineSpec};
+use crate::transform::Normalize;
 
-/// One point of the sweep: every loader knob with a single value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Config {
-    pub pipeline: PipelineSpec,
-    /// Where our engine runs the pipeline; the pytorch runtime always works per sample,
-    /// so its configs keep the default.
-    #[serde(default)]
-    pub transform_at: TransformAt,
-    pub batch_size: usize,
-    pub num_workers: usize,
-    pub worker_kind: WorkerKind,
-    pub persistent_workers: bool,
-    pub prefetch_factor: usize,
-    pub pin_memory: bool,
-    pub in_order: bool,
-    pub device: DeviceSpec,
-    #[serde(default)]
-    pub dataset_transfer: DatasetTransfer,
-    #[serde(default)]
-    pub batch_transfer: BatchTransfer,
-    /// Results from before the runtime knob existed were measured by loaderbench.
-    #[serde(default)]
-    pub runtime: Runtime,
-    /// Only the `pytorch` runtime with workers uses it; elsewhere it is the platform's
-    /// default, so configs that differ only there collapse into one.
-    #[serde(default)]
-    pub start_method: StartMethod,
-    /// The consumer's libtorch intra-op threads.
-    #[serde(default)]
-    pub intra_op_threads: IntraOpThreads,
-    /// Training processes, each loading its shard with its own workers.
-    #[serde(default = "one_rank")]
-    pub ranks: usize,
-    /// Non-zero for a copy of another config measured under its own name (an A/A check).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub copy: usize,
-    /// The saved run this config comes from, when several are shown together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<String>,
-}
-
-fn one_rank() -> usize {
-    1
-}
-
-fn is_zero(value: &usize) -> bool {
-    *value == 0
+impl Default for Config {
+    /// The config of the default preset.
+    fn default() -> Config {
+        knobs::extra_config(&Preset::default(), &crate::preset::ConfigPoint::default())
+            .expect("the default preset's first values make a config")
+            .settled()
+    }
 }
 
 impl Config {
-    /// A short label for plots, such as `nw=4 persistent pin`. Knobs that are the same
-    /// in every config of the plan (`common`) are left out.
+    /// A short label for plots, such as `nw=4 persistent pin`: each knob's part (see
+    /// [`Knob::tag`]), the classic knobs' first. Knobs that are the same in every config
+    /// of the plan (`common`) are left out.
     pub fn label(&self, common: &Config) -> String {
-        let mut parts = vec![format!("nw={}", self.num_workers)];
-        if self.persistent_workers {
-            parts.push("persistent".to_owned());
-        }
-        if self.pin_memory {
-            parts.push("pin".to_owned());
-        }
-        if self.pipeline != common.pipeline {
-            parts.push(self.pipeline.name().to_owned());
-        }
-        if self.transform_at != common.transform_at && self.runtime == Runtime::Loaderbench {
-            parts.push(format!("per {}", self.transform_at.name()));
-        }
-        if self.batch_size != common.batch_size {
-            parts.push(format!("bs={}", self.batch_size));
-        }
-        if self.worker_kind != common.worker_kind {
-            parts.push(self.worker_kind.name().to_owned());
-        }
-        if self.prefetch_factor != common.prefetch_factor {
-            parts.push(format!("prefetch={}", self.prefetch_factor));
-        }
-        if !self.in_order {
-            parts.push("unordered".to_owned());
-        }
-        if self.device != common.device {
-            parts.push(self.device.to_string());
-        }
-        if self.dataset_transfer != common.dataset_transfer {
-            parts.push(format!("dataset={}", self.dataset_transfer.name()));
-        }
-        if self.batch_transfer != common.batch_transfer {
-            parts.push(format!("batches={}", self.batch_transfer.name()));
-        }
-        if self.runtime != common.runtime && self.runtime == Runtime::Pytorch {
-            parts.push("pytorch".to_owned());
-        }
-        if self.start_method != common.start_method && self.uses_start_method() {
-            parts.push(self.start_method.name().to_owned());
-        }
-        if self.intra_op_threads != common.intra_op_threads {
-            parts.push(format!("threads={}", self.intra_op_threads.name()));
-        }
-        if self.ranks != common.ranks {
-            parts.push(format!("ranks={}", self.ranks));
-        }
+        let classic = |knob: &&Knob| matches!(knob.column, Column::Classic);
+        let knobs = KNOBS_IN_CONFIG_ORDER.iter();
+        let mut parts: Vec<String> = knobs
+            .clone()
+            .filter(classic)
+            .chain(knobs.filter(|knob| !classic(knob)))
+            .filter_map(|knob| (knob.tag)(self, common))
+            .collect();
         if self.copy > 0 {
             parts.push(format!("copy {}", self.copy));
         }
         parts.join(" ")
+    }
+
+    /// Checks each value against what it may hold, as the plan does (the loader checks
+    /// the config it is given the same way).
+    pub fn check(&self) -> std::result::Result<(), FieldError> {
+        check_config(self)
     }
 
     /// Processes that load data: every rank and every worker process of each rank
@@ -315,6 +241,7 @@ impl Plan {
 mod tests {
     use super::*;
     use crate::preset::ConfigPoint;
+    use crate::transform::PipelineSpec;
 
     #[test]
     fn every_order_measures_every_config_and_repeat_once() {

@@ -17,6 +17,7 @@ use crate::transform::{Normalize, PipelineSpec};
 
 mod values;
 
+pub use crate::named_values::KnobValue;
 pub use crate::transform::TransformAt;
 pub use values::{
     BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, WorkerKind,
@@ -28,148 +29,226 @@ pub const PRESET_VERSION: u32 = 1;
 /// The epochs a training run is assumed to take unless the preset says otherwise.
 pub const DEFAULT_PLANNED_EPOCHS: usize = 50;
 
-/// A benchmark: the dataset, the pipelines and the loader settings to sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Preset {
-    /// Format version; must be [`PRESET_VERSION`].
-    pub version: u32,
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub dataset: DatasetSpec,
-    /// Use only the first `samples` samples (the synthetic dataset generates that many).
-    #[serde(default)]
-    pub samples: Option<usize>,
-    /// Measured epochs per config and repeat.
-    #[serde(default = "defaults::epochs")]
-    pub epochs: usize,
-    /// How many times each config is measured.
-    #[serde(default = "defaults::one")]
-    pub repeats: usize,
-    /// Run one unmeasured epoch before the measured ones.
-    #[serde(default)]
-    pub warmup: bool,
-    /// In which order configs and repeats are measured.
-    #[serde(default)]
-    pub order: RunOrder,
-    #[serde(default = "defaults::yes")]
-    pub shuffle: bool,
-    /// Seeds the shuffle and every random augmentation.
-    #[serde(default)]
-    pub seed: u64,
-    #[serde(default)]
-    pub drop_last: bool,
-    /// Mean and standard deviation that `normalize` uses.
-    #[serde(default)]
-    pub normalize: Normalize,
-    /// A worker that sends nothing for this long is considered hung.
-    #[serde(default = "defaults::worker_timeout_s")]
-    pub worker_timeout_s: f64,
-    /// Sweep knobs: every combination of these lists is one config.
-    #[serde(default = "defaults::pipeline")]
-    pub pipeline: Vec<PipelineSpec>,
-    /// Where our engine runs the pipeline: on whole batches, or per sample.
-    #[serde(default = "defaults::transform_at")]
-    pub transform_at: Vec<TransformAt>,
-    #[serde(default = "defaults::batch_size")]
-    pub batch_size: Vec<usize>,
-    #[serde(default = "defaults::num_workers")]
-    pub num_workers: Vec<usize>,
-    #[serde(default = "defaults::worker_kind")]
-    pub worker_kind: Vec<WorkerKind>,
-    #[serde(default = "defaults::no")]
-    pub persistent_workers: Vec<bool>,
-    #[serde(default = "defaults::prefetch_factor")]
-    pub prefetch_factor: Vec<usize>,
-    #[serde(default = "defaults::no")]
-    pub pin_memory: Vec<bool>,
-    #[serde(default = "defaults::yes_list")]
-    pub in_order: Vec<bool>,
-    #[serde(default = "defaults::device")]
-    pub device: Vec<String>,
-    /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
-    #[serde(default)]
-    pub extra_configs: Vec<ConfigPoint>,
-    /// How worker processes get the dataset (ignored by thread workers).
-    #[serde(default = "defaults::dataset_transfer")]
-    pub dataset_transfer: Vec<DatasetTransfer>,
-    /// How worker processes hand batches back (ignored by thread workers).
-    #[serde(default = "defaults::batch_transfer")]
-    pub batch_transfer: Vec<BatchTransfer>,
-    /// The training step run on each batch: `none`, `fixed(MS)` or `mlp(hidden: N)`.
-    #[serde(default)]
-    pub step: StepCost,
-    /// The epochs a training run would take, for the break-even and the recommendation.
-    #[serde(default = "defaults::planned_epochs")]
-    pub planned_epochs: usize,
-    #[serde(default = "defaults::runtime")]
-    pub runtime: Vec<Runtime>,
-    #[serde(default = "defaults::start_method")]
-    pub start_method: Vec<StartMethod>,
-    /// libtorch intra-op threads of the consumer: `auto` (libtorch's default) or a count.
-    #[serde(default = "defaults::intra_op_threads")]
-    pub intra_op_threads: Vec<IntraOpThreads>,
-    /// Training processes per machine, each loading its shard of every epoch
-    /// (DistributedSampler semantics) with its own workers.
-    #[serde(default = "defaults::ranks")]
-    pub ranks: Vec<usize>,
-    /// The Python that runs the pytorch runtime (a user's own environment, so their
-    /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
-    #[serde(default)]
-    pub python: Option<PathBuf>,
+/// Generates, from the knob table, [`Preset`] (the fields given here, then each knob's
+/// list) with its `Default` and its reading (a knob left out gets its default list),
+/// [`ConfigPoint`] (each knob's optional value, then the fields given here) and
+/// [`Preset::each_knob`].
+macro_rules! preset_structs {
+    (
+        {
+            preset: {
+                $($(#[$meta:meta])* pub $name:ident: $type:ty = $default:expr,)*
+            }
+            point: { $($point:tt)* }
+        }
+        knobs: [$(
+            $(#[doc = $doc:literal])*
+            $field:ident: $knob_type:ty $(=> $config_type:ty)? {
+                presets: [$($preset_default:expr),+ $(,)?],
+                $($_rest:tt)*
+            },
+        )*]
+        grid: [$($_grid:ident),* $(,)?]
+    ) => {
+        /// A benchmark: the dataset, the pipelines and the loader settings to sweep.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(from = "PresetFile")]
+        pub struct Preset {
+            $($(#[$meta])* pub $name: $type,)*
+            $(
+                $(#[doc = $doc])*
+                pub $field: Vec<$knob_type>,
+            )*
+        }
+
+        /// A preset as its file says it: a knob left out is `None` until it takes its
+        /// default list.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct PresetFile {
+            $($(#[$meta])* $name: $type,)*
+            $(
+                #[serde(default)]
+                $field: Option<Vec<$knob_type>>,
+            )*
+        }
+
+        impl From<PresetFile> for Preset {
+            fn from(file: PresetFile) -> Preset {
+                Preset {
+                    $($name: file.$name,)*
+                    $($field: file.$field.unwrap_or_else(|| vec![$($preset_default),+]),)*
+                }
+            }
+        }
+
+        impl Default for Preset {
+            fn default() -> Self {
+                Preset {
+                    $($name: $default,)*
+                    $($field: vec![$($preset_default),+],)*
+                }
+            }
+        }
+
+        /// One extra config: the knobs it sets.
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ConfigPoint {
+            $(
+                $(#[doc = $doc])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $field: Option<$knob_type>,
+            )*
+            $($point)*
+        }
+
+        impl ConfigPoint {
+            /// The config the first value of each of `preset`'s lists makes, every knob set.
+            pub fn first_of(preset: &Preset) -> ConfigPoint {
+                ConfigPoint {
+                    $($field: preset.$field.first().cloned(),)*
+                    ..ConfigPoint::default()
+                }
+            }
+        }
+
+        impl Preset {
+            /// Hands each knob's list to `visit`, in the knob table's order.
+            pub fn each_knob(&mut self, visit: &mut impl KnobLists) {
+                $(visit.list(stringify!($field), &mut self.$field);)*
+            }
+        }
+    };
 }
 
-/// One extra config: the knobs it sets.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConfigPoint {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<PipelineSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transform_at: Option<TransformAt>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch_size: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub num_workers: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_kind: Option<WorkerKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub persistent_workers: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefetch_factor: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pin_memory: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_order: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dataset_transfer: Option<DatasetTransfer>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch_transfer: Option<BatchTransfer>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runtime: Option<Runtime>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_method: Option<StartMethod>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intra_op_threads: Option<IntraOpThreads>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<usize>,
-    /// Measures the same config again under its own name (`copy: 1`), for an A/A check
-    /// of the machine's noise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub copy: Option<usize>,
+crate::knobs::knob_table!(preset_structs {
+    preset: {
+        /// Format version; must be [`PRESET_VERSION`].
+        pub version: u32 = PRESET_VERSION,
+        pub name: String = "untitled".to_owned(),
+        #[serde(default)]
+        pub description: String = String::new(),
+        #[serde(default)]
+        pub dataset: DatasetSpec = DatasetSpec::default(),
+        /// Use only the first `samples` samples (the synthetic dataset generates that many).
+        #[serde(default)]
+        pub samples: Option<usize> = None,
+        /// Measured epochs per config and repeat.
+        #[serde(default = "defaults::epochs")]
+        pub epochs: usize = defaults::epochs(),
+        /// How many times each config is measured.
+        #[serde(default = "defaults::one")]
+        pub repeats: usize = 1,
+        /// Run one unmeasured epoch before the measured ones.
+        #[serde(default)]
+        pub warmup: bool = false,
+        /// In which order configs and repeats are measured.
+        #[serde(default)]
+        pub order: RunOrder = RunOrder::default(),
+        #[serde(default = "defaults::yes")]
+        pub shuffle: bool = true,
+        /// Seeds the shuffle and every random augmentation.
+        #[serde(default)]
+        pub seed: u64 = 0,
+        #[serde(default)]
+        pub drop_last: bool = false,
+        /// Mean and standard deviation that `normalize` uses.
+        #[serde(default)]
+        pub normalize: Normalize = Normalize::default(),
+        /// A worker that sends nothing for this long is considered hung.
+        #[serde(default = "defaults::worker_timeout_s")]
+        pub worker_timeout_s: f64 = defaults::worker_timeout_s(),
+        /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
+        #[serde(default)]
+        pub extra_configs: Vec<ConfigPoint> = Vec::new(),
+        /// The training step run on each batch: `none`, `fixed(MS)` or `mlp(hidden: N)`.
+        #[serde(default)]
+        pub step: StepCost = StepCost::None,
+        /// The epochs a training run would take, for the break-even and the recommendation.
+        #[serde(default = "defaults::planned_epochs")]
+        pub planned_epochs: usize = defaults::planned_epochs(),
+        /// The Python that runs the pytorch runtime (a user's own environment, so their
+        /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
+        #[serde(default)]
+        pub python: Option<PathBuf> = None,
+    }
+    point: {
+        /// Measures the same config again under its own name (`copy: 1`), for an A/A check
+        /// of the machine's noise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub copy: Option<usize>,
+    }
+});
+
+/// What walks over a preset's knob lists ([`Preset::each_knob`]): the app's setup panel
+/// draws a field for each.
+pub trait KnobLists {
+    /// The list of the knob named `field`.
+    fn list<T: KnobValue>(&mut self, field: &'static str, values: &mut Vec<T>);
+}
+
+impl KnobValue for usize {
+    fn choices() -> Option<Vec<(String, Self)>> {
+        None
+    }
+
+    fn text(&self) -> String {
+        self.to_string()
+    }
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        text.parse()
+            .map_err(|_| format!("`{text}` is not a whole number"))
+    }
+}
+
+impl KnobValue for bool {
+    fn choices() -> Option<Vec<(String, Self)>> {
+        Some(vec![("no".to_owned(), false), ("yes".to_owned(), true)])
+    }
+
+    fn text(&self) -> String {
+        self.to_string()
+    }
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        text.parse()
+            .map_err(|_| format!("`{text}` is not true or false"))
+    }
+}
+
+/// Devices are named: `cpu`, `cuda`, `cuda:N`.
+impl KnobValue for String {
+    fn choices() -> Option<Vec<(String, Self)>> {
+        None
+    }
+
+    fn text(&self) -> String {
+        self.clone()
+    }
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        Ok(text.to_owned())
+    }
+}
+
+/// Pipelines are written as presets write them (RON).
+impl KnobValue for PipelineSpec {
+    fn choices() -> Option<Vec<(String, Self)>> {
+        None
+    }
+
+    fn text(&self) -> String {
+        ron::to_string(self).unwrap_or_else(|_| self.name().to_owned())
+    }
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        ron::from_str(text).map_err(|err| format!("`{text}` is not a pipeline: {err}"))
+    }
 }
 
 mod defaults {
-    use super::{
-        BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, TransformAt,
-        WorkerKind,
-    };
-    use crate::transform::PipelineSpec;
-
     pub fn epochs() -> usize {
         2
     }
@@ -182,94 +261,8 @@ mod defaults {
     pub fn worker_timeout_s() -> f64 {
         60.0
     }
-    pub fn pipeline() -> Vec<PipelineSpec> {
-        vec![PipelineSpec::Light]
-    }
-    pub fn transform_at() -> Vec<TransformAt> {
-        vec![TransformAt::Batch]
-    }
-    pub fn batch_size() -> Vec<usize> {
-        vec![64]
-    }
-    pub fn num_workers() -> Vec<usize> {
-        vec![0]
-    }
-    pub fn worker_kind() -> Vec<WorkerKind> {
-        vec![WorkerKind::Thread]
-    }
-    pub fn no() -> Vec<bool> {
-        vec![false]
-    }
-    pub fn yes_list() -> Vec<bool> {
-        vec![true]
-    }
-    pub fn prefetch_factor() -> Vec<usize> {
-        vec![2]
-    }
-    pub fn device() -> Vec<String> {
-        vec!["cpu".to_owned()]
-    }
-    pub fn dataset_transfer() -> Vec<DatasetTransfer> {
-        vec![DatasetTransfer::Reopen]
-    }
-    pub fn batch_transfer() -> Vec<BatchTransfer> {
-        vec![BatchTransfer::SharedMemory]
-    }
     pub fn planned_epochs() -> usize {
         super::DEFAULT_PLANNED_EPOCHS
-    }
-    pub fn runtime() -> Vec<Runtime> {
-        vec![Runtime::Loaderbench]
-    }
-    pub fn start_method() -> Vec<StartMethod> {
-        vec![StartMethod::platform_default()]
-    }
-    pub fn intra_op_threads() -> Vec<IntraOpThreads> {
-        vec![IntraOpThreads::Auto]
-    }
-    pub fn ranks() -> Vec<usize> {
-        vec![1]
-    }
-}
-
-impl Default for Preset {
-    fn default() -> Self {
-        Preset {
-            version: PRESET_VERSION,
-            name: "untitled".to_owned(),
-            description: String::new(),
-            dataset: DatasetSpec::default(),
-            samples: None,
-            epochs: defaults::epochs(),
-            repeats: 1,
-            warmup: false,
-            order: RunOrder::default(),
-            shuffle: true,
-            seed: 0,
-            drop_last: false,
-            normalize: Normalize::default(),
-            worker_timeout_s: defaults::worker_timeout_s(),
-            pipeline: defaults::pipeline(),
-            transform_at: defaults::transform_at(),
-            batch_size: defaults::batch_size(),
-            num_workers: defaults::num_workers(),
-            worker_kind: defaults::worker_kind(),
-            persistent_workers: defaults::no(),
-            prefetch_factor: defaults::prefetch_factor(),
-            pin_memory: defaults::no(),
-            in_order: defaults::yes_list(),
-            device: defaults::device(),
-            extra_configs: Vec::new(),
-            dataset_transfer: defaults::dataset_transfer(),
-            batch_transfer: defaults::batch_transfer(),
-            step: StepCost::None,
-            planned_epochs: defaults::planned_epochs(),
-            runtime: defaults::runtime(),
-            start_method: defaults::start_method(),
-            intra_op_threads: defaults::intra_op_threads(),
-            ranks: defaults::ranks(),
-            python: None,
-        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::named_values::named_values;
+use crate::named_values::{KnobValue, named_values};
 
 named_values! {
     /// How a worker runs: in a thread of this process, or as a process of its own.
@@ -114,6 +114,26 @@ impl IntraOpThreads {
         match self {
             IntraOpThreads::Auto => "auto".to_owned(),
             IntraOpThreads::Count(count) => count.to_string(),
+        }
+    }
+}
+
+impl KnobValue for IntraOpThreads {
+    fn choices() -> Option<Vec<(String, Self)>> {
+        None
+    }
+
+    fn text(&self) -> String {
+        self.name()
+    }
+
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "auto" => Ok(IntraOpThreads::Auto),
+            count => match count.parse::<usize>() {
+                Ok(count) if count > 0 => Ok(IntraOpThreads::Count(count)),
+                _ => Err(format!("`{text}` is not auto or a count of at least 1")),
+            },
         }
     }
 }

@@ -7,8 +7,12 @@ use std::path::PathBuf;
 use egui::{Rect, RichText, Ui};
 
 use crate::actions::{Action, Pick};
+use crate::analysis_view;
+use crate::charts;
+use crate::compare_view;
 use crate::live::Phase;
-use crate::{analysis_view, charts, compare_view, plots, table_view};
+use crate::plots;
+use crate::table_view;
 use loaderbench_present::views::PngArea;
 
 use super::App;

@@ -1,13 +1,17 @@
-//! The side panel's field widgets: the text fields that hold a number or a list, the
-//! yes/no/both and named-choice menus of the sweep knobs, and the device checkboxes.
+//! The side panel's field widgets: one field per knob of the knob table (the text
+//! fields that hold a list, the named-choice menus, the device checkboxes), the run
+//! order, the Python path and the sample count.
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use egui::{ComboBox, DragValue, Ui};
 
-use loaderbench_engine::preset::{Preset, WorkerKind};
+use loaderbench_engine::plan::knob;
+use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, RunOrder};
 
-use super::{Form, mark, parse_list};
+use super::{Errors, Form, Problem, mark, parse_list};
 
 pub(super) fn samples_field(
     ui: &mut Ui,
@@ -47,14 +51,72 @@ pub(super) fn samples_field(
     ui.end_row();
 }
 
-/// A text field holding a list of whole numbers (one value, or a sweep).
-pub(super) fn list_field(
+/// The Loader grid's field of each knob of the table ([`Preset::each_knob`]), under the
+/// knob's label: a menu for values chosen by name (yes/no, worker kinds, runtimes…), a
+/// checkbox per device, and a text field for lists typed as text (numbers, thread
+/// counts). The pipelines have their own section.
+pub(super) struct KnobFields<'a, 'u> {
+    pub ui: &'u mut Ui,
+    /// The text of the knobs typed as text.
+    pub texts: &'a mut BTreeMap<&'static str, String>,
+    pub errors: &'a mut Errors,
+    pub problem: Problem<'a>,
+    pub cuda_devices: usize,
+    /// Whether the pytorch runtime is among the runtimes.
+    pub pytorch: bool,
+}
+
+impl KnobLists for KnobFields<'_, '_> {
+    fn list<T: KnobValue>(&mut self, field: &'static str, values: &mut Vec<T>) {
+        // The pipelines have their own section, under the knob's label.
+        let Some(knob) = knob(field).filter(|_| field != "pipeline") else {
+            return;
+        };
+        let problem = (self.problem)(self.errors, field);
+        if field == "device"
+            && let Some(devices) = (values as &mut dyn Any).downcast_mut::<Vec<String>>()
+        {
+            device_field(self.ui, knob.label, devices, self.cuda_devices, problem);
+            return;
+        }
+        let Some(mut choices) = T::choices() else {
+            let text = self.texts.entry(field).or_default();
+            list_field(
+                self.ui,
+                knob.label,
+                field,
+                text,
+                self.errors,
+                values,
+                problem,
+            );
+            return;
+        };
+        let disabled = match field {
+            "pin_memory" if self.cuda_devices == 0 => {
+                Some("No CUDA device here: pinned memory only speeds up copies to a GPU")
+            }
+            "start_method" if !self.pytorch => {
+                Some("Only the pytorch runtime starts worker processes this way")
+            }
+            _ => None,
+        };
+        if field == "worker_kind" && !cfg!(unix) {
+            // Worker processes need a Unix system.
+            choices.retain(|(name, _)| name == "thread");
+        }
+        kind_field(self.ui, knob.label, values, choices, disabled, problem);
+    }
+}
+
+/// A text field holding a list (one value, or a comma-separated sweep).
+fn list_field<T: KnobValue>(
     ui: &mut Ui,
     title: &str,
     key: &'static str,
     text: &mut String,
-    errors: &mut BTreeMap<&'static str, String>,
-    values: &mut Vec<usize>,
+    errors: &mut Errors,
+    values: &mut Vec<T>,
     problem: Option<String>,
 ) {
     let label = ui.label(title);
@@ -83,6 +145,47 @@ pub(super) fn list_field(
     ui.end_row();
 }
 
+/// In which order configs and repeats are measured: one of the orders.
+pub(super) fn order_field(ui: &mut Ui, order: &mut RunOrder) {
+    let label = ui.label("order");
+    ComboBox::from_id_salt("order")
+        .selected_text(order.name())
+        .show_ui(ui, |ui| {
+            for &choice in RunOrder::ALL {
+                ui.selectable_value(order, choice, choice.name());
+            }
+        })
+        .response
+        .labelled_by(label.id)
+        .on_hover_text("In which order configs and repeats are measured");
+    ui.end_row();
+}
+
+/// The Python that runs the pytorch runtime, typed as a path; empty for the default.
+pub(super) fn python_path_field(ui: &mut Ui, text: &mut String, python: &mut Option<PathBuf>) {
+    let label = ui.label("python executable");
+    ui.vertical(|ui| {
+        let field = ui
+            .add(
+                egui::TextEdit::singleline(text)
+                    .hint_text("$LOADERBENCH_PYTHON or setup's")
+                    .desired_width(180.0),
+            )
+            .labelled_by(label.id)
+            .on_hover_text("The Python that runs the pytorch runtime, with its packages");
+        if field.changed() {
+            let path = text.trim();
+            *python = (!path.is_empty()).then(|| PathBuf::from(path));
+        }
+        let missing = python
+            .as_ref()
+            .filter(|p| !p.exists())
+            .map(|p| format!("{} does not exist", p.display()));
+        mark(ui, missing);
+    });
+    ui.end_row();
+}
+
 pub(super) fn count_field(ui: &mut Ui, title: &str, value: &mut usize, problem: Option<String>) {
     let label = ui.label(title);
     ui.vertical(|ui| {
@@ -93,67 +196,19 @@ pub(super) fn count_field(ui: &mut Ui, title: &str, value: &mut usize, problem: 
     ui.end_row();
 }
 
-/// A sweepable yes/no knob: no, yes, or both.
-pub(super) fn choice_field(
-    ui: &mut Ui,
-    title: &str,
-    values: &mut Vec<bool>,
-    enabled: bool,
-    disabled_note: &str,
-) {
-    let label = ui.label(title);
-    let current = match values.as_slice() {
-        [true] => "yes",
-        [false] => "no",
-        _ => "both (sweep)",
-    };
-    ui.add_enabled_ui(enabled, |ui| {
-        ComboBox::from_id_salt(title)
-            .selected_text(current)
-            .show_ui(ui, |ui| {
-                for (name, choice) in [
-                    ("no", vec![false]),
-                    ("yes", vec![true]),
-                    ("both (sweep)", vec![false, true]),
-                ] {
-                    if ui.selectable_label(current == name, name).clicked() {
-                        *values = choice;
-                    }
-                }
-            })
-            .response
-            .labelled_by(label.id)
-            .on_disabled_hover_text(disabled_note);
-    });
-    ui.end_row();
-}
-
-/// The worker kinds this platform has.
-pub(super) fn worker_kinds() -> Vec<(&'static str, WorkerKind)> {
-    let kinds = if cfg!(unix) {
-        WorkerKind::ALL
-    } else {
-        &[WorkerKind::Thread]
-    };
-    named(kinds, WorkerKind::name)
-}
-
-/// Each of `values` with its name, for a menu.
-pub(super) fn named<T: Copy>(values: &[T], name: fn(T) -> &'static str) -> Vec<(&'static str, T)> {
-    values.iter().map(|&value| (name(value), value)).collect()
-}
-
 /// A sweepable choice among named values: one of them, or all of them ("both" when there
-/// are two). A sweep of some but not all (from a preset file) shows their names.
-pub(super) fn kind_field<T: Copy + PartialEq>(
+/// are two). A sweep of some but not all (from a preset file) shows their names; the
+/// plan's problem with the knob is marked beside it.
+fn kind_field<T: Clone + PartialEq>(
     ui: &mut Ui,
     title: &str,
     values: &mut Vec<T>,
-    choices: Vec<(&'static str, T)>,
+    choices: Vec<(String, T)>,
     disabled_note: Option<&str>,
+    problem: Option<String>,
 ) {
     let label = ui.label(title);
-    let all: Vec<T> = choices.iter().map(|(_, value)| *value).collect();
+    let all: Vec<T> = choices.iter().map(|(_, value)| value.clone()).collect();
     let sweep_all = if all.len() == 2 {
         "both (sweep)"
     } else {
@@ -163,7 +218,7 @@ pub(super) fn kind_field<T: Copy + PartialEq>(
         choices
             .iter()
             .find(|(_, value)| value == one)
-            .map_or("?", |(name, _)| *name)
+            .map_or("?", |(name, _)| name.as_str())
     };
     let current = match values.as_slice() {
         [one] => name_of(one).to_owned(),
@@ -173,37 +228,44 @@ pub(super) fn kind_field<T: Copy + PartialEq>(
         }
         _ => sweep_all.to_owned(),
     };
-    ui.add_enabled_ui(disabled_note.is_none(), |ui| {
-        ComboBox::from_id_salt(title)
-            .selected_text(&current)
-            .show_ui(ui, |ui| {
-                for (name, value) in &choices {
-                    if ui.selectable_label(current == *name, *name).clicked() {
-                        *values = vec![*value];
+    ui.vertical(|ui| {
+        ui.add_enabled_ui(disabled_note.is_none(), |ui| {
+            ComboBox::from_id_salt(title)
+                .selected_text(&current)
+                .show_ui(ui, |ui| {
+                    for (name, value) in &choices {
+                        if ui
+                            .selectable_label(current == *name, name.as_str())
+                            .clicked()
+                        {
+                            *values = vec![value.clone()];
+                        }
                     }
-                }
-                if ui
-                    .selectable_label(current == sweep_all, sweep_all)
-                    .clicked()
-                {
-                    *values = all.clone();
-                }
-            })
-            .response
-            .labelled_by(label.id)
-            .on_disabled_hover_text(disabled_note.unwrap_or_default());
+                    if ui
+                        .selectable_label(current == sweep_all, sweep_all)
+                        .clicked()
+                    {
+                        *values = all.clone();
+                    }
+                })
+                .response
+                .labelled_by(label.id)
+                .on_disabled_hover_text(disabled_note.unwrap_or_default());
+        });
+        mark(ui, problem);
     });
     ui.end_row();
 }
 
 /// One checkbox per device present, plus any the preset names that are not.
-pub(super) fn devices(
+fn device_field(
     ui: &mut Ui,
+    title: &str,
     selected: &mut Vec<String>,
     cuda_devices: usize,
     problem: Option<String>,
 ) {
-    let label = ui.label("device");
+    let label = ui.label(title);
     ui.vertical(|ui| {
         let mut names: Vec<String> = std::iter::once("cpu".to_owned())
             .chain((0..cuda_devices).map(|i| format!("cuda:{i}")))

@@ -1,20 +1,18 @@
 //! The "Set up a run" side panel. It edits a copy of the [`Preset`] (the engine's own
-//! type) and returns `Action::Edit` with the copy when anything changed. Fields typed as
+//! type) and returns `Action::Edit` with the copy when anything changed. Each knob of the
+//! knob table gets its field from the table ([`Preset::each_knob`]). Fields typed as
 //! text (lists such as `0,2,4,8`, paths) keep their text in a [`Form`], the panel's own
 //! widget state, so half-typed input is never reformatted; a text that does not parse is
 //! marked beside its field, and so is the field named by the plan's validation error.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use egui::{ComboBox, RichText, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::error::Error;
-use loaderbench_engine::preset::{
-    BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, TransformAt,
-};
+use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, Runtime};
 
 use super::actions::{Action, Pick};
 
@@ -23,9 +21,7 @@ mod pipelines;
 mod python_fields;
 mod run_fields;
 
-use fields::{
-    choice_field, count_field, devices, kind_field, list_field, named, samples_field, worker_kinds,
-};
+use fields::{KnobFields, count_field, order_field, python_path_field, samples_field};
 use pipelines::{extra_configs, pipelines};
 use python_fields::{args_text, python_fields};
 use run_fields::{RunText, dataset_extras, identity, run_fields};
@@ -35,9 +31,9 @@ use run_fields::{RunText, dataset_extras, identity, run_fields};
 pub struct Form {
     dataset_path: String,
     samples: String,
-    batch_size: String,
-    num_workers: String,
-    prefetch_factor: String,
+    /// The text of each knob typed as text (a list of numbers), by field.
+    knobs: BTreeMap<&'static str, String>,
+    python: String,
     factory: String,
     args: String,
     collate: String,
@@ -56,9 +52,12 @@ impl Form {
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
             samples: preset.samples.map(|n| n.to_string()).unwrap_or_default(),
-            batch_size: list_text(&preset.batch_size),
-            num_workers: list_text(&preset.num_workers),
-            prefetch_factor: list_text(&preset.prefetch_factor),
+            knobs: knob_texts(preset),
+            python: preset
+                .python
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             factory: preset.dataset.factory.clone().unwrap_or_default(),
             args: args_text(&preset.dataset.args),
             collate: preset.dataset.collate.clone().unwrap_or_default(),
@@ -92,22 +91,33 @@ pub struct Context<'a> {
     pub running: bool,
 }
 
-/// `0,2,4` from a list.
-fn list_text(values: &[usize]) -> String {
-    values
-        .iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+/// The text of each knob typed as text, by field.
+fn knob_texts(preset: &Preset) -> BTreeMap<&'static str, String> {
+    struct Texts(BTreeMap<&'static str, String>);
+    impl KnobLists for Texts {
+        fn list<T: KnobValue>(&mut self, field: &'static str, values: &mut Vec<T>) {
+            if T::choices().is_none() {
+                self.0.insert(field, list_text(values));
+            }
+        }
+    }
+    let mut texts = Texts(BTreeMap::new());
+    preset.clone().each_knob(&mut texts);
+    texts.0
 }
 
-/// Parses `0, 2,4` into a list of whole numbers.
-pub fn parse_list(text: &str) -> Result<Vec<usize>, String> {
+/// `0,2,4` from a list.
+fn list_text<T: KnobValue>(values: &[T]) -> String {
+    values.iter().map(T::text).collect::<Vec<_>>().join(",")
+}
+
+/// Parses `0, 2,4` into a list of values (whole numbers, for most knobs).
+pub fn parse_list<T: KnobValue>(text: &str) -> Result<Vec<T>, String> {
     let values = text
         .split(',')
         .map(str::trim)
         .filter(|part| !part.is_empty())
-        .map(|part| usize::from_str(part).map_err(|_| format!("`{part}` is not a whole number")))
+        .map(T::parse)
         .collect::<Result<Vec<_>, _>>()?;
     if values.is_empty() {
         return Err("give at least one value, e.g. 0,2,4".to_owned());
@@ -225,112 +235,21 @@ pub fn draw(
         .spacing([10.0, 6.0])
         .show(ui, |ui| {
             samples_field(ui, form, &mut edited, error(&form.errors, "samples"));
-            let problem = error(&form.errors, "batch_size");
-            list_field(
-                ui,
-                "batch size",
-                "batch_size",
-                &mut form.batch_size,
-                &mut form.errors,
-                &mut edited.batch_size,
-                problem,
-            );
             count_field(
                 ui,
                 "epochs",
                 &mut edited.epochs,
                 error(&form.errors, "epochs"),
             );
-            let problem = error(&form.errors, "num_workers");
-            list_field(
+            let pytorch = edited.runtime.contains(&Runtime::Pytorch);
+            edited.each_knob(&mut KnobFields {
                 ui,
-                "num_workers",
-                "num_workers",
-                &mut form.num_workers,
-                &mut form.errors,
-                &mut edited.num_workers,
-                problem,
-            );
-            choice_field(
-                ui,
-                "persistent workers",
-                &mut edited.persistent_workers,
-                true,
-                "",
-            );
-            let pin_note = if cx.cuda_devices == 0 {
-                "No CUDA device here: pinned memory only speeds up copies to a GPU"
-            } else {
-                ""
-            };
-            choice_field(
-                ui,
-                "pin memory",
-                &mut edited.pin_memory,
-                cx.cuda_devices > 0,
-                pin_note,
-            );
-            let problem = error(&form.errors, "prefetch_factor");
-            list_field(
-                ui,
-                "prefetch factor",
-                "prefetch_factor",
-                &mut form.prefetch_factor,
-                &mut form.errors,
-                &mut edited.prefetch_factor,
-                problem,
-            );
-            choice_field(ui, "in order", &mut edited.in_order, true, "");
-            kind_field(
-                ui,
-                "transform at",
-                &mut edited.transform_at,
-                named(TransformAt::ALL, TransformAt::name),
-                None,
-            );
-            kind_field(
-                ui,
-                "worker kind",
-                &mut edited.worker_kind,
-                worker_kinds(),
-                None,
-            );
-            kind_field(
-                ui,
-                "dataset transfer",
-                &mut edited.dataset_transfer,
-                named(DatasetTransfer::ALL, DatasetTransfer::name),
-                None,
-            );
-            kind_field(
-                ui,
-                "batch transfer",
-                &mut edited.batch_transfer,
-                named(BatchTransfer::ALL, BatchTransfer::name),
-                None,
-            );
-            kind_field(
-                ui,
-                "runtime",
-                &mut edited.runtime,
-                named(Runtime::ALL, Runtime::name),
-                None,
-            );
-            let no_pytorch = (!edited.runtime.contains(&Runtime::Pytorch))
-                .then_some("Only the pytorch runtime starts worker processes this way");
-            kind_field(
-                ui,
-                "start method",
-                &mut edited.start_method,
-                named(StartMethod::ALL, StartMethod::name),
-                no_pytorch,
-            );
-            devices(
-                ui,
-                &mut edited.device,
-                cx.cuda_devices,
-                error(&form.errors, "device"),
-            );
+                texts: &mut form.knobs,
+                errors: &mut form.errors,
+                problem: &error,
+                cuda_devices: cx.cuda_devices,
+                pytorch,
+            });
             count_field(
                 ui,
                 "repeats",
@@ -341,6 +260,8 @@ pub fn draw(
             ui.checkbox(&mut edited.warmup, "one unmeasured epoch first")
                 .labelled_by(label.id);
             ui.end_row();
+            order_field(ui, &mut edited.order);
+            python_path_field(ui, &mut form.python, &mut edited.python);
         });
 
     section(ui, "Samples and training");
@@ -403,9 +324,11 @@ mod tests {
 
     #[test]
     fn parses_sweep_lists() {
-        assert_eq!(parse_list("0, 2,4,8"), Ok(vec![0, 2, 4, 8]));
-        assert_eq!(parse_list("4"), Ok(vec![4]));
-        assert!(parse_list("0,x").unwrap_err().contains("`x`"));
-        assert!(parse_list(" ").is_err());
+        assert_eq!(parse_list("0, 2,4,8"), Ok(vec![0_usize, 2, 4, 8]));
+        assert_eq!(parse_list("4"), Ok(vec![4_usize]));
+        assert!(parse_list::<usize>("0,x").unwrap_err().contains("`x`"));
+        assert!(parse_list::<usize>(" ").is_err());
+        use loaderbench_engine::preset::IntraOpThreads::{Auto, Count};
+        assert_eq!(parse_list("auto, 2"), Ok(vec![Auto, Count(2)]));
     }
 }

@@ -126,29 +126,6 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
     });
 }
 
-/// The config the first value of each list makes, every knob set.
-fn current_point(preset: &Preset) -> ConfigPoint {
-    ConfigPoint {
-        pipeline: preset.pipeline.first().cloned(),
-        transform_at: preset.transform_at.first().copied(),
-        batch_size: preset.batch_size.first().copied(),
-        num_workers: preset.num_workers.first().copied(),
-        worker_kind: preset.worker_kind.first().copied(),
-        persistent_workers: preset.persistent_workers.first().copied(),
-        prefetch_factor: preset.prefetch_factor.first().copied(),
-        pin_memory: preset.pin_memory.first().copied(),
-        in_order: preset.in_order.first().copied(),
-        device: preset.device.first().cloned(),
-        dataset_transfer: preset.dataset_transfer.first().copied(),
-        batch_transfer: preset.batch_transfer.first().copied(),
-        runtime: preset.runtime.first().copied(),
-        start_method: preset.start_method.first().copied(),
-        intra_op_threads: preset.intra_op_threads.first().copied(),
-        ranks: preset.ranks.first().copied(),
-        copy: None,
-    }
-}
-
 fn op_templates() -> Vec<Op> {
     vec![
         Op::Rotate { degrees: 30.0 },
@@ -234,7 +211,7 @@ pub(super) fn extra_configs(ui: &mut Ui, preset: &mut Preset) {
         .on_hover_text("One more config, from the first value of each setting above")
         .clicked()
     {
-        preset.extra_configs.push(current_point(preset));
+        preset.extra_configs.push(ConfigPoint::first_of(preset));
     }
     let mut remove = None;
     for (index, point) in preset.extra_configs.iter().enumerate() {

@@ -9,12 +9,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::rank_messages::{FromRank, GO, RankJob};
 use crate::loader_epoch::{build_loader, run_epoch};
-use crate::rank_merge::{RanksSummary, rank_threads};
+use crate::rank_merge::RanksSummary;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset;
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::set_intra_op_threads;
 use loaderbench_engine::memory;
+use loaderbench_engine::plan::rank_threads;
 use loaderbench_engine::step::Step;
 
 /// The rank's side: returns the process's exit code (0 when the coordinator closed its

@@ -41,6 +41,20 @@ use session::Session;
 /// The script, shipped inside the binary so that it works from any directory.
 const SCRIPT: &str = include_str!("../../../../python/reference_loader.py");
 
+/// The knobs the script takes: the names in its `KNOBS = (...)`.
+#[cfg(test)]
+fn script_knobs() -> Vec<&'static str> {
+    let Some((_, rest)) = SCRIPT.split_once("\nKNOBS = (") else {
+        return Vec::new();
+    };
+    let names = rest.split_once(')').map_or("", |(names, _)| names);
+    names
+        .split(',')
+        .map(|name| name.trim().trim_matches('"'))
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
 /// What a measurement reports as it goes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReferenceEvent {

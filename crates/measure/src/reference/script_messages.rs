@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::rank_merge::rank_threads;
-use loaderbench_engine::plan::{Config, Plan};
-use loaderbench_engine::preset::IntraOpThreads;
-use loaderbench_engine::transform::{Normalize, Op};
+use loaderbench_engine::plan::{Config, KNOBS, Plan};
+use loaderbench_engine::transform::Normalize;
 
 /// The dataset as the script builds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,29 +37,21 @@ pub enum DatasetRequest {
     },
 }
 
-/// One config to measure: the dataset, the ops and the DataLoader's arguments.
+/// One config to measure: the dataset, how samples are drawn, the epochs, and the value
+/// of each knob the pytorch runtime takes (under the knob's name; see [`Knob::reference`]
+/// and `KNOBS` in the script).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Request {
     pub dataset: DatasetRequest,
     pub samples: Option<usize>,
-    pub ops: Vec<Op>,
     pub normalize: Normalize,
-    pub batch_size: usize,
     pub shuffle: bool,
     pub seed: u64,
     pub drop_last: bool,
-    pub num_workers: usize,
-    pub persistent_workers: bool,
-    pub prefetch_factor: usize,
-    pub pin_memory: bool,
-    pub in_order: bool,
-    pub start_method: &'static str,
-    /// `torch.set_num_threads` in the main process; `None` keeps PyTorch's default.
-    pub intra_op_threads: Option<usize>,
-    pub device: String,
     pub epochs: usize,
     pub warmup: bool,
     pub worker_timeout_s: f64,
+    pub knobs: BTreeMap<&'static str, serde_json::Value>,
     /// Which rank of a distributed job this script is; `None` with one rank.
     pub ranks: Option<RankRequest>,
 }
@@ -80,26 +70,17 @@ impl Request {
         Request {
             dataset,
             samples: plan.samples,
-            ops: config.pipeline.ops(),
             normalize: plan.normalize.clone(),
-            batch_size: config.batch_size,
             shuffle: plan.shuffle,
             seed: plan.seed,
             drop_last: plan.drop_last,
-            num_workers: config.num_workers,
-            persistent_workers: config.persistent_workers,
-            prefetch_factor: config.prefetch_factor,
-            pin_memory: config.pin_memory,
-            in_order: config.in_order,
-            start_method: config.start_method.name(),
-            intra_op_threads: match rank_threads(config.intra_op_threads, config.ranks) {
-                IntraOpThreads::Auto => None,
-                IntraOpThreads::Count(count) => Some(count),
-            },
-            device: config.device.to_string(),
             epochs: plan.epochs,
             warmup: plan.warmup,
             worker_timeout_s: plan.worker_timeout_s,
+            knobs: KNOBS
+                .iter()
+                .filter_map(|knob| Some((knob.field, (knob.reference?)(config))))
+                .collect(),
             ranks: None,
         }
     }
@@ -246,13 +227,18 @@ mod tests {
             labels: "l".into(),
         };
         let json = serde_json::to_value(Request::new(&plan, &plan.configs[0], dataset)).unwrap();
+        let knobs = &json["knobs"];
         assert_eq!(
-            json["ops"][0],
+            knobs["pipeline"][0],
             serde_json::json!({"rotate": {"degrees": 30.0}})
         );
-        assert_eq!(json["ops"][3], serde_json::json!("normalize"));
+        assert_eq!(knobs["pipeline"][3], serde_json::json!("normalize"));
         assert_eq!(json["dataset"]["kind"], "idx");
-        assert_eq!(json["start_method"], "fork");
+        assert_eq!(
+            knobs["start_method"],
+            loaderbench_engine::preset::StartMethod::platform_default().name()
+        );
+        assert_eq!(knobs["batch_size"], 64);
         assert_eq!(json["ranks"], serde_json::Value::Null);
     }
 
@@ -267,12 +253,30 @@ mod tests {
             labels: "l".into(),
         };
         let request = Request::new(&plan, &plan.configs[0], dataset);
-        assert_eq!(request.intra_op_threads, Some(1), "as torchrun sets it");
+        assert_eq!(request.knobs["intra_op_threads"], 1, "as torchrun sets it");
         let ranked = request.for_rank(1, 2, Path::new("/private/store-0"));
         let json = serde_json::to_value(&ranked).unwrap();
         assert_eq!(
             json["ranks"],
             serde_json::json!({"rank": 1, "world": 2, "init_method": "file:///private/store-0"})
+        );
+    }
+
+    #[test]
+    fn the_script_takes_every_knob_the_table_sends_it() {
+        let sent: Vec<&str> = KNOBS
+            .iter()
+            .filter(|knob| knob.reference.is_some())
+            .map(|knob| knob.field)
+            .collect();
+        let mut taken = super::super::script_knobs();
+        let mut expected = sent.clone();
+        taken.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(
+            taken, expected,
+            "KNOBS in python/reference_loader.py must name exactly the knobs whose \
+             `reference` is set in the knob table (src/knobs.rs)"
         );
     }
 }

@@ -7,8 +7,7 @@
 //! peak RSS and the extra memory per worker) when `num_workers` varies. The Markdown
 //! exporter renders it as text and the desktop app draws it as a grid.
 
-use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::Runtime;
+use loaderbench_engine::plan::{Config, KNOBS_IN_CONFIG_ORDER};
 use loaderbench_measure::results::{RunResult, SummaryRow};
 
 use super::{python_bool, render, with_interval};
@@ -142,48 +141,20 @@ fn memory(result: &RunResult, index: usize) -> String {
 
 type KnobColumn = (&'static str, fn(&Config) -> String);
 
-/// Knobs beyond the classic three whose value differs between configs.
+/// Knobs beyond the classic three whose column the configs need (mostly: whose value
+/// differs between them), in the knob table's order, and `copy` where copies are shown.
 fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
-    let candidates: [KnobColumn; 12] = [
-        ("worker kind", |c| c.worker_kind.name().to_owned()),
-        ("batch size", |c| c.batch_size.to_string()),
-        ("prefetch", |c| c.prefetch_factor.to_string()),
-        ("in order", |c| python_bool(c.in_order)),
-        ("device", |c| c.device.to_string()),
-        ("dataset transfer", |c| c.dataset_transfer.name().to_owned()),
-        ("batch transfer", |c| c.batch_transfer.name().to_owned()),
-        ("runtime", |c| c.runtime.name().to_owned()),
-        ("start method", |c| {
-            if c.uses_start_method() {
-                c.start_method.name().to_owned()
-            } else {
-                "-".to_owned()
-            }
-        }),
-        ("intra-op threads", |c| c.intra_op_threads.name()),
-        ("ranks", |c| c.ranks.to_string()),
-        ("copy", |c| c.copy.to_string()),
-    ];
-    let mut columns: Vec<KnobColumn> = candidates
-        .into_iter()
-        .filter(|(_, value)| configs.iter().any(|c| value(c) != value(&configs[0])))
-        .collect();
-    // Only our engine has the choice (PyTorch transforms per sample): a column when
-    // its configs differ there.
-    let mut ours = configs.iter().filter(|c| c.runtime == Runtime::Loaderbench);
-    if let Some(first) = ours.next()
-        && ours.any(|c| c.transform_at != first.transform_at)
-    {
-        columns.insert(0, ("transform at", transform_at));
-    }
-    columns
-}
-
-fn transform_at(config: &Config) -> String {
-    match config.runtime {
-        Runtime::Loaderbench => config.transform_at.name().to_owned(),
-        Runtime::Pytorch => "-".to_owned(),
-    }
+    let copy: KnobColumn = ("copy", |c| c.copy.to_string());
+    KNOBS_IN_CONFIG_ORDER
+        .iter()
+        .filter_map(|knob| Some((knob.label, knob.column.of(configs)?)))
+        .chain(
+            configs
+                .iter()
+                .any(|c| c.copy != configs[0].copy)
+                .then_some(copy),
+        )
+        .collect()
 }
 
 #[cfg(test)]
