@@ -45,6 +45,10 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
             .with_title("loaderbench")
             .with_inner_size(WINDOW_SIZE)
             .with_min_inner_size([900.0, 560.0]),
+        // OpenGL through glow rather than wgpu: with no GPU (Mesa's llvmpipe) a frame
+        // costs a third of the CPU time (benches/window_frames.rs). The PNG exports
+        // still render headless through wgpu (egui_kittest).
+        renderer: eframe::Renderer::Glow,
         ..eframe::NativeOptions::default()
     };
     eframe::run_native(
