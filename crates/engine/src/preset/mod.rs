@@ -15,6 +15,7 @@ use crate::error::{Error, FieldError, Result};
 use crate::step::StepCost;
 use crate::transform::{Normalize, PipelineSpec};
 
+mod overrides;
 mod values;
 
 pub use crate::named_values::KnobValue;
@@ -318,109 +319,6 @@ impl Preset {
         fs::write(&temp, self.to_ron()).map_err(|err| Error::io(&temp, err))?;
         fs::rename(&temp, path).map_err(|err| Error::io(path, err))
     }
-
-    /// Sets the field at `key` (a dotted path such as `dataset.path` or `num_workers`)
-    /// from `value`: any RON the field takes in a preset file, or a bare word, number or
-    /// comma-separated list. A single value given for a sweep list replaces the list, and
-    /// also fixes that knob in every extra config.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
-        let slot = field_mut(&mut tree, key)
-            .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
-        let as_ron = ron_value(key, value);
-        *slot = match &as_ron {
-            Ok(parsed) => parsed.clone(),
-            Err(_) => parse_value(value, slot),
-        };
-        // A sweep knob set here is fixed in every extra config too; any other key is
-        // no field of an extra config, so removing it there changes nothing.
-        if let Some(points) = tree["extra_configs"].as_array_mut() {
-            for point in points {
-                if let Some(fields) = point.as_object_mut() {
-                    fields.remove(key);
-                }
-            }
-        }
-        *self = serde_json::from_value(tree).map_err(|err| {
-            // Text written as RON is best explained by RON's error, a bare word by
-            // what the field expected instead.
-            let problem = match as_ron {
-                Err(ron) if value.contains(['(', '[', '{', '"']) => ron,
-                _ => err.to_string(),
-            };
-            Error::value(format!("--set {key}={value}: {problem}"))
-        })?;
-        Ok(())
-    }
-}
-
-/// What the RON `text` gives the field at `key`, in the preset's JSON tree: `text` is
-/// written into an otherwise empty preset (`a.b` as `(a: (b: text))`), which is parsed
-/// and read back, so the field's own type reads it, as from a preset file. Fails where
-/// the text is no RON for the field, and on paths through lists and maps.
-fn ron_value(key: &str, text: &str) -> std::result::Result<serde_json::Value, String> {
-    let mut parts = key.split('.').rev();
-    let leaf = parts.next().unwrap_or(key);
-    let mut field = format!("{leaf}: {}", text.trim());
-    for parent in parts {
-        field = format!("{parent}: ({field})");
-    }
-    let top = key.split('.').next().unwrap_or(key);
-    let required = [
-        ("version", PRESET_VERSION.to_string()),
-        ("name", "\"\"".to_owned()),
-    ]
-    .into_iter()
-    .filter(|(name, _)| *name != top)
-    .map(|(name, value)| format!("{name}: {value}, "));
-    let document = format!("({}{field})", required.collect::<String>());
-    let preset: Preset = ron_options()
-        .from_str(&document)
-        .map_err(|err| err.code.to_string())?;
-    let tree = serde_json::to_value(&preset).map_err(|err| err.to_string())?;
-    tree.pointer(&format!("/{}", key.replace('.', "/")))
-        .cloned()
-        .ok_or_else(|| format!("{key} is no field"))
-}
-
-/// The JSON node at a dotted path; list items are addressed by their index.
-/// A missing leaf of an existing object (an optional field left out) is created.
-fn field_mut<'a>(tree: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
-    let (parents, leaf) = match key.rsplit_once('.') {
-        Some((parents, leaf)) => (Some(parents), leaf),
-        None => (None, key),
-    };
-    let mut node = tree;
-    for part in parents.into_iter().flat_map(|p| p.split('.')) {
-        node = match node {
-            serde_json::Value::Object(map) => map.get_mut(part)?,
-            serde_json::Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    match node {
-        serde_json::Value::Object(map) => Some(
-            map.entry(leaf.to_owned())
-                .or_insert(serde_json::Value::Null),
-        ),
-        serde_json::Value::Array(items) => items.get_mut(leaf.parse::<usize>().ok()?),
-        _ => None,
-    }
-}
-
-/// Reads a command-line value for the slot it will replace: JSON where it parses
-/// (numbers, booleans, lists, objects), a comma-separated list or a single value wrapped
-/// into a list where the slot is a list, and a plain string otherwise.
-fn parse_value(text: &str, slot: &serde_json::Value) -> serde_json::Value {
-    let scalar = |t: &str| {
-        serde_json::from_str(t.trim())
-            .unwrap_or_else(|_| serde_json::Value::String(t.trim().to_owned()))
-    };
-    let parsed = scalar(text);
-    if slot.is_array() && !parsed.is_array() {
-        return serde_json::Value::Array(text.split(',').map(scalar).collect());
-    }
-    parsed
 }
 
 #[cfg(test)]
