@@ -31,7 +31,7 @@ def user_dataset(request):
 
 def main():
     request = json.loads(sys.stdin.readline())
-    device = reference.torch.device(request["device"])
+    device = reference.torch.device(request["knobs"]["device"])
     if request["dataset"]["kind"] == "python":
         dataset = user_dataset(request)
     else:

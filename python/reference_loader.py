@@ -43,7 +43,7 @@ except ImportError:
 
 
 # The knobs loaderbench sends under "knobs" in the request, by their names in its knob
-# table (src/knobs.rs); a test there checks that this list names exactly the knobs the
+# table (crates/engine/src/knob_table.rs); a test there checks that this list names exactly the knobs the
 # table sends, and the script refuses a request that sends others.
 KNOBS = (
     "pipeline",

@@ -1,5 +1,5 @@
 //! The knobs as the plan uses them: [`Config`]'s fields and one [`Knob`] record each,
-//! both generated from the knob table ([`crate::knobs`]); [`KNOBS`] in grid order (the
+//! both generated from the knob table ([`crate::knob_table`]); [`KNOBS`] in grid order (the
 //! first varies slowest, `num_workers` fastest, so its list reads top to bottom in
 //! tables). A knob is a list in [`Preset`], an optional value in [`ConfigPoint`] and a
 //! value in [`Config`], under the same field name; the plan's empty-list check, grid,
@@ -140,7 +140,7 @@ macro_rules! config_type {
     };
 }
 
-crate::knobs::knob_table!(config_and_knobs {
+crate::knob_table::knob_table!(config_and_knobs {
     /// Non-zero for a copy of another config measured under its own name (an A/A check).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub copy: usize,

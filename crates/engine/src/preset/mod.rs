@@ -123,7 +123,7 @@ macro_rules! preset_structs {
     };
 }
 
-crate::knobs::knob_table!(preset_structs {
+crate::knob_table::knob_table!(preset_structs {
     preset: {
         /// Format version; must be [`PRESET_VERSION`].
         pub version: u32 = PRESET_VERSION,

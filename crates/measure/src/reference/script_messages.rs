@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(
             taken, expected,
             "KNOBS in python/reference_loader.py must name exactly the knobs whose \
-             `reference` is set in the knob table (src/knobs.rs)"
+             `reference` is set in the knob table (crates/engine/src/knob_table.rs)"
         );
     }
 }
