@@ -48,6 +48,21 @@ fn app(dir: &Path, results: Vec<PathBuf>) -> Harness<'static, App> {
     app_on_saved_runs(dir, results, [1280.0, 800.0])
 }
 
+/// Types `path` into the path field and clicks Open, as a user opens a saved run.
+fn open_from_path_field(harness: &mut Harness<'_, App>, path: &Path) {
+    let field = "preset file";
+    harness
+        .get_by_role_and_label(Role::TextInput, field)
+        .focus();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::TextInput, field)
+        .type_text(path.to_str().expect("a UTF-8 path"));
+    harness.run_steps(2);
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+}
+
 /// The error lines in the message bar.
 fn errors(app: &App) -> Vec<String> {
     app.messages()
@@ -125,16 +140,7 @@ fn a_cancelled_run_s_journal_typed_into_the_path_field_shows_its_configs() {
         ),
     )
     .unwrap();
-    harness
-        .get_by_role_and_label(Role::TextInput, "preset file")
-        .focus();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::TextInput, "preset file")
-        .type_text(cancelled.to_str().unwrap());
-    harness.run_steps(2);
-    harness.get_by_label("Open").click();
-    harness.run_steps(3);
+    open_from_path_field(&mut harness, &cancelled);
     assert_eq!(harness.state().phase(), Some(&Phase::Cancelled));
     assert_shows(&harness, 1);
 }
@@ -322,16 +328,7 @@ fn an_opened_run_shows_the_preset_it_was_measured_with() {
         harness.query_by_label(&line).is_none(),
         "the new preset's line"
     );
-    harness
-        .get_by_role_and_label(Role::TextInput, "preset file")
-        .focus();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::TextInput, "preset file")
-        .type_text(journal.to_str().unwrap());
-    harness.run_steps(2);
-    harness.get_by_label("Open").click();
-    harness.run_steps(3);
+    open_from_path_field(&mut harness, &journal);
     assert_eq!(harness.state().preset(), &setup);
     assert!(
         harness.query_by_label(&line).is_some(),
