@@ -15,6 +15,9 @@ use loaderbench_engine::preset::Runtime;
 use loaderbench_engine::step::Step;
 
 use super::Run;
+
+/// An epoch's result and what the interference meter saw around it.
+pub(super) type MeasuredEpoch = (EpochResult, Option<Interference>);
 use crate::loader_epoch::{build_loader, run_epoch};
 
 /// The longest the untimed warm-up pass of a process runs.
@@ -49,6 +52,23 @@ impl Run {
         Ok(())
     }
 
+    /// A config's epochs in order: its warm-up epoch (number 0, when the plan asks for
+    /// one) and then its measured epochs, each measured by `epoch`.
+    pub(super) fn warmup_and_measured(
+        &self,
+        mut epoch: impl FnMut(usize) -> Result<MeasuredEpoch>,
+    ) -> Result<(Option<EpochResult>, Vec<MeasuredEpoch>)> {
+        let warmup = if self.plan.warmup {
+            Some(epoch(0)?.0)
+        } else {
+            None
+        };
+        let measured = (1..=self.plan.epochs)
+            .map(epoch)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((warmup, measured))
+    }
+
     pub(super) fn measure_epoch(
         &self,
         loader: &mut Loader,
@@ -56,7 +76,7 @@ impl Run {
         config: usize,
         repeat: usize,
         epoch: usize,
-    ) -> Result<(EpochResult, Option<Interference>)> {
+    ) -> Result<MeasuredEpoch> {
         self.timed_epoch(config, repeat, || {
             let mut last_sent: Option<Instant> = None;
             run_epoch(loader, step, epoch, |batch, startups| {
@@ -87,7 +107,7 @@ impl Run {
         config: usize,
         repeat: usize,
         epoch: impl FnOnce() -> Result<EpochResult>,
-    ) -> Result<(EpochResult, Option<Interference>)> {
+    ) -> Result<MeasuredEpoch> {
         let reading = self.settle_before_epoch();
         let mut result = epoch()?;
         let seen = reading.interference_since();

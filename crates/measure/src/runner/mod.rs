@@ -17,7 +17,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::disturbance;
 use crate::events::Event;
 use crate::journal::{Journal, default_journal_path};
-use crate::meter::{self, Interference};
+use crate::meter;
 use crate::rank_merge::RanksSummary;
 use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 use loaderbench_engine::cancel::CancelToken;
@@ -31,6 +31,7 @@ use loaderbench_engine::preset::Runtime;
 mod epochs;
 mod runtimes;
 
+use epochs::MeasuredEpoch;
 use runtimes::Runtimes;
 
 /// Called on the runner thread before the clock of each epoch starts (and before each
@@ -309,7 +310,7 @@ impl Run {
         index: usize,
         repeat: usize,
         warmup: Option<EpochResult>,
-        measured: Vec<(EpochResult, Option<Interference>)>,
+        measured: Vec<MeasuredEpoch>,
         summary: RanksSummary,
     ) -> ConfigResult {
         let verdict = disturbance::judge(

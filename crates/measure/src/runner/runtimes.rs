@@ -78,17 +78,9 @@ impl ConfigRuntime for OurLoader {
         set_intra_op_threads(config.intra_op_threads);
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
-        let warmup = if run.plan.warmup {
-            Some(
-                run.measure_epoch(&mut loader, &mut step, index, repeat, 0)?
-                    .0,
-            )
-        } else {
-            None
-        };
-        let measured = (1..=run.plan.epochs)
-            .map(|epoch| run.measure_epoch(&mut loader, &mut step, index, repeat, epoch))
-            .collect::<Result<Vec<_>>>()?;
+        let (warmup, measured) = run.warmup_and_measured(|epoch| {
+            run.measure_epoch(&mut loader, &mut step, index, repeat, epoch)
+        })?;
         Ok(run.config_result(
             index,
             repeat,
@@ -113,7 +105,7 @@ struct Ranked;
 impl ConfigRuntime for Ranked {
     fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
         let mut ranks = Ranks::start(&run.plan, index, &run.cancel)?;
-        let mut measure = |epoch| {
+        let (warmup, measured) = run.warmup_and_measured(|epoch| {
             run.timed_epoch(index, repeat, || {
                 ranks.epoch(epoch, |progress| {
                     run.emit.send(match progress {
@@ -130,15 +122,7 @@ impl ConfigRuntime for Ranked {
                     });
                 })
             })
-        };
-        let warmup = if run.plan.warmup {
-            Some(measure(0)?.0)
-        } else {
-            None
-        };
-        let measured = (1..=run.plan.epochs)
-            .map(&mut measure)
-            .collect::<Result<Vec<_>>>()?;
+        })?;
         let summary = ranks.finish()?;
         run.warn_if_pin_memory_idle(
             index,
