@@ -7,7 +7,7 @@ LIBTORCH_DIR = $(shell tail -n 1 .libtorch-path)
 PYTHON_PATH = $(shell head -n 1 .libtorch-path)
 TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 
-.PHONY: setup run demo test bench check fmt clippy fuzz .libtorch-path
+.PHONY: setup run demo test bench soak check fmt clippy fuzz .libtorch-path
 
 # Always re-checked: cheap when the cache is there, installs it when not.
 .libtorch-path:
@@ -38,6 +38,10 @@ test: .libtorch-path
 ## Benchmarks: our loader against the in-process floor, heavy-pipeline scaling.
 bench: .libtorch-path
 	$(TORCH) $(CARGO) bench --workspace
+
+## A long run's footprint: 1,000 epochs per worker kind; memory, descriptors, threads.
+soak: .libtorch-path
+	$(TORCH) $(CARGO) bench --bench soak
 
 check: .libtorch-path
 	$(TORCH) $(CARGO) check --workspace --all-targets

@@ -9,7 +9,7 @@ use loaderbench_engine::preset::Runtime;
 use loaderbench_present::compare;
 
 use super::output::print_tables;
-use super::run_command::execute;
+use super::run_command::{execute, prepare_journal};
 use super::{CompareArgs, load_preset};
 
 pub fn compare(args: CompareArgs) -> Result<()> {
@@ -20,7 +20,8 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         preset.set("runtime", "loaderbench,pytorch")?;
     }
     let plan = Plan::from_preset(&preset, Some(&origin))?;
-    let (result, error) = execute(&plan, args.journal, args.quiet)?;
+    let journal = prepare_journal(args.journal, &plan)?;
+    let (result, error) = execute(&plan, journal, args.quiet)?;
     print_tables(&result, false);
     if compare::rows(&result).is_empty() {
         return Err(error.unwrap_or_else(|| Error::run("no config was measured on both runtimes")));

@@ -1,45 +1,129 @@
-//! Ctrl-C for the CLI: the first SIGINT, SIGTERM or SIGHUP asks the run to stop, so the
-//! workers are stopped and every requested export is still written with what was
-//! measured (the run marked cancelled, exit code 130); a second one exits at once with
-//! code 130. The handler runs on the `ctrlc` crate's own thread, so it may print and
-//! exit; the run polls [`requested`] between events.
+//! Stopping a CLI run from outside: Ctrl-C at a terminal, `timeout`, a scheduler's SIGTERM
+//! at its time limit, a closed terminal's SIGHUP. The first signal asks the run to stop:
+//! the workers are stopped, every requested export is still written with what was
+//! measured (the run marked cancelled), and the process exits with 128 + the signal's
+//! number (130 for SIGINT, 143 for SIGTERM), as shells and schedulers expect. The same
+//! signal often arrives twice within microseconds (`timeout`, `scancel` and container
+//! runtimes signal the process and then its whole group), so every signal within
+//! [`REPEAT_WINDOW`] of the first is that same request. A later one is a user pressing
+//! Ctrl-C again: the process quits at once, after the [`on_quit`] writer saves what was
+//! measured if it takes under [`LAST_WRITE_LIMIT`]. Signals are taken on a thread of
+//! their own, so handling them may print, write and exit.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, Once, OnceLock};
+use std::time::{Duration, Instant};
 
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 
-/// The exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-pub const EXIT_CODE: u8 = 130;
+/// Signals this close to the first one are the same request delivered again.
+pub const REPEAT_WINDOW: Duration = Duration::from_secs(1);
 
-static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+/// How long quitting at once waits for the [`on_quit`] writer.
+pub const LAST_WRITE_LIMIT: Duration = Duration::from_secs(1);
 
-/// Installs the handler; call once, before the run starts.
+/// SIGINT's number, which Ctrl-C sends (the same on every platform Rust runs on).
+const SIGINT: i32 = 2;
+
+/// The first stop request: which signal, and when.
+struct Request {
+    signal: i32,
+    at: Instant,
+}
+
+static REQUEST: OnceLock<Request> = OnceLock::new();
+
+/// What to save when the user quits at once; taken by the first such quit.
+type LastWrite = Box<dyn FnOnce() + Send>;
+static LAST_WRITE: Mutex<Option<LastWrite>> = Mutex::new(None);
+
+/// Starts taking SIGINT, SIGTERM and SIGHUP (Ctrl-C and its kin elsewhere); call before
+/// the run starts. Later calls do nothing.
 pub fn install() -> Result<()> {
-    ctrlc::set_handler(|| {
-        if INTERRUPTS.fetch_add(1, Ordering::SeqCst) == 0 {
-            eprintln!("\nstopping: writing what was measured (press Ctrl-C again to quit at once)");
-        } else {
-            quit_now();
-        }
-    })
-    .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))
+    static INSTALLED: Once = Once::new();
+    let mut outcome = Ok(());
+    INSTALLED.call_once(|| outcome = listen());
+    outcome
 }
 
-/// Whether the user asked the run to stop.
+#[cfg(unix)]
+fn listen() -> Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))?;
+    std::thread::Builder::new()
+        .name("loaderbench-signals".to_owned())
+        .spawn(move || signals.forever().for_each(on_signal))
+        .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn listen() -> Result<()> {
+    ctrlc::set_handler(|| on_signal(SIGINT))
+        .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))
+}
+
+/// Whether the run was asked to stop.
 pub fn requested() -> bool {
-    INTERRUPTS.load(Ordering::SeqCst) > 0
+    REQUEST.get().is_some()
 }
 
-/// Exits with [`EXIT_CODE`] without running exit handlers: libtorch's static destructors
-/// must not run under the threads still measuring. Spawned and forked workers die with
-/// this process (see `loader::process`).
-fn quit_now() -> ! {
+/// The exit code of a stopped run: 128 + the number of the signal that stopped it.
+pub fn exit_code() -> u8 {
+    let signal = REQUEST.get().map_or(SIGINT, |request| request.signal);
+    u8::try_from(128 + signal).unwrap_or(130)
+}
+
+/// Sets what quitting at once saves (the exports, from the journal); it runs on the
+/// signal thread, at most once.
+pub fn on_quit(write: impl FnOnce() + Send + 'static) {
+    *lock_last_write() = Some(Box::new(write));
+}
+
+fn lock_last_write() -> std::sync::MutexGuard<'static, Option<LastWrite>> {
+    // A writer that panicked leaves nothing half-done that matters here.
+    LAST_WRITE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn on_signal(signal: i32) {
+    let Some(first) = REQUEST.get() else {
+        let _ = REQUEST.set(Request {
+            signal,
+            at: Instant::now(),
+        });
+        eprintln!("\nstopping: writing what was measured (press Ctrl-C again to quit at once)");
+        return;
+    };
+    if first.at.elapsed() >= REPEAT_WINDOW {
+        quit_now(signal);
+    }
+}
+
+/// Saves what was measured if that takes under [`LAST_WRITE_LIMIT`], then exits with
+/// 128 + `signal` without running exit handlers: libtorch's static destructors must not
+/// run under the threads still measuring. Spawned and forked workers die with this
+/// process (see `loader::process`).
+fn quit_now(signal: i32) -> ! {
+    eprintln!("quitting at once");
+    if let Some(write) = lock_last_write().take() {
+        let (done, written) = crossbeam_channel::bounded(1);
+        let writer = std::thread::Builder::new().spawn(move || {
+            write();
+            let _ = done.send(());
+        });
+        if writer.is_err() || written.recv_timeout(LAST_WRITE_LIMIT).is_err() {
+            eprintln!("the exports were not written in time; the journal keeps what was measured");
+        }
+    }
+    let code = 128 + signal;
     #[cfg(unix)]
     // SAFETY: _exit ends the process at once; it takes no pointers and never returns.
     unsafe {
-        libc::_exit(i32::from(EXIT_CODE))
+        libc::_exit(code)
     }
     #[cfg(not(unix))]
-    std::process::exit(i32::from(EXIT_CODE))
+    std::process::exit(code)
 }

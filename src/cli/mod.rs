@@ -1,7 +1,8 @@
 //! The command line: `run`, `compare`, `report`, `merge`, `validate`, `presets`,
 //! `baseline` and `gui` (the default when the `gui` feature is on), parsed with clap.
 //! Exit codes: 0 success, 1 the run failed, 2 bad input (a preset, a dataset or results
-//! file, a `--set` value), 130 stopped by Ctrl-C (after writing what was measured).
+//! file, a `--set` value, an output that cannot be written), 128 + the signal's number
+//! when stopped from outside (130 Ctrl-C, 143 SIGTERM; after writing what was measured).
 
 mod baseline_command;
 mod compare_command;
@@ -234,7 +235,7 @@ fn may_use_cuda(command: &Command) -> bool {
 
 fn exit_code(error: &Error) -> ExitCode {
     if matches!(error, Error::Cancelled) {
-        ExitCode::from(interrupt::EXIT_CODE)
+        ExitCode::from(interrupt::exit_code())
     } else if error.is_bad_input() {
         ExitCode::from(2)
     } else {
@@ -297,6 +298,10 @@ fn gui(args: GuiArgs) -> ExitCode {
     });
     if presets.len() > 1 {
         eprintln!("error: one preset at a time, got {}", presets.join(", "));
+        return ExitCode::from(2);
+    }
+    if let Some(Err(err)) = args.json.as_deref().map(output::check_folder_takes_files) {
+        eprintln!("error: {err}");
         return ExitCode::from(2);
     }
     let launch = loaderbench_gui::Launch {

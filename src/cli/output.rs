@@ -17,7 +17,7 @@ use loaderbench_present::export::{self, Exporter};
 use loaderbench_present::views::PngArea;
 
 /// Where to write the results; `-` is standard output.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// Also write the results as JSON (`-`: standard output).
     #[arg(long, value_name = "FILE")]
@@ -77,12 +77,99 @@ impl ExportArgs {
         if let Some(path) = &self.png {
             write_png(path, self.view, runs)?;
         }
+        self.write_text(result)
+    }
+
+    /// Writes the JSON, CSV and Markdown exports (not the PNG, which takes the longest).
+    pub fn write_text(&self, result: &RunResult) -> Result<()> {
         for (path, exporter) in self.requests() {
             if let Some(path) = path {
                 write_to(path, &exporter.export(result)?)?;
             }
         }
         Ok(())
+    }
+
+    /// Checks, before anything is measured, that every export can be written: its
+    /// folder exists and takes a new file. A run of hours must not find out at its end.
+    pub fn check_writable(&self) -> Result<()> {
+        let files = self.requests().into_iter().filter_map(|(path, _)| path);
+        for path in files.chain(self.png()) {
+            if !is_stdout(path) {
+                check_folder_takes_files(path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `loaderbench report` command that writes these exports from `journal`.
+    pub fn report_command(&self, journal: &Path) -> String {
+        let mut words = vec![
+            "loaderbench".to_owned(),
+            "report".to_owned(),
+            shell_word(journal),
+        ];
+        let flags = [
+            ("--json", &self.json),
+            ("--csv", &self.csv),
+            ("--md", &self.md),
+        ];
+        for (flag, path) in flags.into_iter().chain([("--png", &self.png)]) {
+            if let Some(path) = path {
+                words.extend([flag.to_owned(), shell_word(path)]);
+            }
+        }
+        if self.png.is_some() {
+            words.extend(["--view".to_owned(), self.view.name().to_owned()]);
+        }
+        words.join(" ")
+    }
+}
+
+/// Checks that `path`'s folder exists and takes a new file, by creating (and removing) a
+/// hidden one there; the error names `path` and the problem.
+pub fn check_folder_takes_files(path: &Path) -> Result<()> {
+    let folder = folder_of(path);
+    if !folder.is_dir() {
+        return Err(Error::file(
+            path,
+            format!(
+                "cannot be written: the folder {} does not exist",
+                folder.display()
+            ),
+        ));
+    }
+    tempfile::Builder::new()
+        .prefix(".loaderbench-check-")
+        .tempfile_in(folder)
+        .map(drop)
+        .map_err(|err| {
+            Error::file(
+                path,
+                format!(
+                    "cannot be written: the folder {} takes no new file ({err})",
+                    folder.display()
+                ),
+            )
+        })
+}
+
+/// The folder a file goes in (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// `path` as one word for a POSIX shell: quoted when it holds anything but plain
+/// characters.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 
@@ -102,7 +189,7 @@ pub fn quiet_headless_vulkan() {
 #[cfg(feature = "gui")]
 fn write_png(path: &Path, view: PngArea, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
     let bytes = loaderbench_gui::render_png(runs, view, 1.0)?;
-    std::fs::write(path, bytes).map_err(|err| Error::io(path, err))
+    write_to(path, &bytes)
 }
 
 #[cfg(not(feature = "gui"))]
@@ -112,15 +199,34 @@ fn write_png(_path: &Path, _view: PngArea, _runs: Vec<(PathBuf, RunResult)>) -> 
     ))
 }
 
-/// Writes `bytes` to the file at `path`, or to standard output for `-`.
+/// Writes `bytes` to the file at `path`, or to standard output for `-`. A regular file
+/// is replaced whole: the bytes go to a new file beside it, renamed over it once
+/// complete, so an interrupted or failed write never leaves half an export (and two
+/// writers of the same export leave one of them whole). Anything else (a pipe, a
+/// device) is written in place.
 pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
     if is_stdout(path) {
-        std::io::stdout()
+        return std::io::stdout()
             .write_all(bytes)
-            .map_err(|err| Error::run(format!("writing to standard output: {err}")))
-    } else {
-        std::fs::write(path, bytes).map_err(|err| Error::file(path, err.to_string()))
+            .map_err(|err| Error::run(format!("writing to standard output: {err}")));
     }
+    let failed = |err: std::io::Error| Error::file(path, format!("cannot be written: {err}"));
+    let replaceable = std::fs::metadata(path).map_or(true, |meta| meta.is_file());
+    if !replaceable {
+        return std::fs::write(path, bytes).map_err(failed);
+    }
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".loaderbench-");
+    // As a plain new file would be: readable by others unless the umask says otherwise.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut file = builder.tempfile_in(folder_of(path)).map_err(failed)?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(failed)?;
+    file.persist(path)
+        .map(drop)
+        .map_err(|err| failed(err.error))
 }
 
 fn is_stdout(path: &Path) -> bool {

@@ -1,11 +1,13 @@
 //! `loaderbench run`: runs a plan on the background runner, shows progress from its
 //! events, then prints one table per pipeline (with the analysis, a baseline comparison
 //! and the training step's verdict where asked for) and writes the requested exports and
-//! baseline. The exports are written for failed and cancelled runs too, with what was
-//! measured.
+//! baseline. Every output is checked before anything is measured, and the exports are
+//! written for failed and cancelled runs too, with what was measured: from the journal
+//! when the user quits at once, and with the `report` command that rebuilds them when
+//! writing fails.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::TryRecvError;
 
@@ -13,12 +15,13 @@ use loaderbench_analysis::{baseline, warnings};
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
-use loaderbench_measure::results::RunResult;
-use loaderbench_measure::{Event, RunHandle, RunOptions};
+use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_measure::{Event, RunHandle, RunOptions, default_journal_path, read_journal};
 
+use super::interrupt;
+use super::output::{self, ExportArgs, check_folder_takes_files};
 use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
-use super::{interrupt, output};
 
 pub fn run(args: RunArgs) -> Result<()> {
     let plan = load_plan(&args.preset)?;
@@ -26,7 +29,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(name) = &args.save_baseline {
         baseline::path(name)?;
     }
-    let (result, error) = execute(&plan, args.journal.clone(), args.quiet)?;
+    args.exports.check_writable()?;
+    let journal = prepare_journal(args.journal.clone(), &plan)?;
+    let (exports, saved) = (args.exports.clone(), journal.clone());
+    interrupt::on_quit(move || save_from_journal(&exports, &saved));
+    let (result, error) = execute(&plan, journal.clone(), args.quiet)?;
     // With an export on standard output, that is all standard output holds.
     if !args.exports.to_stdout() {
         output::print_tables(&result, args.exports.stages);
@@ -36,11 +43,54 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     }
     let name = PathBuf::from(format!("{}.json", result.preset));
-    args.exports.write(&result, vec![(name, result.clone())])?;
+    args.exports
+        .write(&result, vec![(name, result.clone())])
+        .map_err(|err| unwritten(&err, &args.exports, &journal))?;
     if let Some(name) = &args.save_baseline {
         super::baseline_command::save(name, &result)?;
     }
     error.map_or(Ok(()), Err)
+}
+
+/// Where the run's journal goes (`journal`, else the user data directory's default), with
+/// its folder made and checked to take the file before anything is measured.
+pub fn prepare_journal(journal: Option<PathBuf>, plan: &Plan) -> Result<PathBuf> {
+    let path = journal.unwrap_or_else(|| {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH);
+        default_journal_path(&plan.name, now.map_or(0, |d| d.as_secs()))
+    });
+    if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|err| {
+            Error::file(
+                &path,
+                format!("cannot be written: its folder cannot be made ({err})"),
+            )
+        })?;
+    }
+    check_folder_takes_files(&path)?;
+    Ok(path)
+}
+
+/// Writes the text exports from the journal, for a user quitting at once.
+fn save_from_journal(exports: &ExportArgs, journal: &Path) {
+    let saved = read_journal(journal).and_then(|mut result| {
+        result.status = RunStatus::Cancelled;
+        warnings::attach(&mut result);
+        exports.write_text(&result)
+    });
+    if let Err(err) = saved {
+        eprintln!("error: {err}");
+    }
+}
+
+/// An export that could not be written at the end of the run: says which, and how to
+/// write it from the journal, which holds everything measured.
+fn unwritten(error: &Error, exports: &ExportArgs, journal: &Path) -> Error {
+    Error::run(format!(
+        "{error}; the journal {} keeps what was measured, and `{}` writes the exports from it",
+        journal.display(),
+        exports.report_command(journal)
+    ))
 }
 
 /// How long the CLI sleeps when no event is waiting. Waking for each of the thousands of
@@ -70,16 +120,12 @@ fn paced(handle: &RunHandle) -> impl Iterator<Item = Event> + '_ {
 
 /// Runs `plan` with a progress bar; returns what was measured and, if the run did not
 /// finish, why.
-pub fn execute(
-    plan: &Plan,
-    journal: Option<PathBuf>,
-    quiet: bool,
-) -> Result<(RunResult, Option<Error>)> {
+pub fn execute(plan: &Plan, journal: PathBuf, quiet: bool) -> Result<(RunResult, Option<Error>)> {
     let epochs = plan.epochs + usize::from(plan.warmup);
     let runs_per_config = plan.repeats * epochs;
     let progress = BatchBar::new(quiet);
     let options = RunOptions {
-        journal,
+        journal: Some(journal),
         ..RunOptions::default()
     };
     interrupt::install()?;

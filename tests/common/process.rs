@@ -1,5 +1,6 @@
 //! Processes as /proc shows them, for the tests that check that nothing a run started
-//! is left behind: whether a process still runs, and a process's children.
+//! is left behind: whether a process still runs, a process's children, and the
+//! processes a run started, found by the environment mark they inherit.
 
 /// Whether `pid` is a live process. One that has exited is not, whether it is already
 /// reaped (no /proc entry) or still a zombie waiting for its parent (state `Z`, or `X`
@@ -31,5 +32,26 @@ pub fn children_of(pid: u32) -> Vec<u32> {
                 .filter_map(|p| p.parse::<u32>().ok())
                 .collect::<Vec<_>>()
         })
+        .collect()
+}
+
+/// The live processes whose environment holds `var=value`: a mark a test sets on the
+/// command it runs, which every process that command starts inherits.
+pub fn marked(var: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{var}={value}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|&b| b == 0)
+                    .any(|entry| entry == needle.as_bytes())
+            })
+        })
+        .filter(|&pid| running(pid))
         .collect()
 }

@@ -36,7 +36,9 @@ pub fn input_bound(runs: &ConfigRuns<'_>, step: StepCost) -> Option<InputBound> 
     let mut per_batch = Vec::new();
     let mut shares = Vec::new();
     for epoch in runs.typical_epochs() {
-        let waits: f64 = epoch.timeline.iter().skip(1).map(|b| b.stages.wait_s).sum();
+        // The wait after the first batch (the timeline may hold only the first).
+        let first_wait = epoch.timeline.first().map_or(0.0, |b| b.stages.wait_s);
+        let waits = (epoch.stages.wait_s - first_wait).max(0.0);
         let steady_s = epoch.seconds - epoch.first_batch_s;
         if epoch.batches > 1 && steady_s > 0.0 {
             per_batch.push(waits / (epoch.batches - 1) as f64);

@@ -5,7 +5,8 @@
 //! a runner thread and kept by another) would be killed while its pool still runs.
 //! Started from the launcher, a child gets SIGKILL exactly when the whole process ends,
 //! however it ends. Elsewhere on Unix there is no such signal; children notice instead
-//! that their pipes reached end-of-file.
+//! that their pipes reached end-of-file. Children also leave Ctrl-C and termination to
+//! this process ([`leave_interrupts_to_parent`]), which stops them itself.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -124,6 +125,20 @@ pub fn collect_tail(stderr: impl std::io::Read + Send + 'static) -> Arc<Mutex<Ve
         .name("loaderbench-child-stderr".to_owned())
         .spawn(read);
     tail
+}
+
+/// Leaves Ctrl-C and termination to the parent: a terminal sends SIGINT to the whole
+/// process group, and a worker that died of it would fail the run the parent is
+/// cancelling and saving. The parent stops its workers and ranks itself. Async-signal-safe, and
+/// kept across `exec`.
+#[cfg(unix)]
+pub fn leave_interrupts_to_parent() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: setting a signal's disposition to SIG_IGN involves no handler code.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
 }
 
 #[cfg(test)]

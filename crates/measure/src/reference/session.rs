@@ -9,7 +9,7 @@ use super::ReferenceEvent;
 use super::python_process::PythonProcess;
 use super::script_messages::{Message, UserFrame, Versions};
 use crate::meter::{self, Interference};
-use crate::results::{BatchRecord, EpochResult};
+use crate::results::{BatchRecord, EpochResult, TimelineBudget};
 use loaderbench_engine::error::{Error, Result, UserCodeError};
 use loaderbench_engine::loader::{StageTimes, WorkerStartup};
 
@@ -36,6 +36,8 @@ pub struct Session {
     startups: Vec<WorkerStartup>,
     /// Every epoch the script finished, the warm-up (epoch 0) first when there is one.
     pub epochs: Vec<EpochResult>,
+    /// Keeps `epochs`' timelines within the config's bound.
+    timeline_budget: TimelineBudget,
     /// With ranks, for each of `epochs`: when the rank left the barrier and when it
     /// ended the epoch (Unix seconds).
     pub bounds: Vec<(f64, f64)>,
@@ -62,6 +64,7 @@ impl Session {
             timeline: Vec::new(),
             startups: Vec::new(),
             epochs: Vec::new(),
+            timeline_budget: TimelineBudget::default(),
             bounds: Vec::new(),
             reading: None,
             interference: Vec::new(),
@@ -135,6 +138,7 @@ impl Session {
                 if let (Some(seen), true) = (seen, epoch > 0) {
                     self.interference.push((seconds, seen));
                 }
+                self.timeline_budget.apply(&mut result);
                 self.epochs.push(result);
             }
             Message::RankEpoch {

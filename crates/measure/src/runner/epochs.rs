@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::events::Event;
 use crate::meter::Interference;
-use crate::results::EpochResult;
+use crate::results::{EpochResult, TimelineBudget};
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::Result;
 use loaderbench_engine::loader::{Loader, Shard, set_intra_op_threads};
@@ -53,18 +53,26 @@ impl Run {
     }
 
     /// A config's epochs in order: its warm-up epoch (number 0, when the plan asks for
-    /// one) and then its measured epochs, each measured by `epoch`.
+    /// one) and then its measured epochs, each measured by `epoch`, their timelines
+    /// kept within the config's [`TimelineBudget`].
     pub(super) fn warmup_and_measured(
         &self,
         mut epoch: impl FnMut(usize) -> Result<MeasuredEpoch>,
     ) -> Result<(Option<EpochResult>, Vec<MeasuredEpoch>)> {
+        let mut budget = TimelineBudget::default();
+        let mut measure = |number| {
+            epoch(number).map(|(mut result, seen)| {
+                budget.apply(&mut result);
+                (result, seen)
+            })
+        };
         let warmup = if self.plan.warmup {
-            Some(epoch(0)?.0)
+            Some(measure(0)?.0)
         } else {
             None
         };
         let measured = (1..=self.plan.epochs)
-            .map(epoch)
+            .map(measure)
             .collect::<Result<Vec<_>>>()?;
         Ok((warmup, measured))
     }

@@ -251,19 +251,6 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// Leaves Ctrl-C and termination to the parent: a terminal sends SIGINT to the whole
-/// process group, and a worker that died of it would fail the run the parent is
-/// cancelling and saving. The parent stops its workers itself. Async-signal-safe, and
-/// kept across `exec`.
-pub fn leave_interrupts_to_parent() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: setting a signal's disposition to SIG_IGN involves no handler code.
-        unsafe {
-            libc::signal(signal, libc::SIG_IGN);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,7 +72,7 @@ pub(super) fn spawn(
                 let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
                 rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
             }
-            fds::leave_interrupts_to_parent();
+            crate::child_processes::leave_interrupts_to_parent();
             Ok(())
         });
     }
@@ -144,7 +144,7 @@ fn fork_here(
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         crate::child_processes::die_with_parent(parent);
-        fds::leave_interrupts_to_parent();
+        crate::child_processes::leave_interrupts_to_parent();
         tch::set_num_threads(1);
         for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
             // SAFETY: closing the child's copies of other workers' descriptors.
