@@ -1,16 +1,15 @@
 //! The recommendations: for each question the run answers (the configs with the same
-//! dataset, pipeline, runtime and ranks), which config to train with on this machine, why, and
-//! the code to paste. Configs are compared by the 95% bootstrap interval of their
-//! per-repeat projected time (the planned epochs: the first epoch, then every later one
-//! at the repeat's typical time), not by medians alone, and round by round where they
-//! share enough repeats: those whose interval meets the fastest's (or whose interval of
-//! the per-round ratio to it reaches 1), or that lie within [`NEAR_SHARE`] of it, are
-//! equally fast, and of those
-//! the one with the fewest workers wins, since workers cost memory and cores that buy
-//! nothing measurable. A knob measured as a no-op (pin_memory without CUDA) makes no
-//! config of its own, nor does a copy of a config (an A/A check). No winner is named over
-//! a disturbed config, and a single repeat is called one sample. The paragraph is
-//! written in [`text`], the code to paste in [`snippet`].
+//! dataset, pipeline, runtime and ranks), which config to train with on this machine,
+//! why, and the code to paste. Configs are compared by the 95% bootstrap interval of
+//! their per-repeat projected time (the planned epochs: the first epoch, then every later
+//! one at the repeat's typical time), not by medians alone, and round by round where they
+//! share enough repeats. The best set holds every config that no other beats beyond the
+//! noise, and the tie rule picks one of them the same way every time, fewest workers
+//! first, since workers cost memory and cores that buy nothing measurable (both in
+//! [`tie`]). A knob measured as a no-op (pin_memory without CUDA) makes no config of its
+//! own, nor does a copy of a config (an A/A check). No winner is named over a disturbed
+//! config, and a single repeat is called one sample. The paragraph is written in
+//! [`text`], the code to paste in [`snippet`].
 
 use std::collections::BTreeMap;
 
@@ -26,9 +25,11 @@ use super::input::InputBound;
 
 mod snippet;
 mod text;
+mod tie;
 
 pub use snippet::snippet;
 use text::paragraph;
+pub use tie::MEMORY_TIE_SHARE;
 
 /// Configs within this share of the fastest projected time count as equally fast even
 /// when their intervals do not meet: a smaller gain is not worth a knob.
@@ -64,7 +65,8 @@ pub struct Recommendation {
     pub baseline_label: Option<String>,
     /// Baseline projected time over the recommended config's.
     pub speedup: Option<f64>,
-    /// Configs as fast within the noise that were passed over for using more workers.
+    /// The rest of the best set: configs that no config beats beyond the noise, passed
+    /// over by the tie rule (see [`tie`]).
     pub equally_fast: Vec<String>,
     /// Repeats behind the figures (the fewest any config of the group had).
     pub samples: usize,
@@ -223,42 +225,6 @@ fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Can
     candidates
 }
 
-/// True when `a` is as fast as `fastest` within the noise. Where the two share at
-/// least [`MIN_ROUNDS`] repeats they are compared round by round: repeat `r` of every
-/// config ran in round `r` (one after another with the interleaved order), so drift
-/// that slows a whole round, or a whole process of a merged run, cancels in the ratio
-/// of the two; `a` is as fast when the interval of that ratio reaches 1 or its median is
-/// within [`NEAR_SHARE`]. Otherwise by their own intervals: they meet, or `a` is within
-/// [`NEAR_SHARE`] of `fastest`.
-fn equally_fast(a: &Candidate<'_>, fastest: &Candidate<'_>, planned_epochs: usize) -> bool {
-    if a.index == fastest.index {
-        return true;
-    }
-    match round_ratio(a, fastest, planned_epochs) {
-        Some(ratio) => ratio.low <= 1.0 || ratio.median <= 1.0 + NEAR_SHARE,
-        None => {
-            let (a, fastest) = (&a.projected_s, &fastest.projected_s);
-            !a.differs_from(fastest) || a.median <= fastest.median * (1.0 + NEAR_SHARE)
-        }
-    }
-}
-
-/// Repeats two configs must share to be compared round by round.
-const MIN_ROUNDS: usize = 3;
-
-/// `a`'s projected time over `b`'s in each repeat both have, as an estimate over those
-/// rounds; `None` below [`MIN_ROUNDS`].
-fn round_ratio(a: &Candidate<'_>, b: &Candidate<'_>, planned_epochs: usize) -> Option<Estimate> {
-    let (a, b) = (a.by_round(planned_epochs), b.by_round(planned_epochs));
-    let ratios: Vec<f64> = a
-        .iter()
-        .filter_map(|(round, a)| Some(a / b.get(round)?))
-        .collect();
-    (ratios.len() >= MIN_ROUNDS)
-        .then(|| Estimate::of(&ratios))
-        .flatten()
-}
-
 fn recommend_one(
     result: &RunResult,
     members: &[&ConfigRuns<'_>],
@@ -291,18 +257,8 @@ fn recommend_one(
     if !disturbed.is_empty() {
         return Some(undecided(group, &disturbed, samples));
     }
-    let fastest = candidates
-        .iter()
-        .min_by(|a, b| a.projected_s.median.total_cmp(&b.projected_s.median))?;
-    let near: Vec<&Candidate<'_>> = candidates
-        .iter()
-        .filter(|c| equally_fast(c, fastest, result.planned_epochs))
-        .collect();
-    let chosen = *near.iter().min_by(|a, b| {
-        (a.config.num_workers, a.config.pin_memory)
-            .cmp(&(b.config.num_workers, b.config.pin_memory))
-            .then(a.projected_s.median.total_cmp(&b.projected_s.median))
-    })?;
+    let best = tie::best_set(&candidates, result.planned_epochs);
+    let chosen = tie::tie_break(&best)?;
     let baseline = candidates
         .iter()
         .find(|c| c.config.num_workers == 0 && !c.config.pin_memory)
@@ -316,9 +272,9 @@ fn recommend_one(
     } else {
         Outcome::Faster
     };
-    let equally_fast: Vec<String> = near
+    let equally_fast: Vec<String> = best
         .iter()
-        .filter(|c| c.index != chosen.index && c.config.num_workers > chosen.config.num_workers)
+        .filter(|c| c.index != chosen.index)
         .map(|c| c.label.to_owned())
         .collect();
     let mut recommendation = Recommendation {
@@ -515,7 +471,7 @@ mod tests {
         assert_eq!(r.equally_fast, vec!["nw=4 persistent".to_owned()]);
         assert!(
             r.text
-                .contains("nw=4 persistent is as fast within the noise but uses more workers"),
+                .contains("nw=4 persistent is as fast within the noise; nw=0 is picked by the tie rule"),
             "{}",
             r.text
         );

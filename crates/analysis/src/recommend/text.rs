@@ -1,10 +1,14 @@
 //! The recommendation's paragraph: the config to use and what it projects to over the
-//! planned epochs, against what and by how much, what else was as fast, whether the run
+//! planned epochs, against what and by how much, what else was as fast (the best set)
+//! and why this one was picked (the tie rule), whether the run
 //! is input-bound, and how many samples stand behind it.
 
 use super::super::input::InputBound;
 use super::super::{duration, mib};
 use super::{Candidate, NEAR_SHARE, Outcome, RERUN, Recommendation};
+
+/// The tie rule in the words the paragraph uses.
+const TIE_RULE: &str = "fewest workers, then least memory, then not persistent, then first in the grid";
 
 pub(super) fn paragraph(
     r: &Recommendation,
@@ -57,14 +61,11 @@ pub(super) fn paragraph(
         }
     }
     if !r.equally_fast.is_empty() {
-        let (is, uses) = if r.equally_fast.len() == 1 {
-            ("is", "uses")
-        } else {
-            ("are", "use")
-        };
+        let is = if r.equally_fast.len() == 1 { "is" } else { "are" };
         text.push_str(&format!(
-            " {} {is} as fast within the noise but {uses} more workers.",
+            " {} {is} as fast within the noise; {} is picked by the tie rule ({TIE_RULE}).",
             r.equally_fast.join(", "),
+            chosen.label,
         ));
     }
     let folded: Vec<String> = candidates
