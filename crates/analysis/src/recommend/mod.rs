@@ -470,8 +470,9 @@ mod tests {
         );
         assert_eq!(r.equally_fast, vec!["nw=4 persistent".to_owned()]);
         assert!(
-            r.text
-                .contains("nw=4 persistent is as fast within the noise; nw=0 is picked by the tie rule"),
+            r.text.contains(
+                "nw=4 persistent is as fast within the noise; nw=0 is picked by the tie rule"
+            ),
             "{}",
             r.text
         );
@@ -711,18 +712,28 @@ mod tests {
     #[test]
     fn pytorch_snippet_passes_only_what_the_worker_count_allows() {
         let r = result(vec![], vec![]);
+        let seeded = "generator = torch.Generator()\ngenerator.manual_seed(0)  # the run's \
+                      seed: the order that was measured\n";
+        let seed_transforms = "\ntorch.manual_seed(0)  # as measured: the same random transforms";
         assert_eq!(
             snippet(&r, &pytorch(4, true, StartMethod::Spawn), None),
-            "from torch.utils.data import DataLoader\nloader = DataLoader(dataset, \
-             batch_size=256, num_workers=4, persistent_workers=True, prefetch_factor=2, \
-             pin_memory=False, multiprocessing_context=\"spawn\", shuffle=True)"
+            format!(
+                "import torch\nfrom torch.utils.data import DataLoader\n{seeded}loader = \
+                 DataLoader(dataset, batch_size=256, num_workers=4, persistent_workers=True, \
+                 prefetch_factor=2, pin_memory=False, multiprocessing_context=\"spawn\", \
+                 timeout=60, shuffle=True, generator=generator){seed_transforms}"
+            )
         );
-        // PyTorch refuses prefetch_factor and a multiprocessing context without workers.
+        // PyTorch refuses prefetch_factor, a multiprocessing context and a timeout
+        // without workers.
         assert_eq!(
             snippet(&r, &pytorch(0, false, StartMethod::Fork), Some(2)),
-            "import torch\ntorch.set_num_threads(2)\nfrom torch.utils.data import \
-             DataLoader\nloader = DataLoader(dataset, batch_size=256, num_workers=0, \
-             pin_memory=False, shuffle=True)"
+            format!(
+                "import torch\ntorch.set_num_threads(2)\nfrom torch.utils.data import \
+                 DataLoader\n{seeded}loader = DataLoader(dataset, batch_size=256, \
+                 num_workers=0, pin_memory=False, shuffle=True, \
+                 generator=generator){seed_transforms}"
+            )
         );
     }
 
@@ -733,15 +744,17 @@ mod tests {
         ranked.ranks = 4;
         let code = snippet(&r, &ranked, None);
         assert!(
-            code.contains("sampler = DistributedSampler(dataset, shuffle=True, drop_last=False)\n"),
+            code.contains(
+                "sampler = DistributedSampler(dataset, shuffle=True, seed=0, drop_last=False)\n"
+            ),
             "{code}"
         );
         assert!(code.contains("each of the 4 ranks"), "{code}");
         assert!(
-            code.ends_with(
+            code.contains(
                 "loader = DataLoader(dataset, batch_size=256, num_workers=2, \
                  persistent_workers=False, prefetch_factor=2, pin_memory=False, \
-                 multiprocessing_context=\"fork\", sampler=sampler)"
+                 multiprocessing_context=\"fork\", timeout=60, sampler=sampler)\n"
             ),
             "{code}"
         );

@@ -8,7 +8,8 @@ use super::super::{duration, mib};
 use super::{Candidate, NEAR_SHARE, Outcome, RERUN, Recommendation};
 
 /// The tie rule in the words the paragraph uses.
-const TIE_RULE: &str = "fewest workers, then least memory, then not persistent, then first in the grid";
+const TIE_RULE: &str =
+    "fewest workers, then least memory, then not persistent, then first in the grid";
 
 pub(super) fn paragraph(
     r: &Recommendation,
@@ -61,7 +62,11 @@ pub(super) fn paragraph(
         }
     }
     if !r.equally_fast.is_empty() {
-        let is = if r.equally_fast.len() == 1 { "is" } else { "are" };
+        let is = if r.equally_fast.len() == 1 {
+            "is"
+        } else {
+            "are"
+        };
         text.push_str(&format!(
             " {} {is} as fast within the noise; {} is picked by the tie rule ({TIE_RULE}).",
             r.equally_fast.join(", "),

@@ -144,7 +144,11 @@ mod tests {
             .enumerate()
             .map(|(round, (d, f))| {
                 let s = d * f;
-                let mut r = run(index, config.clone(), vec![epoch(1, s, s, 1), epoch(2, s, s, 1)]);
+                let mut r = run(
+                    index,
+                    config.clone(),
+                    vec![epoch(1, s, s, 1), epoch(2, s, s, 1)],
+                );
                 r.repeat = round;
                 r.peak_rss_bytes = Some(rss_mib << 20);
                 r
@@ -205,8 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn the_tie_rule_takes_fewest_workers_then_least_memory_then_not_persistent_then_grid_order()
-    {
+    fn the_tie_rule_takes_fewest_workers_then_least_memory_then_not_persistent_then_grid_order() {
         let drift = [1.0, 1.05, 0.97, 1.02, 1.0];
         let noise = [1.0, 1.01, 0.99, 1.0, 1.0];
         let tied = |configs: Vec<Config>, rss: &[u64]| {
@@ -231,6 +234,10 @@ mod tests {
         pinned.prefetch_factor = 4;
         let r = tied(vec![pinned, config(2, false)], &[300, 300]);
         assert_eq!(r.config, Some(0), "{}", r.text);
-        assert!(r.text.contains("picked by the tie rule (fewest workers"), "{}", r.text);
+        assert!(
+            r.text.contains("picked by the tie rule (fewest workers"),
+            "{}",
+            r.text
+        );
     }
 }
