@@ -230,14 +230,22 @@ fn an_import_error_names_the_users_line() {
     let broken = module("broken_import.py");
     let output = setup.run(&[&format!("dataset.path={}", broken.display())]);
     let line = line_of("broken_import.py", "import no_such_package");
-    assert_fails(
-        &output,
-        &format!(
-            "broken_import.py:{line}: ModuleNotFoundError: No module named \
-             'no_such_package_for_loaderbench'"
-        ),
-        2,
+    let (message, code) = failure(&output);
+    let error = format!(
+        "broken_import.py:{line}: ModuleNotFoundError: No module named \
+         'no_such_package_for_loaderbench' (the Python that ran it, "
     );
+    assert!(
+        message.contains(&error),
+        "`{message}` should hold `{error}`"
+    );
+    let hint = ", lacks it: install it there, or name a Python that has it in the preset's \
+                `python` field or in LOADERBENCH_PYTHON)";
+    assert!(
+        message.ends_with(hint),
+        "`{message}` should end with `{hint}`"
+    );
+    assert_eq!(code, 2, "exit code for `{message}`");
 }
 
 #[test]
