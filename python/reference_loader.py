@@ -380,9 +380,12 @@ def die_with_parent():
 # ---------------------------------------------------------------------------------------
 
 import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import pickle  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
 import traceback  # noqa: E402
+from multiprocessing.reduction import ForkingPickler  # noqa: E402
 
 from torch.utils.data import IterableDataset  # noqa: E402
 
@@ -505,11 +508,70 @@ def fail_in_user_code(err, request):
     if not frames:
         return
     file, line = frames[-1]
+    problem = user_exception_line(err) + missing_module_hint(err)
+    fail(problem, user={"file": as_the_preset_names_it(file, spec), "line": line})
+
+
+def as_the_preset_names_it(file, spec):
+    """`file`, which is in the user's module's folder, as the preset names that folder."""
+    module_file = os.path.abspath(spec["path"])
     if os.path.abspath(file) == module_file:
-        file = spec["path"]
-    else:
-        file = os.path.join(os.path.dirname(spec["path"]), os.path.relpath(file, folder))
-    fail(user_exception_line(err), user={"file": file, "line": line})
+        return spec["path"]
+    folder = os.path.dirname(module_file)
+    return os.path.join(os.path.dirname(spec["path"]), os.path.relpath(file, folder))
+
+
+def missing_module_hint(err):
+    """For a package that the Python running the script lacks: which Python that is, and
+    how to install it there or name another. Empty for any other error, and for a
+    missing submodule of a package it has."""
+    if not isinstance(err, ModuleNotFoundError):
+        return ""
+    # A worker's error, re-raised by PyTorch, has lost the module's name.
+    package = (err.name or "").split(".")[0]
+    if package and importlib.util.find_spec(package) is not None:
+        return ""
+    return (
+        f" (the Python that ran it, {sys.executable}, lacks it: install it there, or name "
+        "a Python that has it in the preset's `python` field or in LOADERBENCH_PYTHON)"
+    )
+
+
+# What each user object that PyTorch pickles for a spawned worker is, and what to do about
+# it when it cannot be pickled.
+PICKLED_FOR_WORKERS = (
+    ("collate_fn", "make it a function at the top level of the module"),
+    ("dataset", "keep lambdas, nested functions and open files out of it"),
+)
+
+
+def fail_unpicklable(err, request, loader):
+    """Fails naming the user's collate_fn or dataset when starting a worker failed
+    because it cannot be pickled (every start method but fork pickles both for each
+    worker; PyTorch re-raises pickle's error). Returns when neither is at fault."""
+    spec = request.get("dataset", {})
+    knobs = request["knobs"]
+    pickles = knobs["num_workers"] > 0 and knobs["start_method"] != "fork"
+    pickling_error = isinstance(err, (TypeError, AttributeError, pickle.PicklingError))
+    if spec.get("kind") != "python" or loader is None or not (pickles and pickling_error):
+        return
+    for name, advice in PICKLED_FOR_WORKERS:
+        thing = getattr(loader, name)
+        try:
+            ForkingPickler.dumps(thing)
+        except Exception:
+            why = f"start_method {knobs['start_method']} pickles the {name} for each worker"
+            fail(f"{user_exception_line(err)} ({why}: {advice})", user=where_defined(thing, spec))
+
+
+def where_defined(thing, spec):
+    """The file and first line of `thing` when it is a function of the user's; else
+    their module, with no line."""
+    code = getattr(thing, "__code__", None)
+    folder = os.path.dirname(os.path.abspath(spec["path"]))
+    if code is None or not in_user_code(code.co_filename, folder):
+        return {"file": spec["path"], "line": None}
+    return {"file": as_the_preset_names_it(code.co_filename, spec), "line": code.co_firstlineno}
 
 
 def user_exception_line(err):
@@ -521,6 +583,17 @@ def user_exception_line(err):
         if lines:
             return lines[-1].strip()
     return " ".join(f"{type(err).__name__}: {message}".split())
+
+
+def error_line(err):
+    """`Type: message` in one line; for a DataLoader worker that died, how it died too
+    (PyTorch raises its `exited unexpectedly` from the `is killed by signal` of its
+    SIGCHLD handler, which names the signal)."""
+    line = " ".join(f"{type(err).__name__}: {err}".split())
+    cause = err.__cause__
+    if cause is not None and str(cause).startswith("DataLoader worker"):
+        line += " (" + " ".join(str(cause).split()) + ")"
+    return line
 
 
 def check_knobs(request):
@@ -542,6 +615,7 @@ def main():
         fail(f"the request is not JSON: {err}")
     check_knobs(request)
     knobs = request["knobs"]
+    loader = None
     try:
         join_process_group(request)
         device = torch.device(knobs["device"])
@@ -562,7 +636,8 @@ def main():
             started = before_epoch(request, loader, epoch)
             measure_epoch(loader, epoch, device)
             after_epoch(request, epoch, started)
-        del loader
+        # Ends persistent workers; `loader` stays bound for the error handlers below.
+        loader = None
         leave_process_group(request)
         emit(kind="done", peak_rss_bytes=peak_rss_bytes())
     except UnsupportedOp as err:
@@ -573,12 +648,11 @@ def main():
         fail_in_user_code(err, request)
         # A worker killed mid-transfer can surface as a broken queue before PyTorch's
         # own "DataLoader worker (pid N) is killed" check runs; say what it means.
-        detail = " ".join(f"{type(err).__name__}: {err}".split())
-        fail(f"a DataLoader worker exited unexpectedly ({detail})")
+        fail(f"a DataLoader worker exited unexpectedly ({error_line(err)})")
     except Exception as err:
         fail_in_user_code(err, request)
-        message = " ".join(f"{type(err).__name__}: {err}".split())
-        fail(message)
+        fail_unpicklable(err, request, loader)
+        fail(error_line(err))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
 //! A user's own PyTorch Dataset through the CLI, as a process: the test module
 //! (tests/data/user_dataset/mnist_user.py, a map-style Dataset over IDX files with PIL
-//! and torchvision transforms) measured with every DataLoader knob it is given; and each
-//! way user code can fail (a missing file or factory, an import error, an exception in
-//! the factory, in `__len__`, in `__getitem__` in the main process or in a worker) ending
-//! in one line naming the user's file and line, with exit code 2 before the run's first
-//! batch and 1 after, no Python process left behind and the configs measured before kept.
+//! and torchvision transforms) measured with every DataLoader knob it is given; the
+//! other shapes users write (samples as dicts, with PyTorch's default collate and with
+//! their own; an IterableDataset that shards itself across workers) giving every sample
+//! once per epoch; and each way user code can fail (a missing file or factory, an import
+//! error, an exception in the factory, in `__len__`, in `__getitem__` in the main
+//! process or in a worker, a collate_fn that spawned workers cannot be sent) ending in
+//! one line naming the user's file and line, with exit code 2 before the run's first
+//! batch and 1 after, no Python process left behind and the configs measured before
+//! kept. A worker killed by SIGKILL ends the run at once, naming its pid.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -34,13 +38,15 @@ fn line_of(name: &str, text: &str) -> usize {
         .unwrap_or_else(|| panic!("{name} has no line with {text}"))
 }
 
-/// A folder with 256 synthetic samples as IDX files and a preset that loads them
-/// through the test module.
+/// A folder with a preset that loads a test module's `make_dataset`, and the `--set`s
+/// every run of it takes.
 struct Setup {
     dir: TempDir,
+    sets: Vec<String>,
 }
 
 impl Setup {
+    /// The IDX test module over 256 synthetic samples.
     fn new() -> Setup {
         Setup::in_dir(TempDir::new().unwrap())
     }
@@ -50,16 +56,31 @@ impl Setup {
         std::fs::create_dir(&data).unwrap();
         let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
         write_idx(synthetic.as_ref(), &data).unwrap();
+        let root = format!("dataset.args.root={}", path_str(&data));
+        let mut setup = Setup::for_module(
+            dir,
+            "mnist_user.py",
+            r#"{"root": "/not/yet/set"}"#,
+            Some("make_collate"),
+        );
+        setup.sets.push(root);
+        setup
+    }
+
+    /// `module`'s `make_dataset(**args)` (`args` as a RON map), with `collate()` as the
+    /// collate_fn when given; no shuffle, batches of 64 in the main process, one epoch.
+    fn for_module(dir: TempDir, module_name: &str, args: &str, collate: Option<&str>) -> Setup {
+        let collate = collate.map_or_else(|| "None".to_owned(), |c| format!("Some(\"{c}\")"));
         let preset = format!(
             r#"(
     version: 1,
-    name: "user-mnist",
+    name: "user-dataset",
     dataset: (
         kind: python,
         path: "{module}",
         factory: "make_dataset",
-        args: {{"root": "/not/yet/set"}},
-        collate: Some("make_collate"),
+        args: {args},
+        collate: {collate},
     ),
     runtime: [pytorch],
     shuffle: false,
@@ -67,39 +88,43 @@ impl Setup {
     num_workers: [0],
     epochs: 1,
 )"#,
-            module = module("mnist_user.py").display()
+            module = module(module_name).display()
         );
         std::fs::write(dir.path().join("user.ron"), preset).unwrap();
-        Setup { dir }
+        Setup {
+            dir,
+            sets: Vec::new(),
+        }
     }
 
-    /// `loaderbench run` on the preset, with the data folder set by `--set` and `sets`.
+    /// `loaderbench run` on the preset, with the setup's `--set`s and `sets`.
     fn run(&self, sets: &[&str]) -> Output {
+        self.run_within(sets, Duration::from_secs(300))
+    }
+
+    /// [`Setup::run`], failing the test if the run takes longer than `limit`.
+    fn run_within(&self, sets: &[&str], limit: Duration) -> Output {
         let preset = self.dir.path().join("user.ron");
         let journal = self.dir.path().join("journal.jsonl");
-        let root = format!(
-            "dataset.args.root={}",
-            path_str(&self.dir.path().join("data"))
-        );
         let mut args = vec![
             "run",
             path_str(&preset),
             "-q",
             "--journal",
             path_str(&journal),
-            "--set",
-            &root,
         ];
-        for set in sets {
+        for set in self
+            .sets
+            .iter()
+            .map(String::as_str)
+            .chain(sets.iter().copied())
+        {
             args.extend(["--set", set]);
         }
         let json = self.json();
         args.extend(["--json", path_str(&json)]);
         let mark = path_str(self.dir.path());
-        let output = run_with_deadline(
-            loaderbench_command(&args).env(MARK_VAR, mark),
-            Duration::from_secs(300),
-        );
+        let output = run_with_deadline(loaderbench_command(&args).env(MARK_VAR, mark), limit);
         assert_no_process_left(mark);
         output
     }
@@ -230,14 +255,22 @@ fn an_import_error_names_the_users_line() {
     let broken = module("broken_import.py");
     let output = setup.run(&[&format!("dataset.path={}", broken.display())]);
     let line = line_of("broken_import.py", "import no_such_package");
-    assert_fails(
-        &output,
-        &format!(
-            "broken_import.py:{line}: ModuleNotFoundError: No module named \
-             'no_such_package_for_loaderbench'"
-        ),
-        2,
+    let (message, code) = failure(&output);
+    let error = format!(
+        "broken_import.py:{line}: ModuleNotFoundError: No module named \
+         'no_such_package_for_loaderbench' (the Python that ran it, "
     );
+    assert!(
+        message.contains(&error),
+        "`{message}` should hold `{error}`"
+    );
+    let hint = ", lacks it: install it there, or name a Python that has it in the preset's \
+                `python` field or in LOADERBENCH_PYTHON)";
+    assert!(
+        message.ends_with(hint),
+        "`{message}` should end with `{hint}`"
+    );
+    assert_eq!(code, 2, "exit code for `{message}`");
 }
 
 #[test]
@@ -322,6 +355,119 @@ fn a_worker_failing_keeps_the_configs_measured_before() {
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{run:#}");
     assert_eq!(results[0]["config"]["num_workers"], 0);
+}
+
+/// The number of samples of every measured epoch of every config of the run's export.
+fn samples_per_epoch(setup: &Setup) -> Vec<Vec<u64>> {
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "finished", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    results
+        .iter()
+        .map(|result| {
+            let epochs = result["epochs"].as_array().unwrap();
+            epochs
+                .iter()
+                .map(|e| e["samples"].as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `module`'s `make_dataset(size: 250)` for two epochs at num_workers 0 and 2 (with
+/// `collate()` when given) and asserts that every epoch gave each sample once.
+fn assert_every_sample_once_per_epoch(module_name: &str, collate: Option<&str>) {
+    let dir = TempDir::new().unwrap();
+    let setup = Setup::for_module(dir, module_name, r#"{"size": 250}"#, collate);
+    let output = setup.run(&["num_workers=0,2", "epochs=2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let per_config = samples_per_epoch(&setup);
+    assert_eq!(per_config, vec![vec![250, 250]; 2], "{:#}", setup.results());
+}
+
+#[test]
+fn samples_as_dicts_run_with_pytorch_s_default_collate() {
+    assert_every_sample_once_per_epoch("dict_samples.py", None);
+}
+
+#[test]
+fn samples_as_dicts_run_with_the_users_collate() {
+    assert_every_sample_once_per_epoch("dict_samples.py", Some("make_collate"));
+}
+
+#[test]
+fn an_iterable_dataset_sharded_by_worker_gives_each_sample_once_per_epoch() {
+    assert_every_sample_once_per_epoch("sharded_iterable.py", None);
+}
+
+#[test]
+fn a_closure_collate_under_spawn_names_the_users_function() {
+    let dir = TempDir::new().unwrap();
+    let setup = Setup::for_module(
+        dir,
+        "closure_collate.py",
+        r#"{"size": 256}"#,
+        Some("make_collate"),
+    );
+    let output = setup.run(&["num_workers=2", "start_method=spawn"]);
+    let (message, code) = failure(&output);
+    let line = line_of("closure_collate.py", "def collate(");
+    let place = format!("{}:{line}: ", module("closure_collate.py").display());
+    assert!(
+        message.starts_with(&place),
+        "`{message}` should start with `{place}`"
+    );
+    assert!(
+        message.contains("make_collate.<locals>.collate"),
+        "{message}"
+    );
+    let advice = "(start_method spawn pickles the collate_fn for each worker: make it a \
+                  function at the top level of the module)";
+    assert!(
+        message.ends_with(advice),
+        "`{message}` should end with `{advice}`"
+    );
+    let errors = stderr(&output).matches("error: ").count();
+    assert_eq!(errors, 1, "{}", stderr(&output));
+    assert_eq!(
+        code, 2,
+        "before the run's first batch: exit code for `{message}`"
+    );
+}
+
+#[test]
+fn a_worker_killed_by_sigkill_fails_the_run_at_once_and_keeps_the_configs_before() {
+    let dir = TempDir::new().unwrap();
+    let setup = Setup::for_module(
+        dir,
+        "killed_worker.py",
+        r#"{"size": 256, "kill_index": 100}"#,
+        None,
+    );
+    // Far beyond the limit below: the run must not end by PyTorch's worker timeout.
+    let sets = ["num_workers=0,2", "worker_timeout_s=300"];
+    let limit = Duration::from_secs(60);
+    let started = std::time::Instant::now();
+    let output = setup.run_within(&sets, limit);
+    let elapsed = started.elapsed();
+    println!("the run with a killed worker ended after {elapsed:.1?}");
+    let (message, code) = failure(&output);
+    assert!(
+        message.starts_with("PyTorch DataLoader: RuntimeError: DataLoader worker (pid"),
+        "{message}"
+    );
+    assert!(message.contains("exited unexpectedly"), "{message}");
+    assert!(message.contains("is killed by signal: Killed"), "{message}");
+    assert_eq!(
+        code, 1,
+        "after the run's first batch: exit code for `{message}`"
+    );
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "failed", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run:#}");
+    assert_eq!(results[0]["config"]["num_workers"], 0);
+    assert_eq!(results[0]["epochs"][0]["samples"], 256);
 }
 
 #[test]
