@@ -10,8 +10,9 @@
 //! odd ones): the noise floor the app/CLI ratio should be read against; and the median
 //! of the per-round app/CLI ratios (each round's app beside the CLI that ran next to it)
 //! with its 95% bootstrap interval, which leaves out 1 only where the app differs beyond
-//! the rounds' noise. Then the configs each side marked disturbed, and each side's
-//! recommendation. Part 2 runs seed-light through the CLI on the quiet machine and then
+//! the rounds' noise. The A/A criterion follows: it holds when every per-round interval
+//! contains 1 and every app/CLI ratio lies within the CLI's own A/A band. Then the
+//! configs each side marked disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on the quiet machine and then
 //! beside a busy loop on one core, and prints each config's other load and whether it
 //! was marked disturbed. Run with `cargo bench --bench parity` (`-- seed-heavy` for one
 //! preset and no part 2); under `cargo test` (no `--bench`) it runs a 512-sample smoke
@@ -235,6 +236,8 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
         "  paired per-round app/cli, 95% interval of the median excluding 1 (a systematic difference): {systematic} of {}",
         ratios.len()
     );
+    let criterion = AaCriterion::of(&ratios, &floor, systematic);
+    println!("  {criterion}");
     for (side, runs) in [("app", &app), ("cli", &cli)] {
         let disturbed: Vec<&str> = runs
             .iter()
@@ -263,6 +266,58 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
                     .unwrap_or("nothing (undecided)")
             );
         }
+    }
+}
+
+/// Parity as it can be shown on a noisy machine: every config's per-round app/CLI
+/// interval contains 1, and every app/CLI ratio lies within the band the CLI measured
+/// against itself (its even rounds against its odd ones) in the same benchmark, the
+/// band being as wide on both sides as its widest A/A ratio.
+struct AaCriterion {
+    compared: usize,
+    systematic: usize,
+    band: (f64, f64),
+    within_band: usize,
+}
+
+impl AaCriterion {
+    fn of(ratios: &[f64], floor: &[f64], systematic: usize) -> AaCriterion {
+        let widest = floor.iter().map(|aa| aa.max(1.0 / aa)).fold(1.0, f64::max);
+        let band = (1.0 / widest, widest);
+        AaCriterion {
+            compared: ratios.len(),
+            systematic,
+            band,
+            within_band: ratios
+                .iter()
+                .filter(|r| (band.0..=band.1).contains(*r))
+                .count(),
+        }
+    }
+
+    fn holds(&self) -> bool {
+        self.systematic == 0 && self.within_band == self.compared
+    }
+}
+
+impl std::fmt::Display for AaCriterion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "A/A criterion: per-round intervals containing 1: {} of {}; app/cli within the \
+             cli A/A band {:.3}-{:.3}: {} of {}: {}",
+            self.compared - self.systematic,
+            self.compared,
+            self.band.0,
+            self.band.1,
+            self.within_band,
+            self.compared,
+            if self.holds() {
+                "holds"
+            } else {
+                "does NOT hold"
+            }
+        )
     }
 }
 

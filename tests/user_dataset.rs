@@ -20,6 +20,7 @@ use loaderbench_measure::reference::write_idx;
 use tempfile::TempDir;
 
 mod common;
+use common::process::marked;
 use common::runs::shared_dir;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
@@ -141,20 +142,11 @@ impl Setup {
 /// No process that the run started (Python, its workers, however they were started)
 /// is still there: each inherits the environment variable that marks this setup's runs.
 fn assert_no_process_left(mark: &str) {
-    let needle = format!("{MARK_VAR}={mark}");
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let left = environ
-            .split(|&b| b == 0)
-            .any(|var| var == needle.as_bytes());
-        assert!(
-            !left,
-            "process {:?} of the run is still there",
-            entry.path()
-        );
-    }
+    let left = marked(MARK_VAR, mark);
+    assert!(
+        left.is_empty(),
+        "processes {left:?} of the run are still there"
+    );
 }
 
 /// Marks the processes of one setup's runs.
