@@ -1,4 +1,4 @@
-//! The command line: `run`, `compare`, `report`, `merge`, `validate`, `presets`,
+//! The command line: `run`, `tune`, `compare`, `report`, `merge`, `validate`, `presets`,
 //! `baseline` and `gui` (the default when the `gui` feature is on), parsed with clap.
 //! Exit codes: 0 success, 1 the run failed, 2 bad input (a preset, a dataset or results
 //! file, a `--set` value, an output that cannot be written), 128 + the signal's number
@@ -11,6 +11,7 @@ mod output;
 mod progress;
 mod report_command;
 mod run_command;
+mod tune_command;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ struct Cli {
 enum Command {
     /// Run a preset's sweep and print the results table for each pipeline.
     Run(RunArgs),
+    /// Find the best settings for a preset within a time budget: predict from a few
+    /// configs, measure the promising ones in rounds, drop the slower, stop when settled.
+    Tune(tune_command::TuneArgs),
     /// Check a preset (and any --set values) without running it.
     Validate(PresetArgs),
     /// List the built-in presets.
@@ -106,7 +110,7 @@ struct MeasureArgs {
 
 /// A preset and the edits made to it on the command line.
 #[derive(Debug, Args)]
-struct PresetArgs {
+pub struct PresetArgs {
     /// A preset file (.ron), or the name of a built-in preset (see `loaderbench presets`).
     preset: String,
     /// Set a preset field by its path to any value a preset file gives it, e.g. `--set
@@ -179,6 +183,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(loaderbench_measure::measuring_child::serve(args.journal));
         }
         Some(Command::Run(args)) => run_command::run(args),
+        Some(Command::Tune(args)) => tune_command::tune(args),
         Some(Command::Validate(args)) => validate(&args),
         Some(Command::Compare(args)) => compare_command::compare(args),
         Some(Command::Report(args)) => report_command::report(args),
@@ -212,6 +217,7 @@ pub fn main() -> ExitCode {
 fn draws_png(command: &Command) -> bool {
     match command {
         Command::Run(args) => args.exports.png().is_some(),
+        Command::Tune(args) => args.exports().png().is_some(),
         Command::Report(args) => args.exports().png().is_some(),
         _ => false,
     }
@@ -222,7 +228,11 @@ fn draws_png(command: &Command) -> bool {
 /// build CPU batches only and must start fast.
 fn may_use_cuda(command: &Command) -> bool {
     match command {
-        Command::Run(_) | Command::Validate(_) | Command::Compare(_) | Command::Measure(_) => true,
+        Command::Run(_)
+        | Command::Tune(_)
+        | Command::Validate(_)
+        | Command::Compare(_)
+        | Command::Measure(_) => true,
         // A rank puts batches on the config's device.
         Command::Rank => true,
         #[cfg(feature = "gui")]

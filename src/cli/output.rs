@@ -233,8 +233,12 @@ fn is_stdout(path: &Path) -> bool {
     path == Path::new("-")
 }
 
-/// One table per pipeline (with where the time goes when `stages`), then the machine.
+/// A tune's trail where there is one, one table per pipeline (with where the time goes
+/// when `stages`), then the machine.
 pub fn print_tables(result: &RunResult, stages: bool) {
+    if let Some(trail) = loaderbench_present::tables::tune::table(result) {
+        println!("\n{trail}");
+    }
     if result.results.is_empty() {
         return;
     }

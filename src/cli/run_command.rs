@@ -72,7 +72,7 @@ pub fn prepare_journal(journal: Option<PathBuf>, plan: &Plan) -> Result<PathBuf>
 }
 
 /// Writes the text exports from the journal, for a user quitting at once.
-fn save_from_journal(exports: &ExportArgs, journal: &Path) {
+pub fn save_from_journal(exports: &ExportArgs, journal: &Path) {
     let saved = read_journal(journal).and_then(|mut result| {
         result.status = RunStatus::Cancelled;
         warnings::attach(&mut result);
@@ -85,7 +85,7 @@ fn save_from_journal(exports: &ExportArgs, journal: &Path) {
 
 /// An export that could not be written at the end of the run: says which, and how to
 /// write it from the journal, which holds everything measured.
-fn unwritten(error: &Error, exports: &ExportArgs, journal: &Path) -> Error {
+pub fn unwritten(error: &Error, exports: &ExportArgs, journal: &Path) -> Error {
     Error::run(format!(
         "{error}; the journal {} keeps what was measured, and `{}` writes the exports from it",
         journal.display(),

@@ -5,6 +5,7 @@
 //! persistent workers ([`ledger`]); the scaling curve against `num_workers` with its knee
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]); the
 //! recommendation per question ([`recommend`]); and its text for the CLI ([`report`]).
+//! Also [`tune`], which measures as it analyses: the best settings within a budget.
 
 pub mod aa;
 pub mod baseline;
@@ -12,6 +13,7 @@ pub mod input;
 pub mod ledger;
 pub mod recommend;
 pub mod scaling;
+pub mod tune;
 pub mod warnings;
 
 use serde::{Deserialize, Serialize};

@@ -144,5 +144,6 @@ pub fn result(configs: Vec<Config>, results: Vec<ConfigResult>) -> RunResult {
         shuffle: true,
         drop_last: false,
         setup: None,
+        tune: None,
     }
 }

@@ -1,6 +1,7 @@
 //! The results journal: JSON lines appended as a run goes (a header with the run, one
-//! line per finished config, and the final status), flushed each time, so a crash, a
-//! failure or a cancel never loses a config that was already measured.
+//! line per finished config, a tune's trail where there is one, and the final status),
+//! flushed each time, so a crash, a failure or a cancel never loses a config that was
+//! already measured.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::results::{ConfigResult, RunResult, RunStatus};
+use crate::tune_trail::TuneTrail;
 use loaderbench_engine::error::{Error, Result};
 
 /// One line of a journal.
@@ -17,6 +19,7 @@ use loaderbench_engine::error::{Error, Result};
 enum Entry {
     Run { run: Box<RunResult> },
     Config { result: Box<ConfigResult> },
+    Tune { trail: Box<TuneTrail> },
     End { status: RunStatus },
 }
 
@@ -91,6 +94,13 @@ impl Journal {
         })
     }
 
+    /// Appends a tune's trail.
+    pub fn tune(&mut self, trail: &TuneTrail) -> Result<()> {
+        self.append(&Entry::Tune {
+            trail: Box::new(trail.clone()),
+        })
+    }
+
     /// Appends the run's final status.
     pub fn end(&mut self, status: &RunStatus) -> Result<()> {
         self.append(&Entry::End {
@@ -124,6 +134,7 @@ pub fn read_journal(path: &Path) -> Result<RunResult> {
         match (entry, run.as_mut()) {
             (Entry::Run { run: header }, None) => run = Some(*header),
             (Entry::Config { result }, Some(run)) => run.results.push(*result),
+            (Entry::Tune { trail }, Some(run)) => run.tune = Some(*trail),
             (Entry::End { status }, Some(run)) => run.status = status,
             _ => {
                 return Err(Error::file(

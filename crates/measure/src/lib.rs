@@ -19,6 +19,7 @@ pub mod reference;
 pub mod results;
 mod runner;
 pub mod stats;
+pub mod tune_trail;
 
 pub use events::*;
 pub use journal::{DATA_DIR_ENV, Journal, data_dir, default_journal_path, read_journal};

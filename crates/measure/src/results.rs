@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meter::Interference;
 use crate::stats;
+use crate::tune_trail::TuneTrail;
 use loaderbench_engine::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Config;
@@ -284,6 +285,9 @@ pub struct RunResult {
     /// from before it was saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<Preset>,
+    /// For a tune: what it predicted, measured and eliminated; `None` for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<TuneTrail>,
 }
 
 fn default_shuffle() -> bool {

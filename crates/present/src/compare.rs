@@ -172,6 +172,7 @@ mod tests {
             shuffle: true,
             drop_last: false,
             setup: None,
+            tune: None,
         }
     }
 

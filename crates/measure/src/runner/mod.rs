@@ -214,6 +214,7 @@ impl Run {
             shuffle: self.plan.shuffle,
             drop_last: self.plan.drop_last,
             setup: Some(self.plan.preset.clone()),
+            tune: None,
         }
     }
 

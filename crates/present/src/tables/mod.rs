@@ -1,11 +1,13 @@
 //! Text for people, shared by every front end: the results table's model
-//! ([`table::ResultsTable`]), where the time goes ([`stages::table`]), the aligned Markdown rendering of any table, and the number
+//! ([`table::ResultsTable`]), where the time goes ([`stages::table`]), a tune's trail
+//! ([`tune::table`]), the aligned Markdown rendering of any table, and the number
 //! and yes/no formats the tables use. The Markdown exporter, the CLI, the analysis report
 //! and the desktop app all build their tables from here, so they read alike; this module
 //! depends on results and plans only, never on exporters or the analysis.
 
 pub mod results_table;
 pub mod stages;
+pub mod tune;
 
 /// Seconds with two decimals, and below 0.1 s with two significant digits (`0.035`,
 /// `0.0014`), so a millisecond first batch reads as one rather than as `0.00`; a dash

@@ -1,0 +1,125 @@
+//! One round of a tune: the chosen configs measured once each, one after another, by the
+//! runner as `run` measures them (its warm-up, gate and interference meter included), as
+//! a plan of their own. Each result is renumbered into the whole search space and
+//! stamped with the round as its repeat, so that the recommendation compares configs
+//! round by round. The round stops early, keeping every config it finished, when the
+//! budget's deadline passes or the user asks to stop.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::TryRecvError;
+
+use loaderbench_engine::Error;
+use loaderbench_engine::plan::Plan;
+use loaderbench_measure::results::ConfigResult;
+use loaderbench_measure::{Event, RunOptions};
+
+/// How often a round looks at the clock and at the stop request between events.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What a round measured, and how it ended.
+pub(super) struct Round {
+    /// Finished configs, numbered in the search space, in the order they ran.
+    pub results: Vec<ConfigResult>,
+    /// Seconds each finished config took, from its start to its end, for the budget.
+    pub seconds: Vec<(usize, f64)>,
+    pub end: RoundEnd,
+    /// The runner's warnings.
+    pub warnings: Vec<String>,
+    /// The dataset, as the runner described it.
+    pub dataset: Option<String>,
+}
+
+#[derive(Debug)]
+pub(super) enum RoundEnd {
+    /// Every config finished.
+    Done,
+    /// The deadline passed.
+    Deadline,
+    /// The user asked to stop.
+    Stopped,
+    /// The run failed (a worker died, the user's code raised).
+    Failed(Error),
+}
+
+/// Measures `configs` (indices into `plan`'s) once each as round `round`, the runner's
+/// journal going to `scratch_journal`.
+pub(super) fn measure(
+    plan: &Plan,
+    configs: &[usize],
+    round: usize,
+    scratch_journal: &Path,
+    deadline: Instant,
+    stop_requested: &dyn Fn() -> bool,
+) -> Round {
+    let mut sub = plan.clone();
+    sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
+    sub.repeats = 1;
+    let options = RunOptions {
+        journal: Some(scratch_journal.to_path_buf()),
+        ..RunOptions::default()
+    };
+    let handle = loaderbench_measure::spawn(sub, options, || {});
+    let mut round_state = Round {
+        results: Vec::new(),
+        seconds: Vec::new(),
+        end: RoundEnd::Done,
+        warnings: Vec::new(),
+        dataset: None,
+    };
+    let mut config_started = Instant::now();
+    let mut asked = false;
+    loop {
+        if !asked && (stop_requested() || Instant::now() >= deadline) {
+            round_state.end = if stop_requested() {
+                RoundEnd::Stopped
+            } else {
+                RoundEnd::Deadline
+            };
+            handle.cancel();
+            asked = true;
+        }
+        let event = match handle.events().try_recv() {
+            Ok(event) => event,
+            Err(TryRecvError::Empty) => {
+                std::thread::sleep(POLL);
+                continue;
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
+        match event {
+            Event::ConfigFinished { result } => {
+                let mut result = *result;
+                let index = configs[result.config_index];
+                result.config_index = index;
+                result.repeat = round;
+                result.label = plan.label(index);
+                round_state
+                    .seconds
+                    .push((index, config_started.elapsed().as_secs_f64()));
+                round_state.results.push(result);
+                config_started = Instant::now();
+            }
+            Event::Warning { message, .. } => round_state.warnings.push(message),
+            Event::Failed {
+                error,
+                bad_input,
+                result,
+            } => {
+                round_state.dataset = Some(result.dataset);
+                round_state.end = RoundEnd::Failed(if bad_input {
+                    Error::value(error)
+                } else {
+                    Error::run(error)
+                });
+            }
+            Event::Finished { result } | Event::Cancelled { result } => {
+                round_state.dataset = Some(result.dataset);
+            }
+            _ => {}
+        }
+    }
+    handle.join();
+    round_state
+}

@@ -1,0 +1,109 @@
+//! The search space of `tune --space wide`: the preset's lists widened to the ranges
+//! worth trying on this machine. num_workers from 0 to twice the cores in powers of two;
+//! persistent workers on and off; prefetch 1 to 8; pin_memory on and off where CUDA is
+//! present; the worker kinds (our engine) and start methods (PyTorch) this OS has. The
+//! batch size, the pipeline and everything else stay as the preset has them.
+
+use loaderbench_engine::error::Result;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::{Preset, Runtime};
+
+/// Widens `preset`'s lists for a machine with `cores` logical cores, with CUDA or not.
+pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
+    let mut workers = vec![0];
+    let mut count = 1;
+    while count <= 2 * cores.max(1) {
+        workers.push(count);
+        count *= 2;
+    }
+    let list = |values: &[&str]| format!("[{}]", values.join(", "));
+    let workers: Vec<String> = workers.iter().map(usize::to_string).collect();
+    let workers: Vec<&str> = workers.iter().map(String::as_str).collect();
+    preset.set("num_workers", &list(&workers))?;
+    preset.set("persistent_workers", "[false, true]")?;
+    preset.set("prefetch_factor", "[1, 2, 4, 8]")?;
+    preset.set("pin_memory", if cuda { "[false, true]" } else { "[false]" })?;
+    if preset.runtime.contains(&Runtime::Loaderbench) {
+        preset.set("worker_kind", &list(worker_kinds()))?;
+    }
+    if preset.runtime.contains(&Runtime::Pytorch) {
+        preset.set("start_method", &list(start_methods()))?;
+    }
+    preset.set("extra_configs", "[]")
+}
+
+/// Keeps one of the configs without workers that differ only in knobs of workers
+/// (persistent, prefetch, worker kind, start method): a wide space crosses every such
+/// knob with `num_workers: 0` too, and those configs are one and the same loader.
+pub fn merge_workerless(plan: &mut Plan) {
+    let Some(first) = plan.configs.iter().find(|c| c.num_workers == 0).cloned() else {
+        return;
+    };
+    let mut kept: Vec<loaderbench_engine::plan::Config> = Vec::new();
+    for mut config in std::mem::take(&mut plan.configs) {
+        if config.num_workers == 0 {
+            config.persistent_workers = first.persistent_workers;
+            config.prefetch_factor = first.prefetch_factor;
+            config.worker_kind = first.worker_kind;
+            config.start_method = first.start_method;
+        }
+        if !kept.contains(&config) {
+            kept.push(config);
+        }
+    }
+    plan.configs = kept;
+}
+
+/// Our engine's worker kinds here: processes exist on Unix only.
+fn worker_kinds() -> &'static [&'static str] {
+    if cfg!(unix) {
+        &["thread", "fork", "spawn"]
+    } else {
+        &["thread"]
+    }
+}
+
+/// Python's start methods here: fork and forkserver on Linux; macOS defaults to spawn
+/// (fork is unsafe with its system libraries); Windows has only spawn.
+fn start_methods() -> &'static [&'static str] {
+    if cfg!(target_os = "linux") {
+        &["fork", "spawn", "forkserver"]
+    } else {
+        &["spawn"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderbench_engine::plan::Plan;
+
+    #[test]
+    fn the_wide_space_doubles_workers_up_to_twice_the_cores() {
+        let mut preset = Preset::default();
+        widen(&mut preset, 2, false).unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let mut workers: Vec<usize> = plan.configs.iter().map(|c| c.num_workers).collect();
+        workers.sort_unstable();
+        workers.dedup();
+        assert_eq!(workers, [0, 1, 2, 4]);
+        assert!(
+            plan.configs.iter().all(|c| !c.pin_memory),
+            "no CUDA, no pinning"
+        );
+        assert!(plan.configs.iter().any(|c| c.persistent_workers));
+        assert!(plan.configs.iter().any(|c| c.prefetch_factor == 8));
+    }
+
+    #[test]
+    fn configs_without_workers_are_one_config() {
+        let mut preset = Preset::default();
+        widen(&mut preset, 2, false).unwrap();
+        let mut plan = Plan::from_preset(&preset, None).unwrap();
+        let before = plan.configs.len();
+        merge_workerless(&mut plan);
+        let workerless = plan.configs.iter().filter(|c| c.num_workers == 0).count();
+        assert_eq!(workerless, 1);
+        assert_eq!(plan.configs.len(), before - (before / 4 - 1), "{before}");
+    }
+}
