@@ -40,6 +40,9 @@ pub struct TuneArgs {
     /// No progress.
     #[arg(long, short)]
     quiet: bool,
+    /// Progress as JSON lines on standard output, and no tables (the app's tune).
+    #[arg(long, hide = true)]
+    events: bool,
 }
 
 /// Which configs a tune searches.
@@ -84,13 +87,22 @@ pub fn tune(args: TuneArgs) -> Result<()> {
         budget: args.budget,
         journal: journal.clone(),
     };
-    let mut report = |event| progress(&plan, &event, args.quiet);
+    let events = args.events;
+    let mut report = |event: TuneEvent| {
+        if events {
+            if let Ok(line) = serde_json::to_string(&event) {
+                println!("{line}");
+            }
+        } else {
+            progress(&plan, &event, args.quiet);
+        }
+    };
     let (mut result, error) =
         loaderbench_analysis::tune::tune(&plan, &options, &interrupt::requested, &mut report)?;
     for message in warnings::attach(&mut result) {
         eprintln!("warning: {message}");
     }
-    if !args.exports.to_stdout() {
+    if !args.exports.to_stdout() && !args.events {
         output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, true);
     }
@@ -111,7 +123,7 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         names.join(", ")
     };
     match event {
-        TuneEvent::Anchors(configs) => eprintln!("anchors: {}", labels(configs)),
+        TuneEvent::Anchors { configs } => eprintln!("anchors: {}", labels(configs)),
         TuneEvent::Predicted { .. } => {}
         TuneEvent::Round { round, configs } => {
             eprintln!("round {round}: {} config(s)", configs.len());
@@ -122,6 +134,6 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         TuneEvent::Eliminated { config, reason } => {
             eprintln!("  out: {} ({reason})", plan.label(*config));
         }
-        TuneEvent::Warning(message) => eprintln!("warning: {message}"),
+        TuneEvent::Warning { message } => eprintln!("warning: {message}"),
     }
 }

@@ -49,6 +49,11 @@ pub enum Action {
     /// Open a file dialog (on a background thread).
     Browse(Pick),
     StartRun,
+    /// Tune the preset within the budget field's seconds.
+    StartTune,
+    /// The tune budget field changed (seconds).
+    TuneBudget(u32),
+    /// Stop the run or the tune.
     CancelRun,
     SelectConfig(usize),
     CopyMarkdown,

@@ -22,6 +22,7 @@ mod plot_scale;
 mod plots;
 mod setup;
 mod table_view;
+mod tune_view;
 
 pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
@@ -35,6 +36,7 @@ pub use plots::{ChartView, view as chart_view};
 /// The window's size when it opens, in points; `report --png` renders at this size.
 pub const WINDOW_SIZE: [f32; 2] = [1280.0, 720.0];
 pub use live::Phase;
+pub use tune_view::TuneProgress;
 
 /// Opens the window and runs until it is closed; returns the exit code a scripted run
 /// (`launch.exit`) left (1 if the window closed before the run ended), else 0.

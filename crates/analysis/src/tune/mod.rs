@@ -30,6 +30,8 @@ use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
 
+use serde::{Deserialize, Serialize};
+
 use crate::Analysis;
 pub use model::Model;
 use rounds::RoundEnd;
@@ -59,11 +61,14 @@ pub struct TuneOptions {
     pub journal: PathBuf,
 }
 
-/// What a tune reports as it goes.
-#[derive(Debug, Clone, PartialEq)]
+/// What a tune reports as it goes (as JSON lines too, for the app's tune process).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
 pub enum TuneEvent {
     /// The anchors are measured first.
-    Anchors(Vec<usize>),
+    Anchors {
+        configs: Vec<usize>,
+    },
     /// The model's projected time for a config.
     Predicted {
         config: usize,
@@ -85,7 +90,9 @@ pub enum TuneEvent {
         config: usize,
         reason: String,
     },
-    Warning(String),
+    Warning {
+        message: String,
+    },
 }
 
 /// Where one config of the space stands.
@@ -133,7 +140,9 @@ pub fn tune(
         plan.configs.len()
     ];
     let anchors = anchors(plan, result.machine.logical_cores);
-    on_event(TuneEvent::Anchors(anchors.clone()));
+    on_event(TuneEvent::Anchors {
+        configs: anchors.clone(),
+    });
     let mut round = 0;
     let mut queue = anchors.clone();
     let (stop, error) = loop {
@@ -157,7 +166,9 @@ pub fn tune(
         );
         for message in measured.warnings {
             if !result.warnings.contains(&message) {
-                on_event(TuneEvent::Warning(message.clone()));
+                on_event(TuneEvent::Warning {
+                    message: message.clone(),
+                });
                 result.warnings.push(message);
             }
         }
@@ -294,7 +305,9 @@ fn predict(
         .filter_map(|s| s)
         .fold(f64::INFINITY, f64::min);
     for (index, standing) in standings.iter_mut().enumerate() {
-        let Some(predicted) = standing.predicted_s.filter(|_| standing.rounds == 0) else {
+        // An anchor was measured (perhaps set aside as disturbed): the model came from it.
+        let measured = result.results.iter().any(|r| r.config_index == index);
+        let Some(predicted) = standing.predicted_s.filter(|_| !measured) else {
             continue;
         };
         if predicted > best * MODEL_KEEP {
@@ -311,8 +324,9 @@ fn predict(
     }
 }
 
-/// After round `round`: the candidates another beats beyond the noise drop out, then the
-/// slower half of the rest, once each has a measurement.
+/// After round `round`, once every candidate has a measurement: the candidates another
+/// beats beyond the noise drop out (once each has two, so that there is noise to be
+/// beyond), then the slower half of the rest.
 fn eliminate(
     result: &RunResult,
     standings: &mut [Standing],
@@ -320,11 +334,19 @@ fn eliminate(
     on_event: &mut dyn FnMut(TuneEvent),
 ) {
     let candidates: Vec<usize> = (0..standings.len())
-        .filter(|&i| standings[i].fate.is_none() && standings[i].rounds > 0)
+        .filter(|&i| standings[i].fate.is_none())
         .collect();
+    // Every candidate gets a measurement before any is judged: one set aside as
+    // disturbed is measured again first.
+    if candidates.iter().any(|&i| standings[i].rounds == 0) {
+        return;
+    }
     let Some((best, pick)) = best_set(&undisturbed(result), &candidates) else {
         return;
     };
+    // One measurement has no noise to be beyond: until each has two, halving alone.
+    let judged = candidates.iter().all(|&i| standings[i].rounds >= 2);
+    let best = if judged { best } else { candidates.clone() };
     let mut out: Vec<(usize, String)> = candidates
         .iter()
         .filter(|i| !best.contains(i))
@@ -345,7 +367,7 @@ fn eliminate(
         out.extend(
             unbeaten[keep..]
                 .iter()
-                .map(|&(i, _)| (i, format!("in the slower half after round {round}"))),
+                .map(|&(i, _)| (i, "in the slower half".to_owned())),
         );
     }
     for (index, reason) in out {

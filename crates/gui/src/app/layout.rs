@@ -250,6 +250,7 @@ impl eframe::App for App {
         }
         let ctx = ui.ctx().clone();
         let left_over = self.drain_events();
+        self.drain_tune();
         self.drain_replies(&ctx);
 
         let mut actions = Vec::new();

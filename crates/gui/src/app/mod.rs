@@ -3,7 +3,8 @@
 //! replies within a time budget, draws the panels (which return [`Action`]s), then
 //! applies the actions; nothing changes state halfway through drawing. This module holds
 //! the app's state, what tests read of it, and where each action goes; its parts each
-//! own one job: the run's lifecycle ([`run`]), preset files and the title ([`files`]),
+//! own one job: the run's lifecycle ([`run`]), the tune's ([`tune_run`]), preset files
+//! and the title ([`files`]),
 //! exports and baselines ([`exports`]), and the frame's panels ([`layout`],
 //! [`results_panel`]).
 
@@ -13,6 +14,7 @@ mod open_runs;
 mod preset_files;
 mod results_panel;
 mod run_lifecycle;
+mod tune_run;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -37,9 +39,13 @@ use loaderbench_present::views::{ChartId, PngArea};
 use self::export_menu::PendingPng;
 use self::preset_files::{PathFields, Saved};
 use self::run_lifecycle::LiveRun;
+use self::tune_run::TuneRun;
 
 /// The preset the app opens with when nothing else is asked for or remembered.
 pub const DEFAULT_PRESET: &str = "seed-light";
+
+/// The tune budget field's first value, in seconds.
+const DEFAULT_TUNE_BUDGET_S: u32 = 60;
 
 /// How a run's warnings start in the message bar, which folds them into one line.
 const WARNING: &str = "warning: ";
@@ -87,6 +93,10 @@ pub struct App {
     /// The edited preset as a plan, or why it is not one.
     plan: Result<Plan, Error>,
     run: Option<LiveRun>,
+    /// The tune running, or the last one (shown beside its results).
+    tune: Option<TuneRun>,
+    /// The tune budget field, in seconds.
+    tune_budget_s: u32,
     /// The saved runs shown together (empty for a run measured here).
     shown: Vec<(PathBuf, RunResult)>,
     /// The most recent journals, read when the File menu first needs them.
@@ -157,6 +167,8 @@ impl App {
             plan: Plan::from_preset(&saved.preset, saved.preset_path.as_deref()),
             saved,
             run: None,
+            tune: None,
+            tune_budget_s: DEFAULT_TUNE_BUDGET_S,
             shown: Vec::new(),
             recent: None,
             selected: None,
@@ -203,9 +215,15 @@ impl App {
         self.saved.preset_path.as_deref()
     }
 
-    /// True while a run is going.
+    /// True while a run or a tune is going.
     pub fn is_running(&self) -> bool {
         self.run.as_ref().is_some_and(|run| run.data.is_running())
+            || self.tune.as_ref().is_some_and(TuneRun::is_running)
+    }
+
+    /// The tune's progress, while it runs and after.
+    pub fn tune_progress(&self) -> Option<&crate::tune_view::TuneProgress> {
+        self.tune.as_ref().map(|tune| &tune.progress)
     }
 
     /// How the last run ended (or `Running`); `None` before the first run.
@@ -359,8 +377,16 @@ impl App {
             Action::LoadRunPreset => self.load_run_preset(),
             Action::SavePreset(path) => self.save_preset(path),
             Action::Browse(pick) => self.browse(pick),
-            Action::StartRun => self.start_run(ctx),
-            Action::CancelRun => self.cancel_run(),
+            Action::StartRun => {
+                self.tune = None;
+                self.start_run(ctx);
+            }
+            Action::StartTune => self.start_tune(ctx),
+            Action::TuneBudget(seconds) => self.tune_budget_s = seconds,
+            Action::CancelRun => {
+                self.cancel_run();
+                self.cancel_tune();
+            }
             Action::SelectConfig(index) => self.selected = Some(index),
             Action::CopyMarkdown => self.copy_markdown(ctx),
             Action::ExportPng(area) => self.export_png(area),

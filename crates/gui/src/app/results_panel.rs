@@ -36,6 +36,21 @@ impl App {
                 if run.clicked() {
                     actions.push(Action::StartRun);
                 }
+                let tune = ui
+                    .add_enabled(ready, egui::Button::new("Tune"))
+                    .on_hover_text("Find the best settings within the budget")
+                    .on_disabled_hover_text("Fix the fields marked in the side panel first");
+                if tune.clicked() {
+                    actions.push(Action::StartTune);
+                }
+                let mut budget = self.tune_budget_s;
+                let label = ui.label("budget s");
+                let field = ui
+                    .add(egui::DragValue::new(&mut budget).range(1..=86_400))
+                    .labelled_by(label.id);
+                if field.changed() {
+                    actions.push(Action::TuneBudget(budget));
+                }
             }
             if let Ok(plan) = &self.plan {
                 ui.label(
@@ -48,7 +63,10 @@ impl App {
                     .weak(),
                 );
             }
-            if let Some(run) = &self.run {
+            if let Some(tune) = &self.tune {
+                ui.separator();
+                ui.label(RichText::new(tune.progress.status()).monospace());
+            } else if let Some(run) = &self.run {
                 let status = match &run.data.phase {
                     Phase::Running => run.data.progress_line(run.elapsed()),
                     Phase::Finished if run.saved => "Finished (a saved run)".to_owned(),
@@ -75,10 +93,18 @@ impl App {
     }
 
     pub(super) fn results_view(&mut self, ui: &mut Ui, actions: &mut Vec<Action>) {
+        if let Some(tune) = &self.tune {
+            ui.heading("Tune");
+            tune.progress.draw(ui);
+            ui.separator();
+            if tune.is_running() {
+                return;
+            }
+        }
         let Some(run) = &self.run else {
             ui.add_space(40.0);
             ui.vertical_centered(|ui| {
-                ui.label(RichText::new("Set up a run on the left, then press Run (Ctrl+R).").size(16.0));
+                ui.label(RichText::new("Set up a run on the left, then press Run (Ctrl+R), or Tune to find the best settings within the budget.").size(16.0));
                 ui.label(
                     RichText::new("First-batch latency, epoch times and each batch's wait appear here as they are measured.")
                         .weak(),

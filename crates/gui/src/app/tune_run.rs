@@ -1,0 +1,216 @@
+//! The app's tune: `loaderbench tune` on the preset being edited, run as a child
+//! process like the app's runs (so the window never shares the measured process), with
+//! its progress as JSON lines (`--events`) folded into the [`TuneProgress`] each frame.
+//! The window draws only when an event arrives (a frame on a software renderer costs
+//! both cores, which the tune's interference meter would see), so the budget bar moves
+//! with each measurement.
+//! Cancel is Ctrl-C to the child (the tune stops and keeps what it measured, as in a
+//! terminal). When it ends, its results open like a run measured here, with the trail's
+//! best set marked beside them; a tune that fails leaves its error in the message bar.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+
+use crate::pacing::Pacer;
+use crate::tune_view::TuneProgress;
+use loaderbench_analysis::tune::TuneEvent;
+use loaderbench_engine::child_processes::{collect_tail, spawn_tied};
+use loaderbench_present::documents;
+
+use super::App;
+use super::open_runs::replay;
+use super::run_lifecycle::LiveRun;
+
+/// A tune the window shows: running in its child, or ended.
+pub(super) struct TuneRun {
+    child: Option<Child>,
+    /// The child's events; `None` once its stdout closed.
+    events: Receiver<Option<TuneEvent>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    json: PathBuf,
+    /// Holds the preset file and the results until the tune is shown.
+    _scratch: tempfile::TempDir,
+    pub(super) progress: TuneProgress,
+}
+
+impl TuneRun {
+    pub(super) fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+impl App {
+    pub(super) fn start_tune(&mut self, ctx: &egui::Context) {
+        if self.is_running() {
+            return;
+        }
+        if self.form.has_errors() {
+            self.error("Fix the fields marked in the side panel first.");
+            return;
+        }
+        let plan = match &self.plan {
+            Ok(plan) => plan.clone(),
+            Err(error) => {
+                self.error(format!("The preset cannot run: {error}"));
+                return;
+            }
+        };
+        let budget = Duration::from_secs(u64::from(self.tune_budget_s.max(1)));
+        match self.spawn_tune(&plan.preset, budget, ctx) {
+            Ok(mut tune) => {
+                tune.progress = TuneProgress::new(
+                    (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
+                    budget,
+                );
+                self.messages.retain(|m| !m.error);
+                self.tune = Some(tune);
+            }
+            Err(err) => self.error(format!("The tune could not start: {err}")),
+        }
+    }
+
+    fn spawn_tune(
+        &self,
+        preset: &loaderbench_engine::preset::Preset,
+        budget: Duration,
+        ctx: &egui::Context,
+    ) -> std::io::Result<TuneRun> {
+        let scratch = tempfile::tempdir()?;
+        let preset_path = scratch.path().join("tune.ron");
+        preset
+            .save(&preset_path)
+            .map_err(|err| std::io::Error::other(err.to_string()))?;
+        let json = scratch.path().join("tune.json");
+        let program = match &self.measurer {
+            Some(program) => program.clone(),
+            None => std::env::current_exe()?,
+        };
+        let mut command = Command::new(program);
+        command
+            .arg("tune")
+            .arg(&preset_path)
+            .arg("--budget")
+            .arg(format!("{}s", budget.as_secs()))
+            .arg("--json")
+            .arg(&json)
+            .args(["--events", "--quiet"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dir) = &self.journal_dir {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            command
+                .arg("--journal")
+                .arg(dir.join(format!("{}-tune-{stamp}.jsonl", preset.name)));
+        }
+        let mut child = spawn_tied(command)?;
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("the tune process has no pipes"));
+        };
+        let (sender, events) = unbounded();
+        let wake = ctx.clone();
+        std::thread::Builder::new()
+            .name("loaderbench-tune".to_owned())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if let Ok(event) = serde_json::from_str::<TuneEvent>(&line) {
+                        let _ = sender.send(Some(event));
+                        wake.request_repaint();
+                    }
+                }
+                let _ = sender.send(None);
+                wake.request_repaint();
+            })?;
+        Ok(TuneRun {
+            child: Some(child),
+            events,
+            stderr: collect_tail(stderr),
+            json,
+            _scratch: scratch,
+            progress: TuneProgress::new(Vec::new(), budget),
+        })
+    }
+
+    /// Folds in the tune's events; when its process has ended, shows its results.
+    pub(super) fn drain_tune(&mut self) {
+        let Some(tune) = &mut self.tune else {
+            return;
+        };
+        let mut ended = false;
+        while let Ok(event) = tune.events.try_recv() {
+            match event {
+                Some(event) => tune.progress.apply(&event),
+                None => ended = true,
+            }
+        }
+        if !ended {
+            return;
+        }
+        let Some(mut child) = tune.child.take() else {
+            return;
+        };
+        let code = child.wait().ok().and_then(|status| status.code());
+        let read = documents::read(&tune.json);
+        tune.progress
+            .finish(read.as_ref().ok().and_then(|r| r.tune.as_ref()));
+        let error_tail = || {
+            let lines = tune.stderr.lock().map(|l| l.clone()).unwrap_or_default();
+            lines
+                .into_iter()
+                .filter_map(|l| l.strip_prefix("error: ").map(str::to_owned))
+                .last()
+        };
+        let failure = match code {
+            Some(0) | Some(130) => None,
+            _ => Some(error_tail().unwrap_or_else(|| format!("it ended with {code:?}"))),
+        };
+        match read {
+            Ok(result) => {
+                self.run = Some(LiveRun {
+                    handle: None,
+                    pacer: Pacer::default(),
+                    data: replay(result),
+                    started: Instant::now(),
+                    took: None,
+                    analysis: None,
+                    comparison: None,
+                    saved: true,
+                });
+                self.drain_events();
+            }
+            Err(err) if failure.is_none() => {
+                self.error(format!("The tune's results could not be read: {err}"));
+            }
+            Err(_) => {}
+        }
+        if let Some(failure) = failure {
+            self.error(format!("The tune failed: {failure}"));
+        } else if code == Some(130) {
+            self.note("The tune was stopped; what it measured is kept.");
+        }
+    }
+
+    /// Stops the tune as Ctrl-C would: it ends its round early and keeps the rest.
+    pub(super) fn cancel_tune(&mut self) {
+        let Some(child) = self.tune.as_mut().and_then(|t| t.child.as_mut()) else {
+            return;
+        };
+        #[cfg(unix)]
+        if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+            // SAFETY: kill takes a pid and a signal number; no pointers.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            return;
+        }
+        let _ = child.kill();
+    }
+}
