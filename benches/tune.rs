@@ -1,13 +1,12 @@
 //! Tune against the full grid, per preset (seed-light, seed-heavy and seed-light-pytorch;
 //! `cargo bench --bench tune -- NAME` for one): the full grid three times (`loaderbench
 //! run`), then tune five times (`loaderbench tune`) with a budget of a quarter of one
-//! grid run's wall time, each a fresh process. Prints, per preset:
-//! - the budget ratio: tune's budget over a grid run's time, and what the tunes used;
-//! - how often tune's recommendation is in the grid's best set (the three grid runs as
-//!   three rounds of the recommendation's own rule), goal 5 of 5;
-//! - its regret: tune's pick against the grid's pick, timed side by side in each grid
-//!   round (the median of the per-round ratios), goal within 5%;
-//! - the model's prediction error, per config, the median over the tunes.
+//! grid run's wall time, each a fresh process. Prints, per preset: the budget ratio
+//! (tune's budget over a grid run's time, and what the tunes used); how often tune's
+//! recommendation is in the grid's best set (the three grid runs as three rounds of the
+//! recommendation's own rule; goal 5 of 5); its regret, tune's pick against the grid's
+//! pick timed side by side in each grid round (the median of the per-round ratios; goal
+//! within 5%); and the model's prediction error per config, the median over the tunes.
 //! Recommendations are read as if no measurement were disturbed (the benchmark's own
 //! load is not the question); the count of disturbed ones is printed. Under `cargo test`
 //! (no `--bench`) it runs a smoke version: seed-light on 2,048 samples, the grid once,

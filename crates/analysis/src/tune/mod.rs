@@ -301,8 +301,7 @@ fn predict(
         });
     }
     let best = (0..standings.len())
-        .map(|i| projected_s(result, i).or(standings[i].predicted_s))
-        .filter_map(|s| s)
+        .filter_map(|i| projected_s(result, i).or(standings[i].predicted_s))
         .fold(f64::INFINITY, f64::min);
     for (index, standing) in standings.iter_mut().enumerate() {
         // An anchor was measured (perhaps set aside as disturbed): the model came from it.

@@ -167,8 +167,8 @@ impl App {
             let lines = tune.stderr.lock().map(|l| l.clone()).unwrap_or_default();
             lines
                 .into_iter()
-                .filter_map(|l| l.strip_prefix("error: ").map(str::to_owned))
-                .last()
+                .rev()
+                .find_map(|l| l.strip_prefix("error: ").map(str::to_owned))
         };
         let failure = match code {
             Some(0) | Some(130) => None,
