@@ -1,0 +1,280 @@
+//! The search's rules, between rounds: what the model leaves out, which candidates drop
+//! out after a round (beaten beyond the noise by the recommendation's own best set, once
+//! each has two measurements; then the slower half), the next round's order and what of
+//! it fits in the budget, and the trail as the search ends.
+
+use std::time::Instant;
+
+use loaderbench_engine::plan::Plan;
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats;
+use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
+
+use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, ROUND_OVERHEAD_S, Standing, TuneEvent};
+use crate::Analysis;
+
+/// Fits the model to the anchors and predicts every other config; leaves out those
+/// predicted beyond [`MODEL_KEEP`] times the best.
+pub(super) fn predict(
+    plan: &Plan,
+    result: &RunResult,
+    standings: &mut [Standing],
+    on_event: &mut dyn FnMut(TuneEvent),
+) {
+    let Some(model) = Model::fit(result) else {
+        return;
+    };
+    for (index, config) in plan.configs.iter().enumerate() {
+        let seconds = model.predict_s(config, result.planned_epochs);
+        standings[index].predicted_s = Some(seconds);
+        standings[index].predicted_cost_s = Some(model.predict_s(config, plan.epochs));
+        on_event(TuneEvent::Predicted {
+            config: index,
+            seconds,
+        });
+    }
+    let best = (0..standings.len())
+        .filter_map(|i| projected_s(result, i).or(standings[i].predicted_s))
+        .fold(f64::INFINITY, f64::min);
+    for (index, standing) in standings.iter_mut().enumerate() {
+        // An anchor was measured (perhaps set aside as disturbed): the model came from it.
+        let measured = result.results.iter().any(|r| r.config_index == index);
+        let Some(predicted) = standing.predicted_s.filter(|_| !measured) else {
+            continue;
+        };
+        if predicted > best * MODEL_KEEP {
+            let reason = format!(
+                "predicted {predicted:.2} s, {:.1}× the best",
+                predicted / best
+            );
+            on_event(TuneEvent::Eliminated {
+                config: index,
+                reason: reason.clone(),
+            });
+            standing.fate = Some(Fate::NotMeasured { reason });
+        }
+    }
+}
+
+/// After round `round`, once every candidate has a measurement: the candidates another
+/// beats beyond the noise drop out (once each has two, so that there is noise to be
+/// beyond), then the slower half of the rest.
+pub(super) fn eliminate(
+    result: &RunResult,
+    standings: &mut [Standing],
+    round: usize,
+    on_event: &mut dyn FnMut(TuneEvent),
+) {
+    let candidates: Vec<usize> = (0..standings.len())
+        .filter(|&i| standings[i].fate.is_none())
+        .collect();
+    // Every candidate gets a measurement before any is judged: one set aside as
+    // disturbed is measured again first.
+    if candidates.iter().any(|&i| standings[i].rounds == 0) {
+        return;
+    }
+    let Some((best, pick)) = best_set(&undisturbed(result), &candidates) else {
+        return;
+    };
+    // One measurement has no noise to be beyond: until each has two, halving alone.
+    let judged = candidates.iter().all(|&i| standings[i].rounds >= 2);
+    let best = if judged { best } else { candidates.clone() };
+    let mut out: Vec<(usize, String)> = candidates
+        .iter()
+        .filter(|i| !best.contains(i))
+        .map(|&i| {
+            (
+                i,
+                format!("slower than {} beyond the noise", label(result, pick)),
+            )
+        })
+        .collect();
+    let mut unbeaten: Vec<(usize, f64)> = best
+        .iter()
+        .filter_map(|&i| Some((i, projected_s(result, i)?)))
+        .collect();
+    if unbeaten.len() > 2 {
+        unbeaten.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let keep = unbeaten.len().div_ceil(2);
+        out.extend(
+            unbeaten[keep..]
+                .iter()
+                .map(|&(i, _)| (i, "in the slower half".to_owned())),
+        );
+    }
+    for (index, reason) in out {
+        on_event(TuneEvent::Eliminated {
+            config: index,
+            reason: reason.clone(),
+        });
+        standings[index].fate = Some(Fate::Eliminated { round, reason });
+    }
+}
+
+/// `result` with no measurement marked disturbed: the search ranks by it, since it must go
+/// on however busy the machine; the final analysis still says which were disturbed.
+fn undisturbed(result: &RunResult) -> RunResult {
+    let mut ranked = result.clone();
+    for config in &mut ranked.results {
+        config.disturbed = false;
+    }
+    ranked
+}
+
+/// The best set of `configs` by the recommendation's own rule, and the config its tie
+/// rule picks (the first of the set when it names none); `None` for no configs.
+fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, usize)> {
+    let mut view = result.clone();
+    view.results.retain(|r| configs.contains(&r.config_index));
+    let index_of = |label: &str| result.labels.iter().position(|l| l == label);
+    let mut best = Vec::new();
+    let mut pick = None;
+    for recommendation in Analysis::of(&view).recommendations {
+        pick = pick.or(recommendation.config);
+        best.extend(recommendation.config);
+        best.extend(
+            recommendation
+                .equally_fast
+                .iter()
+                .filter_map(|l| index_of(l)),
+        );
+    }
+    // Without a recommendation (nothing finished, or undecided), every config stays.
+    if best.is_empty() {
+        best = configs.to_vec();
+    }
+    best.sort_unstable();
+    best.dedup();
+    let pick = pick.or(best.first().copied())?;
+    Some((best, pick))
+}
+
+/// The next round's order: by what each config is expected to take, fastest first, turned
+/// by the round number so that no config always runs first.
+pub(super) fn order(
+    candidates: &[usize],
+    standings: &[Standing],
+    result: &RunResult,
+    round: usize,
+) -> Vec<usize> {
+    let mut ordered = candidates.to_vec();
+    let expected = |i: usize| {
+        projected_s(result, i)
+            .or(standings[i].predicted_s)
+            .unwrap_or(f64::INFINITY)
+    };
+    ordered.sort_by(|&a, &b| expected(a).total_cmp(&expected(b)).then(a.cmp(&b)));
+    if !ordered.is_empty() {
+        let turn = round % ordered.len();
+        ordered.rotate_left(turn);
+    }
+    ordered
+}
+
+/// The configs of `queue` that fit in `remaining_s`, in order; the anchors' round is
+/// always tried (nothing is known of their cost yet).
+pub(super) fn fitting(
+    queue: &[usize],
+    standings: &[Standing],
+    remaining_s: f64,
+    round: usize,
+) -> Vec<usize> {
+    if round == 0 {
+        return queue.to_vec();
+    }
+    let known: Vec<f64> = standings.iter().filter_map(|s| s.last_cost_s).collect();
+    let typical = stats::median(&known).unwrap_or(ROUND_OVERHEAD_S);
+    let mut left = remaining_s - ROUND_OVERHEAD_S;
+    let mut chosen = Vec::new();
+    for &index in queue {
+        let cost = standings[index]
+            .last_cost_s
+            .or(standings[index]
+                .predicted_cost_s
+                .map(|s| s + CONFIG_OVERHEAD_S))
+            .unwrap_or(typical);
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        chosen.push(index);
+    }
+    chosen
+}
+
+/// A config's median projected time over its repeats, as the recommendation projects it.
+pub(super) fn projected_s(result: &RunResult, index: usize) -> Option<f64> {
+    let times: Vec<f64> = result
+        .results
+        .iter()
+        .filter(|r| r.config_index == index)
+        .filter_map(|r| {
+            let first = r.epochs.first()?.seconds;
+            let later: Vec<f64> = r.epochs.iter().skip(1).map(|e| e.seconds).collect();
+            let typical = stats::median(&later).unwrap_or(first);
+            Some(first + result.planned_epochs.saturating_sub(1) as f64 * typical)
+        })
+        .collect();
+    stats::median(&times)
+}
+
+fn label(result: &RunResult, index: usize) -> &str {
+    result.labels.get(index).map_or("?", String::as_str)
+}
+
+/// The trail as the search ends: every measured config in the final best set is `Best`,
+/// whatever round it left in.
+pub(super) fn trail(
+    result: &RunResult,
+    standings: &[Standing],
+    anchors: &[usize],
+    stop: TuneStop,
+    budget_s: f64,
+    started: Instant,
+    round: usize,
+) -> TuneTrail {
+    let measured: Vec<usize> = (0..standings.len())
+        .filter(|&i| standings[i].rounds > 0)
+        .collect();
+    let best = best_set(&undisturbed(result), &measured).map_or(Vec::new(), |(best, _)| best);
+    let configs = standings
+        .iter()
+        .enumerate()
+        .map(|(index, standing)| TunedConfig {
+            config: index,
+            predicted_s: standing.predicted_s.filter(|_| !anchors.contains(&index)),
+            measured_s: projected_s(result, index),
+            rounds: standing.rounds,
+            fate: if standing.rounds > 0 && best.contains(&index) {
+                Fate::Best
+            } else {
+                standing
+                    .fate
+                    .clone()
+                    .unwrap_or_else(|| unfinished(standing))
+            },
+        })
+        .collect();
+    TuneTrail {
+        budget_s,
+        used_s: started.elapsed().as_secs_f64(),
+        stop,
+        anchors: anchors.to_vec(),
+        rounds: round + 1,
+        configs,
+    }
+}
+
+/// The fate of a config still a candidate when the search stopped, outside the best set.
+fn unfinished(standing: &Standing) -> Fate {
+    if standing.rounds == 0 {
+        Fate::NotMeasured {
+            reason: "the search stopped first".to_owned(),
+        }
+    } else {
+        Fate::Eliminated {
+            round: standing.rounds,
+            reason: "slower than the best set beyond the noise".to_owned(),
+        }
+    }
+}
