@@ -6,11 +6,9 @@
 //! the file and the problem.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use crate::actions::Action;
 use crate::live::RunData;
-use crate::pacing::Pacer;
 use loaderbench_measure::Event;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_present::documents;
@@ -139,16 +137,7 @@ impl App {
         };
         self.selected = None;
         self.messages.retain(|m| !m.error);
-        self.run = Some(LiveRun {
-            handle: None,
-            pacer: Pacer::default(),
-            data: replay(result),
-            started: Instant::now(),
-            took: None,
-            analysis: None,
-            comparison: None,
-            saved: true,
-        });
+        self.run = Some(LiveRun::replayed(result));
         // Analysis, warnings and how the run ended, as when a live run ends.
         self.drain_events();
     }

@@ -38,6 +38,21 @@ pub(super) struct LiveRun {
 }
 
 impl LiveRun {
+    /// A finished run rebuilt from its result (a saved run, or a tune's results), to be
+    /// shown as a run measured here is.
+    pub(super) fn replayed(result: loaderbench_measure::results::RunResult) -> LiveRun {
+        LiveRun {
+            handle: None,
+            pacer: Pacer::default(),
+            data: super::open_runs::replay(result),
+            started: Instant::now(),
+            took: None,
+            analysis: None,
+            comparison: None,
+            saved: true,
+        }
+    }
+
     pub(super) fn elapsed(&self) -> Duration {
         self.took.unwrap_or_else(|| self.started.elapsed())
     }
@@ -127,20 +142,29 @@ impl App {
         }
     }
 
-    pub(super) fn start_run(&mut self, ctx: &egui::Context) {
+    /// The plan to measure now; `None` (with a message saying why) while something runs,
+    /// a field is marked, or the preset is no plan.
+    pub(super) fn plan_to_measure(&mut self) -> Option<loaderbench_engine::plan::Plan> {
         if self.is_running() {
-            return;
+            return None;
         }
         if self.form.has_errors() {
             self.error("Fix the fields marked in the side panel first.");
-            return;
+            return None;
         }
-        let plan = match &self.plan {
-            Ok(plan) => plan.clone(),
+        match &self.plan {
+            Ok(plan) => Some(plan.clone()),
             Err(error) => {
-                self.error(format!("The preset cannot run: {error}"));
-                return;
+                let text = format!("The preset cannot run: {error}");
+                self.error(text);
+                None
             }
+        }
+    }
+
+    pub(super) fn start_run(&mut self, ctx: &egui::Context) {
+        let Some(plan) = self.plan_to_measure() else {
+            return;
         };
         let data = RunData::new(
             (0..plan.configs.len()).map(|i| plan.label(i)).collect(),

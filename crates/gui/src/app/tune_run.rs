@@ -13,18 +13,16 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, unbounded};
 
-use crate::pacing::Pacer;
 use crate::tune_view::TuneProgress;
 use loaderbench_analysis::tune::TuneEvent;
 use loaderbench_engine::child_processes::{collect_tail, spawn_tied};
 use loaderbench_present::documents;
 
 use super::App;
-use super::open_runs::replay;
 use super::run_lifecycle::LiveRun;
 
 /// A tune the window shows: running in its child, or ended.
@@ -47,19 +45,8 @@ impl TuneRun {
 
 impl App {
     pub(super) fn start_tune(&mut self, ctx: &egui::Context) {
-        if self.is_running() {
+        let Some(plan) = self.plan_to_measure() else {
             return;
-        }
-        if self.form.has_errors() {
-            self.error("Fix the fields marked in the side panel first.");
-            return;
-        }
-        let plan = match &self.plan {
-            Ok(plan) => plan.clone(),
-            Err(error) => {
-                self.error(format!("The preset cannot run: {error}"));
-                return;
-            }
         };
         let budget = Duration::from_secs(u64::from(self.tune_budget_s.max(1)));
         match self.spawn_tune(&plan.preset, budget, ctx) {
@@ -176,16 +163,7 @@ impl App {
         };
         match read {
             Ok(result) => {
-                self.run = Some(LiveRun {
-                    handle: None,
-                    pacer: Pacer::default(),
-                    data: replay(result),
-                    started: Instant::now(),
-                    took: None,
-                    analysis: None,
-                    comparison: None,
-                    saved: true,
-                });
+                self.run = Some(LiveRun::replayed(result));
                 self.drain_events();
             }
             Err(err) if failure.is_none() => {
