@@ -192,8 +192,9 @@ fn a_second_signal_a_second_later_quits_at_once_and_still_writes_the_json() {
         .stderr(Stdio::piped());
     let child = command.spawn().expect("the program starts");
     wait_for_configs(&journal, 1);
-    // Into the second config's first step (its loader is built and settled by then).
-    std::thread::sleep(Duration::from_millis(600));
+    // Into the second config's first step (its loader is built and settled by then,
+    // even on a loaded machine; the step lasts 4 s).
+    std::thread::sleep(Duration::from_millis(1500));
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     signal(pid, libc::SIGINT);
     std::thread::sleep(Duration::from_millis(1200));

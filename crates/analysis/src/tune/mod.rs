@@ -42,8 +42,8 @@ pub const MODEL_KEEP: f64 = 1.5;
 /// Rounds every config of the best set needs before the answer counts as settled.
 pub const SETTLE_ROUNDS: usize = 3;
 
-/// What a round costs beyond its configs: the runner's warm-up and its dataset.
-const ROUND_OVERHEAD_S: f64 = 0.5;
+/// What a config's measurement is taken to cost while nothing of any is known.
+const UNKNOWN_COST_S: f64 = 0.5;
 
 /// What a config's measurement costs beyond the model's epochs: its loader's set-up.
 const CONFIG_OVERHEAD_S: f64 = 0.3;

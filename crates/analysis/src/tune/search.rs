@@ -10,7 +10,7 @@ use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
 
-use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, ROUND_OVERHEAD_S, Standing, TuneEvent};
+use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
 use crate::Analysis;
 
 /// Fits the model to the anchors and predicts every other config; leaves out those
@@ -183,8 +183,10 @@ pub(super) fn fitting(
         return queue.to_vec();
     }
     let known: Vec<f64> = standings.iter().filter_map(|s| s.last_cost_s).collect();
-    let typical = stats::median(&known).unwrap_or(ROUND_OVERHEAD_S);
-    let mut left = remaining_s - ROUND_OVERHEAD_S;
+    let typical = stats::median(&known).unwrap_or(UNKNOWN_COST_S);
+    // Taken as they come: a round that runs over is stopped at the deadline, so the
+    // budget is used to its end rather than left over by a cautious estimate.
+    let mut left = remaining_s;
     let mut chosen = Vec::new();
     for &index in queue {
         let cost = standings[index]
