@@ -62,7 +62,7 @@ impl Analysis {
         let break_even = ledger::break_even(&configs, &ledger, result.planned_epochs);
         let input_bound = configs
             .iter()
-            .filter_map(|runs| input::input_bound(runs, result.step))
+            .filter_map(|runs| input::input_bound(runs, &result.step))
             .collect::<Vec<_>>();
         let recommendations = recommend::recommend(result, &configs, &input_bound);
         Analysis {

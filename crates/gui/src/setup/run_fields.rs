@@ -34,9 +34,9 @@ impl RunText {
             std: numbers_text(&preset.normalize.std),
             timeout: preset.worker_timeout_s.to_string(),
             step: match preset.step {
-                StepCost::None => String::new(),
                 StepCost::Fixed(ms) => ms.to_string(),
                 StepCost::Mlp { hidden } => hidden.to_string(),
+                _ => String::new(),
             },
             labels: preset
                 .dataset
@@ -251,7 +251,7 @@ fn step_field(
     problem: Problem<'_>,
 ) {
     let label = ui.label("training step");
-    let kind = step_kind(edited.step);
+    let kind = step_kind(&edited.step);
     ComboBox::from_id_salt("training step")
         .selected_text(kind)
         .show_ui(ui, |ui| {
@@ -271,9 +271,9 @@ fn step_field(
         .labelled_by(label.id);
     ui.end_row();
     let title = match edited.step {
-        StepCost::None => return,
         StepCost::Fixed(_) => "step ms per batch",
         StepCost::Mlp { .. } => "step hidden units",
+        _ => return,
     };
     let fixed = matches!(edited.step, StepCost::Fixed(_));
     if let Some(step) = parsed(
@@ -303,11 +303,13 @@ fn step_field(
     }
 }
 
-fn step_kind(step: StepCost) -> &'static str {
+fn step_kind(step: &StepCost) -> &'static str {
     match step {
         StepCost::None => "none",
         StepCost::Fixed(_) => "fixed",
         StepCost::Mlp { .. } => "mlp",
+        StepCost::Model { .. } => "model",
+        StepCost::Python { .. } => "python",
     }
 }
 
