@@ -1,6 +1,7 @@
 //! The training step through the CLI, as a process: the test CNN
 //! (tests/data/step/small_cnn.py) exported with torch.jit.script and trained as a `model`
-//! step on our engine and on the PyTorch runtime; the built-in steps on the PyTorch
+//! step on our engine and on the PyTorch runtime, from the CLI and from the app's window;
+//! the built-in steps on the PyTorch
 //! runtime at the cost they have on ours; the same CNN as a `python` step over a user's
 //! Dataset; and each way a step can be wrong (a missing or malformed file, a model that
 //! does not fit the data, a missing factory, an import error, an exception in the
@@ -397,4 +398,45 @@ fn the_step_failing_later_is_a_failed_run_that_keeps_the_configs_measured_before
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{run:#}");
     assert_eq!(results[0]["config"]["batch_size"], 64);
+}
+
+/// The test CNN as a model step in the app's window, on a display of its own: the
+/// window runs the preset (our engine and the PyTorch runtime) and exits with 0.
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_trains_the_torchscript_model() {
+    let Some(mut xvfb) = common::gui::xvfb_or_skip() else {
+        return;
+    };
+    let setup = Setup::new("loaderbench, pytorch");
+    let mut preset =
+        loaderbench_engine::preset::Preset::load(&setup.dir.path().join("step.ron")).unwrap();
+    let model = exports().join("small_cnn.pt");
+    preset
+        .set("step", &format!(r#"model(path: "{}")"#, model.display()))
+        .unwrap();
+    let path = setup.dir.path().join("window.ron");
+    preset.save(&path).unwrap();
+    let json = setup.json();
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "gui",
+            path_str(&path),
+            "--run",
+            "--exit",
+            "--json",
+            path_str(&json),
+            "--journal-dir",
+            path_str(setup.dir.path()),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        Duration::from_secs(240),
+    );
+    xvfb.stop();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "finished", "{run:#}");
+    for (runtime, times) in step_times(&run) {
+        assert!(times.iter().all(|&t| t > 0.0), "{runtime}: {times:?}");
+    }
 }
