@@ -7,7 +7,7 @@ LIBTORCH_DIR = $(shell tail -n 1 .libtorch-path)
 PYTHON_PATH = $(shell head -n 1 .libtorch-path)
 TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 
-.PHONY: setup run demo test bench soak check fmt clippy fuzz .libtorch-path
+.PHONY: setup run demo test bench soak gpu-check check fmt clippy fuzz .libtorch-path
 
 # Always re-checked: cheap when the cache is there, installs it when not.
 .libtorch-path:
@@ -42,6 +42,10 @@ bench: .libtorch-path
 ## A long run's footprint: 1,000 epochs per worker kind; memory, descriptors, threads.
 soak: .libtorch-path
 	$(TORCH) $(CARGO) bench --bench soak
+
+## The GPU acceptance check (says so and exits 0 where there is no CUDA).
+gpu-check: .libtorch-path
+	$(TORCH) scripts/gpu-check
 
 check: .libtorch-path
 	$(TORCH) $(CARGO) check --workspace --all-targets

@@ -2,8 +2,10 @@
 
 Reads the same request on stdin, builds the same dataset and DataLoader, and times each
 epoch the way a training script would: no per-batch reports, nothing else. A user's own
-dataset (kind `python`) is imported here as a training script would import it. Prints
-one JSON object: the first batch and every epoch, in seconds.
+dataset (kind `python`) is imported here as a training script would import it, and so is
+a user's own step (step kind `python`): the loop calls it on every batch, as a plain
+PyTorch training loop calls its step. Prints one JSON object: the first batch and every
+epoch, in seconds.
 """
 
 import importlib
@@ -16,13 +18,26 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_loader as reference  # noqa: E402
 
 
-def user_dataset(request):
-    """The user's module imported from its folder, and factory(**args)."""
-    spec = request["dataset"]
+def user_factory(spec):
+    """The factory named in `spec`, from the user's module imported from its folder."""
     folder, name = os.path.split(os.path.abspath(spec["path"]))
     sys.path.insert(0, folder)
     module = importlib.import_module(os.path.splitext(name)[0])
-    dataset = getattr(module, spec["factory"])(**spec["args"])
+    return getattr(module, spec["factory"])
+
+
+def user_step(request):
+    """The user's step, factory(**args), or None without a python step."""
+    spec = request.get("step") or {}
+    if spec.get("kind") != "python":
+        return None
+    return user_factory(spec)(**spec["args"])
+
+
+def user_dataset(request):
+    """The user's module imported from its folder, and factory(**args)."""
+    spec = request["dataset"]
+    dataset = user_factory(spec)(**spec["args"])
     samples = request.get("samples")
     if samples is not None and samples < len(dataset):
         dataset = reference.Subset(dataset, range(samples))
@@ -39,11 +54,14 @@ def main():
     loader = reference.build_loader(request, dataset)  # with the user's collate_fn
     loader.worker_init_fn = None  # no reports: only the loop is timed
     reference.torch.manual_seed(request["seed"])
+    step = user_step(request)
     first_batch, epochs = None, []
     for epoch in range(request["epochs"]):
         start = time.perf_counter()
         for images, labels in loader:
             images, labels = images.to(device), labels.to(device)
+            if step is not None:
+                step([images, labels])
             if first_batch is None:
                 first_batch = time.perf_counter() - start
         epochs.append(time.perf_counter() - start)

@@ -10,15 +10,18 @@ single os.write so that lines from worker processes never interleave:
   ready         imports done and dataset built (not timed)
   epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
   worker_ready  a worker ran worker_init_fn, at this perf_counter time
-  batch         a batch is on the device: its time since t0, its wait and its copy
+  batch         a batch is on the device and its step done: its time since t0 (on the
+                device), its wait, its copy and its step
   epoch         an epoch ended, its seconds
   rank_epoch    with ranks: when this rank left the barrier and ended the epoch (time.time)
   done          every epoch measured
   error         what went wrong, in one line
 
 Timing is loaderbench's (ARCHITECTURE.md, the measurement rules): an epoch runs from iter(loader) until the loop has
-taken the last batch and put it on the device (synchronized on CUDA); the first batch
-is the first of those; a batch's wait is the time spent in next().
+taken the last batch, put it on the device (synchronized on CUDA) and run the training
+step on it (reference_steps.py, beside this script); the first batch is the first of
+those; a batch's wait is the time spent in next(), its step the time after it reached
+the device.
 
 With several ranks, loaderbench starts the script once per rank; each joins a
 torch.distributed process group (gloo, rendezvous through a file store), loads its
@@ -78,6 +81,8 @@ try:
     from PIL import Image
     from torch.utils.data import DataLoader, Dataset, Subset
     from torchvision import transforms as T
+
+    import reference_steps
 except ImportError as err:
     if __name__ == "__main__":
         fail(f"cannot import torch and torchvision ({err}) in {sys.executable}", environment=True)
@@ -241,7 +246,7 @@ def build_loader(request, dataset):
     return DataLoader(dataset, **options)
 
 
-def measure_epoch(loader, epoch, device):
+def measure_epoch(loader, epoch, device, step):
     cuda = device.type == "cuda"
     start = time.perf_counter()
     emit(kind="epoch_start", epoch=epoch, t0=start)
@@ -258,6 +263,11 @@ def measure_epoch(loader, epoch, device):
         if cuda:
             torch.cuda.synchronize(device)
         at = time.perf_counter()
+        if step is not None:
+            step(batch)
+            if cuda:
+                torch.cuda.synchronize(device)
+        stepped = time.perf_counter()
         emit(
             kind="batch",
             epoch=epoch,
@@ -266,6 +276,7 @@ def measure_epoch(loader, epoch, device):
             samples=batch_samples(batch),
             wait_s=taken - asked,
             to_device_s=at - taken,
+            step_s=stepped - at,
         )
         index += 1
     emit(kind="epoch", epoch=epoch, seconds=time.perf_counter() - start)
@@ -374,9 +385,10 @@ def die_with_parent():
 
 
 # ---------------------------------------------------------------------------------------
-# The user's own Dataset (dataset kind `python`): importing their module, building the
-# dataset and collate_fn it names, moving whatever batches it makes to the device, and
-# naming the file and line of their code an error comes from.
+# The user's own code: their Dataset (dataset kind `python`) and their step (step kind
+# `python`): importing their module, building the dataset and collate_fn it names,
+# moving whatever batches it makes to the device, and naming the file and line of their
+# code an error comes from.
 # ---------------------------------------------------------------------------------------
 
 import importlib  # noqa: E402
@@ -404,32 +416,44 @@ class UserInputError(Exception):
         return {"file": self.file, "line": None}
 
 
-def user_module(spec):
-    """Imports the module at spec["path"] with its folder first on sys.path (spawned
-    workers inherit sys.path, so they unpickle the dataset from the same module)."""
-    path = os.path.abspath(spec["path"])
+def user_module(named):
+    """Imports the module at `named` (as the preset names it) with its folder first on
+    sys.path (spawned workers inherit sys.path, so they unpickle the dataset from the
+    same module)."""
+    path = os.path.abspath(named)
     if not os.path.isfile(path):
-        raise UserInputError("no such file", spec["path"])
+        raise UserInputError("no such file", named)
     folder, name = os.path.split(path)
     if folder not in sys.path:
         sys.path.insert(0, folder)
     return importlib.import_module(os.path.splitext(name)[0])
 
 
-def user_callable(module, spec, field):
+def user_callable(module, spec, field, section="dataset"):
     name = spec[field]
     function = getattr(module, name, None)
     if not callable(function):
         problem = "is not callable" if function is not None else "is not defined"
-        raise UserInputError(f"`{name}` (dataset.{field}) {problem} in the module", spec["path"])
+        raise UserInputError(f"`{name}` ({section}.{field}) {problem} in the module", spec["path"])
     return function
+
+
+class UserCode:
+    """What reference_steps needs of the helpers above."""
+
+    module = staticmethod(user_module)
+    function = staticmethod(user_callable)
+
+    @staticmethod
+    def fail_file(path, message):
+        fail(message, user={"file": path, "line": None})
 
 
 def user_dataset(request):
     """factory(**args), once, in this process; `samples` keeps the first N of a
     map-style dataset. An IterableDataset is taken as it is (a note says what it means)."""
     spec = request["dataset"]
-    module = user_module(spec)
+    module = user_module(spec["path"])
     dataset = user_callable(module, spec, "factory")(**spec["args"])
     if isinstance(dataset, IterableDataset):
         emit(
@@ -452,7 +476,7 @@ def user_loader_options(request, dataset):
         return {}
     options = {}
     if spec.get("collate"):
-        module = user_module(spec)
+        module = user_module(spec["path"])
         options["collate_fn"] = user_callable(module, spec, "collate")()
     if isinstance(dataset, IterableDataset):
         options.update(shuffle=False, generator=None)
@@ -493,32 +517,37 @@ def in_user_code(file, folder):
     return file.startswith(folder + os.sep) and "site-packages" not in file
 
 
+def user_modules(request):
+    """The user's modules as the preset names them: a python dataset's, a python step's."""
+    specs = [request.get("dataset") or {}, request.get("step") or {}]
+    return [spec["path"] for spec in specs if spec.get("kind") == "python"]
+
+
+def as_named(file, named):
+    """`file` as the user knows it when it is in the folder of their module `named`
+    (the module itself as the preset names it, others beside it); else None."""
+    module_file = os.path.abspath(named)
+    folder = os.path.dirname(module_file)
+    if not in_user_code(file, folder):
+        return None
+    if os.path.abspath(file) == module_file:
+        return named
+    return os.path.join(os.path.dirname(named), os.path.relpath(file, folder))
+
+
 def fail_in_user_code(err, request):
     """Fails with `file:line: Type: message` when the traceback (the exception's own, or
     the one a DataLoader worker sent, which PyTorch puts in the message) passes through
-    the user's module's folder: the last such frame is where their code went wrong.
-    Returns when no frame is theirs."""
-    spec = request.get("dataset", {})
-    if spec.get("kind") != "python":
-        return
-    module_file = os.path.abspath(spec["path"])
-    folder = os.path.dirname(module_file)
+    the folder of one of the user's modules: the last such frame is where their code
+    went wrong. Returns when no frame is theirs."""
+    modules = user_modules(request)
     text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-    frames = [(f, int(n)) for f, n in TRACEBACK_FRAME.findall(text) if in_user_code(f, folder)]
-    if not frames:
-        return
-    file, line = frames[-1]
-    problem = user_exception_line(err) + missing_module_hint(err)
-    fail(problem, user={"file": as_the_preset_names_it(file, spec), "line": line})
-
-
-def as_the_preset_names_it(file, spec):
-    """`file`, which is in the user's module's folder, as the preset names that folder."""
-    module_file = os.path.abspath(spec["path"])
-    if os.path.abspath(file) == module_file:
-        return spec["path"]
-    folder = os.path.dirname(module_file)
-    return os.path.join(os.path.dirname(spec["path"]), os.path.relpath(file, folder))
+    for file, line in reversed(TRACEBACK_FRAME.findall(text)):
+        for named in modules:
+            shown = as_named(file, named)
+            if shown is not None:
+                problem = user_exception_line(err) + missing_module_hint(err)
+                fail(problem, user={"file": shown, "line": int(line)})
 
 
 def missing_module_hint(err):
@@ -568,10 +597,10 @@ def where_defined(thing, spec):
     """The file and first line of `thing` when it is a function of the user's; else
     their module, with no line."""
     code = getattr(thing, "__code__", None)
-    folder = os.path.dirname(os.path.abspath(spec["path"]))
-    if code is None or not in_user_code(code.co_filename, folder):
+    shown = as_named(code.co_filename, spec["path"]) if code is not None else None
+    if shown is None:
         return {"file": spec["path"], "line": None}
-    return {"file": as_the_preset_names_it(code.co_filename, spec), "line": code.co_firstlineno}
+    return {"file": shown, "line": code.co_firstlineno}
 
 
 def user_exception_line(err):
@@ -624,6 +653,7 @@ def main():
         dataset = build_dataset(request)
         loader = build_loader(request, dataset)
         torch.manual_seed(request["seed"])
+        step = reference_steps.build_step(request, device, UserCode)
         emit(
             kind="ready",
             intra_op_threads=torch.get_num_threads(),
@@ -634,13 +664,13 @@ def main():
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):
             started = before_epoch(request, loader, epoch)
-            measure_epoch(loader, epoch, device)
+            measure_epoch(loader, epoch, device, step)
             after_epoch(request, epoch, started)
         # Ends persistent workers; `loader` stays bound for the error handlers below.
         loader = None
         leave_process_group(request)
         emit(kind="done", peak_rss_bytes=peak_rss_bytes())
-    except UnsupportedOp as err:
+    except (UnsupportedOp, reference_steps.StepInputError) as err:
         fail(str(err), bad_input=True)
     except UserInputError as err:
         fail(str(err), bad_input=True, user=err.location())

@@ -436,6 +436,31 @@ fn a_model_step_prints_whether_each_config_is_input_bound() {
 }
 
 #[test]
+fn a_model_step_compares_its_time_with_workers_against_nw0() {
+    let (dir, output) = model_step();
+    let text = stdout(output);
+    let compared: Vec<&str> = text.lines().filter(|l| l.contains("ms at nw=0)")).collect();
+    assert_eq!(compared.len(), 2, "the two configs with workers: {text}");
+    assert!(
+        compared
+            .iter()
+            .all(|l| l.contains("2 workers slow your step by")
+                || l.contains("2 workers leave your step's time as it is")
+                || l.contains("your step is")),
+        "{compared:?}"
+    );
+    assert!(text.contains("input-bound "), "{text}");
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let contention = exported["analysis"]["contention"].as_array().unwrap();
+    assert_eq!(contention.len(), 2);
+    for row in contention {
+        assert!(row["step_per_batch_s"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["alone_label"], "nw=0");
+    }
+}
+
+#[test]
 fn a_model_step_exports_the_step_and_the_stall_share() {
     let (dir, _) = model_step();
     let json = dir.path().join("r.json");

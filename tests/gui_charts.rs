@@ -5,7 +5,8 @@
 //! goes switches to one bar per epoch with the run's own values, and each chart exports
 //! alone as a PNG from the Export menu (scrolled into view first) and with
 //! `report --png --view NAME`, from one list. The run is measured once, by the first test
-//! that needs it.
+//! that needs it. A saved run with a training step stacks the step on the wait and says
+//! how much the workers slowed it.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
@@ -170,6 +171,35 @@ fn where_the_time_goes_per_epoch_has_a_bar_per_epoch_with_the_run_s_values() {
         assert_eq!(drawn[0], (group + 1) as f64);
         assert!((drawn[1] - wait_ms).abs() < 1e-9, "{drawn:?} vs {wait_ms}");
     }
+}
+
+#[test]
+fn with_a_step_the_step_stacks_on_the_wait_and_its_contention_is_said() {
+    use loaderbench_engine::step::StepCost;
+    use loaderbench_measure::fixtures::{config, epoch_with_wait, result, run};
+    // nw=0 steps in 4 ms a batch and waits 6 ms; nw=2 steps in 5.6 ms.
+    let epoch = |step_ms: f64, wait_s: f64| {
+        let mut epoch = epoch_with_wait(1, 0.1, 0.01, 11, wait_s);
+        epoch.stages.step_s = step_ms / 1e3 * 11.0;
+        epoch
+    };
+    let configs = vec![config(0, false), config(2, false)];
+    let runs = vec![
+        run(0, configs[0].clone(), vec![epoch(4.0, 0.006)]),
+        run(1, configs[1].clone(), vec![epoch(5.6, 0.0005)]),
+    ];
+    let mut saved = result(configs, runs);
+    saved.step = StepCost::Fixed(4.0);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("step.json");
+    std::fs::write(&json, serde_json::to_vec(&saved).unwrap()).unwrap();
+    let harness = app_on_saved_runs(dir.path(), vec![json], [1280.0, 2600.0]);
+    let stages = chart(&harness, ChartId::Stages);
+    let names: Vec<&str> = stages.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names[6..], ["wait", "step"]);
+    harness
+        .get_by_label("nw=2: 2 workers slow your step by 40% (5.6 ms per batch, 4.0 ms at nw=0)");
+    harness.get_by_label("input-bound 60% at nw=0, 5% at nw=2");
 }
 
 #[test]

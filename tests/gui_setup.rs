@@ -1,7 +1,8 @@
 //! The setup panel through egui_kittest: every knob of the knob table has its field,
 //! those typed as text mark a bad value, and every preset field beyond the sweep knobs is
 //! edited by its label and changes the preset (name, description, shuffle, seed,
-//! drop_last, normalize, worker timeout, training step, planned epochs, the labels file,
+//! drop_last, normalize, worker timeout, training step (each kind's fields, the model's
+//! file with its Browse button), planned epochs, the labels file,
 //! image-folder channels and size), a value that does not parse is marked beside its
 //! field and leaves the last good value, an extra config is added from the current
 //! values, and a custom pipeline's ops are reordered.
@@ -190,6 +191,82 @@ fn an_mlp_training_step_is_picked_and_its_hidden_units_edited() {
     choose(&mut harness, "training step", "mlp");
     type_into(&mut harness, "step hidden units", "64");
     assert_eq!(preset(&harness).step, StepCost::Mlp { hidden: 64 });
+}
+
+#[test]
+fn a_model_step_is_picked_with_its_file_and_learning_rate() {
+    let (dir, mut harness) = setup_panel();
+    let browse_buttons = harness.query_all_by_label("Browse…").count();
+    choose(&mut harness, "training step", "model");
+    assert_eq!(
+        harness.query_all_by_label("Browse…").count(),
+        browse_buttons + 1,
+        "the model file has its Browse button"
+    );
+    let model = dir.path().join("model.pt");
+    type_into(&mut harness, "model file", model.to_str().unwrap());
+    assert!(marked(&harness, "model.pt does not exist"));
+    std::fs::write(&model, b"written by the test").unwrap();
+    type_into(&mut harness, "learning rate", "0.5");
+    assert_eq!(
+        preset(&harness).step,
+        StepCost::Model {
+            path: model.clone(),
+            lr: 0.5
+        }
+    );
+    assert!(!marked(&harness, "does not exist"));
+    type_into(&mut harness, "learning rate", "-1");
+    assert!(marked(&harness, "lr -1 must be a positive number"));
+    assert_eq!(
+        preset(&harness).step,
+        StepCost::Model {
+            path: model,
+            lr: 0.5
+        }
+    );
+}
+
+#[test]
+fn a_model_step_without_a_file_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "model");
+    assert!(marked(&harness, "give the path of a TorchScript file"));
+}
+
+#[test]
+fn a_python_step_is_picked_with_its_module_factory_and_args() {
+    let (dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "python");
+    let module = dir.path().join("my_step.py");
+    std::fs::write(&module, "def make_step(lr):\n    return print\n").unwrap();
+    type_into(&mut harness, "step module", module.to_str().unwrap());
+    type_into(&mut harness, "step factory", "build");
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "step args",
+        "lr = 0.05",
+    );
+    let StepCost::Python {
+        path,
+        factory,
+        args,
+    } = preset(&harness).step
+    else {
+        panic!("a python step");
+    };
+    assert_eq!((path, factory.as_str()), (module, "build"));
+    assert_eq!(args["lr"], 0.05);
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "step args",
+        "lr 0.05",
+    );
+    assert!(marked(&harness, "line 1: expected `key = value`"));
+    type_into(&mut harness, "step factory", "no good");
+    assert!(marked(&harness, "`no good` is not a Python function name"));
 }
 
 #[test]

@@ -271,10 +271,10 @@ pub fn print_analysis(result: &RunResult, recommend: bool) {
     let analysis = Analysis::of(result);
     if recommend {
         println!("\n{}", analysis_text::text(&analysis).trim_end());
-    } else if !analysis.input_bound.is_empty() {
+    } else if !analysis.input_bound.is_empty() || !analysis.contention.is_empty() {
         println!("\nTraining step: {}", result.step.describe());
-        for verdict in &analysis.input_bound {
-            println!("{}: {}", verdict.label, verdict.verdict);
+        for line in analysis_text::step_lines(&analysis) {
+            println!("{line}");
         }
     }
 }

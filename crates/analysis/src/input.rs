@@ -29,8 +29,8 @@ pub struct InputBound {
 
 /// The stall of one config with a training step; `None` without a step, where every
 /// loop is input-bound by construction, or without a second batch.
-pub fn input_bound(runs: &ConfigRuns<'_>, step: StepCost) -> Option<InputBound> {
-    if step == StepCost::None {
+pub fn input_bound(runs: &ConfigRuns<'_>, step: &StepCost) -> Option<InputBound> {
+    if step.is_none() {
         return None;
     }
     let mut per_batch = Vec::new();

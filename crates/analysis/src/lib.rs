@@ -3,12 +3,14 @@
 //! time as an [`Estimate`] (median, range, bootstrap interval); the warnings the
 //! measurements call for ([`warnings`]); the start-up ledger and the break-even of
 //! persistent workers ([`ledger`]); the scaling curve against `num_workers` with its knee
-//! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]); the
+//! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]) and
+//! how much loader workers slow the training step ([`contention`]); the
 //! recommendation per question ([`recommend`]); and its text for the CLI ([`report`]).
 //! Also [`tune`], which measures as it analyses: the best settings within a budget.
 
 pub mod aa;
 pub mod baseline;
+pub mod contention;
 pub mod input;
 pub mod ledger;
 pub mod recommend;
@@ -50,6 +52,9 @@ pub struct Analysis {
     pub break_even: Vec<BreakEven>,
     pub scaling: Vec<ScalingCurve>,
     pub input_bound: Vec<input::InputBound>,
+    /// With a step: each worker config's step time per batch against nw=0's.
+    #[serde(default)]
+    pub contention: Vec<contention::StepContention>,
     /// One per question the run answers (same dataset, pipeline and runtime).
     pub recommendations: Vec<Recommendation>,
 }
@@ -64,9 +69,10 @@ impl Analysis {
         let break_even = ledger::break_even(&configs, &ledger, result.planned_epochs);
         let input_bound = configs
             .iter()
-            .filter_map(|runs| input::input_bound(runs, result.step))
+            .filter_map(|runs| input::input_bound(runs, &result.step))
             .collect::<Vec<_>>();
         let recommendations = recommend::recommend(result, &configs, &input_bound);
+        let contention = contention::contention(&configs, &result.step);
         Analysis {
             planned_epochs: result.planned_epochs,
             scaling: scaling::curves(&configs),
@@ -74,6 +80,7 @@ impl Analysis {
             ledger,
             break_even,
             input_bound,
+            contention,
             recommendations,
         }
     }

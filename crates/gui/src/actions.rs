@@ -28,6 +28,10 @@ pub enum Pick {
     Dataset(DatasetKind),
     /// The module of the user's own Python dataset.
     PythonModule,
+    /// The TorchScript file of a model step.
+    StepModel,
+    /// The module of a python step.
+    StepModule,
     ExportPath,
 }
 

@@ -12,7 +12,7 @@ use egui::{Rect, RichText, Ui};
 use loaderbench_analysis::baseline::Change;
 use loaderbench_analysis::{Analysis, Recommendation};
 use loaderbench_measure::results::RunResult;
-use loaderbench_present::analysis_text::scaling_line;
+use loaderbench_present::analysis_text::{scaling_line, step_lines};
 use loaderbench_present::views::ChartId;
 
 use super::actions::Action;
@@ -133,10 +133,8 @@ pub fn draw(ui: &mut Ui, shown: Shown<'_>, actions: &mut Vec<Action>) -> Drawn {
             if let Some(stall) = analysis_charts::stall(analysis) {
                 ui.add_space(6.0);
                 draw_chart(ui, &stall, 160.0, &mut charts);
-                for verdict in &analysis.input_bound {
-                    ui.label(
-                        RichText::new(format!("{}: {}", verdict.label, verdict.verdict)).small(),
-                    );
+                for line in step_lines(analysis) {
+                    ui.label(RichText::new(line).small());
                 }
             }
             if let Some(comparison) = comparison {

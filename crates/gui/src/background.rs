@@ -149,6 +149,15 @@ fn show_dialog(pick: Pick, start: Option<PathBuf>) -> Option<PathBuf> {
             .add_filter("Python module", &["py"])
             .set_title("Choose your dataset's module")
             .pick_file(),
+        Pick::StepModel => dialog
+            .add_filter("TorchScript model", &["pt"])
+            .add_filter("all files", &["*"])
+            .set_title("Choose your TorchScript model")
+            .pick_file(),
+        Pick::StepModule => dialog
+            .add_filter("Python module", &["py"])
+            .set_title("Choose your training step's module")
+            .pick_file(),
         Pick::ExportPath => dialog.set_title("Export to").save_file(),
     }
 }

@@ -1,5 +1,5 @@
 //! What each config costs, as chart descriptions drawn by `plots`: where the time of a
-//! batch goes (the loader's stages stacked, the consumer's wait on top), the memory it
+//! batch goes (the loader's stages stacked, the consumer's wait and the step on top), the memory it
 //! takes (the peak RSS, its workers' RSS and PSS, with reopen and copy side by side), and
 //! the throughput against `num_workers` (the steady rate beside the whole-epoch rate,
 //! one pair of lines per combination of the other knobs, the knee marked). All read the
@@ -21,12 +21,17 @@ use super::palette::SHADE_STEP;
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Milliseconds per batch in each stage, stacked per config, the wait on top.
+/// Milliseconds per batch in each stage, stacked per config, the wait (and a step's
+/// time) on top.
 pub fn stages(result: &RunResult) -> Chart {
     let bars = (0..result.configs.len())
         .filter_map(|index| Some((label(result, index), stages::per_batch_ms(result, index)?)))
         .collect();
-    stacked_stages("Where the time goes".to_owned(), bars)
+    stacked_stages(
+        "Where the time goes".to_owned(),
+        bars,
+        stages::shown(result),
+    )
 }
 
 /// Milliseconds per batch in each stage, stacked per epoch of each config (the median
@@ -39,17 +44,27 @@ pub fn stages_per_epoch(result: &RunResult) -> Chart {
                 .map(move |(epoch, ms)| (format!("{} · epoch {epoch}", label(result, index)), ms))
         })
         .collect();
-    stacked_stages("Where the time goes, per epoch".to_owned(), bars)
+    stacked_stages(
+        "Where the time goes, per epoch".to_owned(),
+        bars,
+        stages::shown(result),
+    )
 }
 
 fn label(result: &RunResult, index: usize) -> String {
     result.labels.get(index).cloned().unwrap_or_default()
 }
 
-/// A stacked bar of the stages for each named group of `bars`.
-fn stacked_stages(title: String, bars: Vec<(String, [f64; 7])>) -> Chart {
+/// A stacked bar of the first `shown` stages for each named group of `bars`: with a
+/// step, the step stacks on the wait, so a step that waits for data reads at a glance.
+fn stacked_stages(
+    title: String,
+    bars: Vec<(String, [f64; stages::STAGE_COUNT])>,
+    shown: usize,
+) -> Chart {
     let series = stages::names()
         .iter()
+        .take(shown)
         .enumerate()
         .map(|(stage, name)| Series {
             name: (*name).to_owned(),
@@ -287,6 +302,22 @@ mod tests {
         // The wait: the first batch's 500 ms and ten of 10 ms, over 11 batches.
         let wait = chart.series[6].points[0][1];
         assert!((wait - 600.0 / 11.0).abs() < 1e-9, "{wait}");
+    }
+
+    #[test]
+    fn with_a_step_the_step_stacks_on_the_wait() {
+        let mut run = finished();
+        for result in &mut run.results {
+            for epoch in &mut result.epochs {
+                epoch.stages.step_s = 0.004 * epoch.batches as f64;
+            }
+        }
+        assert_eq!(stages(&run).series.len(), 7, "no step, no step series");
+        run.step = loaderbench_engine::step::StepCost::Fixed(4.0);
+        let chart = stages(&run);
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[6..], ["wait", "step"]);
+        assert!((chart.series[7].points[0][1] - 4.0).abs() < 1e-9);
     }
 
     #[test]

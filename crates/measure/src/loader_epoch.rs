@@ -64,7 +64,8 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
 }
 
 /// Runs one epoch, timed as ARCHITECTURE.md's measurement rules define it, with the
-/// training step on every batch; `on_batch` hears of each batch and the workers that became ready.
+/// training step on every batch; `on_batch` hears of each batch once its step is done
+/// (its time in `step_s`), and of the workers that became ready.
 pub(crate) fn run_epoch(
     loader: &mut Loader,
     step: &mut Step,
@@ -77,17 +78,19 @@ pub(crate) fn run_epoch(
     let mut startups = Vec::new();
     while let Some(batch) = batches.next() {
         let batch = batch?;
-        let record = BatchRecord {
+        let on_device = started.elapsed();
+        step.run(&batch.images, &batch.labels)?;
+        let mut record = BatchRecord {
             index: batch.index,
-            at_s: started.elapsed().as_secs_f64(),
+            at_s: on_device.as_secs_f64(),
             samples: usize::try_from(batch.labels.size()[0]).unwrap_or(0),
             stages: batch.stages,
         };
+        record.stages.step_s = (started.elapsed() - on_device).as_secs_f64();
         let ready = batches.take_worker_startups();
         startups.extend(ready.iter().copied());
         timeline.push(record);
         on_batch(record, ready);
-        step.run(&batch.images, &batch.labels)?;
     }
     drop(batches);
     let seconds = started.elapsed().as_secs_f64();

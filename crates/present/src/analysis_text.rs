@@ -25,16 +25,34 @@ pub fn text(analysis: &Analysis) -> String {
             let _ = writeln!(text, "{}", scaling_line(curve));
         }
     }
-    if !analysis.input_bound.is_empty() {
+    if !analysis.input_bound.is_empty() || !analysis.contention.is_empty() {
         let _ = writeln!(text, "\nTraining step");
-        for verdict in &analysis.input_bound {
-            let _ = writeln!(text, "{}: {}", verdict.label, verdict.verdict);
+        for line in step_lines(analysis) {
+            let _ = writeln!(text, "{line}");
         }
     }
     for recommendation in &analysis.recommendations {
         let _ = writeln!(text, "\n{}", recommendation_text(recommendation));
     }
     text
+}
+
+/// What the training step met at each config: its input-bound verdict, then how much
+/// the workers slowed it against nw=0, then the stall shares in one line.
+pub fn step_lines(analysis: &Analysis) -> Vec<String> {
+    let verdicts = analysis
+        .input_bound
+        .iter()
+        .map(|v| format!("{}: {}", v.label, v.verdict));
+    let contention = analysis
+        .contention
+        .iter()
+        .map(|c| format!("{}: {}", c.label, c.sentence));
+    let summary = loaderbench_analysis::contention::input_bound_line(&analysis.input_bound);
+    verdicts
+        .chain(contention)
+        .chain(summary.filter(|_| analysis.input_bound.len() > 1))
+        .collect()
 }
 
 /// `Recommendation: GROUP`, the paragraph, then the snippet indented by four spaces.

@@ -258,7 +258,7 @@ fn header(plan: &Plan) -> RunResult {
         warnings: plan.warnings.clone(),
         results: Vec::new(),
         status: RunStatus::Running,
-        step: plan.step,
+        step: plan.step.clone(),
         planned_epochs: plan.planned_epochs,
         shuffle: plan.shuffle,
         drop_last: plan.drop_last,

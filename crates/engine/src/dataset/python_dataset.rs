@@ -68,7 +68,7 @@ pub fn describe(spec: &DatasetSpec) -> String {
 }
 
 /// A Python identifier in its ASCII form: a letter or `_`, then letters, digits or `_`.
-fn is_identifier(name: &str) -> bool {
+pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

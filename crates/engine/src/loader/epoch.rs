@@ -131,6 +131,8 @@ impl<'a> Epoch<'a> {
             pin_s: pin.as_secs_f64(),
             to_device_s: to_device.as_secs_f64(),
             wait_s: wait.as_secs_f64(),
+            // The consumer's step comes after the batch; the runner fills it in.
+            step_s: 0.0,
         };
         Ok(Batch {
             index,

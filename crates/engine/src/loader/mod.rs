@@ -85,6 +85,10 @@ pub struct StageTimes {
     pub to_device_s: f64,
     /// Time the consumer waited for this batch (the stall).
     pub wait_s: f64,
+    /// The training step on this batch (zero without a step); runs after the batch is
+    /// on the device, so it is no part of `wait_s`.
+    #[serde(default)]
+    pub step_s: f64,
 }
 
 impl StageTimes {
@@ -96,6 +100,7 @@ impl StageTimes {
         self.pin_s += other.pin_s;
         self.to_device_s += other.to_device_s;
         self.wait_s += other.wait_s;
+        self.step_s += other.step_s;
     }
 }
 

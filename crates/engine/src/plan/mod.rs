@@ -154,12 +154,10 @@ impl Plan {
         if preset.dataset.kind == DatasetKind::Python {
             user_dataset_configs(preset, &mut configs).map_err(in_file)?;
         }
-        if preset.step != StepCost::None && configs.iter().any(|c| c.runtime == Runtime::Pytorch) {
-            return Err(bad(
-                "step",
-                &"the pytorch runtime runs no training step, so its figures would not compare; \
-                  use step: none, or runtime: [loaderbench]",
-            ));
+        if matches!(preset.step, StepCost::Python { .. })
+            && configs.iter().any(|c| c.runtime != Runtime::Pytorch)
+        {
+            return Err(bad("runtime", &crate::step::user_step::ENGINE_REFUSAL));
         }
         let warnings = warnings(&configs);
         Ok(Plan {
@@ -179,7 +177,7 @@ impl Plan {
             worker_timeout_s: preset.worker_timeout_s,
             configs,
             warnings,
-            step: preset.step,
+            step: preset.step.clone(),
             planned_epochs: preset.planned_epochs,
             python: preset.python.clone(),
         })
@@ -373,14 +371,22 @@ mod tests {
     }
 
     #[test]
-    fn a_training_step_is_refused_for_the_pytorch_runtime() {
+    fn every_step_but_python_runs_on_both_runtimes() {
         let mut preset = preset();
-        preset.step = StepCost::Fixed(1.0);
-        assert!(Plan::from_preset(&preset, None).is_ok());
         preset.set("runtime", "loaderbench,pytorch").unwrap();
+        for step in ["fixed(1.0)", "mlp(hidden: 8)", r#"model(path: "m.pt")"#] {
+            preset.set("step", step).unwrap();
+            assert!(Plan::from_preset(&preset, None).is_ok(), "{step}");
+        }
+        preset
+            .set("step", r#"python(path: "s.py", factory: "make_step")"#)
+            .unwrap();
         let err = Plan::from_preset(&preset, None).unwrap_err();
         assert!(err.is_bad_input());
-        assert!(err.to_string().contains("field `step`"), "{err}");
+        assert!(err.to_string().contains("field `runtime`"), "{err}");
+        assert!(err.to_string().contains("use runtime: [pytorch]"), "{err}");
+        preset.set("runtime", "pytorch").unwrap();
+        assert!(Plan::from_preset(&preset, None).is_ok());
     }
 
     #[test]

@@ -163,7 +163,8 @@ crate::knob_table::knob_table!(preset_structs {
         /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
         #[serde(default)]
         pub extra_configs: Vec<ConfigPoint> = Vec::new(),
-        /// The training step run on each batch: `none`, `fixed(MS)` or `mlp(hidden: N)`.
+        /// The training step run on each batch: `none`, `fixed(MS)`, `mlp(hidden: N)`,
+        /// `model(path: "m.pt", lr: 0.01)` or `python(path, factory, args)`.
         #[serde(default)]
         pub step: StepCost = StepCost::None,
         /// The epochs a training run would take, for the break-even and the recommendation.

@@ -56,6 +56,12 @@ impl App {
                 preset.dataset.path = Some(path);
                 self.apply(ctx, Action::Edit(Box::new(preset)));
             }
+            Pick::StepModel | Pick::StepModule => {
+                self.form.set_step_path(&path);
+                let mut preset = self.saved.preset.clone();
+                crate::setup::set_step_path(&mut preset.step, path);
+                self.apply(ctx, Action::Edit(Box::new(preset)));
+            }
             Pick::ExportPath => self.set_export_path(path),
         }
     }
@@ -119,6 +125,12 @@ impl App {
             Pick::OpenPreset | Pick::SavePresetAs => self.saved.preset_path.clone(),
             Pick::Dataset(_) | Pick::PythonModule => self.saved.preset.dataset.path.clone(),
             Pick::OpenResults | Pick::AddResults => Some(self.runs_dir()),
+            Pick::StepModel | Pick::StepModule => self
+                .saved
+                .preset
+                .step
+                .path()
+                .map(std::path::Path::to_path_buf),
             Pick::ExportPath => Some(self.saved.export_path.clone()),
         };
         self.background.pick(pick, start);

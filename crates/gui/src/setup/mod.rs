@@ -20,11 +20,15 @@ mod fields;
 mod pipelines;
 mod python_fields;
 mod run_fields;
+mod step_fields;
 
 use fields::{KnobFields, count_field, order_field, python_path_field, samples_field};
 use pipelines::{extra_configs, pipelines};
 use python_fields::{args_text, python_fields};
 use run_fields::{RunText, dataset_extras, identity, run_fields};
+use step_fields::{StepText, step_fields};
+
+pub use step_fields::set_path as set_step_path;
 
 /// The text of the fields typed as text, and their parse errors.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +42,7 @@ pub struct Form {
     args: String,
     collate: String,
     run: RunText,
+    step: StepText,
     errors: BTreeMap<&'static str, String>,
 }
 
@@ -62,6 +67,7 @@ impl Form {
             args: args_text(&preset.dataset.args),
             collate: preset.dataset.collate.clone().unwrap_or_default(),
             run: RunText::from_preset(preset),
+            step: StepText::from_step(&preset.step),
             errors: BTreeMap::new(),
         }
     }
@@ -69,6 +75,11 @@ impl Form {
     /// Shows a path picked in a file dialog.
     pub fn set_dataset_path(&mut self, path: &std::path::Path) {
         self.dataset_path = path.display().to_string();
+    }
+
+    /// Shows a step file picked in a file dialog.
+    pub fn set_step_path(&mut self, path: &std::path::Path) {
+        self.step.set_path(path);
     }
 
     /// True while some text does not parse (the preset keeps its last good value).
@@ -270,6 +281,21 @@ pub fn draw(
         .spacing([10.0, 6.0])
         .show(ui, |ui| {
             run_fields(ui, &mut form.run, &mut edited, &mut form.errors, &error)
+        });
+
+    section(ui, "Training step");
+    egui::Grid::new("step_grid")
+        .num_columns(2)
+        .spacing([10.0, 6.0])
+        .show(ui, |ui| {
+            step_fields(
+                ui,
+                &mut form.step,
+                &mut edited,
+                &mut form.errors,
+                &error,
+                actions,
+            )
         });
 
     extra_configs(ui, &mut edited);

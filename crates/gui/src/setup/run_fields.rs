@@ -1,6 +1,6 @@
 //! The preset's fields beyond the sweep knobs: its name and description, the order of
 //! samples (shuffle, seed, drop_last), normalize's mean and standard deviation, the
-//! worker timeout, the training step and the planned epochs; and the dataset's labels
+//! worker timeout and the planned epochs; and the dataset's labels
 //! file and image-folder channels and size. Fields typed as text keep their text in
 //! [`RunText`] and mark a text that does not parse, as the other fields do.
 
@@ -10,7 +10,6 @@ use egui::{ComboBox, DragValue, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::preset::Preset;
-use loaderbench_engine::step::StepCost;
 
 use super::{Errors, Problem, mark};
 
@@ -21,7 +20,6 @@ pub struct RunText {
     mean: String,
     std: String,
     timeout: String,
-    step: String,
     labels: String,
     image_size: String,
 }
@@ -33,11 +31,6 @@ impl RunText {
             mean: numbers_text(&preset.normalize.mean),
             std: numbers_text(&preset.normalize.std),
             timeout: preset.worker_timeout_s.to_string(),
-            step: match preset.step {
-                StepCost::None => String::new(),
-                StepCost::Fixed(ms) => ms.to_string(),
-                StepCost::Mlp { hidden } => hidden.to_string(),
-            },
             labels: preset
                 .dataset
                 .labels
@@ -139,7 +132,7 @@ pub fn dataset_extras(
     }
 }
 
-/// Shuffle, seed, drop_last, normalize, worker timeout, training step, planned epochs.
+/// Shuffle, seed, drop_last, normalize, worker timeout, planned epochs.
 pub fn run_fields(
     ui: &mut Ui,
     text: &mut RunText,
@@ -231,7 +224,6 @@ pub fn run_fields(
     ) {
         edited.worker_timeout_s = seconds;
     }
-    step_field(ui, text, edited, errors, problem);
     let label = ui.label("planned epochs");
     ui.vertical(|ui| {
         ui.add(DragValue::new(&mut edited.planned_epochs).range(1..=100_000))
@@ -240,75 +232,6 @@ pub fn run_fields(
         mark(ui, problem(errors, "planned_epochs"));
     });
     ui.end_row();
-}
-
-/// The training step: none, a fixed time per batch (ms), or an MLP (hidden units).
-fn step_field(
-    ui: &mut Ui,
-    text: &mut RunText,
-    edited: &mut Preset,
-    errors: &mut Errors,
-    problem: Problem<'_>,
-) {
-    let label = ui.label("training step");
-    let kind = step_kind(edited.step);
-    ComboBox::from_id_salt("training step")
-        .selected_text(kind)
-        .show_ui(ui, |ui| {
-            for (name, step, value) in [
-                ("none", StepCost::None, ""),
-                ("fixed", StepCost::Fixed(5.0), "5"),
-                ("mlp", StepCost::Mlp { hidden: 128 }, "128"),
-            ] {
-                if ui.selectable_label(kind == name, name).clicked() && kind != name {
-                    edited.step = step;
-                    text.step = value.to_owned();
-                    errors.remove("step");
-                }
-            }
-        })
-        .response
-        .labelled_by(label.id);
-    ui.end_row();
-    let title = match edited.step {
-        StepCost::None => return,
-        StepCost::Fixed(_) => "step ms per batch",
-        StepCost::Mlp { .. } => "step hidden units",
-    };
-    let fixed = matches!(edited.step, StepCost::Fixed(_));
-    if let Some(step) = parsed(
-        ui,
-        Field {
-            title,
-            key: "step",
-            hint: "",
-        },
-        &mut text.step,
-        errors,
-        problem,
-        |t| {
-            let step = if fixed {
-                StepCost::Fixed(t.parse().map_err(|_| format!("`{t}` is not a number"))?)
-            } else {
-                StepCost::Mlp {
-                    hidden: t
-                        .parse()
-                        .map_err(|_| format!("`{t}` is not a whole number"))?,
-                }
-            };
-            step.problem().map_or(Ok(step), Err)
-        },
-    ) {
-        edited.step = step;
-    }
-}
-
-fn step_kind(step: StepCost) -> &'static str {
-    match step {
-        StepCost::None => "none",
-        StepCost::Fixed(_) => "fixed",
-        StepCost::Mlp { .. } => "mlp",
-    }
 }
 
 /// A text field: its label, the preset field it sets (which names its problems) and the

@@ -54,7 +54,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
     let cancel = CancelToken::new();
     let dataset = dataset::open(&plan.dataset, plan.samples)?;
     let mut loader = build_loader(plan, job.config, &dataset, job.shard, &cancel)?;
-    let mut step = Step::new(plan.step);
+    let mut step = Step::new(&plan.step, config.device.resolve()?)?;
     set_intra_op_threads(rank_threads(config.intra_op_threads, job.shard.world));
     memory::reset_peak_rss();
     let rss_before_bytes = memory::rss_bytes();

@@ -1,6 +1,7 @@
 //! The reference runtime: configs with `runtime: pytorch` are measured by the real
 //! `torch.utils.data.DataLoader`. [`Reference::prepare`] writes the script shipped in
-//! the binary (`python/reference_loader.py`) and, for the synthetic dataset, the very
+//! the binary (`python/reference_loader.py`, with the training steps of
+//! `python/reference_steps.py` beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`Reference::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
@@ -40,6 +41,9 @@ use session::Session;
 
 /// The script, shipped inside the binary so that it works from any directory.
 const SCRIPT: &str = include_str!("../../../../python/reference_loader.py");
+
+/// The training steps the script imports, written beside it.
+const STEPS: &str = include_str!("../../../../python/reference_steps.py");
 
 /// The knobs the script takes: the names in its `KNOBS = (...)`.
 #[cfg(test)]
@@ -86,6 +90,8 @@ impl Reference {
         let folder = ScratchFolder::create()?;
         std::fs::write(folder.script(), SCRIPT)
             .map_err(|err| Error::file(folder.script(), err.to_string()))?;
+        let steps = folder.path().join("reference_steps.py");
+        std::fs::write(&steps, STEPS).map_err(|err| Error::file(&steps, err.to_string()))?;
         let spec = &plan.dataset;
         let path = || {
             spec.path

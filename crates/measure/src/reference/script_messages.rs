@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::{Config, KNOBS, Plan};
+use loaderbench_engine::step::StepCost;
 use loaderbench_engine::transform::Normalize;
 
 /// The dataset as the script builds it.
@@ -37,6 +38,52 @@ pub enum DatasetRequest {
     },
 }
 
+/// The training step the script runs on every batch, as it reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum StepRequest {
+    None,
+    /// Busy for `ms` milliseconds.
+    Fixed {
+        ms: f64,
+    },
+    /// The same two-layer perceptron as our engine's, made on the first batch.
+    Mlp {
+        hidden: usize,
+    },
+    /// A TorchScript file, trained with cross-entropy and SGD at `lr`.
+    Model {
+        path: PathBuf,
+        lr: f64,
+    },
+    /// `factory(**args)` from the user's module at `path` (as the preset names it).
+    Python {
+        path: PathBuf,
+        factory: String,
+        args: BTreeMap<String, serde_json::Value>,
+    },
+}
+
+impl From<&StepCost> for StepRequest {
+    fn from(step: &StepCost) -> StepRequest {
+        match step.clone() {
+            StepCost::None => StepRequest::None,
+            StepCost::Fixed(ms) => StepRequest::Fixed { ms },
+            StepCost::Mlp { hidden } => StepRequest::Mlp { hidden },
+            StepCost::Model { path, lr } => StepRequest::Model { path, lr },
+            StepCost::Python {
+                path,
+                factory,
+                args,
+            } => StepRequest::Python {
+                path,
+                factory,
+                args,
+            },
+        }
+    }
+}
+
 /// One config to measure: the dataset, how samples are drawn, the epochs, and the value
 /// of each knob the pytorch runtime takes (under the knob's name; see [`Knob::reference`]
 /// and `KNOBS` in the script).
@@ -52,6 +99,8 @@ pub struct Request {
     pub warmup: bool,
     pub worker_timeout_s: f64,
     pub knobs: BTreeMap<&'static str, serde_json::Value>,
+    /// The training step run on every batch.
+    pub step: StepRequest,
     /// Which rank of a distributed job this script is; `None` with one rank.
     pub ranks: Option<RankRequest>,
 }
@@ -81,6 +130,7 @@ impl Request {
                 .iter()
                 .filter_map(|knob| Some((knob.field, (knob.reference?)(config))))
                 .collect(),
+            step: StepRequest::from(&plan.step),
             ranks: None,
         }
     }
@@ -122,6 +172,9 @@ pub enum Message {
         samples: usize,
         wait_s: f64,
         to_device_s: f64,
+        /// The training step on the batch, after it reached the device.
+        #[serde(default)]
+        step_s: f64,
     },
     /// An epoch ended.
     Epoch { epoch: usize, seconds: f64 },
@@ -240,6 +293,15 @@ mod tests {
         );
         assert_eq!(knobs["batch_size"], 64);
         assert_eq!(json["ranks"], serde_json::Value::Null);
+        assert_eq!(json["step"], serde_json::json!({"kind": "none"}));
+        let step = StepCost::Model {
+            path: "m.pt".into(),
+            lr: 0.5,
+        };
+        assert_eq!(
+            serde_json::to_value(StepRequest::from(&step)).unwrap(),
+            serde_json::json!({"kind": "model", "path": "m.pt", "lr": 0.5})
+        );
     }
 
     #[test]

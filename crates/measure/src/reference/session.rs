@@ -114,6 +114,7 @@ impl Session {
                 samples,
                 wait_s,
                 to_device_s,
+                step_s,
             } => {
                 let batch = BatchRecord {
                     index,
@@ -122,6 +123,7 @@ impl Session {
                     stages: StageTimes {
                         wait_s,
                         to_device_s,
+                        step_s,
                         ..StageTimes::default()
                     },
                 };

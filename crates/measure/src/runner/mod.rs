@@ -209,7 +209,7 @@ impl Run {
             warnings: self.plan.warnings.clone(),
             results: Vec::new(),
             status: RunStatus::Running,
-            step: self.plan.step,
+            step: self.plan.step.clone(),
             planned_epochs: self.plan.planned_epochs,
             shuffle: self.plan.shuffle,
             drop_last: self.plan.drop_last,
@@ -245,6 +245,7 @@ impl Run {
         for config in &self.plan.configs {
             config.device.resolve()?;
         }
+        self.plan.step.check_files()?;
         // Unknown until Python has built a user's dataset.
         let batches = match (&dataset, self.plan.configs.first()) {
             (Some(dataset), Some(c)) => {

@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 20] = [
+const COLUMNS: [Column; 21] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -101,6 +101,10 @@ const COLUMNS: [Column; 20] = [
     Column {
         name: "wait_s",
         cell: |r| format!("{:.6}", r.epoch.stages.wait_s),
+    },
+    Column {
+        name: "step_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.step_s),
     },
     Column {
         name: "rank_spread_s",

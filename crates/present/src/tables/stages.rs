@@ -1,7 +1,8 @@
 //! Where the time goes, as a table: for each config of a pipeline, the milliseconds per
 //! batch in each stage the loader measures (read, collate, transform, transfer, pin, copy
-//! to the device) and the consumer's wait, the median over the epochs that stand for a
-//! typical epoch (every epoch after the first, or the first when it is the only one).
+//! to the device), the consumer's wait and, with a training step, the step's time, the
+//! median over the epochs that stand for a typical epoch (every epoch after the first, or
+//! the first when it is the only one).
 //! Stage times of worker configs are spent on the workers, in parallel with each other,
 //! so they can add up to more than the epoch; the wait is what the consumer felt. The CLI
 //! prints it with `--stages` and the Markdown export includes it; the app charts it per
@@ -17,8 +18,11 @@ use super::render;
 /// A stage's column name and how to read its seconds from an epoch's sums.
 type Stage = (&'static str, fn(&EpochResult) -> f64);
 
-/// The stage columns, in the order a batch goes through them.
-const STAGES: [Stage; 7] = [
+/// The stages there are: the loader's, the wait, the training step.
+pub const STAGE_COUNT: usize = 8;
+
+/// The stage columns, in the order a batch goes through them, then the step.
+const STAGES: [Stage; STAGE_COUNT] = [
     ("read", |e| e.stages.read_s),
     ("collate", |e| e.stages.collate_s),
     ("transform", |e| e.stages.transform_s),
@@ -26,22 +30,32 @@ const STAGES: [Stage; 7] = [
     ("pin", |e| e.stages.pin_s),
     ("to device", |e| e.stages.to_device_s),
     ("wait", |e| e.stages.wait_s),
+    ("step", |e| e.stages.step_s),
 ];
 
-/// The stage names, in the order a batch goes through them, the wait last.
-pub fn names() -> [&'static str; 7] {
+/// The stage names, in the order a batch goes through them, then the wait and the step.
+pub fn names() -> [&'static str; STAGE_COUNT] {
     STAGES.map(|(name, _)| name)
+}
+
+/// How many of [`names`] a run shows: the step only when it ran one.
+pub fn shown(result: &RunResult) -> usize {
+    if result.step.is_none() {
+        STAGE_COUNT - 1
+    } else {
+        STAGE_COUNT
+    }
 }
 
 /// Config `index`'s milliseconds per batch in each stage of [`names`], the median over
 /// its typical epochs; `None` when it measured no batch.
-pub fn per_batch_ms(result: &RunResult, index: usize) -> Option<[f64; 7]> {
+pub fn per_batch_ms(result: &RunResult, index: usize) -> Option<[f64; STAGE_COUNT]> {
     median_ms(runs(result, index).flat_map(ConfigResult::typical_epochs))
 }
 
 /// Config `index`'s milliseconds per batch in each stage of [`names`] for each epoch
 /// it measured, by epoch number (the median over the repeats), in epoch order.
-pub fn per_epoch_ms(result: &RunResult, index: usize) -> Vec<(usize, [f64; 7])> {
+pub fn per_epoch_ms(result: &RunResult, index: usize) -> Vec<(usize, [f64; STAGE_COUNT])> {
     let numbers: BTreeSet<usize> = runs(result, index)
         .flat_map(|r| &r.epochs)
         .map(|e| e.epoch)
@@ -67,7 +81,7 @@ fn runs(result: &RunResult, index: usize) -> impl Iterator<Item = &ConfigResult>
 
 /// Milliseconds per batch in each stage, the median over `epochs`; `None` when none of
 /// them has a batch.
-fn median_ms<'a>(epochs: impl Iterator<Item = &'a EpochResult>) -> Option<[f64; 7]> {
+fn median_ms<'a>(epochs: impl Iterator<Item = &'a EpochResult>) -> Option<[f64; STAGE_COUNT]> {
     let epochs: Vec<&EpochResult> = epochs.filter(|epoch| epoch.batches > 0).collect();
     if epochs.is_empty() {
         return None;
@@ -85,14 +99,15 @@ fn median_ms<'a>(epochs: impl Iterator<Item = &'a EpochResult>) -> Option<[f64; 
 /// when none of them measured an epoch.
 pub fn table(result: &RunResult, pipeline: &str) -> String {
     let mut header = vec!["config".to_owned()];
-    header.extend(names().iter().map(|name| format!("{name} ms")));
+    let shown = shown(result);
+    header.extend(names().iter().take(shown).map(|name| format!("{name} ms")));
     let rows: Vec<Vec<String>> = (0..result.configs.len())
         .filter(|&index| result.configs[index].pipeline.name() == pipeline)
         .filter_map(|index| {
             let stages = per_batch_ms(result, index)?;
             let label = result.labels.get(index).cloned().unwrap_or_default();
             let mut row = vec![label];
-            row.extend(stages.iter().map(|ms| format!("{ms:.2}")));
+            row.extend(stages.iter().take(shown).map(|ms| format!("{ms:.2}")));
             Some(row)
         })
         .collect();
@@ -133,6 +148,24 @@ mod tests {
                 "nw=0", "1.00", "0.00", "5.00", "0.00", "0.00", "0.00", "2.00"
             ]
         );
+    }
+
+    #[test]
+    fn with_a_step_the_table_has_its_column_last() {
+        let mut epoch = epoch(1, 0.1, 0.1, 4);
+        epoch.stages.step_s = 0.02;
+        let configs = vec![config(0, false)];
+        let results = vec![run(0, configs[0].clone(), vec![epoch])];
+        let mut run = result(configs, results);
+        assert!(!table(&run, "light").contains("step ms"));
+        run.step = loaderbench_engine::step::StepCost::Fixed(5.0);
+        let text = table(&run, "light");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].trim_end().ends_with("| wait ms | step ms |"),
+            "{text}"
+        );
+        assert!(lines[2].trim_end().ends_with("| 5.00    |"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,189 @@
+//! The training step, two ways. First, one model on both runtimes: the test CNN
+//! (tests/data/step/small_cnn.py, exported with torch.jit.script) trained as a `model`
+//! step at nw=0 by our engine (through tch) and by the PyTorch runtime (torch.jit.load),
+//! on the same data and the same libtorch: their step times per batch should agree
+//! within 15%, and the ratio is printed. Second, against a hand-written loop: a user's
+//! Dataset (tests/data/user_dataset/mnist_user.py) with the same CNN as the user's
+//! `python` step, measured by the PyTorch runtime alternately with
+//! `python/plain_dataloader_timing.py`, a plain training loop that imports both itself;
+//! their epoch times should agree within 10%.
+//! Run with `cargo bench --bench step`; under `cargo test` a tiny smoke version of each
+//! runs (every step of the full one, on a few batches).
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::{Preset, Runtime};
+use loaderbench_measure::reference::{self, DatasetRequest, Reference, Request};
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats;
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    model_on_both_runtimes(full, dir.path());
+    user_step_against_a_plain_loop(full, dir.path());
+}
+
+fn test_data(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path)
+}
+
+/// The test CNN's TorchScript export on one channel, in `dir`.
+fn export_model(dir: &Path) -> std::path::PathBuf {
+    let status = Command::new(reference::python_path())
+        .arg(test_data("step/small_cnn.py"))
+        .arg(dir)
+        .status()
+        .expect("python starts");
+    assert!(status.success(), "the export failed");
+    dir.join("small_cnn.pt")
+}
+
+/// The TorchScript step per batch on each runtime at nw=0, interleaved over repeats.
+fn model_on_both_runtimes(full: bool, dir: &Path) {
+    let (samples, repeats) = if full { (8192, 3) } else { (256, 1) };
+    let model = export_model(dir);
+    let mut preset = Preset {
+        name: "step-bench".to_owned(),
+        samples: Some(samples),
+        epochs: 2,
+        repeats,
+        batch_size: vec![128],
+        ..Preset::default()
+    };
+    preset.set("num_workers", "0").expect("workers");
+    preset
+        .set("runtime", "loaderbench,pytorch")
+        .expect("runtimes");
+    preset
+        .set("step", &format!(r#"model(path: "{}")"#, model.display()))
+        .expect("a model step");
+    let result = common::run(preset, "step");
+    let ours = step_ms(&result, Runtime::Loaderbench);
+    let pytorch = step_ms(&result, Runtime::Pytorch);
+    let ratio = pytorch / ours;
+    println!(
+        "TorchScript CNN step per batch at nw=0 ({samples} samples, batch 128, medians over \
+         {repeats} repeat(s)): ours {ours:.2} ms, PyTorch {pytorch:.2} ms, PyTorch / ours \
+         {ratio:.3} ({} within 15%)",
+        if (ratio - 1.0).abs() <= 0.15 {
+            "agree"
+        } else {
+            "do NOT agree"
+        }
+    );
+}
+
+/// The step's milliseconds per batch on `runtime`, the median over its typical epochs.
+fn step_ms(result: &RunResult, runtime: Runtime) -> f64 {
+    let per_batch: Vec<f64> = result
+        .results
+        .iter()
+        .filter(|r| r.config.runtime == runtime)
+        .flat_map(|r| r.typical_epochs())
+        .map(|e| e.stages.step_s / e.batches as f64 * 1e3)
+        .collect();
+    stats::median(&per_batch).unwrap_or(f64::NAN)
+}
+
+/// The user's Dataset and step on the PyTorch runtime against the plain loop, in turns.
+fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
+    let (samples, rounds) = if full { (8192, 5) } else { (256, 1) };
+    let root = dir.join("user-mnist");
+    std::fs::create_dir_all(&root).expect("a folder");
+    let synthetic = open(&DatasetSpec::default(), Some(samples)).expect("the dataset");
+    reference::write_idx(synthetic.as_ref(), &root).expect("IDX files");
+    let module = test_data("user_dataset/mnist_user.py");
+    let mut preset = Preset {
+        name: "user-step-bench".to_owned(),
+        epochs: 3,
+        batch_size: vec![128],
+        dataset: DatasetSpec {
+            kind: DatasetKind::Python,
+            path: Some(module.clone()),
+            factory: Some("make_dataset".to_owned()),
+            args: [("root".to_owned(), serde_json::json!(root))].into(),
+            collate: Some("make_collate".to_owned()),
+            ..DatasetSpec::default()
+        },
+        ..Preset::default()
+    };
+    preset.set("runtime", "pytorch").expect("a runtime");
+    preset.set("num_workers", "0").expect("workers");
+    let step = test_data("step/small_cnn.py");
+    preset
+        .set(
+            "step",
+            &format!(
+                r#"python(path: "{}", factory: "make_step")"#,
+                step.display()
+            ),
+        )
+        .expect("a python step");
+    let plan = Plan::from_preset(&preset, None).expect("a plan");
+    let reference = Reference::prepare(&plan, None).expect("the script");
+    let dataset = DatasetRequest::Python {
+        path: module,
+        factory: "make_dataset".to_owned(),
+        args: plan.dataset.args.clone(),
+        collate: plan.dataset.collate.clone(),
+    };
+    let request =
+        serde_json::to_string(&Request::new(&plan, &plan.configs[0], dataset)).expect("JSON");
+    let (mut measured, mut plain) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let result = reference
+            .measure(&plan, 0, 0, &CancelToken::new(), &mut |_| {})
+            .expect("the reference runtime runs");
+        measured.push(result.epochs.iter().skip(1).map(|e| e.seconds).sum::<f64>());
+        plain.push(plain_loop(reference.python(), &request));
+    }
+    let (measured, plain) = (
+        stats::median(&measured).unwrap_or(f64::NAN),
+        stats::median(&plain).unwrap_or(f64::NAN),
+    );
+    let ratio = measured / plain;
+    println!(
+        "user Dataset + user step (mnist_user.py, small_cnn.py make_step; {samples} samples, \
+         nw=0, epochs 2-3, medians of {rounds}): PyTorch runtime {measured:.3} s vs plain \
+         training loop {plain:.3} s, ratio {ratio:.3} ({} within 10%)",
+        if (ratio - 1.0).abs() <= 0.10 {
+            "agree"
+        } else {
+            "do NOT agree"
+        }
+    );
+}
+
+/// The plain loop's time for `request`'s epochs after the first (which pays libtorch's
+/// one-time start-up, paid by the reference script before it times anything).
+fn plain_loop(python: &Path, request: &str) -> f64 {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/plain_dataloader_timing.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let mut stdin = child.stdin.take().expect("a stdin");
+    writeln!(stdin, "{request}").expect("the request");
+    drop(stdin);
+    let output = child.wait_with_output().expect("the plain loop ends");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("its report");
+    report["epochs"]
+        .as_array()
+        .expect("epochs")
+        .iter()
+        .skip(1)
+        .filter_map(serde_json::Value::as_f64)
+        .sum()
+}

@@ -1,0 +1,104 @@
+//! The user's own training step in Python (`python(path, factory, args)`) as a preset
+//! names it: a module's path, the factory that returns the step, and its keyword
+//! arguments. Only the PyTorch runtime runs it (user code runs in the reference
+//! runtime's process, never in ours), so this module only checks the fields and
+//! describes the step; `reference` imports and runs it.
+
+use super::StepCost;
+use crate::dataset::python_dataset::is_identifier;
+
+/// Why our engine cannot run a python step, and what to use instead.
+pub const ENGINE_REFUSAL: &str = "a python step is the user's own Python code, which only the \
+    PyTorch runtime runs; use runtime: [pytorch] (or a model step, a TorchScript file, which \
+    both runtimes train)";
+
+/// Why a python step cannot be used, or `None` when it can (the module's existence is
+/// checked when a run starts, like every file).
+pub fn problem(step: &StepCost) -> Option<String> {
+    let StepCost::Python {
+        path,
+        factory,
+        args,
+    } = step
+    else {
+        return None;
+    };
+    if path.as_os_str().is_empty() {
+        return Some("python: give the path of the step's module (a .py file)".to_owned());
+    }
+    if !is_identifier(factory) {
+        return Some(format!(
+            "python: `{factory}` is not a Python function name; name the function that \
+             returns the step"
+        ));
+    }
+    args.keys()
+        .find(|key| !is_identifier(key))
+        .map(|key| format!("python: `{key}` is not a Python keyword argument name"))
+}
+
+/// One line for tables: `my_step.py: make_step(lr="0.05")`.
+pub fn describe(step: &StepCost) -> String {
+    let StepCost::Python {
+        path,
+        factory,
+        args,
+    } = step
+    else {
+        return step.describe();
+    };
+    let args: Vec<String> = args
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    format!("python {}: {factory}({})", path.display(), args.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step() -> StepCost {
+        StepCost::Python {
+            path: "my_step.py".into(),
+            factory: "make_step".to_owned(),
+            args: [("lr".to_owned(), serde_json::json!("0.05"))].into(),
+        }
+    }
+
+    #[test]
+    fn a_complete_step_passes_and_reads_as_a_call() {
+        assert_eq!(problem(&step()), None);
+        assert_eq!(
+            describe(&step()),
+            "python my_step.py: make_step(lr=\"0.05\")"
+        );
+    }
+
+    #[test]
+    fn each_missing_or_malformed_field_is_named() {
+        let with = |edit: fn(&mut StepCost)| {
+            let mut step = step();
+            edit(&mut step);
+            problem(&step).unwrap()
+        };
+        assert!(
+            with(|s| if let StepCost::Python { path, .. } = s {
+                *path = "".into()
+            })
+            .contains("path of the step's module")
+        );
+        assert!(
+            with(|s| if let StepCost::Python { factory, .. } = s {
+                *factory = "make step".into()
+            })
+            .contains("`make step` is not a Python function name")
+        );
+        assert!(
+            with(|s| if let StepCost::Python { args, .. } = s {
+                args.insert("no-dash".into(), serde_json::json!(1));
+            })
+            .contains("`no-dash` is not a Python keyword")
+        );
+    }
+}

@@ -1,0 +1,369 @@
+//! The training step's fields in the side panel: its kind (none, fixed, mlp, model,
+//! python), then the kind's own fields: a fixed step's milliseconds, an mlp's hidden
+//! units, a model's TorchScript file (typed, or picked with Browse and a `.pt` filter)
+//! and learning rate, a python step's module (typed or picked), factory and keyword
+//! arguments. Fields typed as text keep their text in [`StepText`]; a text that does not
+//! parse, a file that does not exist and the plan's problem with the step are marked
+//! beside the field, as the other fields do.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use egui::{ComboBox, Ui};
+
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::step::StepCost;
+
+use super::python_fields::{args_text, parse_args};
+use super::{Errors, Problem, mark};
+use crate::actions::{Action, Pick};
+
+/// The text of the step's fields.
+#[derive(Debug, Clone, Default)]
+pub struct StepText {
+    /// A fixed step's milliseconds, or an mlp's hidden units.
+    value: String,
+    /// A model's file or a python step's module.
+    path: String,
+    lr: String,
+    factory: String,
+    args: String,
+}
+
+impl StepText {
+    pub fn from_step(step: &StepCost) -> StepText {
+        let path = step
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        match step {
+            StepCost::None => StepText::default(),
+            StepCost::Fixed(ms) => StepText {
+                value: ms.to_string(),
+                ..StepText::default()
+            },
+            StepCost::Mlp { hidden } => StepText {
+                value: hidden.to_string(),
+                ..StepText::default()
+            },
+            StepCost::Model { lr, .. } => StepText {
+                path,
+                lr: lr.to_string(),
+                ..StepText::default()
+            },
+            StepCost::Python { factory, args, .. } => StepText {
+                path,
+                factory: factory.clone(),
+                args: args_text(args),
+                ..StepText::default()
+            },
+        }
+    }
+
+    /// Shows a file picked in a file dialog.
+    pub fn set_path(&mut self, path: &Path) {
+        self.path = path.display().to_string();
+    }
+}
+
+/// The step a kind starts from when picked in the menu.
+fn fresh(kind: &str) -> StepCost {
+    match kind {
+        "fixed" => StepCost::Fixed(5.0),
+        "mlp" => StepCost::Mlp { hidden: 128 },
+        "model" => StepCost::Model {
+            path: PathBuf::new(),
+            lr: 0.01,
+        },
+        "python" => StepCost::Python {
+            path: PathBuf::new(),
+            factory: "make_step".to_owned(),
+            args: BTreeMap::new(),
+        },
+        _ => StepCost::None,
+    }
+}
+
+const KINDS: [&str; 5] = ["none", "fixed", "mlp", "model", "python"];
+
+fn kind_of(step: &StepCost) -> &'static str {
+    match step {
+        StepCost::None => "none",
+        StepCost::Fixed(_) => "fixed",
+        StepCost::Mlp { .. } => "mlp",
+        StepCost::Model { .. } => "model",
+        StepCost::Python { .. } => "python",
+    }
+}
+
+/// The rows of the training step's grid; Browse asks for a file through `actions`.
+pub fn step_fields(
+    ui: &mut Ui,
+    text: &mut StepText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+    actions: &mut Vec<Action>,
+) {
+    let label = ui.label("training step");
+    let kind = kind_of(&edited.step);
+    ComboBox::from_id_salt("training step")
+        .selected_text(kind)
+        .show_ui(ui, |ui| {
+            for name in KINDS {
+                if ui.selectable_label(kind == name, name).clicked() && kind != name {
+                    edited.step = fresh(name);
+                    *text = StepText::from_step(&edited.step);
+                    errors.retain(|key, _| !key.starts_with("step"));
+                }
+            }
+        })
+        .response
+        .labelled_by(label.id);
+    ui.end_row();
+    match kind_of(&edited.step) {
+        "fixed" | "mlp" => value_field(ui, text, edited, errors, problem),
+        "model" => {
+            file_field(ui, text, edited, problem(errors, "step"), actions);
+            lr_field(ui, text, edited, errors, problem);
+        }
+        "python" => {
+            file_field(ui, text, edited, problem(errors, "step"), actions);
+            python_fields(ui, text, edited, errors, problem);
+        }
+        _ => {}
+    }
+}
+
+/// A fixed step's milliseconds or an mlp's hidden units.
+fn value_field(
+    ui: &mut Ui,
+    text: &mut StepText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
+    let fixed = matches!(edited.step, StepCost::Fixed(_));
+    let title = if fixed {
+        "step ms per batch"
+    } else {
+        "step hidden units"
+    };
+    let parse = |t: &str| {
+        let step = if fixed {
+            StepCost::Fixed(t.parse().map_err(|_| format!("`{t}` is not a number"))?)
+        } else {
+            StepCost::Mlp {
+                hidden: t
+                    .parse()
+                    .map_err(|_| format!("`{t}` is not a whole number"))?,
+            }
+        };
+        step.problem().map_or(Ok(step), Err)
+    };
+    if let Some(step) = text_row(ui, title, "step", &mut text.value, errors, problem, parse) {
+        edited.step = step;
+    }
+}
+
+/// A model's learning rate.
+fn lr_field(
+    ui: &mut Ui,
+    text: &mut StepText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
+    let StepCost::Model { path, .. } = &edited.step else {
+        return;
+    };
+    let path = path.clone();
+    let parse = |t: &str| {
+        let lr = t.parse().map_err(|_| format!("`{t}` is not a number"))?;
+        let step = StepCost::Model {
+            path: path.clone(),
+            lr,
+        };
+        step.problem().map_or(Ok(step), Err)
+    };
+    if let Some(step) = text_row(
+        ui,
+        "learning rate",
+        "step.lr",
+        &mut text.lr,
+        errors,
+        problem,
+        parse,
+    ) {
+        edited.step = step;
+    }
+}
+
+/// A python step's factory and its keyword arguments (`key = value` lines).
+fn python_fields(
+    ui: &mut Ui,
+    text: &mut StepText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
+    let label = ui.label("step factory");
+    ui.vertical(|ui| {
+        let field = ui
+            .add(
+                egui::TextEdit::singleline(&mut text.factory)
+                    .hint_text("make_step")
+                    .desired_width(150.0),
+            )
+            .labelled_by(label.id);
+        if field.changed()
+            && let StepCost::Python { factory, .. } = &mut edited.step
+        {
+            *factory = text.factory.trim().to_owned();
+        }
+    });
+    ui.end_row();
+    let label = ui.label("step args");
+    ui.vertical(|ui| {
+        let field = ui
+            .add(
+                egui::TextEdit::multiline(&mut text.args)
+                    .hint_text("lr = 0.05")
+                    .desired_rows(2)
+                    .desired_width(150.0),
+            )
+            .labelled_by(label.id)
+            .on_hover_text("The factory's keyword arguments, one `key = value` a line");
+        if field.changed() {
+            match parse_args(&text.args) {
+                Ok(parsed) => {
+                    if let StepCost::Python { args, .. } = &mut edited.step {
+                        *args = parsed;
+                    }
+                    errors.remove("step.args");
+                }
+                Err(why) => {
+                    errors.insert("step.args", why);
+                }
+            }
+        }
+        mark(ui, problem(errors, "step.args"));
+    });
+    ui.end_row();
+}
+
+/// The model's file or the python step's module: typed, or picked with Browse (a
+/// `.pt` or `.py` filter); marked when it does not exist, or with the plan's problem.
+fn file_field(
+    ui: &mut Ui,
+    text: &mut StepText,
+    edited: &mut Preset,
+    plan_problem: Option<String>,
+    actions: &mut Vec<Action>,
+) {
+    let model = matches!(edited.step, StepCost::Model { .. });
+    let (title, hint, pick) = if model {
+        ("model file", "TorchScript (.pt)", Pick::StepModel)
+    } else {
+        ("step module", "module (.py)", Pick::StepModule)
+    };
+    let label = ui.label(title);
+    ui.vertical(|ui| {
+        ui.horizontal(|ui| {
+            let field = ui
+                .add(
+                    egui::TextEdit::singleline(&mut text.path)
+                        .hint_text(hint)
+                        .desired_width(150.0),
+                )
+                .labelled_by(label.id);
+            if field.changed() {
+                set_path(&mut edited.step, PathBuf::from(text.path.trim()));
+            }
+            if ui.button("Browse…").clicked() {
+                actions.push(Action::Browse(pick));
+            }
+        });
+        let missing = edited
+            .step
+            .path()
+            .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+            .map(|p| format!("{} does not exist", p.display()));
+        mark(ui, missing.or(plan_problem));
+    });
+    ui.end_row();
+}
+
+/// Sets the file of a model or python step.
+pub fn set_path(step: &mut StepCost, file: PathBuf) {
+    if let StepCost::Model { path, .. } | StepCost::Python { path, .. } = step {
+        *path = file;
+    }
+}
+
+/// A one-line text field read by `parse`; `Some(value)` when it was edited to a valid
+/// value, and its problem marked beside it (the text's, else the plan's).
+fn text_row<T>(
+    ui: &mut Ui,
+    title: &str,
+    key: &'static str,
+    text: &mut String,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Option<T> {
+    let label = ui.label(title);
+    let value = ui
+        .vertical(|ui| {
+            let edit = ui
+                .add(egui::TextEdit::singleline(text).desired_width(120.0))
+                .labelled_by(label.id);
+            let value = if edit.changed() {
+                match parse(text.trim()) {
+                    Ok(value) => {
+                        errors.remove(key);
+                        Some(value)
+                    }
+                    Err(why) => {
+                        errors.insert(key, why);
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            mark(ui, problem(errors, key));
+            value
+        })
+        .inner;
+    ui.end_row();
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_s_text_comes_from_its_step() {
+        let python = StepCost::Python {
+            path: "s.py".into(),
+            factory: "make_step".into(),
+            args: [("lr".to_owned(), serde_json::json!("0.05"))].into(),
+        };
+        let text = StepText::from_step(&python);
+        assert_eq!(
+            (
+                text.path.as_str(),
+                text.factory.as_str(),
+                text.args.as_str()
+            ),
+            ("s.py", "make_step", "lr = \"0.05\"")
+        );
+        let mut model = fresh("model");
+        set_path(&mut model, "m.pt".into());
+        assert_eq!(StepText::from_step(&model).lr, "0.01");
+        assert_eq!(model.path(), Some(Path::new("m.pt")));
+        assert_eq!(KINDS.map(|k| kind_of(&fresh(k))), KINDS);
+    }
+}
