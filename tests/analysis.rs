@@ -439,7 +439,7 @@ fn a_model_step_prints_whether_each_config_is_input_bound() {
 fn a_model_step_compares_its_time_with_workers_against_nw0() {
     let (dir, output) = model_step();
     let text = stdout(output);
-    let compared: Vec<&str> = text.lines().filter(|l| l.contains("ms at nw=0)")).collect();
+    let compared: Vec<&str> = text.lines().filter(|l| l.contains(" ms at nw=0")).collect();
     assert_eq!(compared.len(), 2, "the two configs with workers: {text}");
     assert!(
         compared

@@ -32,7 +32,12 @@ pub struct StepContention {
     pub alone_label: String,
     /// `step_per_batch_s / alone_per_batch_s − 1`: 0.4 when workers slow the step by 40%.
     pub slowdown: f64,
-    /// `2 workers slow your step by 40% (5.6 ms per batch, 4.0 ms at nw=0)`.
+    /// Either config was measured while other load disturbed it, so the comparison
+    /// may say more about that load than about the workers.
+    #[serde(default)]
+    pub disturbed: bool,
+    /// `2 workers slow your step by 40% (5.6 ms per batch, 4.0 ms at nw=0)`, with
+    /// `; disturbed by other load, re-run on a quiet machine` when it was.
     pub sentence: String,
 }
 
@@ -95,6 +100,14 @@ fn compare(runs: &ConfigRuns<'_>, alone: &ConfigRuns<'_>) -> Option<StepContenti
     } else {
         format!("{workers} leave{s} your step's time as it is")
     };
+    let disturbed = [runs, alone]
+        .iter()
+        .any(|config| config.runs.iter().any(|r| r.disturbed));
+    let caveat = if disturbed {
+        "; disturbed by other load, re-run on a quiet machine"
+    } else {
+        ""
+    };
     Some(StepContention {
         config: runs.index,
         label: runs.label.to_owned(),
@@ -102,8 +115,9 @@ fn compare(runs: &ConfigRuns<'_>, alone: &ConfigRuns<'_>) -> Option<StepContenti
         alone_per_batch_s: alone_step,
         alone_label: alone.label.to_owned(),
         slowdown,
+        disturbed,
         sentence: format!(
-            "{change} ({:.1} ms per batch, {:.1} ms at {})",
+            "{change} ({:.1} ms per batch, {:.1} ms at {}{caveat})",
             step * 1e3,
             alone_step * 1e3,
             alone.label
@@ -166,6 +180,25 @@ mod tests {
         assert_eq!(
             super::input_bound_line(&analysis.input_bound).unwrap(),
             "input-bound 60% at nw=0, 5% at nw=2, 5% at nw=1"
+        );
+    }
+
+    #[test]
+    fn a_comparison_with_a_disturbed_config_says_so() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut alone = run(0, configs[0].clone(), vec![epoch(4.0, 0.0)]);
+        alone.disturbed = true;
+        let runs = vec![alone, run(1, configs[1].clone(), vec![epoch(5.6, 0.0)])];
+        let mut r = result(configs, runs);
+        r.step = StepCost::Fixed(4.0);
+        let contention = &Analysis::of(&r).contention[0];
+        assert!(contention.disturbed);
+        assert!(
+            contention
+                .sentence
+                .ends_with("4.0 ms at nw=0; disturbed by other load, re-run on a quiet machine)"),
+            "{}",
+            contention.sentence
         );
     }
 
