@@ -21,8 +21,6 @@ use loaderbench_engine::step::Step;
 /// The rank's side: returns the process's exit code (0 when the coordinator closed its
 /// stdin after the last epoch).
 pub fn rank_main() -> u8 {
-    #[cfg(unix)]
-    loaderbench_engine::child_processes::leave_interrupts_to_parent();
     let mut out = std::io::stdout().lock();
     match serve(&mut out) {
         Ok(()) => 0,
