@@ -349,7 +349,10 @@ fn an_import_error_in_the_step_names_the_users_line() {
         &output,
         &format!(
             "broken_step.py:{line}: ModuleNotFoundError: No module named \
-             'no_such_package_for_loaderbench_steps'"
+             'no_such_package_for_loaderbench_steps' (the Python that ran it, {}, lacks it: \
+             install it there, or name a Python that has it in the preset's `python` field \
+             or in LOADERBENCH_PYTHON)",
+            python_path().display()
         ),
         2,
     );

@@ -13,12 +13,15 @@ and values. Prints one line and exits 0 when they are, 1 when not.
 
 import importlib.util
 import json
+import os
 import sys
 
 import torch
 
 
 def load_reference(path):
+    # The script imports the modules beside it, as the runtime runs it.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location("reference_loader", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["reference_loader"] = module
