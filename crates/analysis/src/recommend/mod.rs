@@ -171,7 +171,7 @@ fn typical_epoch_s(run: &ConfigResult) -> Option<f64> {
 }
 
 /// One repeat's time for the planned epochs.
-fn projected_s(run: &ConfigResult, planned_epochs: usize) -> Option<f64> {
+pub(crate) fn projected_s(run: &ConfigResult, planned_epochs: usize) -> Option<f64> {
     let first = run.epochs.first()?.seconds;
     Some(first + planned_epochs.saturating_sub(1) as f64 * typical_epoch_s(run)?)
 }

@@ -210,12 +210,7 @@ pub(super) fn projected_s(result: &RunResult, index: usize) -> Option<f64> {
         .results
         .iter()
         .filter(|r| r.config_index == index)
-        .filter_map(|r| {
-            let first = r.epochs.first()?.seconds;
-            let later: Vec<f64> = r.epochs.iter().skip(1).map(|e| e.seconds).collect();
-            let typical = stats::median(&later).unwrap_or(first);
-            Some(first + result.planned_epochs.saturating_sub(1) as f64 * typical)
-        })
+        .filter_map(|r| crate::recommend::projected_s(r, result.planned_epochs))
         .collect();
     stats::median(&times)
 }
