@@ -107,7 +107,10 @@ fn dataset_filter(kind: DatasetKind) -> Option<(&'static str, &'static [&'static
         DatasetKind::Npy => Some(("NumPy array", &["npy"])),
         // IDX files are named `train-images-idx3-ubyte`, gzipped or not.
         DatasetKind::Idx => Some(("IDX images", &["gz", "idx3-ubyte", "ubyte", "idx"])),
-        DatasetKind::ImageFolder | DatasetKind::Synthetic | DatasetKind::Python => None,
+        DatasetKind::ImageFolder
+        | DatasetKind::Synthetic
+        | DatasetKind::Python
+        | DatasetKind::Shards => None,
     }
 }
 

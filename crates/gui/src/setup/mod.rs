@@ -180,6 +180,7 @@ pub fn draw(
                         DatasetKind::ImageFolder,
                         DatasetKind::Npy,
                         DatasetKind::Python,
+                        DatasetKind::Shards,
                     ] {
                         ui.selectable_value(&mut edited.dataset.kind, kind, kind_name(kind));
                     }
@@ -329,6 +330,7 @@ fn kind_name(kind: DatasetKind) -> &'static str {
         DatasetKind::ImageFolder => "image folder",
         DatasetKind::Npy => "npy",
         DatasetKind::Python => "python",
+        DatasetKind::Shards => "tar shards",
     }
 }
 
