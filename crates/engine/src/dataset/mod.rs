@@ -14,6 +14,7 @@ pub mod python_dataset;
 mod synthetic;
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -166,6 +167,16 @@ pub trait Dataset: Send + Sync {
 
     /// One line for humans: the kind, the source and the size.
     fn describe(&self) -> String;
+
+    /// For a dataset read as a stream of shards (tar shards): each shard's samples as a
+    /// range of indices in reading order, the ranges covering `0..len()` in order. The
+    /// loader then hands whole shards to ranks and workers and shuffles through a
+    /// buffer, as WebDataset does, instead of drawing indices; each worker then asks for
+    /// its samples in an order that reads its shards one after the other, front to back.
+    /// `None` (the default) for a dataset read by index.
+    fn shards(&self) -> Option<Vec<Range<usize>>> {
+        None
+    }
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders
@@ -258,5 +269,16 @@ impl Dataset for Subset {
 
     fn describe(&self) -> String {
         format!("first {} of {}", self.len, self.inner.describe())
+    }
+
+    fn shards(&self) -> Option<Vec<Range<usize>>> {
+        let shards = self.inner.shards()?;
+        Some(
+            shards
+                .into_iter()
+                .map(|shard| shard.start..shard.end.min(self.len))
+                .filter(|shard| !shard.is_empty())
+                .collect(),
+        )
     }
 }
