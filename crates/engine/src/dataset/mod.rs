@@ -177,6 +177,12 @@ pub trait Dataset: Send + Sync {
     fn shards(&self) -> Option<Vec<Range<usize>>> {
         None
     }
+
+    /// The local files the samples are read from (what `cache: cold` evicts from the
+    /// page cache before each epoch); empty for a dataset with no local files.
+    fn files(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders
@@ -269,6 +275,10 @@ impl Dataset for Subset {
 
     fn describe(&self) -> String {
         format!("first {} of {}", self.len, self.inner.describe())
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        self.inner.files()
     }
 
     fn shards(&self) -> Option<Vec<Range<usize>>> {
