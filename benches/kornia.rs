@@ -249,6 +249,7 @@ fn light_settings() -> LoaderSettings {
         drop_last: false,
         worker_timeout: Duration::from_secs(60),
         shard: Shard::WHOLE,
+        shuffle_buffer: 0,
     }
 }
 

@@ -57,6 +57,7 @@ fn settings(num_workers: usize) -> LoaderSettings {
         drop_last: false,
         worker_timeout: Duration::from_secs(60),
         shard: loaderbench_engine::loader::Shard::WHOLE,
+        shuffle_buffer: 0,
     }
 }
 

@@ -251,6 +251,7 @@ fn loader(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Loader {
         drop_last: false,
         worker_timeout: Duration::from_secs(60),
         shard: loaderbench_engine::loader::Shard::WHOLE,
+        shuffle_buffer: 0,
     };
     let pipeline =
         Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).expect("light pipeline");

@@ -330,3 +330,111 @@ fn image_folder_batches_are_identical_whichever_worker_builds_them() {
         }
     }
 }
+
+/// 2×2 samples numbered as `Numbered`, in shards of `shard_len`, logging which thread
+/// read which sample.
+struct ShardedNumbers {
+    len: usize,
+    shard_len: usize,
+    reads: std::sync::Mutex<Vec<(std::thread::ThreadId, usize)>>,
+}
+
+impl Dataset for ShardedNumbers {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn shape(&self) -> SampleShape {
+        SampleShape {
+            channels: 1,
+            height: 2,
+            width: 2,
+            pixel: PixelKind::U8,
+        }
+    }
+
+    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        let thread = std::thread::current().id();
+        self.reads.lock().unwrap().push((thread, index));
+        pixels.fill((index % 256) as u8);
+        Ok(index as i64)
+    }
+
+    fn describe(&self) -> String {
+        format!("sharded numbers ({} samples)", self.len)
+    }
+
+    fn shards(&self) -> Option<Vec<std::ops::Range<usize>>> {
+        let starts = (0..self.len).step_by(self.shard_len);
+        Some(
+            starts
+                .map(|s| s..(s + self.shard_len).min(self.len))
+                .collect(),
+        )
+    }
+}
+
+#[test]
+fn sharded_epochs_read_every_sample_once_and_each_worker_reads_whole_shards_in_turn() {
+    for workers in [0, 2, 3] {
+        let dataset = Arc::new(ShardedNumbers {
+            len: 95,
+            shard_len: 10,
+            reads: Default::default(),
+        });
+        let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
+        let mut settings = settings(workers, true);
+        settings.shuffle_buffer = 6;
+        let mut loader = Loader::new(
+            dataset.clone(),
+            Arc::new(pipeline),
+            settings,
+            CancelToken::new(),
+        )
+        .unwrap();
+        let mut orders = Vec::new();
+        for epoch in 0..2 {
+            dataset.reads.lock().unwrap().clear();
+            let mut labels = epoch_labels(&mut loader).concat();
+            orders.push(labels.clone());
+            labels.sort_unstable();
+            assert_eq!(
+                labels,
+                (0..95).collect::<Vec<i64>>(),
+                "{workers} workers, epoch {epoch}"
+            );
+            // Each reading thread reads its shards one after the other, front to back,
+            // through its shuffle buffer: the p-th sample it asks for lies less than the
+            // buffer (6) ahead of position p in that stream.
+            let reads = dataset.reads.lock().unwrap().clone();
+            let threads: HashSet<_> = reads.iter().map(|(thread, _)| *thread).collect();
+            assert_eq!(threads.len(), workers.max(1), "{workers} workers");
+            for thread in threads {
+                let asked: Vec<usize> = reads
+                    .iter()
+                    .filter(|(t, _)| *t == thread)
+                    .map(|(_, i)| *i)
+                    .collect();
+                let mut shards: Vec<usize> = Vec::new();
+                for sample in &asked {
+                    if !shards.contains(&(sample / 10)) {
+                        shards.push(sample / 10);
+                    }
+                }
+                let stream: Vec<usize> = shards
+                    .iter()
+                    .flat_map(|s| s * 10..(s * 10 + 10).min(95))
+                    .collect();
+                assert_eq!(stream.len(), asked.len(), "{workers} workers: whole shards");
+                for (p, sample) in asked.iter().enumerate() {
+                    let at = stream.iter().position(|s| s == sample).unwrap();
+                    assert!(
+                        at < p + 6,
+                        "{workers} workers: {sample} asked {p}th, read {at}th"
+                    );
+                }
+            }
+        }
+        assert_ne!(orders[0], orders[1], "a fresh order every epoch");
+    }
+}

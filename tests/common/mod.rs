@@ -89,5 +89,6 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         drop_last: false,
         worker_timeout: Duration::from_secs(30),
         shard: loaderbench_engine::loader::Shard::WHOLE,
+        shuffle_buffer: 0,
     }
 }

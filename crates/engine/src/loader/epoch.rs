@@ -26,6 +26,9 @@ pub struct Epoch<'a> {
     next_to_yield: usize,
     yielded: usize,
     next_worker: usize,
+    /// The worker each batch must go to (a sharded dataset's streams), instead of the
+    /// next one round-robin.
+    assigned: Option<Vec<usize>>,
     /// The worker each sent batch went to.
     owner: Vec<usize>,
     /// Batches that arrived ahead of their turn (in-order delivery).
@@ -36,12 +39,14 @@ pub struct Epoch<'a> {
 
 impl<'a> Epoch<'a> {
     /// Starts epoch number `epoch` of `loader` over `batches` (each batch's sample
-    /// indices); `started_workers` are the workers started for it, whose start-ups it
-    /// reports. Sends the first `prefetch_factor × num_workers` tasks.
+    /// indices), each sent to its worker in `assigned` if given, else round-robin;
+    /// `started_workers` are the workers started for it, whose start-ups it reports.
+    /// Sends the first `prefetch_factor × num_workers` tasks.
     pub(super) fn start(
         loader: &'a mut Loader,
         epoch: u64,
         batches: Vec<Vec<usize>>,
+        assigned: Option<Vec<usize>>,
         started_workers: Vec<usize>,
     ) -> Result<Epoch<'a>> {
         let mut epoch = Epoch {
@@ -52,6 +57,7 @@ impl<'a> Epoch<'a> {
             next_to_yield: 0,
             yielded: 0,
             next_worker: 0,
+            assigned,
             owner: Vec::new(),
             arrived: BTreeMap::new(),
             awaiting_ready: started_workers,
@@ -95,9 +101,15 @@ impl<'a> Epoch<'a> {
         else {
             return Ok(());
         };
-        let worker = self.next_worker;
-        self.next_worker = (worker + 1) % pool.len();
         let batch = self.next_to_send;
+        let worker = match &self.assigned {
+            Some(assigned) => assigned[batch],
+            None => {
+                let worker = self.next_worker;
+                self.next_worker = (worker + 1) % pool.len();
+                worker
+            }
+        };
         self.owner[batch] = worker;
         self.next_to_send += 1;
         let seed = sampler::batch_seed(self.loader.settings.seed, self.epoch, batch);

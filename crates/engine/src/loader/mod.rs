@@ -13,8 +13,10 @@ mod pool;
 #[cfg(unix)]
 pub mod process;
 mod sampler;
+mod stream_order;
 mod threads;
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -26,7 +28,7 @@ use self::threads::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::dataset::Dataset;
 use crate::device;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::plan::{Config, Plan};
 use crate::preset::IntraOpThreads;
 use crate::transform::Pipeline;
@@ -34,6 +36,7 @@ use crate::transform::Pipeline;
 pub use epoch::Epoch;
 pub use pool::{WorkerMemory, WorkerMessage};
 pub use sampler::{Shard, batches_per_epoch};
+pub use stream_order::{StreamEpoch, StreamSettings, stream_batches_per_epoch, stream_epoch};
 
 /// How often a waiting loader checks for cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -52,6 +55,8 @@ pub struct LoaderSettings {
     pub worker_timeout: Duration,
     /// The part of every epoch this loader's rank loads.
     pub shard: Shard,
+    /// A sharded dataset's per-worker shuffle buffer, in samples.
+    pub shuffle_buffer: usize,
 }
 
 impl LoaderSettings {
@@ -64,7 +69,34 @@ impl LoaderSettings {
             drop_last: plan.drop_last,
             worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
             shard,
+            shuffle_buffer: plan.dataset.shuffle_buffer,
         }
+    }
+
+    /// How a sharded dataset's epochs are ordered under these settings.
+    pub fn stream(&self) -> StreamSettings {
+        StreamSettings {
+            shuffle: self.shuffle,
+            shuffle_buffer: self.shuffle_buffer,
+            seed: self.seed,
+            batch_size: self.knobs.batch_size,
+            drop_last: self.drop_last,
+            num_workers: self.knobs.num_workers,
+            shard: self.shard,
+        }
+    }
+}
+
+/// Batches in an epoch of `dataset` under `settings` (the first epoch's, for a sharded
+/// dataset, whose uneven shards can make epochs differ by a batch).
+pub fn epoch_batch_count(dataset: &dyn Dataset, settings: &LoaderSettings) -> usize {
+    match dataset.shards() {
+        Some(shards) => stream_batches_per_epoch(&shards, &settings.stream()),
+        None => batches_per_epoch(
+            settings.shard.len(dataset.len(), settings.drop_last),
+            settings.knobs.batch_size,
+            settings.drop_last,
+        ),
     }
 }
 
@@ -126,6 +158,8 @@ pub struct Loader {
     /// Where batches go.
     device: Device,
     dataset: Arc<dyn Dataset>,
+    /// A sharded dataset's shards, read once.
+    shards: Option<Vec<Range<usize>>>,
     pipeline: Arc<Pipeline>,
     settings: LoaderSettings,
     cancel: CancelToken,
@@ -150,7 +184,19 @@ impl Loader {
     ) -> Result<Loader> {
         let knobs = &settings.knobs;
         knobs.check()?;
+        let shards = dataset.shards();
+        if let Some(shards) = &shards
+            && shards.len() < settings.shard.world
+        {
+            return Err(Error::value(format!(
+                "{}: {} shards for {} ranks; every rank needs at least one shard",
+                dataset.describe(),
+                shards.len(),
+                settings.shard.world
+            )));
+        }
         Ok(Loader {
+            shards,
             pin_memory_effective: knobs.pin_memory && device::cuda_device_count() > 0,
             device: knobs.device.resolve()?,
             dataset,
@@ -205,13 +251,7 @@ impl Loader {
     }
 
     pub fn batches_per_epoch(&self) -> usize {
-        batches_per_epoch(
-            self.settings
-                .shard
-                .len(self.dataset.len(), self.settings.drop_last),
-            self.settings.knobs.batch_size,
-            self.settings.drop_last,
-        )
+        epoch_batch_count(&*self.dataset, &self.settings)
     }
 
     /// Starts an epoch: `iter(loader)`.
@@ -221,15 +261,24 @@ impl Loader {
         self.epochs_started += 1;
         let settings = &self.settings;
         let knobs = &settings.knobs;
-        let batches = sampler::epoch_batches(
-            self.dataset.len(),
-            knobs.batch_size,
-            settings.shuffle,
-            settings.drop_last,
-            settings.seed,
-            epoch,
-            settings.shard,
-        );
+        let (batches, owners) = match &self.shards {
+            Some(shards) => {
+                let order = stream_epoch(shards, &settings.stream(), epoch);
+                (order.batches, Some(order.workers))
+            }
+            None => (
+                sampler::epoch_batches(
+                    self.dataset.len(),
+                    knobs.batch_size,
+                    settings.shuffle,
+                    settings.drop_last,
+                    settings.seed,
+                    epoch,
+                    settings.shard,
+                ),
+                None,
+            ),
+        };
         let mut started_workers = Vec::new();
         if knobs.num_workers > 0 && (self.pool.is_none() || !knobs.persistent_workers) {
             let count = knobs.num_workers;
@@ -237,7 +286,7 @@ impl Loader {
             self.pool = Some(self.start_pool()?);
             started_workers = (0..count).collect();
         }
-        Epoch::start(self, epoch, batches, started_workers)
+        Epoch::start(self, epoch, batches, owners, started_workers)
     }
 }
 

@@ -91,7 +91,7 @@ pub fn batch_seed(seed: u64, epoch: u64, batch: usize) -> u64 {
 }
 
 /// SplitMix64 finalizer over the three inputs: nearby inputs give unrelated seeds.
-fn mix(seed: u64, epoch: u64, item: u64) -> u64 {
+pub(super) fn mix(seed: u64, epoch: u64, item: u64) -> u64 {
     let mut z = seed
         .wrapping_add(epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .wrapping_add(item.wrapping_mul(0xD1B5_4A32_D192_ED03));

@@ -23,7 +23,7 @@ use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
 use loaderbench_engine::error::{Error, Result};
-use loaderbench_engine::loader::batches_per_epoch;
+use loaderbench_engine::loader::{LoaderSettings, Shard, epoch_batch_count};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Runtime;
@@ -248,9 +248,10 @@ impl Run {
         self.plan.step.check_files()?;
         // Unknown until Python has built a user's dataset.
         let batches = match (&dataset, self.plan.configs.first()) {
-            (Some(dataset), Some(c)) => {
-                batches_per_epoch(dataset.len(), c.batch_size, self.plan.drop_last)
-            }
+            (Some(dataset), Some(c)) => epoch_batch_count(
+                &**dataset,
+                &LoaderSettings::new(&self.plan, c, Shard::WHOLE),
+            ),
             _ => 0,
         };
         self.emit.send(Event::Started {
