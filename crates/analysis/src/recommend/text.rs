@@ -5,7 +5,8 @@
 
 use super::super::input::InputBound;
 use super::super::{duration, mib};
-use super::{Candidate, NEAR_SHARE, Outcome, RERUN, Recommendation};
+use super::tie::{FEW_ROUNDS_SHARE, MIN_ROUNDS};
+use super::{Candidate, Outcome, RERUN, Recommendation};
 
 /// The tie rule in the words the paragraph uses.
 const TIE_RULE: &str =
@@ -37,11 +38,15 @@ pub(super) fn paragraph(
         chosen.epoch_s().unwrap_or(f64::NAN),
         chosen.first_epoch_s().unwrap_or(f64::NAN)
     ));
-    // One sample has no noise to be beyond; the closing sentence says what it is.
-    let beyond = if r.samples > 1 {
+    // A round or two cannot show their noise: the band one round scatters over stands
+    // in for it (see `tie`).
+    let beyond = if r.samples >= MIN_ROUNDS {
         "beyond the noise".to_owned()
     } else {
-        format!("by more than {:.0}%", NEAR_SHARE * 100.0)
+        format!(
+            "by more than {:.0}%, the scatter of single rounds here",
+            FEW_ROUNDS_SHARE * 100.0
+        )
     };
     match r.outcome {
         Outcome::Faster => text.push_str(&format!(
