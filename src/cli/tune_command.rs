@@ -134,6 +134,9 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         TuneEvent::Eliminated { config, reason } => {
             eprintln!("  out: {} ({reason})", plan.label(*config));
         }
+        TuneEvent::Reinstated { config } => {
+            eprintln!("  back in: {} (still in the best set)", plan.label(*config));
+        }
         TuneEvent::Warning { message } => eprintln!("warning: {message}"),
     }
 }

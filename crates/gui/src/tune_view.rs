@@ -83,6 +83,11 @@ impl TuneProgress {
                     row.out = Some(reason.clone());
                 }
             }
+            TuneEvent::Reinstated { config } => {
+                if let Some(row) = self.rows.get_mut(*config) {
+                    row.out = None;
+                }
+            }
             TuneEvent::Warning { .. } => {}
         }
     }

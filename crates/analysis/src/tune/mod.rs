@@ -5,9 +5,12 @@
 //! round; after each round, the candidates that another beats beyond the noise drop
 //! out, and of the rest the slower half, while the better keep getting rounds, each
 //! round running them one after another in turn. The search stops as soon as the answer
-//! is settled (every candidate left is in the best set, with [`SETTLE_ROUNDS`] rounds
-//! behind it), when the next round does not fit in what is left of the budget, or when
-//! the user stops it. Every measurement goes through the runner (the interference meter
+//! is settled: every config of the best set over everything measured (those set aside
+//! in the slower half included) has [`SETTLE_ROUNDS`] rounds behind it. A config set
+//! aside in the slower half but still in that set is reinstated and measured until it
+//! has them, since halving on one or two noisy rounds decides only who goes first, never
+//! the answer. The search also stops when the next round does not fit in what is left
+//! of the budget, or when the user stops it. Every measurement goes through the runner (the interference meter
 //! included): a disturbed measurement is dropped, and its config measured again in the
 //! next round. The result is a run like any other, its configs' repeats numbered by
 //! round, with the [`TuneTrail`] saying what was predicted, measured and eliminated;
@@ -89,6 +92,11 @@ pub enum TuneEvent {
         config: usize,
         reason: String,
     },
+    /// A config set aside in the slower half is a candidate again: over everything
+    /// measured it is still in the best set, with too few rounds to be sure.
+    Reinstated {
+        config: usize,
+    },
     Warning {
         message: String,
     },
@@ -106,6 +114,9 @@ struct Standing {
     rounds: usize,
     /// Disturbed measurements since its last kept one.
     disturbed_in_a_row: usize,
+    /// Set aside in the slower half and then reinstated: no longer halved, only
+    /// eliminated when beaten beyond the noise.
+    reinstated: bool,
     /// `None` while it is a candidate.
     fate: Option<Fate>,
 }
@@ -134,6 +145,7 @@ pub fn tune(
             last_cost_s: None,
             rounds: 0,
             disturbed_in_a_row: 0,
+            reinstated: false,
             fate: None,
         };
         plan.configs.len()
@@ -211,15 +223,19 @@ pub fn tune(
         } else {
             search::eliminate(&result, &mut standings, round, on_event);
         }
-        let candidates: Vec<usize> = (0..standings.len())
-            .filter(|&i| standings[i].fate.is_none())
-            .collect();
-        let settled = round > 0
-            && (candidates.len() == 1
-                || candidates
-                    .iter()
-                    .all(|&i| standings[i].rounds >= SETTLE_ROUNDS));
-        if settled || candidates.is_empty() {
+        let candidates = |standings: &[Standing]| -> Vec<usize> {
+            (0..standings.len())
+                .filter(|&i| standings[i].fate.is_none())
+                .collect()
+        };
+        let left = candidates(&standings);
+        let leaders_done =
+            left.len() <= 1 || left.iter().all(|&i| standings[i].rounds >= SETTLE_ROUNDS);
+        if round > 0 && leaders_done && search::settled(&result, &mut standings, on_event) {
+            break (TuneStop::Settled, None);
+        }
+        let candidates = candidates(&standings);
+        if candidates.is_empty() {
             break (TuneStop::Settled, None);
         }
         round += 1;

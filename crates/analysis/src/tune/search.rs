@@ -1,7 +1,8 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
 //! out after a round (beaten beyond the noise by the recommendation's own best set, once
-//! each has two measurements; then the slower half), the next round's order and what of
-//! it fits in the budget, and the trail as the search ends.
+//! each has two measurements; then the slower half), when the answer is settled (and
+//! who is reinstated until it is), the next round's order and what of it fits in the
+//! budget, and the trail as the search ends.
 
 use std::time::Instant;
 
@@ -10,7 +11,9 @@ use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
 
-use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
+use super::{
+    CONFIG_OVERHEAD_S, MODEL_KEEP, Model, SETTLE_ROUNDS, Standing, TuneEvent, UNKNOWN_COST_S,
+};
 use crate::Analysis;
 
 /// Fits the model to the anchors and predicts every other config; leaves out those
@@ -89,8 +92,10 @@ pub(super) fn eliminate(
             )
         })
         .collect();
+    // A reinstated config is only eliminated when beaten: halving set it aside once.
     let mut unbeaten: Vec<(usize, f64)> = best
         .iter()
+        .filter(|&&i| !standings[i].reinstated)
         .filter_map(|&i| Some((i, projected_s(result, i)?)))
         .collect();
     if unbeaten.len() > 2 {
@@ -204,6 +209,37 @@ pub(super) fn fitting(
     chosen
 }
 
+/// Whether the answer is settled: every config of the best set over everything measured
+/// (those set aside in the slower half included) has [`SETTLE_ROUNDS`] rounds. A config
+/// set aside in the slower half that is still in that set with fewer rounds is a
+/// candidate again.
+pub(super) fn settled(
+    result: &RunResult,
+    standings: &mut [Standing],
+    on_event: &mut dyn FnMut(TuneEvent),
+) -> bool {
+    let measured: Vec<usize> = (0..standings.len())
+        .filter(|&i| standings[i].rounds > 0)
+        .collect();
+    let Some((best, _)) = best_set(&undisturbed(result), &measured) else {
+        return true;
+    };
+    let mut settled = true;
+    for index in best {
+        let standing = &mut standings[index];
+        if standing.rounds >= SETTLE_ROUNDS {
+            continue;
+        }
+        settled = false;
+        if matches!(standing.fate, Some(Fate::Eliminated { .. })) {
+            standing.fate = None;
+            standing.reinstated = true;
+            on_event(TuneEvent::Reinstated { config: index });
+        }
+    }
+    settled
+}
+
 /// A config's median projected time over its repeats, as the recommendation projects it.
 pub(super) fn projected_s(result: &RunResult, index: usize) -> Option<f64> {
     let times: Vec<f64> = result
@@ -273,5 +309,71 @@ fn unfinished(standing: &Standing) -> Fate {
             round: standing.rounds,
             reason: "slower than the best set beyond the noise".to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::results::ConfigResult;
+
+    use super::*;
+
+    /// Config `index` measured in rounds `0..seconds.len()`, `seconds[r]` an epoch.
+    fn rounds(index: usize, workers: usize, seconds: &[f64]) -> Vec<ConfigResult> {
+        seconds
+            .iter()
+            .enumerate()
+            .map(|(round, &s)| {
+                let mut r = run(index, config(workers, false), vec![epoch(1, s, s, 1)]);
+                r.repeat = round;
+                r
+            })
+            .collect()
+    }
+
+    fn standing(rounds: usize, fate: Option<Fate>) -> Standing {
+        Standing {
+            predicted_s: None,
+            predicted_cost_s: None,
+            last_cost_s: None,
+            rounds,
+            disturbed_in_a_row: 0,
+            reinstated: false,
+            fate,
+        }
+    }
+
+    #[test]
+    fn a_config_set_aside_but_still_in_the_best_set_comes_back_until_it_has_its_rounds() {
+        let configs = vec![config(0, false), config(2, false), config(4, false)];
+        let halved = Fate::Eliminated {
+            round: 1,
+            reason: "in the slower half".to_owned(),
+        };
+        // nw=0 was set aside after one round 15% behind: within one round's scatter.
+        let mut results = rounds(0, 0, &[1.15]);
+        results.extend(rounds(1, 2, &[1.0, 1.02, 0.98]));
+        results.extend(rounds(2, 4, &[1.01, 1.0, 0.99]));
+        let measured = result(configs.clone(), results);
+        let mut standings = vec![
+            standing(1, Some(halved)),
+            standing(3, None),
+            standing(3, None),
+        ];
+        let mut events = Vec::new();
+        assert!(!settled(&measured, &mut standings, &mut |e| events.push(e)));
+        assert!(standings[0].fate.is_none() && standings[0].reinstated);
+        assert!(matches!(events[..], [TuneEvent::Reinstated { config: 0 }]));
+
+        // Three rounds later nw=0 is behind in every round: beaten, and the answer settles.
+        let mut results = rounds(0, 0, &[1.15, 1.2, 1.18]);
+        results.extend(rounds(1, 2, &[1.0, 1.02, 0.98]));
+        results.extend(rounds(2, 4, &[1.01, 1.0, 0.99]));
+        let measured = result(configs, results);
+        standings[0].rounds = 3;
+        assert!(settled(&measured, &mut standings, &mut |_| {}));
+        let best = best_set(&measured, &[0, 1, 2]).unwrap().0;
+        assert_eq!(best, [1, 2]);
     }
 }
