@@ -8,15 +8,17 @@
 //! first, since workers cost memory and cores that buy nothing measurable (both in
 //! [`tie`]). A knob measured as a no-op (pin_memory without CUDA) makes no config of its
 //! own, nor does a copy of a config (an A/A check). No winner is named over a disturbed
-//! config, and a single repeat is called one sample. The paragraph is written in
-//! [`text`], the code to paste in [`snippet`].
+//! config, and a single repeat is called one sample. Warm and cold page caches are
+//! separate questions, and a cold question names no config when one of its configs
+//! stayed warm (its files could not be evicted), so a warm figure never answers it. The
+//! paragraph is written in [`text`], the code to paste in [`snippet`].
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::IntraOpThreads;
+use loaderbench_engine::preset::{Cache, IntraOpThreads};
 use loaderbench_measure::results::{ConfigResult, RunResult};
 use loaderbench_measure::stats::{self, Estimate};
 
@@ -46,7 +48,7 @@ pub enum Outcome {
     Faster,
     /// No config beats the one with the fewest workers beyond the noise.
     NoneFaster,
-    /// Some config was disturbed by other load: none is named.
+    /// Some config was disturbed by other load, or a cold one stayed warm: none is named.
     Undecided,
 }
 
@@ -101,7 +103,11 @@ pub fn recommend(
 }
 
 fn same_question(a: &Config, b: &Config) -> bool {
-    a.pipeline == b.pipeline && a.runtime == b.runtime && a.ranks == b.ranks && a.run == b.run
+    a.pipeline == b.pipeline
+        && a.runtime == b.runtime
+        && a.ranks == b.ranks
+        && a.cache == b.cache
+        && a.run == b.run
 }
 
 /// One config as the recommendation sees it: configs that differ only in a no-op knob
@@ -120,6 +126,11 @@ struct Candidate<'a> {
 impl Candidate<'_> {
     fn disturbed(&self) -> bool {
         self.runs.iter().any(|r| r.disturbed)
+    }
+
+    /// Why a cold config stayed warm in some repeat.
+    fn stayed_warm(&self) -> Option<&str> {
+        self.runs.iter().find_map(|r| r.stayed_warm.as_deref())
     }
 
     fn other_load_cores(&self) -> Option<f64> {
@@ -245,6 +256,11 @@ fn recommend_one(
             if ranks == 1 { "" } else { "s" }
         ));
     }
+    if result.configs.iter().any(|c| c.cache != first.config.cache)
+        || first.config.cache == Cache::Cold
+    {
+        group.push_str(&format!(" · {}", first.config.cache.name()));
+    }
     if let Some(run) = &first.config.run {
         group = format!("{run}: {group}");
     }
@@ -256,6 +272,15 @@ fn recommend_one(
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
         return Some(undecided(group, &disturbed, samples));
+    }
+    if let Some(warm) = candidates.iter().find(|c| c.stayed_warm().is_some()) {
+        let text = format!(
+            "No config is named for a cold page cache: {} stayed warm ({}), so its times \
+             are not cold ones.",
+            warm.label,
+            warm.stayed_warm().unwrap_or_default()
+        );
+        return Some(no_winner(group, samples, text));
     }
     let best = tie::best_set(&candidates, result.planned_epochs);
     let chosen = tie::tie_break(&best)?;
@@ -334,6 +359,11 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
          would rest on noise. To decide, {RERUN}.",
         names.join(", ")
     );
+    no_winner(group, samples, text)
+}
+
+/// The recommendation of a question that names no config, saying why in `text`.
+fn no_winner(group: String, samples: usize, text: String) -> Recommendation {
     Recommendation {
         group,
         outcome: Outcome::Undecided,
