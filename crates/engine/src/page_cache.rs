@@ -307,6 +307,49 @@ mod tests {
     }
 
     #[test]
+    fn a_memory_mapped_dataset_releases_its_pages_so_that_its_files_can_leave() {
+        use crate::dataset::{DatasetKind, DatasetSpec, open};
+        let dir = disk_folder();
+        let (count, side) = (512u32, 28u32);
+        let mut images = [0, 0, 8, 3].to_vec();
+        for dim in [count, side, side] {
+            images.extend(dim.to_be_bytes());
+        }
+        images.extend((0..count * side * side).map(|i| i as u8));
+        let mut labels = [0, 0, 8, 1].to_vec();
+        labels.extend(count.to_be_bytes());
+        labels.extend((0..count).map(|i| (i % 10) as u8));
+        let images_path = dir.path().join("train-images-idx3-ubyte");
+        let labels_path = dir.path().join("train-labels-idx1-ubyte");
+        for (path, bytes) in [(&images_path, images), (&labels_path, labels)] {
+            let mut file = std::fs::File::create(path).unwrap();
+            file.write_all(&bytes).unwrap();
+            file.sync_all().unwrap();
+        }
+        let spec = DatasetSpec {
+            kind: DatasetKind::Idx,
+            path: Some(images_path.clone()),
+            ..DatasetSpec::default()
+        };
+        let dataset = open(&spec, None).unwrap();
+        assert_eq!(dataset.files(), [images_path, labels_path]);
+        let mut pixels = vec![0; dataset.shape().sample_bytes()];
+        for index in 0..dataset.len() {
+            dataset.read(index, &mut pixels).unwrap();
+        }
+        let stayed = evict(&dataset.files()).unwrap();
+        assert_eq!(stayed.len(), 2, "read through its maps, both files stay");
+        dataset.release_mapped_pages().unwrap();
+        assert_eq!(evict(&dataset.files()).unwrap(), [], "released, both leave");
+        dataset.read(3, &mut pixels).unwrap();
+        assert_eq!(
+            pixels[0],
+            (3 * side * side) as u8,
+            "and read again from the file"
+        );
+    }
+
+    #[test]
     fn a_file_on_tmpfs_is_reported_as_not_evictable() {
         let shm = Path::new("/dev/shm");
         if !shm.is_dir() {

@@ -600,6 +600,35 @@ mod tests {
     }
 
     #[test]
+    fn warm_and_cold_are_separate_questions_and_a_config_that_stayed_warm_answers_none() {
+        let cold = |workers| Config {
+            cache: Cache::Cold,
+            ..config(workers, false)
+        };
+        let configs = vec![config(0, false), config(2, false), cold(0), cold(2)];
+        let results: Vec<ConfigResult> = [(0, 1.0), (1, 0.99), (2, 3.0), (3, 1.5)]
+            .into_iter()
+            .flat_map(|(index, s)| repeats(index, &configs[index], &[s, s, s]))
+            .collect();
+        let all = Analysis::of(&result(configs.clone(), results.clone())).recommendations;
+        let groups: Vec<&str> = all.iter().map(|r| r.group.as_str()).collect();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert!(groups[0].ends_with(" · warm") && groups[1].ends_with(" · cold"));
+        assert_eq!((all[0].config, all[1].config), (Some(0), Some(3)));
+
+        let mut stayed = results;
+        stayed[9].stayed_warm = Some("x.png: on tmpfs".to_owned());
+        let all = Analysis::of(&result(configs, stayed)).recommendations;
+        assert_eq!(all[0].config, Some(0), "the warm question stands");
+        assert_eq!((all[1].outcome, all[1].config), (Outcome::Undecided, None));
+        assert!(
+            all[1].text.contains("nw=2 stayed warm (x.png: on tmpfs)"),
+            "{}",
+            all[1].text
+        );
+    }
+
+    #[test]
     fn pin_memory_without_effect_is_the_same_config() {
         // seed-light-pytorch's trap: nw=0 ran first and paid the process's warm-up, so
         // nw=0 pin (a no-op without CUDA) looked 6× as fast.

@@ -320,6 +320,41 @@ mod tests {
     }
 
     #[test]
+    fn a_cold_config_shows_its_storage_reads_and_one_that_stayed_warm_says_why() {
+        let cold = loaderbench_engine::plan::Config {
+            cache: Cache::Cold,
+            ..config(2, false)
+        };
+        let configs = vec![config(2, false), cold.clone(), cold];
+        let read = |index: usize, bytes: u64| {
+            let mut epochs = vec![epoch(1, 0.25, 0.1, 3), epoch(2, 0.25, 0.1, 3)];
+            for e in &mut epochs {
+                e.record_reads(Some(bytes));
+            }
+            run(index, configs[index].clone(), epochs)
+        };
+        let mut stayed = read(2, 0);
+        stayed.stayed_warm = Some("/dev/shm/a.png: on tmpfs".to_owned());
+        stayed.label = "nw=2 cold".to_owned();
+        let results = vec![read(0, 0), read(1, 9_000_000), stayed];
+        let table = ResultsTable::of(&result(configs, results), "light");
+        assert_eq!(table.header[3], "cache");
+        assert_eq!(
+            table.header.last().map(String::as_str),
+            Some("storage read")
+        );
+        let last = |row: usize| table.rows[row].cells.last().cloned().unwrap();
+        assert_eq!(last(0), "0.0 MB at 0.0 MB/s");
+        assert_eq!(last(1), "9.0 MB at 20.0 MB/s");
+        assert_eq!(last(2), "0.0 MB at 0.0 MB/s (stayed warm)");
+        assert!(
+            table
+                .markdown()
+                .ends_with("\nstayed warm: nw=2 cold: /dev/shm/a.png: on tmpfs\n")
+        );
+    }
+
+    #[test]
     fn a_disturbed_config_has_its_times_marked_and_explained() {
         let configs = vec![config(0, false), config(2, false)];
         let mut busy = run(1, configs[1].clone(), vec![epoch(1, 0.25, 0.1, 3)]);
