@@ -269,10 +269,6 @@ fn recommend_one(
         .map(|c| c.projected_s.n)
         .min()
         .unwrap_or(0);
-    let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
-    if !disturbed.is_empty() {
-        return Some(undecided(group, &disturbed, samples));
-    }
     if let Some(warm) = candidates.iter().find(|c| c.stayed_warm().is_some()) {
         let text = format!(
             "No config is named for a cold page cache: {} stayed warm ({}), so its times \
@@ -281,6 +277,10 @@ fn recommend_one(
             warm.stayed_warm().unwrap_or_default()
         );
         return Some(no_winner(group, samples, text));
+    }
+    let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
+    if !disturbed.is_empty() {
+        return Some(undecided(group, &disturbed, samples));
     }
     let best = tie::best_set(&candidates, result.planned_epochs);
     let chosen = tie::tie_break(&best)?;
