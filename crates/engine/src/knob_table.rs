@@ -321,7 +321,8 @@ macro_rules! knob_table {
             ],
             label: "cache",
             value: |c| c.cache.name().to_owned(),
-            tag: |c, common| (c.cache != common.cache).then(|| c.cache.name().to_owned()),
+            // A cold measurement always says so; warm is what a run is unless told.
+            tag: |c, _| (c.cache == Cache::Cold).then(|| "cold".to_owned()),
             column: Column::WhereVaries(|c| c.cache.name().to_owned()),
             // Not a DataLoader argument: where the data lives.
             python: None,
