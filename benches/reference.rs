@@ -108,7 +108,7 @@ fn print_agreement(
     let (mut ours, mut plain) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let measured = reference
-            .measure(plan, 0, 0, &CancelToken::new(), &mut |_| {})
+            .measure(plan, 0, 0, &CancelToken::new(), &mut |_| {}, &mut || Ok(()))
             .expect("the reference runtime runs");
         ours.push(
             measured

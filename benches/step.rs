@@ -142,7 +142,14 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
     let (mut measured, mut plain) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let result = reference
-            .measure(&plan, 0, 0, &CancelToken::new(), &mut |_| {})
+            .measure(
+                &plan,
+                0,
+                0,
+                &CancelToken::new(),
+                &mut |_| {},
+                &mut || Ok(()),
+            )
             .expect("the reference runtime runs");
         measured.push(result.epochs.iter().skip(1).map(|e| e.seconds).sum::<f64>());
         plain.push(plain_loop(reference.python(), &request));

@@ -4,10 +4,13 @@ loaderbench runs this script as a child process through the Python that scripts/
 installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
 arguments and the transform ops, see KNOBS) comes as the first line of stdin; stdin then stays open, and its end means
 loaderbench is gone, so the script kills its own process group (itself and its
-workers). Everything it reports is one JSON object per line on stdout, written with a
+workers). With `cache: cold`, the script releases its own memory-mapped pages of the
+dataset and says epoch_ready before each epoch, then waits for a `go` line on stdin:
+loaderbench evicts the dataset's files from the page cache in between. Everything it reports is one JSON object per line on stdout, written with a
 single os.write so that lines from worker processes never interleave:
 
   ready         imports done and dataset built (not timed)
+  epoch_ready   (cache: cold) waiting for `go` before this epoch
   epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
   worker_ready  a worker ran worker_init_fn, at this perf_counter time
   batch         a batch is on the device and its step done: its time since t0 (on the
@@ -32,6 +35,7 @@ join_process_group and the functions after it).
 import functools
 import gzip
 import json
+import mmap
 import os
 import signal
 import struct
@@ -59,7 +63,11 @@ KNOBS = (
     "device",
     "start_method",
     "intra_op_threads",
+    "cache",
 )
+
+# One release per `go` line loaderbench sends on stdin (see die_with_parent).
+GO = threading.Semaphore(0)
 
 
 def emit(**fields):
@@ -127,6 +135,13 @@ class NpyDataset(Dataset):
         self.array = np.load(path, mmap_mode="r")
         self.labels = np.load(labels, mmap_mode="r") if labels else None
         self.transform = transform
+
+    def release_mapped_pages(self):
+        """Unmaps the pages this process touched (they fault back in when read): the
+        kernel never evicts a mapped page."""
+        for array in (self.array, self.labels):
+            if array is not None and hasattr(array._mmap, "madvise"):
+                array._mmap.madvise(mmap.MADV_DONTNEED)
 
     def yields_pil(self):
         channels = 1 if self.array.ndim == 3 else self.array.shape[1]
@@ -333,6 +348,18 @@ def before_epoch(request, loader, epoch):
     return time.time()
 
 
+def wait_for_eviction(request, dataset, epoch):
+    """With cache: cold, releases this process's mapped pages of the dataset and waits
+    until loaderbench has evicted its files (its `go`)."""
+    if request["knobs"]["cache"] != "cold":
+        return
+    inner = dataset.dataset if isinstance(dataset, Subset) else dataset
+    if hasattr(inner, "release_mapped_pages"):
+        inner.release_mapped_pages()
+    emit(kind="epoch_ready", epoch=epoch)
+    GO.acquire()
+
+
 def after_epoch(request, epoch, started):
     if request.get("ranks"):
         emit(kind="rank_epoch", epoch=epoch, started_unix_s=started, finished_unix_s=time.time())
@@ -371,12 +398,17 @@ def peak_rss_bytes():
 
 
 def die_with_parent():
-    """Waits for stdin to close (loaderbench ended), then kills this process group.
+    """Releases GO for each `go` line, and waits for stdin to close (loaderbench
+    ended), then kills this process group.
 
     It reads the raw descriptor: a thread blocked in sys.stdin would hold its lock
     while fork copies it, and forked workers, which close sys.stdin, would deadlock."""
-    while os.read(0, 4096):
-        pass
+    while True:
+        data = os.read(0, 4096)
+        if not data:
+            break
+        for _ in range(data.count(b"\n")):
+            GO.release()
     # Process groups are POSIX; on Windows the workers are this process's children and
     # PyTorch ends them when it exits.
     if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
@@ -663,6 +695,7 @@ def main():
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):
+            wait_for_eviction(request, dataset, epoch)
             started = before_epoch(request, loader, epoch)
             measure_epoch(loader, epoch, device, step)
             after_epoch(request, epoch, started)

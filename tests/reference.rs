@@ -17,7 +17,7 @@ use loaderbench_analysis::Analysis;
 use loaderbench_analysis::baseline;
 use loaderbench_engine::dataset::{DatasetSpec, open};
 use loaderbench_engine::plan::Plan;
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::preset::{Cache, Preset};
 use loaderbench_engine::transform::PipelineSpec;
 use loaderbench_measure::reference::{self, DatasetRequest, Request};
 use loaderbench_measure::{Event, RunHandle, RunOptions};
@@ -26,7 +26,10 @@ use tempfile::TempDir;
 mod common;
 use common::process::running;
 use common::runs::shared_dir;
-use common::{loaderbench, loaderbench_command, loaderbench_with, path_str, wait_with_deadline};
+use common::{
+    loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder, path_str,
+    wait_with_deadline,
+};
 
 /// One Python-starting test at a time.
 static PYTHON: Mutex<()> = Mutex::new(());
@@ -138,6 +141,47 @@ fn pytorch_dataloader_streams_our_events_with_and_without_workers() {
         .filter(|e| matches!(e, Event::WorkerReady { .. }))
         .count();
     assert_eq!((batches, ready), (3 * 2 * 4, 2 * 2 * 2));
+}
+
+#[test]
+fn a_cold_pytorch_epoch_waits_for_our_eviction_and_reads_the_folder_from_storage() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    // On the build's disk: /tmp may be tmpfs, whose pages never leave.
+    let (folder, bytes) = noisy_image_folder(Path::new(env!("CARGO_TARGET_TMPDIR")), 12);
+    let preset = pytorch_preset(&[
+        ("dataset.kind", "image_folder"),
+        ("dataset.path", path_str(folder.path())),
+        ("dataset.channels", "3"),
+        ("num_workers", "2"),
+        ("cache", "warm,cold"),
+    ]);
+    let (_, handle) = start(&preset, &dir);
+    let events = events_until_end(&handle, Duration::from_secs(240));
+    let Some(Event::Finished { result }) = events.last() else {
+        panic!("did not finish: {:#?}", events.last());
+    };
+    let read = |cache: Cache| -> Vec<u64> {
+        let measured = result.results.iter().find(|r| r.config.cache == cache);
+        let measured = measured.unwrap_or_else(|| panic!("no {cache:?} config"));
+        assert_eq!(measured.stayed_warm, None, "{}", measured.label);
+        measured
+            .epochs
+            .iter()
+            .map(|e| e.read_bytes.unwrap())
+            .collect()
+    };
+    let (warm, cold) = (read(Cache::Warm), read(Cache::Cold));
+    assert_eq!((warm.len(), cold.len()), (2, 2));
+    // PyTorch's worker processes read the files; Python reaps them, and we count them
+    // through it.
+    assert!(
+        cold.iter().all(|&b| b >= bytes * 9 / 10),
+        "cold {cold:?} of {bytes}"
+    );
+    // A fresh Python's first epoch may read a library or two (PIL's PNG plugin).
+    assert!(warm[1] < bytes / 10, "warm {warm:?} of {bytes}");
+    assert!(warm[0] < cold[0], "warm {warm:?}, cold {cold:?}");
 }
 
 #[test]

@@ -92,3 +92,28 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         shuffle_buffer: 0,
     }
 }
+
+/// An image folder of two classes with `per_class` 128×128 PNGs of noise each (which PNG
+/// cannot compress, so every file is about 48 KiB), written and synced in a new folder
+/// inside `parent`; with the bytes of all its images.
+pub fn noisy_image_folder(parent: &Path, per_class: u32) -> (tempfile::TempDir, u64) {
+    let dir = tempfile::TempDir::new_in(parent).expect("a folder");
+    let mut seed = 1u32;
+    let mut total = 0;
+    for class in ["cat", "dog"] {
+        std::fs::create_dir(dir.path().join(class)).expect("a class folder");
+        for i in 0..per_class {
+            let image = image::RgbImage::from_fn(128, 128, |_, _| {
+                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                let [r, g, b, _] = seed.to_le_bytes();
+                image::Rgb([r, g, b])
+            });
+            let path = dir.path().join(class).join(format!("{i}.png"));
+            image.save(&path).expect("a PNG");
+            let file = std::fs::File::open(&path).expect("the PNG");
+            file.sync_all().expect("synced");
+            total += file.metadata().expect("its size").len();
+        }
+    }
+    (dir, total)
+}

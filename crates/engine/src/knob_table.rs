@@ -311,11 +311,30 @@ macro_rules! knob_table {
             // The runtime starts one script per rank and tells each its rank.
             reference: None,
         },
+        /// Whether each epoch finds the dataset's files in the page cache (`warm`), or
+        /// they are evicted before every epoch so that it reads from storage (`cold`).
+        cache: Cache {
+            presets: [Cache::Warm],
+            config: [
+                /// Results from before the knob existed were measured warm.
+                #[serde(default)]
+            ],
+            label: "cache",
+            value: |c| c.cache.name().to_owned(),
+            // A cold measurement always says so; warm is what a run is unless told.
+            tag: |c, _| (c.cache == Cache::Cold).then(|| "cold".to_owned()),
+            column: Column::WhereVaries(|c| c.cache.name().to_owned()),
+            // Not a DataLoader argument: where the data lives.
+            python: None,
+            // A cold script waits before each epoch until this process has evicted.
+            reference: Some(|c| json(&c.cache)),
+        },
     ]
     grid: [
         runtime,
         start_method,
         pipeline,
+        cache,
         transform_at,
         batch_size,
         device,

@@ -15,6 +15,7 @@ pub mod loader;
 pub mod machine;
 pub mod memory;
 mod named_values;
+pub mod page_cache;
 pub mod plan;
 pub mod preset;
 pub mod step;

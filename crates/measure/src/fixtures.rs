@@ -7,7 +7,7 @@ use loaderbench_engine::loader::{StageTimes, WorkerStartup};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{
-    BatchTransfer, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind,
+    BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind,
 };
 use loaderbench_engine::step::StepCost;
 use loaderbench_engine::transform::PipelineSpec;
@@ -30,6 +30,7 @@ pub fn config(num_workers: usize, persistent: bool) -> Config {
         start_method: StartMethod::platform_default(),
         intra_op_threads: IntraOpThreads::Auto,
         ranks: 1,
+        cache: Cache::Warm,
         copy: 0,
         run: None,
     }
@@ -80,6 +81,7 @@ pub fn run(index: usize, config: Config, epochs: Vec<EpochResult>) -> ConfigResu
         peak_rss_bytes: Some(200 << 20),
         workers: Vec::new(),
         python: None,
+        stayed_warm: None,
     }
 }
 

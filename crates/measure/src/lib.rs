@@ -19,6 +19,7 @@ pub mod reference;
 pub mod results;
 mod runner;
 pub mod stats;
+pub mod storage_reads;
 pub mod tune_trail;
 
 pub use events::*;

@@ -189,21 +189,41 @@ pub fn parse_process_ticks(stat: &str) -> Option<ProcessTicks> {
 
 /// The ticks of `root` and every process below it, from `(pid, process)` pairs.
 pub fn tree_ticks(root: u32, processes: &[(u32, ProcessTicks)]) -> u64 {
+    let members = tree(root, processes);
+    processes
+        .iter()
+        .filter(|(pid, _)| members.contains(pid))
+        .map(|(_, process)| process.ticks)
+        .sum()
+}
+
+/// `root` and every process below it, from `(pid, process)` pairs.
+pub fn tree(root: u32, processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
     let mut members = vec![root];
-    let mut total = 0;
     let mut next = 0;
     while next < members.len() {
         let pid = members[next];
         next += 1;
         for (child, process) in processes {
-            if *child == pid {
-                total += process.ticks;
-            } else if process.parent == pid && !members.contains(child) {
+            if process.parent == pid && !members.contains(child) {
                 members.push(*child);
             }
         }
     }
-    total
+    members
+}
+
+/// This process and every live process below it (worker processes, ranks, the PyTorch
+/// reference's Python and its workers); this process alone where /proc is missing.
+pub fn run_processes() -> Vec<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        tree(std::process::id(), &linux::processes())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        vec![std::process::id()]
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -223,7 +243,7 @@ mod linux {
     }
 
     /// Every process visible in /proc; one that ends while it is read is skipped.
-    fn processes() -> Vec<(u32, ProcessTicks)> {
+    pub fn processes() -> Vec<(u32, ProcessTicks)> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };

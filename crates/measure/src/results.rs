@@ -58,6 +58,13 @@ pub struct EpochResult {
     /// and the reference runtime's Python processes.
     #[serde(default)]
     pub own_cpu_s: Option<f64>,
+    /// Bytes the run's processes read from storage during the epoch (see
+    /// [`storage_reads`](crate::storage_reads)); `None` where the platform does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+    /// `read_bytes` over the epoch's time, in MB (10⁶ bytes) per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_mb_s: Option<f64>,
     /// With several ranks, each rank's own epoch (the figures above are the slowest
     /// rank's, with samples and throughput over all ranks); empty for one rank.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -110,6 +117,8 @@ impl EpochResult {
             summarised_batches: 0,
             other_load_cores: None,
             own_cpu_s: None,
+            read_bytes: None,
+            read_mb_s: None,
             ranks: Vec::new(),
         }
     }
@@ -125,6 +134,14 @@ impl EpochResult {
         let seconds = self.ranks.iter().map(|r| r.seconds);
         let slowest = seconds.clone().fold(f64::NEG_INFINITY, f64::max);
         slowest - seconds.fold(f64::INFINITY, f64::min)
+    }
+
+    /// Records the bytes read from storage during the epoch, and the rate.
+    pub fn record_reads(&mut self, bytes: Option<u64>) {
+        self.read_bytes = bytes;
+        self.read_mb_s = bytes
+            .filter(|_| self.seconds > 0.0)
+            .map(|b| b as f64 / 1e6 / self.seconds);
     }
 
     /// Records what the interference meter saw during the epoch.
@@ -201,6 +218,11 @@ pub struct ConfigResult {
     /// The Python that measured a pytorch config, with its versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonEnvironment>,
+    /// For a `cache: cold` config whose files could not all leave the page cache before
+    /// every epoch: the first file and why (on tmpfs, held mapped by another process…).
+    /// Its epochs were measured (partly) warm, and are never shown as cold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stayed_warm: Option<String>,
 }
 
 /// The Python environment of the pytorch runtime.
@@ -315,6 +337,12 @@ pub struct SummaryRow {
     pub epoch_interval_s: Vec<Option<(f64, f64)>>,
     /// Some repeat was measured while other load disturbed it.
     pub disturbed: bool,
+    /// Bytes read from storage in a typical epoch, and at what rate (medians over
+    /// repeats, see [`ConfigResult::typical_epochs`]); `None` where nothing was counted.
+    pub read_bytes: Option<f64>,
+    pub read_mb_s: Option<f64>,
+    /// Why a `cache: cold` config stayed warm, in some repeat.
+    pub stayed_warm: Option<String>,
 }
 
 impl RunResult {
@@ -337,6 +365,13 @@ impl RunResult {
                 .filter_map(|r| r.epochs.get(epoch).map(value))
                 .collect()
         };
+        let typical = |value: &dyn Fn(&EpochResult) -> Option<f64>| {
+            let values: Vec<f64> = runs
+                .iter()
+                .flat_map(|r| r.typical_epochs().filter_map(value))
+                .collect();
+            stats::median(&values)
+        };
         let interval = |values: Vec<f64>| {
             (runs.len() > 1)
                 .then(|| stats::bootstrap_median_interval(&values, 0.95))
@@ -357,6 +392,9 @@ impl RunResult {
                 .map(|epoch| interval(epoch_values(epoch, |e| e.seconds)))
                 .collect(),
             disturbed: runs.iter().any(|r| r.disturbed),
+            read_bytes: typical(&|e| e.read_bytes.map(|b| b as f64)),
+            read_mb_s: typical(&|e| e.read_mb_s),
+            stayed_warm: runs.iter().find_map(|r| r.stayed_warm.clone()),
         })
     }
 

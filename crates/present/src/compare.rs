@@ -153,6 +153,7 @@ mod tests {
                 peak_rss_bytes: None,
                 workers: Vec::new(),
                 python: None,
+                stayed_warm: None,
             })
             .collect();
         RunResult {

@@ -8,15 +8,17 @@
 //! first, since workers cost memory and cores that buy nothing measurable (both in
 //! [`tie`]). A knob measured as a no-op (pin_memory without CUDA) makes no config of its
 //! own, nor does a copy of a config (an A/A check). No winner is named over a disturbed
-//! config, and a single repeat is called one sample. The paragraph is written in
-//! [`text`], the code to paste in [`snippet`].
+//! config, and a single repeat is called one sample. Warm and cold page caches are
+//! separate questions, and a cold question names no config when one of its configs
+//! stayed warm (its files could not be evicted), so a warm figure never answers it. The
+//! paragraph is written in [`text`], the code to paste in [`snippet`].
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::IntraOpThreads;
+use loaderbench_engine::preset::{Cache, IntraOpThreads};
 use loaderbench_measure::results::{ConfigResult, RunResult};
 use loaderbench_measure::stats::{self, Estimate};
 
@@ -46,7 +48,7 @@ pub enum Outcome {
     Faster,
     /// No config beats the one with the fewest workers beyond the noise.
     NoneFaster,
-    /// Some config was disturbed by other load: none is named.
+    /// Some config was disturbed by other load, or a cold one stayed warm: none is named.
     Undecided,
 }
 
@@ -101,7 +103,11 @@ pub fn recommend(
 }
 
 fn same_question(a: &Config, b: &Config) -> bool {
-    a.pipeline == b.pipeline && a.runtime == b.runtime && a.ranks == b.ranks && a.run == b.run
+    a.pipeline == b.pipeline
+        && a.runtime == b.runtime
+        && a.ranks == b.ranks
+        && a.cache == b.cache
+        && a.run == b.run
 }
 
 /// One config as the recommendation sees it: configs that differ only in a no-op knob
@@ -120,6 +126,11 @@ struct Candidate<'a> {
 impl Candidate<'_> {
     fn disturbed(&self) -> bool {
         self.runs.iter().any(|r| r.disturbed)
+    }
+
+    /// Why a cold config stayed warm in some repeat.
+    fn stayed_warm(&self) -> Option<&str> {
+        self.runs.iter().find_map(|r| r.stayed_warm.as_deref())
     }
 
     fn other_load_cores(&self) -> Option<f64> {
@@ -245,6 +256,11 @@ fn recommend_one(
             if ranks == 1 { "" } else { "s" }
         ));
     }
+    if result.configs.iter().any(|c| c.cache != first.config.cache)
+        || first.config.cache == Cache::Cold
+    {
+        group.push_str(&format!(" · {}", first.config.cache.name()));
+    }
     if let Some(run) = &first.config.run {
         group = format!("{run}: {group}");
     }
@@ -253,6 +269,15 @@ fn recommend_one(
         .map(|c| c.projected_s.n)
         .min()
         .unwrap_or(0);
+    if let Some(warm) = candidates.iter().find(|c| c.stayed_warm().is_some()) {
+        let text = format!(
+            "No config is named for a cold page cache: {} stayed warm ({}), so its times \
+             are not cold ones.",
+            warm.label,
+            warm.stayed_warm().unwrap_or_default()
+        );
+        return Some(no_winner(group, samples, text));
+    }
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
         return Some(undecided(group, &disturbed, samples));
@@ -334,6 +359,11 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
          would rest on noise. To decide, {RERUN}.",
         names.join(", ")
     );
+    no_winner(group, samples, text)
+}
+
+/// The recommendation of a question that names no config, saying why in `text`.
+fn no_winner(group: String, samples: usize, text: String) -> Recommendation {
     Recommendation {
         group,
         outcome: Outcome::Undecided,
@@ -567,6 +597,35 @@ mod tests {
                 "No config is named: nw=2 (0.80 cores of other load) ran while other work \
                  kept the machine busy, so a winner would rest on noise. To decide, {RERUN}."
             )
+        );
+    }
+
+    #[test]
+    fn warm_and_cold_are_separate_questions_and_a_config_that_stayed_warm_answers_none() {
+        let cold = |workers| Config {
+            cache: Cache::Cold,
+            ..config(workers, false)
+        };
+        let configs = vec![config(0, false), config(2, false), cold(0), cold(2)];
+        let results: Vec<ConfigResult> = [(0, 1.0), (1, 0.99), (2, 3.0), (3, 1.5)]
+            .into_iter()
+            .flat_map(|(index, s)| repeats(index, &configs[index], &[s, s, s]))
+            .collect();
+        let all = Analysis::of(&result(configs.clone(), results.clone())).recommendations;
+        let groups: Vec<&str> = all.iter().map(|r| r.group.as_str()).collect();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert!(groups[0].ends_with(" · warm") && groups[1].ends_with(" · cold"));
+        assert_eq!((all[0].config, all[1].config), (Some(0), Some(3)));
+
+        let mut stayed = results;
+        stayed[9].stayed_warm = Some("x.png: on tmpfs".to_owned());
+        let all = Analysis::of(&result(configs, stayed)).recommendations;
+        assert_eq!(all[0].config, Some(0), "the warm question stands");
+        assert_eq!((all[1].outcome, all[1].config), (Outcome::Undecided, None));
+        assert!(
+            all[1].text.contains("nw=2 stayed warm (x.png: on tmpfs)"),
+            "{}",
+            all[1].text
         );
     }
 

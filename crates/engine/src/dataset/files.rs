@@ -35,6 +35,31 @@ impl Deref for FileBytes {
     }
 }
 
+impl FileBytes {
+    /// Unmaps the pages of a mapped file from this process (see
+    /// [`Dataset::release_mapped_pages`](super::Dataset::release_mapped_pages)); bytes
+    /// held in memory stay.
+    pub fn release_mapped_pages(&self, path: &Path) -> Result<()> {
+        let FileBytes::Mapped(map) = self else {
+            return Ok(());
+        };
+        #[cfg(unix)]
+        {
+            // SAFETY: the map is read-only and shared with the file, so dropping its
+            // pages loses nothing: the next read faults them in again from the file.
+            unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) }.map_err(|err| {
+                Error::run(format!(
+                    "{}: cannot release its mapped pages: {err}",
+                    path.display()
+                ))
+            })?;
+        }
+        #[cfg(not(unix))]
+        let _ = (map, path);
+        Ok(())
+    }
+}
+
 /// Memory-maps the file at `path` read-only.
 pub fn map(path: &Path) -> Result<FileBytes> {
     let file = File::open(path)

@@ -152,6 +152,7 @@ fn checked_product(dims: &[u32]) -> Option<usize> {
 /// An images file and its labels, checked to agree.
 pub struct Idx {
     path: PathBuf,
+    labels_path: PathBuf,
     images: FileBytes,
     images_offset: usize,
     labels: FileBytes,
@@ -191,6 +192,7 @@ impl Idx {
         }
         Ok(Idx {
             path: images_path,
+            labels_path,
             images,
             images_offset: image_layout.data_offset,
             labels,
@@ -227,6 +229,15 @@ impl Dataset for Idx {
 
     fn describe(&self) -> String {
         files::describe("idx", &self.path, self.len, self.shape())
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.path.clone(), self.labels_path.clone()]
+    }
+
+    fn release_mapped_pages(&self) -> Result<()> {
+        self.images.release_mapped_pages(&self.path)?;
+        self.labels.release_mapped_pages(&self.labels_path)
     }
 }
 

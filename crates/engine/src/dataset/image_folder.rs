@@ -86,6 +86,10 @@ impl Dataset for ImageFolder {
         let files = files::describe("image_folder", &self.root, self.len(), self.shape);
         format!("{files}, {} classes", self.classes)
     }
+
+    fn files(&self) -> Vec<PathBuf> {
+        self.samples.iter().map(|(path, _)| path.clone()).collect()
+    }
 }
 
 /// The shape samples are converted to, if the preset's values make sense.

@@ -183,6 +183,13 @@ pub trait Dataset: Send + Sync {
     fn files(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+
+    /// Unmaps the pages of this process's memory maps of the files (they stay mapped,
+    /// and fault back in from the page cache or storage when read): the kernel never
+    /// evicts a mapped page, so `cache: cold` releases them before it evicts.
+    fn release_mapped_pages(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders
@@ -279,6 +286,10 @@ impl Dataset for Subset {
 
     fn files(&self) -> Vec<PathBuf> {
         self.inner.files()
+    }
+
+    fn release_mapped_pages(&self) -> Result<()> {
+        self.inner.release_mapped_pages()
     }
 
     fn shards(&self) -> Option<Vec<Range<usize>>> {

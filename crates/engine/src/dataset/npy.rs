@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 
 /// A mapped .npy array with its checked header.
 struct Array {
+    path: PathBuf,
     bytes: FileBytes,
     header: NpyHeader,
 }
@@ -27,7 +28,11 @@ impl Array {
     fn open(path: &Path) -> Result<Self> {
         let bytes = files::map(path)?;
         let header = header::parse(&bytes).map_err(|problem| Error::file(path, problem))?;
-        Ok(Array { bytes, header })
+        Ok(Array {
+            path: path.to_path_buf(),
+            bytes,
+            header,
+        })
     }
 
     fn data(&self) -> &[u8] {
@@ -49,7 +54,6 @@ struct Layout {
 
 /// Samples from one .npy array, labels from another (or none).
 pub struct Npy {
-    path: PathBuf,
     samples: Array,
     shape: SampleShape,
     layout: Layout,
@@ -67,7 +71,6 @@ impl Npy {
             .map(|labels_path| open_labels(labels_path, len, path))
             .transpose()?;
         Ok(Npy {
-            path: path.to_path_buf(),
             samples,
             shape,
             layout,
@@ -268,7 +271,21 @@ impl Dataset for Npy {
             (None, Some(layout)) => format!(", from {layout}"),
             (Some(dtype), Some(layout)) => format!(", from {dtype} {layout}"),
         };
-        files::describe_with("npy", &self.path, self.len, self.shape, &note)
+        files::describe_with("npy", &self.samples.path, self.len, self.shape, &note)
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        let labels = self.labels.iter().map(|labels| labels.path.clone());
+        std::iter::once(self.samples.path.clone())
+            .chain(labels)
+            .collect()
+    }
+
+    fn release_mapped_pages(&self) -> Result<()> {
+        for array in std::iter::once(&self.samples).chain(&self.labels) {
+            array.bytes.release_mapped_pages(&array.path)?;
+        }
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::dataset::python_dataset;
 use crate::error::{FieldError, Result};
-use crate::preset::{Preset, Runtime, WorkerKind};
+use crate::preset::{Cache, Preset, Runtime, WorkerKind};
 use crate::transform::PipelineSpec;
 
 use super::{Config, knobs};
@@ -75,6 +75,12 @@ pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldErro
                 "{} workers need a Unix system (Linux or macOS); use thread",
                 config.worker_kind.name()
             ),
+        ));
+    }
+    if config.cache == Cache::Cold && !crate::page_cache::SUPPORTED {
+        return Err(field(
+            "cache",
+            "cold is supported on Linux only (posix_fadvise and mincore); use warm",
         ));
     }
     if config.runtime == Runtime::Pytorch {

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 
 use crate::device::DeviceSpec;
 use crate::preset::{
-    BatchTransfer, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, Runtime, StartMethod,
-    TransformAt, WorkerKind,
+    BatchTransfer, Cache, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, Runtime,
+    StartMethod, TransformAt, WorkerKind,
 };
 use crate::transform::PipelineSpec;
 

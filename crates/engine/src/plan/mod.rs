@@ -429,6 +429,20 @@ mod tests {
     }
 
     #[test]
+    fn cache_sweeps_slowly_and_cold_configs_say_so_in_their_label() {
+        let mut preset = preset();
+        preset.extra_configs.clear();
+        preset.set("num_workers", "0,2").unwrap();
+        preset.set("cache", "warm,cold").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
+        assert_eq!(labels, ["nw=0", "nw=2", "nw=0 cold", "nw=2 cold"]);
+        preset.set("cache", "cold").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert_eq!(plan.label(0), "nw=0 cold", "a cold run is never unnamed");
+    }
+
+    #[test]
     fn ddp_light_labels_name_every_rank_count_and_runtime() {
         let (preset, _) = crate::builtin::load("ddp-light").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();

@@ -21,7 +21,8 @@ mod values;
 pub use crate::named_values::KnobValue;
 pub use crate::transform::TransformAt;
 pub use values::{
-    BatchTransfer, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod, WorkerKind,
+    BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod,
+    WorkerKind,
 };
 
 /// The preset format version this build reads and writes.

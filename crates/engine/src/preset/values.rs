@@ -1,5 +1,5 @@
 //! The values of the knobs that are named rather than counted (worker kind, transfers,
-//! runtime, start method, run order), declared once with the name presets, tables, the CSV
+//! runtime, start method, cache, run order), declared once with the name presets, tables, the CSV
 //! and the app use ([`named_values!`](crate::named_values::named_values)). Also
 //! `intra_op_threads`, which is `auto` or a count.
 
@@ -81,6 +81,19 @@ impl StartMethod {
 impl Default for StartMethod {
     fn default() -> Self {
         StartMethod::platform_default()
+    }
+}
+
+named_values! {
+    /// Whether each epoch finds the dataset's files in the page cache.
+    #[derive(Default)]
+    pub enum Cache {
+        /// As they come: after the first epoch, files are read from memory.
+        #[default]
+        Warm = "warm",
+        /// Evicted from the page cache before every epoch (and checked to have left), so
+        /// every epoch reads from storage; Linux only.
+        Cold = "cold",
     }
 }
 

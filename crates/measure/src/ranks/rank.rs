@@ -1,7 +1,9 @@
 //! One rank's process (the hidden `__rank` command): reads its [`RankJob`] from stdin,
 //! opens the dataset and builds the config's loader on its shard, as the runner would,
 //! then runs an epoch each time the coordinator says `go`, reporting on stdout. It
-//! ends when stdin closes, and dies with the coordinator.
+//! ends when stdin closes, and dies with the coordinator. For `cache: cold`, it releases
+//! its mapped pages of the dataset before each epoch's report, so that the coordinator
+//! can evict the files before the next.
 //! As under torchrun, `intra_op_threads: auto` means one thread per rank.
 
 use std::io::{BufRead, Write};
@@ -16,6 +18,7 @@ use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::set_intra_op_threads;
 use loaderbench_engine::memory;
 use loaderbench_engine::plan::rank_threads;
+use loaderbench_engine::preset::Cache;
 use loaderbench_engine::step::Step;
 
 /// The rank's side: returns the process's exit code (0 when the coordinator closed its
@@ -56,6 +59,11 @@ fn serve(out: &mut impl Write) -> Result<()> {
     set_intra_op_threads(rank_threads(config.intra_op_threads, job.shard.world));
     memory::reset_peak_rss();
     let rss_before_bytes = memory::rss_bytes();
+    let release_mapped_pages = || match config.cache {
+        Cache::Cold => dataset.release_mapped_pages(),
+        Cache::Warm => Ok(()),
+    };
+    release_mapped_pages()?;
     send(out, &FromRank::Ready)?;
     let mut epoch = usize::from(!plan.warmup);
     loop {
@@ -89,12 +97,14 @@ fn serve(out: &mut impl Write) -> Result<()> {
         if let Some(error) = unsent {
             return Err(error);
         }
+        let finished_unix_s = unix_now();
+        release_mapped_pages()?;
         send(
             out,
             &FromRank::Epoch {
                 result: Box::new(result),
                 started_unix_s,
-                finished_unix_s: unix_now(),
+                finished_unix_s,
             },
         )?;
         epoch += 1;

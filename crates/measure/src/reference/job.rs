@@ -1,7 +1,9 @@
 //! All the script processes of one measurement: one without ranks, else one per rank
 //! of a torch.distributed job. [`Job::follow`] reads every script's reports as they
 //! come and merges each epoch once every rank has finished it, as loaderbench's own
-//! ranks are merged (the slowest rank's time, every rank's figures kept). A rank that
+//! ranks are merged (the slowest rank's time, every rank's figures kept), with the
+//! bytes the run read from storage over it. Cold scripts wait before each epoch until
+//! every rank is waiting and the caller has evicted; then each gets `go`. A rank that
 //! fails, dies or goes silent ends the job with an error naming it; every script's
 //! process group is killed when the job is dropped, whichever way it ended.
 
@@ -12,10 +14,11 @@ use crossbeam_channel::Select;
 
 use super::ReferenceEvent;
 use super::python_process::Line;
-use super::script_messages::Message;
+use super::script_messages::{GO, Message};
 use super::session::Session;
 use crate::rank_merge::merge as merge_rank_epochs;
 use crate::results::EpochResult;
+use crate::storage_reads::ReadCounters;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::error::{Error, Result};
 
@@ -38,6 +41,9 @@ pub struct Job<'a> {
     python: &'a Path,
     /// Every epoch all ranks finished, merged; the warm-up first when there is one.
     pub epochs: Vec<EpochResult>,
+    /// The run's storage counters when the current epoch was let go (or, for a warm
+    /// script, reported its start).
+    reads: Option<ReadCounters>,
 }
 
 impl<'a> Job<'a> {
@@ -46,16 +52,19 @@ impl<'a> Job<'a> {
             sessions,
             python,
             epochs: Vec::new(),
+            reads: None,
         }
     }
 
     /// Reads reports until every script is done. Rank 0's worker start-ups and
-    /// batches, and every merged epoch, go to `report`.
+    /// batches, and every merged epoch, go to `report`; `before_cold_epoch` runs when
+    /// every cold script waits for its next epoch.
     pub fn follow(
         &mut self,
         cancel: &CancelToken,
         worker_timeout: Duration,
         report: &mut dyn FnMut(ReferenceEvent),
+        before_cold_epoch: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let mut silence_limit = worker_timeout + STARTUP_ALLOWANCE;
         let mut heard = Instant::now();
@@ -81,6 +90,9 @@ impl<'a> Job<'a> {
                 continue;
             };
             let message = message.map_err(Error::run)?;
+            if matches!(message, Message::EpochStart { .. }) && self.reads.is_none() {
+                self.reads = ReadCounters::now();
+            }
             let mut rank_report = |event| {
                 if rank == 0 {
                     report(event);
@@ -88,10 +100,25 @@ impl<'a> Job<'a> {
             };
             self.sessions[rank].take(message, self.python, &mut rank_report)?;
             self.merge_finished_epochs(report);
+            if running.iter().all(|&rank| self.sessions[rank].waiting) {
+                self.let_go(before_cold_epoch)?;
+            }
             if self.sessions.iter().all(|s| s.ready.is_some()) {
                 silence_limit = worker_timeout + SILENCE_ALLOWANCE;
             }
         }
+    }
+
+    /// Runs `before_cold_epoch`, then lets every waiting script start its epoch.
+    fn let_go(&mut self, before_cold_epoch: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        before_cold_epoch()?;
+        self.reads = ReadCounters::now();
+        for session in &mut self.sessions {
+            if std::mem::take(&mut session.waiting) {
+                session.process.send(GO)?;
+            }
+        }
+        Ok(())
     }
 
     /// The next line of any of the `running` ranks, or `None` after [`POLL`].
@@ -119,7 +146,7 @@ impl<'a> Job<'a> {
             if !finished {
                 return;
             }
-            let merged = if ranked {
+            let mut merged = if ranked {
                 let epoch = self.sessions[0].epochs[next].epoch;
                 let ranks = self.sessions.iter().map(|session| {
                     let (started, finished) = session.bounds[next];
@@ -129,6 +156,8 @@ impl<'a> Job<'a> {
             } else {
                 self.sessions[0].epochs[next].clone()
             };
+            let reads = self.reads.take().zip(ReadCounters::now());
+            merged.record_reads(reads.map(|(before, after)| before.read_since(&after)));
             report(ReferenceEvent::Epoch(merged.clone()));
             self.epochs.push(merged);
         }

@@ -139,7 +139,8 @@ impl Reference {
     }
 
     /// Measures config `index` of `plan` once with PyTorch's DataLoader: one script, or
-    /// one per rank, each joining the job's process group through a file store.
+    /// one per rank, each joining the job's process group through a file store. A
+    /// `cache: cold` script waits before each epoch, and `before_cold_epoch` runs then.
     pub fn measure(
         &self,
         plan: &Plan,
@@ -147,6 +148,7 @@ impl Reference {
         repeat: usize,
         cancel: &CancelToken,
         report: &mut dyn FnMut(ReferenceEvent),
+        before_cold_epoch: &mut dyn FnMut() -> Result<()>,
     ) -> Result<ConfigResult> {
         let config = &plan.configs[index];
         let world = config.ranks;
@@ -166,6 +168,7 @@ impl Reference {
             cancel,
             Duration::from_secs_f64(plan.worker_timeout_s),
             report,
+            before_cold_epoch,
         );
         // Every rank delivers its own batches; any of them counts as the run's first.
         let delivered = job.sessions.iter().map(|s| s.batches).max();
@@ -200,6 +203,8 @@ impl Reference {
                 torch: v.torch,
                 torchvision: v.torchvision,
             }),
+            // The runner marks it when the files stayed.
+            stayed_warm: None,
         })
     }
 }

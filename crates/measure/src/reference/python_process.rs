@@ -100,7 +100,8 @@ impl PythonProcess {
         Ok(process)
     }
 
-    fn send(&mut self, line: &str) -> Result<()> {
+    /// Writes `line` to the script's stdin.
+    pub fn send(&mut self, line: &str) -> Result<()> {
         let stdin = self
             .stdin
             .as_mut()

@@ -147,6 +147,9 @@ impl Request {
     }
 }
 
+/// What loaderbench answers a script's `epoch_ready` with: start the epoch.
+pub const GO: &str = "go";
+
 /// One line of the script's report.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -160,6 +163,9 @@ pub enum Message {
     },
     /// Something the user should know (an IterableDataset ignores shuffle).
     Note { message: String },
+    /// A `cache: cold` script waits for `go` before `epoch`, so that loaderbench can
+    /// evict the dataset's files first.
+    EpochReady { epoch: usize },
     /// An epoch began at `t0` (seconds on the script's perf_counter clock).
     EpochStart { epoch: usize, t0: f64 },
     /// A worker process ran worker_init_fn at `at` (the same clock).

@@ -45,6 +45,8 @@ pub struct Session {
     reading: Option<meter::Reading>,
     /// What the meter saw in each measured epoch, with its length.
     pub interference: Vec<(f64, Interference)>,
+    /// The script waits for `go` before its next epoch (`cache: cold`).
+    pub waiting: bool,
     /// `Some(peak RSS)` once the script said it is done.
     pub done: Option<Option<u64>>,
     /// Batches delivered in the run so far, this script's included: before the run's
@@ -68,6 +70,7 @@ impl Session {
             bounds: Vec::new(),
             reading: None,
             interference: Vec::new(),
+            waiting: false,
             done: None,
             batches,
         }
@@ -95,6 +98,7 @@ impl Session {
                 });
             }
             Message::Note { message } => report(ReferenceEvent::Note(message)),
+            Message::EpochReady { .. } => self.waiting = true,
             Message::EpochStart { t0, .. } => {
                 self.t0 = t0;
                 self.reading = Some(meter::Reading::now());

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::events::Event;
 use crate::meter::Interference;
 use crate::results::{EpochResult, TimelineBudget};
+use crate::storage_reads::ReadCounters;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::Result;
 use loaderbench_engine::loader::{Loader, Shard, set_intra_op_threads};
@@ -15,6 +16,7 @@ use loaderbench_engine::preset::Runtime;
 use loaderbench_engine::step::Step;
 
 use super::Run;
+use super::cache::EpochCache;
 
 /// An epoch's result and what the interference meter saw around it.
 pub(super) type MeasuredEpoch = (EpochResult, Option<Interference>);
@@ -83,9 +85,10 @@ impl Run {
         step: &mut Step,
         config: usize,
         repeat: usize,
+        cache: &mut EpochCache,
         epoch: usize,
     ) -> Result<MeasuredEpoch> {
-        self.timed_epoch(config, repeat, || {
+        self.timed_epoch(config, repeat, cache, || {
             let mut last_sent: Option<Instant> = None;
             run_epoch(loader, step, epoch, |batch, startups| {
                 for startup in startups {
@@ -108,18 +111,25 @@ impl Run {
         })
     }
 
-    /// Runs one epoch of config `config` between the gate and the interference meter,
-    /// records what the meter saw and reports the finished epoch.
+    /// Runs one epoch of config `config` between the gate (and a cold config's
+    /// eviction) and the interference meter, records what the meter saw and what the
+    /// run read from storage, and reports the finished epoch.
     pub(super) fn timed_epoch(
         &self,
         config: usize,
         repeat: usize,
+        cache: &mut EpochCache,
         epoch: impl FnOnce() -> Result<EpochResult>,
     ) -> Result<MeasuredEpoch> {
-        let reading = self.settle_before_epoch();
+        let reading = self.settle_before_epoch(config, Some(cache))?;
+        let reads = ReadCounters::now();
         let mut result = epoch()?;
         let seen = reading.interference_since();
+        let read_bytes = reads
+            .zip(ReadCounters::now())
+            .map(|(a, b)| a.read_since(&b));
         result.record(seen);
+        result.record_reads(read_bytes);
         self.emit.send(Event::EpochFinished {
             config,
             repeat,

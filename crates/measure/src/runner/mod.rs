@@ -28,6 +28,7 @@ use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Runtime;
 
+mod cache;
 mod epochs;
 mod runtimes;
 
@@ -337,6 +338,7 @@ impl Run {
             peak_rss_bytes: summary.peak_rss_bytes,
             workers: summary.workers,
             python: None,
+            stayed_warm: None,
         }
     }
 
@@ -353,18 +355,26 @@ impl Run {
     }
 
     /// Lets the front end, then this process, settle before an epoch's clock starts:
-    /// the same rest before every epoch, whichever face runs it. Returns the meter's
+    /// the same rest before every epoch, whichever face runs it. In between, a cold
+    /// config's files are evicted (`cache`, for config `index`). Returns the meter's
     /// reading from just after the front end's gate, so an epoch's other load is read
     /// over this process's own settling (24 ms or more) and the epoch: a 20 ms epoch
     /// alone spans two of the kernel's 10 ms clock ticks, too few to tell a busy core
     /// from rounding, while the app's drawing (in the gate) stays out of it.
-    fn settle_before_epoch(&self) -> meter::Reading {
+    fn settle_before_epoch(
+        &self,
+        index: usize,
+        cache: Option<&mut cache::EpochCache>,
+    ) -> Result<meter::Reading> {
         if let Some(gate) = self.before_epoch.borrow_mut().as_mut() {
             gate();
         }
+        if let Some(cache) = cache {
+            self.evict_if_cold(index, cache)?;
+        }
         let reading = meter::Reading::now();
         meter::wait_for_quiet(EPOCH_SETTLE_LIMIT);
-        reading
+        Ok(reading)
     }
 
     /// Passes a warning on, unless the same one was already said in this run.

@@ -15,6 +15,7 @@ use loaderbench_engine::preset::Runtime;
 use loaderbench_engine::step::Step;
 
 use super::Run;
+use super::cache::EpochCache;
 use crate::events::Event;
 use crate::loader_epoch::build_loader;
 use crate::rank_merge::RanksSummary;
@@ -42,7 +43,9 @@ impl Runtimes {
             ours: dataset.map(|dataset| OurLoader {
                 dataset: dataset.clone(),
             }),
-            ranked: Ranked,
+            ranked: Ranked {
+                dataset: dataset.cloned(),
+            },
             pytorch: Pytorch {
                 dataset: dataset.cloned(),
                 reference: None,
@@ -78,10 +81,11 @@ impl ConfigRuntime for OurLoader {
         set_intra_op_threads(config.intra_op_threads);
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
+        let mut cache = EpochCache::new(config, Some(&self.dataset));
         let (warmup, measured) = run.warmup_and_measured(|epoch| {
-            run.measure_epoch(&mut loader, &mut step, index, repeat, epoch)
+            run.measure_epoch(&mut loader, &mut step, index, repeat, &mut cache, epoch)
         })?;
-        Ok(run.config_result(
+        let mut result = run.config_result(
             index,
             repeat,
             warmup,
@@ -94,19 +98,26 @@ impl ConfigRuntime for OurLoader {
                 peak_rss_bytes: memory::peak_rss_bytes(),
                 workers: loader.worker_memory().to_vec(),
             },
-        ))
+        );
+        result.stayed_warm = cache.stayed_warm();
+        Ok(result)
     }
 }
 
 /// Several processes of our loader, one per rank, behind a barrier before every epoch;
-/// each epoch counts as long as its slowest rank.
-struct Ranked;
+/// each epoch counts as long as its slowest rank. Each rank releases its own mapped pages
+/// after each epoch of a cold config; this process evicts before the next.
+struct Ranked {
+    /// This process's view of the dataset, whose files a cold config evicts.
+    dataset: Option<Arc<dyn Dataset>>,
+}
 
 impl ConfigRuntime for Ranked {
     fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
         let mut ranks = Ranks::start(&run.plan, index, &run.cancel)?;
+        let mut cache = EpochCache::new(&run.plan.configs[index], self.dataset.as_ref());
         let (warmup, measured) = run.warmup_and_measured(|epoch| {
-            run.timed_epoch(index, repeat, || {
+            run.timed_epoch(index, repeat, &mut cache, || {
                 ranks.epoch(epoch, |progress| {
                     run.emit.send(match progress {
                         RankProgress::WorkerReady(startup) => Event::WorkerReady {
@@ -128,7 +139,9 @@ impl ConfigRuntime for Ranked {
             index,
             run.plan.configs[index].pin_memory && !summary.pin_memory_effective,
         );
-        Ok(run.config_result(index, repeat, warmup, measured, summary))
+        let mut result = run.config_result(index, repeat, warmup, measured, summary);
+        result.stayed_warm = cache.stayed_warm();
+        Ok(result)
     }
 }
 
@@ -146,8 +159,11 @@ impl ConfigRuntime for Pytorch {
                 .reference
                 .insert(Reference::prepare(&run.plan, self.dataset.as_ref())?),
         };
-        // The reference reads the meter around each of its epochs itself.
-        run.settle_before_epoch();
+        // The reference reads the meter around each of its epochs itself, and a cold
+        // config's script waits before each epoch until `evict` has run.
+        run.settle_before_epoch(index, None)?;
+        let mut cache = EpochCache::new(&run.plan.configs[index], self.dataset.as_ref());
+        let mut evict = || run.evict_if_cold(index, &mut cache);
         let mut relay = |progress| {
             let event = match progress {
                 ReferenceEvent::WorkerReady(startup) => Event::WorkerReady {
@@ -173,7 +189,15 @@ impl ConfigRuntime for Pytorch {
             };
             run.emit.send(event);
         };
-        let result = reference.measure(&run.plan, index, repeat, &run.cancel, &mut relay)?;
+        let mut result = reference.measure(
+            &run.plan,
+            index,
+            repeat,
+            &run.cancel,
+            &mut relay,
+            &mut evict,
+        )?;
+        result.stayed_warm = cache.stayed_warm();
         run.warn_if_pin_memory_idle(
             index,
             result.config.pin_memory && !result.pin_memory_effective,

@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 21] = [
+const COLUMNS: [Column; 24] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -117,6 +117,18 @@ const COLUMNS: [Column; 21] = [
     Column {
         name: "own_cpu_s",
         cell: |r| optional(r.epoch.own_cpu_s.map(|s| format!("{s:.6}"))),
+    },
+    Column {
+        name: "read_bytes",
+        cell: |r| optional(r.epoch.read_bytes.map(|b| b.to_string())),
+    },
+    Column {
+        name: "read_mb_s",
+        cell: |r| optional(r.epoch.read_mb_s.map(|m| format!("{m:.3}"))),
+    },
+    Column {
+        name: "stayed_warm",
+        cell: |r| optional(r.run.stayed_warm.clone()),
     },
     Column {
         name: "rss_before_bytes",

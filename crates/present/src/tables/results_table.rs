@@ -3,11 +3,14 @@
 //! the run's name when several saved runs are shown together), then a
 //! column for each other knob whose value differs between the run's configs (worker kind,
 //! batch size, transfers, runtime, start method…), then `first batch | epoch 1 | epoch 2
-//! …` in seconds (medians over repeats followed by their 95% interval), and `memory` (the
-//! peak RSS and the extra memory per worker) when `num_workers` varies. The Markdown
-//! exporter renders it as text and the desktop app draws it as a grid.
+//! …` in seconds (medians over repeats followed by their 95% interval), `memory` (the
+//! peak RSS and the extra memory per worker) when `num_workers` varies, and `storage
+//! read` (a typical epoch's bytes from storage and their rate) when a config is
+//! `cache: cold`, a cold config that stayed warm marked so and explained below. The
+//! Markdown exporter renders it as text and the desktop app draws it as a grid.
 
 use loaderbench_engine::plan::{Config, KNOBS_IN_CONFIG_ORDER};
+use loaderbench_engine::preset::Cache;
 use loaderbench_measure::results::{RunResult, SummaryRow};
 
 use super::{python_bool, render, with_interval};
@@ -31,6 +34,8 @@ pub struct TableRow {
     pub cells: Vec<String>,
     /// Measured while other load disturbed it (in any repeat).
     pub disturbed: bool,
+    /// Why a `cache: cold` config stayed warm.
+    pub stayed_warm: Option<String>,
 }
 
 /// The footnote that explains a `*` after a time.
@@ -58,6 +63,10 @@ impl ResultsTable {
         if workers_vary {
             header.push("memory".to_owned());
         }
+        let reads_shown = result.configs.iter().any(|c| c.cache == Cache::Cold);
+        if reads_shown {
+            header.push("storage read".to_owned());
+        }
         let rows = result
             .summary()
             .iter()
@@ -70,8 +79,10 @@ impl ResultsTable {
                     .into_iter()
                     .chain(cells(row, &extra))
                     .chain(workers_vary.then(|| memory(result, row.config_index)))
+                    .chain(reads_shown.then(|| storage_read(row)))
                     .collect(),
                 disturbed: row.disturbed,
+                stayed_warm: row.stayed_warm.clone(),
             })
             .collect();
         ResultsTable { header, rows }
@@ -87,7 +98,26 @@ impl ResultsTable {
             text.push_str(&disturbed_footnote());
             text.push('\n');
         }
+        for row in &self.rows {
+            if let Some(why) = &row.stayed_warm {
+                text.push_str(&format!("\nstayed warm: {}: {why}\n", row.label));
+            }
+        }
         text
+    }
+}
+
+/// A typical epoch's bytes read from storage and their rate: `41.2 MB at 120.5 MB/s`;
+/// a cold config that stayed warm says so.
+fn storage_read(row: &SummaryRow) -> String {
+    let read = match (row.read_bytes, row.read_mb_s) {
+        (Some(bytes), Some(rate)) => format!("{:.1} MB at {rate:.1} MB/s", bytes / 1e6),
+        (Some(bytes), None) => format!("{:.1} MB", bytes / 1e6),
+        _ => "-".to_owned(),
+    };
+    match row.stayed_warm {
+        Some(_) => format!("{read} (stayed warm)"),
+        None => read,
     }
 }
 
@@ -287,6 +317,41 @@ mod tests {
             "{row:?}"
         );
         assert_eq!(&table.rows[2].cells[4..6], ["pytorch", "forkserver"]);
+    }
+
+    #[test]
+    fn a_cold_config_shows_its_storage_reads_and_one_that_stayed_warm_says_why() {
+        let cold = loaderbench_engine::plan::Config {
+            cache: Cache::Cold,
+            ..config(2, false)
+        };
+        let configs = vec![config(2, false), cold.clone(), cold];
+        let read = |index: usize, bytes: u64| {
+            let mut epochs = vec![epoch(1, 0.25, 0.1, 3), epoch(2, 0.25, 0.1, 3)];
+            for e in &mut epochs {
+                e.record_reads(Some(bytes));
+            }
+            run(index, configs[index].clone(), epochs)
+        };
+        let mut stayed = read(2, 0);
+        stayed.stayed_warm = Some("/dev/shm/a.png: on tmpfs".to_owned());
+        stayed.label = "nw=2 cold".to_owned();
+        let results = vec![read(0, 0), read(1, 9_000_000), stayed];
+        let table = ResultsTable::of(&result(configs, results), "light");
+        assert_eq!(table.header[3], "cache");
+        assert_eq!(
+            table.header.last().map(String::as_str),
+            Some("storage read")
+        );
+        let last = |row: usize| table.rows[row].cells.last().cloned().unwrap();
+        assert_eq!(last(0), "0.0 MB at 0.0 MB/s");
+        assert_eq!(last(1), "9.0 MB at 20.0 MB/s");
+        assert_eq!(last(2), "0.0 MB at 0.0 MB/s (stayed warm)");
+        assert!(
+            table
+                .markdown()
+                .ends_with("\nstayed warm: nw=2 cold: /dev/shm/a.png: on tmpfs\n")
+        );
     }
 
     #[test]
