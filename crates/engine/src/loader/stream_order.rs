@@ -1,8 +1,9 @@
-//! The epoch order of a dataset read as a stream of shards, as WebDataset under PyTorch's
-//! DataLoader gives it. The shard list is shuffled with the run's seed every epoch
-//! (`shardshuffle`); ranks take every `world`-th shard from their rank
-//! (`split_by_node`), then workers every `num_workers`-th of those (`split_by_worker`);
-//! each worker reads its shards front to back through a shuffle buffer (`shuffle(N)`:
+//! The epoch order of a dataset read as a stream of shards, as WebDataset 1.0 under
+//! PyTorch's DataLoader gives it. Ranks take every `world`-th shard from their rank
+//! (`split_by_node`), then workers every `num_workers`-th of those (`split_by_worker`),
+//! so a worker keeps the same shards every epoch; each worker's shards are shuffled with
+//! the run's seed every epoch (`shardshuffle`, which WebDataset applies after the
+//! splits); each worker reads its shards front to back through a shuffle buffer (`shuffle(N)`:
 //! the buffer fills to N samples, then every sample read sends a randomly chosen held one
 //! on, and the rest drain at the end) and batches its own stream, keeping its short last
 //! batch unless `drop_last`; the consumer takes batches from the workers round-robin,
@@ -44,26 +45,27 @@ pub struct StreamEpoch {
 
 /// Epoch `epoch`'s batches over `shards` (each shard's indices, in reading order).
 pub fn stream_epoch(shards: &[Range<usize>], settings: &StreamSettings, epoch: u64) -> StreamEpoch {
-    let mut order: Vec<usize> = (0..shards.len()).collect();
-    if settings.shuffle {
-        order.shuffle(&mut StdRng::seed_from_u64(mix(
-            settings.seed,
-            epoch,
-            u64::MAX - 1,
-        )));
-    }
     let Shard { rank, world } = settings.shard;
-    let rank_shards: Vec<usize> = order.into_iter().skip(rank).step_by(world.max(1)).collect();
+    let rank_shards: Vec<usize> = (0..shards.len()).skip(rank).step_by(world.max(1)).collect();
     let workers = settings.num_workers.max(1);
     let streams: Vec<Vec<Vec<usize>>> = (0..workers)
         .map(|worker| {
-            let samples = rank_shards
+            let stream = (rank * workers + worker) as u64;
+            let mut own: Vec<usize> = rank_shards
                 .iter()
                 .skip(worker)
                 .step_by(workers)
-                .flat_map(|&shard| shards[shard].clone());
+                .copied()
+                .collect();
+            if settings.shuffle {
+                own.shuffle(&mut StdRng::seed_from_u64(mix(
+                    settings.seed,
+                    epoch,
+                    !stream,
+                )));
+            }
+            let samples = own.into_iter().flat_map(|shard| shards[shard].clone());
             let samples = if settings.shuffle && settings.shuffle_buffer > 0 {
-                let stream = (rank * workers + worker) as u64;
                 let mut rng = StdRng::seed_from_u64(mix(settings.seed, epoch, stream));
                 through_buffer(samples, settings.shuffle_buffer, &mut rng)
             } else {
@@ -212,6 +214,32 @@ mod tests {
             );
         }
         assert_eq!(got.workers, [0, 1, 0, 1, 0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn a_worker_keeps_its_shards_every_epoch_in_a_fresh_order() {
+        let shards = shards(6, 4, 4);
+        let of = |epoch: u64, worker: usize| -> Vec<usize> {
+            let got = stream_epoch(&shards, &settings(2, 0), epoch);
+            let batches = got.batches.iter().zip(&got.workers);
+            let samples = batches
+                .filter(|(_, w)| **w == worker)
+                .flat_map(|(b, _)| b.clone());
+            let mut read: Vec<usize> = samples.map(|s| s / 4).collect();
+            read.dedup();
+            read
+        };
+        let orders: Vec<Vec<usize>> = (0..6).map(|epoch| of(epoch, 1)).collect();
+        for order in &orders {
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(
+                sorted,
+                [1, 3, 5],
+                "worker 1 reads shards 1, 3 and 5 every epoch"
+            );
+        }
+        assert!(orders.iter().any(|o| o != &orders[0]), "in a fresh order");
     }
 
     #[test]
