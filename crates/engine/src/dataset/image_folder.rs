@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{Dataset, OpenProgress, PixelKind, SampleShape};
+use super::{Dataset, OpenProgress, PixelKind, SampleShape, TimedRead};
 use super::{files, image_decode, image_header};
 use crate::error::{Error, Result};
 
@@ -76,10 +76,17 @@ impl Dataset for ImageFolder {
     }
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        Ok(self.read_timed(index, pixels)?.label)
+    }
+
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
         files::check_index(index, self.len())?;
         let (path, label) = &self.samples[index];
-        image_decode::read_sample(path, self.shape, pixels)?;
-        Ok(*label)
+        let fetch = image_decode::read_sample(path, self.shape, pixels)?;
+        Ok(TimedRead {
+            label: *label,
+            fetch,
+        })
     }
 
     fn describe(&self) -> String {
@@ -191,6 +198,19 @@ mod tests {
         assert_eq!(pixels[8..], [30; 4]);
         assert_eq!(folder.read(1, &mut pixels).unwrap(), 1);
         assert!(pixels.iter().all(|&v| v.abs_diff(120) <= 2), "{pixels:?}");
+    }
+
+    #[test]
+    fn a_timed_read_reports_reading_the_file_as_its_fetch() {
+        let dir = write_folder();
+        let folder = ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}).unwrap();
+        let mut timed = [0u8; 12];
+        let read = folder.read_timed(1, &mut timed).unwrap();
+        assert_eq!(read.label, 1);
+        assert!(read.fetch > std::time::Duration::ZERO);
+        let mut plain = [0u8; 12];
+        folder.read(1, &mut plain).unwrap();
+        assert_eq!(timed, plain);
     }
 
     #[test]

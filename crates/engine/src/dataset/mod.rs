@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -150,6 +151,13 @@ impl SampleShape {
     }
 }
 
+/// A sample read by [`Dataset::read_timed`]: its label and the time its fetch took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedRead {
+    pub label: i64,
+    pub fetch: Duration,
+}
+
 /// A source of labelled samples, shared by all workers.
 pub trait Dataset: Send + Sync {
     /// Number of samples.
@@ -166,6 +174,17 @@ pub trait Dataset: Send + Sync {
     /// Copies sample `index` (channels-first, native-endian pixels) into `pixels`, which
     /// is exactly `shape().sample_bytes()` long, and returns its label.
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64>;
+
+    /// [`Dataset::read`], also saying how long getting the sample's bytes from storage
+    /// took (the fetch: reading a file or a shard's stream, copying out of a mapping),
+    /// apart from decoding them. The default, for a dataset without storage, reports none.
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
+        let label = self.read(index, pixels)?;
+        Ok(TimedRead {
+            label,
+            fetch: Duration::ZERO,
+        })
+    }
 
     /// One line for humans: the kind, the source and the size.
     fn describe(&self) -> String;
@@ -273,6 +292,10 @@ impl Dataset for Subset {
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
         self.inner.read(index, pixels)
+    }
+
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
+        self.inner.read_timed(index, pixels)
     }
 
     fn describe(&self) -> String {
