@@ -96,7 +96,7 @@ impl Dataset for ImageFolder {
 }
 
 /// The shape samples are converted to, if the preset's values make sense.
-fn sample_shape(channels: usize, [height, width]: [usize; 2]) -> Result<SampleShape> {
+pub(super) fn sample_shape(channels: usize, [height, width]: [usize; 2]) -> Result<SampleShape> {
     if channels != 1 && channels != 3 {
         return Err(Error::value(format!(
             "dataset.channels: must be 1 (grey) or 3 (RGB), not {channels}"

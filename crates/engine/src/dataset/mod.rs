@@ -247,8 +247,15 @@ pub fn open_with_progress(
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
         DatasetKind::Python => return Err(Error::value(python_dataset::ENGINE_REFUSAL)),
-        // In progress (issue 25): the shard reader lands in this session.
-        DatasetKind::Shards => return Err(Error::value("dataset.kind: shards: not readable yet")),
+        DatasetKind::Shards => {
+            let path = path()?;
+            let pattern = path.to_str().ok_or_else(|| {
+                Error::value(format!("dataset.path: {} is not UTF-8", path.display()))
+            })?;
+            let shards =
+                shards::Shards::open(pattern, spec.channels, spec.image_size, samples, progress)?;
+            Arc::new(shards)
+        }
     };
     if dataset.is_empty() {
         return Err(Error::value(format!(

@@ -5,7 +5,7 @@
 //! expanded by braces only and kept as URLs (a web server cannot be listed). A pattern
 //! that expands to nothing, or a glob that matches no file, is an error naming it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -16,6 +16,30 @@ pub enum ShardLocation {
     File(PathBuf),
     /// A tar file fetched with one HTTP GET.
     Url(String),
+}
+
+impl ShardLocation {
+    /// The local file, for a shard on disk.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            ShardLocation::File(path) => Some(path),
+            ShardLocation::Url(_) => None,
+        }
+    }
+
+    /// Bad input at this shard: the error names it, then `problem`.
+    pub fn bad(&self, problem: impl Into<String>) -> Error {
+        Error::file(self.to_string(), problem)
+    }
+
+    /// [`ShardLocation::bad`], caused by `source`.
+    pub fn caused(
+        &self,
+        problem: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::file_caused(self.to_string(), problem, source)
+    }
 }
 
 impl std::fmt::Display for ShardLocation {
