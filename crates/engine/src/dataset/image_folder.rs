@@ -31,39 +31,56 @@ impl ImageFolder {
         progress: &mut dyn FnMut(OpenProgress),
     ) -> Result<Self> {
         let shape = sample_shape(channels, size)?;
-        let classes = visible_entries(root)?
-            .into_iter()
-            .filter(|path| path.is_dir())
-            .collect::<Vec<_>>();
-        if classes.is_empty() {
-            return Err(Error::file(root, "no class folders in this folder"));
-        }
-        let mut samples = Vec::new();
-        for (class, folder) in classes.iter().enumerate() {
-            let images = images_under(folder)?;
-            if images.is_empty() {
-                return Err(Error::file(
-                    folder,
-                    "no PNG or JPEG images in this class folder",
-                ));
-            }
-            samples.extend(images.into_iter().map(|path| (path, class as i64)));
-        }
-        let paths: Vec<PathBuf> = samples.iter().map(|(path, _)| path.clone()).collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        image_header::check_all(&paths, threads, &mut |checked| {
-            progress(OpenProgress {
-                checked,
-                total: paths.len(),
-            });
-        })?;
+        let listed = list(root, progress)?;
         Ok(ImageFolder {
             root: root.to_path_buf(),
-            samples,
-            classes: classes.len(),
+            samples: listed.samples,
+            classes: listed.classes,
             shape,
         })
     }
+}
+
+/// What an image folder holds: each image with its class index, in reading order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageFolderFiles {
+    pub samples: Vec<(PathBuf, i64)>,
+    pub classes: usize,
+}
+
+/// Lists the images under `root` as [`ImageFolder`] reads them, checking every header
+/// and telling `progress` how many files are checked so far.
+pub fn list(root: &Path, progress: &mut dyn FnMut(OpenProgress)) -> Result<ImageFolderFiles> {
+    let classes = visible_entries(root)?
+        .into_iter()
+        .filter(|path| path.is_dir())
+        .collect::<Vec<_>>();
+    if classes.is_empty() {
+        return Err(Error::file(root, "no class folders in this folder"));
+    }
+    let mut samples = Vec::new();
+    for (class, folder) in classes.iter().enumerate() {
+        let images = images_under(folder)?;
+        if images.is_empty() {
+            return Err(Error::file(
+                folder,
+                "no PNG or JPEG images in this class folder",
+            ));
+        }
+        samples.extend(images.into_iter().map(|path| (path, class as i64)));
+    }
+    let paths: Vec<PathBuf> = samples.iter().map(|(path, _)| path.clone()).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    image_header::check_all(&paths, threads, &mut |checked| {
+        progress(OpenProgress {
+            checked,
+            total: paths.len(),
+        });
+    })?;
+    Ok(ImageFolderFiles {
+        samples,
+        classes: classes.len(),
+    })
 }
 
 impl Dataset for ImageFolder {
