@@ -164,7 +164,7 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
         panic!("three charts");
     };
     assert_eq!(stages.title, "Where the time goes");
-    assert_eq!(stages.series.len(), 7, "six stages and the wait");
+    assert_eq!(stages.series.len(), 8, "seven stages and the wait");
     assert_eq!(stages.series.last().unwrap().name, "wait");
     assert_eq!(stages.x.names, ["nw=0", "nw=2"]);
     let second_epoch = |config: usize| {
