@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use image::{Rgb, RgbImage};
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec};
+use loaderbench_engine::preset::{Preset, WorkerKind};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use tempfile::TempDir;
 
@@ -234,6 +235,39 @@ fn shards_on_disk_run_with_and_without_workers() {
         epoch["stages"]["fetch_s"].as_f64().unwrap() > 0.0,
         "{epoch}"
     );
+}
+
+#[test]
+fn forked_and_spawned_workers_read_shards_on_disk_and_over_http() {
+    let folder = image_folder(2, 9, 20);
+    let out = TempDir::new().unwrap();
+    let pattern = convert(folder.path(), out.path(), 4);
+    let Some(server) = Nginx::serve(out.path(), None) else {
+        return;
+    };
+    let url = server.url(pattern.rsplit('/').next().unwrap());
+    for path in [pattern.as_str(), url.as_str()] {
+        let preset = shards_preset(out.path(), path, vec![2], 2);
+        let mut edited = Preset::load(&preset).unwrap();
+        edited.worker_kind = vec![WorkerKind::Fork, WorkerKind::Spawn];
+        edited.save(&preset).unwrap();
+        let output = run_preset(&preset);
+        assert!(output.status.success(), "{path}: {}", stderr(&output));
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.path().join("run.json")).unwrap()).unwrap();
+        let results = json["results"].as_array().unwrap();
+        let kinds: Vec<&str> = results
+            .iter()
+            .map(|r| r["config"]["worker_kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["fork", "spawn"]);
+        for result in results {
+            let epoch = &result["epochs"][1];
+            assert_eq!(epoch["samples"], 18, "{path}: {result}");
+            let fetch = epoch["stages"]["fetch_s"].as_f64().unwrap();
+            assert!(fetch > 0.0, "the workers' fetch comes back: {epoch}");
+        }
+    }
 }
 
 /// Three shards of 4 samples of about `side` × `side` in a folder: the image folder, the
