@@ -230,10 +230,10 @@ fn light_against_memory_floor(sizes: &Sizes) {
     println!(
         "light epoch by stage (ms): read {:.1}, allocate {:.1}, transform {:.1}, the rest \
          (sampler, labels, hand-over) {:.1}",
-        stage(|s| s.read_s),
+        stage(|s| s.fetch_s + s.read_s),
         stage(|s| s.collate_s),
         stage(|s| s.transform_s),
-        ours * 1e3 - stage(|s| s.read_s + s.collate_s + s.transform_s)
+        ours * 1e3 - stage(|s| s.fetch_s + s.read_s + s.collate_s + s.transform_s)
     );
 }
 

@@ -164,7 +164,7 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
         panic!("three charts");
     };
     assert_eq!(stages.title, "Where the time goes");
-    assert_eq!(stages.series.len(), 7, "six stages and the wait");
+    assert_eq!(stages.series.len(), 8, "seven stages and the wait");
     assert_eq!(stages.series.last().unwrap().name, "wait");
     assert_eq!(stages.x.names, ["nw=0", "nw=2"]);
     let second_epoch = |config: usize| {
@@ -174,10 +174,10 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
     for config in 0..2 {
         let epoch = second_epoch(config);
         let wait_ms = epoch.stages.wait_s / epoch.batches as f64 * 1e3;
-        let drawn = stages.series[6].points[config][1];
+        let drawn = stages.series[7].points[config][1];
         assert!((drawn - wait_ms).abs() < 1e-9, "{drawn} vs {wait_ms}");
         let read_ms = epoch.stages.read_s / epoch.batches as f64 * 1e3;
-        assert!((stages.series[0].points[config][1] - read_ms).abs() < 1e-9);
+        assert!((stages.series[1].points[config][1] - read_ms).abs() < 1e-9);
     }
 
     assert_eq!(memory.title, "Memory");

@@ -156,7 +156,7 @@ fn where_the_time_goes_per_epoch_has_a_bar_per_epoch_with_the_run_s_values() {
     harness.run_steps(2);
     let per_epoch = chart(&harness, ChartId::Stages);
     assert_eq!(per_epoch.title, "Where the time goes, per epoch");
-    assert_eq!(per_epoch.series.len(), 7, "six stages and the wait");
+    assert_eq!(per_epoch.series.len(), 8, "seven stages and the wait");
     assert_eq!(per_epoch.x.names.len(), 16, "two epochs of eight configs");
     for (group, name) in per_epoch.x.names.iter().enumerate() {
         let (config, epoch) = (group / 2, group % 2);
@@ -167,7 +167,7 @@ fn where_the_time_goes_per_epoch_has_a_bar_per_epoch_with_the_run_s_values() {
         let run = result.results.iter().find(|r| r.config_index == config);
         let measured = &run.unwrap().epochs[epoch];
         let wait_ms = measured.stages.wait_s / measured.batches as f64 * 1e3;
-        let drawn = per_epoch.series[6].points[group];
+        let drawn = per_epoch.series[7].points[group];
         assert_eq!(drawn[0], (group + 1) as f64);
         assert!((drawn[1] - wait_ms).abs() < 1e-9, "{drawn:?} vs {wait_ms}");
     }

@@ -2,7 +2,7 @@
 //! those typed as text mark a bad value, and every preset field beyond the sweep knobs is
 //! edited by its label and changes the preset (name, description, shuffle, seed,
 //! drop_last, normalize, worker timeout, training step (each kind's fields, the model's
-//! file with its Browse button), planned epochs, the labels file,
+//! file with its Browse button), planned epochs, the labels file, tar shards' fields,
 //! image-folder channels and size), a value that does not parse is marked beside its
 //! field and leaves the last good value, an extra config is added from the current
 //! values, and a custom pipeline's ops are reordered.
@@ -299,6 +299,35 @@ fn an_image_folder_s_channels_and_size_are_edited_by_label() {
     assert_eq!(preset(&harness).dataset.channels, 3);
     type_into(&mut harness, "image size", "32, 48");
     assert_eq!(preset(&harness).dataset.image_size, [32, 48]);
+}
+
+#[test]
+fn tar_shards_show_their_pattern_channels_size_and_shuffle_buffer() {
+    let (dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "tar shards");
+    assert_eq!(preset(&harness).dataset.kind, DatasetKind::Shards);
+    let pattern = format!("{}/shard-{{000000..000001}}.tar", dir.path().display());
+    type_into(&mut harness, "path", &pattern);
+    assert_eq!(
+        preset(&harness).dataset.path.as_deref(),
+        Some(Path::new(&pattern))
+    );
+    let first = dir.path().join("shard-000000.tar");
+    assert!(marked(
+        &harness,
+        &format!("{} does not exist", first.display())
+    ));
+    type_into(&mut harness, "path", "http://127.0.0.1:9/shard-{0..3}.tar");
+    assert!(
+        !marked(&harness, "does not exist"),
+        "a URL is not looked for"
+    );
+    choose(&mut harness, "channels", "3 (RGB)");
+    assert_eq!(preset(&harness).dataset.channels, 3);
+    type_into(&mut harness, "image size", "64, 64");
+    assert_eq!(preset(&harness).dataset.image_size, [64, 64]);
+    type_into_role(&mut harness, Role::SpinButton, "shuffle buffer", "250");
+    assert_eq!(preset(&harness).dataset.shuffle_buffer, 250);
 }
 
 #[test]

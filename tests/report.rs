@@ -158,7 +158,7 @@ fn report_stages_prints_where_the_time_goes_per_config() {
         .nth(1)
         .unwrap_or_else(|| panic!("no stages table: {out}"));
     assert!(
-        stages.contains("| config | read ms |") && stages.contains("transform ms"),
+        stages.contains("| config | fetch ms | decode ms |") && stages.contains("transform ms"),
         "{out}"
     );
     assert_eq!(

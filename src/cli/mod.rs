@@ -1,5 +1,5 @@
 //! The command line: `run`, `tune`, `compare`, `report`, `merge`, `validate`, `presets`,
-//! `baseline` and `gui` (the default when the `gui` feature is on), parsed with clap.
+//! `baseline`, `shards` and `gui` (the default when the `gui` feature is on), parsed with clap.
 //! Exit codes: 0 success, 1 the run failed, 2 bad input (a preset, a dataset or results
 //! file, a `--set` value, an output that cannot be written), 128 + the signal's number
 //! when stopped from outside (130 Ctrl-C, 143 SIGTERM; after writing what was measured).
@@ -11,6 +11,7 @@ mod output;
 mod progress;
 mod report_command;
 mod run_command;
+mod shards_command;
 mod tune_command;
 
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ enum Command {
     Report(report_command::ReportArgs),
     /// Write several saved runs as one results file, each config named by its run.
     Merge(report_command::MergeArgs),
+    /// Convert an image folder into tar shards (WebDataset's layout) for a `shards` dataset.
+    Shards(shards_command::ShardsArgs),
     /// Open the desktop app.
     #[cfg(feature = "gui")]
     Gui(GuiArgs),
@@ -188,6 +191,7 @@ pub fn main() -> ExitCode {
         Some(Command::Compare(args)) => compare_command::compare(args),
         Some(Command::Report(args)) => report_command::report(args),
         Some(Command::Merge(args)) => report_command::merge(args),
+        Some(Command::Shards(args)) => shards_command::shards(args),
         Some(Command::Presets) => {
             list_presets();
             Ok(())
@@ -237,7 +241,11 @@ fn may_use_cuda(command: &Command) -> bool {
         Command::Rank => true,
         #[cfg(feature = "gui")]
         Command::Gui(_) => true,
-        Command::Presets | Command::Baseline(_) | Command::Report(_) | Command::Merge(_) => false,
+        Command::Presets
+        | Command::Baseline(_)
+        | Command::Report(_)
+        | Command::Merge(_)
+        | Command::Shards(_) => false,
         #[cfg(unix)]
         Command::Worker(_) => false,
     }

@@ -294,13 +294,13 @@ mod tests {
         assert_eq!(chart.mark, Mark::Stacked { width: 0.6 });
         assert_eq!(chart.x.names.len(), 4);
         let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names.first(), Some(&"read"));
+        assert_eq!(names[..2], ["fetch", "decode"]);
         assert_eq!(names.last(), Some(&"wait"));
         // 11 ms over 11 batches of the second epoch; config 2 read twice as long.
-        assert!((chart.series[0].points[0][1] - 1.0).abs() < 1e-9);
-        assert!((chart.series[0].points[1][1] - 2.0).abs() < 1e-9);
+        assert!((chart.series[1].points[0][1] - 1.0).abs() < 1e-9);
+        assert!((chart.series[1].points[1][1] - 2.0).abs() < 1e-9);
         // The wait: the first batch's 500 ms and ten of 10 ms, over 11 batches.
-        let wait = chart.series[6].points[0][1];
+        let wait = chart.series[7].points[0][1];
         assert!((wait - 600.0 / 11.0).abs() < 1e-9, "{wait}");
     }
 
@@ -312,12 +312,12 @@ mod tests {
                 epoch.stages.step_s = 0.004 * epoch.batches as f64;
             }
         }
-        assert_eq!(stages(&run).series.len(), 7, "no step, no step series");
+        assert_eq!(stages(&run).series.len(), 8, "no step, no step series");
         run.step = loaderbench_engine::step::StepCost::Fixed(4.0);
         let chart = stages(&run);
         let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names[6..], ["wait", "step"]);
-        assert!((chart.series[7].points[0][1] - 4.0).abs() < 1e-9);
+        assert_eq!(names[7..], ["wait", "step"]);
+        assert!((chart.series[8].points[0][1] - 4.0).abs() < 1e-9);
     }
 
     #[test]
@@ -327,12 +327,12 @@ mod tests {
         assert_eq!(chart.x.names.len(), 8, "two epochs of four configs");
         assert_eq!(chart.x.names[0], "nw=0 · epoch 1");
         assert_eq!(chart.x.names[3], "nw=2 · epoch 2");
-        let read = &chart.series[0].points;
+        let read = &chart.series[1].points;
         assert_eq!(read.len(), 8);
         assert_eq!(read[0], [1.0, 0.0], "nothing read in the first epoch");
         assert!((read[3][1] - 2.0).abs() < 1e-9, "22 ms over 11 batches");
         // The first epoch's wait is its first batch's 500 ms, over 11 batches.
-        let wait = chart.series[6].points[0][1];
+        let wait = chart.series[7].points[0][1];
         assert!((wait - 500.0 / 11.0).abs() < 1e-9, "{wait}");
     }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use flate2::read::GzDecoder;
 
 use super::files::{self, FileBytes, MAX_DATA_BYTES};
-use super::{Dataset, PixelKind, SampleShape};
+use super::{Dataset, PixelKind, SampleShape, TimedRead};
 use crate::error::{Error, Result};
 
 /// Which of the two IDX files a byte slice should be: it fixes the magic number (type
@@ -225,6 +225,10 @@ impl Dataset for Idx {
         let start = self.images_offset + index * size;
         pixels.copy_from_slice(&self.images[start..start + size]);
         Ok(i64::from(self.labels[self.labels_offset + index]))
+    }
+
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
+        files::timed_copy(|| self.read(index, pixels))
     }
 
     fn describe(&self) -> String {

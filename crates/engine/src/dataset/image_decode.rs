@@ -2,7 +2,8 @@
 //! zune-jpeg straight to RGB or grey, PNG through the `image` crate), resized with
 //! fast_image_resize's SIMD convolution (bilinear with the filter widened when shrinking,
 //! as Pillow's `resize` does, so it matches torchvision's `Resize`) and written
-//! channels-first in one pass. The buffers and the resizer live in a per-thread
+//! channels-first in one pass. [`decode_sample`] does the same for an image's bytes
+//! already in memory (a tar shard's member). The buffers and the resizer live in a per-thread
 //! [`Scratch`], so a worker reading sample after sample allocates nothing per JPEG.
 //!
 //! Reduced-scale decoding (JPEG DCT scaling, as PIL's `draft`) was measured with
@@ -14,6 +15,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
@@ -46,14 +48,33 @@ struct Decoded {
 }
 
 /// Reads the image at `path` into `pixels` as `shape` (channels-first u8, 1 or 3
-/// channels), resizing when its size differs.
-pub fn read_sample(path: &Path, shape: SampleShape, pixels: &mut [u8]) -> Result<()> {
+/// channels), resizing when its size differs; returns the time reading the file took
+/// (the fetch, apart from decoding).
+pub fn read_sample(path: &Path, shape: SampleShape, pixels: &mut [u8]) -> Result<Duration> {
+    let started = Instant::now();
+    // Taken out of the scratch so that decoding can borrow the rest of it.
+    let mut bytes = SCRATCH.with_borrow_mut(|scratch| std::mem::take(&mut scratch.file));
+    let read = read_file(path, &mut bytes);
+    let fetch = started.elapsed();
+    let decoded = read.and_then(|()| {
+        decode_sample(&bytes, shape, pixels).map_err(|problem| Error::file(path, problem))
+    });
+    SCRATCH.with_borrow_mut(|scratch| scratch.file = bytes);
+    decoded.map(|()| fetch)
+}
+
+/// Decodes the image file `bytes` into `pixels` as [`read_sample`] does; the error is the
+/// problem, for the caller to say which file or member it is.
+pub fn decode_sample(
+    bytes: &[u8],
+    shape: SampleShape,
+    pixels: &mut [u8],
+) -> std::result::Result<(), String> {
     SCRATCH.with_borrow_mut(|scratch| {
-        read_file(path, &mut scratch.file)?;
-        let size = decode(&scratch.file, shape.channels, &mut scratch.decoded)
-            .map_err(|message| Error::file(path, format!("cannot decode: {message}")))?;
+        let size = decode(bytes, shape.channels, &mut scratch.decoded)
+            .map_err(|message| format!("cannot decode: {message}"))?;
         write_sample(scratch, size, shape, pixels)
-            .map_err(|message| Error::file(path, format!("cannot resize: {message}")))
+            .map_err(|message| format!("cannot resize: {message}"))
     })
 }
 

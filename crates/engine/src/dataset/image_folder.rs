@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{Dataset, OpenProgress, PixelKind, SampleShape};
+use super::{Dataset, OpenProgress, PixelKind, SampleShape, TimedRead};
 use super::{files, image_decode, image_header};
 use crate::error::{Error, Result};
 
@@ -31,39 +31,56 @@ impl ImageFolder {
         progress: &mut dyn FnMut(OpenProgress),
     ) -> Result<Self> {
         let shape = sample_shape(channels, size)?;
-        let classes = visible_entries(root)?
-            .into_iter()
-            .filter(|path| path.is_dir())
-            .collect::<Vec<_>>();
-        if classes.is_empty() {
-            return Err(Error::file(root, "no class folders in this folder"));
-        }
-        let mut samples = Vec::new();
-        for (class, folder) in classes.iter().enumerate() {
-            let images = images_under(folder)?;
-            if images.is_empty() {
-                return Err(Error::file(
-                    folder,
-                    "no PNG or JPEG images in this class folder",
-                ));
-            }
-            samples.extend(images.into_iter().map(|path| (path, class as i64)));
-        }
-        let paths: Vec<PathBuf> = samples.iter().map(|(path, _)| path.clone()).collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        image_header::check_all(&paths, threads, &mut |checked| {
-            progress(OpenProgress {
-                checked,
-                total: paths.len(),
-            });
-        })?;
+        let listed = list(root, progress)?;
         Ok(ImageFolder {
             root: root.to_path_buf(),
-            samples,
-            classes: classes.len(),
+            samples: listed.samples,
+            classes: listed.classes,
             shape,
         })
     }
+}
+
+/// What an image folder holds: each image with its class index, in reading order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageFolderFiles {
+    pub samples: Vec<(PathBuf, i64)>,
+    pub classes: usize,
+}
+
+/// Lists the images under `root` as [`ImageFolder`] reads them, checking every header
+/// and telling `progress` how many files are checked so far.
+pub fn list(root: &Path, progress: &mut dyn FnMut(OpenProgress)) -> Result<ImageFolderFiles> {
+    let classes = visible_entries(root)?
+        .into_iter()
+        .filter(|path| path.is_dir())
+        .collect::<Vec<_>>();
+    if classes.is_empty() {
+        return Err(Error::file(root, "no class folders in this folder"));
+    }
+    let mut samples = Vec::new();
+    for (class, folder) in classes.iter().enumerate() {
+        let images = images_under(folder)?;
+        if images.is_empty() {
+            return Err(Error::file(
+                folder,
+                "no PNG or JPEG images in this class folder",
+            ));
+        }
+        samples.extend(images.into_iter().map(|path| (path, class as i64)));
+    }
+    let paths: Vec<PathBuf> = samples.iter().map(|(path, _)| path.clone()).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    image_header::check_all(&paths, threads, &mut |checked| {
+        progress(OpenProgress {
+            checked,
+            total: paths.len(),
+        });
+    })?;
+    Ok(ImageFolderFiles {
+        samples,
+        classes: classes.len(),
+    })
 }
 
 impl Dataset for ImageFolder {
@@ -76,10 +93,17 @@ impl Dataset for ImageFolder {
     }
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        Ok(self.read_timed(index, pixels)?.label)
+    }
+
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
         files::check_index(index, self.len())?;
         let (path, label) = &self.samples[index];
-        image_decode::read_sample(path, self.shape, pixels)?;
-        Ok(*label)
+        let fetch = image_decode::read_sample(path, self.shape, pixels)?;
+        Ok(TimedRead {
+            label: *label,
+            fetch,
+        })
     }
 
     fn describe(&self) -> String {
@@ -93,7 +117,7 @@ impl Dataset for ImageFolder {
 }
 
 /// The shape samples are converted to, if the preset's values make sense.
-fn sample_shape(channels: usize, [height, width]: [usize; 2]) -> Result<SampleShape> {
+pub(super) fn sample_shape(channels: usize, [height, width]: [usize; 2]) -> Result<SampleShape> {
     if channels != 1 && channels != 3 {
         return Err(Error::value(format!(
             "dataset.channels: must be 1 (grey) or 3 (RGB), not {channels}"
@@ -195,6 +219,19 @@ mod tests {
         assert_eq!(pixels[8..], [30; 4]);
         assert_eq!(folder.read(1, &mut pixels).unwrap(), 1);
         assert!(pixels.iter().all(|&v| v.abs_diff(120) <= 2), "{pixels:?}");
+    }
+
+    #[test]
+    fn a_timed_read_reports_reading_the_file_as_its_fetch() {
+        let dir = write_folder();
+        let folder = ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}).unwrap();
+        let mut timed = [0u8; 12];
+        let read = folder.read_timed(1, &mut timed).unwrap();
+        assert_eq!(read.label, 1);
+        assert!(read.fetch > std::time::Duration::ZERO);
+        let mut plain = [0u8; 12];
+        folder.read(1, &mut plain).unwrap();
+        assert_eq!(timed, plain);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! bytes of a PNG; a JPEG's markers up to its frame header, skipping the segments
 //! before it), on several threads at once, with the count checked reported as it goes,
 //! so a folder of a million files opens in seconds and a corrupt file is still named
-//! before a run starts.
+//! before a run starts. A tar shard's image members get the same check through
+//! [`check_reader`].
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -77,24 +78,50 @@ pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usi
 pub fn check(path: &Path) -> Result<()> {
     let file = File::open(path)
         .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
-    let size = image_size(&mut BufReader::with_capacity(4096, file));
-    match size {
+    check_reader(&mut BufReader::with_capacity(4096, file)).map_err(|bad| bad.at(path, None))
+}
+
+/// What is wrong with an image's header, before it is told which file or member it is.
+#[derive(Debug)]
+pub struct BadHeader {
+    problem: String,
+    source: Option<io::Error>,
+}
+
+impl BadHeader {
+    /// The error for the file at `path` (or its `member`, in an archive).
+    pub fn at(self, path: &Path, member: Option<&str>) -> Error {
+        let problem = match member {
+            Some(member) => format!("{member}: {}", self.problem),
+            None => self.problem,
+        };
+        match self.source {
+            Some(source) => Error::file_caused(path, problem, source),
+            None => Error::file(path, problem),
+        }
+    }
+}
+
+/// Fails unless `reader` starts with a PNG or JPEG header of a non-empty image; reads
+/// only as far as the header (buffer `reader`: JPEG markers are read byte by byte).
+pub fn check_reader(reader: &mut impl Read) -> std::result::Result<(), BadHeader> {
+    let bad = |problem: &str| BadHeader {
+        problem: problem.to_owned(),
+        source: None,
+    };
+    match image_size(reader) {
         Ok(Some((width, height))) if width > 0 && height > 0 => Ok(()),
-        Ok(Some(_)) => Err(Error::file(path, "the image has no pixels")),
-        Ok(None) => Err(Error::file(
-            path,
-            "not a readable image: no PNG or JPEG header",
-        )),
-        Err(err) => Err(Error::file_caused(
-            path,
-            format!("not a readable image: {err}"),
-            err,
-        )),
+        Ok(Some(_)) => Err(bad("the image has no pixels")),
+        Ok(None) => Err(bad("not a readable image: no PNG or JPEG header")),
+        Err(err) => Err(BadHeader {
+            problem: format!("not a readable image: {err}"),
+            source: Some(err),
+        }),
     }
 }
 
 /// Width and height from a PNG or JPEG header; `None` when the bytes are neither.
-fn image_size(reader: &mut BufReader<File>) -> io::Result<Option<(u32, u32)>> {
+fn image_size(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
     let mut magic = [0u8; 8];
     let read = read_up_to(reader, &mut magic)?;
     if magic[..read].starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -120,7 +147,7 @@ fn png_size(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
 
 /// Walks a JPEG's markers (after SOI; `already` holds the bytes read past it) to the
 /// frame header (SOFn), which holds the size.
-fn jpeg_size(reader: &mut BufReader<File>, already: &[u8]) -> io::Result<Option<(u32, u32)>> {
+fn jpeg_size(reader: &mut impl Read, already: &[u8]) -> io::Result<Option<(u32, u32)>> {
     let mut reader = already.chain(reader);
     loop {
         if byte(&mut reader)? != 0xFF {

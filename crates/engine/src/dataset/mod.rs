@@ -11,19 +11,23 @@ mod image_folder;
 mod image_header;
 mod npy;
 pub mod python_dataset;
+mod shards;
 mod synthetic;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
+pub use image_folder::{ImageFolderFiles, list as list_image_folder};
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
+pub use shards::pattern::{ShardLocation, shard_locations};
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
@@ -148,6 +152,13 @@ impl SampleShape {
     }
 }
 
+/// A sample read by [`Dataset::read_timed`]: its label and the time its fetch took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedRead {
+    pub label: i64,
+    pub fetch: Duration,
+}
+
 /// A source of labelled samples, shared by all workers.
 pub trait Dataset: Send + Sync {
     /// Number of samples.
@@ -164,6 +175,17 @@ pub trait Dataset: Send + Sync {
     /// Copies sample `index` (channels-first, native-endian pixels) into `pixels`, which
     /// is exactly `shape().sample_bytes()` long, and returns its label.
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64>;
+
+    /// [`Dataset::read`], also saying how long getting the sample's bytes from storage
+    /// took (the fetch: reading a file or a shard's stream, copying out of a mapping),
+    /// apart from decoding them. The default, for a dataset without storage, reports none.
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
+        let label = self.read(index, pixels)?;
+        Ok(TimedRead {
+            label,
+            fetch: Duration::ZERO,
+        })
+    }
 
     /// One line for humans: the kind, the source and the size.
     fn describe(&self) -> String;
@@ -233,8 +255,15 @@ pub fn open_with_progress(
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
         DatasetKind::Python => return Err(Error::value(python_dataset::ENGINE_REFUSAL)),
-        // In progress (issue 25): the shard reader lands in this session.
-        DatasetKind::Shards => return Err(Error::value("dataset.kind: shards: not readable yet")),
+        DatasetKind::Shards => {
+            let path = path()?;
+            let pattern = path.to_str().ok_or_else(|| {
+                Error::value(format!("dataset.path: {} is not UTF-8", path.display()))
+            })?;
+            let shards =
+                shards::Shards::open(pattern, spec.channels, spec.image_size, samples, progress)?;
+            Arc::new(shards)
+        }
     };
     if dataset.is_empty() {
         return Err(Error::value(format!(
@@ -278,6 +307,10 @@ impl Dataset for Subset {
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
         self.inner.read(index, pixels)
+    }
+
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
+        self.inner.read_timed(index, pixels)
     }
 
     fn describe(&self) -> String {

@@ -17,6 +17,9 @@ pub struct BuiltBatch {
     pub images: Tensor,
     pub labels: Tensor,
     pub collate: Duration,
+    /// Getting the samples' bytes from storage ([`Dataset::read_timed`]'s fetch).
+    pub fetch: Duration,
+    /// The rest of reading the samples: decoding them into the batch.
     pub read: Duration,
     pub transform: Duration,
     /// Handing the batch from a worker process to the loader (zero within a process).
@@ -41,9 +44,9 @@ pub fn build_batch(
     let collate = started.elapsed();
 
     let started = Instant::now();
-    let labels = read_into(dataset, &raw, indices, shape.sample_bytes())?;
+    let (labels, fetch) = read_into(dataset, &raw, indices, shape.sample_bytes())?;
     let labels = Tensor::f_from_slice(&labels)?;
-    let read = started.elapsed();
+    let read = started.elapsed().saturating_sub(fetch);
 
     let started = Instant::now();
     let mut rng = StdRng::seed_from_u64(seed);
@@ -53,19 +56,21 @@ pub fn build_batch(
         images,
         labels,
         collate,
+        fetch,
         read,
         transform,
         transfer: Duration::ZERO,
     })
 }
 
-/// Copies each sample into its slot of `batch` and returns the labels.
+/// Copies each sample into its slot of `batch`; returns the labels and the time spent
+/// fetching.
 fn read_into(
     dataset: &dyn Dataset,
     batch: &Tensor,
     indices: &[usize],
     sample_bytes: usize,
-) -> Result<Vec<i64>> {
+) -> Result<(Vec<i64>, Duration)> {
     let total = indices.len() * sample_bytes;
     if batch.numel() * batch.kind().elt_size_in_bytes() != total || !batch.is_contiguous() {
         return Err(Error::run(
@@ -76,9 +81,12 @@ fn read_into(
     // exactly `total` bytes (checked above); no other handle to it exists yet, so this is
     // the only reference to its memory while the slice lives.
     let bytes = unsafe { std::slice::from_raw_parts_mut(batch.data_ptr() as *mut u8, total) };
-    indices
-        .iter()
-        .zip(bytes.chunks_exact_mut(sample_bytes))
-        .map(|(&index, slot)| dataset.read(index, slot))
-        .collect()
+    let mut labels = Vec::with_capacity(indices.len());
+    let mut fetch = Duration::ZERO;
+    for (&index, slot) in indices.iter().zip(bytes.chunks_exact_mut(sample_bytes)) {
+        let read = dataset.read_timed(index, slot)?;
+        labels.push(read.label);
+        fetch += read.fetch;
+    }
+    Ok((labels, fetch))
 }

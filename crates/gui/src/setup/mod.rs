@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use egui::{ComboBox, RichText, Ui};
 
-use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::dataset::{DatasetKind, ShardLocation, shard_locations};
 use loaderbench_engine::error::Error;
 use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, Runtime};
 
@@ -198,10 +198,10 @@ pub fn draw(
                         .add_enabled(
                             !synthetic,
                             egui::TextEdit::singleline(&mut form.dataset_path)
-                                .hint_text(if python {
-                                    "module (.py)"
-                                } else {
-                                    "file or directory"
+                                .hint_text(match edited.dataset.kind {
+                                    DatasetKind::Python => "module (.py)",
+                                    DatasetKind::Shards => "shard-{000000..000009}.tar or URL",
+                                    _ => "file or directory",
                                 })
                                 .desired_width(150.0),
                         )
@@ -341,8 +341,23 @@ fn dataset_path_error(preset: &Preset) -> Option<String> {
     }
     match &preset.dataset.path {
         None => Some("this dataset needs a path".to_owned()),
+        Some(pattern) if preset.dataset.kind == DatasetKind::Shards => {
+            shard_pattern_error(&pattern.to_string_lossy())
+        }
         Some(path) if !path.exists() => Some(format!("{} does not exist", path.display())),
         Some(_) => None,
+    }
+}
+
+/// A shard pattern that names no shard, or a local shard that does not exist.
+fn shard_pattern_error(pattern: &str) -> Option<String> {
+    match shard_locations(pattern) {
+        Err(err) => Some(err.to_string()),
+        Ok(locations) => locations
+            .iter()
+            .filter_map(ShardLocation::file)
+            .find(|path| !path.exists())
+            .map(|path| format!("{} does not exist", path.display())),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The preset's fields beyond the sweep knobs: its name and description, the order of
 //! samples (shuffle, seed, drop_last), normalize's mean and standard deviation, the
 //! worker timeout and the planned epochs; and the dataset's labels
-//! file and image-folder channels and size. Fields typed as text keep their text in
+//! file, image-folder and tar-shard channels and size, and the shards' shuffle buffer. Fields typed as text keep their text in
 //! [`RunText`] and mark a text that does not parse, as the other fields do.
 
 use std::path::PathBuf;
@@ -66,7 +66,8 @@ pub fn identity(ui: &mut Ui, edited: &mut Preset, errors: &mut Errors, problem: 
     ui.end_row();
 }
 
-/// The labels file of IDX and npy datasets, the channels and size of image folders.
+/// The labels file of IDX and npy datasets, the channels and size of image folders and
+/// tar shards, and the shards' shuffle buffer.
 pub fn dataset_extras(
     ui: &mut Ui,
     text: &mut RunText,
@@ -98,7 +99,14 @@ pub fn dataset_extras(
         });
         ui.end_row();
     }
-    if dataset.kind == DatasetKind::ImageFolder {
+    if dataset.kind == DatasetKind::Shards {
+        let label = ui.label("shuffle buffer");
+        ui.add(DragValue::new(&mut dataset.shuffle_buffer).range(0..=1_000_000))
+            .on_hover_text("samples each worker's shuffle buffer holds (0: member order)")
+            .labelled_by(label.id);
+        ui.end_row();
+    }
+    if matches!(dataset.kind, DatasetKind::ImageFolder | DatasetKind::Shards) {
         let label = ui.label("channels");
         ComboBox::from_id_salt("channels")
             .selected_text(channels_name(dataset.channels))

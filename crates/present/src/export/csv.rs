@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 24] = [
+const COLUMNS: [Column; 25] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -85,6 +85,10 @@ const COLUMNS: [Column; 24] = [
     Column {
         name: "steady_throughput",
         cell: |r| format!("{:.1}", r.epoch.steady_throughput),
+    },
+    Column {
+        name: "fetch_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.fetch_s),
     },
     Column {
         name: "read_s",

@@ -1,6 +1,6 @@
 //! Where the time goes, as a table: for each config of a pipeline, the milliseconds per
-//! batch in each stage the loader measures (read, collate, transform, transfer, pin, copy
-//! to the device), the consumer's wait and, with a training step, the step's time, the
+//! batch in each stage the loader measures (fetch: getting samples' bytes from storage;
+//! decode; collate, transform, transfer, pin, copy to the device), the consumer's wait and, with a training step, the step's time, the
 //! median over the epochs that stand for a typical epoch (every epoch after the first, or
 //! the first when it is the only one).
 //! Stage times of worker configs are spent on the workers, in parallel with each other,
@@ -19,11 +19,12 @@ use super::render;
 type Stage = (&'static str, fn(&EpochResult) -> f64);
 
 /// The stages there are: the loader's, the wait, the training step.
-pub const STAGE_COUNT: usize = 8;
+pub const STAGE_COUNT: usize = 9;
 
 /// The stage columns, in the order a batch goes through them, then the step.
 const STAGES: [Stage; STAGE_COUNT] = [
-    ("read", |e| e.stages.read_s),
+    ("fetch", |e| e.stages.fetch_s),
+    ("decode", |e| e.stages.read_s),
     ("collate", |e| e.stages.collate_s),
     ("transform", |e| e.stages.transform_s),
     ("transfer", |e| e.stages.transfer_s),
@@ -139,13 +140,15 @@ mod tests {
             3,
             "a header, a rule and the measured config: {text}"
         );
-        assert!(lines[0].starts_with("| config | read ms | collate ms | transform ms"));
+        assert!(
+            lines[0].starts_with("| config | fetch ms | decode ms | collate ms | transform ms")
+        );
         let cells: Vec<&str> = lines[2].split('|').map(str::trim).collect();
         // The first epoch (a 1 s-per-batch transform) is left out.
         assert_eq!(
-            &cells[1..9],
+            &cells[1..10],
             [
-                "nw=0", "1.00", "0.00", "5.00", "0.00", "0.00", "0.00", "2.00"
+                "nw=0", "0.00", "1.00", "0.00", "5.00", "0.00", "0.00", "0.00", "2.00"
             ]
         );
     }
@@ -183,9 +186,9 @@ mod tests {
         let epochs = per_epoch_ms(&result, 0);
         assert_eq!(epochs.len(), 2);
         assert_eq!(epochs[0].0, 1);
-        assert_eq!(epochs[0].1[2], 750.0, "the median 3 s over 4 batches");
+        assert_eq!(epochs[0].1[3], 750.0, "the median 3 s over 4 batches");
         assert_eq!(epochs[1].0, 2);
-        assert_eq!(epochs[1].1[0], 1.0);
+        assert_eq!(epochs[1].1[1], 1.0);
         assert!(per_epoch_ms(&result, 1).is_empty(), "never measured");
     }
 }

@@ -158,6 +158,7 @@ impl Reader {
             labels,
             collate: seconds(header.collate_s),
             read: seconds(header.read_s),
+            fetch: seconds(header.fetch_s),
             transform: seconds(header.transform_s),
             transfer: seconds(header.put_s) + started.elapsed(),
         })

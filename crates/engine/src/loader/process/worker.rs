@@ -162,6 +162,9 @@ impl Dataset for ArcDataset {
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
         self.0.read(index, pixels)
     }
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<dataset::TimedRead> {
+        self.0.read_timed(index, pixels)
+    }
     fn describe(&self) -> String {
         self.0.describe()
     }
@@ -305,6 +308,7 @@ impl<R: Read> Server<'_, R> {
             bytes,
             segment: None,
             read_s: built.read.as_secs_f64(),
+            fetch_s: built.fetch.as_secs_f64(),
             collate_s: built.collate.as_secs_f64(),
             transform_s: built.transform.as_secs_f64(),
             put_s: 0.0,

@@ -92,6 +92,7 @@ pub struct BatchHeader {
     pub bytes: usize,
     pub segment: Option<usize>,
     pub read_s: f64,
+    pub fetch_s: f64,
     pub collate_s: f64,
     pub transform_s: f64,
     /// The worker's part of the crossing: writing the pixels out.

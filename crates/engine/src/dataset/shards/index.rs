@@ -1,0 +1,367 @@
+//! One pass over a shard at open: its tar members walked with the `tar` crate, grouped
+//! into samples by key as WebDataset groups them (the key is the member path up to the
+//! first `.` of its file name; consecutive members with one key are one sample), each
+//! sample one image (`jpg`, `jpeg`, `png`, its header checked as the image folder's
+//! files are) and one label (`cls`: a decimal integer; `json`: an integer or an object
+//! with an integer `"label"`). What a sample is made of is kept (its image member's
+//! name, offset and size, and its label), so reading needs no second look at the tar
+//! headers. A local shard skips the image bodies by seeking (the index pass only); a URL
+//! is read through. Anything else in a shard is an error naming the shard and the member.
+
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use tar::{Archive, Entries};
+use ureq::Agent;
+
+use super::pattern::ShardLocation;
+use super::source::{self, PositionedFile};
+use crate::dataset::image_header;
+use crate::error::Result;
+
+/// The most bytes a label member may hold.
+const MAX_LABEL_BYTES: u64 = 64 * 1024;
+
+/// One sample of a shard: where its image's bytes are, and its label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleEntry {
+    /// The image member's path in the tar.
+    pub member: String,
+    /// The offset of the image's bytes from the start of the shard, and their length.
+    pub offset: u64,
+    pub size: u64,
+    pub label: i64,
+}
+
+/// The samples of the shard at `location`, in member order (a URL fetched through
+/// `agent`).
+pub fn index_shard(location: &ShardLocation, agent: &Agent) -> Result<Vec<SampleEntry>> {
+    let broken = |err: std::io::Error| location.caused(format!("not a readable tar: {err}"), err);
+    let samples = match location {
+        ShardLocation::File(path) => {
+            let file = PositionedFile::open(path)
+                .map_err(|err| location.caused(format!("cannot open: {err}"), err))?;
+            let len = file.len();
+            let mut archive = Archive::new(file);
+            walk(
+                location,
+                Some(len),
+                archive.entries_with_seek().map_err(broken)?,
+            )?
+        }
+        ShardLocation::Url(url) => {
+            let mut archive = Archive::new(source::get(url, agent)?);
+            walk(location, None, archive.entries().map_err(broken)?)?
+        }
+    };
+    if samples.is_empty() {
+        return Err(location.bad("no samples in this shard"));
+    }
+    Ok(samples)
+}
+
+/// Groups the members of `entries` into samples; `len` is a local shard's length.
+fn walk<R: Read>(
+    location: &ShardLocation,
+    len: Option<u64>,
+    entries: Entries<'_, R>,
+) -> Result<Vec<SampleEntry>> {
+    let mut samples = Samples {
+        location,
+        done: Vec::new(),
+        open: None,
+    };
+    for entry in entries {
+        let mut entry = entry.map_err(|err| {
+            let after = samples
+                .last_member()
+                .map_or(String::new(), |member| format!(" after member {member}"));
+            location.caused(format!("not a readable tar{after}: {err}"), err)
+        })?;
+        if entry.header().entry_type().is_dir() {
+            continue;
+        }
+        let member = entry.path().map_or_else(
+            |_| String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
+            |path| path.to_string_lossy().into_owned(),
+        );
+        if !entry.header().entry_type().is_file() {
+            return Err(location.bad(format!("{member}: not a regular file")));
+        }
+        // A local shard's bodies are skipped by seeking, and tar stops quietly at the end
+        // of the file, so a member cut short is caught here.
+        let end = entry.raw_file_position() + entry.size();
+        if let Some(len) = len.filter(|&len| end > len) {
+            return Err(location.bad(format!(
+                "{member}: truncated: the member needs bytes up to {end} but the file ends at {len}"
+            )));
+        }
+        samples.add(member, &mut entry)?;
+    }
+    samples.finish()
+}
+
+/// What a member holds, by its extension.
+enum Part {
+    Image,
+    Label,
+}
+
+/// The sample being gathered: its key and the members seen so far.
+struct Open {
+    key: String,
+    image: Option<(String, u64, u64)>,
+    label: Option<(String, i64)>,
+}
+
+/// Samples gathered member by member.
+struct Samples<'a> {
+    location: &'a ShardLocation,
+    done: Vec<SampleEntry>,
+    open: Option<Open>,
+}
+
+impl Samples<'_> {
+    fn last_member(&self) -> Option<&str> {
+        let open = self.open.as_ref()?;
+        let image = open.image.as_ref().map(|(name, _, _)| name);
+        let label = open.label.as_ref().map(|(name, _)| name);
+        image.or(label).map(String::as_str)
+    }
+
+    fn add<R: Read>(&mut self, member: String, entry: &mut tar::Entry<'_, R>) -> Result<()> {
+        let (key, extension) = split_key(&member);
+        let part = match extension.to_ascii_lowercase().as_str() {
+            "jpg" | "jpeg" | "png" => Part::Image,
+            "cls" | "json" => Part::Label,
+            _ => {
+                return Err(self.location.bad(format!(
+                    "{member}: unknown extension {extension:?}: a sample is an image \
+                     (.jpg, .jpeg, .png) and a label (.cls, .json)"
+                )));
+            }
+        };
+        if self.open.as_ref().is_none_or(|open| open.key != key) {
+            self.close()?;
+            self.open = Some(Open {
+                key: key.to_owned(),
+                image: None,
+                label: None,
+            });
+        }
+        let location = self.location;
+        // Just set above.
+        let open = self.open.as_mut().expect("a sample is open");
+        match part {
+            Part::Image => {
+                if let Some((first, _, _)) = &open.image {
+                    return Err(location.bad(format!(
+                        "{member}: two images under the key {key} (the first is {first})"
+                    )));
+                }
+                let (offset, size) = (entry.raw_file_position(), entry.size());
+                let shard = location.to_string();
+                image_header::check_reader(&mut BufReader::with_capacity(4096, entry))
+                    .map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
+                open.image = Some((member, offset, size));
+            }
+            Part::Label => {
+                if let Some((first, _)) = &open.label {
+                    return Err(location.bad(format!(
+                        "{member}: two labels under the key {key} (the first is {first})"
+                    )));
+                }
+                let label = read_label(entry, extension)
+                    .map_err(|problem| location.bad(format!("{member}: {problem}")))?;
+                open.label = Some((member, label));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the open sample, which must have its image and its label.
+    fn close(&mut self) -> Result<()> {
+        let Some(open) = self.open.take() else {
+            return Ok(());
+        };
+        match (open.image, open.label) {
+            (Some((member, offset, size)), Some((_, label))) => {
+                self.done.push(SampleEntry {
+                    member,
+                    offset,
+                    size,
+                    label,
+                });
+                Ok(())
+            }
+            (Some((member, _, _)), None) => Err(self.location.bad(format!(
+                "{member}: no label: the sample {} needs a .cls or .json member beside it",
+                open.key
+            ))),
+            (None, Some((member, _))) => Err(self.location.bad(format!(
+                "{member}: no image: the sample {} needs a .jpg, .jpeg or .png member beside it",
+                open.key
+            ))),
+            (None, None) => Ok(()),
+        }
+    }
+
+    fn finish(mut self) -> Result<Vec<SampleEntry>> {
+        self.close()?;
+        Ok(self.done)
+    }
+}
+
+/// A member's key (its path up to the first `.` of its file name) and the extension
+/// after that dot (empty when there is none).
+fn split_key(member: &str) -> (&str, &str) {
+    let name_start = member.rfind('/').map_or(0, |slash| slash + 1);
+    match member[name_start..].find('.') {
+        Some(dot) => (&member[..name_start + dot], &member[name_start + dot + 1..]),
+        None => (member, ""),
+    }
+}
+
+/// A label member's class: `cls` a decimal integer, `json` an integer or an object with
+/// an integer `"label"`.
+fn read_label(entry: &mut impl Read, extension: &str) -> std::result::Result<i64, String> {
+    let mut text = String::new();
+    entry
+        .take(MAX_LABEL_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|err| format!("cannot read the label: {err}"))?;
+    if text.len() as u64 > MAX_LABEL_BYTES {
+        return Err(format!("the label is longer than {MAX_LABEL_BYTES} bytes"));
+    }
+    let text = text.trim();
+    if extension.eq_ignore_ascii_case("cls") {
+        return text
+            .parse()
+            .map_err(|_| format!("the label {text:?} is not a decimal integer"));
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|err| format!("the label is not JSON: {err}"))?;
+    let label = match &value {
+        serde_json::Value::Object(fields) => fields.get("label"),
+        other => Some(other),
+    };
+    label.and_then(serde_json::Value::as_i64).ok_or_else(|| {
+        format!("the label {text} is not an integer or an object with an integer \"label\"")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use tempfile::TempDir;
+
+    use super::super::test_tars::{png, samples, write_tar};
+    use super::*;
+
+    fn index(members: &[(String, Vec<u8>)]) -> Result<Vec<SampleEntry>> {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, members);
+        index_shard(&ShardLocation::File(path), &source::agent())
+    }
+
+    fn error(members: &[(String, Vec<u8>)]) -> String {
+        let msg = index(members).unwrap_err().to_string();
+        assert!(msg.contains("shard.tar: "), "the shard is named: {msg}");
+        msg
+    }
+
+    fn member(name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+        (name.to_owned(), bytes.to_vec())
+    }
+
+    #[test]
+    fn members_group_into_samples_by_key_with_their_image_bytes_located() {
+        let mut members = samples(0, 2);
+        members.push(member("d.x/a.json", br#"{"label": 7}"#));
+        members.push(member("d.x/a.jpeg", &png(2, 2, [1, 2, 3])));
+        members.push(member("c.JSON", b" 4\n"));
+        members.push(member("c.png", &png(2, 2, [1, 2, 3])));
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, &members);
+        let found = index_shard(&ShardLocation::File(path.clone()), &source::agent()).unwrap();
+        let labels: Vec<i64> = found.iter().map(|s| s.label).collect();
+        assert_eq!(labels, [0, 1, 7, 4]);
+        let names: Vec<&str> = found.iter().map(|s| s.member.as_str()).collect();
+        assert_eq!(names, ["000000.png", "000001.png", "d.x/a.jpeg", "c.png"]);
+        let bytes = std::fs::read(&path).unwrap();
+        for (sample, (_, image)) in found.iter().zip([&members[0], &members[2]]) {
+            let at = sample.offset as usize;
+            assert_eq!(&bytes[at..at + sample.size as usize], &image[..]);
+        }
+    }
+
+    #[test]
+    fn keys_split_at_the_first_dot_of_the_file_name() {
+        assert_eq!(split_key("a/b.c/d.seg.png"), ("a/b.c/d", "seg.png"));
+        assert_eq!(split_key("noext"), ("noext", ""));
+    }
+
+    #[test]
+    fn a_sample_missing_a_part_or_with_a_stray_member_is_named() {
+        let mut no_label = samples(0, 2);
+        no_label.remove(1);
+        let msg = error(&no_label);
+        assert!(msg.contains("000000.png: no label"), "{msg}");
+        let mut no_image = samples(0, 1);
+        no_image.remove(0);
+        assert!(error(&no_image).contains("000000.cls: no image"));
+        let mut stray = samples(0, 1);
+        stray.push(member("000000.txt", b"notes"));
+        let msg = error(&stray);
+        assert!(
+            msg.contains("000000.txt: unknown extension \"txt\""),
+            "{msg}"
+        );
+        let mut two = samples(0, 1);
+        two.push(member("000000.jpg", &png(2, 2, [0; 3])));
+        let msg = error(&two);
+        assert!(
+            msg.contains("000000.jpg: two images under the key 000000"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bad_labels_and_images_are_named() {
+        let cls = [member("a.png", &png(2, 2, [0; 3])), member("a.cls", b"cat")];
+        assert!(error(&cls).contains("a.cls: the label \"cat\" is not a decimal integer"));
+        let json = [
+            member("a.json", br#"{"class": 1}"#),
+            member("a.png", &png(2, 2, [0; 3])),
+        ];
+        assert!(error(&json).contains("a.json: the label {\"class\": 1} is not an integer"));
+        let image = [member("a.jpg", b"not a jpeg"), member("a.cls", b"1")];
+        assert!(error(&image).contains("a.jpg: not a readable image"));
+        assert!(error(&[]).contains("no samples in this shard"));
+    }
+
+    #[test]
+    fn a_truncated_shard_is_named_with_its_member() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, &samples(0, 3));
+        let bytes = std::fs::read(&path).unwrap();
+        let location = ShardLocation::File(path.clone());
+        let full = index_shard(&location, &source::agent()).unwrap();
+        // Inside the last image's bytes, and inside the header before it.
+        std::fs::write(&path, &bytes[..full[2].offset as usize + 10]).unwrap();
+        let msg = index_shard(&location, &source::agent())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("000002.png: truncated"), "{msg}");
+        std::fs::write(&path, &bytes[..full[2].offset as usize - 100]).unwrap();
+        let msg = index_shard(&location, &source::agent())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("not a readable tar after member 000001"),
+            "{msg}"
+        );
+    }
+}

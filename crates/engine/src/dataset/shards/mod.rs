@@ -1,0 +1,354 @@
+//! Tar shards in WebDataset's layout, read as streams. [`pattern`] turns the preset's
+//! `path` into shard locations (local files or `http(s)://` URLs); [`Shards::open`]
+//! indexes every shard once ([`index`]: one pass, several shards at a time, so bad
+//! input is named before a run starts and the dataset knows its length); `read` decodes
+//! a sample's image exactly as the image folder does, its bytes fetched by the reading
+//! thread's cursor ([`cursor`]) from a sequential stream on its shard ([`source`]).
+//! Samples are numbered shard by shard in member order, and [`Dataset::shards`] says
+//! which indices each shard holds, so the loader hands out whole shards.
+
+mod cursor;
+mod index;
+pub mod pattern;
+mod source;
+#[cfg(test)]
+mod test_tars;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::{Dataset, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder};
+use crate::error::{Error, Result};
+use index::SampleEntry;
+use pattern::ShardLocation;
+
+/// Shards indexed at once when the dataset opens (each is one sequential stream).
+const INDEX_THREADS: usize = 8;
+
+/// The shards' samples, shared with the cursors that read them.
+pub struct Catalog {
+    shards: Vec<Shard>,
+    /// The index of each shard's first sample, then the total.
+    starts: Vec<usize>,
+}
+
+/// One shard and its samples, in member order.
+struct Shard {
+    location: ShardLocation,
+    samples: Vec<SampleEntry>,
+}
+
+impl Catalog {
+    fn new(shards: Vec<Shard>) -> Self {
+        let mut starts = vec![0];
+        for shard in &shards {
+            starts.push(starts[starts.len() - 1] + shard.samples.len());
+        }
+        Catalog { shards, starts }
+    }
+
+    fn len(&self) -> usize {
+        self.starts[self.starts.len() - 1]
+    }
+
+    /// The shard holding sample `index` (below [`Catalog::len`]) and its place there.
+    fn locate(&self, index: usize) -> (usize, usize) {
+        let shard = self.starts.partition_point(|&start| start <= index) - 1;
+        (shard, index - self.starts[shard])
+    }
+
+    /// The index of sample `sample` of shard `shard`.
+    fn index_of(&self, shard: usize, sample: usize) -> usize {
+        self.starts[shard] + sample
+    }
+}
+
+/// A dataset of tar shards.
+pub struct Shards {
+    pattern: String,
+    catalog: Arc<Catalog>,
+    shape: SampleShape,
+    /// Tells this dataset's cursors from another's on a reading thread.
+    id: u64,
+}
+
+impl Shards {
+    /// Indexes the shards `pattern` names, to be read as `channels` × `size`, keeping
+    /// the first `limit` samples when given; `progress` hears how many shards are done.
+    pub fn open(
+        pattern: &str,
+        channels: usize,
+        size: [usize; 2],
+        limit: Option<usize>,
+        progress: &mut dyn FnMut(OpenProgress),
+    ) -> Result<Self> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let shape = image_folder::sample_shape(channels, size)?;
+        let locations = pattern::shard_locations(pattern)?;
+        let mut shards = index_all(locations, progress)?;
+        if let Some(limit) = limit {
+            keep_first(&mut shards, limit);
+        }
+        Ok(Shards {
+            pattern: pattern.to_owned(),
+            catalog: Arc::new(Catalog::new(shards)),
+            shape,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+}
+
+impl Dataset for Shards {
+    fn len(&self) -> usize {
+        self.catalog.len()
+    }
+
+    fn shape(&self) -> SampleShape {
+        self.shape
+    }
+
+    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
+        Ok(self.read_timed(index, pixels)?.label)
+    }
+
+    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
+        files::check_index(index, self.len())?;
+        let (shard, sample) = self.catalog.locate(index);
+        let shard = &self.catalog.shards[shard];
+        let entry = &shard.samples[sample];
+        let ((), fetch) = cursor::read(self.id, &self.catalog, index, |bytes| {
+            image_decode::decode_sample(bytes, self.shape, pixels)
+                .map_err(|problem| shard.location.bad(format!("{}: {problem}", entry.member)))
+        })?;
+        Ok(TimedRead {
+            label: entry.label,
+            fetch,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let shards = self.catalog.shards.len();
+        let files = files::describe("shards", Path::new(&self.pattern), self.len(), self.shape);
+        format!("{files}, {shards} shards")
+    }
+
+    fn shards(&self) -> Option<Vec<Range<usize>>> {
+        let starts = &self.catalog.starts;
+        Some(starts.windows(2).map(|pair| pair[0]..pair[1]).collect())
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        let locations = self.catalog.shards.iter().map(|shard| &shard.location);
+        locations
+            .filter_map(|location| location.file().map(Path::to_path_buf))
+            .collect()
+    }
+}
+
+/// Indexes every shard, a few at a time, reporting shards done; the first bad shard in
+/// `locations` order among those found is the error.
+fn index_all(
+    locations: Vec<ShardLocation>,
+    progress: &mut dyn FnMut(OpenProgress),
+) -> Result<Vec<Shard>> {
+    let total = locations.len();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Vec<SampleEntry>>>>> =
+        Mutex::new((0..total).map(|_| None).collect());
+    let agent = source::agent();
+    let work = || {
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some(location) = locations.get(at) else {
+                return;
+            };
+            let indexed = index::index_shard(location, &agent);
+            let failed = indexed.is_err();
+            // A poisoned lock only means another indexer panicked; the slots are plain.
+            results.lock().unwrap_or_else(|p| p.into_inner())[at] = Some(indexed);
+            done.fetch_add(1, Ordering::Relaxed);
+            if failed {
+                next.store(total, Ordering::Relaxed);
+            }
+        }
+    };
+    let caller = std::thread::current();
+    std::thread::scope(|scope| {
+        let threads = total.min(INDEX_THREADS);
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    work();
+                    caller.unpark();
+                })
+            })
+            .collect();
+        while !workers.iter().all(|worker| worker.is_finished()) {
+            let checked = done.load(Ordering::Relaxed);
+            progress(OpenProgress { checked, total });
+            std::thread::park_timeout(std::time::Duration::from_millis(100));
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut shards = Vec::with_capacity(total);
+    for (location, indexed) in locations.into_iter().zip(results) {
+        match indexed {
+            Some(Ok(samples)) => shards.push(Shard { location, samples }),
+            Some(Err(error)) => return Err(error),
+            // Shards are taken in order, so every slot before the first failure is
+            // filled; an empty one means an indexer thread died.
+            None => return Err(Error::run("indexing the shards stopped without an error")),
+        }
+    }
+    progress(OpenProgress {
+        checked: total,
+        total,
+    });
+    Ok(shards)
+}
+
+/// Keeps the first `limit` samples, in shard order.
+fn keep_first(shards: &mut Vec<Shard>, limit: usize) {
+    let mut left = limit;
+    shards.retain_mut(|shard| {
+        shard.samples.truncate(left);
+        left -= shard.samples.len();
+        !shard.samples.is_empty()
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::seq::SliceRandom;
+    use rand::{Rng, SeedableRng};
+    use tempfile::TempDir;
+
+    use super::test_tars::{samples, write_tar};
+    use super::*;
+
+    /// Three shards of 4, 5 and 3 samples numbered 0..12 (see `test_tars::samples`).
+    fn three_shards() -> (TempDir, String) {
+        let dir = TempDir::new().unwrap();
+        for (shard, (first, count)) in [(0, 4), (4, 5), (9, 3)].into_iter().enumerate() {
+            let path = dir.path().join(format!("s-{shard:03}.tar"));
+            write_tar(&path, &samples(first, count));
+        }
+        let pattern = format!("{}/s-{{000..002}}.tar", dir.path().display());
+        (dir, pattern)
+    }
+
+    fn open(pattern: &str, limit: Option<usize>) -> Shards {
+        Shards::open(pattern, 3, [2, 3], limit, &mut |_| {}).unwrap()
+    }
+
+    /// Sample `n`'s pixels and label as `test_tars::samples` made them.
+    fn expected(n: usize) -> (Vec<u8>, i64) {
+        let colour = [(n * 7 % 256) as u8, (n * 13 % 256) as u8, 9];
+        let pixels = colour.iter().flat_map(|&c| [c; 6]).collect();
+        (pixels, (n % 3) as i64)
+    }
+
+    fn read(shards: &Shards, index: usize) -> (Vec<u8>, i64) {
+        let mut pixels = vec![0; 18];
+        let label = shards.read(index, &mut pixels).unwrap();
+        (pixels, label)
+    }
+
+    #[test]
+    fn samples_are_numbered_shard_by_shard_and_each_shard_is_a_range() {
+        let (dir, pattern) = three_shards();
+        let shards = open(&pattern, None);
+        assert_eq!(shards.len(), 12);
+        assert_eq!(shards.shards(), Some(vec![0..4, 4..9, 9..12]));
+        let files: Vec<PathBuf> = (0..3)
+            .map(|n| dir.path().join(format!("s-{n:03}.tar")))
+            .collect();
+        assert_eq!(shards.files(), files);
+        assert!(
+            shards.describe().ends_with("(12 × 3×2×3 u8), 3 shards"),
+            "{}",
+            shards.describe()
+        );
+        for index in 0..12 {
+            assert_eq!(read(&shards, index), expected(index), "sample {index}");
+        }
+    }
+
+    #[test]
+    fn a_shuffle_buffer_order_and_a_second_pass_read_the_same_samples() {
+        let (_dir, pattern) = three_shards();
+        let shards = open(&pattern, None);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for _ in 0..2 {
+            // A buffer of 3: each request is one of the next few samples in stream order.
+            let mut buffer = Vec::new();
+            for index in 0..12 {
+                buffer.push(index);
+                if buffer.len() == 3 {
+                    let taken = buffer.swap_remove(rng.random_range(0..3));
+                    assert_eq!(read(&shards, taken), expected(taken), "sample {taken}");
+                }
+            }
+            buffer.shuffle(&mut rng);
+            for taken in buffer {
+                assert_eq!(read(&shards, taken), expected(taken), "sample {taken}");
+            }
+        }
+        // Asked again while its stream is still open and past it: the shard reopens.
+        for index in [0, 1, 0, 2] {
+            assert_eq!(read(&shards, index), expected(index), "sample {index}");
+        }
+        // Backwards: each shard opens at its last sample, holding the ones before it.
+        for index in (0..12).rev() {
+            assert_eq!(read(&shards, index), expected(index), "sample {index}");
+        }
+    }
+
+    #[test]
+    fn another_thread_reads_on_a_cursor_of_its_own() {
+        let (_dir, pattern) = three_shards();
+        let shards = open(&pattern, None);
+        assert_eq!(read(&shards, 5), expected(5));
+        std::thread::scope(|scope| {
+            scope.spawn(|| assert_eq!(read(&shards, 6), expected(6)));
+        });
+        assert_eq!(read(&shards, 6), expected(6));
+        let mut pixels = vec![0; 18];
+        let timed = shards.read_timed(7, &mut pixels).unwrap();
+        assert!(
+            timed.fetch > std::time::Duration::ZERO,
+            "7 is read from the stream"
+        );
+    }
+
+    #[test]
+    fn a_limit_keeps_the_first_samples_and_shortens_the_last_shard() {
+        let (_dir, pattern) = three_shards();
+        let shards = open(&pattern, Some(6));
+        assert_eq!(shards.len(), 6);
+        assert_eq!(shards.shards(), Some(vec![0..4, 4..6]));
+        assert_eq!(shards.files().len(), 2);
+        assert_eq!(read(&shards, 5), expected(5));
+    }
+
+    #[test]
+    fn the_first_bad_shard_is_named() {
+        let (dir, pattern) = three_shards();
+        std::fs::write(dir.path().join("s-001.tar"), b"").unwrap();
+        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("s-001.tar: no samples in this shard"), "{err}");
+        std::fs::remove_file(dir.path().join("s-000.tar")).unwrap();
+        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("s-000.tar: cannot open"), "{err}");
+    }
+}
