@@ -11,6 +11,7 @@ mod image_folder;
 mod image_header;
 mod npy;
 pub mod python_dataset;
+mod shards;
 mod synthetic;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
+pub use shards::pattern::{ShardLocation, shard_locations};
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
