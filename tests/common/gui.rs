@@ -113,17 +113,12 @@ pub fn xvfb_or_skip() -> Option<Xvfb> {
     let xvfb = start_xvfb();
     if xvfb.is_none() {
         assert!(
-            !in_ci(),
+            !super::in_ci(),
             "no Xvfb on PATH, and CI must run the real-window tests"
         );
         eprintln!("skipped: no Xvfb on PATH");
     }
     xvfb
-}
-
-/// Whether the tests run in CI, as CI services (and `.ci/run`'s callers) say with `CI`.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "false" | "0"))
 }
 
 /// Runs `loaderbench gui PRESET --run --exit --json JSON` (journals in `dir`) in a window

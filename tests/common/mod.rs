@@ -7,6 +7,7 @@
 
 #[cfg(feature = "gui")]
 pub mod gui;
+pub mod nginx;
 pub mod process;
 pub mod runs;
 
@@ -61,6 +62,11 @@ pub fn wait_with_deadline(mut child: Child, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().expect("output")
+}
+
+/// Whether the tests run in CI, as CI services (and `.ci/run`'s callers) say with `CI`.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "false" | "0"))
 }
 
 pub fn stdout(output: &Output) -> String {
