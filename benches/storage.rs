@@ -229,7 +229,7 @@ impl Table {
         let mut rows = Vec::new();
         for (s, &storage) in STORAGES.iter().enumerate() {
             for (c, &cache) in CACHES.iter().enumerate() {
-                let merged = merged(&runs[s][c]);
+                let merged = common::merged(&runs[s][c]);
                 let picks = recommended(&merged);
                 let mut workers: Vec<usize> = merged
                     .results
@@ -329,24 +329,6 @@ impl Table {
             );
         }
     }
-}
-
-/// The rounds of one storage × cache as one result of many repeats.
-fn merged(runs: &[RunResult]) -> RunResult {
-    let mut all = runs[0].clone();
-    let per_round = all.repeats;
-    all.repeats = per_round * runs.len();
-    all.results = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(round, run)| {
-            run.results.iter().cloned().map(move |mut result| {
-                result.repeat += round * per_round;
-                result
-            })
-        })
-        .collect();
-    all
 }
 
 /// For each runtime's recommendation: the side, the recommended worker count and ★, and

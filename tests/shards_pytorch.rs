@@ -56,7 +56,7 @@ impl Data {
             std::fs::create_dir_all(&folder).unwrap();
             for i in 0..PER_CLASS {
                 let n = class * PER_CLASS + i;
-                let extension = if n % 4 == 0 { "png" } else { "jpg" };
+                let extension = if n.is_multiple_of(4) { "png" } else { "jpg" };
                 let path = folder.join(format!("{i:03}.{extension}"));
                 std::fs::write(&path, encoded(n, extension)).unwrap();
                 samples.push((path, class));
@@ -309,8 +309,8 @@ fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
         .into_iter()
         .map(|(child, out)| snippet_epochs(child, &out))
         .collect();
-    for epoch in 0..2 {
-        let (first, second) = (&ranks[0][epoch].0, &ranks[1][epoch].0);
+    assert_eq!((ranks[0].len(), ranks[1].len()), (2, 2));
+    for (epoch, ((first, _), (second, _))) in ranks[0].iter().zip(&ranks[1]).enumerate() {
         assert!(!first.is_empty() && !second.is_empty(), "epoch {epoch}");
         let mut together = first.clone();
         for (sample, count) in second {
