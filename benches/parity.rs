@@ -18,6 +18,8 @@
 //! preset and no part 2); under `cargo test` (no `--bench`) it runs a 512-sample smoke
 //! version of one round, and skips part 1 where there is neither a display nor Xvfb.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -256,7 +258,7 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
             stats::min_max(&load).map_or(f64::NAN, |(_, max)| max),
             disturbed
         );
-        for recommendation in Analysis::of(&merged(runs)).recommendations {
+        for recommendation in Analysis::of(&common::merged(runs)).recommendations {
             println!(
                 "  {side} recommends for {}: {}",
                 recommendation.group,
@@ -407,24 +409,6 @@ fn halves(runs: &[RunResult]) -> (Vec<RunResult>, Vec<RunResult>) {
     }
     let pick = |parity| runs.iter().skip(parity).step_by(2).cloned().collect();
     (pick(0), pick(1))
-}
-
-/// The rounds as one run, their repeats numbered one after another.
-fn merged(runs: &[RunResult]) -> RunResult {
-    let mut all = runs[0].clone();
-    let per_round = all.repeats;
-    all.repeats = per_round * runs.len();
-    all.results = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(round, run)| {
-            run.results.iter().cloned().map(move |mut result| {
-                result.repeat += round * per_round;
-                result
-            })
-        })
-        .collect();
-    all
 }
 
 fn meter_under_load(dir: &Path, preset: &Path) {

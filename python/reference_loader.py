@@ -74,11 +74,12 @@ def emit(**fields):
     os.write(1, (json.dumps(fields) + "\n").encode())
 
 
-def fail(message, bad_input=False, environment=False, user=None):
+def fail(message, bad_input=False, environment=False, user=None, shard=None):
     """Reports the error and exits at once: waiting for worker processes could hang on
     a crashed one, and loaderbench kills the process group anyway. `user` is the
-    place in the user's own dataset code ({"file", "line"}) the error comes from."""
-    emit(kind="error", message=message, bad_input=bad_input, environment=environment, user=user)
+    place in the user's own dataset code ({"file", "line"}) the error comes from;
+    `shard` the tar shard (path or URL) at fault."""
+    emit(kind="error", message=message, bad_input=bad_input, environment=environment, user=user, shard=shard)
     os._exit(1)
 
 
@@ -90,6 +91,7 @@ try:
     from torch.utils.data import DataLoader, Dataset, Subset
     from torchvision import transforms as T
 
+    import reference_shards
     import reference_steps
 except ImportError as err:
     if __name__ == "__main__":
@@ -204,6 +206,15 @@ def build_transform(ops, normalize, pil_input, first=()):
     return T.Compose(steps)
 
 
+def image_mode(spec):
+    return "L" if spec["channels"] == 1 else "RGB"
+
+
+def image_transform(spec, ops, normalize):
+    """What image folders and shards do to each decoded image: resize, then the ops."""
+    return build_transform(ops, normalize, True, first=[T.Resize(spec["image_size"])])
+
+
 def build_dataset(request):
     spec = request["dataset"]
     if spec["kind"] == "python":
@@ -215,13 +226,14 @@ def build_dataset(request):
         dataset = NpyDataset(spec["path"], spec.get("labels"), None)
         dataset.transform = build_transform(ops, normalize, dataset.yields_pil())
     elif spec["kind"] == "image_folder":
-        mode = "L" if spec["channels"] == 1 else "RGB"
-        resize = T.Resize(spec["image_size"])
         dataset = torchvision.datasets.ImageFolder(
             spec["root"],
-            transform=build_transform(ops, normalize, True, first=[resize]),
-            loader=functools.partial(load_image, mode=mode),
+            transform=image_transform(spec, ops, normalize),
+            loader=functools.partial(load_image, mode=image_mode(spec)),
         )
+    elif spec["kind"] == "shards":
+        transform = image_transform(spec, ops, normalize)
+        return reference_shards.shard_dataset(request, transform, image_mode(spec))
     else:
         raise UnsupportedOp(f"unknown dataset kind {spec['kind']}")
     samples = request.get("samples")
@@ -241,7 +253,8 @@ def build_loader(request, dataset):
     workers = knobs["num_workers"]
     options = dict(
         batch_size=knobs["batch_size"],
-        shuffle=request["shuffle"],
+        # An IterableDataset (shards) shuffles itself; the DataLoader refuses to.
+        shuffle=request["shuffle"] and not isinstance(dataset, IterableDataset),
         generator=generator,
         drop_last=request["drop_last"],
         num_workers=workers,
@@ -308,6 +321,10 @@ def join_process_group(request):
     if ranks:
         import torch.distributed as dist
 
+        # As torchrun sets them: WebDataset's split_by_node reads them in worker
+        # processes, where the process group is not joined.
+        os.environ.update(RANK=str(ranks["rank"]), WORLD_SIZE=str(ranks["world"]))
+
         dist.init_process_group(
             "gloo",
             init_method=ranks["init_method"],
@@ -320,7 +337,7 @@ def sampler_options(request, dataset):
     """The DataLoader's sampler: with ranks, a DistributedSampler over the rank's shard
     (padded or, with drop_last, cut to equal shards; shuffled with the run's seed)."""
     ranks = request.get("ranks")
-    if not ranks:
+    if not ranks or isinstance(dataset, IterableDataset):
         return {}
     from torch.utils.data.distributed import DistributedSampler
 
@@ -342,8 +359,10 @@ def before_epoch(request, loader, epoch):
         return None
     import torch.distributed as dist
 
-    loader.sampler.set_epoch(epoch)
-    trace_indices(request, loader.sampler, epoch)
+    # An IterableDataset's (shards') sampler is PyTorch's endless placeholder.
+    if hasattr(loader.sampler, "set_epoch"):
+        loader.sampler.set_epoch(epoch)
+        trace_indices(request, loader.sampler, epoch)
     dist.barrier()
     return time.time()
 
@@ -703,6 +722,11 @@ def main():
         loader = None
         leave_process_group(request)
         emit(kind="done", peak_rss_bytes=peak_rss_bytes())
+    except reference_shards.ShardError as err:
+        shard = reference_shards.described(err)
+        fail(shard["problem"], bad_input=shard["bad_input"], shard=shard["shard"])
+    except reference_shards.MissingWebDataset as err:
+        fail(str(err), environment=True)
     except (UnsupportedOp, reference_steps.StepInputError) as err:
         fail(str(err), bad_input=True)
     except UserInputError as err:

@@ -1,5 +1,7 @@
 //! What the benchmarks share: running a preset in-process on the runner, as the CLI
-//! does, and taking its finished result.
+//! does, and taking its finished result; several rounds' results as one. Each benchmark
+//! uses some of them.
+#![allow(dead_code)]
 
 use std::time::Duration;
 
@@ -32,4 +34,22 @@ pub fn run(preset: Preset, bench: &str) -> RunResult {
     }
     let _ = std::fs::remove_file(journal);
     outcome.expect("an outcome")
+}
+
+/// The rounds as one run, their repeats numbered one after another.
+pub fn merged(runs: &[RunResult]) -> RunResult {
+    let mut all = runs[0].clone();
+    let per_round = all.repeats;
+    all.repeats = per_round * runs.len();
+    all.results = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(round, run)| {
+            run.results.iter().cloned().map(move |mut result| {
+                result.repeat += round * per_round;
+                result
+            })
+        })
+        .collect();
+    all
 }

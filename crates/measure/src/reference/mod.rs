@@ -1,7 +1,8 @@
 //! The reference runtime: configs with `runtime: pytorch` are measured by the real
 //! `torch.utils.data.DataLoader`. [`Reference::prepare`] writes the script shipped in
 //! the binary (`python/reference_loader.py`, with the training steps of
-//! `python/reference_steps.py` beside it) and, for the synthetic dataset, the very
+//! `python/reference_steps.py` and the tar-shard reading of `python/reference_shards.py`
+//! beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`Reference::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
@@ -15,6 +16,7 @@ mod job;
 mod python_process;
 mod script_messages;
 mod session;
+mod shard_list;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -42,8 +44,18 @@ use session::Session;
 /// The script, shipped inside the binary so that it works from any directory.
 const SCRIPT: &str = include_str!("../../../../python/reference_loader.py");
 
-/// The training steps the script imports, written beside it.
-const STEPS: &str = include_str!("../../../../python/reference_steps.py");
+/// The modules the script imports, written beside it: its training steps, and how it
+/// reads tar shards.
+const SIBLINGS: [(&str, &str); 2] = [
+    (
+        "reference_steps.py",
+        include_str!("../../../../python/reference_steps.py"),
+    ),
+    (
+        "reference_shards.py",
+        include_str!("../../../../python/reference_shards.py"),
+    ),
+];
 
 /// The knobs the script takes: the names in its `KNOBS = (...)`.
 #[cfg(test)]
@@ -90,8 +102,10 @@ impl Reference {
         let folder = ScratchFolder::create()?;
         std::fs::write(folder.script(), SCRIPT)
             .map_err(|err| Error::file(folder.script(), err.to_string()))?;
-        let steps = folder.path().join("reference_steps.py");
-        std::fs::write(&steps, STEPS).map_err(|err| Error::file(&steps, err.to_string()))?;
+        for (name, text) in SIBLINGS {
+            let path = folder.path().join(name);
+            std::fs::write(&path, text).map_err(|err| Error::file(&path, err.to_string()))?;
+        }
         let spec = &plan.dataset;
         let path = || {
             spec.path
@@ -120,10 +134,7 @@ impl Reference {
                 image_size: spec.image_size,
             },
             DatasetKind::Python => user_dataset(spec)?,
-            // In progress (issue 25): the webdataset request lands in this session.
-            DatasetKind::Shards => {
-                return Err(Error::value("dataset.kind: shards: not readable yet"));
-            }
+            DatasetKind::Shards => shard_list::shards_request(spec, plan.samples, dataset)?,
         };
         Ok(Reference {
             folder,

@@ -28,6 +28,16 @@ pub enum DatasetRequest {
         channels: usize,
         image_size: [usize; 2],
     },
+    /// Tar shards read by WebDataset (local paths or http(s) URLs, in pattern order),
+    /// decoded as the image folder; with the run's `samples`, how many samples of each
+    /// shard it reads.
+    Shards {
+        shards: Vec<String>,
+        channels: usize,
+        image_size: [usize; 2],
+        shuffle_buffer: usize,
+        samples_per_shard: Option<Vec<usize>>,
+    },
     /// The user's own Dataset: `factory(**args)` from the module at `path` (as the
     /// preset names it; errors name it so), and `collate()` as the collate_fn.
     Python {
@@ -202,6 +212,9 @@ pub enum Message {
         /// Where in the user's dataset code the error comes from.
         #[serde(default)]
         user: Option<UserFrame>,
+        /// The tar shard (path or URL) at fault.
+        #[serde(default)]
+        shard: Option<String>,
     },
 }
 
@@ -252,6 +265,7 @@ mod tests {
             r#"{"kind": "done", "peak_rss_bytes": 1024}"#,
             r#"{"kind": "error", "message": "boom", "bad_input": false, "environment": true}"#,
             r#"{"kind": "error", "message": "ValueError: x", "bad_input": false, "environment": false, "user": {"file": "d.py", "line": 4}}"#,
+            r#"{"kind": "error", "message": "no such file", "bad_input": true, "environment": false, "user": null, "shard": "s-1.tar"}"#,
         ];
         for line in lines {
             assert!(matches!(Message::parse(line), Some(Ok(_))), "{line}");

@@ -158,8 +158,11 @@ impl Session {
                 bad_input,
                 environment,
                 user,
+                shard,
             } => {
-                return Err(if let Some(UserFrame { file, line }) = user {
+                return Err(if let Some(shard) = shard {
+                    shard_error(shard, message, bad_input || self.batches == 0)
+                } else if let Some(UserFrame { file, line }) = user {
                     Error::from(UserCodeError {
                         file,
                         line,
@@ -181,5 +184,16 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+/// A shard that could not be read: bad input (exit 2) when the shard or its contents
+/// are at fault, or when storage failed before the run's first batch (a wrong host);
+/// a failed run when storage went away in the middle of it.
+fn shard_error(shard: String, problem: String, bad_input: bool) -> Error {
+    if bad_input {
+        Error::file(shard, problem)
+    } else {
+        Error::run(format!("{shard}: {problem}"))
     }
 }
