@@ -268,6 +268,12 @@ fn forked_and_spawned_workers_read_shards_on_disk_and_over_http() {
             assert!(fetch > 0.0, "the workers' fetch comes back: {epoch}");
         }
     }
+    // Over HTTP, one GET per shard for each of: the index pass when the run opens the
+    // shards, the process's untimed warm-up pass (a whole epoch of this tiny set), and
+    // each of the two configs' two epochs. A shard is never fetched twice in an epoch,
+    // and spawned workers reopen from the parent's index instead of fetching it again.
+    let passes = 1 + 1 + 2 * 2;
+    assert_eq!(server.requests(), 5 * passes);
 }
 
 /// Three shards of 4 samples of about `side` × `side` in a folder: the image folder, the
@@ -418,4 +424,39 @@ fn a_server_that_goes_away_mid_run_fails_it_naming_the_shard_and_keeps_what_was_
         "{} configs kept",
         kept.len()
     );
+}
+
+#[test]
+fn a_spawned_worker_reopens_shards_from_the_parent_s_index_without_fetching_them_again() {
+    let (_folder, out, pattern) = shard_folder(20);
+    let Some(server) = Nginx::serve(out.path(), None) else {
+        return;
+    };
+    let spec = DatasetSpec {
+        kind: DatasetKind::Shards,
+        path: Some(server.url(pattern.rsplit('/').next().unwrap()).into()),
+        channels: 3,
+        image_size: [16, 16],
+        ..DatasetSpec::default()
+    };
+    let opened = dataset::open(&spec, None).unwrap();
+    let indexed = server.requests();
+    assert_eq!(indexed, 3, "indexing is one GET per shard");
+    // What a spawned worker does with the index its config carries.
+    let reopened = dataset::reopen(&spec, None, opened.reopen_index()).unwrap();
+    assert_eq!(
+        server.requests(),
+        indexed,
+        "reopening from the index fetches nothing"
+    );
+    assert_eq!(reopened.shards(), opened.shards());
+    let bytes = opened.shape().sample_bytes();
+    let (mut a, mut b) = (vec![0; bytes], vec![0; bytes]);
+    for index in [0, 5, 11] {
+        assert_eq!(
+            opened.read(index, &mut a).unwrap(),
+            reopened.read(index, &mut b).unwrap()
+        );
+        assert_eq!(a, b, "sample {index}");
+    }
 }

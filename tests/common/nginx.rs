@@ -72,6 +72,12 @@ impl Nginx {
         let _ = self.server.wait();
     }
 
+    /// Requests served so far (the access log's lines).
+    pub fn requests(&self) -> usize {
+        let log = std::fs::read_to_string(self.dir.path().join("access.log"));
+        log.unwrap_or_default().lines().count()
+    }
+
     /// What nginx wrote to its error log.
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
@@ -145,7 +151,7 @@ pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
 events {{ worker_connections 64; }}
 http {{
-    access_log off;
+    access_log {dir}/access.log;
     client_body_temp_path {dir}/client_body;
     proxy_temp_path {dir}/proxy;
     fastcgi_temp_path {dir}/fastcgi;

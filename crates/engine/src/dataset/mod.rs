@@ -206,6 +206,13 @@ pub trait Dataset: Send + Sync {
         Vec::new()
     }
 
+    /// What a spawned worker needs beside the preset's spec to reopen this dataset
+    /// without redoing slow work (a shard dataset's index, which took a pass over every
+    /// shard, over the network for URLs); `None` where the spec is enough. See [`reopen`].
+    fn reopen_index(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Unmaps the pages of this process's memory maps of the files (they stay mapped,
     /// and fault back in from the page cache or storage when read): the kernel never
     /// evicts a mapped page, so `cache: cold` releases them before it evicts.
@@ -278,6 +285,25 @@ pub fn open_with_progress(
         }),
         _ => dataset,
     })
+}
+
+/// Opens the dataset `spec` describes in a spawned worker: from `index` (what the
+/// parent's dataset gave as [`Dataset::reopen_index`]) where there is one, else as
+/// [`open`] does.
+pub fn reopen(
+    spec: &DatasetSpec,
+    samples: Option<usize>,
+    index: Option<serde_json::Value>,
+) -> Result<Arc<dyn Dataset>> {
+    match (spec.kind, index) {
+        (DatasetKind::Shards, Some(index)) => Ok(Arc::new(shards::Shards::from_index(
+            spec.path.as_deref().unwrap_or(std::path::Path::new("")),
+            spec.channels,
+            spec.image_size,
+            index,
+        )?)),
+        _ => open(spec, samples),
+    }
 }
 
 /// The warning for a `samples` larger than the dataset `open` gave (all of it, then).

@@ -40,7 +40,9 @@ pub fn read<T>(
     CURSORS.with_borrow_mut(|cursors| {
         cursors.retain(|_, cursor| cursor.catalog.strong_count() > 0);
         let pid = std::process::id();
-        if let Some(inherited) = cursors.remove(&id).filter(|c| c.pid != pid) {
+        if cursors.get(&id).is_some_and(|c| c.pid != pid)
+            && let Some(inherited) = cursors.remove(&id)
+        {
             // Dropping would close the parent's connection state from here (TLS could
             // say goodbye on its behalf); leaking a forked copy is harmless.
             std::mem::forget(inherited);

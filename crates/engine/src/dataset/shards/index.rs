@@ -17,13 +17,15 @@ use ureq::Agent;
 use super::pattern::ShardLocation;
 use super::source::{self, PositionedFile};
 use crate::dataset::image_header;
+use serde::{Deserialize, Serialize};
+
 use crate::error::Result;
 
 /// The most bytes a label member may hold.
 const MAX_LABEL_BYTES: u64 = 64 * 1024;
 
 /// One sample of a shard: where its image's bytes are, and its label.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampleEntry {
     /// The image member's path in the tar.
     pub member: String,

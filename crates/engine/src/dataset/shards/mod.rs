@@ -21,6 +21,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::{Dataset, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder};
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use index::SampleEntry;
 use pattern::ShardLocation;
@@ -36,6 +38,7 @@ pub struct Catalog {
 }
 
 /// One shard and its samples, in member order.
+#[derive(Serialize, Deserialize)]
 struct Shard {
     location: ShardLocation,
     samples: Vec<SampleEntry>,
@@ -85,19 +88,36 @@ impl Shards {
         limit: Option<usize>,
         progress: &mut dyn FnMut(OpenProgress),
     ) -> Result<Self> {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let shape = image_folder::sample_shape(channels, size)?;
         let locations = pattern::shard_locations(pattern)?;
         let mut shards = index_all(locations, progress)?;
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
         }
-        Ok(Shards {
-            pattern: pattern.to_owned(),
+        Ok(Shards::new(pattern.to_owned(), shards, shape))
+    }
+
+    /// The dataset a parent opened, from its [`Dataset::reopen_index`]: no shard is read.
+    pub fn from_index(
+        pattern: &Path,
+        channels: usize,
+        size: [usize; 2],
+        index: serde_json::Value,
+    ) -> Result<Self> {
+        let shape = image_folder::sample_shape(channels, size)?;
+        let shards: Vec<Shard> = serde_json::from_value(index)
+            .map_err(|err| Error::run(format!("the shards' index sent to a worker: {err}")))?;
+        Ok(Shards::new(pattern.display().to_string(), shards, shape))
+    }
+
+    fn new(pattern: String, shards: Vec<Shard>, shape: SampleShape) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        Shards {
+            pattern,
             catalog: Arc::new(Catalog::new(shards)),
             shape,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        })
+        }
     }
 }
 
@@ -145,6 +165,10 @@ impl Dataset for Shards {
         locations
             .filter_map(|location| location.file().map(Path::to_path_buf))
             .collect()
+    }
+
+    fn reopen_index(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.catalog.shards).ok()
     }
 }
 

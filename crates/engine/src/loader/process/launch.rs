@@ -36,8 +36,11 @@ pub(super) enum SpawnDataset<'a> {
     Copy(&'a Arc<(worker_messages::CopyLayout, Vec<u8>)>),
     /// Inherits the shared image and maps it.
     Image(&'a shared::SharedImage),
-    /// Opens the dataset's files itself.
-    Reopen,
+    /// Opens the dataset's files itself, with the dataset's [`reopen_index`] if it has
+    /// one.
+    ///
+    /// [`reopen_index`]: crate::dataset::Dataset::reopen_index
+    Reopen(Option<serde_json::Value>),
 }
 
 /// Starts a spawned worker; returns it and the config frame its writer sends first.
@@ -83,16 +86,17 @@ pub(super) fn spawn(
         ))
     })?;
     let child = Arc::new(ChildProcess::new(rustix::process::Pid::from_child(&child)));
-    let (copy, shared) = match dataset {
-        SpawnDataset::Copy(copy) => (Some(copy), None),
+    let (copy, shared, index) = match dataset {
+        SpawnDataset::Copy(copy) => (Some(copy), None, None),
         SpawnDataset::Image(image) => (
             None,
             Some(SharedImageConfig {
                 fd: image.fd.raw(),
                 layout: image.layout,
             }),
+            None,
         ),
-        SpawnDataset::Reopen => (None, None),
+        SpawnDataset::Reopen(index) => (None, None, index),
     };
     let config = WorkerConfig {
         worker: id,
@@ -103,6 +107,7 @@ pub(super) fn spawn(
             _ => None,
         },
         samples: spec.samples,
+        index,
         copy: copy.map(|copy| copy.0),
         pipeline: spec.pipeline.clone(),
         transform_at: spec.transform_at,

@@ -161,7 +161,7 @@ impl ProcessPool {
                     let dataset = match (&copy, image) {
                         (Some(copy), _) => SpawnDataset::Copy(copy),
                         (None, Some(image)) => SpawnDataset::Image(image),
-                        (None, None) => SpawnDataset::Reopen,
+                        (None, None) => SpawnDataset::Reopen(start.dataset.reopen_index()),
                     };
                     let (child, config) = spawn(id, spec, &ends, dataset)?;
                     (ends, child, Some(config))

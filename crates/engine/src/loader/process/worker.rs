@@ -137,7 +137,11 @@ fn read_start(input: &mut impl Read) -> Result<Start> {
     let dataset: Box<dyn Dataset> = match (&config.copy, config.shared, &config.dataset) {
         (Some(layout), _, _) => Box::new(PackedDataset::new(*layout, data)?),
         (None, Some(shared), _) => Box::new(shared::map(shared)?),
-        (None, None, Some(spec)) => Box::new(ArcDataset(dataset::open(spec, config.samples)?)),
+        (None, None, Some(spec)) => Box::new(ArcDataset(dataset::reopen(
+            spec,
+            config.samples,
+            config.index.clone(),
+        )?)),
         (None, None, None) => return Err(Error::run("the worker was sent no dataset")),
     };
     let pipeline = Pipeline::new(

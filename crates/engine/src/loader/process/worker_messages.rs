@@ -19,6 +19,9 @@ pub struct WorkerConfig {
     /// or the worker serves the shared image.
     pub dataset: Option<DatasetSpec>,
     pub samples: Option<usize>,
+    /// What the parent's dataset gave to reopen it without slow work (a shard index).
+    #[serde(default)]
+    pub index: Option<serde_json::Value>,
     /// The copy's layout, when the frame's data holds one.
     pub copy: Option<CopyLayout>,
     pub pipeline: PipelineSpec,
