@@ -11,8 +11,9 @@
 //! then the goals: cold shards on our engine against WebDataset at its best worker count
 //! (at least 2× its throughput) and warm shards against the warm folder on our engine
 //! (within 1.2×). The data is built once and kept under cargo's target/tmp. Run with
-//! `cargo bench --bench storage`; under `cargo test` (no `--bench` argument) 40 images,
-//! 2 workers and one round go through every step, as a smoke test.
+//! `cargo bench --bench storage` (`-- --rounds 1` for a quicker look); under `cargo
+//! test` (no `--bench` argument) 40 images, 2 workers and one round go through every
+//! step, as a smoke test.
 
 mod common;
 
@@ -85,11 +86,18 @@ struct Scale {
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    let args: Vec<String> = std::env::args().collect();
+    // `-- --rounds N` trades the repeats for time.
+    let rounds = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(3);
     let scale = if full {
         Scale {
             images: 10_000,
             workers: "0,2,4,8",
-            rounds: 3,
+            rounds,
             batch_size: 256,
         }
     } else {

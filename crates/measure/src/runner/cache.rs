@@ -54,7 +54,8 @@ impl EpochCache {
         let files = dataset.files();
         if files.is_empty() {
             return Ok(Some(format!(
-                "{}: no files to evict, the samples are made in memory",
+                "{}: no local files to evict: the samples are made in memory, or come over \
+                 the network, where the server's cache is its own",
                 dataset.describe()
             )));
         }
