@@ -6,11 +6,10 @@
 use std::fs::File;
 use std::ops::Deref;
 use std::path::Path;
-use std::time::Instant;
 
 use memmap2::Mmap;
 
-use super::{PixelKind, SampleShape, TimedRead};
+use super::{PixelKind, SampleShape};
 use crate::error::{Error, Result};
 
 /// The most bytes a header may promise (1 TiB). Anything larger is a corrupt header, and
@@ -72,17 +71,6 @@ pub fn map(path: &Path) -> Result<FileBytes> {
     let map = unsafe { Mmap::map(&file) }
         .map_err(|err| Error::file_caused(path, format!("cannot memory-map: {err}"), err))?;
     Ok(FileBytes::Mapped(map))
-}
-
-/// A read that only copies a sample out of a file's bytes (a mapping, or a file held in
-/// memory), timed: all of it is the fetch, there is nothing to decode.
-pub fn timed_copy(read: impl FnOnce() -> Result<i64>) -> Result<TimedRead> {
-    let started = Instant::now();
-    let label = read()?;
-    Ok(TimedRead {
-        label,
-        fetch: started.elapsed(),
-    })
 }
 
 /// Fails unless `index` is a sample of a dataset of `len` samples. Callers pass indices

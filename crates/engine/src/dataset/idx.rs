@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use flate2::read::GzDecoder;
 
 use super::files::{self, FileBytes, MAX_DATA_BYTES};
-use super::{Dataset, PixelKind, SampleShape, TimedRead};
+use super::{Dataset, PixelKind, SampleShape};
 use crate::error::{Error, Result};
 
 /// Which of the two IDX files a byte slice should be: it fixes the magic number (type
@@ -227,8 +227,8 @@ impl Dataset for Idx {
         Ok(i64::from(self.labels[self.labels_offset + index]))
     }
 
-    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
-        files::timed_copy(|| self.read(index, pixels))
+    fn read_is_fetch(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {

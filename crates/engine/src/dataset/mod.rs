@@ -187,6 +187,13 @@ pub trait Dataset: Send + Sync {
         })
     }
 
+    /// True when reading a sample is nothing but getting its bytes from storage (a copy
+    /// out of a memory-mapped file): the loader then counts a batch's whole read as its
+    /// fetch, timing the batch once rather than every sample.
+    fn read_is_fetch(&self) -> bool {
+        false
+    }
+
     /// One line for humans: the kind, the source and the size.
     fn describe(&self) -> String;
 
@@ -337,6 +344,10 @@ impl Dataset for Subset {
 
     fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
         self.inner.read_timed(index, pixels)
+    }
+
+    fn read_is_fetch(&self) -> bool {
+        self.inner.read_is_fetch()
     }
 
     fn describe(&self) -> String {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use self::header::python_shape;
 pub use self::header::{Dtype, Kind, NpyHeader, parse as parse_npy_header};
 use super::files::{self, FileBytes};
-use super::{Dataset, PixelKind, SampleShape, TimedRead};
+use super::{Dataset, PixelKind, SampleShape};
 use crate::error::{Error, Result};
 
 /// A mapped .npy array with its checked header.
@@ -262,8 +262,8 @@ impl Dataset for Npy {
         Ok(self.label(index))
     }
 
-    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
-        files::timed_copy(|| self.read(index, pixels))
+    fn read_is_fetch(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {

@@ -81,12 +81,16 @@ fn read_into(
     // exactly `total` bytes (checked above); no other handle to it exists yet, so this is
     // the only reference to its memory while the slice lives.
     let bytes = unsafe { std::slice::from_raw_parts_mut(batch.data_ptr() as *mut u8, total) };
+    let started = Instant::now();
     let mut labels = Vec::with_capacity(indices.len());
     let mut fetch = Duration::ZERO;
     for (&index, slot) in indices.iter().zip(bytes.chunks_exact_mut(sample_bytes)) {
         let read = dataset.read_timed(index, slot)?;
         labels.push(read.label);
         fetch += read.fetch;
+    }
+    if dataset.read_is_fetch() {
+        fetch = started.elapsed();
     }
     Ok((labels, fetch))
 }

@@ -36,7 +36,7 @@ use crate::transform::Pipeline;
 pub use epoch::Epoch;
 pub use pool::{WorkerMemory, WorkerMessage};
 pub use sampler::{Shard, batches_per_epoch};
-pub use stream_order::{StreamEpoch, StreamSettings, stream_batches_per_epoch, stream_epoch};
+use stream_order::{StreamSettings, stream_batches_per_epoch, stream_epoch};
 
 /// How often a waiting loader checks for cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -74,7 +74,7 @@ impl LoaderSettings {
     }
 
     /// How a sharded dataset's epochs are ordered under these settings.
-    pub fn stream(&self) -> StreamSettings {
+    fn stream(&self) -> StreamSettings {
         StreamSettings {
             shuffle: self.shuffle,
             shuffle_buffer: self.shuffle_buffer,

@@ -169,6 +169,9 @@ impl Dataset for ArcDataset {
     fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<dataset::TimedRead> {
         self.0.read_timed(index, pixels)
     }
+    fn read_is_fetch(&self) -> bool {
+        self.0.read_is_fetch()
+    }
     fn describe(&self) -> String {
         self.0.describe()
     }
