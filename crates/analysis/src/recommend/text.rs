@@ -5,7 +5,7 @@
 
 use super::super::input::InputBound;
 use super::super::{duration, mib};
-use super::tie::{FEW_ROUNDS_SHARE, MIN_ROUNDS};
+use super::tie::{FEW_ROUNDS_SHARE, MIN_ROUNDS, beats};
 use super::{Candidate, Outcome, RERUN, Recommendation};
 
 /// The tie rule in the words the paragraph uses.
@@ -49,12 +49,28 @@ pub(super) fn paragraph(
         )
     };
     match r.outcome {
-        Outcome::Faster => text.push_str(&format!(
-            ", {:.1}× as fast as {} ({:.2} s per epoch) {beyond}.",
-            r.speedup.unwrap_or(f64::NAN),
-            baseline.label,
-            baseline.epoch_s().unwrap_or(f64::NAN)
-        )),
+        Outcome::Faster => {
+            text.push_str(&format!(
+                ", {:.1}× as fast as {} ({:.2} s per epoch)",
+                r.speedup.unwrap_or(f64::NAN),
+                baseline.label,
+                baseline.epoch_s().unwrap_or(f64::NAN)
+            ));
+            // The tie rule may pick a config of the best set that is not the one that
+            // put the baseline out of it: name the one that did.
+            let beater = if beats(chosen, baseline, planned_epochs) {
+                Some(chosen)
+            } else {
+                candidates
+                    .iter()
+                    .find(|c| beats(c, baseline, planned_epochs))
+            };
+            match beater {
+                Some(b) if b.index == chosen.index => text.push_str(&format!(" {beyond}.")),
+                Some(b) => text.push_str(&format!(", which {} beats {beyond}.", b.label)),
+                None => text.push('.'),
+            }
+        }
         Outcome::NoneFaster | Outcome::Undecided => {
             let more = if chosen.config.num_workers == 0 {
                 ""
