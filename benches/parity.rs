@@ -9,8 +9,9 @@
 //! Beside each epoch ratio it prints the CLI against itself (its even rounds against its
 //! odd ones): the noise floor the app/CLI ratio should be read against; and the median
 //! of the per-round app/CLI ratios (each round's app beside the CLI that ran next to it)
-//! with its 95% bootstrap interval, which leaves out 1 only where the app differs beyond
-//! the rounds' noise. The A/A criterion follows: it holds when every per-round interval
+//! with its bootstrap interval (each at the confidence that makes all of them together
+//! 95%, Bonferroni), which leaves out 1 only where the app differs beyond the rounds'
+//! noise. The A/A criterion follows: it holds when every per-round interval
 //! contains 1 and every app/CLI ratio lies within the CLI's own A/A band. Then the
 //! configs each side marked disturbed, and each side's recommendation. Part 2 runs seed-light through the CLI on the quiet machine and then
 //! beside a busy loop on one core, and prints each config's other load and whether it
@@ -196,17 +197,19 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
         "cli ep.1",
         "app/cli",
         "cli A/A",
-        "paired 95%",
+        "paired int.",
         "app lat.",
         "cli lat.",
         "app/cli",
         "cli A/A",
-        "paired 95%",
+        "paired int.",
         "app 1st",
         "cli 1st",
         "app/cli"
     );
     let (cli_even, cli_odd) = halves(&cli);
+    // Two epoch figures per config, each with its interval: 95% for all of them together.
+    let confidence = per_interval_confidence(2 * labels.len());
     let (mut ratios, mut floor, mut systematic) = (Vec::new(), Vec::new(), 0);
     for (index, label) in labels.iter().enumerate() {
         let mut cells = Vec::new();
@@ -218,7 +221,7 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
                 let aa = figure.median(&cli_even, index) / figure.median(&cli_odd, index);
                 floor.push(aa);
                 cell.push_str(&format!(" {aa:>7.3}"));
-                let paired = Paired::of(figure, &app, &cli, index);
+                let paired = Paired::of(figure, &app, &cli, index, confidence);
                 systematic += usize::from(paired.excludes_one());
                 cell.push_str(&format!(" {paired}"));
             }
@@ -235,7 +238,9 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
         floor.len()
     );
     println!(
-        "  paired per-round app/cli, 95% interval of the median excluding 1 (a systematic difference): {systematic} of {}",
+        "  paired per-round app/cli, interval of the median excluding 1 (a systematic difference): {systematic} of {} ({:.2}% intervals, 95% for the {} together)",
+        ratios.len(),
+        confidence * 100.0,
         ratios.len()
     );
     let criterion = AaCriterion::of(&ratios, &floor, systematic);
@@ -365,17 +370,30 @@ impl Figure {
     }
 }
 
+/// The confidence of each of `intervals` intervals such that all of them hold together
+/// with 95% confidence (Bonferroni): at 95% each, one of 14 intervals leaves out 1 by
+/// chance about every other time even where nothing differs.
+fn per_interval_confidence(intervals: usize) -> f64 {
+    1.0 - 0.05 / intervals.max(1) as f64
+}
+
 /// App against CLI round by round: each round's app median over the same round's CLI
 /// median (the two ran next to each other, so slow drift between rounds cancels), with
-/// the bootstrap interval of the median of those ratios. An interval that leaves out 1
-/// says the app differs from the CLI beyond the rounds' noise.
+/// the bootstrap interval of the median of those ratios at `confidence`. An interval
+/// that leaves out 1 says the app differs from the CLI beyond the rounds' noise.
 struct Paired {
     median: f64,
     interval: (f64, f64),
 }
 
 impl Paired {
-    fn of(figure: Figure, app: &[RunResult], cli: &[RunResult], index: usize) -> Paired {
+    fn of(
+        figure: Figure,
+        app: &[RunResult],
+        cli: &[RunResult],
+        index: usize,
+        confidence: f64,
+    ) -> Paired {
         let ratios: Vec<f64> = figure
             .round_medians(app, index)
             .iter()
@@ -384,7 +402,7 @@ impl Paired {
             .collect();
         Paired {
             median: stats::median(&ratios).unwrap_or(f64::NAN),
-            interval: stats::bootstrap_median_interval(&ratios, 0.95)
+            interval: stats::bootstrap_median_interval(&ratios, confidence)
                 .unwrap_or((f64::NAN, f64::NAN)),
         }
     }

@@ -11,7 +11,7 @@ mod common;
 use common::{loaderbench, loaderbench_command, path_str, stderr, stdout, wait_with_deadline};
 
 /// A wide space: far more configs than any budget here measures, on a dataset whose
-/// epochs are long enough that no budget here sees three rounds (the least a settled
+/// epochs are long enough that no budget here sees five rounds (the least a settled
 /// answer needs), so the budget ends the search.
 const WIDE: [&str; 6] = [
     "--space",

@@ -17,8 +17,11 @@ use super::{Candidate, NEAR_SHARE};
 /// differ by a few percent from run to run.
 pub const MEMORY_TIE_SHARE: f64 = 0.10;
 
-/// Repeats two configs must share to be compared round by round.
-pub const MIN_ROUNDS: usize = 3;
+/// Repeats two configs must share to be compared round by round. The bootstrap interval
+/// of a median of fewer than five is the values' range, which holds the true median far
+/// less often than 95% of the time (75% for three, 87.5% for four, 93.75% for five), so
+/// a decision on three rounds is a coin toss wherever the difference is near the band.
+pub const MIN_ROUNDS: usize = 5;
 
 /// With fewer shared rounds than [`MIN_ROUNDS`], how much slower a config must be to
 /// count as beaten. One round tells nothing about its own noise, and on the 2-core VMs

@@ -6,10 +6,11 @@
 //! out, and of the rest the slower half, while the better keep getting rounds, each
 //! round running them one after another in turn. The search stops as soon as the answer
 //! is settled: every config of the best set over everything measured (those set aside
-//! in the slower half included) has [`SETTLE_ROUNDS`] rounds behind it. A config set
-//! aside in the slower half but still in that set is reinstated and measured until it
-//! has them, since halving on one or two noisy rounds decides only who goes first, never
-//! the answer. The search also stops when the next round does not fit in what is left
+//! in the slower half included) has [`SETTLE_ROUNDS`] rounds behind it, and none of them
+//! could still beat the config the tie rule picks by more than the noise band (the upper
+//! end of their per-round ratio's interval). A config set aside in the slower half but
+//! still in that set is reinstated and measured until then, since halving on one or two
+//! noisy rounds decides only who goes first, never the answer. The search also stops when the next round does not fit in what is left
 //! of the budget, or when the user stops it. Every measurement goes through the runner (the interference meter
 //! included): a disturbed measurement is dropped, and its config measured again in the
 //! next round. The result is a run like any other, its configs' repeats numbered by
@@ -42,8 +43,9 @@ use rounds::RoundEnd;
 /// measured.
 pub const MODEL_KEEP: f64 = 1.5;
 
-/// Rounds every config of the best set needs before the answer counts as settled.
-pub const SETTLE_ROUNDS: usize = 3;
+/// Rounds every config of the best set needs before the answer counts as settled: as
+/// many as the recommendation needs to compare two configs round by round.
+pub const SETTLE_ROUNDS: usize = crate::recommend::MIN_ROUNDS;
 
 /// What a config's measurement is taken to cost while nothing of any is known.
 const UNKNOWN_COST_S: f64 = 0.5;

@@ -1,9 +1,10 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
 //! out after a round (beaten beyond the noise by the recommendation's own best set, once
-//! each has two measurements; then the slower half), when the answer is settled (and
-//! who is reinstated until it is), the next round's order and what of it fits in the
+//! each has two measurements; then the slower half), when the answer is settled (no
+//! config of the best set could still beat the pick; who is reinstated until then), the next round's order and what of it fits in the
 //! budget, and the trail as the search ends.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use loaderbench_engine::plan::Plan;
@@ -15,6 +16,7 @@ use super::{
     CONFIG_OVERHEAD_S, MODEL_KEEP, Model, SETTLE_ROUNDS, Standing, TuneEvent, UNKNOWN_COST_S,
 };
 use crate::Analysis;
+use crate::recommend::{self, NEAR_SHARE};
 
 /// Fits the model to the anchors and predicts every other config; leaves out those
 /// predicted beyond [`MODEL_KEEP`] times the best.
@@ -210,9 +212,11 @@ pub(super) fn fitting(
 }
 
 /// Whether the answer is settled: every config of the best set over everything measured
-/// (those set aside in the slower half included) has [`SETTLE_ROUNDS`] rounds. A config
-/// set aside in the slower half that is still in that set with fewer rounds is a
-/// candidate again.
+/// (those set aside in the slower half included) has [`SETTLE_ROUNDS`] rounds, and none
+/// of them could still beat the config the tie rule picks (see [`could_still_beat`]). A
+/// config of that set that lacks its rounds, or whose comparison with the pick is still
+/// open, is a candidate again if it was set aside, and so is the pick while any is open:
+/// deciding on fewer rounds than the difference needs made the answer a coin toss.
 pub(super) fn settled(
     result: &RunResult,
     standings: &mut [Standing],
@@ -221,16 +225,25 @@ pub(super) fn settled(
     let measured: Vec<usize> = (0..standings.len())
         .filter(|&i| standings[i].rounds > 0)
         .collect();
-    let Some((best, _)) = best_set(&undisturbed(result), &measured) else {
+    let ranked = undisturbed(result);
+    let Some((best, pick)) = best_set(&ranked, &measured) else {
         return true;
     };
+    let open: Vec<usize> = best
+        .iter()
+        .copied()
+        .filter(|&i| i != pick && could_still_beat(&ranked, i, pick))
+        .collect();
     let mut settled = true;
     for index in best {
-        let standing = &mut standings[index];
-        if standing.rounds >= SETTLE_ROUNDS {
+        let needed = standings[index].rounds < SETTLE_ROUNDS
+            || open.contains(&index)
+            || (index == pick && !open.is_empty());
+        if !needed {
             continue;
         }
         settled = false;
+        let standing = &mut standings[index];
         if matches!(standing.fate, Some(Fate::Eliminated { .. })) {
             standing.fate = None;
             standing.reinstated = true;
@@ -238,6 +251,34 @@ pub(super) fn settled(
         }
     }
     settled
+}
+
+/// Whether `challenger` could still beat `pick` by more than [`NEAR_SHARE`]: the upper end
+/// of the interval of the pick's time over the challenger's, round by round, lies beyond
+/// it, or they do not share [`SETTLE_ROUNDS`] rounds yet.
+fn could_still_beat(result: &RunResult, challenger: usize, pick: usize) -> bool {
+    round_ratio(result, pick, challenger).is_none_or(|ratio| ratio.high > 1.0 + NEAR_SHARE)
+}
+
+/// `a`'s projected time over `b`'s in each round both were measured in, as an estimate;
+/// `None` until they share [`SETTLE_ROUNDS`] rounds.
+fn round_ratio(result: &RunResult, a: usize, b: usize) -> Option<stats::Estimate> {
+    let by_round = |index: usize| -> BTreeMap<usize, f64> {
+        result
+            .results
+            .iter()
+            .filter(|r| r.config_index == index)
+            .filter_map(|r| Some((r.repeat, recommend::projected_s(r, result.planned_epochs)?)))
+            .collect()
+    };
+    let (a, b) = (by_round(a), by_round(b));
+    let ratios: Vec<f64> = a
+        .iter()
+        .filter_map(|(round, a)| Some(a / b.get(round)?))
+        .collect();
+    (ratios.len() >= SETTLE_ROUNDS)
+        .then(|| stats::Estimate::of(&ratios))
+        .flatten()
 }
 
 /// A config's median projected time over its repeats, as the recommendation projects it.
@@ -366,14 +407,44 @@ mod tests {
         assert!(standings[0].fate.is_none() && standings[0].reinstated);
         assert!(matches!(events[..], [TuneEvent::Reinstated { config: 0 }]));
 
-        // Three rounds later nw=0 is behind in every round: beaten, and the answer settles.
-        let mut results = rounds(0, 0, &[1.15, 1.2, 1.18]);
-        results.extend(rounds(1, 2, &[1.0, 1.02, 0.98]));
-        results.extend(rounds(2, 4, &[1.01, 1.0, 0.99]));
+        // Five rounds later nw=0 is behind in every round: beaten, and the answer settles.
+        let mut results = rounds(0, 0, &[1.15, 1.2, 1.18, 1.16, 1.19]);
+        results.extend(rounds(1, 2, &[1.0, 1.02, 0.98, 1.0, 1.01]));
+        results.extend(rounds(2, 4, &[1.01, 1.0, 0.99, 1.0, 1.0]));
         let measured = result(configs, results);
-        standings[0].rounds = 3;
+        for standing in &mut standings {
+            standing.rounds = 5;
+        }
         assert!(settled(&measured, &mut standings, &mut |_| {}));
         let best = best_set(&measured, &[0, 1, 2]).unwrap().0;
         assert_eq!(best, [1, 2]);
+    }
+
+    #[test]
+    fn the_answer_is_open_while_a_tied_config_could_still_beat_the_pick_beyond_the_band() {
+        let configs = vec![config(0, false), config(2, false)];
+        let halved = Fate::Eliminated {
+            round: 2,
+            reason: "in the slower half".to_owned(),
+        };
+        // Five rounds: nw=0 (the pick, fewest workers) is 15–20% behind nw=2 in two of them,
+        // so neither beats the other, but nw=2 may yet prove faster beyond the band.
+        let mut results = rounds(0, 0, &[1.0, 1.2, 0.97, 1.0, 1.15]);
+        results.extend(rounds(1, 2, &[1.0; 5]));
+        let measured = result(configs.clone(), results);
+        assert_eq!(best_set(&measured, &[0, 1]).unwrap(), (vec![0, 1], 0));
+        let mut standings = vec![standing(5, Some(halved)), standing(5, None)];
+        let mut events = Vec::new();
+        assert!(!settled(&measured, &mut standings, &mut |e| events.push(e)));
+        assert!(standings[0].fate.is_none() && standings[0].reinstated);
+        assert!(matches!(events[..], [TuneEvent::Reinstated { config: 0 }]));
+
+        // Six rounds within 2% of each other: nw=2 cannot beat the pick beyond the band.
+        let mut results = rounds(0, 0, &[1.0, 1.02, 0.99, 1.01, 1.0, 0.98]);
+        results.extend(rounds(1, 2, &[1.0; 6]));
+        let measured = result(configs, results);
+        standings[0].rounds = 6;
+        standings[1].rounds = 6;
+        assert!(settled(&measured, &mut standings, &mut |_| {}));
     }
 }
