@@ -49,8 +49,10 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
             .with_min_inner_size([900.0, 560.0]),
         // OpenGL through glow rather than wgpu: with no GPU (Mesa's llvmpipe) a frame
         // costs a third of the CPU time (benches/window_frames.rs). The PNG exports
-        // still render headless through wgpu (egui_kittest).
+        // still render headless through wgpu (egui_kittest). No dithering: on llvmpipe
+        // its per-pixel noise cost 12% of a frame, for flat colours that need none.
         renderer: eframe::Renderer::Glow,
+        dithering: false,
         ..eframe::NativeOptions::default()
     };
     eframe::run_native(
