@@ -107,17 +107,28 @@ impl ResultsTable {
     }
 }
 
-/// A typical epoch's bytes read from storage and their rate: `41.2 MB at 120.5 MB/s`;
-/// a cold config that stayed warm says so.
+/// A typical epoch's bytes read from storage and their rate: `41.2 MB at 120.5 MB/s`,
+/// `none` where everything came from the page cache; a cold config that stayed warm
+/// says so.
 fn storage_read(row: &SummaryRow) -> String {
     let read = match (row.read_bytes, row.read_mb_s) {
-        (Some(bytes), Some(rate)) => format!("{:.1} MB at {rate:.1} MB/s", bytes / 1e6),
-        (Some(bytes), None) => format!("{:.1} MB", bytes / 1e6),
+        (Some(bytes), _) if bytes <= 0.0 => "none".to_owned(),
+        (Some(bytes), Some(rate)) => format!("{} at {rate:.1} MB/s", amount(bytes)),
+        (Some(bytes), None) => amount(bytes),
         _ => "-".to_owned(),
     };
     match row.stayed_warm {
         Some(_) => format!("{read} (stayed warm)"),
         None => read,
+    }
+}
+
+/// Bytes as `41.2 MB`, or `64 kB` below a megabyte (which `0.0 MB` would hide).
+fn amount(bytes: f64) -> String {
+    if bytes < 1e6 {
+        format!("{:.0} kB", bytes / 1e3)
+    } else {
+        format!("{:.1} MB", bytes / 1e6)
     }
 }
 
@@ -325,7 +336,7 @@ mod tests {
             cache: Cache::Cold,
             ..config(2, false)
         };
-        let configs = vec![config(2, false), cold.clone(), cold];
+        let configs = vec![config(2, false), cold.clone(), cold.clone(), cold];
         let read = |index: usize, bytes: u64| {
             let mut epochs = vec![epoch(1, 0.25, 0.1, 3), epoch(2, 0.25, 0.1, 3)];
             for e in &mut epochs {
@@ -336,7 +347,7 @@ mod tests {
         let mut stayed = read(2, 0);
         stayed.stayed_warm = Some("/dev/shm/a.png: on tmpfs".to_owned());
         stayed.label = "nw=2 cold".to_owned();
-        let results = vec![read(0, 0), read(1, 9_000_000), stayed];
+        let results = vec![read(0, 0), read(1, 9_000_000), stayed, read(3, 64_000)];
         let table = ResultsTable::of(&result(configs, results), "light");
         assert_eq!(table.header[3], "cache");
         assert_eq!(
@@ -344,9 +355,10 @@ mod tests {
             Some("storage read")
         );
         let last = |row: usize| table.rows[row].cells.last().cloned().unwrap();
-        assert_eq!(last(0), "0.0 MB at 0.0 MB/s");
+        assert_eq!(last(0), "none");
         assert_eq!(last(1), "9.0 MB at 20.0 MB/s");
-        assert_eq!(last(2), "0.0 MB at 0.0 MB/s (stayed warm)");
+        assert_eq!(last(2), "none (stayed warm)");
+        assert_eq!(last(3), "64 kB at 0.1 MB/s");
         assert!(
             table
                 .markdown()
