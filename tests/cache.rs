@@ -73,11 +73,16 @@ fn cold_epochs_read_the_folder_from_storage_and_warm_ones_do_not() {
     assert_eq!(configs.len(), 4, "{configs:?}");
     for (cache, stayed_warm, read) in &configs {
         assert_eq!(stayed_warm, &None, "{cache}: {read:?}");
-        for &epoch in read {
+        for (index, &epoch) in read.iter().enumerate() {
             match cache.as_str() {
                 // Every image, read at least once per epoch (spawned workers check the
                 // headers on opening the folder, then decode the files).
                 "cold" => assert!(epoch >= bytes * 9 / 10, "cold read {epoch} of {bytes}"),
+                // A warm config's first epoch finds the page cache as the machine left
+                // it, and a busy machine may have reclaimed the freshly written folder
+                // (seen once in CI: 1,953,792 of 2,368,704 bytes). Every later epoch
+                // follows one that read every file.
+                _ if index == 0 => {}
                 _ => assert!(epoch < bytes / 10, "warm read {epoch} of {bytes}"),
             }
         }

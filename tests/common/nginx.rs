@@ -72,10 +72,24 @@ impl Nginx {
         let _ = self.server.wait();
     }
 
-    /// Requests served so far (the access log's lines).
+    /// Requests served so far (the access log's lines), once the log has stopped
+    /// growing: nginx writes a request's line when it finishes the request, which on a
+    /// busy machine can come a moment after the client has read what it needed.
     pub fn requests(&self) -> usize {
-        let log = std::fs::read_to_string(self.dir.path().join("access.log"));
-        log.unwrap_or_default().lines().count()
+        let count = || {
+            let log = std::fs::read_to_string(self.dir.path().join("access.log"));
+            log.unwrap_or_default().lines().count()
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut last = count();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = count();
+            if now == last || Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
     }
 
     /// What nginx wrote to its error log.
