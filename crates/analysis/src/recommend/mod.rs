@@ -13,8 +13,6 @@
 //! stayed warm (its files could not be evicted), so a warm figure never answers it. The
 //! paragraph is written in [`text`], the code to paste in [`snippet`].
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
@@ -31,6 +29,7 @@ mod tie;
 
 pub use snippet::snippet;
 use text::paragraph;
+pub(crate) use tie::round_ratio;
 pub use tie::{MEMORY_TIE_SHARE, MIN_ROUNDS};
 
 /// A config beats another round by round only when the whole interval of their per-round
@@ -141,21 +140,6 @@ impl Candidate<'_> {
             .filter(|r| r.disturbed)
             .filter_map(|r| r.other_load_cores)
             .max_by(f64::total_cmp)
-    }
-
-    /// The projected time of each repeat, by repeat number (the median where a folded
-    /// no-op twin measured the same repeat too).
-    fn by_round(&self, planned_epochs: usize) -> BTreeMap<usize, f64> {
-        let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-        for run in &self.runs {
-            if let Some(seconds) = projected_s(run, planned_epochs) {
-                rounds.entry(run.repeat).or_default().push(seconds);
-            }
-        }
-        rounds
-            .into_iter()
-            .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
-            .collect()
     }
 
     fn median_of(&self, value: impl Fn(&ConfigResult) -> Option<f64>) -> Option<f64> {

@@ -58,17 +58,15 @@ pub(super) fn paragraph(
             ));
             // The tie rule may pick a config of the best set that is not the one that
             // put the baseline out of it: name the one that did.
-            let beater = if beats(chosen, baseline, planned_epochs) {
-                Some(chosen)
+            if beats(chosen, baseline, planned_epochs) {
+                text.push_str(&format!(" {beyond}."));
+            } else if let Some(b) = candidates
+                .iter()
+                .find(|c| beats(c, baseline, planned_epochs))
+            {
+                text.push_str(&format!(", which {} beats {beyond}.", b.label));
             } else {
-                candidates
-                    .iter()
-                    .find(|c| beats(c, baseline, planned_epochs))
-            };
-            match beater {
-                Some(b) if b.index == chosen.index => text.push_str(&format!(" {beyond}.")),
-                Some(b) => text.push_str(&format!(", which {} beats {beyond}.", b.label)),
-                None => text.push('.'),
+                text.push('.');
             }
         }
         Outcome::NoneFaster | Outcome::Undecided => {

@@ -9,9 +9,12 @@
 //! config equal within the noise, not just those near this run's fastest, a run that
 //! reorders equal configs recommends the same one.
 
+use std::collections::BTreeMap;
+
+use loaderbench_measure::results::ConfigResult;
 use loaderbench_measure::stats::{self, Estimate};
 
-use super::{Candidate, NEAR_SHARE};
+use super::{Candidate, NEAR_SHARE, projected_s};
 
 /// Memory within this share of the least among the tied counts as the least: peaks
 /// differ by a few percent from run to run.
@@ -115,7 +118,11 @@ pub(super) fn beats(faster: &Candidate<'_>, slower: &Candidate<'_>, planned_epoc
     if faster.index == slower.index {
         return false;
     }
-    match round_ratio(slower, faster, planned_epochs) {
+    match round_ratio(
+        slower.runs.iter().copied(),
+        faster.runs.iter().copied(),
+        planned_epochs,
+    ) {
         Some(ratio) => ratio.low > 1.0 + NEAR_SHARE,
         None => {
             let (slower, faster) = (&slower.projected_s, &faster.projected_s);
@@ -124,10 +131,15 @@ pub(super) fn beats(faster: &Candidate<'_>, slower: &Candidate<'_>, planned_epoc
     }
 }
 
-/// `a`'s projected time over `b`'s in each repeat both have, as an estimate over those
-/// rounds; `None` below [`MIN_ROUNDS`].
-fn round_ratio(a: &Candidate<'_>, b: &Candidate<'_>, planned_epochs: usize) -> Option<Estimate> {
-    let (a, b) = (a.by_round(planned_epochs), b.by_round(planned_epochs));
+/// The projected time of `a`'s runs over `b`'s in each repeat both have, as an estimate
+/// over those rounds; `None` below [`MIN_ROUNDS`]. The tie rule compares candidates by
+/// it, and tune asks it whether a config could still beat the pick.
+pub(crate) fn round_ratio<'r>(
+    a: impl IntoIterator<Item = &'r ConfigResult>,
+    b: impl IntoIterator<Item = &'r ConfigResult>,
+    planned_epochs: usize,
+) -> Option<Estimate> {
+    let (a, b) = (by_round(a, planned_epochs), by_round(b, planned_epochs));
     let ratios: Vec<f64> = a
         .iter()
         .filter_map(|(round, a)| Some(a / b.get(round)?))
@@ -135,6 +147,24 @@ fn round_ratio(a: &Candidate<'_>, b: &Candidate<'_>, planned_epochs: usize) -> O
     (ratios.len() >= MIN_ROUNDS)
         .then(|| Estimate::of(&ratios))
         .flatten()
+}
+
+/// The projected time of each repeat, by repeat number (the median where a folded no-op
+/// twin measured the same repeat too).
+fn by_round<'r>(
+    runs: impl IntoIterator<Item = &'r ConfigResult>,
+    planned_epochs: usize,
+) -> BTreeMap<usize, f64> {
+    let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for run in runs {
+        if let Some(seconds) = projected_s(run, planned_epochs) {
+            rounds.entry(run.repeat).or_default().push(seconds);
+        }
+    }
+    rounds
+        .into_iter()
+        .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
+        .collect()
 }
 
 #[cfg(test)]

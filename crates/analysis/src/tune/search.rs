@@ -4,7 +4,6 @@
 //! config of the best set could still beat the pick; who is reinstated until then), the next round's order and what of it fits in the
 //! budget, and the trail as the search ends.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use loaderbench_engine::plan::Plan;
@@ -257,28 +256,14 @@ pub(super) fn settled(
 /// of the interval of the pick's time over the challenger's, round by round, lies beyond
 /// it, or they do not share [`SETTLE_ROUNDS`] rounds yet.
 fn could_still_beat(result: &RunResult, challenger: usize, pick: usize) -> bool {
-    round_ratio(result, pick, challenger).is_none_or(|ratio| ratio.high > 1.0 + NEAR_SHARE)
-}
-
-/// `a`'s projected time over `b`'s in each round both were measured in, as an estimate;
-/// `None` until they share [`SETTLE_ROUNDS`] rounds.
-fn round_ratio(result: &RunResult, a: usize, b: usize) -> Option<stats::Estimate> {
-    let by_round = |index: usize| -> BTreeMap<usize, f64> {
+    let runs = |index: usize| {
         result
             .results
             .iter()
-            .filter(|r| r.config_index == index)
-            .filter_map(|r| Some((r.repeat, recommend::projected_s(r, result.planned_epochs)?)))
-            .collect()
+            .filter(move |r| r.config_index == index)
     };
-    let (a, b) = (by_round(a), by_round(b));
-    let ratios: Vec<f64> = a
-        .iter()
-        .filter_map(|(round, a)| Some(a / b.get(round)?))
-        .collect();
-    (ratios.len() >= SETTLE_ROUNDS)
-        .then(|| stats::Estimate::of(&ratios))
-        .flatten()
+    recommend::round_ratio(runs(pick), runs(challenger), result.planned_epochs)
+        .is_none_or(|ratio| ratio.high > 1.0 + NEAR_SHARE)
 }
 
 /// A config's median projected time over its repeats, as the recommendation projects it.
