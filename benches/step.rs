@@ -2,11 +2,14 @@
 //! (tests/data/step/small_cnn.py, exported with torch.jit.script) trained as a `model`
 //! step at nw=0 by our engine (through tch) and by the PyTorch runtime (torch.jit.load),
 //! on the same data and the same libtorch: their step times per batch should agree
-//! within 15%, and the ratio is printed. Second, against a hand-written loop: a user's
-//! Dataset (tests/data/user_dataset/mnist_user.py) with the same CNN as the user's
-//! `python` step, measured by the PyTorch runtime alternately with
-//! `python/plain_dataloader_timing.py`, a plain training loop that imports both itself;
-//! their epoch times should agree within 10%.
+//! within 15%, and the ratio is printed for three conditions, glibc's default malloc at
+//! two dataset sizes and fixed malloc thresholds, since the default's state can put the
+//! step's activations on fresh pages every batch in one process and not the other.
+//! Second, against a hand-written loop: a user's Dataset
+//! (tests/data/user_dataset/mnist_user.py) with the same CNN as the user's `python` step,
+//! measured by the PyTorch runtime alternately with `python/plain_dataloader_timing.py`,
+//! a plain training loop that imports both itself; their epoch times should agree
+//! within 10%.
 //! Run with `cargo bench --bench step`; under `cargo test` a tiny smoke version of each
 //! runs (every step of the full one, on a few batches).
 
@@ -49,50 +52,112 @@ fn export_model(dir: &Path) -> std::path::PathBuf {
     dir.join("small_cnn.pt")
 }
 
+/// glibc malloc's thresholds held fixed: blocks up to 32 MiB come from the heap and the
+/// heap keeps up to 128 MiB free at its top. By default glibc moves both with the
+/// process's history of frees, so two processes running the same step can differ in
+/// whether its activations are fresh pages from the kernel on every batch.
+const FIXED_MALLOC: &str =
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728";
+
+/// One condition the same model is compared under: the samples per epoch, and the
+/// `GLIBC_TUNABLES` both processes (ours and its Python child) run with, if any.
+struct Condition {
+    samples: usize,
+    tunables: Option<&'static str>,
+}
+
 /// The TorchScript step per batch on each runtime at nw=0, round by round: each round a
 /// fresh `loaderbench run` process measures both runtimes (ours in that process, the
 /// PyTorch runtime in its Python child). On these VMs a process keeps the speed of the
 /// memory it was given for its whole life, so one process per side says more about the
 /// processes than the runtimes: the per-round ratio's median and interval over fresh
-/// processes is the figure.
+/// processes is the figure. The conditions take turns round by round: glibc's default
+/// malloc at two dataset sizes, and fixed malloc thresholds (see `FIXED_MALLOC`), since
+/// with the defaults the PyTorch runtime's step can page-fault its activations in on
+/// every batch, depending on the frees that came before (docs/performance.md).
 fn model_on_both_runtimes(full: bool, dir: &Path) {
-    let (samples, rounds) = if full { (8192, 7) } else { (256, 1) };
+    let rounds = if full { 7 } else { 1 };
+    let conditions = if full {
+        vec![
+            Condition {
+                samples: 8192,
+                tunables: None,
+            },
+            Condition {
+                samples: 16384,
+                tunables: None,
+            },
+            Condition {
+                samples: 8192,
+                tunables: Some(FIXED_MALLOC),
+            },
+        ]
+    } else {
+        vec![Condition {
+            samples: 256,
+            tunables: Some(FIXED_MALLOC),
+        }]
+    };
     let model = export_model(dir);
-    let mut ratios = Vec::new();
-    let (mut ours, mut pytorch) = (Vec::new(), Vec::new());
+    let mut measured: Vec<Vec<(f64, f64)>> = vec![Vec::new(); conditions.len()];
     for round in 0..rounds {
-        let json = dir.join(format!("step-round-{round}.json"));
-        let step = format!(r#"step=model(path: "{}")"#, model.display());
-        let samples = format!("samples={samples}");
-        let output = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
-            .args(["run", "seed-light", "-q", "--set", &samples])
-            .args(["--set", "batch_size=128", "--set", "num_workers=0"])
-            .args(["--set", "extra_configs=[]", "--set", "pin_memory=false"])
-            .args(["--set", "runtime=loaderbench,pytorch", "--set", &step])
-            .arg("--json")
-            .arg(&json)
-            .output()
-            .expect("loaderbench runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let result = documents::read(&json).expect("the round's results");
-        let (a, b) = (
-            step_ms(&result, Runtime::Loaderbench),
-            step_ms(&result, Runtime::Pytorch),
-        );
-        ours.push(a);
-        pytorch.push(b);
-        ratios.push(b / a);
+        for (condition, pairs) in conditions.iter().zip(&mut measured) {
+            pairs.push(step_on_both(condition, &model, dir, round));
+        }
     }
+    for (condition, pairs) in conditions.iter().zip(&measured) {
+        report_step_ratio(condition, pairs);
+    }
+}
+
+/// One round under `condition`: (ours, PyTorch) step milliseconds per batch.
+fn step_on_both(condition: &Condition, model: &Path, dir: &Path, round: usize) -> (f64, f64) {
+    let json = dir.join(format!("step-{}-{round}.json", condition.samples));
+    let step = format!(r#"step=model(path: "{}")"#, model.display());
+    let samples = format!("samples={}", condition.samples);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+    command
+        .args(["run", "seed-light", "-q", "--set", &samples])
+        .args(["--set", "batch_size=128", "--set", "num_workers=0"])
+        .args(["--set", "extra_configs=[]", "--set", "pin_memory=false"])
+        .args(["--set", "runtime=loaderbench,pytorch", "--set", &step])
+        .arg("--json")
+        .arg(&json);
+    match condition.tunables {
+        Some(tunables) => command.env("GLIBC_TUNABLES", tunables),
+        None => command.env_remove("GLIBC_TUNABLES"),
+    };
+    let output = command.output().expect("loaderbench runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result = documents::read(&json).expect("the round's results");
+    (
+        step_ms(&result, Runtime::Loaderbench),
+        step_ms(&result, Runtime::Pytorch),
+    )
+}
+
+/// Prints one condition's medians and its per-round PyTorch/ours ratio with interval.
+fn report_step_ratio(condition: &Condition, pairs: &[(f64, f64)]) {
+    let ours: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let pytorch: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    let ratios: Vec<f64> = pairs.iter().map(|(a, b)| b / a).collect();
     let ratio = stats::Estimate::of(&ratios).expect("a ratio per round");
+    let malloc = if condition.tunables.is_some() {
+        "fixed malloc thresholds"
+    } else {
+        "glibc's default malloc"
+    };
     println!(
-        "TorchScript CNN step per batch at nw=0 ({samples} samples, batch 128, {rounds} \
+        "TorchScript CNN step per batch at nw=0 ({} samples, batch 128, {malloc}, {} \
          rounds, each a fresh process per side): ours {:.2} ms, PyTorch {:.2} ms (medians); \
          PyTorch / ours per round {} → median {:.3}, 95% interval [{:.3}, {:.3}] ({} within \
          15%)",
+        condition.samples,
+        pairs.len(),
         stats::median(&ours).unwrap_or(f64::NAN),
         stats::median(&pytorch).unwrap_or(f64::NAN),
         ratios
