@@ -5,8 +5,10 @@
 //! idle the mouse moves 60 times across its plots with `xdotool`. After each move the
 //! bench waits until the app is idle again, so everything the move cost is counted:
 //! the app's CPU time (user + system, all its threads, Mesa's rasterizer threads
-//! included, from /proc) over the 60 moves, divided by 60, is the cost of the frame a
-//! move draws. Prints each round's figure and their median. Run with
+//! included, from /proc) over the 60 moves, divided by the frames the app drew (it
+//! writes its count to the file `LOADERBENCH_FRAME_COUNT` names), is the cost of a
+//! frame; divided by 60, of a move, which draws several (egui draws again after the
+//! pointer moved). Prints each round's figures and their medians. Run with
 //! `cargo bench --bench window_frames`; under `cargo test` (no `--bench` argument) it
 //! runs one short round on a smaller run, and skips with a message where Xvfb or xdotool
 //! is missing, unless `CI` is `true`.
@@ -43,15 +45,28 @@ fn main() {
     let app = Window::open(&display, &results, dir.path());
     let rounds = if full { ROUNDS } else { 1 };
     let moves = if full { MOVES } else { 10 };
-    let mut per_move_ms = Vec::new();
+    let (mut per_frame_ms, mut per_move_ms) = (Vec::new(), Vec::new());
     for round in 1..=rounds {
-        let cpu = app.sweep_mouse(&display, moves);
-        let ms = cpu.as_secs_f64() * 1000.0 / moves as f64;
-        println!("round {round}: {moves} moves, {ms:.1} ms CPU per move");
-        per_move_ms.push(ms);
+        let (cpu, frames) = app.sweep_mouse(&display, moves);
+        assert!(
+            frames > 0,
+            "the window drew no frame for {moves} mouse moves"
+        );
+        let ms = cpu.as_secs_f64() * 1000.0;
+        println!(
+            "round {round}: {moves} moves, {frames} frames ({:.2} a move), {:.1} ms CPU per \
+             frame, {:.1} ms per move",
+            frames as f64 / moves as f64,
+            ms / frames as f64,
+            ms / moves as f64
+        );
+        per_frame_ms.push(ms / frames as f64);
+        per_move_ms.push(ms / moves as f64);
     }
     println!(
-        "window_frames: {:.1} ms CPU per mouse move (median of {rounds} rounds of {moves})",
+        "window_frames: {:.1} ms CPU per frame, {:.1} ms per mouse move (medians of {rounds} \
+         rounds of {moves} moves)",
+        stats::percentile(&per_frame_ms, 50.0).unwrap_or(f64::NAN),
         stats::percentile(&per_move_ms, 50.0).unwrap_or(f64::NAN)
     );
 }
@@ -148,16 +163,20 @@ impl Drop for Xvfb {
 struct Window {
     app: Child,
     id: String,
+    /// Where the app writes how many frames it has drawn (`LOADERBENCH_FRAME_COUNT`).
+    frame_count: PathBuf,
 }
 
 impl Window {
     /// Opens `results` in `loaderbench gui`, with the app's saved state kept in `dir`
     /// (not the user's), and waits until the window is drawn and idle.
     fn open(display: &Xvfb, results: &Path, dir: &Path) -> Window {
+        let frame_count = dir.join("frame-count");
         let app = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
             .arg("gui")
             .arg(results)
             .env("DISPLAY", &display.name)
+            .env("LOADERBENCH_FRAME_COUNT", &frame_count)
             .env("XDG_DATA_HOME", dir)
             .env("XDG_CONFIG_HOME", dir)
             .stdout(Stdio::null())
@@ -176,19 +195,23 @@ impl Window {
             .next()
             .expect("the app's window")
             .to_owned();
-        let window = Window { app, id };
+        let window = Window {
+            app,
+            id,
+            frame_count,
+        };
         window.wait_until_idle(Duration::from_secs(60));
         window
     }
 
     /// Moves the mouse `moves` times along a line across the plots (the right two
     /// thirds of the window, a third of the way down), waiting after each move until the
-    /// app is idle; returns the app's CPU time over the moves.
-    fn sweep_mouse(&self, display: &Xvfb, moves: usize) -> Duration {
+    /// app is idle; returns the app's CPU time over the moves and the frames it drew.
+    fn sweep_mouse(&self, display: &Xvfb, moves: usize) -> (Duration, u64) {
         let (width, height) = self.size(display);
         let y = height / 3;
         let (left, right) = (width * 2 / 5, width - 40);
-        let before = self.cpu_time();
+        let (before, frames_before) = (self.cpu_time(), self.frames());
         for step in 0..moves {
             // Back and forth, so every move lands somewhere new on the plots.
             let along = (step * 2 * (right - left) / moves) % (2 * (right - left));
@@ -197,7 +220,14 @@ impl Window {
             display.xdotool(&["mousemove", "--window", &self.id, &x, &y]);
             self.wait_until_idle(Duration::from_secs(5));
         }
-        self.cpu_time() - before
+        (self.cpu_time() - before, self.frames() - frames_before)
+    }
+
+    /// The frames the app has drawn so far, as it last wrote them.
+    fn frames(&self) -> u64 {
+        let text = std::fs::read_to_string(&self.frame_count)
+            .expect("the app writes its frame count (LOADERBENCH_FRAME_COUNT)");
+        text.trim().parse().expect("a frame count")
     }
 
     /// The window's size in pixels.

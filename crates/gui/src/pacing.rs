@@ -11,10 +11,11 @@
 //! (the run's events, egui's follow-up frames for new widgets, grid sizes and scroll-bar
 //! fades) waits at the top of the frame in [`Pacer::wait_to_draw`]. So drawing never
 //! competes with a measured epoch, and most epochs start after the same short rest as in
-//! `loaderbench run`: a frame under Mesa's software renderer takes 50-60 ms of both
-//! cores, and a rest of 60 ms or more before an epoch made the first batch of four or
-//! more starting workers 1.4-2.1× slower in 8 of 9 cases (measured on a 2-core VM,
-//! rests alternated round by round in one process).
+//! `loaderbench run`: a frame under Mesa's software renderer took 50-60 ms of both
+//! cores when this was measured (15-20 ms since, benches/window_frames.rs), and a rest
+//! of 60 ms or more before an epoch made the first batch of four or more starting
+//! workers 1.4-2.1× slower in 8 of 9 cases (measured on a 2-core VM, rests alternated
+//! round by round in one process).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

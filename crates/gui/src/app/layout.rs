@@ -18,6 +18,17 @@ use super::run_lifecycle::LIVE_FRAME_INTERVAL;
 use super::{App, Message, WARNING};
 
 impl App {
+    /// A panel's frame, without its fill where the window already clears to the panels'
+    /// colour: each fill shades every pixel of the panel once more, a quarter of a
+    /// frame's CPU under a software rasterizer (see crate::frames).
+    fn panel_frame(&self, frame: egui::Frame) -> egui::Frame {
+        if self.window_clears_to_panel_fill {
+            frame.fill(egui::Color32::TRANSPARENT)
+        } else {
+            frame
+        }
+    }
+
     pub(super) fn drain_replies(&mut self, ctx: &egui::Context) {
         while let Some(reply) = self.background.try_next() {
             match reply {
@@ -254,17 +265,23 @@ impl eframe::App for App {
         self.drain_replies(&ctx);
 
         let mut actions = Vec::new();
+        let style = ctx.global_style();
         self.shortcuts(&ctx, &mut actions);
         self.dropped_files(&ctx, &mut actions);
-        egui::Panel::top("menu").show(ui, |ui| self.top_bar(ui, &mut actions));
+        egui::Panel::top("menu")
+            .frame(self.panel_frame(egui::Frame::side_top_panel(&style)))
+            .show(ui, |ui| self.top_bar(ui, &mut actions));
         if !self.messages.is_empty() {
-            egui::Panel::bottom("messages").show(ui, |ui| {
-                ui.add_space(4.0);
-                self.message_bar(ui, &mut actions);
-                ui.add_space(2.0);
-            });
+            egui::Panel::bottom("messages")
+                .frame(self.panel_frame(egui::Frame::side_top_panel(&style)))
+                .show(ui, |ui| {
+                    ui.add_space(4.0);
+                    self.message_bar(ui, &mut actions);
+                    ui.add_space(2.0);
+                });
         }
         egui::Panel::left("setup")
+            .frame(self.panel_frame(egui::Frame::side_top_panel(&style)))
             .resizable(true)
             .default_size(330.0)
             .min_size(280.0)
@@ -286,16 +303,18 @@ impl eframe::App for App {
                         });
                     });
             });
-        egui::CentralPanel::default().show(ui, |ui| {
-            self.run_bar(ui, &mut actions);
-            ui.separator();
-            // A scroll bar that comes and goes would change the plots' width under a
-            // pending PNG export (and make the layout jump when a message appears).
-            egui::ScrollArea::vertical()
-                .auto_shrink([false, false])
-                .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
-                .show(ui, |ui| self.results_view(ui, &mut actions));
-        });
+        egui::CentralPanel::default()
+            .frame(self.panel_frame(egui::Frame::central_panel(&style)))
+            .show(ui, |ui| {
+                self.run_bar(ui, &mut actions);
+                ui.separator();
+                // A scroll bar that comes and goes would change the plots' width under a
+                // pending PNG export (and make the layout jump when a message appears).
+                egui::ScrollArea::vertical()
+                    .auto_shrink([false, false])
+                    .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
+                    .show(ui, |ui| self.results_view(ui, &mut actions));
+            });
 
         for action in actions {
             self.apply(&ctx, action);
@@ -308,6 +327,7 @@ impl eframe::App for App {
         if self.close_requested {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
+        self.frame_count.drawn(&ctx);
         // The run's events wake the window; while it measures, the next frame waits at
         // the top of `ui` until the pacer lets it draw (see gui::pacing), and this
         // request keeps the progress line moving at that pace.
@@ -321,6 +341,11 @@ impl eframe::App for App {
         {
             ctx.request_repaint_after(after);
         }
+    }
+
+    /// The window's background: the panels' colour (see [`App::panel_frame`]).
+    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
+        visuals.panel_fill.to_normalized_gamma_f32()
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

@@ -3,9 +3,9 @@
 //! replies within a time budget, draws the panels (which return [`Action`]s), then
 //! applies the actions; nothing changes state halfway through drawing. This module holds
 //! the app's state, what tests read of it, and where each action goes; its parts each
-//! own one job: the run's lifecycle ([`run`]), the tune's ([`tune_run`]), preset files
-//! and the title ([`files`]),
-//! exports and baselines ([`exports`]), and the frame's panels ([`layout`],
+//! own one job: the run's lifecycle ([`run_lifecycle`]), the tune's ([`tune_run`]),
+//! preset files and the title ([`preset_files`]), saved runs opened ([`open_runs`]),
+//! exports and baselines ([`export_menu`]), and the frame's panels ([`layout`],
 //! [`results_panel`]).
 
 mod export_menu;
@@ -31,6 +31,7 @@ use loaderbench_measure::results::RunResult;
 use super::actions::Action;
 use super::background::Background;
 use super::charts::{self, Chart};
+use super::frames::{self, FrameCount};
 use super::live::{Phase, RunData};
 use super::setup::Form;
 use super::{analysis_charts, analysis_view, cost_charts};
@@ -126,6 +127,12 @@ pub struct App {
     /// Set when a scripted run has ended and the window should close.
     close_requested: bool,
     title: String,
+    /// Where the frame benchmark reads how many frames the window drew.
+    frame_count: FrameCount,
+    /// Drawn in a native window, which clears to the panels' colour before each frame
+    /// (`clear_color`), so the panels leave their fill out. The headless PNG renderer
+    /// clears to transparent, so there they keep it.
+    window_clears_to_panel_fill: bool,
 }
 
 impl App {
@@ -192,7 +199,12 @@ impl App {
             },
             close_requested: false,
             title: String::new(),
+            frame_count: FrameCount::from_env(),
+            window_clears_to_panel_fill: cc.gl.is_some(),
         };
+        if let Some(gl) = &cc.gl {
+            frames::fit_to_renderer(&cc.egui_ctx, gl);
+        }
         // A preset named on the command line stays in the setup panel: the runs are
         // added (with none shown yet, as the first would open), which keeps the preset.
         let keep_preset = launch.preset.is_some();
