@@ -17,8 +17,9 @@ use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fast_image_resize::images::{Image, ImageRef};
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::images::{TypedImage, TypedImageRef};
+use fast_image_resize::pixels::{U8, U8x3};
+use fast_image_resize::{FilterType, PixelTrait, ResizeAlg, ResizeOptions, Resizer};
 use zune_core::bytestream::ZCursor;
 use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
@@ -177,11 +178,6 @@ fn write_sample(
 ) -> std::result::Result<(), String> {
     // `ImageFolder::open` checked that both sides fit in u32.
     let (width, height) = (shape.width as u32, shape.height as u32);
-    let pixel_type = if shape.channels == 1 {
-        PixelType::U8
-    } else {
-        PixelType::U8x3
-    };
     let unchanged = size.width == width && size.height == height;
     if shape.channels == 1 {
         if unchanged {
@@ -192,14 +188,20 @@ fn write_sample(
         return resize(
             scratch,
             size,
-            pixel_type,
+            shape.channels,
             (width, height),
             Target::Sample(pixels),
         );
     }
     if !unchanged {
         scratch.resized.resize(pixels.len(), 0);
-        resize(scratch, size, pixel_type, (width, height), Target::Scratch)?;
+        resize(
+            scratch,
+            size,
+            shape.channels,
+            (width, height),
+            Target::Scratch,
+        )?;
     }
     let hwc = if unchanged {
         &scratch.decoded
@@ -219,22 +221,40 @@ enum Target<'a> {
 fn resize(
     scratch: &mut Scratch,
     size: Decoded,
-    pixel_type: PixelType,
-    (width, height): (u32, u32),
+    channels: usize,
+    destination_size: (u32, u32),
     target: Target,
 ) -> std::result::Result<(), String> {
-    let source = ImageRef::new(size.width, size.height, &scratch.decoded, pixel_type)
-        .map_err(|err| err.to_string())?;
-    let buffer = match target {
+    let destination = match target {
         Target::Sample(pixels) => pixels,
         Target::Scratch => &mut scratch.resized,
     };
-    let mut destination =
-        Image::from_slice_u8(width, height, buffer, pixel_type).map_err(|err| err.to_string())?;
+    let source = (size.width, size.height, scratch.decoded.as_slice());
+    let resizer = &mut scratch.resizer;
+    // Typed, for the two pixel types a sample has: the resizer's untyped entry point
+    // instantiates its SIMD kernels for all 13 pixel types, which was half of this
+    // crate's optimized code and build time.
+    if channels == 1 {
+        resize_as::<U8>(resizer, source, destination_size, destination)
+    } else {
+        resize_as::<U8x3>(resizer, source, destination_size, destination)
+    }
+}
+
+/// Resizes `(width, height, pixels)` of pixel type `P` into `destination`, bilinear.
+fn resize_as<P: PixelTrait>(
+    resizer: &mut Resizer,
+    (width, height, pixels): (u32, u32, &[u8]),
+    (to_width, to_height): (u32, u32),
+    destination: &mut [u8],
+) -> std::result::Result<(), String> {
+    let source =
+        TypedImageRef::<P>::from_buffer(width, height, pixels).map_err(|err| err.to_string())?;
+    let mut destination = TypedImage::<P>::from_buffer(to_width, to_height, destination)
+        .map_err(|err| err.to_string())?;
     let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    scratch
-        .resizer
-        .resize(&source, &mut destination, &options)
+    resizer
+        .resize_typed(&source, &mut destination, &options)
         .map_err(|err| err.to_string())
 }
 
