@@ -7,19 +7,32 @@ LIBTORCH_DIR = $(shell tail -n 1 .libtorch-path)
 PYTHON_PATH = $(shell head -n 1 .libtorch-path)
 TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 
-.PHONY: setup run demo test bench soak gpu-check check fmt clippy fuzz .libtorch-path
+.PHONY: setup release run demo test bench soak gpu-check check fmt clippy fuzz .libtorch-path
 
-# Always re-checked: cheap when the cache is there, installs it when not.
+# libtorch alone, the part the Rust build needs (scripts/setup --libtorch). Always
+# re-checked: cheap when the cache is there, installs it when not.
 .libtorch-path:
-	@scripts/setup > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path
+	@scripts/setup --libtorch > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path
+
+# The rest of the environment the PyTorch reference runtime needs (torchvision, the
+# libraries Python's torch links, kornia, webdataset) installs in the background while
+# cargo builds, on a fresh machine a minute of the build's time: BESIDE starts it,
+# AFTER waits for it and fails where it failed.
+BESIDE = scripts/setup > /dev/null & setup=$$!
+AFTER = wait $$setup
 
 setup: .libtorch-path
+	@scripts/setup > /dev/null
 	@echo "libtorch: $(LIBTORCH_DIR)"
 	@echo "python:   $(PYTHON_PATH)"
 
+## The release build, with the environment set up beside it.
+release: .libtorch-path
+	@$(BESIDE); $(TORCH) $(CARGO) build --release; built=$$?; $(AFTER) && exit $$built
+
 ## Open the desktop app with the seed-light preset on the built-in dataset (the
 ## headless demo where there is no display).
-run: .libtorch-path
+run: release
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
 		$(TORCH) $(CARGO) run --release -- gui presets/seed-light.ron; \
 	else \
@@ -28,23 +41,24 @@ run: .libtorch-path
 	fi
 
 ## Build in release mode and run the seed-light preset headless, printing its tables.
-demo: .libtorch-path
+demo: release
 	$(TORCH) $(CARGO) run --release -- run presets/seed-light.ron
 
-## The whole test suite against the real libtorch.
+## The whole test suite against the real libtorch (built while the environment sets up).
 test: .libtorch-path
+	@$(BESIDE); $(TORCH) $(CARGO) test --workspace --all-targets --no-run --quiet; $(AFTER)
 	$(TORCH) CARGO=$(CARGO) scripts/test
 
 ## Benchmarks: our loader against the in-process floor, heavy-pipeline scaling.
-bench: .libtorch-path
+bench: setup
 	$(TORCH) $(CARGO) bench --workspace
 
 ## A long run's footprint: 1,000 epochs per worker kind; memory, descriptors, threads.
-soak: .libtorch-path
+soak: setup
 	$(TORCH) $(CARGO) bench --bench soak
 
 ## The GPU acceptance check (says so and exits 0 where there is no CUDA).
-gpu-check: .libtorch-path
+gpu-check: setup
 	$(TORCH) scripts/gpu-check
 
 check: .libtorch-path
@@ -62,7 +76,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= idx_header npy_header preset
 ## Fuzz the IDX and .npy headers and the preset parser (needs `cargo install cargo-fuzz`).
 ## The preset target starts from the built-in presets, the .npy one from arrays numpy saves.
-fuzz: .libtorch-path
+fuzz: setup
 	mkdir -p fuzz/corpus/preset && cp presets/*.ron fuzz/corpus/preset/
 	$(PYTHON_PATH) scripts/npy-seeds fuzz/corpus/npy_header
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
