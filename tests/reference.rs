@@ -179,9 +179,10 @@ fn a_cold_pytorch_epoch_waits_for_our_eviction_and_reads_the_folder_from_storage
         cold.iter().all(|&b| b >= bytes * 9 / 10),
         "cold {cold:?} of {bytes}"
     );
-    // A fresh Python's first epoch may read a library or two (PIL's PNG plugin).
+    // A fresh Python's first epoch reads the libraries its workers import (PIL's PNG
+    // plugin, and torch's own when the kernel has dropped them: 20 MB once in CI,
+    // against a 1.3 MB folder), so only the second epoch is held to reading nothing.
     assert!(warm[1] < bytes / 10, "warm {warm:?} of {bytes}");
-    assert!(warm[0] < cold[0], "warm {warm:?}, cold {cold:?}");
 }
 
 #[test]
