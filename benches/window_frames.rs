@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use loaderbench_gui::FRAME_COUNT_VAR;
 use loaderbench_measure::stats;
 
 /// Mouse moves per round.
@@ -176,7 +177,7 @@ impl Window {
             .arg("gui")
             .arg(results)
             .env("DISPLAY", &display.name)
-            .env("LOADERBENCH_FRAME_COUNT", &frame_count)
+            .env(FRAME_COUNT_VAR, &frame_count)
             .env("XDG_DATA_HOME", dir)
             .env("XDG_CONFIG_HOME", dir)
             .stdout(Stdio::null())

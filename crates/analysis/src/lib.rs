@@ -5,7 +5,8 @@
 //! persistent workers ([`ledger`]); the scaling curve against `num_workers` with its knee
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]) and
 //! how much loader workers slow the training step ([`contention`]); the
-//! recommendation per question ([`recommend`]); and its text for the CLI ([`report`]).
+//! recommendation per question ([`recommend`]). Its text for the CLI is the
+//! presentation layer's (`loaderbench_present::analysis_text`).
 //! Also [`tune`], which measures as it analyses: the best settings within a budget.
 
 pub mod aa;

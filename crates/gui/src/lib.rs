@@ -29,6 +29,7 @@ pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export_bytes::{crop, png_bytes};
+pub use frames::FRAME_COUNT_VAR;
 pub use headless::render_png;
 pub use loaderbench_present::views::{ChartId, PngArea};
 pub use pacing::{FRAME_INTERVAL, Pacer};

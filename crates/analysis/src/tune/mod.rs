@@ -1,21 +1,23 @@
 //! Tune: the best settings within a time budget, and the same answer every time. Three
 //! stages. The model first ([`model`]): a few anchor configs are measured, every other
-//! config predicted from them, and those predicted far behind the best
-//! ([`MODEL_KEEP`]) left out. Then successive halving: every remaining candidate gets a
-//! round; after each round, the candidates that another beats beyond the noise drop
-//! out, and of the rest the slower half, while the better keep getting rounds, each
-//! round running them one after another in turn. The search stops as soon as the answer
-//! is settled: every config of the best set over everything measured (those set aside
-//! in the slower half included) has [`SETTLE_ROUNDS`] rounds behind it, and none of them
-//! could still beat the config the tie rule picks by more than the noise band (the upper
-//! end of their per-round ratio's interval). A config set aside in the slower half but
-//! still in that set is reinstated and measured until then, since halving on one or two
-//! noisy rounds decides only who goes first, never the answer. The search also stops when the next round does not fit in what is left
-//! of the budget, or when the user stops it. Every measurement goes through the runner (the interference meter
-//! included): a disturbed measurement is dropped, and its config measured again in the
-//! next round. The result is a run like any other, its configs' repeats numbered by
-//! round, with the [`TuneTrail`] saying what was predicted, measured and eliminated;
-//! the recommendation's best set and tie rule name the config to use.
+//! config predicted from them, and those predicted far behind the best ([`MODEL_KEEP`])
+//! left out. Then successive halving: every remaining candidate gets a round; after
+//! each round, the candidates that another beats beyond the noise drop out, and of the
+//! rest the slower half, while the better keep getting rounds, each round running them
+//! one after another in turn. The search stops as soon as the answer is settled: every
+//! config of the best set over everything measured (those set aside in the slower half
+//! included) has [`SETTLE_ROUNDS`] rounds behind it, and none of them could still beat
+//! the config the tie rule picks by more than the noise band (the upper end of their
+//! per-round ratio's interval). A config set aside in the slower half but still in that
+//! set is reinstated and measured until then, since halving on one or two noisy rounds
+//! decides only who goes first, never the answer. The search also stops when the next
+//! round does not fit in what is left of the budget, or when the user stops it. Every
+//! measurement goes through the runner (the interference meter included): a disturbed
+//! measurement is dropped, and its config measured again in the next round. The result
+//! is a run like any other, its configs' repeats numbered by round, with the trail
+//! ([`TuneTrail`](loaderbench_measure::tune_trail::TuneTrail)) saying what was
+//! predicted, measured and eliminated; the recommendation's best set and tie rule name
+//! the config to use.
 
 mod model;
 mod rounds;

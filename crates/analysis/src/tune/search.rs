@@ -1,8 +1,9 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
-//! out after a round (beaten beyond the noise by the recommendation's own best set, once
-//! each has two measurements; then the slower half), when the answer is settled (no
-//! config of the best set could still beat the pick; who is reinstated until then), the next round's order and what of it fits in the
-//! budget, and the trail as the search ends.
+//! out after a round (beaten beyond the noise by the recommendation's own best set,
+//! once each has two measurements; then the slower half), when the answer is settled
+//! (no config of the best set could still beat the pick; who is reinstated until then),
+//! the next round's order and what of it fits in the budget, and the trail as the
+//! search ends.
 
 use std::time::Instant;
 

@@ -232,8 +232,8 @@ fn resize(
     let source = (size.width, size.height, scratch.decoded.as_slice());
     let resizer = &mut scratch.resizer;
     // Typed, for the two pixel types a sample has: the resizer's untyped entry point
-    // instantiates its SIMD kernels for all 13 pixel types, which was half of this
-    // crate's optimized code and build time.
+    // instantiates its SIMD kernels for all 13 pixel types, which was 37% of this
+    // crate's LLVM IR and over a third of its build time.
     if channels == 1 {
         resize_as::<U8>(resizer, source, destination_size, destination)
     } else {
