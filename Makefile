@@ -10,9 +10,12 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 .PHONY: setup release run demo test bench soak gpu-check check fmt clippy fuzz .libtorch-path
 
 # libtorch alone, the part the Rust build needs (scripts/setup --libtorch). Always
-# re-checked: cheap when the cache is there, installs it when not.
+# re-checked: cheap when the cache is there, installs it when not. The crates the build
+# needs download beside it (a fetch that fails leaves the build to say why).
 .libtorch-path:
-	@scripts/setup --libtorch > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path
+	@$(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')" & fetch=$$!; \
+		scripts/setup --libtorch > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path; \
+		status=$$?; wait $$fetch; exit $$status
 
 # The rest of the environment the PyTorch reference runtime needs (torchvision, the
 # libraries Python's torch links, kornia, webdataset) installs in the background while

@@ -1,17 +1,16 @@
-//! CPU time of the desktop app's frames in a real window with no GPU, as a user without
-//! one meets it: a saved seed-light run (measured by `loaderbench run`) opens in
-//! `loaderbench gui FILE` on an Xvfb display, so the window draws through Mesa's software
-//! renderer (llvmpipe, or lavapipe where Vulkan is installed), and once the window is
-//! idle the mouse moves 60 times across its plots with `xdotool`. After each move the
-//! bench waits until the app is idle again, so everything the move cost is counted:
-//! the app's CPU time (user + system, all its threads, Mesa's rasterizer threads
-//! included, from /proc) over the 60 moves, divided by the frames the app drew (it
-//! writes its count to the file `LOADERBENCH_FRAME_COUNT` names), is the cost of a
-//! frame; divided by 60, of a move, which draws several (egui draws again after the
-//! pointer moved). Prints each round's figures and their medians. Run with
-//! `cargo bench --bench window_frames`; under `cargo test` (no `--bench` argument) it
-//! runs one short round on a smaller run, and skips with a message where Xvfb or xdotool
-//! is missing, unless `CI` is `true`.
+//! CPU time of the desktop app's frames in a real window with no GPU, as a user without one
+//! meets it: a saved seed-light run (measured by `loaderbench run`) opens in `loaderbench
+//! gui FILE` on an Xvfb display, so the window draws through Mesa's software OpenGL
+//! renderer (llvmpipe), and once the window is idle the mouse moves 60 times across its
+//! plots with `xdotool`. After each move the bench waits until the app is idle again, so
+//! everything the move cost is counted: the app's CPU time (user + system, all its threads,
+//! Mesa's rasterizer threads included, from /proc) over the 60 moves, divided by the frames
+//! the app drew (it writes its count to the file `LOADERBENCH_FRAME_COUNT` names), is the
+//! cost of a frame; divided by 60, of a move, which draws several (egui draws again after
+//! the pointer moved). Prints each round's figures and their medians. Run with `cargo bench
+//! --bench window_frames`; under `cargo test` (no `--bench` argument) it runs one short
+//! round on a smaller run, and skips with a message where Xvfb or xdotool is missing,
+//! unless `CI` is `true`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The desktop app through egui_kittest: settings changed by label, a tiny synthetic run
 //! streamed into the plots and the table, a ranked run's spread between ranks on both
 //! runtimes, cancelling, preset files (a broken one, and a save/load round trip) and the
-//! PNG export rendered with wgpu.
+//! PNG export rendered offscreen.
 #![cfg(feature = "gui")]
 
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use loaderbench_gui::{App, Launch, Phase};
 use loaderbench_measure::stats;
 
 fn harness(launch: Launch) -> Harness<'static, App> {
-    Harness::builder()
+    common::gui::builder()
         .with_size([1280.0, 800.0])
         .build_eframe(move |cc| App::new(cc, launch))
 }

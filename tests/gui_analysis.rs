@@ -33,7 +33,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
         ..Launch::default()
     };
-    let mut harness = Harness::builder()
+    let mut harness = common::gui::builder()
         .with_size([1280.0, 2400.0])
         .build_eframe(move |cc| App::new(cc, launch));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);

@@ -32,7 +32,7 @@ fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
         journal_dir: Some(dir.to_path_buf()),
         ..Launch::default()
     };
-    Harness::builder()
+    common::gui::builder()
         .with_size([1280.0, 2000.0])
         .build_eframe(move |cc| App::new(cc, launch))
 }

@@ -38,7 +38,7 @@ fn harness(dir: &Path) -> Harness<'static, App> {
         measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
         ..Launch::default()
     };
-    let mut harness = Harness::builder()
+    let mut harness = common::gui::builder()
         .with_size([1280.0, 800.0])
         .build_eframe(move |cc| App::new(cc, launch));
     harness.run_steps(2);

@@ -9,9 +9,17 @@ use std::time::{Duration, Instant};
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use egui_kittest::{Harness, HarnessBuilder, LazyRenderer};
 use loaderbench_gui::{App, Launch};
+
+/// A harness builder whose screenshots (the app's PNG exports) render offscreen, as
+/// `report --png` does; the OpenGL context is made at the first screenshot.
+pub fn builder() -> HarnessBuilder<App> {
+    Harness::builder().renderer(LazyRenderer::new(|| {
+        loaderbench_gui::OffscreenGl::new().expect("an offscreen OpenGL context (EGL)")
+    }))
+}
 
 /// The app of `size` showing the saved runs `results` (several are plotted together),
 /// with journals in `dir`, after its first frames.
@@ -25,7 +33,7 @@ pub fn app_on_saved_runs(
         journal_dir: Some(dir.to_path_buf()),
         ..Launch::default()
     };
-    let mut harness = Harness::builder()
+    let mut harness = builder()
         .with_size(size)
         .build_eframe(move |cc| App::new(cc, launch));
     harness.run_steps(3);

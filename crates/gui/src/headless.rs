@@ -1,25 +1,24 @@
 //! The app drawn without a window, for `loaderbench report --png` on a server with no
 //! display: the saved runs open in the real [`App`] at the window's default size,
-//! egui_kittest renders a frame with wgpu on whatever adapter there is (a software
-//! rasterizer where there is no GPU: Mesa's lavapipe or llvmpipe), and the view is cropped
+//! egui_kittest renders a frame through [`OffscreenGl`] (OpenGL on a headless EGL display:
+//! a GPU, or Mesa's llvmpipe where there is none), and the view is cropped
 //! as the app's own export crops it (to an area, or to one chart). So the PNG is the app's PNG: same chart code, same
 //! layout, same width (the window is made tall enough for the whole analysis).
 
 use std::path::PathBuf;
 
 use egui_kittest::Harness;
-use egui_kittest::wgpu::{WgpuTestRenderer, default_wgpu_setup};
-use egui_wgpu::wgpu;
 
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::results::RunResult;
 use loaderbench_present::views::PngArea;
 
 use super::{App, Launch, WINDOW_SIZE, export_bytes};
+use crate::offscreen_gl::OffscreenGl;
 
 /// What a server needs to render without a GPU, named when no adapter is found.
-const RENDERER_HINT: &str = "install Mesa's software renderer (Debian/Ubuntu: \
-                             mesa-vulkan-drivers, or libegl1 and libgl1-mesa-dri)";
+const RENDERER_HINT: &str = "install EGL and Mesa's software renderer (Debian/Ubuntu: \
+                             libegl1, libegl-mesa0 and libgl1-mesa-dri)";
 
 /// The window's height, in points, when the PNG shows the analysis.
 const ANALYSIS_WINDOW_HEIGHT: f32 = 3200.0;
@@ -31,7 +30,8 @@ pub fn render_png(
     area: PngArea,
     pixels_per_point: f32,
 ) -> Result<Vec<u8>> {
-    let renderer = WgpuTestRenderer::from_render_state(render_state()?);
+    let renderer = OffscreenGl::new()
+        .map_err(|err| Error::run(format!("no renderer for the PNG ({err}); {RENDERER_HINT}")))?;
     // A name from the user (a config's dataset, a file) may hold a character the fonts
     // lack: a box, as the window draws it, rather than the test harness's panic.
     let mut harness = Harness::builder()
@@ -69,30 +69,4 @@ pub fn render_png(
     let cropped = export_bytes::crop(&screenshot, rect, pixels_per_point)
         .ok_or_else(|| Error::run("the view lies outside the rendered window"))?;
     export_bytes::png_bytes(&cropped)
-}
-
-/// A wgpu device on the preferred adapter (software first), or why there is none. The
-/// native backends are tried before OpenGL, whose probing of Wayland prints complaints on
-/// a server without a session.
-fn render_state() -> Result<egui_wgpu::RenderState> {
-    let native = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
-    render_state_on(native).or_else(|_| render_state_on(wgpu::Backends::GL))
-}
-
-fn render_state_on(backends: wgpu::Backends) -> Result<egui_wgpu::RenderState> {
-    let mut setup = default_wgpu_setup();
-    if let egui_wgpu::WgpuSetup::CreateNew(create) = &mut setup {
-        create.instance_descriptor.backends = backends;
-    }
-    let instance = pollster::block_on(setup.new_instance());
-    pollster::block_on(egui_wgpu::RenderState::create(
-        &egui_wgpu::WgpuConfiguration {
-            wgpu_setup: setup,
-            ..Default::default()
-        },
-        &instance,
-        None,
-        egui_wgpu::RendererOptions::PREDICTABLE,
-    ))
-    .map_err(|err| Error::run(format!("no renderer for the PNG ({err}); {RENDERER_HINT}")))
 }

@@ -17,6 +17,7 @@ mod export_bytes;
 mod frames;
 mod headless;
 mod live;
+mod offscreen_gl;
 mod pacing;
 mod palette;
 mod plot_scale;
@@ -32,6 +33,7 @@ pub use export_bytes::{crop, png_bytes};
 pub use frames::FRAME_COUNT_VAR;
 pub use headless::render_png;
 pub use loaderbench_present::views::{ChartId, PngArea};
+pub use offscreen_gl::OffscreenGl;
 pub use pacing::{FRAME_INTERVAL, Pacer};
 pub use plots::{ChartView, view as chart_view};
 
@@ -51,7 +53,7 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
             .with_min_inner_size([900.0, 560.0]),
         // OpenGL through glow rather than wgpu: with no GPU (Mesa's llvmpipe) a frame
         // costs a third of the CPU time (benches/window_frames.rs). The PNG exports
-        // still render headless through wgpu (egui_kittest). No dithering: on llvmpipe
+        // render headless with the same painter (`offscreen_gl`). No dithering: on llvmpipe
         // its per-pixel noise cost 12% of a frame, for flat colours that need none.
         renderer: eframe::Renderer::Glow,
         dithering: false,
