@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
 use loaderbench_gui::{App, Launch, Phase};
