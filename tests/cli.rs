@@ -434,6 +434,42 @@ fn set_takes_the_ron_a_preset_file_takes() {
 }
 
 #[test]
+fn validate_names_a_step_file_that_is_missing_or_not_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let validate = |step: String, runtime: &str| {
+        loaderbench(&["validate", "seed-light", "--set", &step, "--set", runtime])
+    };
+    let missing = dir.path().join("missing.pt");
+    assert_bad_input(
+        &validate(
+            format!("step=model(path: {:?})", path_str(&missing)),
+            "runtime=[loaderbench]",
+        ),
+        &[path_str(&missing), "no such file"],
+    );
+    let not_a_model = dir.path().join("notes.pt");
+    std::fs::write(&not_a_model, "not a zip archive").unwrap();
+    assert_bad_input(
+        &validate(
+            format!("step=model(path: {:?})", path_str(&not_a_model)),
+            "runtime=[loaderbench]",
+        ),
+        &[path_str(&not_a_model), "not a TorchScript model"],
+    );
+    let step = dir.path().join("my_step.py");
+    assert_bad_input(
+        &validate(
+            format!(
+                "step=python(path: {:?}, factory: \"make_step\")",
+                path_str(&step)
+            ),
+            "runtime=[pytorch]",
+        ),
+        &[path_str(&step), "no such file"],
+    );
+}
+
+#[test]
 fn a_batch_size_of_zero_is_refused_by_field() {
     assert_bad_input(
         &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),

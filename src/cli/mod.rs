@@ -281,6 +281,8 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = load_plan(args)?;
+    // A model is loaded once, as a run loads it; a python step's module must exist.
+    plan.step.check_files()?;
     if plan.dataset.kind == loaderbench_engine::dataset::DatasetKind::Python {
         // The user's module runs in Python only; here it must at least exist.
         if let Some(path) = plan.dataset.path.as_ref().filter(|p| !p.is_file()) {

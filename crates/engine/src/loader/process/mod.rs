@@ -62,6 +62,19 @@ const READER_PATIENCE: Duration = Duration::from_millis(500);
 /// How long a worker that closed its pipe gets to exit before it is reported anyway.
 const EXIT_PATIENCE: Duration = Duration::from_secs(1);
 
+/// The error for a worker process that has ended (`when` qualifies it, as " before it
+/// was ready"): its pid and how it ended, or that it closed its pipe where it has not
+/// ended within [`EXIT_PATIENCE`].
+fn ended(worker: usize, child: &ChildProcess, when: &str) -> Error {
+    let how = child
+        .wait(EXIT_PATIENCE)
+        .unwrap_or_else(|| "closed its pipe".to_owned());
+    Error::run(format!(
+        "loader-worker-{worker} (pid {}) {how}{when}",
+        child.pid()
+    ))
+}
+
 /// Spawned or forked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProcessKind {
@@ -276,7 +289,9 @@ impl WorkerPool for ProcessPool {
         self.workers[worker]
             .tasks
             .send(Outgoing::Message(message))
-            .map_err(|_| Error::run(format!("loader-worker-{worker} has stopped")))
+            // The writer stopped on a broken pipe: the process ended, maybe before its
+            // reader has said so; say how, as the reader would.
+            .map_err(|_| ended(worker, &self.workers[worker].child, ""))
     }
 
     fn results(&self) -> &Receiver<WorkerMessage> {

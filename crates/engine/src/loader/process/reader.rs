@@ -15,7 +15,7 @@ use super::fds::{ChildProcess, SharedFd};
 use super::worker_messages::{
     BatchHeader, ToParent, ToWorker, read_data, read_header, write_frame,
 };
-use super::{EXIT_PATIENCE, Outgoing};
+use super::{Outgoing, ended};
 use crate::error::{Error, Result};
 use crate::loader::collate::BuiltBatch;
 use crate::loader::pool::WorkerMessage;
@@ -185,16 +185,8 @@ impl Reader {
 
     /// The error for a worker whose pipe ended: how its process ended.
     fn died(&self, ready: bool) -> Error {
-        let pid = self.child.pid();
         let when = if ready { "" } else { " before it was ready" };
-        let how = self
-            .child
-            .wait(EXIT_PATIENCE)
-            .unwrap_or_else(|| "closed its pipe".to_owned());
-        Error::run(format!(
-            "loader-worker-{} (pid {pid}) {how}{when}",
-            self.worker
-        ))
+        ended(self.worker, &self.child, when)
     }
 }
 
