@@ -40,7 +40,8 @@ enum Command {
     /// Find the best settings for a preset within a time budget: predict from a few
     /// configs, measure the promising ones in rounds, drop the slower, stop when settled.
     Tune(tune_command::TuneArgs),
-    /// Check a preset (and any --set values) without running it.
+    /// Check a preset (and any --set values) without running it: its dataset opens and
+    /// its step's file loads.
     Validate(PresetArgs),
     /// List the built-in presets.
     Presets,
