@@ -1,9 +1,10 @@
 //! The app drawn without a window, for `loaderbench report --png` on a server with no
 //! display: the saved runs open in the real [`App`] at the window's default size,
-//! egui_kittest renders a frame through [`OffscreenGl`] (OpenGL on a headless EGL display:
-//! a GPU, or Mesa's llvmpipe where there is none), and the view is cropped
-//! as the app's own export crops it (to an area, or to one chart). So the PNG is the app's PNG: same chart code, same
-//! layout, same width (the window is made tall enough for the whole analysis).
+//! egui_kittest renders a frame through [`OffscreenGl`] (OpenGL on a headless EGL
+//! display: a GPU, or Mesa's llvmpipe where there is none), and the view is cropped as
+//! the app's own export crops it (to an area, or to one chart). So the PNG is the app's
+//! PNG: same chart code, same layout, same width (the window is made tall enough for the
+//! whole analysis).
 
 use std::path::PathBuf;
 
@@ -13,10 +14,10 @@ use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::results::RunResult;
 use loaderbench_present::views::PngArea;
 
+use super::offscreen_gl::OffscreenGl;
 use super::{App, Launch, WINDOW_SIZE, export_bytes};
-use crate::offscreen_gl::OffscreenGl;
 
-/// What a server needs to render without a GPU, named when no adapter is found.
+/// What a server needs to render without a GPU, named when no EGL device gives a context.
 const RENDERER_HINT: &str = "install EGL and Mesa's software renderer (Debian/Ubuntu: \
                              libegl1, libegl-mesa0 and libgl1-mesa-dri)";
 

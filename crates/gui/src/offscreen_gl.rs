@@ -104,51 +104,13 @@ impl OffscreenGl {
             .map_err(|err| format!("the OpenGL context cannot be made current ({err})"))
     }
 
-    /// A framebuffer of `size` pixels, bound.
+    /// A framebuffer of `size` pixels (the last one when it has that size), bound.
     fn bind_target(&mut self, size: [u32; 2]) -> Result<(), String> {
-        let gl = self.painter.gl().clone();
-        if self
-            .target
-            .as_ref()
-            .is_some_and(|target| target.size != size)
-        {
+        if self.target.as_ref().map(|target| target.size) != Some(size) {
             self.free_target();
+            self.target = Some(self.new_target(size)?);
         }
-        if self.target.is_none() {
-            // SAFETY: the context is current, and the objects made here are freed by
-            // `free_target`.
-            let target = unsafe {
-                let largest = gl.get_parameter_i32(glow::MAX_RENDERBUFFER_SIZE).max(0) as u32;
-                if size[0] > largest || size[1] > largest {
-                    return Err(format!(
-                        "{}×{} pixels is more than the renderer draws ({largest} a side)",
-                        size[0], size[1]
-                    ));
-                }
-                let renderbuffer = gl.create_renderbuffer()?;
-                gl.bind_renderbuffer(glow::RENDERBUFFER, Some(renderbuffer));
-                gl.renderbuffer_storage(
-                    glow::RENDERBUFFER,
-                    glow::RGBA8,
-                    size[0] as i32,
-                    size[1] as i32,
-                );
-                let framebuffer = gl.create_framebuffer()?;
-                gl.bind_framebuffer(glow::FRAMEBUFFER, Some(framebuffer));
-                gl.framebuffer_renderbuffer(
-                    glow::FRAMEBUFFER,
-                    glow::COLOR_ATTACHMENT0,
-                    glow::RENDERBUFFER,
-                    Some(renderbuffer),
-                );
-                Framebuffer {
-                    framebuffer,
-                    renderbuffer,
-                    size,
-                }
-            };
-            self.target = Some(target);
-        }
+        let gl = self.painter.gl();
         let framebuffer = self.target.as_ref().map(|target| target.framebuffer);
         // SAFETY: the context is current and the framebuffer is its own.
         unsafe {
@@ -159,6 +121,43 @@ impl OffscreenGl {
                     "the offscreen framebuffer is incomplete ({status:#x})"
                 )),
             }
+        }
+    }
+
+    /// An RGBA8 colour buffer of `size` pixels, attached to a new framebuffer.
+    fn new_target(&self, size: [u32; 2]) -> Result<Framebuffer, String> {
+        let gl = self.painter.gl();
+        // SAFETY: the context is current, and the objects made here are freed by
+        // `free_target`.
+        unsafe {
+            let largest = gl.get_parameter_i32(glow::MAX_RENDERBUFFER_SIZE).max(0) as u32;
+            if size[0] > largest || size[1] > largest {
+                return Err(format!(
+                    "{}×{} pixels is more than the renderer draws ({largest} a side)",
+                    size[0], size[1]
+                ));
+            }
+            let renderbuffer = gl.create_renderbuffer()?;
+            gl.bind_renderbuffer(glow::RENDERBUFFER, Some(renderbuffer));
+            gl.renderbuffer_storage(
+                glow::RENDERBUFFER,
+                glow::RGBA8,
+                size[0] as i32,
+                size[1] as i32,
+            );
+            let framebuffer = gl.create_framebuffer()?;
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(framebuffer));
+            gl.framebuffer_renderbuffer(
+                glow::FRAMEBUFFER,
+                glow::COLOR_ATTACHMENT0,
+                glow::RENDERBUFFER,
+                Some(renderbuffer),
+            );
+            Ok(Framebuffer {
+                framebuffer,
+                renderbuffer,
+                size,
+            })
         }
     }
 
@@ -210,12 +209,7 @@ impl TestRenderer for OffscreenGl {
         self.painter
             .paint_primitives(size, pixels_per_point, &primitives);
         let image = self.painter.read_screen_rgba(size);
-        let bytes = image
-            .pixels
-            .iter()
-            .flat_map(|pixel| pixel.to_array())
-            .collect();
-        image::RgbaImage::from_raw(size[0], size[1], bytes)
+        image::RgbaImage::from_raw(size[0], size[1], image.as_raw().to_vec())
             .ok_or_else(|| "the read-back image has the wrong size".to_owned())
     }
 }
