@@ -10,12 +10,22 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 .PHONY: setup release run demo test bench soak gpu-check check fmt clippy fuzz .libtorch-path
 
 # libtorch alone, the part the Rust build needs (scripts/setup --libtorch). Always
-# re-checked: cheap when the cache is there, installs it when not. The crates the build
-# needs download beside it (a fetch that fails leaves the build to say why).
+# re-checked: cheap when the cache is there, installs it when not. Cargo works beside it
+# (BESIDE_LIBTORCH): it downloads the crates, or, for a release build, compiles the
+# dependencies that need no libtorch (TORCHLESS: the window's libraries, image, TLS, zip)
+# until libtorch is there, then stops (cargo keeps every crate it finished). Either one
+# failing leaves the build that follows to say why.
+TORCHLESS = eframe egui_plot egui_kittest rfd image zune-jpeg fast_image_resize ureq zip clap sysinfo ron serde_json
+BESIDE_LIBTORCH = exec $(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')"
+STOP_BESIDE_LIBTORCH =
+release: BESIDE_LIBTORCH = if command -v timeout > /dev/null; then \
+		exec timeout 1h $(CARGO) build --release --quiet $(addprefix -p ,$(TORCHLESS)) 2> /dev/null; \
+	else exec $(CARGO) fetch --quiet; fi
+release: STOP_BESIDE_LIBTORCH = kill $$beside 2> /dev/null;
 .libtorch-path:
-	@$(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')" & fetch=$$!; \
+	@($(BESIDE_LIBTORCH)) & beside=$$!; \
 		scripts/setup --libtorch > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path; \
-		status=$$?; wait $$fetch; exit $$status
+		status=$$?; $(STOP_BESIDE_LIBTORCH) wait $$beside; exit $$status
 
 # The rest of the environment the PyTorch reference runtime needs (torchvision, the
 # libraries Python's torch links, kornia, webdataset) installs in the background while
