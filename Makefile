@@ -13,8 +13,9 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 # re-checked: cheap when the cache is there, installs it when not. Cargo works beside it
 # (BESIDE_LIBTORCH): it downloads the crates, or, for a release build, compiles the
 # dependencies that need no libtorch (TORCHLESS: the window's libraries, image, TLS, zip)
-# until libtorch is there, then stops (cargo keeps every crate it finished). Either one
-# failing leaves the build that follows to say why.
+# until libtorch is there, then stops (cargo keeps every crate it finished; the wait is
+# quiet so the shell does not report it terminated). Either one failing leaves the build
+# that follows to say why.
 TORCHLESS = eframe egui_plot egui_kittest rfd image zune-jpeg fast_image_resize ureq zip clap sysinfo ron serde_json
 BESIDE_LIBTORCH = exec $(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')"
 STOP_BESIDE_LIBTORCH =
@@ -25,7 +26,7 @@ release: STOP_BESIDE_LIBTORCH = kill $$beside 2> /dev/null;
 .libtorch-path:
 	@($(BESIDE_LIBTORCH)) & beside=$$!; \
 		scripts/setup --libtorch > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path; \
-		status=$$?; $(STOP_BESIDE_LIBTORCH) wait $$beside; exit $$status
+		status=$$?; $(STOP_BESIDE_LIBTORCH) wait $$beside 2> /dev/null; exit $$status
 
 # The rest of the environment the PyTorch reference runtime needs (torchvision, the
 # libraries Python's torch links, kornia, webdataset) installs in the background while
