@@ -13,14 +13,14 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 # re-checked: cheap when the cache is there, installs it when not. Cargo works beside it
 # (BESIDE_LIBTORCH): it downloads the crates, or, for a release build, compiles the
 # dependencies that need no libtorch (TORCHLESS: the window's libraries, image, TLS, zip)
-# until libtorch is there, then stops (cargo keeps every crate it finished; the wait is
-# quiet so the shell does not report it terminated). Either one failing leaves the build
-# that follows to say why.
+# at the lowest priority, in the CPU that unpacking torch leaves, until libtorch is there;
+# then it stops (cargo keeps every crate it finished; the wait is quiet so the shell does
+# not report it terminated). Either one failing leaves the build that follows to say why.
 TORCHLESS = eframe egui_plot egui_kittest rfd image zune-jpeg fast_image_resize ureq zip clap sysinfo ron serde_json
 BESIDE_LIBTORCH = exec $(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')"
 STOP_BESIDE_LIBTORCH =
 release: BESIDE_LIBTORCH = if command -v timeout > /dev/null; then \
-		exec timeout 1h $(CARGO) build --release --quiet $(addprefix -p ,$(TORCHLESS)) 2> /dev/null; \
+		exec nice -n 19 timeout 1h $(CARGO) build --release --quiet $(addprefix -p ,$(TORCHLESS)) 2> /dev/null; \
 	else exec $(CARGO) fetch --quiet; fi
 release: STOP_BESIDE_LIBTORCH = kill $$beside 2> /dev/null;
 .libtorch-path:
@@ -30,9 +30,11 @@ release: STOP_BESIDE_LIBTORCH = kill $$beside 2> /dev/null;
 
 # The rest of the environment the PyTorch reference runtime needs (torchvision, the
 # libraries Python's torch links, kornia, webdataset) installs in the background while
-# cargo builds, on a fresh machine a minute of the build's time: BESIDE starts it,
-# AFTER waits for it and fails where it failed.
-BESIDE = scripts/setup > /dev/null & setup=$$!
+# cargo builds, at the lowest priority: on a fresh machine it is about 95 s of CPU (most of
+# it unpacking 3.5 GB of wheels), which then goes where the build leaves a core idle, not
+# to the build's own critical path. BESIDE starts it, AFTER waits for it and fails where
+# it failed.
+BESIDE = nice -n 19 scripts/setup > /dev/null & setup=$$!
 AFTER = wait $$setup
 
 setup: .libtorch-path
