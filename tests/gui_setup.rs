@@ -5,10 +5,13 @@
 //! file with its Browse button), planned epochs, the labels file, tar shards' fields,
 //! image-folder channels and size), a value that does not parse is marked beside its
 //! field and leaves the last good value, an extra config is added from the current
-//! values, and a custom pipeline's ops are reordered.
+//! values, a custom pipeline's ops are reordered, and Browse where no file dialog can
+//! open says why.
 #![cfg(feature = "gui")]
 
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use egui::Key;
 use egui::accesskit::Role;
@@ -23,7 +26,7 @@ use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Launch};
 
 mod common;
-use common::gui::{type_into, type_into_role};
+use common::gui::{step_until, type_into, type_into_role};
 
 fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     let launch = Launch {
@@ -455,5 +458,49 @@ fn a_custom_pipeline_s_ops_are_reordered() {
             Op::Rotate { degrees: 10.0 },
             Op::Flip { p: 0.5 }
         ]
+    );
+}
+
+/// Browse on a machine where no file dialog can open (no D-Bus session for the portal, no
+/// zenity: a server reached through X forwarding, or Xvfb) says why and points to the
+/// path field, instead of doing nothing. The app reads that from its environment, so the
+/// test runs itself again in a child process given such an environment.
+#[test]
+fn browse_where_no_file_dialog_can_open_says_why() {
+    const CHILD: &str = "LOADERBENCH_TEST_NO_FILE_DIALOG";
+    let name = "browse_where_no_file_dialog_can_open_says_why";
+    if std::env::var_os(CHILD).is_none() {
+        let empty = tempfile::tempdir().unwrap();
+        let output = common::run_with_deadline(
+            Command::new(std::env::current_exe().unwrap())
+                .args([name, "--exact", "--nocapture"])
+                .env(CHILD, "1")
+                .env_remove("DBUS_SESSION_BUS_ADDRESS")
+                .env("XDG_RUNTIME_DIR", empty.path())
+                .env("PATH", empty.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+            Duration::from_secs(120),
+        );
+        let (stdout, stderr) = (common::stdout(&output), common::stderr(&output));
+        assert!(output.status.success(), "{stdout}{stderr}");
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran the test: {stdout}"
+        );
+        return;
+    }
+    let (_dir, mut harness) = setup_panel();
+    harness.get_all_by_label("Browse…").next().unwrap().click();
+    step_until(&mut harness, Duration::from_secs(10), |app| {
+        !app.messages().is_empty()
+    });
+    let message = &harness.state().messages()[0];
+    assert!(message.error, "{}", message.text);
+    assert!(
+        message.text.contains("No file dialog can open here")
+            && message.text.contains("Type the path into the field"),
+        "{}",
+        message.text
     );
 }

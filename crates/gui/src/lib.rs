@@ -14,6 +14,7 @@ mod charts;
 mod compare_view;
 mod cost_charts;
 mod export_bytes;
+mod file_dialog;
 mod frames;
 mod headless;
 mod live;

@@ -34,6 +34,7 @@ impl App {
             match reply {
                 Reply::Picked(_, None) => {}
                 Reply::Picked(pick, Some(path)) => self.picked(ctx, pick, path),
+                Reply::NoDialog(why) => self.error(why),
                 Reply::Screenshot(image) => self.screenshot_arrived(ctx, &image),
                 Reply::Wrote(Ok(path)) => self.note(format!("Wrote {}", path.display())),
                 Reply::Wrote(Err(error)) => self.error(format!("Export failed: {error}")),
