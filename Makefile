@@ -17,11 +17,12 @@ TORCH = LIBTORCH=$(LIBTORCH_DIR) LOADERBENCH_PYTHON=$(PYTHON_PATH)
 # then it stops (cargo keeps every crate it finished; the wait is quiet so the shell does
 # not report it terminated). Either one failing leaves the build that follows to say why.
 TORCHLESS = eframe egui_plot egui_kittest rfd image zune-jpeg fast_image_resize ureq zip clap sysinfo ron serde_json
-BESIDE_LIBTORCH = exec $(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')"
+FETCH = $(CARGO) fetch --quiet --target "$$(rustc -vV | sed -n 's/^host: //p')"
+BESIDE_LIBTORCH = exec $(FETCH)
 STOP_BESIDE_LIBTORCH =
 release: BESIDE_LIBTORCH = if command -v timeout > /dev/null; then \
 		exec nice -n 19 timeout 1h $(CARGO) build --release --quiet $(addprefix -p ,$(TORCHLESS)) 2> /dev/null; \
-	else exec $(CARGO) fetch --quiet; fi
+	else exec $(FETCH); fi
 release: STOP_BESIDE_LIBTORCH = kill $$beside 2> /dev/null;
 .libtorch-path:
 	@($(BESIDE_LIBTORCH)) & beside=$$!; \

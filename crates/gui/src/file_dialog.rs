@@ -7,7 +7,7 @@
 //! missing and points to the path field beside every Browse button. A session bus without
 //! the portal still fails silently (rfd only logs it); that cannot be told before trying.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use loaderbench_engine::dataset::DatasetKind;
@@ -20,15 +20,14 @@ pub fn unavailable_here() -> Option<String> {
     if cfg!(any(target_os = "macos", target_os = "windows")) {
         return None;
     }
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            // zbus's default when XDG_RUNTIME_DIR is unset: /run/user/<effective uid>.
-            owner_uid(Path::new("/proc/self")).map(|uid| PathBuf::from(format!("/run/user/{uid}")))
-        });
+    // zbus's socket without an address: $XDG_RUNTIME_DIR/bus, or /run/user/<euid>/bus.
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(
+        || PathBuf::from(format!("/run/user/{}", effective_uid())),
+        PathBuf::from,
+    );
     unavailable(
         std::env::var_os("DBUS_SESSION_BUS_ADDRESS").as_deref(),
-        runtime_dir.map(|dir| dir.join("bus")).as_deref(),
+        &runtime_dir.join("bus"),
         std::env::var_os("PATH").as_deref(),
     )
 }
@@ -37,41 +36,35 @@ pub fn unavailable_here() -> Option<String> {
 /// socket zbus falls back to without one, and the PATH where rfd looks for zenity.
 fn unavailable(
     bus_address: Option<&OsStr>,
-    bus_socket: Option<&Path>,
+    bus_socket: &Path,
     path: Option<&OsStr>,
 ) -> Option<String> {
-    let has_bus = bus_address.is_some_and(|address| !address.is_empty())
-        || bus_socket.is_some_and(|socket| socket.exists());
+    let has_bus = bus_address.is_some_and(|address| !address.is_empty()) || bus_socket.exists();
     let has_zenity = path
-        .map(std::env::split_paths)
         .into_iter()
-        .flatten()
+        .flat_map(std::env::split_paths)
         .any(|dir| is_executable(&dir.join("zenity")));
     if has_bus || has_zenity {
         return None;
     }
-    let socket = bus_socket.map_or_else(
-        || OsString::from("no runtime folder"),
-        |socket| socket.as_os_str().to_owned(),
-    );
     Some(format!(
         "No file dialog can open here: the desktop's file-chooser portal needs a D-Bus \
          session (DBUS_SESSION_BUS_ADDRESS is unset, and {} does not exist), and zenity, \
          the other way, is not on PATH. Type the path into the field beside the button, or \
          install zenity.",
-        socket.to_string_lossy()
+        bus_socket.display()
     ))
 }
 
 #[cfg(unix)]
-fn owner_uid(path: &Path) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|meta| meta.uid())
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
 }
 
 #[cfg(not(unix))]
-fn owner_uid(_: &Path) -> Option<u32> {
-    None
+fn effective_uid() -> u32 {
+    0
 }
 
 #[cfg(unix)]
@@ -167,14 +160,13 @@ mod tests {
     fn without_a_session_bus_or_zenity_the_app_says_what_is_missing() {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("bus");
-        let why = unavailable(None, Some(&socket), Some(dir.path().as_os_str())).unwrap();
+        let why = unavailable(None, &socket, Some(dir.path().as_os_str())).unwrap();
         assert!(why.contains("DBUS_SESSION_BUS_ADDRESS is unset"), "{why}");
         assert!(why.contains(&socket.display().to_string()), "{why}");
         assert!(why.contains("zenity"), "{why}");
         assert!(why.contains("Type the path into the field"), "{why}");
-        let empty = OsString::new();
         assert!(
-            unavailable(Some(empty.as_os_str()), None, None).is_some(),
+            unavailable(Some(OsStr::new("")), &socket, None).is_some(),
             "an empty address is none"
         );
     }
@@ -184,31 +176,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("bus");
         let no_zenity = Some(dir.path().as_os_str());
-        let address = OsString::from("unix:path=/run/user/1000/bus");
-        assert_eq!(
-            unavailable(Some(address.as_os_str()), Some(&socket), no_zenity),
-            None
-        );
+        let address = OsStr::new("unix:path=/run/user/1000/bus");
+        assert_eq!(unavailable(Some(address), &socket, no_zenity), None);
         std::fs::write(&socket, b"").unwrap();
-        assert_eq!(unavailable(None, Some(&socket), no_zenity), None);
+        assert_eq!(unavailable(None, &socket, no_zenity), None);
 
         let bin = tempfile::tempdir().unwrap();
         let zenity = bin.path().join("zenity");
         std::fs::write(&zenity, b"#!/bin/sh\n").unwrap();
         let path = std::env::join_paths([dir.path(), bin.path()]).unwrap();
-        let nowhere = Some(dir.path().join("no-bus"));
+        let nowhere = dir.path().join("no-bus");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             assert!(
-                unavailable(None, nowhere.as_deref(), Some(path.as_os_str())).is_some(),
+                unavailable(None, &nowhere, Some(path.as_os_str())).is_some(),
                 "a zenity that is not executable does not count"
             );
             std::fs::set_permissions(&zenity, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        assert_eq!(
-            unavailable(None, nowhere.as_deref(), Some(path.as_os_str())),
-            None
-        );
+        assert_eq!(unavailable(None, &nowhere, Some(path.as_os_str())), None);
     }
 }
