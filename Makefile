@@ -1,5 +1,5 @@
 # loaderbench: `make run` and `make test` set everything up on first use.
-# LIBTORCH and the Python that runs the PyTorch reference runtime come from scripts/setup
+# LIBTORCH and the Python that runs the PyTorch runtime come from scripts/setup
 # (a per-user cache shared by every clone): its first line is the python, its last LIBTORCH.
 
 CARGO ?= cargo
@@ -29,7 +29,7 @@ release: STOP_BESIDE_LIBTORCH = kill $$beside 2> /dev/null;
 		scripts/setup --libtorch > .libtorch-path.tmp && mv .libtorch-path.tmp .libtorch-path; \
 		status=$$?; $(STOP_BESIDE_LIBTORCH) wait $$beside 2> /dev/null; exit $$status
 
-# The rest of the environment the PyTorch reference runtime needs (torchvision, the
+# The rest of the environment the PyTorch runtime needs (torchvision, the
 # libraries Python's torch links, kornia, webdataset) installs in the background while
 # cargo builds, at the lowest priority: on a fresh machine it is about 95 s of CPU (most of
 # it unpacking 3.5 GB of wheels), which then goes where the build leaves a core idle, not

@@ -1,7 +1,7 @@
 //! Our transforms against the strongest batched peer and against the memory floor.
 //!
 //! Heavy: our heavy pipeline against kornia 0.9's equivalent (python/kornia_peer.py, run
-//! by the reference runtime's Python, where scripts/setup installs kornia), per batch of
+//! by the PyTorch runtime's Python, where scripts/setup installs kornia), per batch of
 //! 256 FashionMNIST-shaped images from the built-in dataset, at 1 and 2 intra-op threads,
 //! 0 workers. Both start from the same uint8 batches and do the same work (every op on
 //! every sample, the same kernel sizes; the README says where the two still differ).
@@ -21,9 +21,8 @@ use std::time::{Duration, Instant};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, DatasetSpec};
 use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, StageTimes};
-use loaderbench_engine::plan::Config;
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
-use loaderbench_measure::reference::python_path;
+use loaderbench_measure::pytorch::python_path;
 use loaderbench_measure::stats::median;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -239,17 +238,15 @@ fn light_against_memory_floor(sizes: &Sizes) {
 
 fn light_settings() -> LoaderSettings {
     LoaderSettings {
-        knobs: Config {
-            batch_size: 256,
-            num_workers: 0,
-            ..Config::default()
-        },
+        batch_size: 256,
+        num_workers: 0,
         shuffle: true,
         seed: 0,
         drop_last: false,
         worker_timeout: Duration::from_secs(60),
         shard: Shard::WHOLE,
         shuffle_buffer: 0,
+        ..LoaderSettings::default()
     }
 }
 

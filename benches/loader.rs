@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
 use loaderbench_engine::loader::{Loader, LoaderSettings};
-use loaderbench_engine::plan::Config;
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench_measure::stats::median;
 use tch::{Kind, Tensor};
@@ -47,17 +46,15 @@ fn main() {
 
 fn settings(num_workers: usize) -> LoaderSettings {
     LoaderSettings {
-        knobs: Config {
-            batch_size: 256,
-            num_workers,
-            ..Config::default()
-        },
+        batch_size: 256,
+        num_workers,
         shuffle: true,
         seed: 0,
         drop_last: false,
         worker_timeout: Duration::from_secs(60),
         shard: loaderbench_engine::loader::Shard::WHOLE,
         shuffle_buffer: 0,
+        ..LoaderSettings::default()
     }
 }
 
@@ -142,7 +139,7 @@ fn heavy_scaling(sizes: &Sizes) {
     let mut per_batch_ms = Vec::new();
     for workers in [0, 1, 2] {
         let mut settings = settings(workers);
-        settings.knobs.persistent_workers = true;
+        settings.persistent_workers = true;
         let mut loader = Loader::new(dataset.clone(), heavy.clone(), settings, CancelToken::new())
             .expect("loader");
         epoch_seconds(&mut loader);

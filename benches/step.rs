@@ -23,7 +23,7 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Preset, Runtime};
-use loaderbench_measure::reference::{self, DatasetRequest, Reference, Request};
+use loaderbench_measure::pytorch::{self, DatasetRequest, PytorchScript, Request};
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 use loaderbench_present::documents;
@@ -43,7 +43,7 @@ fn test_data(path: &str) -> std::path::PathBuf {
 
 /// The test CNN's TorchScript export on one channel, in `dir`.
 fn export_model(dir: &Path) -> std::path::PathBuf {
-    let status = Command::new(reference::python_path())
+    let status = Command::new(pytorch::python_path())
         .arg(test_data("step/small_cnn.py"))
         .arg(dir)
         .status()
@@ -194,7 +194,7 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
     let root = dir.join("user-mnist");
     std::fs::create_dir_all(&root).expect("a folder");
     let synthetic = open(&DatasetSpec::default(), Some(samples)).expect("the dataset");
-    reference::write_idx(synthetic.as_ref(), &root).expect("IDX files");
+    pytorch::write_idx(synthetic.as_ref(), &root).expect("IDX files");
     let module = test_data("user_dataset/mnist_user.py");
     let mut preset = Preset {
         name: "user-step-bench".to_owned(),
@@ -223,7 +223,7 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
         )
         .expect("a python step");
     let plan = Plan::from_preset(&preset, None).expect("a plan");
-    let reference = Reference::prepare(&plan, None).expect("the script");
+    let script = PytorchScript::prepare(&plan, None).expect("the script");
     let dataset = DatasetRequest::Python {
         path: module,
         factory: "make_dataset".to_owned(),
@@ -234,7 +234,7 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
         serde_json::to_string(&Request::new(&plan, &plan.configs[0], dataset)).expect("JSON");
     let (mut measured, mut plain) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let result = reference
+        let result = script
             .measure(
                 &plan,
                 0,
@@ -243,9 +243,9 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
                 &mut |_| {},
                 &mut || Ok(()),
             )
-            .expect("the reference runtime runs");
+            .expect("the PyTorch runtime runs");
         measured.push(result.epochs.iter().skip(1).map(|e| e.seconds).sum::<f64>());
-        plain.push(plain_loop(reference.python(), &request));
+        plain.push(plain_loop(script.python(), &request));
     }
     let (measured, plain) = (
         stats::median(&measured).unwrap_or(f64::NAN),
@@ -265,7 +265,7 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
 }
 
 /// The plain loop's time for `request`'s epochs after the first (which pays libtorch's
-/// one-time start-up, paid by the reference script before it times anything).
+/// one-time start-up, paid by the PyTorch runtime's script before it times anything).
 fn plain_loop(python: &Path, request: &str) -> f64 {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/plain_dataloader_timing.py");
     let mut child = Command::new(python)

@@ -14,7 +14,6 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
 use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
 use loaderbench_engine::loader::{Loader, LoaderSettings};
-use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{BatchTransfer, DatasetTransfer};
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench_measure::stats::median;
@@ -240,18 +239,16 @@ fn measure(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Measured 
 
 fn loader(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Loader {
     let settings = LoaderSettings {
-        knobs: Config {
-            batch_size: 256,
-            num_workers: 2,
-            persistent_workers: setup.persistent,
-            ..Config::default()
-        },
+        batch_size: 256,
+        num_workers: 2,
+        persistent_workers: setup.persistent,
         shuffle: true,
         seed: 0,
         drop_last: false,
         worker_timeout: Duration::from_secs(60),
         shard: loaderbench_engine::loader::Shard::WHOLE,
         shuffle_buffer: 0,
+        ..LoaderSettings::default()
     };
     let pipeline =
         Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).expect("light pipeline");

@@ -1,4 +1,4 @@
-"""A plain DataLoader timing loop, the yardstick for reference_loader.py's figures.
+"""A plain DataLoader timing loop, the yardstick for pytorch_loader.py's figures.
 
 Reads the same request on stdin, builds the same dataset and DataLoader, and times each
 epoch the way a training script would: no per-batch reports, nothing else. A user's own
@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reference_loader as reference  # noqa: E402
+import pytorch_loader  # noqa: E402
 
 
 def user_factory(spec):
@@ -40,20 +40,20 @@ def user_dataset(request):
     dataset = user_factory(spec)(**spec["args"])
     samples = request.get("samples")
     if samples is not None and samples < len(dataset):
-        dataset = reference.Subset(dataset, range(samples))
+        dataset = pytorch_loader.Subset(dataset, range(samples))
     return dataset
 
 
 def main():
     request = json.loads(sys.stdin.readline())
-    device = reference.torch.device(request["knobs"]["device"])
+    device = pytorch_loader.torch.device(request["knobs"]["device"])
     if request["dataset"]["kind"] == "python":
         dataset = user_dataset(request)
     else:
-        dataset = reference.build_dataset(request)
-    loader = reference.build_loader(request, dataset)  # with the user's collate_fn
+        dataset = pytorch_loader.build_dataset(request)
+    loader = pytorch_loader.build_loader(request, dataset)  # with the user's collate_fn
     loader.worker_init_fn = None  # no reports: only the loop is timed
-    reference.torch.manual_seed(request["seed"])
+    pytorch_loader.torch.manual_seed(request["seed"])
     step = user_step(request)
     first_batch, epochs = None, []
     for epoch in range(request["epochs"]):

@@ -486,15 +486,10 @@ fn workers_exit_when_the_loader_process_is_killed() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let workers = loop {
+    let workers = common::wait_for(Duration::from_secs(60), "the run's two workers", || {
         let workers = children_of(cli.id());
-        if workers.len() == 2 || Instant::now() > deadline {
-            break workers;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(workers.len(), 2, "the run did not start two workers");
+        (workers.len() == 2).then_some(workers)
+    });
     cli.kill().unwrap();
     cli.wait().unwrap();
     let killed = Instant::now();

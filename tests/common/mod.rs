@@ -17,7 +17,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::loader::LoaderSettings;
-use loaderbench_engine::plan::Config;
 
 /// `loaderbench ARGS` with no standard input and its output captured.
 pub fn loaderbench_command(args: &[&str]) -> Command {
@@ -64,9 +63,117 @@ pub fn wait_with_deadline(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
+/// The variable that tells a test binary it runs as [`in_own_process`]'s child.
+const OWN_PROCESS_VAR: &str = "LOADERBENCH_TEST_IN_OWN_PROCESS";
+
+/// For a test that needs a process of its own (an environment of its own, say): in the
+/// test binary as run, runs the test `name` of `module` (its `module_path!()`) again in a
+/// child process of this binary, with `configure` applied to its command, checks that it
+/// passed there and returns `false`, so the caller returns; in that child, returns `true`
+/// and the caller goes on with the test.
+pub fn in_own_process(module: &str, name: &str, configure: impl FnOnce(&mut Command)) -> bool {
+    // Test names are module paths without the crate's name.
+    let module = module.split_once("::").map_or("", |(_, inner)| inner);
+    let test = format!("{module}::{name}");
+    if std::env::var(OWN_PROCESS_VAR).is_ok_and(|value| value == test) {
+        return true;
+    }
+    let mut command = Command::new(std::env::current_exe().expect("this test binary"));
+    command
+        .args([test.as_str(), "--exact", "--nocapture"])
+        .env(OWN_PROCESS_VAR, &test)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    configure(&mut command);
+    let output = run_with_deadline(&mut command, Duration::from_secs(240));
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert!(
+        output.status.success(),
+        "{test} in its own process: {out}{err}"
+    );
+    assert!(out.contains("1 passed"), "the child ran {test}: {out}");
+    false
+}
+
+/// Polls `ready` every 10 ms until it gives a value, failing the test after `limit`
+/// with `what` it waited for: a wait on a condition, never a guess at how long
+/// something takes.
+pub fn wait_for<T>(limit: Duration, what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls until `condition` holds (see [`wait_for`]).
+pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    wait_for(limit, what, || condition().then_some(()));
+}
+
+/// The configs a run's journal says are finished so far.
+pub fn journaled_configs(journal: &Path) -> usize {
+    std::fs::read_to_string(journal).map_or(0, |text| {
+        text.lines()
+            .filter(|line| line.starts_with(r#"{"entry":"config""#))
+            .count()
+    })
+}
+
+/// Waits until `journal` holds `configs` finished configs.
+pub fn wait_for_configs(journal: &Path, configs: usize, limit: Duration) {
+    let what = format!("{configs} finished configs in {}", journal.display());
+    wait_until(limit, &what, || journaled_configs(journal) >= configs);
+}
+
+/// The PNG at `path` once it is whole (a background thread may still be writing it).
+pub fn whole_png(path: &Path) -> image::RgbaImage {
+    let what = format!("a whole PNG at {}", path.display());
+    wait_for(Duration::from_secs(60), &what, || image::open(path).ok()).to_rgba8()
+}
+
 /// Whether the tests run in CI, as CI services (and `.ci/run`'s callers) say with `CI`.
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "false" | "0"))
+}
+
+/// The one `error:` line a command printed (without its prefix) and its exit code,
+/// after checking that it did not panic and printed exactly one such line.
+pub fn error_line(output: &Output) -> (String, i32) {
+    let err = stderr(output);
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("error: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one error line: {err}");
+    (lines[0].to_owned(), output.status.code().unwrap_or(-1))
+}
+
+/// The one `error:` line of a command that exited with `code`, holding each of
+/// `fragments` (see [`error_line`]).
+pub fn assert_error_line(output: &Output, code: i32, fragments: &[&str]) -> String {
+    let (line, status) = error_line(output);
+    assert_eq!(status, code, "exit code for `{line}`");
+    for fragment in fragments {
+        assert!(line.contains(fragment), "`{fragment}` missing from: {line}");
+    }
+    line
+}
+
+/// Checks that a command exited with `code` and that its one `error:` line ends with
+/// `message` (the user's file, line and problem, as user code errors read).
+pub fn assert_fails(output: &Output, message: &str, code: i32) {
+    let (line, status) = error_line(output);
+    assert!(
+        line.ends_with(message),
+        "`{line}` should end with `{message}`"
+    );
+    assert_eq!(status, code, "exit code for `{line}`");
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -84,18 +191,16 @@ pub fn path_str(path: &Path) -> &str {
 /// Small shuffled batches of 8 on the CPU with `num_workers` workers.
 pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
     LoaderSettings {
-        knobs: Config {
-            batch_size: 8,
-            num_workers,
-            persistent_workers: persistent,
-            ..Config::default()
-        },
+        batch_size: 8,
+        num_workers,
+        persistent_workers: persistent,
         shuffle: true,
         seed: 7,
         drop_last: false,
         worker_timeout: Duration::from_secs(30),
         shard: loaderbench_engine::loader::Shard::WHOLE,
         shuffle_buffer: 0,
+        ..LoaderSettings::default()
     }
 }
 

@@ -1,6 +1,18 @@
 //! Processes as /proc shows them, for the tests that check that nothing a run started
 //! is left behind: whether a process still runs, a process's children, and the
-//! processes a run started, found by the environment mark they inherit.
+//! processes a run started, found by the environment mark they inherit; and the turns
+//! that tests running the PyTorch runtime in this process take.
+
+use std::sync::{Mutex, MutexGuard};
+
+/// One test at a time runs the PyTorch runtime in this process.
+static PYTHON: Mutex<()> = Mutex::new(());
+
+/// Waits for this test's turn to run the PyTorch runtime in this process: such tests
+/// find the script's processes by parentage, so two at once would see each other's.
+pub fn python_turn() -> MutexGuard<'static, ()> {
+    PYTHON.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Whether `pid` is a live process. One that has exited is not, whether it is already
 /// reaped (no /proc entry) or still a zombie waiting for its parent (state `Z`, or `X`

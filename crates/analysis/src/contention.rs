@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::step::StepCost;
+use loaderbench_engine::step::StepSpec;
 use loaderbench_measure::stats;
 
 use super::ConfigRuns;
@@ -54,7 +54,7 @@ pub fn step_per_batch_s(runs: &ConfigRuns<'_>) -> Option<f64> {
 
 /// Every config with workers compared with its config without workers, where the run
 /// measured both; empty without a step.
-pub fn contention(configs: &[ConfigRuns<'_>], step: &StepCost) -> Vec<StepContention> {
+pub fn contention(configs: &[ConfigRuns<'_>], step: &StepSpec) -> Vec<StepContention> {
     if step.is_none() {
         return Vec::new();
     }
@@ -138,7 +138,7 @@ pub fn input_bound_line(verdicts: &[InputBound]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use loaderbench_engine::step::StepCost;
+    use loaderbench_engine::step::StepSpec;
     use loaderbench_measure::fixtures::{config, epoch_with_wait, result, run};
     use loaderbench_measure::results::EpochResult;
 
@@ -162,7 +162,7 @@ mod tests {
             Analysis::of(&r).contention.is_empty(),
             "no step, no contention"
         );
-        r.step = StepCost::Fixed(4.0);
+        r.step = StepSpec::Fixed(4.0);
         let analysis = Analysis::of(&r);
         let sentences: Vec<&str> = analysis
             .contention
@@ -190,7 +190,7 @@ mod tests {
         alone.disturbed = true;
         let runs = vec![alone, run(1, configs[1].clone(), vec![epoch(5.6, 0.0)])];
         let mut r = result(configs, runs);
-        r.step = StepCost::Fixed(4.0);
+        r.step = StepSpec::Fixed(4.0);
         let contention = &Analysis::of(&r).contention[0];
         assert!(contention.disturbed);
         assert!(
@@ -212,7 +212,7 @@ mod tests {
             run(1, configs[1].clone(), vec![epoch(16.0, 0.0)]),
         ];
         let mut r = result(configs, runs);
-        r.step = StepCost::Mlp { hidden: 8 };
+        r.step = StepSpec::Mlp { hidden: 8 };
         assert!(Analysis::of(&r).contention.is_empty());
     }
 }

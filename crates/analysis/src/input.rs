@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use loaderbench_engine::step::StepCost;
+use loaderbench_engine::step::StepSpec;
 use loaderbench_measure::stats;
 
 use super::ConfigRuns;
@@ -29,7 +29,7 @@ pub struct InputBound {
 
 /// The stall of one config with a training step; `None` without a step, where every
 /// loop is input-bound by construction, or without a second batch.
-pub fn input_bound(runs: &ConfigRuns<'_>, step: &StepCost) -> Option<InputBound> {
+pub fn input_bound(runs: &ConfigRuns<'_>, step: &StepSpec) -> Option<InputBound> {
     if step.is_none() {
         return None;
     }
@@ -66,7 +66,7 @@ pub fn input_bound(runs: &ConfigRuns<'_>, step: &StepCost) -> Option<InputBound>
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use loaderbench_engine::step::StepCost;
+    use loaderbench_engine::step::StepSpec;
     use loaderbench_measure::fixtures::{config, epoch_with_wait, result, run};
 
     #[test]
@@ -87,7 +87,7 @@ mod tests {
             Analysis::of(&r).input_bound.is_empty(),
             "no step, no verdict"
         );
-        r.step = StepCost::Fixed(4.0);
+        r.step = StepSpec::Fixed(4.0);
         let verdicts = Analysis::of(&r).input_bound;
         assert!(verdicts[0].input_bound);
         assert!((verdicts[0].stall_share - 0.6).abs() < 1e-9);

@@ -1,5 +1,5 @@
 //! Child processes that die with this process. Every worker, rank, measuring child and
-//! Python reference process is started by one launcher thread that lives as long as the
+//! PyTorch runtime's Python process is started by one launcher thread that lives as long as the
 //! process: Linux's parent-death signal (`PR_SET_PDEATHSIG`) fires when the *thread* that
 //! created a child ends, so a child started from a short-lived thread (a pool started on
 //! a runner thread and kept by another) would be killed while its pool still runs.

@@ -10,7 +10,6 @@ pub mod child_processes;
 pub mod dataset;
 pub mod device;
 pub mod error;
-pub mod knob_table;
 pub mod loader;
 pub mod machine;
 pub mod memory;

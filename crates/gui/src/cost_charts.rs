@@ -313,7 +313,7 @@ mod tests {
             }
         }
         assert_eq!(stages(&run).series.len(), 8, "no step, no step series");
-        run.step = loaderbench_engine::step::StepCost::Fixed(4.0);
+        run.step = loaderbench_engine::step::StepSpec::Fixed(4.0);
         let chart = stages(&run);
         let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names[7..], ["wait", "step"]);

@@ -9,7 +9,7 @@ use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{
     BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, Runtime, StartMethod, WorkerKind,
 };
-use loaderbench_engine::step::StepCost;
+use loaderbench_engine::step::StepSpec;
 use loaderbench_engine::transform::PipelineSpec;
 
 pub fn config(num_workers: usize, persistent: bool) -> Config {
@@ -141,7 +141,7 @@ pub fn result(configs: Vec<Config>, results: Vec<ConfigResult>) -> RunResult {
         warnings: Vec::new(),
         results,
         status: RunStatus::Finished,
-        step: StepCost::None,
+        step: StepSpec::None,
         planned_epochs: 50,
         shuffle: true,
         drop_last: false,

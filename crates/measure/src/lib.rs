@@ -1,21 +1,21 @@
 //! Measurement, the layer above the engine: the runner sweeps a plan's configs on a
 //! background thread through a runtime (our loader, the real PyTorch DataLoader in
-//! [`reference`], or several ranks), reads the interference meter around every epoch
+//! [`pytorch`], or several ranks), reads the interference meter around every epoch
 //! and streams [`Event`]s; the records it produces ([`results`]) are journalled as each
 //! config finishes. The measuring child process the app uses lives here too. It never
 //! analyses what it measured: that is the consumer's job (see ARCHITECTURE.md).
 
 pub mod disturbance;
+pub mod engine_epoch;
 pub mod events;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 mod journal;
-pub mod loader_epoch;
 pub mod measuring_child;
 pub mod meter;
+pub mod pytorch;
 pub mod rank_merge;
 mod ranks;
-pub mod reference;
 pub mod results;
 mod runner;
 pub mod stats;

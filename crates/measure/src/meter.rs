@@ -1,7 +1,7 @@
 //! The interference meter: CPU counters read around each measured epoch, so every epoch
 //! records how busy the machine was with anything other than this run
 //! (`other_load_cores`) and how much CPU the run itself used (`own_cpu_s`). The run is
-//! this process with every process below it (worker processes, the PyTorch reference's
+//! this process with every process below it (worker processes, the PyTorch runtime's
 //! Python and its workers); in the app, which measures in a child process, the window's
 //! own drawing counts as other load. On Linux the counters come from /proc/stat and
 //! /proc/<pid>/stat (clock ticks); elsewhere there are none and nothing is recorded.
@@ -214,7 +214,7 @@ pub fn tree(root: u32, processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
 }
 
 /// This process and every live process below it (worker processes, ranks, the PyTorch
-/// reference's Python and its workers); this process alone where /proc is missing.
+/// runtime's Python and its workers); this process alone where /proc is missing.
 pub fn run_processes() -> Vec<u32> {
     #[cfg(target_os = "linux")]
     {

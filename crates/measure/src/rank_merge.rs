@@ -2,7 +2,7 @@
 //! ([`RanksSummary`]), one epoch of all ranks as the slowest rank's figures with every
 //! rank's own kept ([`merge`]).
 //! Plain data and pure functions that both multi-process runtimes share: our ranks
-//! coordinator and the PyTorch reference's torch.distributed ranks.
+//! coordinator and the PyTorch runtime's torch.distributed ranks.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +35,7 @@ impl RanksSummary {
 
 /// One epoch of all ranks: the slowest rank's figures, samples and throughput summed
 /// over the ranks, and each rank's own. Each rank's epoch comes with when it left the
-/// barrier and when it ended the epoch (Unix seconds). The pytorch runtime's ranks are
+/// barrier and when it ended the epoch (Unix seconds). The PyTorch runtime's ranks are
 /// merged here too.
 pub fn merge(epoch: usize, finished: Vec<(EpochResult, f64, f64)>) -> EpochResult {
     let ranks: Vec<RankEpoch> = finished

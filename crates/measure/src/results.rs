@@ -13,7 +13,7 @@ use loaderbench_engine::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::Preset;
-use loaderbench_engine::step::StepCost;
+use loaderbench_engine::step::StepSpec;
 
 /// One batch as the consumer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ pub struct EpochResult {
     #[serde(default)]
     pub other_load_cores: Option<f64>,
     /// CPU seconds the run used during the epoch: this process, its worker processes
-    /// and the reference runtime's Python processes.
+    /// and the PyTorch runtime's Python processes.
     #[serde(default)]
     pub own_cpu_s: Option<f64>,
     /// Bytes the run's processes read from storage during the epoch (see
@@ -225,7 +225,7 @@ pub struct ConfigResult {
     pub stayed_warm: Option<String>,
 }
 
-/// The Python environment of the pytorch runtime.
+/// The Python environment of the PyTorch runtime.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PythonEnvironment {
     /// The interpreter loaderbench ran.
@@ -294,7 +294,7 @@ pub struct RunResult {
     pub status: RunStatus,
     /// The training step the consumer ran on each batch.
     #[serde(default)]
-    pub step: StepCost,
+    pub step: StepSpec,
     /// The epochs a training run would take, as the preset planned them.
     #[serde(default = "default_planned_epochs")]
     pub planned_epochs: usize,

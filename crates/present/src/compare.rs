@@ -168,7 +168,7 @@ mod tests {
             warnings: Vec::new(),
             results,
             status: RunStatus::Finished,
-            step: loaderbench_engine::step::StepCost::None,
+            step: loaderbench_engine::step::StepSpec::None,
             planned_epochs: loaderbench_engine::preset::DEFAULT_PLANNED_EPOCHS,
             shuffle: true,
             drop_last: false,

@@ -1,9 +1,9 @@
 """Checks that a recommendation's snippet builds the DataLoader that was measured.
 
-Usage: check_snippet.py REFERENCE_LOADER REQUEST SNIPPET [BATCHES]
+Usage: check_snippet.py PYTORCH_LOADER REQUEST SNIPPET [BATCHES]
 
 The measured loader is built the way the PyTorch runtime builds it: by
-python/reference_loader.py (REFERENCE_LOADER) from the run's request (REQUEST, the JSON
+python/pytorch_loader.py (PYTORCH_LOADER) from the run's request (REQUEST, the JSON
 line the runtime was given), seeded as its main() seeds it. The snippet (SNIPPET) runs in
 a fresh namespace; for a built-in dataset, whose snippet starts from the user's
 `dataset`, that name is bound to the dataset the runtime built. The first BATCHES
@@ -19,12 +19,12 @@ import sys
 import torch
 
 
-def load_reference(path):
+def load_pytorch_loader(path):
     # The script imports the modules beside it, as the runtime runs it.
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec = importlib.util.spec_from_file_location("reference_loader", path)
+    spec = importlib.util.spec_from_file_location("pytorch_loader", path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["reference_loader"] = module
+    sys.modules["pytorch_loader"] = module
     spec.loader.exec_module(module)
     return module
 
@@ -68,20 +68,20 @@ def difference(expected, got, where="batch"):
 
 
 def main():
-    reference = load_reference(sys.argv[1])
+    pytorch_loader = load_pytorch_loader(sys.argv[1])
     with open(sys.argv[2]) as file:
         request = json.load(file)
     with open(sys.argv[3]) as file:
         snippet = file.read()
     count = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 
-    measured = reference.build_loader(request, reference.build_dataset(request))
+    measured = pytorch_loader.build_loader(request, pytorch_loader.build_dataset(request))
     torch.manual_seed(request["seed"])
     expected = first_batches(measured, count)
 
     namespace = {}
     if request["dataset"]["kind"] != "python":
-        namespace["dataset"] = reference.build_dataset(request)
+        namespace["dataset"] = pytorch_loader.build_dataset(request)
     exec(compile(snippet, "snippet", "exec"), namespace)
     got = first_batches(namespace["loader"], count)
 

@@ -1,8 +1,8 @@
 //! The user's own PyTorch Dataset (`kind: python`) as a preset names it: a module's
 //! path, the factory that returns the Dataset, its keyword arguments and an optional
-//! collate function. Only the pytorch runtime loads it (user code runs in the reference
+//! collate function. Only the PyTorch runtime loads it (user code runs in the PyTorch
 //! runtime's process tree, never in ours), so this module only checks the fields and
-//! describes the dataset; `reference` imports and runs it.
+//! describes the dataset; `measure::pytorch` imports and runs it.
 
 use super::DatasetSpec;
 use crate::error::FieldError;

@@ -83,7 +83,7 @@ impl<'a> Epoch<'a> {
 
     fn prefetch(&mut self) -> Result<()> {
         let settings = &self.loader.settings;
-        let outstanding = settings.knobs.prefetch_factor * settings.knobs.num_workers;
+        let outstanding = settings.prefetch_factor * settings.num_workers;
         for _ in 0..outstanding {
             self.send_next_task()?;
         }
@@ -169,7 +169,7 @@ impl<'a> Epoch<'a> {
 
     /// Waits for the next batch from the workers, in order or as they come.
     fn receive(&mut self) -> Result<(usize, Box<BuiltBatch>, Duration)> {
-        let in_order = self.loader.settings.knobs.in_order;
+        let in_order = self.loader.settings.in_order;
         let mut last_heard = Instant::now();
         loop {
             if let Some((index, built)) = self.take_arrived(in_order) {
@@ -293,7 +293,7 @@ impl<'a> Epoch<'a> {
         if let Some(pool) = &self.loader.pool {
             self.loader.worker_memory = pool.memory();
         }
-        if !self.loader.settings.knobs.persistent_workers {
+        if !self.loader.settings.persistent_workers {
             self.loader.pool = None;
         }
     }

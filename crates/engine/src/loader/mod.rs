@@ -28,8 +28,8 @@ use self::threads::ThreadPool;
 use crate::cancel::CancelToken;
 use crate::dataset::Dataset;
 use crate::device;
-use crate::error::{Error, Result};
-use crate::plan::{Config, Plan};
+use crate::device::DeviceSpec;
+use crate::error::{Error, FieldError, Result};
 use crate::preset::IntraOpThreads;
 use crate::transform::Pipeline;
 
@@ -41,13 +41,26 @@ use stream_order::{StreamSettings, stream_batches_per_epoch, stream_epoch};
 /// How often a waiting loader checks for cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
-/// What a loader is built with: the config's knobs (batch size, workers, prefetch,
-/// order, pinning, device…, read here under their own names) and how the run draws
-/// samples and waits for workers.
+/// What a loader is built with, in its own terms (as burn's `DataLoaderBuilder`): the
+/// `DataLoader` knobs it honours, how it draws samples and how long it waits for a
+/// worker. It knows nothing of plans or of the experiment around it; the measurement
+/// layer builds one from a config. The default is `DataLoader`'s.
 #[derive(Debug, Clone)]
 pub struct LoaderSettings {
-    /// The knobs' values.
-    pub knobs: Config,
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// Worker threads or processes; 0 loads in the consumer itself.
+    pub num_workers: usize,
+    /// Workers live from one epoch to the next instead of restarting.
+    pub persistent_workers: bool,
+    /// Batches each worker works on ahead.
+    pub prefetch_factor: usize,
+    /// Batches come in sampler order, rather than as workers finish them.
+    pub in_order: bool,
+    /// Batches are copied to page-locked memory (a no-op without CUDA).
+    pub pin_memory: bool,
+    /// Where batches go.
+    pub device: DeviceSpec,
     pub shuffle: bool,
     pub seed: u64,
     pub drop_last: bool,
@@ -59,18 +72,40 @@ pub struct LoaderSettings {
     pub shuffle_buffer: usize,
 }
 
-impl LoaderSettings {
-    /// The settings config `config` of `plan` loads `shard` of every epoch with.
-    pub fn new(plan: &Plan, config: &Config, shard: Shard) -> LoaderSettings {
+impl Default for LoaderSettings {
+    fn default() -> LoaderSettings {
         LoaderSettings {
-            knobs: config.clone(),
-            shuffle: plan.shuffle,
-            seed: plan.seed,
-            drop_last: plan.drop_last,
-            worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
-            shard,
-            shuffle_buffer: plan.dataset.shuffle_buffer,
+            batch_size: 1,
+            num_workers: 0,
+            persistent_workers: false,
+            prefetch_factor: 2,
+            in_order: true,
+            pin_memory: false,
+            device: DeviceSpec::Cpu,
+            shuffle: false,
+            seed: 0,
+            drop_last: false,
+            worker_timeout: Duration::from_secs(60),
+            shard: Shard::WHOLE,
+            shuffle_buffer: 0,
         }
+    }
+}
+
+impl LoaderSettings {
+    /// Checks each value against what it may hold.
+    pub fn check(&self) -> std::result::Result<(), FieldError> {
+        if self.batch_size == 0 {
+            return Err(FieldError::new(None, "batch_size", "must be at least 1"));
+        }
+        if self.prefetch_factor == 0 {
+            return Err(FieldError::new(
+                None,
+                "prefetch_factor",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
     }
 
     /// How a sharded dataset's epochs are ordered under these settings.
@@ -79,9 +114,9 @@ impl LoaderSettings {
             shuffle: self.shuffle,
             shuffle_buffer: self.shuffle_buffer,
             seed: self.seed,
-            batch_size: self.knobs.batch_size,
+            batch_size: self.batch_size,
             drop_last: self.drop_last,
-            num_workers: self.knobs.num_workers,
+            num_workers: self.num_workers,
             shard: self.shard,
         }
     }
@@ -94,7 +129,7 @@ pub fn epoch_batch_count(dataset: &dyn Dataset, settings: &LoaderSettings) -> us
         Some(shards) => stream_batches_per_epoch(&shards, &settings.stream()),
         None => batches_per_epoch(
             settings.shard.len(dataset.len(), settings.drop_last),
-            settings.knobs.batch_size,
+            settings.batch_size,
             settings.drop_last,
         ),
     }
@@ -190,8 +225,7 @@ impl Loader {
         settings: LoaderSettings,
         cancel: CancelToken,
     ) -> Result<Loader> {
-        let knobs = &settings.knobs;
-        knobs.check()?;
+        settings.check()?;
         let shards = dataset.shards();
         if let Some(shards) = &shards
             && shards.len() < settings.shard.world
@@ -205,8 +239,8 @@ impl Loader {
         }
         Ok(Loader {
             shards,
-            pin_memory_effective: knobs.pin_memory && device::cuda_device_count() > 0,
-            device: knobs.device.resolve()?,
+            pin_memory_effective: settings.pin_memory && device::cuda_device_count() > 0,
+            device: settings.device.resolve()?,
             dataset,
             pipeline,
             settings,
@@ -234,14 +268,14 @@ impl Loader {
     }
 
     fn start_pool(&self) -> Result<Box<dyn WorkerPool>> {
-        let count = self.settings.knobs.num_workers;
+        let count = self.settings.num_workers;
         #[cfg(unix)]
         if let Some(processes) = &self.processes {
             let start = process::PoolStart {
                 count,
                 dataset: &self.dataset,
                 pipeline: &self.pipeline,
-                prefetch_factor: self.settings.knobs.prefetch_factor,
+                prefetch_factor: self.settings.prefetch_factor,
                 images: &self.images,
             };
             return Ok(Box::new(process::ProcessPool::start(processes, &start)?));
@@ -268,7 +302,6 @@ impl Loader {
         let epoch = self.epochs_started;
         self.epochs_started += 1;
         let settings = &self.settings;
-        let knobs = &settings.knobs;
         let (batches, owners) = match &self.shards {
             Some(shards) => {
                 let order = stream_epoch(shards, &settings.stream(), epoch);
@@ -277,7 +310,7 @@ impl Loader {
             None => (
                 sampler::epoch_batches(
                     self.dataset.len(),
-                    knobs.batch_size,
+                    settings.batch_size,
                     settings.shuffle,
                     settings.drop_last,
                     settings.seed,
@@ -288,8 +321,8 @@ impl Loader {
             ),
         };
         let mut started_workers = Vec::new();
-        if knobs.num_workers > 0 && (self.pool.is_none() || !knobs.persistent_workers) {
-            let count = knobs.num_workers;
+        if settings.num_workers > 0 && (self.pool.is_none() || !settings.persistent_workers) {
+            let count = settings.num_workers;
             self.pool = None;
             self.pool = Some(self.start_pool()?);
             started_workers = (0..count).collect();

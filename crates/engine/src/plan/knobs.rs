@@ -1,187 +1,14 @@
-//! The knobs as the plan uses them: [`Config`]'s fields and one [`Knob`] record each,
-//! both generated from the knob table ([`crate::knob_table`]); [`KNOBS`] in grid order (the
-//! first varies slowest, `num_workers` fastest, so its list reads top to bottom in
-//! tables). A knob is a list in [`Preset`], an optional value in [`ConfigPoint`] and a
-//! value in [`Config`], under the same field name; the plan's empty-list check, grid,
-//! extra configs and common config, and the CSV's knob columns work from this list
-//! through the serde form of those three types.
+//! The sweep, worked from the knob table ([`crate::plan::knob_table`]): a knob is a list in
+//! [`Preset`], an optional value in [`ConfigPoint`] and a value in [`Config`], under the
+//! same field name, so the plan's empty-list check, grid, extra configs and common
+//! config work from the table through the serde form of those three types. The tests
+//! here hold the table and the three types to each other.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::device::DeviceSpec;
-use crate::preset::{
-    BatchTransfer, Cache, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, Runtime,
-    StartMethod, TransformAt, WorkerKind,
-};
-use crate::transform::PipelineSpec;
-
-/// One sweep knob.
-pub struct Knob {
-    /// The field's name in presets, extra configs, results, the CSV and the reference
-    /// script's request.
-    pub field: &'static str,
-    /// What tables and the app call it.
-    pub label: &'static str,
-    /// A config's value, as a preset would write it.
-    pub value: fn(&Config) -> String,
-    /// Its part of a config's label, given the config that holds the values most
-    /// configs share; `None` leaves it out.
-    pub tag: fn(&Config, &Config) -> Option<String>,
-    /// Its column in tables.
-    pub column: Column,
-    /// Its `DataLoader(...)` argument, if PyTorch's DataLoader takes it.
-    pub python: Option<Python>,
-    /// The value the reference script gets under the knob's name, if the pytorch
-    /// runtime takes it.
-    pub reference: Option<fn(&Config) -> Value>,
-}
-
-/// A knob's column in the results table.
-pub enum Column {
-    /// One of the classic experiment's columns, always shown first
-    /// (`num_workers | persistent | pin`); labels name these knobs first too.
-    Classic,
-    /// No column.
-    None,
-    /// A column, where the configs' cells differ.
-    WhereVaries(fn(&Config) -> String),
-    /// A column, where the test says the configs differ.
-    Where(fn(&Config) -> String, fn(&[Config]) -> bool),
-}
-
-impl Column {
-    /// The cell of `config`, and whether `configs` need the column; `None` for no
-    /// column or a classic one.
-    pub fn of(&self, configs: &[Config]) -> Option<fn(&Config) -> String> {
-        match *self {
-            Column::Classic | Column::None => None,
-            Column::WhereVaries(cell) => configs
-                .iter()
-                .any(|c| cell(c) != cell(&configs[0]))
-                .then_some(cell),
-            Column::Where(cell, varies) => varies(configs).then_some(cell),
-        }
-    }
-}
-
-/// A knob as a keyword argument of PyTorch's `DataLoader`.
-pub struct Python {
-    pub keyword: &'static str,
-    /// A config's value as Python code; `None` leaves the argument out (PyTorch refuses
-    /// some without workers).
-    pub value: fn(&Config) -> Option<String>,
-}
-
-/// Generates [`Config`] (each knob's value, then the fields given here), its knob
-/// records and [`KNOBS`].
-macro_rules! config_and_knobs {
-    (
-        { $($config:tt)* }
-        knobs: [$(
-            $(#[doc = $doc:literal])*
-            $field:ident: $knob_type:ty $(=> $config_type:ty)? {
-                presets: [$($_preset_default:expr),+ $(,)?],
-                config: [$(#[$config_meta:meta])*],
-                label: $label:literal,
-                value: $value:expr,
-                tag: $tag:expr,
-                column: $column:expr,
-                python: $python:expr,
-                reference: $reference:expr $(,)?
-            },
-        )*]
-        grid: [$($grid:ident),* $(,)?]
-    ) => {
-        /// One point of the sweep: every loader knob with a single value.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        pub struct Config {
-            $(
-                $(#[doc = $doc])*
-                $(#[$config_meta])*
-                pub $field: config_type!($knob_type $(=> $config_type)?),
-            )*
-            $($config)*
-        }
-
-        /// Each knob's record, under its field's name.
-        #[allow(non_upper_case_globals)]
-        mod record {
-            use super::*;
-            $(
-                pub const $field: Knob = Knob {
-                    field: stringify!($field),
-                    label: $label,
-                    value: $value,
-                    tag: $tag,
-                    column: $column,
-                    python: $python,
-                    reference: $reference,
-                };
-            )*
-        }
-
-        /// Every sweep knob, in grid order.
-        pub const KNOBS: [Knob; [$(stringify!($field)),*].len()] = [$(record::$grid),*];
-
-        /// Every sweep knob, in the order configs hold them, labels name them and
-        /// tables show them.
-        pub const KNOBS_IN_CONFIG_ORDER: [Knob; KNOBS.len()] = [$(record::$field),*];
-    };
-}
-
-/// A config's type for a knob: the preset's, unless the table names another.
-macro_rules! config_type {
-    ($type:ty) => {
-        $type
-    };
-    ($type:ty => $config:ty) => {
-        $config
-    };
-}
-
-crate::knob_table::knob_table!(config_and_knobs {
-    /// Non-zero for a copy of another config measured under its own name (an A/A check).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub copy: usize,
-    /// The saved run this config comes from, when several are shown together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<String>,
-});
-
-fn one_rank() -> usize {
-    1
-}
-
-fn is_zero(value: &usize) -> bool {
-    *value == 0
-}
-
-/// `True` or `False`.
-fn python_bool(value: bool) -> String {
-    if value { "True" } else { "False" }.to_owned()
-}
-
-fn json<T: Serialize + ?Sized>(value: &T) -> Value {
-    // Knob values are plain enums, numbers and strings, which serde_json always takes.
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// A rank's intra-op threads: `auto` is one thread per rank when there are several, as
-/// torchrun sets OMP_NUM_THREADS=1 for each of its processes; without it every rank
-/// starts a thread per core and they spin against each other. The pytorch runtime's
-/// ranks run with the same.
-pub fn rank_threads(threads: IntraOpThreads, world: usize) -> IntraOpThreads {
-    match threads {
-        IntraOpThreads::Auto if world > 1 => IntraOpThreads::Count(1),
-        other => other,
-    }
-}
-
-/// The knob named `field`, if it is one.
-pub fn knob(field: &str) -> Option<&'static Knob> {
-    KNOBS.iter().find(|knob| knob.field == field)
-}
+use super::Config;
+use super::knob_table::KNOBS;
+use crate::preset::{ConfigPoint, Preset};
 
 /// Each knob's list in `preset`, as JSON values, in grid order.
 pub(super) fn lists(preset: &Preset) -> Vec<(&'static str, Vec<Value>)> {
@@ -262,6 +89,8 @@ fn to_fields(value: &impl serde::Serialize) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::KNOBS_IN_CONFIG_ORDER;
+    use crate::preset::{KnobLists, KnobValue, WorkerKind};
 
     #[test]
     fn every_knob_is_a_field_of_the_preset_the_extra_configs_and_the_config() {
@@ -289,6 +118,38 @@ mod tests {
                 .unwrap_or_else(|err| panic!("{field} is not in ConfigPoint: {err}"));
             assert!(to_fields(&point).contains_key(field), "{field}");
         }
+    }
+
+    /// The other way round: every list of a preset (but the extra configs), every field
+    /// of an extra config (but `copy`) and every list the preset hands its visitors is a
+    /// knob of the table, so a field added to one type without its record fails here.
+    #[test]
+    fn every_knob_field_of_the_three_types_has_its_record() {
+        let mut knobs: Vec<&str> = KNOBS.iter().map(|k| k.field).collect();
+        knobs.sort_unstable();
+        let preset = to_fields(&Preset::default());
+        let mut lists: Vec<&str> = preset
+            .iter()
+            .filter(|(field, value)| value.is_array() && *field != "extra_configs")
+            .map(|(field, _)| field.as_str())
+            .collect();
+        lists.sort_unstable();
+        assert_eq!(lists, knobs, "Preset's lists");
+        let point = to_fields(&ConfigPoint::first_of(&Preset::default()));
+        let mut points: Vec<&str> = point.keys().map(String::as_str).collect();
+        points.sort_unstable();
+        assert_eq!(points, knobs, "ConfigPoint's fields");
+
+        struct Visited(Vec<&'static str>);
+        impl KnobLists for Visited {
+            fn list<T: KnobValue>(&mut self, field: &'static str, _: &mut Vec<T>) {
+                self.0.push(field);
+            }
+        }
+        let mut visited = Visited(Vec::new());
+        Preset::default().each_knob(&mut visited);
+        let in_order: Vec<&str> = KNOBS_IN_CONFIG_ORDER.iter().map(|k| k.field).collect();
+        assert_eq!(visited.0, in_order, "Preset::each_knob");
     }
 
     #[test]
@@ -334,14 +195,14 @@ mod tests {
     }
 
     #[test]
-    fn the_reference_script_gets_the_knobs_pytorch_takes_under_their_names() {
+    fn the_pytorch_script_gets_the_knobs_pytorch_takes_under_their_names() {
         let config = Config {
             ranks: 4,
             ..Config::default()
         };
         let sent: Map<String, Value> = KNOBS
             .iter()
-            .filter_map(|knob| Some((knob.field.to_owned(), (knob.reference?)(&config))))
+            .filter_map(|knob| Some((knob.field.to_owned(), (knob.script_value?)(&config))))
             .collect();
         assert_eq!(sent["batch_size"], 64);
         assert_eq!(sent["device"], "cpu");

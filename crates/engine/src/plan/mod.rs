@@ -4,9 +4,12 @@
 //! such as more workers than cores. The runner only ever sees a plan.
 
 mod checks;
+mod config;
+pub mod knob_table;
 mod knobs;
 
-pub use knobs::{Column, Config, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
+pub use config::Config;
+pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
 
 use checks::{check_config, check_preset, user_dataset_configs, warnings};
 
@@ -17,67 +20,9 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::{DatasetKind, DatasetSpec};
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
-use crate::preset::{Preset, RunOrder, Runtime, StartMethod, TransformAt};
-use crate::step::StepCost;
+use crate::preset::{Preset, RunOrder, Runtime};
+use crate::step::StepSpec;
 use crate::transform::Normalize;
-
-impl Default for Config {
-    /// The config of the default preset.
-    fn default() -> Config {
-        knobs::extra_config(&Preset::default(), &crate::preset::ConfigPoint::default())
-            .expect("the default preset's first values make a config")
-            .settled()
-    }
-}
-
-impl Config {
-    /// A short label for plots, such as `nw=4 persistent pin`: each knob's part (see
-    /// [`Knob::tag`]), the classic knobs' first. Knobs that are the same in every config
-    /// of the plan (`common`) are left out.
-    pub fn label(&self, common: &Config) -> String {
-        let classic = |knob: &&Knob| matches!(knob.column, Column::Classic);
-        let knobs = KNOBS_IN_CONFIG_ORDER.iter();
-        let mut parts: Vec<String> = knobs
-            .clone()
-            .filter(classic)
-            .chain(knobs.filter(|knob| !classic(knob)))
-            .filter_map(|knob| (knob.tag)(self, common))
-            .collect();
-        if self.copy > 0 {
-            parts.push(format!("copy {}", self.copy));
-        }
-        parts.join(" ")
-    }
-
-    /// Checks each value against what it may hold, as the plan does (the loader checks
-    /// the config it is given the same way).
-    pub fn check(&self) -> std::result::Result<(), FieldError> {
-        check_config(self)
-    }
-
-    /// Processes that load data: every rank and every worker process of each rank
-    /// (thread workers count too, as they compete for the same cores).
-    pub fn total_processes(&self) -> usize {
-        self.ranks * (1 + self.num_workers)
-    }
-
-    /// True when the start method matters: PyTorch's DataLoader with worker processes.
-    pub fn uses_start_method(&self) -> bool {
-        self.runtime == Runtime::Pytorch && self.num_workers > 0
-    }
-
-    /// The same config with the start method and where transforms run reset where they
-    /// do not matter.
-    fn settled(mut self) -> Config {
-        if !self.uses_start_method() {
-            self.start_method = StartMethod::platform_default();
-        }
-        if self.runtime == Runtime::Pytorch {
-            self.transform_at = TransformAt::default();
-        }
-        self
-    }
-}
 
 /// Everything a run needs, checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,7 +49,7 @@ pub struct Plan {
     /// Things worth knowing before the run, such as more workers than cores.
     pub warnings: Vec<String>,
     /// The training step run on each batch.
-    pub step: StepCost,
+    pub step: StepSpec,
     /// The epochs a training run would take (for the break-even and recommendation).
     pub planned_epochs: usize,
     /// The Python that runs the pytorch runtime, when the preset names one.
@@ -154,7 +99,7 @@ impl Plan {
         if preset.dataset.kind == DatasetKind::Python {
             user_dataset_configs(preset, &mut configs).map_err(in_file)?;
         }
-        if matches!(preset.step, StepCost::Python { .. })
+        if matches!(preset.step, StepSpec::Python { .. })
             && configs.iter().any(|c| c.runtime != Runtime::Pytorch)
         {
             return Err(bad("runtime", &crate::step::user_step::ENGINE_REFUSAL));
@@ -238,7 +183,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preset::ConfigPoint;
+    use crate::preset::{ConfigPoint, TransformAt};
     use crate::transform::PipelineSpec;
 
     #[test]

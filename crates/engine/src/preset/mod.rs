@@ -12,14 +12,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::DatasetSpec;
 use crate::error::{Error, FieldError, Result};
-use crate::step::StepCost;
+use crate::step::StepSpec;
 use crate::transform::{Normalize, PipelineSpec};
 
+mod knobs;
 mod overrides;
 mod values;
 
 pub use crate::named_values::KnobValue;
 pub use crate::transform::TransformAt;
+pub use knobs::{ConfigPoint, KnobLists, knob_defaults};
 pub use values::{
     BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod,
     WorkerKind,
@@ -31,223 +33,155 @@ pub const PRESET_VERSION: u32 = 1;
 /// The epochs a training run is assumed to take unless the preset says otherwise.
 pub const DEFAULT_PLANNED_EPOCHS: usize = 50;
 
-/// Generates, from the knob table, [`Preset`] (the fields given here, then each knob's
-/// list) with its `Default` and its reading (a knob left out gets its default list),
-/// [`ConfigPoint`] (each knob's optional value, then the fields given here) and
-/// [`Preset::each_knob`].
-macro_rules! preset_structs {
-    (
-        {
-            preset: {
-                $($(#[$meta:meta])* pub $name:ident: $type:ty = $default:expr,)*
-            }
-            point: { $($point:tt)* }
-        }
-        knobs: [$(
-            $(#[doc = $doc:literal])*
-            $field:ident: $knob_type:ty $(=> $config_type:ty)? {
-                presets: [$($preset_default:expr),+ $(,)?],
-                $($_rest:tt)*
-            },
-        )*]
-        grid: [$($_grid:ident),* $(,)?]
-    ) => {
-        /// A benchmark: the dataset, the pipelines and the loader settings to sweep.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(from = "PresetFile")]
-        pub struct Preset {
-            $($(#[$meta])* pub $name: $type,)*
-            $(
-                $(#[doc = $doc])*
-                pub $field: Vec<$knob_type>,
-            )*
-        }
-
-        /// A preset as its file says it: a knob left out is `None` until it takes its
-        /// default list.
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct PresetFile {
-            $($(#[$meta])* $name: $type,)*
-            $(
-                #[serde(default)]
-                $field: Option<Vec<$knob_type>>,
-            )*
-        }
-
-        impl From<PresetFile> for Preset {
-            fn from(file: PresetFile) -> Preset {
-                Preset {
-                    $($name: file.$name,)*
-                    $($field: file.$field.unwrap_or_else(|| vec![$($preset_default),+]),)*
-                }
-            }
-        }
-
-        impl Default for Preset {
-            fn default() -> Self {
-                Preset {
-                    $($name: $default,)*
-                    $($field: vec![$($preset_default),+],)*
-                }
-            }
-        }
-
-        /// One extra config: the knobs it sets.
-        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        pub struct ConfigPoint {
-            $(
-                $(#[doc = $doc])*
-                #[serde(default, skip_serializing_if = "Option::is_none")]
-                pub $field: Option<$knob_type>,
-            )*
-            $($point)*
-        }
-
-        impl ConfigPoint {
-            /// The config the first value of each of `preset`'s lists makes, every knob set.
-            pub fn first_of(preset: &Preset) -> ConfigPoint {
-                ConfigPoint {
-                    $($field: preset.$field.first().cloned(),)*
-                    ..ConfigPoint::default()
-                }
-            }
-        }
-
-        impl Preset {
-            /// Hands each knob's list to `visit`, in the knob table's order.
-            pub fn each_knob(&mut self, visit: &mut impl KnobLists) {
-                $(visit.list(stringify!($field), &mut self.$field);)*
-            }
-        }
-    };
+/// A benchmark: the dataset, the pipelines and the loader settings to sweep. Each knob
+/// of the knob table ([`crate::plan::knob_table`]) is a list here, under its field name; a
+/// preset file that leaves one out gets its default list ([`knob_defaults`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    /// Format version; must be [`PRESET_VERSION`].
+    pub version: u32,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub dataset: DatasetSpec,
+    /// Use only the first `samples` samples (the synthetic dataset generates that many).
+    #[serde(default)]
+    pub samples: Option<usize>,
+    /// Measured epochs per config and repeat.
+    #[serde(default = "defaults::epochs")]
+    pub epochs: usize,
+    /// How many times each config is measured.
+    #[serde(default = "defaults::one")]
+    pub repeats: usize,
+    /// Run one unmeasured epoch before the measured ones.
+    #[serde(default)]
+    pub warmup: bool,
+    /// In which order configs and repeats are measured.
+    #[serde(default)]
+    pub order: RunOrder,
+    #[serde(default = "defaults::yes")]
+    pub shuffle: bool,
+    /// Seeds the shuffle and every random augmentation.
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub drop_last: bool,
+    /// Mean and standard deviation that `normalize` uses.
+    #[serde(default)]
+    pub normalize: Normalize,
+    /// A worker that sends nothing for this long is considered hung.
+    #[serde(default = "defaults::worker_timeout_s")]
+    pub worker_timeout_s: f64,
+    /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
+    #[serde(default)]
+    pub extra_configs: Vec<ConfigPoint>,
+    /// The training step run on each batch: `none`, `fixed(MS)`, `mlp(hidden: N)`,
+    /// `model(path: "m.pt", lr: 0.01)` or `python(path, factory, args)`.
+    #[serde(default)]
+    pub step: StepSpec,
+    /// The epochs a training run would take, for the break-even and the recommendation.
+    #[serde(default = "defaults::planned_epochs")]
+    pub planned_epochs: usize,
+    /// The Python that runs the PyTorch runtime (a user's own environment, so their
+    /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
+    /// The transform pipelines.
+    #[serde(default = "knob_defaults::pipeline")]
+    pub pipeline: Vec<PipelineSpec>,
+    /// Where our engine runs the pipeline: on whole batches, or per sample.
+    #[serde(default = "knob_defaults::transform_at")]
+    pub transform_at: Vec<TransformAt>,
+    /// Samples per batch.
+    #[serde(default = "knob_defaults::batch_size")]
+    pub batch_size: Vec<usize>,
+    /// Worker threads or processes; 0 loads in the consumer itself.
+    #[serde(default = "knob_defaults::num_workers")]
+    pub num_workers: Vec<usize>,
+    /// How a worker runs: a thread, or a spawned or forked process.
+    #[serde(default = "knob_defaults::worker_kind")]
+    pub worker_kind: Vec<WorkerKind>,
+    /// Workers live from one epoch to the next instead of restarting.
+    #[serde(default = "knob_defaults::persistent_workers")]
+    pub persistent_workers: Vec<bool>,
+    /// Batches each worker works on ahead.
+    #[serde(default = "knob_defaults::prefetch_factor")]
+    pub prefetch_factor: Vec<usize>,
+    /// Batches are copied to page-locked memory (a no-op without CUDA).
+    #[serde(default = "knob_defaults::pin_memory")]
+    pub pin_memory: Vec<bool>,
+    /// Batches come in sampler order, rather than as workers finish them.
+    #[serde(default = "knob_defaults::in_order")]
+    pub in_order: Vec<bool>,
+    /// Where batches go: `cpu`, `cuda` or `cuda:N`.
+    #[serde(default = "knob_defaults::device")]
+    pub device: Vec<String>,
+    /// How worker processes get the dataset (ignored by thread workers).
+    #[serde(default = "knob_defaults::dataset_transfer")]
+    pub dataset_transfer: Vec<DatasetTransfer>,
+    /// How worker processes hand batches back (ignored by thread workers).
+    #[serde(default = "knob_defaults::batch_transfer")]
+    pub batch_transfer: Vec<BatchTransfer>,
+    /// Which data loader measures: loaderbench's engine or PyTorch's DataLoader.
+    #[serde(default = "knob_defaults::runtime")]
+    pub runtime: Vec<Runtime>,
+    /// How PyTorch starts its worker processes (only the PyTorch runtime).
+    #[serde(default = "knob_defaults::start_method")]
+    pub start_method: Vec<StartMethod>,
+    /// libtorch intra-op threads of the consumer: `auto` (libtorch's default) or a count.
+    #[serde(default = "knob_defaults::intra_op_threads")]
+    pub intra_op_threads: Vec<IntraOpThreads>,
+    /// Training processes per machine, each loading its shard of every epoch
+    /// (DistributedSampler semantics) with its own workers.
+    #[serde(default = "knob_defaults::ranks")]
+    pub ranks: Vec<usize>,
+    /// Whether each epoch finds the dataset's files in the page cache (`warm`), or they
+    /// are evicted before every epoch so that it reads from storage (`cold`).
+    #[serde(default = "knob_defaults::cache")]
+    pub cache: Vec<Cache>,
 }
 
-crate::knob_table::knob_table!(preset_structs {
-    preset: {
-        /// Format version; must be [`PRESET_VERSION`].
-        pub version: u32 = PRESET_VERSION,
-        pub name: String = "untitled".to_owned(),
-        #[serde(default)]
-        pub description: String = String::new(),
-        #[serde(default)]
-        pub dataset: DatasetSpec = DatasetSpec::default(),
-        /// Use only the first `samples` samples (the synthetic dataset generates that many).
-        #[serde(default)]
-        pub samples: Option<usize> = None,
-        /// Measured epochs per config and repeat.
-        #[serde(default = "defaults::epochs")]
-        pub epochs: usize = defaults::epochs(),
-        /// How many times each config is measured.
-        #[serde(default = "defaults::one")]
-        pub repeats: usize = 1,
-        /// Run one unmeasured epoch before the measured ones.
-        #[serde(default)]
-        pub warmup: bool = false,
-        /// In which order configs and repeats are measured.
-        #[serde(default)]
-        pub order: RunOrder = RunOrder::default(),
-        #[serde(default = "defaults::yes")]
-        pub shuffle: bool = true,
-        /// Seeds the shuffle and every random augmentation.
-        #[serde(default)]
-        pub seed: u64 = 0,
-        #[serde(default)]
-        pub drop_last: bool = false,
-        /// Mean and standard deviation that `normalize` uses.
-        #[serde(default)]
-        pub normalize: Normalize = Normalize::default(),
-        /// A worker that sends nothing for this long is considered hung.
-        #[serde(default = "defaults::worker_timeout_s")]
-        pub worker_timeout_s: f64 = defaults::worker_timeout_s(),
-        /// Configs beyond the grid: each sets some knobs; the rest take each list's first value.
-        #[serde(default)]
-        pub extra_configs: Vec<ConfigPoint> = Vec::new(),
-        /// The training step run on each batch: `none`, `fixed(MS)`, `mlp(hidden: N)`,
-        /// `model(path: "m.pt", lr: 0.01)` or `python(path, factory, args)`.
-        #[serde(default)]
-        pub step: StepCost = StepCost::None,
-        /// The epochs a training run would take, for the break-even and the recommendation.
-        #[serde(default = "defaults::planned_epochs")]
-        pub planned_epochs: usize = defaults::planned_epochs(),
-        /// The Python that runs the pytorch runtime (a user's own environment, so their
-        /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
-        #[serde(default)]
-        pub python: Option<PathBuf> = None,
-    }
-    point: {
-        /// Measures the same config again under its own name (`copy: 1`), for an A/A check
-        /// of the machine's noise.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub copy: Option<usize>,
-    }
-});
-
-/// What walks over a preset's knob lists ([`Preset::each_knob`]): the app's setup panel
-/// draws a field for each.
-pub trait KnobLists {
-    /// The list of the knob named `field`.
-    fn list<T: KnobValue>(&mut self, field: &'static str, values: &mut Vec<T>);
-}
-
-impl KnobValue for usize {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
-    fn text(&self) -> String {
-        self.to_string()
-    }
-
-    fn parse(text: &str) -> std::result::Result<Self, String> {
-        text.parse()
-            .map_err(|_| format!("`{text}` is not a whole number"))
-    }
-}
-
-impl KnobValue for bool {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        Some(vec![("no".to_owned(), false), ("yes".to_owned(), true)])
-    }
-
-    fn text(&self) -> String {
-        self.to_string()
-    }
-
-    fn parse(text: &str) -> std::result::Result<Self, String> {
-        text.parse()
-            .map_err(|_| format!("`{text}` is not true or false"))
-    }
-}
-
-/// Devices are named: `cpu`, `cuda`, `cuda:N`.
-impl KnobValue for String {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
-    fn text(&self) -> String {
-        self.clone()
-    }
-
-    fn parse(text: &str) -> std::result::Result<Self, String> {
-        Ok(text.to_owned())
-    }
-}
-
-/// Pipelines are written as presets write them (RON).
-impl KnobValue for PipelineSpec {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
-    fn text(&self) -> String {
-        ron::to_string(self).unwrap_or_else(|_| self.name().to_owned())
-    }
-
-    fn parse(text: &str) -> std::result::Result<Self, String> {
-        ron::from_str(text).map_err(|err| format!("`{text}` is not a pipeline: {err}"))
+impl Default for Preset {
+    fn default() -> Self {
+        Preset {
+            version: PRESET_VERSION,
+            name: "untitled".to_owned(),
+            description: String::new(),
+            dataset: DatasetSpec::default(),
+            samples: None,
+            epochs: defaults::epochs(),
+            repeats: defaults::one(),
+            warmup: false,
+            order: RunOrder::default(),
+            shuffle: defaults::yes(),
+            seed: 0,
+            drop_last: false,
+            normalize: Normalize::default(),
+            worker_timeout_s: defaults::worker_timeout_s(),
+            extra_configs: Vec::new(),
+            step: StepSpec::None,
+            planned_epochs: defaults::planned_epochs(),
+            python: None,
+            pipeline: knob_defaults::pipeline(),
+            transform_at: knob_defaults::transform_at(),
+            batch_size: knob_defaults::batch_size(),
+            num_workers: knob_defaults::num_workers(),
+            worker_kind: knob_defaults::worker_kind(),
+            persistent_workers: knob_defaults::persistent_workers(),
+            prefetch_factor: knob_defaults::prefetch_factor(),
+            pin_memory: knob_defaults::pin_memory(),
+            in_order: knob_defaults::in_order(),
+            device: knob_defaults::device(),
+            dataset_transfer: knob_defaults::dataset_transfer(),
+            batch_transfer: knob_defaults::batch_transfer(),
+            runtime: knob_defaults::runtime(),
+            start_method: knob_defaults::start_method(),
+            intra_op_threads: knob_defaults::intra_op_threads(),
+            ranks: knob_defaults::ranks(),
+            cache: knob_defaults::cache(),
+        }
     }
 }
 
@@ -442,9 +376,9 @@ mod tests {
     fn set_reads_ron_as_a_preset_file_writes_it() {
         let mut preset = Preset::default();
         preset.set("step", "mlp(hidden: 64)").unwrap();
-        assert_eq!(preset.step, StepCost::Mlp { hidden: 64 });
+        assert_eq!(preset.step, StepSpec::Mlp { hidden: 64 });
         preset.set("step", "fixed(2.5)").unwrap();
-        assert_eq!(preset.step, StepCost::Fixed(2.5));
+        assert_eq!(preset.step, StepSpec::Fixed(2.5));
         preset
             .set("normalize", "(mean: [0.5], std: [0.25])")
             .unwrap();

@@ -1,6 +1,6 @@
 //! The consumer's training step: what the training loop does with each batch once the
 //! loader has delivered it, so a benchmark can show how the loader and a real step share
-//! the machine. [`StepCost`] is what a preset says (`none`, `fixed(ms)`, `mlp(hidden: N)`,
+//! the machine. [`StepSpec`] is what a preset says (`none`, `fixed(ms)`, `mlp(hidden: N)`,
 //! `model(path, lr)`, `python(path, factory, args)`); [`Step`] runs it on the runner's
 //! thread after every batch (a python step only runs in the PyTorch runtime's script).
 //! The stall the loader causes is the consumer's wait for each batch (`wait_s`); the
@@ -25,7 +25,7 @@ use model::TorchScriptModel;
 /// The training step's cost per batch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StepCost {
+pub enum StepSpec {
     /// No step: the loop only loads, so it measures the loader alone.
     #[default]
     None,
@@ -57,21 +57,28 @@ fn default_lr() -> f64 {
     0.01
 }
 
-impl StepCost {
-    /// Why the cost cannot be used, or `None` when it can.
+impl StepSpec {
+    /// Sets the file of a model or python step; other steps have none.
+    pub fn set_file(&mut self, file: std::path::PathBuf) {
+        if let StepSpec::Model { path, .. } | StepSpec::Python { path, .. } = self {
+            *path = file;
+        }
+    }
+
+    /// Why the step cannot be used, or `None` when it can.
     pub fn problem(&self) -> Option<String> {
         match self {
-            StepCost::Fixed(ms) if !(ms.is_finite() && *ms >= 0.0) => {
+            StepSpec::Fixed(ms) if !(ms.is_finite() && *ms >= 0.0) => {
                 Some(format!("fixed({ms}): milliseconds must be zero or more"))
             }
-            StepCost::Mlp { hidden: 0 } => Some("mlp: hidden must be at least 1".to_owned()),
-            StepCost::Model { path, .. } if path.as_os_str().is_empty() => {
+            StepSpec::Mlp { hidden: 0 } => Some("mlp: hidden must be at least 1".to_owned()),
+            StepSpec::Model { path, .. } if path.as_os_str().is_empty() => {
                 Some("model: give the path of a TorchScript file (.pt)".to_owned())
             }
-            StepCost::Model { lr, .. } if !(lr.is_finite() && *lr > 0.0) => {
+            StepSpec::Model { lr, .. } if !(lr.is_finite() && *lr > 0.0) => {
                 Some(format!("model: lr {lr} must be a positive number"))
             }
-            StepCost::Python { .. } => user_step::problem(self),
+            StepSpec::Python { .. } => user_step::problem(self),
             _ => None,
         }
     }
@@ -80,23 +87,23 @@ impl StepCost {
     /// (lr 0.01)`, `python my_step.py: make_step(lr="0.05")`.
     pub fn describe(&self) -> String {
         match self {
-            StepCost::None => "none".to_owned(),
-            StepCost::Fixed(ms) => format!("fixed {ms} ms"),
-            StepCost::Mlp { hidden } => format!("mlp {hidden}"),
-            StepCost::Model { path, lr } => format!("model {} (lr {lr})", path.display()),
-            StepCost::Python { .. } => user_step::describe(self),
+            StepSpec::None => "none".to_owned(),
+            StepSpec::Fixed(ms) => format!("fixed {ms} ms"),
+            StepSpec::Mlp { hidden } => format!("mlp {hidden}"),
+            StepSpec::Model { path, lr } => format!("model {} (lr {lr})", path.display()),
+            StepSpec::Python { .. } => user_step::describe(self),
         }
     }
 
     /// True without a step: the loop measures the loader alone.
     pub fn is_none(&self) -> bool {
-        *self == StepCost::None
+        *self == StepSpec::None
     }
 
     /// The step's file, for a model or python step.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            StepCost::Model { path, .. } | StepCost::Python { path, .. } => Some(path),
+            StepSpec::Model { path, .. } | StepSpec::Python { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -106,10 +113,10 @@ impl StepCost {
     /// step's module must exist (the PyTorch runtime imports it).
     pub fn check_files(&self) -> Result<()> {
         match self {
-            StepCost::Model { path, lr } => {
+            StepSpec::Model { path, lr } => {
                 TorchScriptModel::load(path, *lr, Device::Cpu).map(drop)
             }
-            StepCost::Python { path, .. } if !path.is_file() => {
+            StepSpec::Python { path, .. } if !path.is_file() => {
                 Err(Error::file(path, "no such file"))
             }
             _ => Ok(()),
@@ -121,7 +128,7 @@ impl StepCost {
 /// take, so that set-up falls in the first epoch (or the warm-up); a TorchScript model is
 /// loaded before the epochs, as a training script loads it before its loop.
 pub struct Step {
-    cost: StepCost,
+    cost: StepSpec,
     model: Option<Mlp>,
     torchscript: Option<TorchScriptModel>,
 }
@@ -129,10 +136,10 @@ pub struct Step {
 impl Step {
     /// The step for `cost`, its model (if any) on `device`. A python step cannot run
     /// here: the plan gives it to the PyTorch runtime only.
-    pub fn new(cost: &StepCost, device: Device) -> Result<Step> {
+    pub fn new(cost: &StepSpec, device: Device) -> Result<Step> {
         let torchscript = match cost {
-            StepCost::Model { path, lr } => Some(TorchScriptModel::load(path, *lr, device)?),
-            StepCost::Python { .. } => return Err(Error::value(user_step::ENGINE_REFUSAL)),
+            StepSpec::Model { path, lr } => Some(TorchScriptModel::load(path, *lr, device)?),
+            StepSpec::Python { .. } => return Err(Error::value(user_step::ENGINE_REFUSAL)),
             _ => None,
         };
         Ok(Step {
@@ -145,12 +152,12 @@ impl Step {
     /// Runs the step on one batch.
     pub fn run(&mut self, images: &Tensor, labels: &Tensor) -> Result<()> {
         match &self.cost {
-            StepCost::None | StepCost::Python { .. } => Ok(()),
-            StepCost::Fixed(ms) => {
+            StepSpec::None | StepSpec::Python { .. } => Ok(()),
+            StepSpec::Fixed(ms) => {
                 busy_wait(Duration::from_secs_f64(ms.max(0.0) / 1e3));
                 Ok(())
             }
-            StepCost::Mlp { hidden } => {
+            StepSpec::Mlp { hidden } => {
                 let hidden = *hidden;
                 let model = match &mut self.model {
                     Some(model) => model,
@@ -162,7 +169,7 @@ impl Step {
                 };
                 model.train_step(images, labels)
             }
-            StepCost::Model { .. } => match &mut self.torchscript {
+            StepSpec::Model { .. } => match &mut self.torchscript {
                 Some(model) => model.train_step(images, labels),
                 None => Err(Error::run("the model step's model was not loaded")),
             },
@@ -184,7 +191,7 @@ mod tests {
 
     #[test]
     fn fixed_step_takes_at_least_its_time() {
-        let mut step = Step::new(&StepCost::Fixed(5.0), Device::Cpu).unwrap();
+        let mut step = Step::new(&StepSpec::Fixed(5.0), Device::Cpu).unwrap();
         let images = Tensor::zeros([2, 4], (Kind::Float, Device::Cpu));
         let started = Instant::now();
         step.run(&images, &Tensor::zeros([2], (Kind::Int64, Device::Cpu)))
@@ -194,7 +201,7 @@ mod tests {
 
     #[test]
     fn model_step_learns_a_fixed_batch() {
-        let mut step = Step::new(&StepCost::Mlp { hidden: 16 }, Device::Cpu).unwrap();
+        let mut step = Step::new(&StepSpec::Mlp { hidden: 16 }, Device::Cpu).unwrap();
         let images = Tensor::randn([8, 3, 2, 2], (Kind::Float, Device::Cpu));
         let labels = Tensor::from_slice(&[0i64, 1, 2, 3, 14, 15, 16, 17]);
         step.run(&images, &labels).unwrap();
@@ -216,28 +223,28 @@ mod tests {
             let text = format!("(version: 1, name: \"x\", step: {step})");
             crate::preset::Preset::from_ron(&text, origin).unwrap().step
         };
-        assert_eq!(read("none"), StepCost::None);
-        assert_eq!(read("fixed(2.5)"), StepCost::Fixed(2.5));
-        assert_eq!(read("mlp(hidden: 64)"), StepCost::Mlp { hidden: 64 });
+        assert_eq!(read("none"), StepSpec::None);
+        assert_eq!(read("fixed(2.5)"), StepSpec::Fixed(2.5));
+        assert_eq!(read("mlp(hidden: 64)"), StepSpec::Mlp { hidden: 64 });
         let mut preset = crate::preset::Preset::default();
-        assert_eq!(preset.step, StepCost::None);
+        assert_eq!(preset.step, StepSpec::None);
         preset.set("step", r#"{"mlp": {"hidden": 32}}"#).unwrap();
-        assert_eq!(preset.step, StepCost::Mlp { hidden: 32 });
+        assert_eq!(preset.step, StepSpec::Mlp { hidden: 32 });
         preset.set("step", "none").unwrap();
-        assert_eq!(preset.step, StepCost::None);
+        assert_eq!(preset.step, StepSpec::None);
         preset
             .set("step", r#"model(path: "m.pt", lr: 0.05)"#)
             .unwrap();
         assert_eq!(
             preset.step,
-            StepCost::Model {
+            StepSpec::Model {
                 path: "m.pt".into(),
                 lr: 0.05
             }
         );
         assert_eq!(
             read(r#"model(path: "m.pt")"#),
-            StepCost::Model {
+            StepSpec::Model {
                 path: "m.pt".into(),
                 lr: 0.01
             }
@@ -249,16 +256,16 @@ mod tests {
 
     #[test]
     fn bad_costs_are_named() {
-        assert!(StepCost::Fixed(-1.0).problem().unwrap().contains("fixed"));
+        assert!(StepSpec::Fixed(-1.0).problem().unwrap().contains("fixed"));
         assert!(
-            StepCost::Mlp { hidden: 0 }
+            StepSpec::Mlp { hidden: 0 }
                 .problem()
                 .unwrap()
                 .contains("hidden")
         );
-        assert_eq!(StepCost::Fixed(2.5).problem(), None);
-        assert_eq!(StepCost::Mlp { hidden: 8 }.describe(), "mlp 8");
-        let model = |lr| StepCost::Model {
+        assert_eq!(StepSpec::Fixed(2.5).problem(), None);
+        assert_eq!(StepSpec::Mlp { hidden: 8 }.describe(), "mlp 8");
+        let model = |lr| StepSpec::Model {
             path: "m.pt".into(),
             lr,
         };
@@ -270,7 +277,7 @@ mod tests {
         );
         assert_eq!(model(0.1).problem(), None);
         assert_eq!(model(0.1).describe(), "model m.pt (lr 0.1)");
-        let missing = StepCost::Python {
+        let missing = StepSpec::Python {
             path: "/no/such/step.py".into(),
             factory: "f".into(),
             args: BTreeMap::new(),

@@ -1,10 +1,10 @@
 //! The user's own training step in Python (`python(path, factory, args)`) as a preset
 //! names it: a module's path, the factory that returns the step, and its keyword
-//! arguments. Only the PyTorch runtime runs it (user code runs in the reference
+//! arguments. Only the PyTorch runtime runs it (user code runs in the PyTorch
 //! runtime's process, never in ours), so this module only checks the fields and
-//! describes the step; `reference` imports and runs it.
+//! describes the step; `measure::pytorch` imports and runs it.
 
-use super::StepCost;
+use super::StepSpec;
 use crate::dataset::python_dataset::is_identifier;
 
 /// Why our engine cannot run a python step, and what to use instead.
@@ -14,8 +14,8 @@ pub const ENGINE_REFUSAL: &str = "a python step is the user's own Python code, w
 
 /// Why a python step cannot be used, or `None` when it can (the module's existence is
 /// checked when a run starts, like every file).
-pub fn problem(step: &StepCost) -> Option<String> {
-    let StepCost::Python {
+pub fn problem(step: &StepSpec) -> Option<String> {
+    let StepSpec::Python {
         path,
         factory,
         args,
@@ -38,8 +38,8 @@ pub fn problem(step: &StepCost) -> Option<String> {
 }
 
 /// One line for tables: `my_step.py: make_step(lr="0.05")`.
-pub fn describe(step: &StepCost) -> String {
-    let StepCost::Python {
+pub fn describe(step: &StepSpec) -> String {
+    let StepSpec::Python {
         path,
         factory,
         args,
@@ -58,8 +58,8 @@ pub fn describe(step: &StepCost) -> String {
 mod tests {
     use super::*;
 
-    fn step() -> StepCost {
-        StepCost::Python {
+    fn step() -> StepSpec {
+        StepSpec::Python {
             path: "my_step.py".into(),
             factory: "make_step".to_owned(),
             args: [("lr".to_owned(), serde_json::json!("0.05"))].into(),
@@ -77,25 +77,25 @@ mod tests {
 
     #[test]
     fn each_missing_or_malformed_field_is_named() {
-        let with = |edit: fn(&mut StepCost)| {
+        let with = |edit: fn(&mut StepSpec)| {
             let mut step = step();
             edit(&mut step);
             problem(&step).unwrap()
         };
         assert!(
-            with(|s| if let StepCost::Python { path, .. } = s {
+            with(|s| if let StepSpec::Python { path, .. } = s {
                 *path = "".into()
             })
             .contains("path of the step's module")
         );
         assert!(
-            with(|s| if let StepCost::Python { factory, .. } = s {
+            with(|s| if let StepSpec::Python { factory, .. } = s {
                 *factory = "make step".into()
             })
             .contains("`make step` is not a Python function name")
         );
         assert!(
-            with(|s| if let StepCost::Python { args, .. } = s {
+            with(|s| if let StepSpec::Python { args, .. } = s {
                 args.insert("no-dash".into(), serde_json::json!(1));
             })
             .contains("`no-dash` is not a Python keyword")

@@ -15,8 +15,8 @@ pub enum OpError {
         /// Which parameter is wrong and what it must be.
         problem: &'static str,
     },
-    /// The op exists only in loaderbench, so the reference runtime cannot run it.
-    #[error("{op:?} has no torchvision equivalent, so the pytorch runtime cannot run it")]
+    /// The op exists only in loaderbench, so the PyTorch runtime cannot run it.
+    #[error("{op:?} has no torchvision equivalent, so the PyTorch runtime cannot run it")]
     NoTorchvision {
         /// The op.
         op: Op,
@@ -85,7 +85,7 @@ mod tests {
         let err = check_torchvision(&busy).unwrap_err().to_string();
         assert_eq!(
             err,
-            "Cost { micros_per_sample: 5 } has no torchvision equivalent, so the pytorch \
+            "Cost { micros_per_sample: 5 } has no torchvision equivalent, so the PyTorch \
              runtime cannot run it"
         );
     }

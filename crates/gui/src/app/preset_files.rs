@@ -59,7 +59,7 @@ impl App {
             Pick::StepModel | Pick::StepModule => {
                 self.form.set_step_path(&path);
                 let mut preset = self.saved.preset.clone();
-                crate::setup::set_step_path(&mut preset.step, path);
+                preset.step.set_file(path);
                 self.apply(ctx, Action::Edit(Box::new(preset)));
             }
             Pick::ExportPath => self.set_export_path(path),

@@ -28,8 +28,6 @@ use python_fields::{args_text, python_fields};
 use run_fields::{RunText, dataset_extras, identity, run_fields};
 use step_fields::{StepText, step_fields};
 
-pub use step_fields::set_path as set_step_path;
-
 /// The text of the fields typed as text, and their parse errors.
 #[derive(Debug, Clone, Default)]
 pub struct Form {

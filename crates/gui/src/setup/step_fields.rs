@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use egui::{ComboBox, Ui};
 
 use loaderbench_engine::preset::Preset;
-use loaderbench_engine::step::StepCost;
+use loaderbench_engine::step::StepSpec;
 
 use super::python_fields::{args_text, parse_args};
 use super::{Errors, Problem, mark};
@@ -31,27 +31,27 @@ pub struct StepText {
 }
 
 impl StepText {
-    pub fn from_step(step: &StepCost) -> StepText {
+    pub fn from_step(step: &StepSpec) -> StepText {
         let path = step
             .path()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         match step {
-            StepCost::None => StepText::default(),
-            StepCost::Fixed(ms) => StepText {
+            StepSpec::None => StepText::default(),
+            StepSpec::Fixed(ms) => StepText {
                 value: ms.to_string(),
                 ..StepText::default()
             },
-            StepCost::Mlp { hidden } => StepText {
+            StepSpec::Mlp { hidden } => StepText {
                 value: hidden.to_string(),
                 ..StepText::default()
             },
-            StepCost::Model { lr, .. } => StepText {
+            StepSpec::Model { lr, .. } => StepText {
                 path,
                 lr: lr.to_string(),
                 ..StepText::default()
             },
-            StepCost::Python { factory, args, .. } => StepText {
+            StepSpec::Python { factory, args, .. } => StepText {
                 path,
                 factory: factory.clone(),
                 args: args_text(args),
@@ -67,32 +67,32 @@ impl StepText {
 }
 
 /// The step a kind starts from when picked in the menu.
-fn fresh(kind: &str) -> StepCost {
+fn fresh(kind: &str) -> StepSpec {
     match kind {
-        "fixed" => StepCost::Fixed(5.0),
-        "mlp" => StepCost::Mlp { hidden: 128 },
-        "model" => StepCost::Model {
+        "fixed" => StepSpec::Fixed(5.0),
+        "mlp" => StepSpec::Mlp { hidden: 128 },
+        "model" => StepSpec::Model {
             path: PathBuf::new(),
             lr: 0.01,
         },
-        "python" => StepCost::Python {
+        "python" => StepSpec::Python {
             path: PathBuf::new(),
             factory: "make_step".to_owned(),
             args: BTreeMap::new(),
         },
-        _ => StepCost::None,
+        _ => StepSpec::None,
     }
 }
 
 const KINDS: [&str; 5] = ["none", "fixed", "mlp", "model", "python"];
 
-fn kind_of(step: &StepCost) -> &'static str {
+fn kind_of(step: &StepSpec) -> &'static str {
     match step {
-        StepCost::None => "none",
-        StepCost::Fixed(_) => "fixed",
-        StepCost::Mlp { .. } => "mlp",
-        StepCost::Model { .. } => "model",
-        StepCost::Python { .. } => "python",
+        StepSpec::None => "none",
+        StepSpec::Fixed(_) => "fixed",
+        StepSpec::Mlp { .. } => "mlp",
+        StepSpec::Model { .. } => "model",
+        StepSpec::Python { .. } => "python",
     }
 }
 
@@ -143,7 +143,7 @@ fn value_field(
     errors: &mut Errors,
     problem: Problem<'_>,
 ) {
-    let fixed = matches!(edited.step, StepCost::Fixed(_));
+    let fixed = matches!(edited.step, StepSpec::Fixed(_));
     let title = if fixed {
         "step ms per batch"
     } else {
@@ -151,9 +151,9 @@ fn value_field(
     };
     let parse = |t: &str| {
         let step = if fixed {
-            StepCost::Fixed(t.parse().map_err(|_| format!("`{t}` is not a number"))?)
+            StepSpec::Fixed(t.parse().map_err(|_| format!("`{t}` is not a number"))?)
         } else {
-            StepCost::Mlp {
+            StepSpec::Mlp {
                 hidden: t
                     .parse()
                     .map_err(|_| format!("`{t}` is not a whole number"))?,
@@ -174,13 +174,13 @@ fn lr_field(
     errors: &mut Errors,
     problem: Problem<'_>,
 ) {
-    let StepCost::Model { path, .. } = &edited.step else {
+    let StepSpec::Model { path, .. } = &edited.step else {
         return;
     };
     let path = path.clone();
     let parse = |t: &str| {
         let lr = t.parse().map_err(|_| format!("`{t}` is not a number"))?;
-        let step = StepCost::Model {
+        let step = StepSpec::Model {
             path: path.clone(),
             lr,
         };
@@ -217,7 +217,7 @@ fn python_fields(
             )
             .labelled_by(label.id);
         if field.changed()
-            && let StepCost::Python { factory, .. } = &mut edited.step
+            && let StepSpec::Python { factory, .. } = &mut edited.step
         {
             *factory = text.factory.trim().to_owned();
         }
@@ -237,7 +237,7 @@ fn python_fields(
         if field.changed() {
             match parse_args(&text.args) {
                 Ok(parsed) => {
-                    if let StepCost::Python { args, .. } = &mut edited.step {
+                    if let StepSpec::Python { args, .. } = &mut edited.step {
                         *args = parsed;
                     }
                     errors.remove("step.args");
@@ -261,7 +261,7 @@ fn file_field(
     plan_problem: Option<String>,
     actions: &mut Vec<Action>,
 ) {
-    let model = matches!(edited.step, StepCost::Model { .. });
+    let model = matches!(edited.step, StepSpec::Model { .. });
     let (title, hint, pick) = if model {
         ("model file", "TorchScript (.pt)", Pick::StepModel)
     } else {
@@ -278,7 +278,7 @@ fn file_field(
                 )
                 .labelled_by(label.id);
             if field.changed() {
-                set_path(&mut edited.step, PathBuf::from(text.path.trim()));
+                edited.step.set_file(PathBuf::from(text.path.trim()));
             }
             if ui.button("Browse…").clicked() {
                 actions.push(Action::Browse(pick));
@@ -292,13 +292,6 @@ fn file_field(
         mark(ui, missing.or(plan_problem));
     });
     ui.end_row();
-}
-
-/// Sets the file of a model or python step.
-pub fn set_path(step: &mut StepCost, file: PathBuf) {
-    if let StepCost::Model { path, .. } | StepCost::Python { path, .. } = step {
-        *path = file;
-    }
 }
 
 /// A one-line text field read by `parse`; `Some(value)` when it was edited to a valid
@@ -346,7 +339,7 @@ mod tests {
 
     #[test]
     fn each_kind_s_text_comes_from_its_step() {
-        let python = StepCost::Python {
+        let python = StepSpec::Python {
             path: "s.py".into(),
             factory: "make_step".into(),
             args: [("lr".to_owned(), serde_json::json!("0.05"))].into(),
@@ -361,7 +354,7 @@ mod tests {
             ("s.py", "make_step", "lr = \"0.05\"")
         );
         let mut model = fresh("model");
-        set_path(&mut model, "m.pt".into());
+        model.set_file("m.pt".into());
         assert_eq!(StepText::from_step(&model).lr, "0.01");
         assert_eq!(model.path(), Some(Path::new("m.pt")));
         assert_eq!(KINDS.map(|k| kind_of(&fresh(k))), KINDS);

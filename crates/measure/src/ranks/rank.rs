@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::rank_messages::{FromRank, GO, RankJob};
-use crate::loader_epoch::{build_loader, run_epoch};
+use crate::engine_epoch::{build_loader, run_epoch};
 use crate::rank_merge::RanksSummary;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset;

@@ -20,7 +20,7 @@ use super::cache::EpochCache;
 
 /// An epoch's result and what the interference meter saw around it.
 pub(super) type MeasuredEpoch = (EpochResult, Option<Interference>);
-use crate::loader_epoch::{build_loader, run_epoch};
+use crate::engine_epoch::{build_loader, run_epoch};
 
 /// The longest the untimed warm-up pass of a process runs.
 const PROCESS_WARMUP_LIMIT: Duration = Duration::from_millis(500);

@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::disturbance;
+use crate::engine_epoch::loader_settings;
 use crate::events::Event;
 use crate::journal::{Journal, default_journal_path};
 use crate::meter;
@@ -23,7 +24,7 @@ use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
 use loaderbench_engine::error::{Error, Result};
-use loaderbench_engine::loader::{LoaderSettings, Shard, epoch_batch_count};
+use loaderbench_engine::loader::{Shard, epoch_batch_count};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Runtime;
@@ -220,7 +221,7 @@ impl Run {
     }
 
     fn measure_all(&self, result: &mut RunResult) -> Result<()> {
-        // A python dataset is the user's code, which only the reference runtime loads.
+        // A python dataset is the user's code, which only the PyTorch runtime loads.
         let dataset = match self.plan.dataset.kind {
             DatasetKind::Python => None,
             _ => Some(dataset::open_with_progress(
@@ -249,10 +250,9 @@ impl Run {
         self.plan.step.check_files()?;
         // Unknown until Python has built a user's dataset.
         let batches = match (&dataset, self.plan.configs.first()) {
-            (Some(dataset), Some(c)) => epoch_batch_count(
-                &**dataset,
-                &LoaderSettings::new(&self.plan, c, Shard::WHOLE),
-            ),
+            (Some(dataset), Some(c)) => {
+                epoch_batch_count(&**dataset, &loader_settings(&self.plan, c, Shard::WHOLE))
+            }
             _ => 0,
         };
         self.emit.send(Event::Started {

@@ -1,7 +1,7 @@
 //! The runtimes a config is measured with, behind one trait so that the runner's sweep
 //! is written once: our loader in this process ([`OurLoader`]), several rank processes
-//! of it behind a barrier ([`Ranked`]), and PyTorch's DataLoader in the reference
-//! runtime ([`Pytorch`], prepared when the first pytorch config comes and then shared).
+//! of it behind a barrier ([`Ranked`]), and PyTorch's DataLoader in a Python child
+//! process ([`Pytorch`], prepared when the first pytorch config comes and then shared).
 //! [`Runtimes::for_config`] picks the one a config names.
 
 use std::sync::Arc;
@@ -16,11 +16,11 @@ use loaderbench_engine::step::Step;
 
 use super::Run;
 use super::cache::EpochCache;
+use crate::engine_epoch::build_loader;
 use crate::events::Event;
-use crate::loader_epoch::build_loader;
+use crate::pytorch::{PytorchEvent, PytorchScript};
 use crate::rank_merge::RanksSummary;
 use crate::ranks::{RankProgress, Ranks};
-use crate::reference::{Reference, ReferenceEvent};
 use crate::results::ConfigResult;
 
 /// Something that measures one repeat of one config, epoch by epoch, through the run's
@@ -48,7 +48,7 @@ impl Runtimes {
             },
             pytorch: Pytorch {
                 dataset: dataset.cloned(),
-                reference: None,
+                script: None,
             },
         }
     }
@@ -145,43 +145,43 @@ impl ConfigRuntime for Ranked {
     }
 }
 
-/// PyTorch's DataLoader in the reference runtime, its progress relayed as events.
+/// PyTorch's DataLoader in the PyTorch runtime, its progress relayed as events.
 struct Pytorch {
     dataset: Option<Arc<dyn Dataset>>,
-    reference: Option<Reference>,
+    script: Option<PytorchScript>,
 }
 
 impl ConfigRuntime for Pytorch {
     fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
-        let reference = match &mut self.reference {
-            Some(reference) => reference,
+        let script = match &mut self.script {
+            Some(script) => script,
             None => self
-                .reference
-                .insert(Reference::prepare(&run.plan, self.dataset.as_ref())?),
+                .script
+                .insert(PytorchScript::prepare(&run.plan, self.dataset.as_ref())?),
         };
-        // The reference reads the meter around each of its epochs itself, and a cold
+        // The script reads the meter around each of its epochs itself, and a cold
         // config's script waits before each epoch until `evict` has run.
         run.settle_before_epoch(index, None)?;
         let mut cache = EpochCache::new(&run.plan.configs[index], self.dataset.as_ref());
         let mut evict = || run.evict_if_cold(index, &mut cache);
         let mut relay = |progress| {
             let event = match progress {
-                ReferenceEvent::WorkerReady(startup) => Event::WorkerReady {
+                PytorchEvent::WorkerReady(startup) => Event::WorkerReady {
                     config: index,
                     startup,
                 },
-                ReferenceEvent::Batch { epoch, batch } => Event::Batch {
+                PytorchEvent::Batch { epoch, batch } => Event::Batch {
                     config: index,
                     repeat,
                     epoch,
                     batch,
                 },
-                ReferenceEvent::Epoch(result) => Event::EpochFinished {
+                PytorchEvent::Epoch(result) => Event::EpochFinished {
                     config: index,
                     repeat,
                     result: Box::new(result),
                 },
-                ReferenceEvent::Note(message) => {
+                PytorchEvent::Note(message) => {
                     // The script notes the same thing for every config: said once.
                     run.warn(Some(index), message);
                     return;
@@ -189,7 +189,7 @@ impl ConfigRuntime for Pytorch {
             };
             run.emit.send(event);
         };
-        let mut result = reference.measure(
+        let mut result = script.measure(
             &run.plan,
             index,
             repeat,

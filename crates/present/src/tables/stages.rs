@@ -161,7 +161,7 @@ mod tests {
         let results = vec![run(0, configs[0].clone(), vec![epoch])];
         let mut run = result(configs, results);
         assert!(!table(&run, "light").contains("step ms"));
-        run.step = loaderbench_engine::step::StepCost::Fixed(5.0);
+        run.step = loaderbench_engine::step::StepSpec::Fixed(5.0);
         let text = table(&run, "light");
         let lines: Vec<&str> = text.lines().collect();
         assert!(

@@ -1,0 +1,141 @@
+//! [`Config`]: one point of a plan's sweep, every knob of the knob table
+//! ([`crate::plan::knob_table`]) with one value, under its field name; its label, its checks
+//! and what it costs in processes.
+
+use serde::{Deserialize, Serialize};
+
+use super::checks::check_config;
+use super::knob_table::{Column, KNOBS_IN_CONFIG_ORDER, Knob};
+use super::knobs;
+use crate::device::DeviceSpec;
+use crate::error::FieldError;
+use crate::preset::{
+    BatchTransfer, Cache, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, Runtime,
+    StartMethod, TransformAt, WorkerKind,
+};
+use crate::transform::PipelineSpec;
+
+/// One point of the sweep: every loader knob with a single value. Fields that came
+/// after the first results were saved have serde defaults, so older results still load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// The transform pipeline.
+    pub pipeline: PipelineSpec,
+    /// Where our engine runs the pipeline: on whole batches, or per sample. The PyTorch
+    /// runtime always works per sample, so its configs keep the default.
+    #[serde(default)]
+    pub transform_at: TransformAt,
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// Worker threads or processes; 0 loads in the consumer itself.
+    pub num_workers: usize,
+    /// How a worker runs: a thread, or a spawned or forked process.
+    pub worker_kind: WorkerKind,
+    /// Workers live from one epoch to the next instead of restarting.
+    pub persistent_workers: bool,
+    /// Batches each worker works on ahead.
+    pub prefetch_factor: usize,
+    /// Batches are copied to page-locked memory (a no-op without CUDA).
+    pub pin_memory: bool,
+    /// Batches come in sampler order, rather than as workers finish them.
+    pub in_order: bool,
+    /// Where batches go.
+    pub device: DeviceSpec,
+    /// How worker processes get the dataset (ignored by thread workers).
+    #[serde(default)]
+    pub dataset_transfer: DatasetTransfer,
+    /// How worker processes hand batches back (ignored by thread workers).
+    #[serde(default)]
+    pub batch_transfer: BatchTransfer,
+    /// Which data loader measures. Results from before the runtime knob existed were
+    /// measured by loaderbench.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// How PyTorch starts its worker processes. Only the PyTorch runtime with workers
+    /// uses it; elsewhere it is the platform's default, so configs that differ only
+    /// there collapse into one.
+    #[serde(default)]
+    pub start_method: StartMethod,
+    /// libtorch intra-op threads of the consumer.
+    #[serde(default)]
+    pub intra_op_threads: IntraOpThreads,
+    /// Training processes per machine.
+    #[serde(default = "one_rank")]
+    pub ranks: usize,
+    /// Whether each epoch finds the dataset's files in the page cache. Results from
+    /// before the knob existed were measured warm.
+    #[serde(default)]
+    pub cache: Cache,
+    /// Non-zero for a copy of another config measured under its own name (an A/A check).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copy: usize,
+    /// The saved run this config comes from, when several are shown together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+fn one_rank() -> usize {
+    1
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
+}
+
+impl Default for Config {
+    /// The config of the default preset.
+    fn default() -> Config {
+        knobs::extra_config(&Preset::default(), &ConfigPoint::default())
+            .expect("the default preset's first values make a config")
+            .settled()
+    }
+}
+
+impl Config {
+    /// A short label for plots, such as `nw=4 persistent pin`: each knob's part (see
+    /// [`Knob::tag`]), the classic knobs' first. Knobs that are the same in every config
+    /// of the plan (`common`) are left out.
+    pub fn label(&self, common: &Config) -> String {
+        let classic = |knob: &&Knob| matches!(knob.column, Column::Classic);
+        let knobs = KNOBS_IN_CONFIG_ORDER.iter();
+        let mut parts: Vec<String> = knobs
+            .clone()
+            .filter(classic)
+            .chain(knobs.filter(|knob| !classic(knob)))
+            .filter_map(|knob| (knob.tag)(self, common))
+            .collect();
+        if self.copy > 0 {
+            parts.push(format!("copy {}", self.copy));
+        }
+        parts.join(" ")
+    }
+
+    /// Checks each value against what it may hold, as the plan does (the loader checks
+    /// the config it is given the same way).
+    pub fn check(&self) -> std::result::Result<(), FieldError> {
+        check_config(self)
+    }
+
+    /// Processes that load data: every rank and every worker process of each rank
+    /// (thread workers count too, as they compete for the same cores).
+    pub fn total_processes(&self) -> usize {
+        self.ranks * (1 + self.num_workers)
+    }
+
+    /// True when the start method matters: PyTorch's DataLoader with worker processes.
+    pub fn uses_start_method(&self) -> bool {
+        self.runtime == Runtime::Pytorch && self.num_workers > 0
+    }
+
+    /// The same config with the start method and where transforms run reset where they
+    /// do not matter.
+    pub(super) fn settled(mut self) -> Config {
+        if !self.uses_start_method() {
+            self.start_method = StartMethod::platform_default();
+        }
+        if self.runtime == Runtime::Pytorch {
+            self.transform_at = TransformAt::default();
+        }
+        self
+    }
+}

@@ -1,0 +1,119 @@
+//! Our engine's epoch, measured: the loader a config measures with (thread or process
+//! workers, the dataset shard of a rank) and one epoch through it: batches to the
+//! device, the training step on each, and what each stage took.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::results::{BatchRecord, EpochResult};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::Dataset;
+use loaderbench_engine::error::Result;
+use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup};
+use loaderbench_engine::plan::{Config, Plan};
+use loaderbench_engine::step::Step;
+use loaderbench_engine::transform::Pipeline;
+
+/// The settings config `config` of `plan` loads `shard` of every epoch with.
+pub(crate) fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSettings {
+    LoaderSettings {
+        batch_size: config.batch_size,
+        num_workers: config.num_workers,
+        persistent_workers: config.persistent_workers,
+        prefetch_factor: config.prefetch_factor,
+        in_order: config.in_order,
+        pin_memory: config.pin_memory,
+        device: config.device.clone(),
+        shuffle: plan.shuffle,
+        seed: plan.seed,
+        drop_last: plan.drop_last,
+        worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
+        shard,
+        shuffle_buffer: plan.dataset.shuffle_buffer,
+    }
+}
+
+/// The loader config `index` of `plan` measures with, loading `shard` of every epoch.
+pub(crate) fn build_loader(
+    plan: &Plan,
+    index: usize,
+    dataset: &Arc<dyn Dataset>,
+    shard: Shard,
+    cancel: &CancelToken,
+) -> Result<Loader> {
+    let config = &plan.configs[index];
+    let pipeline = Arc::new(
+        Pipeline::new(&config.pipeline, &plan.normalize, dataset.shape().channels)?
+            .at(config.transform_at),
+    );
+    let settings = loader_settings(plan, config, shard);
+    let loader = Loader::new(dataset.clone(), pipeline, settings, cancel.clone())?;
+    Ok(with_worker_processes(plan, loader, config))
+}
+
+/// Sets the loader up for worker processes when the config asks for them (the plan
+/// has already refused them where the platform has none).
+fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader {
+    #[cfg(unix)]
+    {
+        use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
+        use loaderbench_engine::preset::WorkerKind;
+        let kind = match config.worker_kind {
+            WorkerKind::Thread => return loader,
+            WorkerKind::Spawn => ProcessKind::Spawn,
+            WorkerKind::Fork => ProcessKind::Fork,
+        };
+        loader.with_processes(ProcessWorkers {
+            kind,
+            dataset: Some(plan.dataset.clone()),
+            samples: plan.samples,
+            pipeline: config.pipeline.clone(),
+            transform_at: config.transform_at,
+            normalize: plan.normalize.clone(),
+            dataset_transfer: config.dataset_transfer,
+            batch_transfer: config.batch_transfer,
+            executable: None,
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (plan, config);
+        loader
+    }
+}
+
+/// Runs one epoch, timed as ARCHITECTURE.md's measurement rules define it, with the
+/// training step on every batch; `on_batch` hears of each batch once its step is done
+/// (its time in `step_s`), and of the workers that became ready.
+pub(crate) fn run_epoch(
+    loader: &mut Loader,
+    step: &mut Step,
+    epoch: usize,
+    mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
+) -> Result<EpochResult> {
+    let started = Instant::now();
+    let mut batches = loader.epoch()?;
+    let mut timeline = Vec::new();
+    let mut startups = Vec::new();
+    while let Some(batch) = batches.next() {
+        let batch = batch?;
+        let on_device = started.elapsed();
+        step.run(&batch.images, &batch.labels)?;
+        let mut record = BatchRecord {
+            index: batch.index,
+            at_s: on_device.as_secs_f64(),
+            samples: usize::try_from(batch.labels.size()[0]).unwrap_or(0),
+            stages: batch.stages,
+        };
+        record.stages.step_s = (started.elapsed() - on_device).as_secs_f64();
+        let ready = batches.take_worker_startups();
+        startups.extend(ready.iter().copied());
+        timeline.push(record);
+        on_batch(record, ready);
+    }
+    drop(batches);
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(EpochResult::from_batches(
+        epoch, seconds, timeline, startups,
+    ))
+}

@@ -1,0 +1,256 @@
+//! The PyTorch runtime: configs with `runtime: pytorch` are measured by the real
+//! `torch.utils.data.DataLoader`. [`PytorchScript::prepare`] writes the script shipped in
+//! the binary (`python/pytorch_loader.py`, with the training steps of
+//! `python/pytorch_steps.py` and the tar-shard reading of `python/pytorch_shards.py`
+//! beside it) and, for the synthetic dataset, the very
+//! bytes our loader reads (as an IDX pair) to a private temporary folder;
+//! [`PytorchScript::measure`] runs one config (one repeat) as a Python child process and
+//! turns the JSON lines it streams into the same batches, worker start-ups and epochs
+//! that our loader produces, ending in a [`ConfigResult`]. With ranks, it runs the script
+//! once per rank as a torch.distributed job (see [`job`]). Cancelling or failing kills
+//! every script's process group, so PyTorch's worker processes go with it.
+
+mod folder;
+mod idx_file;
+mod job;
+mod python_process;
+mod script_messages;
+mod session;
+mod shard_list;
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::disturbance;
+use crate::rank_merge::RanksSummary;
+use crate::results::{BatchRecord, ConfigResult, EpochResult, PythonEnvironment};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
+use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::WorkerStartup;
+use loaderbench_engine::plan::Plan;
+
+pub use idx_file::write_idx;
+pub use python_process::{PYTHON_VAR, python_path};
+pub use script_messages::{DatasetRequest, Message, Request, UserFrame, Versions};
+
+use folder::ScratchFolder;
+use job::Job;
+use python_process::PythonProcess;
+use session::Session;
+
+/// The script, shipped inside the binary so that it works from any directory.
+const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
+
+/// The modules the script imports, written beside it: its training steps, and how it
+/// reads tar shards.
+const SIBLINGS: [(&str, &str); 2] = [
+    (
+        "pytorch_steps.py",
+        include_str!("../../../../python/pytorch_steps.py"),
+    ),
+    (
+        "pytorch_shards.py",
+        include_str!("../../../../python/pytorch_shards.py"),
+    ),
+];
+
+/// The knobs the script takes: the names in its `KNOBS = (...)`.
+#[cfg(test)]
+fn script_knobs() -> Vec<&'static str> {
+    let Some((_, rest)) = SCRIPT.split_once("\nKNOBS = (") else {
+        return Vec::new();
+    };
+    let names = rest.split_once(')').map_or("", |(names, _)| names);
+    names
+        .split(',')
+        .map(|name| name.trim().trim_matches('"'))
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// What a measurement reports as it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PytorchEvent {
+    WorkerReady(WorkerStartup),
+    /// A batch reached the device; `epoch` is 0 for the warm-up epoch.
+    Batch {
+        epoch: usize,
+        batch: BatchRecord,
+    },
+    Epoch(EpochResult),
+    /// Something the user should know; the measurement goes on.
+    Note(String),
+}
+
+/// The script and the dataset's files, ready for any number of configs of one plan.
+pub struct PytorchScript {
+    folder: ScratchFolder,
+    python: PathBuf,
+    dataset: DatasetRequest,
+    /// Batches delivered in every config measured so far: before the run's first, a
+    /// failing user dataset is bad input; after it, a failed run.
+    batches: Cell<usize>,
+}
+
+impl PytorchScript {
+    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX
+    /// (`dataset` is our engine's view of the plan's dataset; a python one has none).
+    pub fn prepare(plan: &Plan, dataset: Option<&Arc<dyn Dataset>>) -> Result<PytorchScript> {
+        let folder = ScratchFolder::create()?;
+        std::fs::write(folder.script(), SCRIPT)
+            .map_err(|err| Error::file(folder.script(), err.to_string()))?;
+        for (name, text) in SIBLINGS {
+            let path = folder.path().join(name);
+            std::fs::write(&path, text).map_err(|err| Error::file(&path, err.to_string()))?;
+        }
+        let spec = &plan.dataset;
+        let path = || {
+            spec.path
+                .clone()
+                .ok_or_else(|| Error::value("dataset.path: this dataset needs a path"))
+        };
+        let dataset = match spec.kind {
+            DatasetKind::Synthetic => {
+                let dataset = dataset.ok_or_else(|| {
+                    Error::run("the synthetic dataset was not generated before the run")
+                })?;
+                let (images, labels) = write_idx(dataset.as_ref(), folder.path())?;
+                DatasetRequest::Idx { images, labels }
+            }
+            DatasetKind::Idx => {
+                let (images, labels) = dataset::idx_files(&path()?, spec.labels.as_deref())?;
+                DatasetRequest::Idx { images, labels }
+            }
+            DatasetKind::Npy => DatasetRequest::Npy {
+                path: path()?,
+                labels: spec.labels.clone(),
+            },
+            DatasetKind::ImageFolder => DatasetRequest::ImageFolder {
+                root: path()?,
+                channels: spec.channels,
+                image_size: spec.image_size,
+            },
+            DatasetKind::Python => user_dataset(spec)?,
+            DatasetKind::Shards => shard_list::shards_request(spec, plan.samples, dataset)?,
+        };
+        Ok(PytorchScript {
+            folder,
+            python: plan.python.clone().unwrap_or_else(python_path),
+            dataset,
+            batches: Cell::new(0),
+        })
+    }
+
+    /// The Python that runs the script.
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
+    /// Measures config `index` of `plan` once with PyTorch's DataLoader: one script, or
+    /// one per rank, each joining the job's process group through a file store. A
+    /// `cache: cold` script waits before each epoch, and `before_cold_epoch` runs then.
+    pub fn measure(
+        &self,
+        plan: &Plan,
+        index: usize,
+        repeat: usize,
+        cancel: &CancelToken,
+        report: &mut dyn FnMut(PytorchEvent),
+        before_cold_epoch: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<ConfigResult> {
+        let config = &plan.configs[index];
+        let world = config.ranks;
+        let store = self.folder.path().join(format!("store-{index}-{repeat}"));
+        let sessions = (0..world)
+            .map(|rank| {
+                let request =
+                    Request::new(plan, config, self.dataset.clone()).for_rank(rank, world, &store);
+                let request = serde_json::to_string(&request)
+                    .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
+                let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
+                Ok(Session::new(rank, world, process, self.batches.get()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut job = Job::new(sessions, &self.python);
+        let followed = job.follow(
+            cancel,
+            Duration::from_secs_f64(plan.worker_timeout_s),
+            report,
+            before_cold_epoch,
+        );
+        // Every rank delivers its own batches; any of them counts as the run's first.
+        let delivered = job.sessions.iter().map(|s| s.batches).max();
+        self.batches.set(delivered.unwrap_or(self.batches.get()));
+        followed?;
+        let versions = job.sessions[0]
+            .ready
+            .as_ref()
+            .and_then(|ready| ready.versions.clone());
+        let summary = summary(&job.sessions);
+        // Every rank's process tree is ours, so each rank's meter saw the whole job.
+        let verdict = disturbance::judge(&job.sessions[0].interference);
+        let (warmup, epochs): (Vec<_>, Vec<_>) = job.epochs.into_iter().partition(|e| e.epoch == 0);
+        Ok(ConfigResult {
+            config_index: index,
+            repeat,
+            label: plan.label(index),
+            config: config.clone(),
+            other_load_cores: verdict.other_load_cores,
+            disturbed: verdict.disturbed,
+            warmup: warmup.into_iter().next(),
+            epochs,
+            pin_memory_effective: summary.pin_memory_effective,
+            intra_op_threads: summary.intra_op_threads,
+            rss_before_bytes: summary.rss_before_bytes,
+            peak_rss_bytes: summary.peak_rss_bytes,
+            // PyTorch's worker processes are not measured one by one.
+            workers: Vec::new(),
+            python: versions.map(|v| PythonEnvironment {
+                executable: self.python.clone(),
+                python: v.python,
+                torch: v.torch,
+                torchvision: v.torchvision,
+            }),
+            // The runner marks it when the files stayed.
+            stayed_warm: None,
+        })
+    }
+}
+
+/// What the scripts used, all ranks together (memory summed).
+fn summary(sessions: &[Session]) -> RanksSummary {
+    let ranks = sessions.iter().map(|session| {
+        let ready = session.ready.clone().unwrap_or_default();
+        RanksSummary {
+            pin_memory_effective: ready.pin_memory_effective,
+            intra_op_threads: ready.intra_op_threads,
+            rss_before_bytes: ready.rss_bytes,
+            peak_rss_bytes: session.peak_rss_bytes(),
+            workers: Vec::new(),
+        }
+    });
+    // `measure` starts at least one script: a config has at least one rank.
+    RanksSummary::total(ranks.collect()).expect("a job has at least one rank")
+}
+
+/// The request for a user's python dataset, once its module is known to exist.
+fn user_dataset(spec: &dataset::DatasetSpec) -> Result<DatasetRequest> {
+    dataset::python_dataset::check(spec)?;
+    let (Some(path), Some(factory)) = (&spec.path, &spec.factory) else {
+        return Err(Error::value(
+            "dataset: a python dataset needs a path and a factory",
+        ));
+    };
+    if !path.is_file() {
+        return Err(Error::file(path, "no such file"));
+    }
+    Ok(DatasetRequest::Python {
+        path: path.clone(),
+        factory: factory.clone(),
+        args: spec.args.clone(),
+        collate: spec.collate.clone(),
+    })
+}

@@ -1,0 +1,364 @@
+//! What loaderbench and `python/pytorch_loader.py` say to each other: the
+//! [`Request`] (one JSON line on the script's stdin) and the [`Message`]s it answers with
+//! (one JSON object per line on its stdout).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use loaderbench_engine::plan::{Config, KNOBS, Plan};
+use loaderbench_engine::step::StepSpec;
+use loaderbench_engine::transform::Normalize;
+
+/// The dataset as the script builds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DatasetRequest {
+    /// IDX files, read like torchvision's MNIST (the synthetic dataset is written as one).
+    Idx { images: PathBuf, labels: PathBuf },
+    /// A memory-mapped .npy array and its optional labels.
+    Npy {
+        path: PathBuf,
+        labels: Option<PathBuf>,
+    },
+    /// torchvision's ImageFolder, converted to `channels` and resized to `image_size`.
+    ImageFolder {
+        root: PathBuf,
+        channels: usize,
+        image_size: [usize; 2],
+    },
+    /// Tar shards read by WebDataset (local paths or http(s) URLs, in pattern order),
+    /// decoded as the image folder; with the run's `samples`, how many samples of each
+    /// shard it reads.
+    Shards {
+        shards: Vec<String>,
+        channels: usize,
+        image_size: [usize; 2],
+        shuffle_buffer: usize,
+        samples_per_shard: Option<Vec<usize>>,
+    },
+    /// The user's own Dataset: `factory(**args)` from the module at `path` (as the
+    /// preset names it; errors name it so), and `collate()` as the collate_fn.
+    Python {
+        path: PathBuf,
+        factory: String,
+        args: BTreeMap<String, serde_json::Value>,
+        collate: Option<String>,
+    },
+}
+
+/// The training step the script runs on every batch, as it reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum StepRequest {
+    None,
+    /// Busy for `ms` milliseconds.
+    Fixed {
+        ms: f64,
+    },
+    /// The same two-layer perceptron as our engine's, made on the first batch.
+    Mlp {
+        hidden: usize,
+    },
+    /// A TorchScript file, trained with cross-entropy and SGD at `lr`.
+    Model {
+        path: PathBuf,
+        lr: f64,
+    },
+    /// `factory(**args)` from the user's module at `path` (as the preset names it).
+    Python {
+        path: PathBuf,
+        factory: String,
+        args: BTreeMap<String, serde_json::Value>,
+    },
+}
+
+impl From<&StepSpec> for StepRequest {
+    fn from(step: &StepSpec) -> StepRequest {
+        match step.clone() {
+            StepSpec::None => StepRequest::None,
+            StepSpec::Fixed(ms) => StepRequest::Fixed { ms },
+            StepSpec::Mlp { hidden } => StepRequest::Mlp { hidden },
+            StepSpec::Model { path, lr } => StepRequest::Model { path, lr },
+            StepSpec::Python {
+                path,
+                factory,
+                args,
+            } => StepRequest::Python {
+                path,
+                factory,
+                args,
+            },
+        }
+    }
+}
+
+/// One config to measure: the dataset, how samples are drawn, the epochs, and the value
+/// of each knob the PyTorch runtime takes (under the knob's name; see [`Knob::script_value`]
+/// and `KNOBS` in the script).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    pub dataset: DatasetRequest,
+    pub samples: Option<usize>,
+    pub normalize: Normalize,
+    pub shuffle: bool,
+    pub seed: u64,
+    pub drop_last: bool,
+    pub epochs: usize,
+    pub warmup: bool,
+    pub worker_timeout_s: f64,
+    pub knobs: BTreeMap<&'static str, serde_json::Value>,
+    /// The training step run on every batch.
+    pub step: StepRequest,
+    /// Which rank of a distributed job this script is; `None` with one rank.
+    pub ranks: Option<RankRequest>,
+}
+
+/// One rank of a torch.distributed job: the process group it joins.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankRequest {
+    pub rank: usize,
+    pub world: usize,
+    /// torch.distributed's rendezvous: a file store every rank of the job names.
+    pub init_method: String,
+}
+
+impl Request {
+    pub fn new(plan: &Plan, config: &Config, dataset: DatasetRequest) -> Request {
+        Request {
+            dataset,
+            samples: plan.samples,
+            normalize: plan.normalize.clone(),
+            shuffle: plan.shuffle,
+            seed: plan.seed,
+            drop_last: plan.drop_last,
+            epochs: plan.epochs,
+            warmup: plan.warmup,
+            worker_timeout_s: plan.worker_timeout_s,
+            knobs: KNOBS
+                .iter()
+                .filter_map(|knob| Some((knob.field, (knob.script_value?)(config))))
+                .collect(),
+            step: StepRequest::from(&plan.step),
+            ranks: None,
+        }
+    }
+
+    /// The request of rank `rank` of a job of `world` ranks that meet at the file
+    /// store `store`; with one rank, the request as it was.
+    pub fn for_rank(self, rank: usize, world: usize, store: &Path) -> Request {
+        let ranks = (world > 1).then(|| RankRequest {
+            rank,
+            world,
+            init_method: format!("file://{}", store.display()),
+        });
+        Request { ranks, ..self }
+    }
+}
+
+/// What loaderbench answers a script's `epoch_ready` with: start the epoch.
+pub const GO: &str = "go";
+
+/// One line of the script's report.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Message {
+    /// Imports done, dataset and DataLoader built.
+    Ready {
+        intra_op_threads: i32,
+        pin_memory_effective: bool,
+        rss_bytes: Option<u64>,
+        versions: Versions,
+    },
+    /// Something the user should know (an IterableDataset ignores shuffle).
+    Note { message: String },
+    /// A `cache: cold` script waits for `go` before `epoch`, so that loaderbench can
+    /// evict the dataset's files first.
+    EpochReady { epoch: usize },
+    /// An epoch began at `t0` (seconds on the script's perf_counter clock).
+    EpochStart { epoch: usize, t0: f64 },
+    /// A worker process ran worker_init_fn at `at` (the same clock).
+    WorkerReady { worker: usize, at: f64 },
+    /// A batch is on the device.
+    Batch {
+        epoch: usize,
+        index: usize,
+        at_s: f64,
+        samples: usize,
+        wait_s: f64,
+        to_device_s: f64,
+        /// The training step on the batch, after it reached the device.
+        #[serde(default)]
+        step_s: f64,
+    },
+    /// An epoch ended.
+    Epoch { epoch: usize, seconds: f64 },
+    /// With ranks, after `Epoch`: when the rank left the barrier and when it ended the
+    /// epoch (seconds since the Unix epoch, a clock all ranks share).
+    RankEpoch {
+        epoch: usize,
+        started_unix_s: f64,
+        finished_unix_s: f64,
+    },
+    /// Every epoch was measured.
+    Done { peak_rss_bytes: Option<u64> },
+    /// The script failed: `environment` when Python lacks torch or torchvision,
+    /// `bad_input` when the config asks for something PyTorch cannot do.
+    Error {
+        message: String,
+        bad_input: bool,
+        environment: bool,
+        /// Where in the user's dataset code the error comes from.
+        #[serde(default)]
+        user: Option<UserFrame>,
+        /// The tar shard (path or URL) at fault.
+        #[serde(default)]
+        shard: Option<String>,
+    },
+}
+
+/// The versions the script ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Versions {
+    pub python: String,
+    pub torch: String,
+    pub torchvision: String,
+}
+
+/// A place in the user's code: the file as the preset names it, and the line.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct UserFrame {
+    pub file: PathBuf,
+    pub line: Option<u32>,
+}
+
+impl Message {
+    /// Parses one stdout line; `None` for lines that are not JSON objects (stray output
+    /// of a library), which the protocol never sends.
+    pub fn parse(line: &str) -> Option<Result<Message, String>> {
+        let line = line.trim();
+        if !line.starts_with('{') {
+            return None;
+        }
+        Some(
+            serde_json::from_str(line)
+                .map_err(|err| format!("unreadable report line `{line}`: {err}")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_kind_parses() {
+        let lines = [
+            r#"{"kind": "ready", "intra_op_threads": 2, "pin_memory_effective": false, "rss_bytes": null, "versions": {"python": "3.11.2", "torch": "2.13.0", "torchvision": "0.28.0"}}"#,
+            r#"{"kind": "note", "message": "shuffle does not apply"}"#,
+            r#"{"kind": "epoch_start", "epoch": 1, "t0": 12.5}"#,
+            r#"{"kind": "worker_ready", "worker": 1, "at": 12.75}"#,
+            r#"{"kind": "batch", "epoch": 1, "index": 0, "at_s": 0.5, "samples": 64, "wait_s": 0.4, "to_device_s": 0.0}"#,
+            r#"{"kind": "epoch", "epoch": 1, "seconds": 3.0}"#,
+            r#"{"kind": "rank_epoch", "epoch": 1, "started_unix_s": 9.5, "finished_unix_s": 12.5}"#,
+            r#"{"kind": "done", "peak_rss_bytes": 1024}"#,
+            r#"{"kind": "error", "message": "boom", "bad_input": false, "environment": true}"#,
+            r#"{"kind": "error", "message": "ValueError: x", "bad_input": false, "environment": false, "user": {"file": "d.py", "line": 4}}"#,
+            r#"{"kind": "error", "message": "no such file", "bad_input": true, "environment": false, "user": null, "shard": "s-1.tar"}"#,
+        ];
+        for line in lines {
+            assert!(matches!(Message::parse(line), Some(Ok(_))), "{line}");
+        }
+        assert_eq!(
+            Message::parse(lines[3]),
+            Some(Ok(Message::WorkerReady {
+                worker: 1,
+                at: 12.75
+            }))
+        );
+    }
+
+    #[test]
+    fn stray_output_is_skipped_and_broken_json_named() {
+        assert_eq!(Message::parse("some library printed this"), None);
+        let err = Message::parse(r#"{"kind": "nonsense"}"#)
+            .unwrap()
+            .unwrap_err();
+        assert!(err.contains("nonsense"), "{err}");
+    }
+
+    #[test]
+    fn requests_carry_ops_as_the_script_reads_them() {
+        let preset = loaderbench_engine::preset::Preset {
+            pipeline: vec![loaderbench_engine::transform::PipelineSpec::Heavy],
+            ..loaderbench_engine::preset::Preset::default()
+        };
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let dataset = DatasetRequest::Idx {
+            images: "i".into(),
+            labels: "l".into(),
+        };
+        let json = serde_json::to_value(Request::new(&plan, &plan.configs[0], dataset)).unwrap();
+        let knobs = &json["knobs"];
+        assert_eq!(
+            knobs["pipeline"][0],
+            serde_json::json!({"rotate": {"degrees": 30.0}})
+        );
+        assert_eq!(knobs["pipeline"][3], serde_json::json!("normalize"));
+        assert_eq!(json["dataset"]["kind"], "idx");
+        assert_eq!(
+            knobs["start_method"],
+            loaderbench_engine::preset::StartMethod::platform_default().name()
+        );
+        assert_eq!(knobs["batch_size"], 64);
+        assert_eq!(json["ranks"], serde_json::Value::Null);
+        assert_eq!(json["step"], serde_json::json!({"kind": "none"}));
+        let step = StepSpec::Model {
+            path: "m.pt".into(),
+            lr: 0.5,
+        };
+        assert_eq!(
+            serde_json::to_value(StepRequest::from(&step)).unwrap(),
+            serde_json::json!({"kind": "model", "path": "m.pt", "lr": 0.5})
+        );
+    }
+
+    #[test]
+    fn a_rank_joins_the_file_store_and_runs_one_thread_by_default() {
+        let mut preset = loaderbench_engine::preset::Preset::default();
+        preset.set("runtime", "pytorch").unwrap();
+        preset.set("ranks", "2").unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let dataset = DatasetRequest::Idx {
+            images: "i".into(),
+            labels: "l".into(),
+        };
+        let request = Request::new(&plan, &plan.configs[0], dataset);
+        assert_eq!(request.knobs["intra_op_threads"], 1, "as torchrun sets it");
+        let ranked = request.for_rank(1, 2, Path::new("/private/store-0"));
+        let json = serde_json::to_value(&ranked).unwrap();
+        assert_eq!(
+            json["ranks"],
+            serde_json::json!({"rank": 1, "world": 2, "init_method": "file:///private/store-0"})
+        );
+    }
+
+    #[test]
+    fn the_script_takes_every_knob_the_table_sends_it() {
+        let sent: Vec<&str> = KNOBS
+            .iter()
+            .filter(|knob| knob.script_value.is_some())
+            .map(|knob| knob.field)
+            .collect();
+        let mut taken = super::super::script_knobs();
+        let mut expected = sent.clone();
+        taken.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(
+            taken, expected,
+            "KNOBS in python/pytorch_loader.py must name exactly the knobs whose \
+             `script_value` is set in the knob table (crates/engine/src/plan/knob_table)"
+        );
+    }
+}

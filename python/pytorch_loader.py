@@ -1,0 +1,746 @@
+"""loaderbench's PyTorch runtime: one config measured with the real PyTorch DataLoader.
+
+loaderbench runs this script as a child process through the Python that scripts/setup
+installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
+arguments and the transform ops, see KNOBS) comes as the first line of stdin; stdin then stays open, and its end means
+loaderbench is gone, so the script kills its own process group (itself and its
+workers). With `cache: cold`, the script releases its own memory-mapped pages of the
+dataset and says epoch_ready before each epoch, then waits for a `go` line on stdin:
+loaderbench evicts the dataset's files from the page cache in between. Everything it reports is one JSON object per line on stdout, written with a
+single os.write so that lines from worker processes never interleave:
+
+  ready         imports done and dataset built (not timed)
+  epoch_ready   (cache: cold) waiting for `go` before this epoch
+  epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
+  worker_ready  a worker ran worker_init_fn, at this perf_counter time
+  batch         a batch is on the device and its step done: its time since t0 (on the
+                device), its wait, its copy and its step
+  epoch         an epoch ended, its seconds
+  rank_epoch    with ranks: when this rank left the barrier and ended the epoch (time.time)
+  done          every epoch measured
+  error         what went wrong, in one line
+
+Timing is loaderbench's (ARCHITECTURE.md, the measurement rules): an epoch runs from iter(loader) until the loop has
+taken the last batch, put it on the device (synchronized on CUDA) and run the training
+step on it (pytorch_steps.py, beside this script); the first batch is the first of
+those; a batch's wait is the time spent in next(), its step the time after it reached
+the device.
+
+With several ranks, loaderbench starts the script once per rank; each joins a
+torch.distributed process group (gloo, rendezvous through a file store), loads its
+DistributedSampler shard, and passes dist.barrier() before every epoch (see
+join_process_group and the functions after it).
+"""
+
+import functools
+import gzip
+import json
+import mmap
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+
+try:
+    import resource  # POSIX only
+except ImportError:
+    resource = None
+
+
+# The knobs loaderbench sends under "knobs" in the request, by their names in its knob
+# table (crates/engine/src/knob_table.rs); a test there checks that this list names exactly the knobs the
+# table sends, and the script refuses a request that sends others.
+KNOBS = (
+    "pipeline",
+    "batch_size",
+    "num_workers",
+    "persistent_workers",
+    "prefetch_factor",
+    "pin_memory",
+    "in_order",
+    "device",
+    "start_method",
+    "intra_op_threads",
+    "cache",
+)
+
+# One release per `go` line loaderbench sends on stdin (see die_with_parent).
+GO = threading.Semaphore(0)
+
+
+def emit(**fields):
+    os.write(1, (json.dumps(fields) + "\n").encode())
+
+
+def fail(message, bad_input=False, environment=False, user=None, shard=None):
+    """Reports the error and exits at once: waiting for worker processes could hang on
+    a crashed one, and loaderbench kills the process group anyway. `user` is the
+    place in the user's own dataset code ({"file", "line"}) the error comes from;
+    `shard` the tar shard (path or URL) at fault."""
+    emit(kind="error", message=message, bad_input=bad_input, environment=environment, user=user, shard=shard)
+    os._exit(1)
+
+
+try:
+    import numpy as np
+    import torch
+    import torchvision
+    from PIL import Image
+    from torch.utils.data import DataLoader, Dataset, Subset
+    from torchvision import transforms as T
+
+    import pytorch_shards
+    import pytorch_steps
+except ImportError as err:
+    if __name__ == "__main__":
+        fail(f"cannot import torch and torchvision ({err}) in {sys.executable}", environment=True)
+    raise
+
+
+class UnsupportedOp(Exception):
+    """An op of loaderbench's pipeline that torchvision has no transform for."""
+
+
+def read_idx(path):
+    """An IDX file as a tensor, as torchvision's MNIST reads it (gzipped or not)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4 : 4 + 4 * ndim])
+    return torch.frombuffer(bytearray(data[4 + 4 * ndim :]), dtype=torch.uint8).view(*dims)
+
+
+class IdxDataset(Dataset):
+    """torchvision's MNIST over named IDX files: uint8 tensors in memory, PIL images out."""
+
+    def __init__(self, images, labels, transform):
+        self.data = read_idx(images)
+        self.targets = read_idx(labels).long()
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, index):
+        image = Image.fromarray(self.data[index].numpy())
+        return self.transform(image), int(self.targets[index])
+
+
+class NpyDataset(Dataset):
+    """A memory-mapped .npy array: uint8 grey or RGB samples as PIL images, anything else
+    as float tensors (taken as already in [0, 1], as loaderbench does)."""
+
+    def __init__(self, path, labels, transform):
+        self.array = np.load(path, mmap_mode="r")
+        self.labels = np.load(labels, mmap_mode="r") if labels else None
+        self.transform = transform
+
+    def release_mapped_pages(self):
+        """Unmaps the pages this process touched (they fault back in when read): the
+        kernel never evicts a mapped page."""
+        for array in (self.array, self.labels):
+            if array is not None and hasattr(array._mmap, "madvise"):
+                array._mmap.madvise(mmap.MADV_DONTNEED)
+
+    def yields_pil(self):
+        channels = 1 if self.array.ndim == 3 else self.array.shape[1]
+        return self.array.dtype == np.uint8 and channels in (1, 3)
+
+    def __len__(self):
+        return len(self.array)
+
+    def __getitem__(self, index):
+        sample = np.asarray(self.array[index])
+        if self.yields_pil():
+            if sample.ndim == 3:
+                sample = sample[0] if sample.shape[0] == 1 else sample.transpose(1, 2, 0)
+            item = Image.fromarray(np.ascontiguousarray(sample))
+        else:
+            item = torch.from_numpy(sample.astype(np.float32, copy=True))
+            if item.ndim == 2:
+                item = item.unsqueeze(0)
+        label = 0 if self.labels is None else int(self.labels[index])
+        return self.transform(item), label
+
+
+def load_image(path, mode):
+    with open(path, "rb") as f:
+        return Image.open(f).convert(mode)
+
+
+def torchvision_op(name, params, normalize):
+    if name == "rotate":
+        return T.RandomRotation(params["degrees"])
+    if name == "elastic":
+        return T.ElasticTransform(alpha=params["alpha"], sigma=params["sigma"])
+    if name == "gaussian_blur":
+        return T.GaussianBlur(params["kernel"], sigma=tuple(params["sigma"]))
+    if name == "flip":
+        return T.RandomHorizontalFlip(params["p"])
+    if name == "crop":
+        return T.RandomCrop(params["size"], padding=params["padding"])
+    if name == "resize":
+        return T.Resize(params["size"])
+    if name == "normalize":
+        return T.Normalize(normalize["mean"], normalize["std"])
+    raise UnsupportedOp(f"the `{name}` op has no torchvision equivalent")
+
+
+def build_transform(ops, normalize, pil_input, first=()):
+    """loaderbench's ops as torchvision transforms: those before the first normalize run
+    on PIL images, then ToTensor (light = ToTensor + Normalize, heavy = rotation, elastic,
+    blur, ToTensor + Normalize)."""
+    steps = list(first)
+    needs_to_tensor = pil_input
+    for op in ops:
+        name, params = (op, {}) if isinstance(op, str) else next(iter(op.items()))
+        if name == "normalize" and needs_to_tensor:
+            steps.append(T.ToTensor())
+            needs_to_tensor = False
+        steps.append(torchvision_op(name, params, normalize))
+    if needs_to_tensor:
+        steps.append(T.ToTensor())
+    return T.Compose(steps)
+
+
+def image_mode(spec):
+    return "L" if spec["channels"] == 1 else "RGB"
+
+
+def image_transform(spec, ops, normalize):
+    """What image folders and shards do to each decoded image: resize, then the ops."""
+    return build_transform(ops, normalize, True, first=[T.Resize(spec["image_size"])])
+
+
+def build_dataset(request):
+    spec = request["dataset"]
+    if spec["kind"] == "python":
+        return user_dataset(request)
+    ops, normalize = request["knobs"]["pipeline"], request["normalize"]
+    if spec["kind"] == "idx":
+        dataset = IdxDataset(spec["images"], spec["labels"], build_transform(ops, normalize, True))
+    elif spec["kind"] == "npy":
+        dataset = NpyDataset(spec["path"], spec.get("labels"), None)
+        dataset.transform = build_transform(ops, normalize, dataset.yields_pil())
+    elif spec["kind"] == "image_folder":
+        dataset = torchvision.datasets.ImageFolder(
+            spec["root"],
+            transform=image_transform(spec, ops, normalize),
+            loader=functools.partial(load_image, mode=image_mode(spec)),
+        )
+    elif spec["kind"] == "shards":
+        transform = image_transform(spec, ops, normalize)
+        return pytorch_shards.shard_dataset(request, transform, image_mode(spec))
+    else:
+        raise UnsupportedOp(f"unknown dataset kind {spec['kind']}")
+    samples = request.get("samples")
+    if samples is not None and samples < len(dataset):
+        dataset = Subset(dataset, range(samples))
+    return dataset
+
+
+def announce_ready(worker_id):
+    emit(kind="worker_ready", worker=worker_id, at=time.perf_counter())
+
+
+def build_loader(request, dataset):
+    generator = torch.Generator()
+    generator.manual_seed(request["seed"])
+    knobs = request["knobs"]
+    workers = knobs["num_workers"]
+    options = dict(
+        batch_size=knobs["batch_size"],
+        # An IterableDataset (shards) shuffles itself; the DataLoader refuses to.
+        shuffle=request["shuffle"] and not isinstance(dataset, IterableDataset),
+        generator=generator,
+        drop_last=request["drop_last"],
+        num_workers=workers,
+        pin_memory=knobs["pin_memory"],
+        in_order=knobs["in_order"],
+    )
+    options.update(sampler_options(request, dataset))
+    if workers > 0:
+        options.update(
+            persistent_workers=knobs["persistent_workers"],
+            prefetch_factor=knobs["prefetch_factor"],
+            multiprocessing_context=knobs["start_method"],
+            timeout=request["worker_timeout_s"],
+            worker_init_fn=announce_ready,
+        )
+    options.update(user_loader_options(request, dataset))
+    return DataLoader(dataset, **options)
+
+
+def measure_epoch(loader, epoch, device, step):
+    cuda = device.type == "cuda"
+    start = time.perf_counter()
+    emit(kind="epoch_start", epoch=epoch, t0=start)
+    batches = iter(loader)
+    index = 0
+    while True:
+        asked = time.perf_counter()
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        taken = time.perf_counter()
+        batch = to_device(batch, device)
+        if cuda:
+            torch.cuda.synchronize(device)
+        at = time.perf_counter()
+        if step is not None:
+            step(batch)
+            if cuda:
+                torch.cuda.synchronize(device)
+        stepped = time.perf_counter()
+        emit(
+            kind="batch",
+            epoch=epoch,
+            index=index,
+            at_s=at - start,
+            samples=batch_samples(batch),
+            wait_s=taken - asked,
+            to_device_s=at - taken,
+            step_s=stepped - at,
+        )
+        index += 1
+    emit(kind="epoch", epoch=epoch, seconds=time.perf_counter() - start)
+
+
+# Ranks: one process of a distributed job. `request["ranks"]` is null for one rank,
+# else {"rank", "world", "init_method"}; everything rank-specific is in these functions.
+
+
+def join_process_group(request):
+    """Joins the job's gloo process group (a file store in loaderbench's private folder,
+    so no port is chosen or raced for)."""
+    ranks = request.get("ranks")
+    if ranks:
+        import torch.distributed as dist
+
+        # As torchrun sets them: WebDataset's split_by_node reads them in worker
+        # processes, where the process group is not joined.
+        os.environ.update(RANK=str(ranks["rank"]), WORLD_SIZE=str(ranks["world"]))
+
+        dist.init_process_group(
+            "gloo",
+            init_method=ranks["init_method"],
+            rank=ranks["rank"],
+            world_size=ranks["world"],
+        )
+
+
+def sampler_options(request, dataset):
+    """The DataLoader's sampler: with ranks, a DistributedSampler over the rank's shard
+    (padded or, with drop_last, cut to equal shards; shuffled with the run's seed)."""
+    ranks = request.get("ranks")
+    if not ranks or isinstance(dataset, IterableDataset):
+        return {}
+    from torch.utils.data.distributed import DistributedSampler
+
+    sampler = DistributedSampler(
+        dataset,
+        num_replicas=ranks["world"],
+        rank=ranks["rank"],
+        shuffle=request["shuffle"],
+        seed=request["seed"],
+        drop_last=request["drop_last"],
+    )
+    return dict(sampler=sampler, shuffle=False)
+
+
+def before_epoch(request, loader, epoch):
+    """With ranks: sets the sampler's epoch and waits at the barrier for every rank;
+    returns when this rank left it (time.time, which all ranks share)."""
+    if not request.get("ranks"):
+        return None
+    import torch.distributed as dist
+
+    # An IterableDataset's (shards') sampler is PyTorch's endless placeholder.
+    if hasattr(loader.sampler, "set_epoch"):
+        loader.sampler.set_epoch(epoch)
+        trace_indices(request, loader.sampler, epoch)
+    dist.barrier()
+    return time.time()
+
+
+def wait_for_eviction(request, dataset, epoch):
+    """With cache: cold, releases this process's mapped pages of the dataset and waits
+    until loaderbench has evicted its files (its `go`)."""
+    if request["knobs"]["cache"] != "cold":
+        return
+    inner = dataset.dataset if isinstance(dataset, Subset) else dataset
+    if hasattr(inner, "release_mapped_pages"):
+        inner.release_mapped_pages()
+    emit(kind="epoch_ready", epoch=epoch)
+    GO.acquire()
+
+
+def after_epoch(request, epoch, started):
+    if request.get("ranks"):
+        emit(kind="rank_epoch", epoch=epoch, started_unix_s=started, finished_unix_s=time.time())
+
+
+def trace_indices(request, sampler, epoch):
+    """For tests: with LOADERBENCH_TRACE_INDICES naming a folder, writes the indices this
+    rank's sampler yields in `epoch` to rank<R>-epoch<E>.json there."""
+    folder = os.environ.get("LOADERBENCH_TRACE_INDICES")
+    if folder:
+        name = f"rank{request['ranks']['rank']}-epoch{epoch}.json"
+        with open(os.path.join(folder, name), "w") as f:
+            json.dump(list(sampler), f)
+
+
+def leave_process_group(request):
+    if request.get("ranks"):
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+
+
+def rss_bytes():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return None
+
+
+def peak_rss_bytes():
+    if resource is None:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def die_with_parent():
+    """Releases GO for each `go` line, and waits for stdin to close (loaderbench
+    ended), then kills this process group.
+
+    It reads the raw descriptor: a thread blocked in sys.stdin would hold its lock
+    while fork copies it, and forked workers, which close sys.stdin, would deadlock."""
+    while True:
+        data = os.read(0, 4096)
+        if not data:
+            break
+        for _ in range(data.count(b"\n")):
+            GO.release()
+    # Process groups are POSIX; on Windows the workers are this process's children and
+    # PyTorch ends them when it exits.
+    if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(1)
+
+
+# ---------------------------------------------------------------------------------------
+# The user's own code: their Dataset (dataset kind `python`) and their step (step kind
+# `python`): importing their module, building the dataset and collate_fn it names,
+# moving whatever batches it makes to the device, and naming the file and line of their
+# code an error comes from.
+# ---------------------------------------------------------------------------------------
+
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import pickle  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import traceback  # noqa: E402
+from multiprocessing.reduction import ForkingPickler  # noqa: E402
+
+from torch.utils.data import IterableDataset  # noqa: E402
+
+# A frame of a formatted traceback: `  File "/path/x.py", line 41, in __getitem__`.
+TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)', re.MULTILINE)
+
+
+class UserInputError(Exception):
+    """The user's module lacks what the preset names (bad input, not a failed run)."""
+
+    def __init__(self, message, file):
+        super().__init__(message)
+        self.file = file
+
+    def location(self):
+        return {"file": self.file, "line": None}
+
+
+def user_module(named):
+    """Imports the module at `named` (as the preset names it) with its folder first on
+    sys.path (spawned workers inherit sys.path, so they unpickle the dataset from the
+    same module)."""
+    path = os.path.abspath(named)
+    if not os.path.isfile(path):
+        raise UserInputError("no such file", named)
+    folder, name = os.path.split(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(os.path.splitext(name)[0])
+
+
+def user_callable(module, spec, field, section="dataset"):
+    name = spec[field]
+    function = getattr(module, name, None)
+    if not callable(function):
+        problem = "is not callable" if function is not None else "is not defined"
+        raise UserInputError(f"`{name}` ({section}.{field}) {problem} in the module", spec["path"])
+    return function
+
+
+class UserCode:
+    """What pytorch_steps needs of the helpers above."""
+
+    module = staticmethod(user_module)
+    function = staticmethod(user_callable)
+
+    @staticmethod
+    def fail_file(path, message):
+        fail(message, user={"file": path, "line": None})
+
+
+def user_dataset(request):
+    """factory(**args), once, in this process; `samples` keeps the first N of a
+    map-style dataset. An IterableDataset is taken as it is (a note says what it means)."""
+    spec = request["dataset"]
+    module = user_module(spec["path"])
+    dataset = user_callable(module, spec, "factory")(**spec["args"])
+    if isinstance(dataset, IterableDataset):
+        emit(
+            kind="note",
+            message=f"{spec['path']}: {spec['factory']}() gives an IterableDataset: shuffle and "
+            "samples do not apply, and each worker iterates it as its own code shards it",
+        )
+        return dataset
+    samples = request.get("samples")
+    if samples is not None and samples < len(dataset):
+        dataset = Subset(dataset, range(samples))
+    return dataset
+
+
+def user_loader_options(request, dataset):
+    """The DataLoader arguments the user's module decides: its collate_fn (collate()
+    returns it), and no shuffle for an IterableDataset."""
+    spec = request["dataset"]
+    if spec["kind"] != "python":
+        return {}
+    options = {}
+    if spec.get("collate"):
+        module = user_module(spec["path"])
+        options["collate_fn"] = user_callable(module, spec, "collate")()
+    if isinstance(dataset, IterableDataset):
+        options.update(shuffle=False, generator=None)
+    return options
+
+
+def to_device(batch, device):
+    """Every tensor of a batch (a tensor, or lists, tuples and dicts of them) on device."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, (list, tuple)):
+        return [to_device(item, device) for item in batch]
+    if isinstance(batch, dict):
+        return {key: to_device(item, device) for key, item in batch.items()}
+    return batch
+
+
+def batch_samples(batch):
+    """The samples in a batch: the first dimension of its first tensor."""
+    if isinstance(batch, torch.Tensor):
+        return len(batch) if batch.dim() > 0 else 1
+    items = list(batch.values()) if isinstance(batch, dict) else batch
+    if isinstance(items, (list, tuple)) and items:
+        return batch_samples(items[0])
+    return 0
+
+
+def versions():
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+    }
+
+
+def in_user_code(file, folder):
+    file = os.path.abspath(file)
+    return file.startswith(folder + os.sep) and "site-packages" not in file
+
+
+def user_modules(request):
+    """The user's modules as the preset names them: a python dataset's, a python step's."""
+    specs = [request.get("dataset") or {}, request.get("step") or {}]
+    return [spec["path"] for spec in specs if spec.get("kind") == "python"]
+
+
+def as_named(file, named):
+    """`file` as the user knows it when it is in the folder of their module `named`
+    (the module itself as the preset names it, others beside it); else None."""
+    module_file = os.path.abspath(named)
+    folder = os.path.dirname(module_file)
+    if not in_user_code(file, folder):
+        return None
+    if os.path.abspath(file) == module_file:
+        return named
+    return os.path.join(os.path.dirname(named), os.path.relpath(file, folder))
+
+
+def fail_in_user_code(err, request):
+    """Fails with `file:line: Type: message` when the traceback (the exception's own, or
+    the one a DataLoader worker sent, which PyTorch puts in the message) passes through
+    the folder of one of the user's modules: the last such frame is where their code
+    went wrong. Returns when no frame is theirs."""
+    modules = user_modules(request)
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    for file, line in reversed(TRACEBACK_FRAME.findall(text)):
+        for named in modules:
+            shown = as_named(file, named)
+            if shown is not None:
+                problem = user_exception_line(err) + missing_module_hint(err)
+                fail(problem, user={"file": shown, "line": int(line)})
+
+
+def missing_module_hint(err):
+    """For a package that the Python running the script lacks: which Python that is, and
+    how to install it there or name another. Empty for any other error, and for a
+    missing submodule of a package it has."""
+    if not isinstance(err, ModuleNotFoundError):
+        return ""
+    # A worker's error, re-raised by PyTorch, has lost the module's name.
+    package = (err.name or "").split(".")[0]
+    if package and importlib.util.find_spec(package) is not None:
+        return ""
+    return (
+        f" (the Python that ran it, {sys.executable}, lacks it: install it there, or name "
+        "a Python that has it in the preset's `python` field or in LOADERBENCH_PYTHON)"
+    )
+
+
+# What each user object that PyTorch pickles for a spawned worker is, and what to do about
+# it when it cannot be pickled.
+PICKLED_FOR_WORKERS = (
+    ("collate_fn", "make it a function at the top level of the module"),
+    ("dataset", "keep lambdas, nested functions and open files out of it"),
+)
+
+
+def fail_unpicklable(err, request, loader):
+    """Fails naming the user's collate_fn or dataset when starting a worker failed
+    because it cannot be pickled (every start method but fork pickles both for each
+    worker; PyTorch re-raises pickle's error). Returns when neither is at fault."""
+    spec = request.get("dataset", {})
+    knobs = request["knobs"]
+    pickles = knobs["num_workers"] > 0 and knobs["start_method"] != "fork"
+    pickling_error = isinstance(err, (TypeError, AttributeError, pickle.PicklingError))
+    if spec.get("kind") != "python" or loader is None or not (pickles and pickling_error):
+        return
+    for name, advice in PICKLED_FOR_WORKERS:
+        thing = getattr(loader, name)
+        try:
+            ForkingPickler.dumps(thing)
+        except Exception:
+            why = f"start_method {knobs['start_method']} pickles the {name} for each worker"
+            fail(f"{user_exception_line(err)} ({why}: {advice})", user=where_defined(thing, spec))
+
+
+def where_defined(thing, spec):
+    """The file and first line of `thing` when it is a function of the user's; else
+    their module, with no line."""
+    code = getattr(thing, "__code__", None)
+    shown = as_named(code.co_filename, spec["path"]) if code is not None else None
+    if shown is None:
+        return {"file": spec["path"], "line": None}
+    return {"file": shown, "line": code.co_firstlineno}
+
+
+def user_exception_line(err):
+    """`Type: message` in one line; for an error a worker raised, the original's last
+    traceback line (PyTorch re-raises it as `Caught X in DataLoader worker process N`)."""
+    message = str(err)
+    if "Original Traceback" in message:
+        lines = [l for l in message.splitlines() if l.strip() and not l.startswith(" ")]
+        if lines:
+            return lines[-1].strip()
+    return " ".join(f"{type(err).__name__}: {message}".split())
+
+
+def error_line(err):
+    """`Type: message` in one line; for a DataLoader worker that died, how it died too
+    (PyTorch raises its `exited unexpectedly` from the `is killed by signal` of its
+    SIGCHLD handler, which names the signal)."""
+    line = " ".join(f"{type(err).__name__}: {err}".split())
+    cause = err.__cause__
+    if cause is not None and str(cause).startswith("DataLoader worker"):
+        line += " (" + " ".join(str(cause).split()) + ")"
+    return line
+
+
+def check_knobs(request):
+    """Fails unless the request sends exactly the knobs this script takes: a knob it
+    ignored would be measured as if it had no effect."""
+    sent = set(request.get("knobs", {}))
+    if sent != set(KNOBS):
+        unknown = ", ".join(sorted(sent - set(KNOBS))) or "none"
+        missing = ", ".join(sorted(set(KNOBS) - sent)) or "none"
+        fail(f"the request's knobs do not match the script's (unknown: {unknown}; missing: {missing})")
+
+
+def main():
+    line = sys.stdin.readline()
+    threading.Thread(target=die_with_parent, daemon=True).start()
+    try:
+        request = json.loads(line)
+    except ValueError as err:
+        fail(f"the request is not JSON: {err}")
+    check_knobs(request)
+    knobs = request["knobs"]
+    loader = None
+    try:
+        join_process_group(request)
+        device = torch.device(knobs["device"])
+        if knobs["intra_op_threads"]:
+            torch.set_num_threads(knobs["intra_op_threads"])
+        dataset = build_dataset(request)
+        loader = build_loader(request, dataset)
+        torch.manual_seed(request["seed"])
+        step = pytorch_steps.build_step(request, device, UserCode)
+        emit(
+            kind="ready",
+            intra_op_threads=torch.get_num_threads(),
+            pin_memory_effective=bool(knobs["pin_memory"] and torch.cuda.is_available()),
+            rss_bytes=rss_bytes(),
+            versions=versions(),
+        )
+        first = 0 if request["warmup"] else 1
+        for epoch in range(first, request["epochs"] + 1):
+            wait_for_eviction(request, dataset, epoch)
+            started = before_epoch(request, loader, epoch)
+            measure_epoch(loader, epoch, device, step)
+            after_epoch(request, epoch, started)
+        # Ends persistent workers; `loader` stays bound for the error handlers below.
+        loader = None
+        leave_process_group(request)
+        emit(kind="done", peak_rss_bytes=peak_rss_bytes())
+    except pytorch_shards.ShardError as err:
+        shard = pytorch_shards.described(err)
+        fail(shard["problem"], bad_input=shard["bad_input"], shard=shard["shard"])
+    except pytorch_shards.MissingWebDataset as err:
+        fail(str(err), environment=True)
+    except (UnsupportedOp, pytorch_steps.StepInputError) as err:
+        fail(str(err), bad_input=True)
+    except UserInputError as err:
+        fail(str(err), bad_input=True, user=err.location())
+    except (EOFError, ConnectionError) as err:
+        fail_in_user_code(err, request)
+        # A worker killed mid-transfer can surface as a broken queue before PyTorch's
+        # own "DataLoader worker (pid N) is killed" check runs; say what it means.
+        fail(f"a DataLoader worker exited unexpectedly ({error_line(err)})")
+    except Exception as err:
+        fail_in_user_code(err, request)
+        fail_unpicklable(err, request, loader)
+        fail(error_line(err))
+
+
+if __name__ == "__main__":
+    main()

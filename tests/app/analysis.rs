@@ -1,0 +1,218 @@
+//! The analysis in the desktop app through egui_kittest: after a tiny run, the
+//! recommendation is shown (a quiet saved run's with its snippet and a working Copy
+//! button), the ledger and
+//! scaling charts describe every config, so do where the time goes, the memory and the
+//! throughput (each value the run's own), a baseline is saved and compared from the
+//! window (under a temporary `LOADERBENCH_DATA_DIR`), and the analysis section exports
+//! as a PNG.
+
+use std::time::Duration;
+
+use egui::accesskit::Role;
+use egui::{Key, Modifiers};
+use egui_kittest::kittest::Queryable;
+
+use loaderbench_gui::{App, Launch, Phase};
+use loaderbench_measure::results::RunResult;
+
+use crate::common;
+use common::gui::{app_on_saved_runs, step_until};
+use common::runs::{tiny_preset_file, two_configs};
+
+#[test]
+fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it";
+    let in_child = common::in_own_process(module_path!(), name, |command| {
+        command.env("LOADERBENCH_DATA_DIR", dir.path().join("data"));
+    });
+    if !in_child {
+        return;
+    }
+    let launch = Launch {
+        preset: Some(tiny_preset_file(dir.path(), 512, 2).display().to_string()),
+        run_now: false,
+        journal_dir: Some(dir.path().to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    };
+    let mut harness = common::gui::builder()
+        .with_size([1280.0, 2400.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    assert_eq!(harness.state().phase(), Some(&Phase::Finished));
+
+    let analysis = harness
+        .state()
+        .analysis()
+        .expect("analysed at the end")
+        .clone();
+    let recommendation = analysis
+        .recommendations
+        .first()
+        .expect("a recommendation")
+        .clone();
+    assert_eq!(
+        analysis.recommendations.len(),
+        1,
+        "one runtime, one question"
+    );
+    // Its snippet and Copy button: `a_saved_run_s_recommendation_copies_its_snippet`.
+    harness.get_by_label(&recommendation.text);
+    let charts = harness.state().analysis_charts();
+    let ids: Vec<&str> = charts.iter().map(|c| c.id.name()).collect();
+    assert_eq!(ids, ["ledger", "scaling", "stages", "memory", "throughput"]);
+    assert_eq!(charts[0].x.names, ["nw=0", "nw=2"]);
+    assert_eq!(charts[1].series[0].points.len(), 2);
+    costs_are_drawn_from_the_run(&charts[2..5], harness.state().result().unwrap());
+
+    harness
+        .get_by_role_and_label(Role::TextInput, "baseline")
+        .focus();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::TextInput, "baseline")
+        .type_text("gui-base");
+    harness.run_steps(2);
+    harness.get_by_label("Save as baseline").click_accesskit();
+    harness.run_steps(2);
+    assert!(
+        loaderbench_measure::data_dir()
+            .join("baselines/gui-base.json")
+            .is_file(),
+        "{:?}",
+        harness.state().messages()
+    );
+    // The saved baselines are a pick list; picking one compares with it.
+    harness.get_by_label("baselines").click();
+    harness.run_steps(2);
+    harness
+        .get_by_role_and_label(Role::Button, "gui-base")
+        .click();
+    harness.run_steps(2);
+    let charts = harness.state().analysis_charts();
+    let comparison = charts.last().unwrap();
+    assert_eq!(comparison.id, loaderbench_gui::ChartId::Baseline);
+    assert_eq!(comparison.series.len(), 2);
+    let (before, after) = (&comparison.series[0].points, &comparison.series[1].points);
+    assert_eq!(before.len(), 2, "both configs matched");
+    for (b, a) in before.iter().zip(after) {
+        assert!(
+            (a[0] - b[0] - 0.4).abs() < 1e-9,
+            "side by side in each group"
+        );
+        assert_eq!(a[1], b[1], "the same run as its own baseline");
+    }
+
+    harness.run_ok();
+    harness
+        .state_mut()
+        .set_export_path(dir.path().join("out.md"));
+    harness.get_by_label("PNG: analysis").click_accesskit();
+    let png = dir.path().join("out-analysis.png");
+    step_until(&mut harness, Duration::from_secs(60), |_| png.exists());
+    let image = common::whole_png(&png);
+    let rect = harness.state().analysis_rect().unwrap();
+    // Drawn without a window, the analysis PNG holds the whole section too (the saved
+    // run, without the baseline comparison).
+    let result = harness.state().result().unwrap().clone();
+    let headless = loaderbench_gui::render_png(
+        vec![(dir.path().join("tiny.json"), result)],
+        loaderbench_gui::PngArea::Analysis,
+        1.0,
+    )
+    .unwrap();
+    let headless = image::load_from_memory(&headless).unwrap();
+    assert!(
+        (headless.width() as f32 - rect.width()).abs() <= 2.0,
+        "{} vs {rect:?}",
+        headless.width()
+    );
+    // Three rows of charts (each over 200 points) and the recommendation: more than
+    // the default window shows below the plots and the table.
+    assert!(headless.height() > 720, "{}", headless.height());
+    assert!(
+        (image.width() as f32 - rect.width()).abs() <= 2.0,
+        "{:?} vs {rect:?}",
+        image.dimensions()
+    );
+    assert!(
+        (image.height() as f32 - rect.height()).abs() <= 2.0,
+        "{:?} vs {rect:?}",
+        image.dimensions()
+    );
+}
+
+/// The recommendation of a run measured on a quiet machine (the shared saved run, see
+/// `common::runs::saved_run`) names a config, shows the preset lines to paste, and its
+/// Copy button puts them on the clipboard.
+#[test]
+fn a_saved_run_s_recommendation_copies_its_snippet() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = two_configs();
+    let mut harness = app_on_saved_runs(dir.path(), vec![saved.json.clone()], [1280.0, 2400.0]);
+    let analysis = harness.state().analysis().expect("analysed").clone();
+    let recommendation = &analysis.recommendations[0];
+    let snippet = recommendation
+        .snippet
+        .clone()
+        .expect("a quiet run names a config");
+    assert!(
+        recommendation.text.starts_with("Use nw="),
+        "{}",
+        recommendation.text
+    );
+    assert!(snippet.contains("runtime: [loaderbench],"), "{snippet}");
+    harness.get_by_label(&snippet);
+    harness.get_by_label("Copy").click();
+    harness.run_steps(1);
+    let copied =
+        harness.output().platform_output.commands.iter().any(
+            |command| matches!(command, egui::OutputCommand::CopyText(text) if *text == snippet),
+        );
+    assert!(copied, "Copy puts the snippet on the clipboard");
+}
+
+/// Where the time goes, memory and throughput: a series per stage, per memory measure
+/// and per rate, with the values of the run's own results.
+fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunResult) {
+    let [stages, memory, throughput] = charts else {
+        panic!("three charts");
+    };
+    assert_eq!(stages.title, "Where the time goes");
+    assert_eq!(stages.series.len(), 8, "seven stages and the wait");
+    assert_eq!(stages.series.last().unwrap().name, "wait");
+    assert_eq!(stages.x.names, ["nw=0", "nw=2"]);
+    let second_epoch = |config: usize| {
+        let run = result.results.iter().find(|r| r.config_index == config);
+        run.unwrap().epochs[1].clone()
+    };
+    for config in 0..2 {
+        let epoch = second_epoch(config);
+        let wait_ms = epoch.stages.wait_s / epoch.batches as f64 * 1e3;
+        let drawn = stages.series[7].points[config][1];
+        assert!((drawn - wait_ms).abs() < 1e-9, "{drawn} vs {wait_ms}");
+        let read_ms = epoch.stages.read_s / epoch.batches as f64 * 1e3;
+        assert!((stages.series[1].points[config][1] - read_ms).abs() < 1e-9);
+    }
+
+    assert_eq!(memory.title, "Memory");
+    assert_eq!(memory.series.len(), 1, "thread workers: the peak RSS alone");
+    let peaks = &memory.series[0].points;
+    assert_eq!(peaks.len(), 2, "a peak RSS per config");
+    let peak = result.results[0].peak_rss_bytes.unwrap() as f64 / (1024.0 * 1024.0);
+    assert!((peaks[0][1] - peak).abs() < 1e-9);
+
+    assert_eq!(throughput.title, "Throughput");
+    let names: Vec<&str> = throughput.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["num_workers steady", "num_workers whole epoch"]);
+    let whole = &throughput.series[1].points;
+    assert_eq!(whole.iter().map(|p| p[0]).collect::<Vec<_>>(), [0.0, 2.0]);
+    for (config, point) in whole.iter().enumerate() {
+        assert!((point[1] - second_epoch(config).throughput).abs() < 1e-9);
+    }
+}

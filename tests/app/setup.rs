@@ -1,0 +1,492 @@
+//! The setup panel through egui_kittest: every knob of the knob table has its field,
+//! those typed as text mark a bad value, and every preset field beyond the sweep knobs is
+//! edited by its label and changes the preset (name, description, shuffle, seed,
+//! drop_last, normalize, worker timeout, training step (each kind's fields, the model's
+//! file with its Browse button), planned epochs, the labels file, tar shards' fields,
+//! image-folder channels and size), a value that does not parse is marked beside its
+//! field and leaves the last good value, an extra config is added from the current
+//! values, a custom pipeline's ops are reordered, and Browse where no file dialog can
+//! open says why.
+
+use std::path::Path;
+use std::time::Duration;
+
+use egui::Key;
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+
+use loaderbench_engine::dataset::DatasetKind;
+use loaderbench_engine::plan::KNOBS;
+use loaderbench_engine::preset::{IntraOpThreads, Preset, RunOrder};
+use loaderbench_engine::step::StepSpec;
+use loaderbench_engine::transform::{Op, PipelineSpec};
+use loaderbench_gui::{App, Launch};
+
+use crate::common;
+use common::gui::{step_until, type_into, type_into_role};
+
+fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
+    let launch = Launch {
+        preset,
+        run_now: false,
+        journal_dir: Some(dir.to_path_buf()),
+        ..Launch::default()
+    };
+    common::gui::builder()
+        .with_size([1280.0, 2000.0])
+        .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// Picks `choice` in the menu labelled `label`.
+fn choose(harness: &mut Harness<'_, App>, label: &str, choice: &str) {
+    harness.get_by_role_and_label(Role::ComboBox, label).click();
+    harness.run_steps(2);
+    harness.get_by_label(choice).click();
+    harness.run_steps(2);
+}
+
+fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
+    harness.query_by_label_contains(problem).is_some()
+}
+
+/// The app on seed-light, with journals in a folder of its own.
+fn setup_panel() -> (tempfile::TempDir, Harness<'static, App>) {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = harness(dir.path(), None);
+    (dir, harness)
+}
+
+fn preset(harness: &Harness<'_, App>) -> Preset {
+    harness.state().preset().clone()
+}
+
+#[test]
+fn the_name_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "name", "mine");
+    assert_eq!(preset(&harness).name, "mine");
+}
+
+#[test]
+fn an_empty_name_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "name", "mine");
+    type_into(&mut harness, "name", "");
+    assert!(marked(&harness, "give the preset a name"));
+}
+
+#[test]
+fn the_description_is_edited_by_label_on_several_lines() {
+    let (_dir, mut harness) = setup_panel();
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "description",
+        "two\nlines",
+    );
+    assert_eq!(preset(&harness).description, "two\nlines");
+}
+
+#[test]
+fn shuffle_is_toggled_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    let shuffle = preset(&harness).shuffle;
+    harness
+        .get_by_role_and_label(Role::CheckBox, "shuffle")
+        .click();
+    harness.run_steps(2);
+    assert_eq!(preset(&harness).shuffle, !shuffle);
+}
+
+#[test]
+fn drop_last_is_toggled_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    let drop_last = preset(&harness).drop_last;
+    harness
+        .get_by_role_and_label(Role::CheckBox, "drop last")
+        .click();
+    harness.run_steps(2);
+    assert_eq!(preset(&harness).drop_last, !drop_last);
+}
+
+#[test]
+fn the_seed_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "seed", "42");
+    assert_eq!(preset(&harness).seed, 42);
+}
+
+#[test]
+fn a_seed_that_is_not_a_number_is_marked_and_the_last_good_value_stays() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "seed", "42");
+    type_into(&mut harness, "seed", "x");
+    assert!(marked(&harness, "`x` is not a whole number"));
+    assert_eq!(preset(&harness).seed, 42, "the last good value stays");
+}
+
+#[test]
+fn a_corrected_seed_is_no_longer_marked() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "seed", "x");
+    type_into(&mut harness, "seed", "7");
+    assert!(!marked(&harness, "`x` is not a whole number"));
+}
+
+#[test]
+fn the_normalize_mean_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "normalize mean", "0.5, 0.25, 0.125");
+    assert_eq!(preset(&harness).normalize.mean, [0.5, 0.25, 0.125]);
+}
+
+#[test]
+fn a_zero_normalize_std_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "normalize std", "0.2,0");
+    assert!(marked(&harness, "a standard deviation must be above zero"));
+}
+
+#[test]
+fn the_normalize_std_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "normalize std", "0.2,0.3,0.4");
+    assert_eq!(preset(&harness).normalize.std, [0.2, 0.3, 0.4]);
+}
+
+#[test]
+fn a_negative_worker_timeout_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "worker timeout (s)", "-1");
+    assert!(marked(&harness, "not a number of seconds above zero"));
+}
+
+#[test]
+fn the_worker_timeout_is_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    type_into(&mut harness, "worker timeout (s)", "30");
+    assert_eq!(preset(&harness).worker_timeout_s, 30.0);
+}
+
+#[test]
+fn a_fixed_training_step_is_picked_and_its_milliseconds_edited() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "fixed");
+    assert_eq!(preset(&harness).step, StepSpec::Fixed(5.0));
+    type_into(&mut harness, "step ms per batch", "12.5");
+    assert_eq!(preset(&harness).step, StepSpec::Fixed(12.5));
+}
+
+#[test]
+fn negative_step_milliseconds_are_marked() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "fixed");
+    type_into(&mut harness, "step ms per batch", "-3");
+    assert!(marked(&harness, "milliseconds must be zero or more"));
+}
+
+#[test]
+fn an_mlp_training_step_is_picked_and_its_hidden_units_edited() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "mlp");
+    type_into(&mut harness, "step hidden units", "64");
+    assert_eq!(preset(&harness).step, StepSpec::Mlp { hidden: 64 });
+}
+
+#[test]
+fn a_model_step_is_picked_with_its_file_and_learning_rate() {
+    let (dir, mut harness) = setup_panel();
+    let browse_buttons = harness.query_all_by_label("Browse…").count();
+    choose(&mut harness, "training step", "model");
+    assert_eq!(
+        harness.query_all_by_label("Browse…").count(),
+        browse_buttons + 1,
+        "the model file has its Browse button"
+    );
+    let model = dir.path().join("model.pt");
+    type_into(&mut harness, "model file", model.to_str().unwrap());
+    assert!(marked(&harness, "model.pt does not exist"));
+    std::fs::write(&model, b"written by the test").unwrap();
+    type_into(&mut harness, "learning rate", "0.5");
+    assert_eq!(
+        preset(&harness).step,
+        StepSpec::Model {
+            path: model.clone(),
+            lr: 0.5
+        }
+    );
+    assert!(!marked(&harness, "does not exist"));
+    type_into(&mut harness, "learning rate", "-1");
+    assert!(marked(&harness, "lr -1 must be a positive number"));
+    assert_eq!(
+        preset(&harness).step,
+        StepSpec::Model {
+            path: model,
+            lr: 0.5
+        }
+    );
+}
+
+#[test]
+fn a_model_step_without_a_file_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "model");
+    assert!(marked(&harness, "give the path of a TorchScript file"));
+}
+
+#[test]
+fn a_python_step_is_picked_with_its_module_factory_and_args() {
+    let (dir, mut harness) = setup_panel();
+    choose(&mut harness, "training step", "python");
+    let module = dir.path().join("my_step.py");
+    std::fs::write(&module, "def make_step(lr):\n    return print\n").unwrap();
+    type_into(&mut harness, "step module", module.to_str().unwrap());
+    type_into(&mut harness, "step factory", "build");
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "step args",
+        "lr = 0.05",
+    );
+    let StepSpec::Python {
+        path,
+        factory,
+        args,
+    } = preset(&harness).step
+    else {
+        panic!("a python step");
+    };
+    assert_eq!((path, factory.as_str()), (module, "build"));
+    assert_eq!(args["lr"], 0.05);
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "step args",
+        "lr 0.05",
+    );
+    assert!(marked(&harness, "line 1: expected `key = value`"));
+    type_into(&mut harness, "step factory", "no good");
+    assert!(marked(&harness, "`no good` is not a Python function name"));
+}
+
+#[test]
+fn the_planned_epochs_are_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    type_into_role(&mut harness, Role::SpinButton, "planned epochs", "90");
+    harness.key_press(Key::Enter);
+    harness.run_steps(2);
+    assert_eq!(preset(&harness).planned_epochs, 90);
+}
+
+#[test]
+fn an_idx_labels_file_is_edited_by_label_and_a_missing_one_is_marked() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "idx");
+    type_into(&mut harness, "labels file", "/no/such/labels");
+    assert_eq!(
+        preset(&harness).dataset.labels.as_deref(),
+        Some(Path::new("/no/such/labels"))
+    );
+    assert!(marked(&harness, "/no/such/labels does not exist"));
+}
+
+#[test]
+fn an_image_folder_s_channels_and_size_are_edited_by_label() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "image folder");
+    assert_eq!(preset(&harness).dataset.kind, DatasetKind::ImageFolder);
+    choose(&mut harness, "channels", "3 (RGB)");
+    assert_eq!(preset(&harness).dataset.channels, 3);
+    type_into(&mut harness, "image size", "32, 48");
+    assert_eq!(preset(&harness).dataset.image_size, [32, 48]);
+}
+
+#[test]
+fn tar_shards_show_their_pattern_channels_size_and_shuffle_buffer() {
+    let (dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "tar shards");
+    assert_eq!(preset(&harness).dataset.kind, DatasetKind::Shards);
+    let pattern = format!("{}/shard-{{000000..000001}}.tar", dir.path().display());
+    type_into(&mut harness, "path", &pattern);
+    assert_eq!(
+        preset(&harness).dataset.path.as_deref(),
+        Some(Path::new(&pattern))
+    );
+    let first = dir.path().join("shard-000000.tar");
+    assert!(marked(
+        &harness,
+        &format!("{} does not exist", first.display())
+    ));
+    type_into(&mut harness, "path", "http://127.0.0.1:9/shard-{0..3}.tar");
+    assert!(
+        !marked(&harness, "does not exist"),
+        "a URL is not looked for"
+    );
+    choose(&mut harness, "channels", "3 (RGB)");
+    assert_eq!(preset(&harness).dataset.channels, 3);
+    type_into(&mut harness, "image size", "64, 64");
+    assert_eq!(preset(&harness).dataset.image_size, [64, 64]);
+    type_into_role(&mut harness, Role::SpinButton, "shuffle buffer", "250");
+    assert_eq!(preset(&harness).dataset.shuffle_buffer, 250);
+}
+
+#[test]
+fn an_image_size_without_a_width_is_marked_and_the_last_good_value_stays() {
+    let (_dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "image folder");
+    type_into(&mut harness, "image size", "32, 48");
+    type_into(&mut harness, "image size", "32");
+    assert!(marked(&harness, "give height,width in whole pixels"));
+    assert_eq!(preset(&harness).dataset.image_size, [32, 48]);
+}
+
+#[test]
+fn an_extra_config_is_added_from_the_current_values() {
+    let (_dir, mut harness) = setup_panel();
+    let before = preset(&harness).extra_configs.len();
+    harness.get_by_label("+ add extra config").click();
+    harness.run_steps(2);
+    let extras = preset(&harness).extra_configs;
+    assert_eq!(extras.len(), before + 1);
+    let added = extras.last().unwrap();
+    assert_eq!(
+        added.num_workers,
+        preset(&harness).num_workers.first().copied()
+    );
+    assert_eq!(
+        added.batch_size,
+        preset(&harness).batch_size.first().copied()
+    );
+}
+
+#[test]
+fn every_knob_of_the_table_has_its_field_in_the_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = harness(dir.path(), None);
+    for knob in &KNOBS {
+        assert!(
+            harness.query_all_by_label(knob.label).next().is_some(),
+            "the setup panel has no field labelled `{}` for the knob `{}`",
+            knob.label,
+            knob.field
+        );
+    }
+}
+
+#[test]
+fn knobs_typed_as_text_and_the_run_s_order_and_python_are_edited_by_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(dir.path(), None);
+    let preset = |harness: &Harness<'_, App>| harness.state().preset().clone();
+
+    type_into(&mut harness, "ranks", "1, 2");
+    assert_eq!(preset(&harness).ranks, [1, 2]);
+    type_into(&mut harness, "intra-op threads", "auto,4");
+    assert_eq!(
+        preset(&harness).intra_op_threads,
+        [IntraOpThreads::Auto, IntraOpThreads::Count(4)]
+    );
+    type_into(&mut harness, "intra-op threads", "0");
+    assert!(marked(&harness, "`0` is not auto or a count of at least 1"));
+    assert_eq!(
+        preset(&harness).intra_op_threads.len(),
+        2,
+        "the last good value stays"
+    );
+    type_into(&mut harness, "prefetch", "x");
+    assert!(marked(&harness, "`x` is not a whole number"));
+
+    choose(&mut harness, "order", "shuffled");
+    assert_eq!(preset(&harness).order, RunOrder::Shuffled);
+    choose(&mut harness, "in order", "both (sweep)");
+    assert_eq!(preset(&harness).in_order, [false, true]);
+
+    type_into(&mut harness, "python executable", "/no/such/python");
+    assert_eq!(
+        preset(&harness).python.as_deref(),
+        Some(Path::new("/no/such/python"))
+    );
+    assert!(marked(&harness, "/no/such/python does not exist"));
+    type_into(&mut harness, "python executable", "");
+    assert_eq!(preset(&harness).python, None);
+}
+
+#[test]
+fn a_custom_pipeline_s_ops_are_reordered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("custom.ron");
+    Preset {
+        name: "custom".to_owned(),
+        pipeline: vec![PipelineSpec::Custom {
+            name: "mine".to_owned(),
+            ops: vec![
+                Op::Flip { p: 0.5 },
+                Op::Normalize,
+                Op::Rotate { degrees: 10.0 },
+            ],
+        }],
+        ..Preset::default()
+    }
+    .save(&path)
+    .unwrap();
+    let mut harness = harness(dir.path(), Some(path.display().to_string()));
+    let ops = |harness: &Harness<'_, App>| match &harness.state().preset().pipeline[0] {
+        PipelineSpec::Custom { ops, .. } => ops.clone(),
+        other => panic!("{other:?}"),
+    };
+    // The first op's "down" moves it after the second.
+    harness.get_all_by_label("down").next().unwrap().click();
+    harness.run_steps(2);
+    assert_eq!(
+        ops(&harness),
+        [
+            Op::Normalize,
+            Op::Flip { p: 0.5 },
+            Op::Rotate { degrees: 10.0 }
+        ]
+    );
+    // The last op's "up" moves it before the one above.
+    harness.get_all_by_label("up").last().unwrap().click();
+    harness.run_steps(2);
+    assert_eq!(
+        ops(&harness),
+        [
+            Op::Normalize,
+            Op::Rotate { degrees: 10.0 },
+            Op::Flip { p: 0.5 }
+        ]
+    );
+}
+
+/// Browse on a machine where no file dialog can open (no D-Bus session for the portal, no
+/// zenity: a server reached through X forwarding, or Xvfb) says why and points to the
+/// path field, instead of doing nothing. The app reads that from its environment, so the
+/// test runs itself again in a child process given such an environment.
+#[test]
+fn browse_where_no_file_dialog_can_open_says_why() {
+    let empty = tempfile::tempdir().unwrap();
+    let name = "browse_where_no_file_dialog_can_open_says_why";
+    let in_child = common::in_own_process(module_path!(), name, |command| {
+        command
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .env("XDG_RUNTIME_DIR", empty.path())
+            .env("PATH", empty.path());
+    });
+    if !in_child {
+        return;
+    }
+    let (_dir, mut harness) = setup_panel();
+    harness.get_all_by_label("Browse…").next().unwrap().click();
+    step_until(&mut harness, Duration::from_secs(10), |app| {
+        !app.messages().is_empty()
+    });
+    let message = &harness.state().messages()[0];
+    assert!(message.error, "{}", message.text);
+    assert!(
+        message.text.contains("No file dialog can open here")
+            && message.text.contains("Type the path into the field"),
+        "{}",
+        message.text
+    );
+}

@@ -1,0 +1,134 @@
+//! The Tune button through egui_kittest: the budget field, the tune running in its child
+//! process as the CLI's `tune` does, configs appearing as they are predicted and
+//! measured, those out of the search listed with their reason, the budget bar, and its
+//! results shown when it ends; Cancel keeps what it measured.
+
+use std::path::Path;
+use std::time::Duration;
+
+use egui::Key;
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+
+use loaderbench_engine::preset::Preset;
+use loaderbench_gui::{App, Launch};
+use loaderbench_measure::tune_trail::TuneStop;
+
+use crate::common;
+use common::gui::{step_until, type_into_role};
+
+/// The app on a four-config preset (num_workers 0, 1, 2 and 4 on 1,024 samples), with
+/// journals in `dir`.
+fn harness(dir: &Path) -> Harness<'static, App> {
+    let preset = Preset {
+        name: "tune-me".to_owned(),
+        samples: Some(1024),
+        epochs: 2,
+        batch_size: vec![64],
+        num_workers: vec![0, 1, 2, 4],
+        ..Preset::default()
+    };
+    let path = dir.join("tune-me.ron");
+    preset.save(&path).unwrap();
+    let launch = Launch {
+        preset: Some(path.display().to_string()),
+        journal_dir: Some(dir.to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    };
+    let mut harness = common::gui::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(2);
+    harness
+}
+
+fn tune_with_budget(harness: &mut Harness<'_, App>, seconds: &str) {
+    type_into_role(harness, Role::SpinButton, "budget s", seconds);
+    harness.get_by_label("Tune").click();
+    harness.run_steps(2);
+}
+
+#[test]
+fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(dir.path());
+    tune_with_budget(&mut harness, "20");
+    assert!(
+        harness.state().is_running(),
+        "{:?}",
+        harness.state().messages()
+    );
+    assert!(
+        harness
+            .query_by_label_contains("of the 20 s budget")
+            .is_some(),
+        "the budget bar"
+    );
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_steps(2);
+    let progress = harness
+        .state()
+        .tune_progress()
+        .expect("the tune's progress");
+    assert!(progress.measured() >= 3, "{} measured", progress.measured());
+    assert!(
+        !progress.eliminated().is_empty(),
+        "with four configs, the slower half leaves after the first round"
+    );
+    assert!(
+        harness
+            .query_all_by_label_contains("out: ")
+            .next()
+            .is_some(),
+        "a row says why it is out"
+    );
+    assert!(
+        harness
+            .query_all_by_label_contains("best set")
+            .next()
+            .is_some()
+    );
+    let result = harness
+        .state()
+        .result()
+        .expect("the tune's results are shown");
+    let trail = result.tune.as_ref().expect("with its trail");
+    assert!(trail.used_s <= 22.0, "used {:.1} s of 20", trail.used_s);
+}
+
+#[test]
+fn cancelling_a_tune_keeps_what_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(dir.path());
+    tune_with_budget(&mut harness, "300");
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        app.tune_progress().is_some_and(|p| p.measured() >= 1)
+    });
+    harness.key_press(Key::Escape);
+    step_until(&mut harness, Duration::from_secs(30), |app| {
+        !app.is_running()
+    });
+    harness.run_steps(2);
+    let result = harness
+        .state()
+        .result()
+        .expect("what was measured is shown");
+    assert!(!result.results.is_empty());
+    assert_eq!(
+        result.tune.as_ref().map(|t| t.stop),
+        Some(TuneStop::Cancelled)
+    );
+    assert!(
+        harness
+            .state()
+            .messages()
+            .iter()
+            .any(|m| m.text.contains("The tune was stopped")),
+        "{:?}",
+        harness.state().messages()
+    );
+}

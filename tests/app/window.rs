@@ -1,0 +1,490 @@
+//! The desktop app through egui_kittest: settings changed by label, a tiny synthetic run
+//! streamed into the plots and the table, a ranked run's spread between ranks on both
+//! runtimes, cancelling, preset files (a broken one, and a save/load round trip) and the
+//! PNG export rendered offscreen.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use egui::accesskit::Role;
+use egui::{Key, Modifiers};
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT, Queryable};
+
+use loaderbench_engine::preset::Preset;
+use loaderbench_gui::{App, Launch, Phase};
+use loaderbench_measure::stats;
+use loaderbench_present::export::{Csv, Exporter};
+
+fn harness(launch: Launch) -> Harness<'static, App> {
+    common::gui::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// A launch that keeps journals in `dir`.
+fn launch(dir: &Path, preset: Option<String>) -> Launch {
+    Launch {
+        preset,
+        run_now: false,
+        journal_dir: Some(dir.to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    }
+}
+
+use crate::common;
+use common::gui::{step_until, type_into, type_into_role};
+use common::runs::tiny_preset_file;
+
+#[test]
+fn opens_with_seed_light_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = harness(launch(dir.path(), None));
+    assert_eq!(harness.state().preset().name, "seed-light");
+    assert!(!harness.state().title().contains('*'));
+}
+
+#[test]
+fn num_workers_typed_by_label_change_the_preset_and_mark_the_title() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "num_workers", "0, 2");
+    assert_eq!(harness.state().preset().num_workers, vec![0, 2]);
+    assert!(harness.state().title().ends_with('*'));
+}
+
+#[test]
+fn a_batch_size_of_zero_is_marked_with_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "batch size", "0");
+    assert_eq!(harness.state().preset().batch_size, vec![0]);
+    harness
+        .get_by_label_contains("field `batch_size`: must be at least 1")
+        .hover();
+}
+
+#[test]
+fn num_workers_that_are_not_numbers_are_marked_and_the_last_good_value_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "num_workers", "0, 2");
+    type_into(&mut harness, "num_workers", "two");
+    assert!(
+        harness
+            .query_by_label_contains("`two` is not a whole number")
+            .is_some()
+    );
+    assert_eq!(harness.state().preset().num_workers, vec![0, 2]);
+}
+
+#[test]
+fn a_tiny_run_fills_the_plots_and_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset_file(dir.path(), 512, 2);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    // A run this small may already be over after one frame; it must have started.
+    assert!(harness.state().phase().is_some(), "Ctrl+R started no run");
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+
+    let app = harness.state();
+    assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
+    let charts = app.charts();
+    // A busy machine (other tests run beside this one) adds " * disturbed".
+    let names: Vec<&str> = charts[0]
+        .series
+        .iter()
+        .map(|s| s.name.trim_end_matches(" * disturbed"))
+        .collect();
+    assert_eq!(names, ["nw=0", "nw=2"]);
+    for chart in &charts[..2] {
+        assert!(
+            chart.series.iter().all(|s| s.points.len() == 2),
+            "{chart:?}"
+        );
+    }
+    assert_eq!(charts[2].series.len(), 2);
+    assert!(charts[2].series.iter().all(|s| s.points.len() == 8));
+    assert_eq!(app.result().unwrap().summary().len(), 2);
+    assert!(harness.query_by_label("first batch").is_some());
+    assert!(harness.query_all_by_label("epoch 2").next().is_some());
+    assert!(harness.query_by_label_contains("Finished in").is_some());
+}
+
+#[test]
+fn cancelling_returns_to_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset_file(dir.path(), 60_000, 20);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    assert!(harness.state().is_running());
+    // Let the measuring child get into its first epoch (20 epochs of 60,000 samples
+    // take far longer than this on any machine).
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(harness.state().is_running());
+    harness.key_press(Key::Escape);
+    step_until(&mut harness, Duration::from_secs(30), |app| {
+        !app.is_running()
+    });
+    assert_eq!(harness.state().phase(), Some(&Phase::Cancelled));
+    assert!(harness.query_by_label_contains("Run").is_some());
+}
+
+#[test]
+fn a_broken_preset_file_is_reported_with_the_file_and_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.ron");
+    std::fs::write(&broken, "(version: 1, name: \"x\", num_wrokers: [1])").unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    type_into(&mut harness, "preset file", &broken.display().to_string());
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    let messages = harness.state().messages();
+    let message = &messages.last().unwrap().text;
+    assert!(
+        message.contains("broken.ron") && message.contains("num_wrokers"),
+        "{message}"
+    );
+    assert!(harness.query_by_label_contains("num_wrokers").is_some());
+    assert_eq!(harness.state().preset().name, "seed-light");
+}
+
+/// The app with num_workers set to 0 and 4 and saved (Save) as `mine.ron` in `dir`;
+/// returns the preset as saved and the file's path.
+fn saved_preset(dir: &Path) -> (Harness<'static, App>, Preset, PathBuf) {
+    let path = dir.join("mine.ron");
+    let mut harness = harness(launch(dir, None));
+    type_into(&mut harness, "num_workers", "0,4");
+    type_into(&mut harness, "preset file", &path.display().to_string());
+    harness.get_by_label("Save").click();
+    harness.run_steps(3);
+    let saved = harness.state().preset().clone();
+    (harness, saved, path)
+}
+
+#[test]
+fn saving_writes_the_config_and_clears_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, saved, path) = saved_preset(dir.path());
+    assert!(!harness.state().title().contains('*'));
+    assert_eq!(Preset::load(&path).unwrap(), saved);
+}
+
+#[test]
+fn opening_the_saved_file_gives_the_same_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, saved, path) = saved_preset(dir.path());
+    type_into(&mut harness, "num_workers", "8");
+    assert!(harness.state().title().ends_with('*'));
+    harness.get_by_label("Open").click();
+    harness.run_steps(3);
+    assert_eq!(harness.state().preset(), &saved);
+    assert_eq!(harness.state().preset_path(), Some(path.as_path()));
+}
+
+#[test]
+fn exports_the_plots_as_a_png_at_the_pixel_density() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset_file(dir.path(), 512, 2);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.set_pixels_per_point(1.5);
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    assert!(harness.state().is_running());
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_ok();
+    let base = dir.path().join("out.md");
+    harness.state_mut().set_export_path(base.clone());
+
+    // The export shows the plots as they are when it is asked for; messages that arrive
+    // afterwards may move them.
+    let rect = harness.state().plots_rect().unwrap();
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::E);
+    let png = dir.path().join("out-plots.png");
+    step_until(&mut harness, Duration::from_secs(60), |_| png.exists());
+    let image = common::whole_png(&png);
+    let expected = (rect.width() * 1.5, rect.height() * 1.5);
+    assert!(
+        (image.width() as f32 - expected.0).abs() <= 2.0,
+        "{:?} vs {expected:?}",
+        image.dimensions()
+    );
+    assert!(
+        (image.height() as f32 - expected.1).abs() <= 2.0,
+        "{:?} vs {expected:?}",
+        image.dimensions()
+    );
+    let mut colors: Vec<[u8; 4]> = image.pixels().map(|p| p.0).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    assert!(
+        colors.len() > 20,
+        "the image looks blank: {} colours",
+        colors.len()
+    );
+}
+
+#[test]
+fn exports_the_table_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    // The smallest run that has a table.
+    let preset = tiny_preset_file(dir.path(), 64, 1);
+    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_ok();
+    harness
+        .state_mut()
+        .set_export_path(dir.path().join("out.md"));
+    harness.get_by_label("CSV").click_accesskit();
+    // The file holds the run's table as the CLI's `--csv` writes it: a header, then a
+    // row per config (num_workers 0 and 2).
+    let run = harness.state().result().expect("the finished run").clone();
+    let expected = String::from_utf8(Csv.export(&run).unwrap()).unwrap();
+    let lines: Vec<&str> = expected.lines().collect();
+    assert_eq!(lines.len(), 3, "{expected}");
+    assert!(lines[0].contains("num_workers"), "{expected}");
+    let csv = dir.path().join("out.csv");
+    let written = || std::fs::read_to_string(&csv).unwrap_or_default();
+    step_until(&mut harness, Duration::from_secs(30), |_| {
+        written() == expected
+    });
+}
+
+#[test]
+fn a_run_on_both_runtimes_shows_the_compare_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut preset = Preset {
+        name: "tiny-both".to_owned(),
+        samples: Some(256),
+        epochs: 1,
+        batch_size: vec![64],
+        ..Preset::default()
+    };
+    preset.set("runtime", "loaderbench,pytorch").unwrap();
+    let path = dir.path().join("tiny-both.ron");
+    preset.save(&path).unwrap();
+    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(180), |app| {
+        !app.is_running()
+    });
+    assert_eq!(
+        harness.state().phase(),
+        Some(&Phase::Finished),
+        "{:?}",
+        harness.state().messages()
+    );
+    harness.get_by_label_contains("PyTorch's DataLoader against loaderbench");
+    harness.get_by_label("nw=0 (light)");
+}
+
+#[test]
+fn the_start_method_is_disabled_while_only_our_engine_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = harness(launch(dir.path(), None));
+    assert_eq!(
+        harness.state().preset().runtime,
+        vec![loaderbench_engine::preset::Runtime::Loaderbench]
+    );
+    assert!(
+        harness
+            .get_by_role_and_label(Role::ComboBox, "start method")
+            .accesskit_node()
+            .is_disabled()
+    );
+}
+
+#[test]
+fn the_start_method_is_picked_once_pytorch_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = harness(launch(dir.path(), None));
+    harness
+        .get_by_role_and_label(Role::ComboBox, "runtime")
+        .click();
+    harness.run_steps(2);
+    harness.get_by_label("both (sweep)").click();
+    harness.run_steps(2);
+    assert_eq!(harness.state().preset().runtime.len(), 2);
+    let start_method = harness.get_by_role_and_label(Role::ComboBox, "start method");
+    assert!(!start_method.accesskit_node().is_disabled());
+    start_method.click();
+    harness.run_steps(2);
+    harness.get_by_label("spawn").click();
+    harness.run_steps(2);
+    assert_eq!(
+        harness.state().preset().start_method,
+        vec![loaderbench_engine::preset::StartMethod::Spawn]
+    );
+}
+
+#[test]
+fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut preset = Preset {
+        name: "tiny-ranks".to_owned(),
+        samples: Some(512),
+        epochs: 2,
+        batch_size: vec![64],
+        num_workers: vec![0],
+        ..Preset::default()
+    };
+    preset.set("ranks", "1,2").unwrap();
+    preset.set("runtime", "loaderbench,pytorch").unwrap();
+    let path = dir.path().join("ranks.ron");
+    preset.save(&path).unwrap();
+    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(240), |app| {
+        !app.is_running()
+    });
+    let app = harness.state();
+    assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
+    let charts = app.charts();
+    let ids: Vec<&str> = charts.iter().map(|c| c.id.name()).collect();
+    assert_eq!(
+        ids,
+        ["first-batch", "epoch-times", "rank-spread", "timeline"]
+    );
+    let spread = &charts[2];
+    assert_eq!(spread.x.names, ["nw=0 ranks=2", "nw=0 pytorch ranks=2"]);
+    let result = app.result().unwrap();
+    for (group, name) in spread.x.names.iter().enumerate() {
+        let measured = result.results.iter().find(|r| &r.label == name).unwrap();
+        let median = |pick: fn(f64, f64) -> f64, start: f64| {
+            let values: Vec<f64> = measured
+                .epochs
+                .iter()
+                .map(|e| e.ranks.iter().map(|r| r.seconds).fold(start, pick))
+                .collect();
+            assert_eq!(values.len(), 2, "{name}: two epochs of one repeat");
+            stats::median(&values).unwrap()
+        };
+        let fastest = median(f64::min, f64::INFINITY);
+        let slowest = median(f64::max, f64::NEG_INFINITY);
+        assert!(fastest <= slowest);
+        assert_eq!(spread.series[0].points[group][1], fastest, "{name}");
+        assert_eq!(spread.series[1].points[group][1], slowest, "{name}");
+    }
+    assert!(harness.query_by_label_contains("Rank spread").is_some());
+}
+
+/// The app with a Python dataset picked as the kind and the test module typed as its
+/// path.
+fn python_dataset(dir: &Path) -> Harness<'static, App> {
+    let mut harness = harness(launch(dir, None));
+    harness
+        .get_by_role_and_label(Role::ComboBox, "kind")
+        .click();
+    harness.run_steps(2);
+    harness.get_by_label("python").click();
+    harness.run_steps(2);
+    type_into(&mut harness, "path", test_module().to_str().unwrap());
+    harness
+}
+
+fn test_module() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset/mnist_user.py")
+}
+
+/// [`python_dataset`] with its factory, args and collate typed in.
+fn python_dataset_filled(dir: &Path) -> Harness<'static, App> {
+    let mut harness = python_dataset(dir);
+    type_into(&mut harness, "factory", "make_dataset");
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "args",
+        "root = /data/mnist\naugment = true",
+    );
+    type_into(&mut harness, "collate", "make_collate");
+    harness
+}
+
+#[test]
+fn a_python_dataset_is_picked_as_the_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset(dir.path());
+    assert_eq!(
+        harness.state().preset().dataset.kind,
+        loaderbench_engine::dataset::DatasetKind::Python
+    );
+}
+
+#[test]
+fn a_python_dataset_without_a_factory_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset(dir.path());
+    // No factory yet: the plan names the field, and the panel marks it.
+    harness
+        .get_by_label_contains("field `dataset.factory`")
+        .hover();
+}
+
+#[test]
+fn a_python_dataset_s_fields_are_edited_by_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset_filled(dir.path());
+    let dataset = harness.state().preset().dataset.clone();
+    assert_eq!(dataset.path.as_deref(), Some(test_module().as_path()));
+    assert_eq!(dataset.factory.as_deref(), Some("make_dataset"));
+    assert_eq!(dataset.args["root"], "/data/mnist");
+    assert_eq!(dataset.args["augment"], true);
+    assert_eq!(dataset.collate.as_deref(), Some("make_collate"));
+}
+
+#[test]
+fn a_python_dataset_on_our_engine_names_the_runtime_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = python_dataset_filled(dir.path());
+    // seed-light runs our engine, which cannot load user code: the plan says which
+    // runtime to use.
+    harness
+        .get_by_label_contains("use runtime: [pytorch]")
+        .hover();
+}
+
+#[test]
+fn python_args_that_are_not_key_value_lines_are_marked_and_the_last_good_ones_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = python_dataset_filled(dir.path());
+    type_into_role(
+        &mut harness,
+        Role::MultilineTextInput,
+        "args",
+        "root /data/mnist",
+    );
+    assert!(
+        harness
+            .query_by_label_contains("line 1: expected `key = value`")
+            .is_some()
+    );
+    assert_eq!(harness.state().preset().dataset.args["root"], "/data/mnist");
+}
+
+#[test]
+fn a_python_factory_that_is_not_a_function_name_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut harness = python_dataset_filled(dir.path());
+    type_into(&mut harness, "factory", "make dataset");
+    harness
+        .get_by_label_contains("`make dataset` is not a Python function name")
+        .hover();
+}

@@ -1,0 +1,708 @@
+//! The CLI as a process, on real libtorch: a small sweep end to end with every export,
+//! the commands that list and check presets, and each kind of bad input, which must exit
+//! with code 2 and a one-line error naming the file and the problem — never a panic or
+//! a hang.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+use crate::common;
+use common::runs::shared_dir;
+use common::{
+    assert_error_line, loaderbench, loaderbench_command, path_str, run_with_deadline, stderr,
+    stdout,
+};
+
+/// Runs a tiny copy of seed-light on a dataset the test made.
+fn run_on_dataset(kind: &str, path: &Path, extra: &[&str]) -> Output {
+    let kind = format!("dataset.kind={kind}");
+    let dataset = format!("dataset.path={}", path_str(path));
+    let mut args = vec![
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        &kind,
+        "--set",
+        &dataset,
+        "--set",
+        "num_workers=0",
+        "--set",
+        "persistent_workers=false",
+        "--set",
+        "pin_memory=false",
+        "--set",
+        "epochs=1",
+        "--set",
+        "batch_size=4",
+    ];
+    args.extend_from_slice(extra);
+    loaderbench(&args)
+}
+
+fn idx_images(count: u32, rows: u32, cols: u32, pixels: usize) -> Vec<u8> {
+    let mut bytes = vec![0, 0, 8, 3];
+    for dim in [count, rows, cols] {
+        bytes.extend_from_slice(&dim.to_be_bytes());
+    }
+    bytes.extend(std::iter::repeat_n(7u8, pixels));
+    bytes
+}
+
+fn idx_labels(count: u32) -> Vec<u8> {
+    let mut bytes = vec![0, 0, 8, 1];
+    bytes.extend_from_slice(&count.to_be_bytes());
+    bytes.extend((0..count).map(|i| (i % 10) as u8));
+    bytes
+}
+
+/// A directory holding `train-images-idx3-ubyte` and `train-labels-idx1-ubyte`.
+fn idx_dir(images: &[u8], labels: &[u8]) -> TempDir {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("train-images-idx3-ubyte"), images).unwrap();
+    std::fs::write(dir.path().join("train-labels-idx1-ubyte"), labels).unwrap();
+    dir
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 99]));
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+    bytes.into_inner()
+}
+
+/// The small sweep of seed-light with every export, run once by the first test that
+/// needs it: its tests check one export each.
+struct SmallSweep {
+    dir: TempDir,
+    output: Output,
+}
+
+static SMALL_SWEEP: OnceLock<SmallSweep> = OnceLock::new();
+
+impl SmallSweep {
+    /// The sweep, run to its end; fails the test unless it succeeded.
+    fn finished() -> &'static SmallSweep {
+        let sweep = SMALL_SWEEP.get_or_init(|| {
+            let dir = shared_dir();
+            let file = |name: &str| dir.path().join(name);
+            let output = loaderbench(&[
+                "run",
+                "seed-light",
+                "-q",
+                "--set",
+                "samples=1024",
+                "--set",
+                "batch_size=128",
+                "--json",
+                path_str(&file("r.json")),
+                "--csv",
+                path_str(&file("r.csv")),
+                "--md",
+                path_str(&file("r.md")),
+                "--journal",
+                path_str(&file("j.jsonl")),
+            ]);
+            SmallSweep { dir, output }
+        });
+        assert!(sweep.output.status.success(), "{}", stderr(&sweep.output));
+        sweep
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(self.file("r.json")).unwrap()).unwrap()
+    }
+}
+
+#[test]
+fn a_small_sweep_prints_the_classic_table() {
+    let output = &SmallSweep::finished().output;
+    let table = stdout(output);
+    assert!(
+        table.contains(
+            "| num_workers | persistent | pin          | first batch | epoch 1 | epoch 2 |"
+        ),
+        "{table}"
+    );
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("| ")).count(),
+        2 + 7,
+        "{table}"
+    );
+    assert!(
+        table.contains("True (no-op)") || table.contains("| True "),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_small_sweep_warns_that_pin_memory_needs_cuda_where_there_is_none() {
+    let output = &SmallSweep::finished().output;
+    let warned = stderr(output).contains("pin_memory has no effect without CUDA");
+    let cuda = loaderbench_engine::device::cuda_device_count() > 0;
+    assert_eq!(warned, !cuda, "CUDA: {cuda}; {}", stderr(output));
+}
+
+#[test]
+fn a_small_sweep_exports_every_config_s_epochs_as_json() {
+    let json = SmallSweep::finished().json();
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 7);
+    let workers: Vec<u64> = results
+        .iter()
+        .map(|r| r["config"]["num_workers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(workers, vec![0, 2, 4, 8, 4, 0, 4]);
+    assert_eq!(results[4]["config"]["persistent_workers"], true);
+    assert_eq!(results[5]["config"]["pin_memory"], true);
+    for result in results {
+        let epochs = result["epochs"].as_array().unwrap();
+        assert_eq!(epochs.len(), 2);
+        for epoch in epochs {
+            let seconds = epoch["seconds"].as_f64().unwrap();
+            let first = epoch["first_batch_s"].as_f64().unwrap();
+            assert!(seconds > 0.0 && first > 0.0 && first <= seconds, "{epoch}");
+            assert_eq!(epoch["samples"], 1024);
+        }
+    }
+}
+
+#[test]
+fn a_small_sweep_exports_the_machine_and_the_status_as_json() {
+    let json = SmallSweep::finished().json();
+    assert!(json["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(
+        json["machine"]["libtorch"]
+            .as_str()
+            .unwrap()
+            .starts_with("2.13.0")
+    );
+    assert_eq!(json["status"]["status"], "finished");
+}
+
+#[test]
+fn a_small_sweep_exports_a_csv_row_per_epoch() {
+    let csv = std::fs::read_to_string(SmallSweep::finished().file("r.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 7 * 2);
+}
+
+#[test]
+fn a_small_sweep_exports_markdown() {
+    let markdown = std::fs::read_to_string(SmallSweep::finished().file("r.md")).unwrap();
+    assert!(markdown.contains("## light") && markdown.contains("| epoch 2 |"));
+}
+
+#[test]
+fn a_small_sweep_journals_its_header_configs_and_end() {
+    let journal = std::fs::read_to_string(SmallSweep::finished().file("j.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 1 + 7 + 1, "header, configs, end");
+}
+
+#[test]
+fn a_warning_is_said_once_however_many_repeats_meet_it() {
+    let out = TempDir::new().unwrap();
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=256",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "pin_memory=true",
+        "--set",
+        "repeats=3",
+        "--set",
+        "epochs=1",
+        "--journal",
+        path_str(&out.path().join("j.jsonl")),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output)
+        .matches("pin_memory has no effect without CUDA")
+        .count();
+    // With CUDA, pin_memory works and there is no warning to repeat.
+    let expected = usize::from(loaderbench_engine::device::cuda_device_count() == 0);
+    assert_eq!(said, expected, "{}", stderr(&output));
+}
+
+#[test]
+fn the_heavy_pipeline_runs_with_workers() {
+    let output = loaderbench(&[
+        "run",
+        "seed-heavy",
+        "-q",
+        "--set",
+        "samples=256",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "num_workers=0,2",
+        "--set",
+        "persistent_workers=false",
+        "--set",
+        "epochs=1",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.starts_with("\nheavy"), "{table}");
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("| ")).count(),
+        2 + 2,
+        "{table}"
+    );
+}
+
+#[test]
+fn presets_lists_the_built_in_presets() {
+    let output = loaderbench(&["presets"]);
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("seed-light") && stdout(&output).contains("seed-heavy"));
+}
+
+#[test]
+fn validate_lists_a_preset_s_configs() {
+    let output = loaderbench(&["validate", "presets/seed-light.ron"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("7 config(s)"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(stdout(&output).contains("nw=4 persistent pin"));
+}
+
+#[test]
+fn journals_go_to_the_data_dir_the_environment_names() {
+    let data = TempDir::new().unwrap();
+    let mut command = loaderbench_command(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "persistent_workers=false",
+        "--set",
+        "pin_memory=false",
+        "--set",
+        "epochs=1",
+        "--set",
+        "samples=64",
+    ]);
+    command.env("LOADERBENCH_DATA_DIR", data.path());
+    let output = run_with_deadline(&mut command, Duration::from_secs(120));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let journals: Vec<_> = std::fs::read_dir(data.path().join("runs"))
+        .expect("a runs folder in the data dir")
+        .collect();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+}
+
+#[test]
+fn more_workers_than_cores_warns_with_the_core_count() {
+    let output = loaderbench(&["validate", "seed-light", "--set", "num_workers=512"]);
+    assert!(output.status.success(), "a warning, not a refusal");
+    assert!(
+        stderr(&output).contains("logical cores"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_hung_worker_fails_the_run_with_exit_code_1() {
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=64",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "num_workers=1",
+        "--set",
+        "worker_timeout_s=0.2",
+        "--set",
+        "epochs=1",
+        "--set",
+        "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":200000}}]}}]",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("hung"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_missing_preset_file_is_named() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("missing.ron");
+    assert_error_line(
+        &loaderbench(&["run", path_str(&missing)]),
+        2,
+        &["missing.ron", "no such file"],
+    );
+}
+
+#[test]
+fn a_malformed_preset_file_is_named_with_the_line() {
+    let dir = TempDir::new().unwrap();
+    let malformed = dir.path().join("malformed.ron");
+    std::fs::write(&malformed, "(version: 1, name: \"x\", num_workers: [0, 2").unwrap();
+    assert_error_line(
+        &loaderbench(&["validate", path_str(&malformed)]),
+        2,
+        &["malformed.ron", "1:"],
+    );
+}
+
+#[test]
+fn an_unknown_preset_field_is_named_with_its_file() {
+    let dir = TempDir::new().unwrap();
+    let unknown = dir.path().join("unknown.ron");
+    std::fs::write(&unknown, "(version: 1, name: \"x\", num_wrokers: [2])").unwrap();
+    assert_error_line(
+        &loaderbench(&["run", path_str(&unknown)]),
+        2,
+        &["unknown.ron", "num_wrokers"],
+    );
+}
+
+#[test]
+fn set_takes_the_ron_a_preset_file_takes() {
+    let out = TempDir::new().unwrap();
+    let json = out.path().join("r.json");
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=64",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "epochs=1",
+        "--set",
+        "step=mlp(hidden: 64)",
+        "--set",
+        "normalize=(mean: [0.5], std: [0.25])",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mlp = serde_json::json!({"mlp": {"hidden": 64}});
+    assert_eq!(saved["step"], mlp);
+    assert_eq!(saved["setup"]["step"], mlp);
+    assert_eq!(
+        saved["setup"]["normalize"],
+        serde_json::json!({"mean": [0.5], "std": [0.25]})
+    );
+    assert_error_line(
+        &loaderbench(&["validate", "seed-light", "--set", "step=mlp(hidden: lots)"]),
+        2,
+        &["--set step=mlp(hidden: lots)", "integer"],
+    );
+}
+
+#[test]
+fn validate_names_a_step_file_that_is_missing_or_not_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let validate = |step: String, runtime: &str| {
+        loaderbench(&["validate", "seed-light", "--set", &step, "--set", runtime])
+    };
+    let missing = dir.path().join("missing.pt");
+    assert_error_line(
+        &validate(
+            format!("step=model(path: {:?})", path_str(&missing)),
+            "runtime=[loaderbench]",
+        ),
+        2,
+        &[path_str(&missing), "no such file"],
+    );
+    let not_a_model = dir.path().join("notes.pt");
+    std::fs::write(&not_a_model, "not a zip archive").unwrap();
+    assert_error_line(
+        &validate(
+            format!("step=model(path: {:?})", path_str(&not_a_model)),
+            "runtime=[loaderbench]",
+        ),
+        2,
+        &[path_str(&not_a_model), "not a TorchScript model"],
+    );
+    let step = dir.path().join("my_step.py");
+    assert_error_line(
+        &validate(
+            format!(
+                "step=python(path: {:?}, factory: \"make_step\")",
+                path_str(&step)
+            ),
+            "runtime=[pytorch]",
+        ),
+        2,
+        &[path_str(&step), "no such file"],
+    );
+}
+
+#[test]
+fn a_batch_size_of_zero_is_refused_by_field() {
+    assert_error_line(
+        &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),
+        2,
+        &["batch_size", "at least 1"],
+    );
+}
+
+#[test]
+fn an_unknown_key_is_named() {
+    assert_error_line(
+        &loaderbench(&["run", "seed-light", "--set", "nope=1"]),
+        2,
+        &["nope"],
+    );
+}
+
+#[test]
+fn a_set_without_a_value_asks_for_key_equals_value() {
+    assert_error_line(
+        &loaderbench(&["run", "seed-light", "--set", "epochs"]),
+        2,
+        &["KEY=VALUE"],
+    );
+}
+
+#[test]
+fn an_unknown_device_is_named() {
+    assert_error_line(
+        &loaderbench(&["run", "seed-light", "--set", "device=tpu"]),
+        2,
+        &["device", "tpu"],
+    );
+}
+
+#[test]
+fn cuda_without_a_gpu_is_refused() {
+    if !Path::new("/dev/nvidia0").exists() {
+        assert_error_line(
+            &loaderbench(&[
+                "run",
+                "seed-light",
+                "--set",
+                "samples=64",
+                "--set",
+                "device=cuda",
+            ]),
+            2,
+            &["cuda:0", "CUDA is not available"],
+        );
+    }
+}
+
+#[test]
+fn gzipped_idx_files_run() {
+    let images = idx_images(12, 28, 28, 12 * 784);
+    let dir = idx_dir(&gzip(&images), &gzip(&idx_labels(12)));
+    let gz = dir.path().join("train-images-idx3-ubyte.gz");
+    std::fs::rename(dir.path().join("train-images-idx3-ubyte"), &gz).unwrap();
+    std::fs::rename(
+        dir.path().join("train-labels-idx1-ubyte"),
+        dir.path().join("train-labels-idx1-ubyte.gz"),
+    )
+    .unwrap();
+    let output = run_on_dataset("idx", dir.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("idx"), "{}", stdout(&output));
+}
+
+#[test]
+fn plain_idx_files_run() {
+    let images = idx_images(12, 28, 28, 12 * 784);
+    let plain = idx_dir(&images, &idx_labels(12));
+    let output = run_on_dataset("idx", plain.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_missing_idx_folder_is_named() {
+    let missing = TempDir::new().unwrap();
+    let gone = missing.path().join("nowhere");
+    assert_error_line(&run_on_dataset("idx", &gone, &[]), 2, &["nowhere"]);
+}
+
+#[test]
+fn an_idx_file_with_a_wrong_magic_number_is_named() {
+    let mut wrong_magic = idx_images(2, 28, 28, 2 * 784);
+    wrong_magic[3] = 9;
+    let dir = idx_dir(&wrong_magic, &idx_labels(2));
+    assert_error_line(
+        &run_on_dataset("idx", dir.path(), &[]),
+        2,
+        &["train-images-idx3-ubyte", "magic"],
+    );
+}
+
+#[test]
+fn an_idx_file_shorter_than_its_header_says_is_named() {
+    let short = idx_dir(&idx_images(10, 28, 28, 3 * 784), &idx_labels(10));
+    assert_error_line(
+        &run_on_dataset("idx", short.path(), &[]),
+        2,
+        &["train-images-idx3-ubyte", "bytes"],
+    );
+}
+
+#[test]
+fn an_idx_header_with_absurd_sizes_is_named() {
+    let absurd = idx_dir(&idx_images(u32::MAX, 65_535, 65_535, 16), &idx_labels(2));
+    let output = run_on_dataset("idx", absurd.path(), &[]);
+    assert_error_line(&output, 2, &["train-images-idx3-ubyte"]);
+}
+
+#[test]
+fn a_corrupt_gzipped_idx_file_is_named() {
+    let mut corrupt = gzip(&idx_images(2, 28, 28, 2 * 784));
+    let middle = corrupt.len() / 2;
+    corrupt[middle..]
+        .iter_mut()
+        .for_each(|b| *b = b.wrapping_add(77));
+    let dir = idx_dir(&[], &idx_labels(2));
+    std::fs::remove_file(dir.path().join("train-images-idx3-ubyte")).unwrap();
+    std::fs::write(dir.path().join("train-images-idx3-ubyte.gz"), corrupt).unwrap();
+    assert_error_line(
+        &run_on_dataset("idx", dir.path(), &[]),
+        2,
+        &["train-images-idx3-ubyte.gz"],
+    );
+}
+
+#[test]
+fn idx_images_and_labels_of_different_counts_are_named() {
+    let mismatch = idx_dir(&idx_images(5, 28, 28, 5 * 784), &idx_labels(4));
+    assert_error_line(
+        &run_on_dataset("idx", mismatch.path(), &[]),
+        2,
+        &["labels", "5", "4"],
+    );
+}
+
+/// An image folder of two classes, `cat` and `dog`, with three small PNGs each.
+fn image_folder() -> TempDir {
+    let dir = TempDir::new().unwrap();
+    for class in ["cat", "dog"] {
+        std::fs::create_dir(dir.path().join(class)).unwrap();
+        for i in 0..3 {
+            std::fs::write(
+                dir.path().join(class).join(format!("{i}.png")),
+                png(31 + i, 17),
+            )
+            .unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn an_image_folder_runs() {
+    let dir = image_folder();
+    let output = run_on_dataset("image_folder", dir.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_file_in_an_image_folder_that_is_not_a_png_is_named() {
+    let dir = image_folder();
+    let fake = dir.path().join("dog").join("fake.png");
+    std::fs::write(&fake, b"this is not a png").unwrap();
+    assert_error_line(
+        &run_on_dataset("image_folder", dir.path(), &[]),
+        2,
+        &["fake.png"],
+    );
+}
+
+#[test]
+fn a_truncated_png_in_an_image_folder_is_named() {
+    let dir = image_folder();
+    let truncated = dir.path().join("cat").join("truncated.png");
+    let mut bytes = png(64, 64);
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&truncated, bytes).unwrap();
+    assert_error_line(
+        &run_on_dataset("image_folder", dir.path(), &[]),
+        2,
+        &["truncated.png"],
+    );
+}
+
+#[test]
+fn an_empty_class_folder_is_named() {
+    let empty = TempDir::new().unwrap();
+    std::fs::create_dir(empty.path().join("cat")).unwrap();
+    assert_error_line(
+        &run_on_dataset("image_folder", empty.path(), &[]),
+        2,
+        &["cat"],
+    );
+}
+
+fn npy(header_dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = header_dict.to_owned();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    bytes
+}
+
+/// The header of an array of six 28×28 bytes.
+const SIX_IMAGES: &str = "{'descr': '|u1', 'fortran_order': False, 'shape': (6, 28, 28), }";
+
+#[test]
+fn an_npy_array_runs() {
+    let dir = TempDir::new().unwrap();
+    let good: PathBuf = dir.path().join("good.npy");
+    std::fs::write(&good, npy(SIX_IMAGES, &vec![3u8; 6 * 784])).unwrap();
+    let output = run_on_dataset("npy", &good, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn an_npy_array_shorter_than_its_header_says_is_named() {
+    let dir = TempDir::new().unwrap();
+    let short = dir.path().join("short.npy");
+    std::fs::write(&short, npy(SIX_IMAGES, &[1u8; 100])).unwrap();
+    assert_error_line(&run_on_dataset("npy", &short, &[]), 2, &["short.npy"]);
+}
+
+#[test]
+fn a_file_that_is_not_npy_is_named() {
+    let dir = TempDir::new().unwrap();
+    let wrong = dir.path().join("wrong.npy");
+    std::fs::write(&wrong, b"not numpy at all").unwrap();
+    assert_error_line(&run_on_dataset("npy", &wrong, &[]), 2, &["wrong.npy"]);
+}

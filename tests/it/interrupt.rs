@@ -1,0 +1,255 @@
+//! Ctrl-C in the CLI, as a terminal sends it (SIGINT to the whole process group, spawned
+//! workers included): the run stops, every requested export holds the configs finished
+//! so far with status `cancelled`, the exit code is 130 and no worker is left; a signal
+//! repeated at once is the same request. Also the check those tests (and the other leak
+//! checks) rely on: an exited process, reaped or a zombie, is not running.
+#![cfg(target_os = "linux")]
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::common;
+use common::process::{children_of, running};
+use common::runs::shared_dir;
+use common::{loaderbench_command, path_str, stderr, wait_with_deadline};
+
+/// The pids of `pid`'s children that run `loaderbench __worker`.
+fn workers_of(pid: u32) -> Vec<u32> {
+    children_of(pid)
+        .into_iter()
+        .filter(|child| {
+            std::fs::read(format!("/proc/{child}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__worker"))
+        })
+        .collect()
+}
+
+/// A sweep of four spawned-worker configs, each a few seconds long, in its own process
+/// group so the test can signal the group as a terminal does.
+fn start_run(dir: &Path, extra: &[&str]) -> Child {
+    let journal = dir.join("journal.jsonl");
+    let mut args = vec![
+        "run",
+        "seed-light",
+        "--quiet",
+        "--set",
+        "worker_kind=spawn",
+        "--set",
+        "num_workers=2",
+        "--set",
+        "samples=6400",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "epochs=2",
+        "--set",
+        "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":500}}]}}]",
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let mut command = loaderbench_command(&args);
+    command.stdout(Stdio::null()).process_group(0);
+    command.spawn().expect("the program starts")
+}
+
+fn signal_group(child: &Child, signal: libc::c_int) {
+    let group = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill takes a process group id and a signal number; no pointers.
+    assert_eq!(unsafe { libc::kill(-group, signal) }, 0);
+}
+
+/// A sweep with every export stopped by Ctrl-C during its second config, and what was
+/// seen as it ended; run once, by the first test that needs it.
+struct Interrupted {
+    dir: TempDir,
+    /// The second config's workers, seen before the signal.
+    workers: Vec<u32>,
+    output: Output,
+    /// The workers the CLI still had when it ended.
+    workers_after: Vec<u32>,
+    /// The workers still running when it ended.
+    left: Vec<u32>,
+}
+
+static INTERRUPTED: OnceLock<Interrupted> = OnceLock::new();
+
+impl Interrupted {
+    fn get() -> &'static Interrupted {
+        INTERRUPTED.get_or_init(|| {
+            let dir = shared_dir();
+            let file = |name: &str| dir.path().join(name);
+            let child = start_run(
+                dir.path(),
+                &[
+                    "--json",
+                    path_str(&file("out.json")),
+                    "--csv",
+                    path_str(&file("out.csv")),
+                    "--md",
+                    path_str(&file("out.md")),
+                ],
+            );
+            common::wait_for_configs(
+                &dir.path().join("journal.jsonl"),
+                1,
+                Duration::from_secs(120),
+            );
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let workers = loop {
+                let workers = workers_of(child.id());
+                if !workers.is_empty() || Instant::now() > deadline {
+                    break workers;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            signal_group(&child, libc::SIGINT);
+            let pid = child.id();
+            let output = wait_with_deadline(child, Duration::from_secs(20));
+            let workers_after = workers_of(pid);
+            let left = workers.iter().copied().filter(|&w| running(w)).collect();
+            Interrupted {
+                dir,
+                workers,
+                output,
+                workers_after,
+                left,
+            }
+        })
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The configs the JSON export holds.
+    fn results(&self) -> Vec<serde_json::Value> {
+        let result: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(self.file("out.json")).unwrap()).unwrap();
+        result["results"].as_array().unwrap().clone()
+    }
+}
+
+#[test]
+fn ctrl_c_exits_130_without_a_panic() {
+    let output = &Interrupted::get().output;
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn ctrl_c_leaves_no_worker_behind() {
+    let run = Interrupted::get();
+    assert!(
+        !run.workers.is_empty(),
+        "the second config started no worker"
+    );
+    assert!(run.workers_after.is_empty());
+    assert!(
+        run.left.is_empty(),
+        "workers {:?} outlived the run",
+        run.left
+    );
+}
+
+#[test]
+fn ctrl_c_writes_the_json_with_the_finished_configs_as_cancelled() {
+    let run = Interrupted::get();
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.file("out.json")).unwrap()).unwrap();
+    assert_eq!(result["status"]["status"], "cancelled", "{result}");
+    let results = run.results();
+    assert!(
+        !results.is_empty() && results.len() < 4,
+        "{} configs",
+        results.len()
+    );
+    for config in &results {
+        assert_eq!(config["epochs"].as_array().unwrap().len(), 2, "{config}");
+    }
+}
+
+#[test]
+fn ctrl_c_writes_the_csv_with_the_finished_configs() {
+    let csv = std::fs::read_to_string(Interrupted::get().file("out.csv")).unwrap();
+    assert!(csv.lines().count() > 1, "{csv}");
+}
+
+#[test]
+fn ctrl_c_writes_the_markdown_with_the_finished_configs() {
+    let run = Interrupted::get();
+    let md = std::fs::read_to_string(run.file("out.md")).unwrap();
+    let rows = md.lines().filter(|line| line.starts_with("| 2 ")).count();
+    assert_eq!(rows, run.results().len(), "{md}");
+}
+
+#[test]
+fn a_signal_repeated_at_once_is_one_request_and_sigterm_exits_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let child = start_run(dir.path(), &["--json", json.to_str().unwrap()]);
+    common::wait_for_configs(
+        &dir.path().join("journal.jsonl"),
+        1,
+        Duration::from_secs(120),
+    );
+    // As a scheduler stops a job: SIGTERM to the process, then to its group.
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill takes a pid and a signal number; no pointers.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    signal_group(&child, libc::SIGTERM);
+    let output = wait_with_deadline(child, Duration::from_secs(20));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(143), "{err}");
+    assert!(!err.contains("quitting at once"), "{err}");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("the JSON export")).unwrap();
+    assert_eq!(result["status"]["status"], "cancelled", "{err}");
+}
+
+/// Starts `program ARGS` as a child of this test.
+fn child(program: &str, args: &[&str]) -> Child {
+    std::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the program starts")
+}
+
+#[test]
+fn a_live_child_is_running() {
+    let mut sleeper = child("sleep", &["30"]);
+    let is_running = running(sleeper.id());
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(is_running);
+}
+
+#[test]
+fn an_exited_child_not_yet_reaped_is_not_running() {
+    let mut done = child("true", &[]);
+    let pid = done.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Not waited for, the exited child stays a zombie.
+    while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z ")) {
+        assert!(Instant::now() < deadline, "`true` did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let zombie_running = running(pid);
+    done.wait().unwrap();
+    assert!(!zombie_running, "a zombie counted as running");
+}
+
+#[test]
+fn a_reaped_child_is_not_running() {
+    let mut done = child("true", &[]);
+    done.wait().unwrap();
+    assert!(!running(done.id()));
+}

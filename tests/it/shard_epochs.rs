@@ -1,0 +1,203 @@
+//! Tar shards against the image folder they were made from, through the real loader and
+//! the real CLI: every epoch over the shards holds exactly the folder's samples (the same
+//! labels and the same decoded pixels), each once, whatever the worker count and kind,
+//! and two ranks split them without overlap.
+
+use crate::common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec};
+use loaderbench_engine::loader::{Loader, Shard};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use tempfile::TempDir;
+
+use common::{loader_settings, loaderbench, path_str, stderr};
+
+/// Samples in the folder: 5 per shard makes 8 shards, the last with 2, so workers get
+/// uneven streams.
+const IMAGES: u32 = 37;
+
+/// An image folder of three classes, JPEGs and PNGs of assorted sizes, and the same
+/// images as shards of 5 made by `loaderbench shards`.
+fn folder_and_shards() -> (TempDir, String) {
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("folder");
+    for i in 0..IMAGES {
+        let class = folder.join(format!("class{}", i % 3));
+        std::fs::create_dir_all(&class).unwrap();
+        let (width, height) = (20 + i * 7 % 50, 15 + i * 11 % 40);
+        let picture = image::RgbImage::from_fn(width, height, |x, y| {
+            image::Rgb([(x * 9 + i) as u8, (y * 13) as u8, ((x ^ y) * 5) as u8])
+        });
+        let (name, format) = if i % 4 == 0 {
+            (format!("{i}.png"), image::ImageFormat::Png)
+        } else {
+            (format!("{i}.jpg"), image::ImageFormat::Jpeg)
+        };
+        picture.save_with_format(class.join(name), format).unwrap();
+    }
+    let shards = dir.path().join("shards");
+    let output = loaderbench(&[
+        "shards",
+        path_str(&folder),
+        path_str(&shards),
+        "--per-shard",
+        "5",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let pattern = format!("{}/shard-{{000000..000007}}.tar", path_str(&shards));
+    (dir, pattern)
+}
+
+fn spec(kind: DatasetKind, path: &str) -> DatasetSpec {
+    DatasetSpec {
+        kind,
+        path: Some(path.into()),
+        channels: 3,
+        image_size: [24, 32],
+        shuffle_buffer: 6,
+        ..Default::default()
+    }
+}
+
+/// Each sample of one epoch as (label, its normalized pixels' sum in thousandths),
+/// sorted: the epoch's samples as a multiset.
+fn epoch_samples(dataset: &Arc<dyn Dataset>, workers: usize, shard: Shard) -> Vec<(i64, i64)> {
+    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
+    let mut settings = loader_settings(workers, false);
+    settings.batch_size = 4;
+    settings.shard = shard;
+    settings.shuffle_buffer = 6;
+    let mut loader = Loader::new(
+        dataset.clone(),
+        Arc::new(pipeline),
+        settings,
+        CancelToken::new(),
+    )
+    .unwrap();
+    let mut samples = Vec::new();
+    for batch in loader.epoch().unwrap() {
+        let batch = batch.unwrap();
+        let labels = Vec::<i64>::try_from(&batch.labels).unwrap();
+        for (i, label) in labels.into_iter().enumerate() {
+            let sum = batch
+                .images
+                .get(i as i64)
+                .sum(tch::Kind::Double)
+                .double_value(&[]);
+            samples.push((label, (sum * 1000.0).round() as i64));
+        }
+    }
+    samples.sort_unstable();
+    samples
+}
+
+fn open(spec: &DatasetSpec) -> Arc<dyn Dataset> {
+    dataset::open(spec, None).unwrap()
+}
+
+#[test]
+fn every_epoch_over_the_shards_holds_the_folder_s_samples_once_at_0_2_and_3_workers() {
+    let (dir, pattern) = folder_and_shards();
+    let folder = open(&spec(
+        DatasetKind::ImageFolder,
+        path_str(&dir.path().join("folder")),
+    ));
+    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    assert_eq!(shards.len(), IMAGES as usize);
+    assert_eq!(shards.shards().map(|s| s.len()), Some(8));
+    let expected = epoch_samples(&folder, 0, Shard::WHOLE);
+    assert_eq!(expected.len(), IMAGES as usize);
+    for workers in [0, 2, 3] {
+        assert_eq!(
+            epoch_samples(&shards, workers, Shard::WHOLE),
+            expected,
+            "{workers} workers"
+        );
+    }
+}
+
+#[test]
+fn two_ranks_split_the_shards_and_together_hold_the_folder_once() {
+    let (dir, pattern) = folder_and_shards();
+    let folder = open(&spec(
+        DatasetKind::ImageFolder,
+        path_str(&dir.path().join("folder")),
+    ));
+    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    let expected = epoch_samples(&folder, 0, Shard::WHOLE);
+    let mut both = Vec::new();
+    for rank in 0..2 {
+        let part = epoch_samples(&shards, 2, Shard { rank, world: 2 });
+        assert!(
+            !part.is_empty() && part.len() < expected.len(),
+            "rank {rank}"
+        );
+        both.extend(part);
+    }
+    both.sort_unstable();
+    assert_eq!(both, expected);
+}
+
+/// `loaderbench run` on the shards with `sets` added, its JSON export read back.
+fn run_on_shards(pattern: &str, dir: &Path, sets: &[&str]) -> serde_json::Value {
+    let json = dir.join("run.json");
+    let kind = "dataset.kind=shards".to_owned();
+    let path = format!("dataset.path={pattern}");
+    let mut args = vec![
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        &kind,
+        "--set",
+        &path,
+        "--set",
+        "dataset.channels=3",
+        "--set",
+        "epochs=2",
+        "--set",
+        "batch_size=4",
+        "--set",
+        "persistent_workers=[false]",
+        "--set",
+        "pin_memory=[false]",
+        "--json",
+        path_str(&json),
+    ];
+    args.extend_from_slice(sets);
+    let output = loaderbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn the_cli_reads_shards_with_thread_fork_and_spawn_workers_and_with_ranks() {
+    let (dir, pattern) = folder_and_shards();
+    let run = run_on_shards(
+        &pattern,
+        dir.path(),
+        &[
+            "--set",
+            "num_workers=[0, 3]",
+            "--set",
+            "worker_kind=[thread, fork, spawn]",
+        ],
+    );
+    let results = run["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for config in results {
+        for epoch in config["epochs"].as_array().unwrap() {
+            assert_eq!(epoch["samples"], IMAGES, "{config}");
+        }
+    }
+    let ranked = run_on_shards(
+        &pattern,
+        dir.path(),
+        &["--set", "num_workers=[2]", "--set", "ranks=[2]"],
+    );
+    assert!(!ranked["results"].as_array().unwrap().is_empty());
+}

@@ -1,0 +1,436 @@
+//! Tar shards as a user meets them, through the CLI as a process: `loaderbench shards`
+//! converting a folder (read back sample for sample), runs over local and HTTP shards
+//! (served by a real nginx started by the test), and each kind of bad input named in one
+//! line with its exit code: 2 when found before measuring, 1 mid-run.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use image::{Rgb, RgbImage};
+use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec};
+use loaderbench_engine::preset::{Preset, WorkerKind};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use tempfile::TempDir;
+
+use common::nginx::{self, Nginx};
+use common::process::running;
+use common::{
+    assert_error_line, loaderbench, loaderbench_command, path_str, stderr, stdout,
+    wait_with_deadline,
+};
+
+#[test]
+fn nginx_serves_a_folder_and_leaves_no_process() {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::write(root.path().join("a.tar"), b"shard bytes").unwrap();
+    let Some(mut server) = Nginx::serve(root.path(), Some(1 << 20)) else {
+        return;
+    };
+    let pid = server.pid();
+    let response = nginx::get(&server.url("a.tar"));
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with("shard bytes"), "{response}");
+    let missing = nginx::get(&server.url("missing.tar"));
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    server.stop();
+    assert!(!running(pid), "nginx {pid} still runs after stop");
+    drop(server);
+}
+
+/// A class folder tree: `classes` folders of `per_class` noisy images of varied sizes
+/// about `side` pixels wide, PNG and JPEG (one with an upper-case `.JPG`, one `.jpeg`).
+fn image_folder(classes: usize, per_class: usize, side: u32) -> TempDir {
+    let dir = TempDir::new().unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    for class in 0..classes {
+        let folder = dir.path().join(format!("class-{class}"));
+        std::fs::create_dir(&folder).unwrap();
+        for i in 0..per_class {
+            let (width, height) = (side + i as u32 % 5, side - 4 + class as u32);
+            let image = RgbImage::from_fn(width, height, |_, _| Rgb(rng.random()));
+            let name = match i % 4 {
+                0 => format!("{i}.png"),
+                1 => format!("{i}.JPG"),
+                2 => format!("{i}.jpeg"),
+                _ => format!("{i}.jpg"),
+            };
+            let format = if i % 4 == 0 {
+                image::ImageFormat::Png
+            } else {
+                image::ImageFormat::Jpeg
+            };
+            image.save_with_format(folder.join(name), format).unwrap();
+        }
+    }
+    dir
+}
+
+/// `loaderbench shards FOLDER OUT --per-shard N`; returns the pattern it printed.
+fn convert(folder: &Path, out: &Path, per_shard: usize) -> String {
+    let per_shard = per_shard.to_string();
+    let output = loaderbench(&[
+        "shards",
+        path_str(folder),
+        path_str(out),
+        "--per-shard",
+        &per_shard,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = stdout(&output);
+    let pattern = printed
+        .split("path: \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no pattern in: {printed}"));
+    pattern.to_owned()
+}
+
+fn spec(kind: DatasetKind, path: &str, channels: usize) -> DatasetSpec {
+    DatasetSpec {
+        kind,
+        path: Some(path.into()),
+        channels,
+        image_size: [12, 10],
+        shuffle_buffer: 8,
+        ..DatasetSpec::default()
+    }
+}
+
+/// Every sample of `dataset` read in index order: its label and pixels.
+fn all_samples(dataset: &dyn Dataset) -> Vec<(i64, Vec<u8>)> {
+    (0..dataset.len())
+        .map(|index| {
+            let mut pixels = vec![0; dataset.shape().sample_bytes()];
+            let label = dataset.read(index, &mut pixels).unwrap();
+            (label, pixels)
+        })
+        .collect()
+}
+
+/// A preset over `path` (a shard pattern) with `num_workers` configs, saved in `dir`.
+fn shards_preset(dir: &Path, path: &str, num_workers: Vec<usize>, epochs: usize) -> PathBuf {
+    let mut preset = common::runs::tiny_preset(1_000, epochs);
+    preset.samples = None;
+    preset.dataset = spec(DatasetKind::Shards, path, 1);
+    preset.batch_size = vec![4];
+    preset.num_workers = num_workers;
+    let file = dir.join("shards.ron");
+    preset.save(&file).unwrap();
+    file
+}
+
+/// `loaderbench run PRESET -q` with its JSON and journal in the preset's folder.
+fn run_preset(preset: &Path) -> Output {
+    let dir = preset.parent().unwrap();
+    let json = dir.join("run.json");
+    let journal = dir.join("run.jsonl");
+    loaderbench(&[
+        "run",
+        path_str(preset),
+        "-q",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+    ])
+}
+
+#[test]
+fn a_folder_converted_to_shards_reads_back_as_the_same_samples() {
+    let folder = image_folder(3, 7, 20);
+    let out = TempDir::new().unwrap();
+    let pattern = convert(folder.path(), out.path(), 5);
+    assert!(
+        pattern.ends_with("/shard-{000000..000004}.tar"),
+        "{pattern}"
+    );
+    let shards = dataset::open(&spec(DatasetKind::Shards, &pattern, 3), None).unwrap();
+    let images = dataset::open(
+        &spec(DatasetKind::ImageFolder, path_str(folder.path()), 3),
+        None,
+    )
+    .unwrap();
+    assert_eq!(shards.len(), 21);
+    let ranges = shards.shards().expect("a sharded dataset");
+    assert_eq!(ranges.len(), 5);
+    assert_eq!(ranges[0], 0..5);
+    assert!(ranges.windows(2).all(|pair| pair[0].end == pair[1].start));
+    assert_eq!(
+        ranges.last().unwrap().end,
+        21,
+        "the last shard holds one sample"
+    );
+    assert_eq!(shards.files().len(), 5);
+    let mut from_shards = all_samples(&*shards);
+    let mut from_folder = all_samples(&*images);
+    // Shuffled: the classes are mixed within the first shard.
+    let first_labels: Vec<i64> = from_shards[..5].iter().map(|(label, _)| *label).collect();
+    assert!(
+        first_labels.iter().any(|&l| l != first_labels[0]),
+        "{first_labels:?}"
+    );
+    from_shards.sort();
+    from_folder.sort();
+    assert!(
+        from_shards == from_folder,
+        "the shards hold the folder's samples"
+    );
+    let members = tar_members(&out.path().join("shard-000000.tar"));
+    assert_eq!(members.len(), 10);
+    assert_eq!(members[1], "000000.cls");
+    assert!(members.iter().all(|m| !m.contains("JPG")), "{members:?}");
+}
+
+fn tar_members(path: &Path) -> Vec<String> {
+    let mut archive = tar::Archive::new(std::fs::File::open(path).unwrap());
+    archive
+        .entries()
+        .unwrap()
+        .map(|entry| entry.unwrap().path().unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn converting_into_a_folder_that_holds_shards_is_refused() {
+    let folder = image_folder(2, 2, 20);
+    let out = TempDir::new().unwrap();
+    convert(folder.path(), out.path(), 3);
+    let output = loaderbench(&["shards", path_str(folder.path()), path_str(out.path())]);
+    assert_error_line(
+        &output,
+        2,
+        &[path_str(out.path()), "holds 2 shard(s) already"],
+    );
+}
+
+#[test]
+fn shards_on_disk_run_with_and_without_workers() {
+    let folder = image_folder(2, 9, 20);
+    let out = TempDir::new().unwrap();
+    let pattern = convert(folder.path(), out.path(), 4);
+    let preset = shards_preset(out.path(), &pattern, vec![0, 2], 2);
+    let output = run_preset(&preset);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("run.json")).unwrap()).unwrap();
+    let epoch = &json["results"][0]["epochs"][1];
+    assert_eq!(epoch["samples"], 18);
+    assert!(
+        epoch["stages"]["fetch_s"].as_f64().unwrap() > 0.0,
+        "{epoch}"
+    );
+}
+
+#[test]
+fn forked_and_spawned_workers_read_shards_on_disk_and_over_http() {
+    let folder = image_folder(2, 9, 20);
+    let out = TempDir::new().unwrap();
+    let pattern = convert(folder.path(), out.path(), 4);
+    let Some(server) = Nginx::serve(out.path(), None) else {
+        return;
+    };
+    let url = server.url(pattern.rsplit('/').next().unwrap());
+    for path in [pattern.as_str(), url.as_str()] {
+        let preset = shards_preset(out.path(), path, vec![2], 2);
+        let mut edited = Preset::load(&preset).unwrap();
+        edited.worker_kind = vec![WorkerKind::Fork, WorkerKind::Spawn];
+        edited.save(&preset).unwrap();
+        let output = run_preset(&preset);
+        assert!(output.status.success(), "{path}: {}", stderr(&output));
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.path().join("run.json")).unwrap()).unwrap();
+        let results = json["results"].as_array().unwrap();
+        let kinds: Vec<&str> = results
+            .iter()
+            .map(|r| r["config"]["worker_kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["fork", "spawn"]);
+        for result in results {
+            let epoch = &result["epochs"][1];
+            assert_eq!(epoch["samples"], 18, "{path}: {result}");
+            let fetch = epoch["stages"]["fetch_s"].as_f64().unwrap();
+            assert!(fetch > 0.0, "the workers' fetch comes back: {epoch}");
+        }
+    }
+    // Over HTTP, one GET per shard for each of: the index pass when the run opens the
+    // shards, the process's untimed warm-up pass (a whole epoch of this tiny set), and
+    // each of the two configs' two epochs. A shard is never fetched twice in an epoch,
+    // and spawned workers reopen from the parent's index instead of fetching it again.
+    let passes = 1 + 1 + 2 * 2;
+    assert_eq!(server.requests(), 5 * passes);
+}
+
+/// Three shards of 4 samples of about `side` × `side` in a folder: the image folder, the
+/// shards' folder and their pattern.
+fn shard_folder(side: u32) -> (TempDir, TempDir, String) {
+    let folder = image_folder(2, 6, side);
+    let out = TempDir::new().unwrap();
+    let pattern = convert(folder.path(), out.path(), 4);
+    (folder, out, pattern)
+}
+
+/// Replaces shard 1 of `out` with a tar of `members` and runs on the shards.
+fn run_with_bad_shard(members: &[(&str, Vec<u8>)]) -> (Output, PathBuf) {
+    let (_folder, out, pattern) = shard_folder(20);
+    let bad = out.path().join("shard-000001.tar");
+    let mut builder = tar::Builder::new(std::fs::File::create(&bad).unwrap());
+    for (name, bytes) in members {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, &bytes[..]).unwrap();
+    }
+    builder.into_inner().unwrap();
+    let preset = shards_preset(out.path(), &pattern, vec![0], 1);
+    (run_preset(&preset), bad)
+}
+
+fn png_bytes() -> Vec<u8> {
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    RgbImage::from_pixel(4, 4, Rgb([1, 2, 3]))
+        .write_to(&mut bytes, image::ImageFormat::Png)
+        .unwrap();
+    bytes.into_inner()
+}
+
+#[test]
+fn a_member_without_a_label_is_named_before_measuring() {
+    let (output, bad) = run_with_bad_shard(&[("a.png", png_bytes()), ("b.png", png_bytes())]);
+    assert_error_line(&output, 2, &[path_str(&bad), "a.png: no label"]);
+}
+
+#[test]
+fn an_unknown_extension_is_named_before_measuring() {
+    let (output, bad) = run_with_bad_shard(&[("a.png", png_bytes()), ("a.txt", b"x".to_vec())]);
+    assert_error_line(&output, 2, &[path_str(&bad), "a.txt: unknown extension"]);
+}
+
+#[test]
+fn two_images_under_one_key_are_named_before_measuring() {
+    let members = [
+        ("a.png", png_bytes()),
+        ("a.jpg", png_bytes()),
+        ("a.cls", b"1".to_vec()),
+    ];
+    let (output, bad) = run_with_bad_shard(&members);
+    assert_error_line(
+        &output,
+        2,
+        &[path_str(&bad), "a.jpg: two images under the key a"],
+    );
+}
+
+#[test]
+fn a_truncated_tar_is_named_before_measuring() {
+    let (_folder, out, pattern) = shard_folder(20);
+    let shard = out.path().join("shard-000002.tar");
+    let bytes = std::fs::read(&shard).unwrap();
+    std::fs::write(&shard, &bytes[..bytes.len() / 2]).unwrap();
+    let preset = shards_preset(out.path(), &pattern, vec![0], 1);
+    assert_error_line(&run_preset(&preset), 2, &[path_str(&shard), "truncated"]);
+}
+
+#[test]
+fn an_empty_or_unmatched_pattern_is_named_before_measuring() {
+    let dir = TempDir::new().unwrap();
+    let preset = shards_preset(dir.path(), "", vec![0], 1);
+    assert_error_line(
+        &run_preset(&preset),
+        2,
+        &["dataset.path: the shard pattern is empty"],
+    );
+    let pattern = format!("{}/train-*.tar", path_str(dir.path()));
+    let preset = shards_preset(dir.path(), &pattern, vec![0], 1);
+    assert_error_line(&run_preset(&preset), 2, &[&pattern, "no file matches"]);
+}
+
+#[test]
+fn shards_over_http_run_and_a_missing_shard_is_a_404() {
+    let (_folder, out, pattern) = shard_folder(20);
+    let Some(server) = Nginx::serve(out.path(), None) else {
+        return;
+    };
+    let name = pattern.rsplit('/').next().unwrap();
+    let url = server.url(name);
+    let preset = shards_preset(out.path(), &url, vec![0, 2], 2);
+    let output = run_preset(&preset);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let missing = server.url("shard-{000000..000003}.tar");
+    let preset = shards_preset(out.path(), &missing, vec![0], 1);
+    let line = assert_error_line(&run_preset(&preset), 2, &["shard-000003.tar", "HTTP 404"]);
+    assert!(line.contains(&server.url("shard-000003.tar")), "{line}");
+}
+
+#[test]
+fn a_server_that_goes_away_mid_run_fails_it_naming_the_shard_and_keeps_what_was_measured() {
+    let (_folder, out, pattern) = shard_folder(64);
+    // About 40 KB per shard at 40 KB/s: an epoch over three shards takes seconds.
+    let Some(mut server) = Nginx::serve(out.path(), Some(40_000)) else {
+        return;
+    };
+    let name = pattern.rsplit('/').next().unwrap();
+    let preset = shards_preset(out.path(), &server.url(name), vec![0, 1, 2], 1);
+    let journal = out.path().join("run.jsonl");
+    let json = out.path().join("run.json");
+    let child = loaderbench_command(&[
+        "run",
+        path_str(&preset),
+        "-q",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+    ])
+    .spawn()
+    .unwrap();
+    common::wait_for_configs(&journal, 1, Duration::from_secs(120));
+    server.stop();
+    let output = wait_with_deadline(child, Duration::from_secs(120));
+    assert_error_line(&output, 1, &[&server.url("shard-")]);
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let kept = saved["results"].as_array().unwrap();
+    assert!(
+        !kept.is_empty() && kept.len() < 3,
+        "{} configs kept",
+        kept.len()
+    );
+}
+
+#[test]
+fn a_spawned_worker_reopens_shards_from_the_parent_s_index_without_fetching_them_again() {
+    let (_folder, out, pattern) = shard_folder(20);
+    let Some(server) = Nginx::serve(out.path(), None) else {
+        return;
+    };
+    let spec = DatasetSpec {
+        kind: DatasetKind::Shards,
+        path: Some(server.url(pattern.rsplit('/').next().unwrap()).into()),
+        channels: 3,
+        image_size: [16, 16],
+        ..DatasetSpec::default()
+    };
+    let opened = dataset::open(&spec, None).unwrap();
+    let indexed = server.requests();
+    assert_eq!(indexed, 3, "indexing is one GET per shard");
+    // What a spawned worker does with the index its config carries.
+    let reopened = dataset::reopen(&spec, None, opened.reopen_index()).unwrap();
+    assert_eq!(
+        server.requests(),
+        indexed,
+        "reopening from the index fetches nothing"
+    );
+    assert_eq!(reopened.shards(), opened.shards());
+    let bytes = opened.shape().sample_bytes();
+    let (mut a, mut b) = (vec![0; bytes], vec![0; bytes]);
+    for index in [0, 5, 11] {
+        assert_eq!(
+            opened.read(index, &mut a).unwrap(),
+            reopened.read(index, &mut b).unwrap()
+        );
+        assert_eq!(a, b, "sample {index}");
+    }
+}

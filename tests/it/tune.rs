@@ -1,0 +1,110 @@
+//! `loaderbench tune` as a process: it stops at its budget (within 10%), leaves its
+//! trail in the JSON export and the journal (which `report` reads back like any run),
+//! and a stop keeps the trail and every config measured.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common;
+use common::{loaderbench, loaderbench_command, path_str, stderr, stdout, wait_with_deadline};
+
+/// A wide space: far more configs than any budget here measures, on a dataset whose
+/// epochs are long enough that no budget here sees five rounds (the least a settled
+/// answer needs), so the budget ends the search.
+const WIDE: [&str; 6] = [
+    "--space",
+    "wide",
+    "--set",
+    "samples=30000",
+    "--set",
+    "epochs=2",
+];
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the JSON export")).expect("JSON")
+}
+
+#[test]
+fn tune_stops_at_its_budget_and_leaves_its_trail_where_report_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+    let budget_s = 12.0;
+    let mut args = vec!["tune", "seed-light", "--budget", "12s", "--quiet"];
+    args.extend(WIDE);
+    args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
+    let started = Instant::now();
+    let output = loaderbench(&args);
+    let wall_s = started.elapsed().as_secs_f64();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result = read_json(&json);
+    let trail = &result["tune"];
+    assert_eq!(trail["stop"], "budget", "{trail}");
+    let used_s = trail["used_s"].as_f64().unwrap();
+    assert!(
+        (0.9 * budget_s..=1.1 * budget_s).contains(&used_s),
+        "used {used_s:.1} s of {budget_s} s"
+    );
+    // Beyond the search: the process starting, the tables and the export.
+    assert!(
+        wall_s < 1.1 * budget_s + 5.0,
+        "the process took {wall_s:.1} s"
+    );
+    let configs = result["configs"].as_array().unwrap().len();
+    assert_eq!(trail["configs"].as_array().unwrap().len(), configs);
+    assert!(configs > 40, "the wide space has {configs} configs");
+    assert_eq!(
+        result["results"].as_array().unwrap().len(),
+        common::journaled_configs(&journal),
+        "the JSON holds what the journal holds"
+    );
+    let report = loaderbench(&["report", path_str(&journal)]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let text = stdout(&report);
+    assert!(
+        text.contains(&format!("tune: {configs} configs")) && text.contains("the budget was spent"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| config") && text.contains("| fate"),
+        "{text}"
+    );
+}
+
+#[test]
+fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+    let mut args = vec!["tune", "seed-light", "--budget", "5m", "--quiet"];
+    args.extend(["--set", "samples=2048", "--set", "epochs=2"]);
+    args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
+    let mut command = loaderbench_command(&args);
+    command.stdout(Stdio::null());
+    let child = command.spawn().expect("the program starts");
+    common::wait_for_configs(&journal, 2, Duration::from_secs(120));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill takes a pid and a signal number; no pointers.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let output = wait_with_deadline(child, Duration::from_secs(30));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    let result = read_json(&json);
+    assert_eq!(result["status"]["status"], "cancelled", "{err}");
+    assert_eq!(result["tune"]["stop"], "cancelled", "{err}");
+    let kept = result["results"].as_array().unwrap().len();
+    assert!(kept >= 2, "{kept} configs kept: {err}");
+    assert_eq!(kept, common::journaled_configs(&journal), "{err}");
+    let journal_text = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        journal_text.contains(r#"{"entry":"tune""#),
+        "the journal keeps the trail"
+    );
+}
+
+#[test]
+fn a_budget_people_cannot_read_is_refused() {
+    let output = loaderbench(&["tune", "seed-light", "--budget", "soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--budget"), "{}", stderr(&output));
+}

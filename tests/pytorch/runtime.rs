@@ -1,0 +1,584 @@
+//! The PyTorch runtime for real: tiny configs through the real
+//! `torch.utils.data.DataLoader` (no workers, fork and spawn workers) streaming the same
+//! events as our loader; the synthetic dataset reaching PyTorch byte for byte; each way
+//! it can fail (no Python, no torch, a failing script, a killed worker) ending as a clear
+//! error rather than a hang; cancelling leaving no process behind; `compare` as a
+//! process; and seed-light-pytorch recommending per runtime, with a PyTorch snippet that
+//! builds a working DataLoader. Tests that start Python take turns: they find its
+//! processes by parentage.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use loaderbench_analysis::Analysis;
+use loaderbench_analysis::baseline;
+use loaderbench_engine::dataset::{DatasetSpec, open};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::{Cache, Preset};
+use loaderbench_engine::transform::PipelineSpec;
+use loaderbench_measure::pytorch::{self, DatasetRequest, Request};
+use loaderbench_measure::{Event, RunHandle, RunOptions};
+use tempfile::TempDir;
+
+use crate::common;
+use common::process::{children_of, python_turn, running};
+use common::runs::shared_dir;
+use common::{
+    assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
+    path_str, wait_with_deadline,
+};
+
+/// A tiny preset on the PyTorch runtime (256 samples in batches of 64), with `sets`.
+fn pytorch_preset(sets: &[(&str, &str)]) -> Preset {
+    let mut preset = Preset {
+        name: "tiny-pytorch".to_owned(),
+        samples: Some(256),
+        batch_size: vec![64],
+        ..Preset::default()
+    };
+    preset.set("runtime", "pytorch").unwrap();
+    for (key, value) in sets {
+        preset.set(key, value).unwrap();
+    }
+    preset
+}
+
+fn start(preset: &Preset, dir: &TempDir) -> (Plan, RunHandle) {
+    let plan = Plan::from_preset(preset, None).unwrap();
+    let options = RunOptions {
+        journal: Some(dir.path().join("journal.jsonl")),
+        ..RunOptions::default()
+    };
+    let handle = loaderbench_measure::spawn(plan.clone(), options, || {});
+    (plan, handle)
+}
+
+/// Every event until the run ends, failing the test after `limit`.
+fn events_until_end(handle: &RunHandle, limit: Duration) -> Vec<Event> {
+    let deadline = Instant::now() + limit;
+    let mut events = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = handle
+            .events()
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no end within {limit:?}; got {events:#?}"));
+        let end = event.final_result().is_some();
+        events.push(event);
+        if end {
+            return events;
+        }
+    }
+}
+
+/// Waits for the first batch of the run; returns the events so far.
+fn events_until_batch(handle: &RunHandle, limit: Duration) -> Vec<Event> {
+    let deadline = Instant::now() + limit;
+    let mut events = Vec::new();
+    while !events.iter().any(|e| matches!(e, Event::Batch { .. })) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = handle.events().recv_timeout(left).expect("a batch in time");
+        assert!(event.final_result().is_none(), "ended early: {event:#?}");
+        events.push(event);
+    }
+    events
+}
+
+#[test]
+fn pytorch_dataloader_streams_our_events_with_and_without_workers() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[("num_workers", "0,2"), ("start_method", "fork,spawn")]);
+    let (plan, handle) = start(&preset, &dir);
+    let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+    assert_eq!(labels, ["nw=0", "nw=2", "nw=2 spawn"]);
+    let events = events_until_end(&handle, Duration::from_secs(240));
+    let Some(Event::Finished { result }) = events.last() else {
+        panic!("did not finish: {:#?}", events.last());
+    };
+    assert_eq!(result.results.len(), 3);
+    for measured in &result.results {
+        assert_eq!(measured.epochs.len(), 2, "{}", measured.label);
+        for epoch in &measured.epochs {
+            assert_eq!(
+                (epoch.batches, epoch.samples),
+                (4, 256),
+                "{}",
+                measured.label
+            );
+            assert!(epoch.first_batch_s > 0.0 && epoch.first_batch_s <= epoch.seconds);
+            assert!(
+                epoch.seconds < 120.0,
+                "{}: {}",
+                measured.label,
+                epoch.seconds
+            );
+            let workers = if measured.config.num_workers > 0 {
+                2
+            } else {
+                0
+            };
+            assert_eq!(epoch.worker_startups.len(), workers, "{}", measured.label);
+        }
+        assert!(measured.intra_op_threads >= 1);
+    }
+    let batches = events
+        .iter()
+        .filter(|e| matches!(e, Event::Batch { .. }))
+        .count();
+    let ready = events
+        .iter()
+        .filter(|e| matches!(e, Event::WorkerReady { .. }))
+        .count();
+    assert_eq!((batches, ready), (3 * 2 * 4, 2 * 2 * 2));
+}
+
+#[test]
+fn a_cold_pytorch_epoch_waits_for_our_eviction_and_reads_the_folder_from_storage() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    // On the build's disk: /tmp may be tmpfs, whose pages never leave.
+    let (folder, bytes) = noisy_image_folder(Path::new(env!("CARGO_TARGET_TMPDIR")), 12);
+    let preset = pytorch_preset(&[
+        ("dataset.kind", "image_folder"),
+        ("dataset.path", path_str(folder.path())),
+        ("dataset.channels", "3"),
+        ("num_workers", "2"),
+        ("cache", "warm,cold"),
+    ]);
+    let (_, handle) = start(&preset, &dir);
+    let events = events_until_end(&handle, Duration::from_secs(240));
+    let Some(Event::Finished { result }) = events.last() else {
+        panic!("did not finish: {:#?}", events.last());
+    };
+    let read = |cache: Cache| -> Vec<u64> {
+        let measured = result.results.iter().find(|r| r.config.cache == cache);
+        let measured = measured.unwrap_or_else(|| panic!("no {cache:?} config"));
+        assert_eq!(measured.stayed_warm, None, "{}", measured.label);
+        measured
+            .epochs
+            .iter()
+            .map(|e| e.read_bytes.unwrap())
+            .collect()
+    };
+    let (warm, cold) = (read(Cache::Warm), read(Cache::Cold));
+    assert_eq!((warm.len(), cold.len()), (2, 2));
+    // PyTorch's worker processes read the files; Python reaps them, and we count them
+    // through it.
+    assert!(
+        cold.iter().all(|&b| b >= bytes * 9 / 10),
+        "cold {cold:?} of {bytes}"
+    );
+    // A fresh Python's first epoch reads the libraries its workers import (PIL's PNG
+    // plugin, and torch's own when the kernel has dropped them: 20 MB once in CI,
+    // against a 1.3 MB folder), so only the second epoch is held to reading nothing.
+    assert!(warm[1] < bytes / 10, "warm {warm:?} of {bytes}");
+}
+
+#[test]
+fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let synthetic = open(&DatasetSpec::default(), Some(128)).unwrap();
+    let (images, labels) = pytorch::write_idx(synthetic.as_ref(), dir.path()).unwrap();
+    let mut preset = pytorch_preset(&[("shuffle", "false")]);
+    preset.pipeline = vec![PipelineSpec::Custom {
+        name: "identity".to_owned(),
+        ops: Vec::new(),
+    }];
+    let plan = Plan::from_preset(&preset, None).unwrap();
+    let request = Request::new(
+        &plan,
+        &plan.configs[0],
+        DatasetRequest::Idx { images, labels },
+    );
+    let first_batch = python_first_batch(&serde_json::to_string(&request).unwrap(), &dir);
+    let mut want_pixels = Vec::new();
+    let mut want_labels = Vec::new();
+    let mut pixels = vec![0; 784];
+    for index in 0..64 {
+        want_labels.push(synthetic.read(index, &mut pixels).unwrap());
+        want_pixels.extend_from_slice(&pixels);
+    }
+    assert_eq!(first_batch["labels"], serde_json::json!(want_labels));
+    assert_eq!(first_batch["pixels"], serde_json::json!(want_pixels));
+}
+
+/// The first batch of the script's own dataset and DataLoader for `request`, as bytes.
+/// It is written to a file: more than a pipe holds.
+fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
+    let out_path = dir.path().join("first-batch.json");
+    let out = std::fs::File::create(&out_path).unwrap();
+    let snippet = "import json, sys; sys.path.insert(0, sys.argv[1]); import pytorch_loader as r\n\
+        request = json.loads(sys.stdin.read())\n\
+        loader = r.build_loader(request, r.build_dataset(request))\n\
+        images, labels = next(iter(loader))\n\
+        pixels = (images * 255).round().to(r.torch.uint8).flatten().tolist()\n\
+        print(json.dumps({'labels': labels.tolist(), 'pixels': pixels}))";
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
+    let mut child = Command::new(pytorch::python_path())
+        .args(["-c", snippet])
+        .arg(&scripts)
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    let output = wait_with_deadline(child, Duration::from_secs(120));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
+}
+
+/// Runs `loaderbench ARGS` with `python` as `LOADERBENCH_PYTHON`.
+fn with_python(args: &[&str], python: &str) -> Output {
+    loaderbench_with(args, &[(pytorch::PYTHON_VAR, OsStr::new(python))])
+}
+
+/// The standard output of a run that must have succeeded.
+fn succeeded(output: &Output) -> String {
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+fn write_preset(dir: &TempDir, preset: &Preset) -> String {
+    let path = dir.path().join("tiny.ron");
+    preset.save(&path).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// The error line of a tiny pytorch run with `python` as the Python to use.
+fn error_with_python(python: impl FnOnce(&Path) -> String) -> String {
+    let dir = TempDir::new().unwrap();
+    let preset = write_preset(&dir, &pytorch_preset(&[]));
+    let journal = dir.path().join("j.jsonl");
+    let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
+    assert_error_line(&with_python(&args, &python(dir.path())), 2, &[])
+}
+
+#[test]
+fn a_missing_python_is_named() {
+    let _turn = python_turn();
+    let line = error_with_python(|dir| path_str(&dir.join("no-such-python")).to_owned());
+    assert!(
+        line.contains("no-such-python") && line.contains("not found"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_python_without_torch_is_named() {
+    let _turn = python_turn();
+    // The system python3 has no torch.
+    let line = error_with_python(|_| "python3".to_owned());
+    assert!(line.contains("cannot import torch"), "{line}");
+}
+
+#[test]
+fn a_failing_script_is_one_line_and_exit_1() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let mut preset = pytorch_preset(&[]);
+    preset.pipeline = vec![PipelineSpec::Custom {
+        name: "oversized-crop".to_owned(),
+        ops: vec![loaderbench_engine::transform::Op::Crop {
+            size: [64, 64],
+            padding: 0,
+        }],
+    }];
+    let preset = write_preset(&dir, &preset);
+    let journal = dir.path().join("j.jsonl");
+    let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
+    let line = assert_error_line(&loaderbench(&args), 1, &[]);
+    assert!(
+        line.contains("PyTorch DataLoader") && line.contains("crop"),
+        "{line}"
+    );
+}
+
+/// The PyTorch runtime's script that this test runs in this process (a child of ours
+/// running `pytorch_loader.py`; such tests take turns, while other tests' commands may
+/// be our children too) and the processes below it, by /proc.
+fn script_processes() -> Vec<i32> {
+    let runs_the_script = |pid: &u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("pytorch_loader.py"))
+    };
+    children_of(std::process::id())
+        .into_iter()
+        .filter(runs_the_script)
+        .flat_map(|script| {
+            let script = script as i32;
+            std::iter::once(script).chain(descendants_of(script))
+        })
+        .collect()
+}
+
+/// Pids of `root`'s children and their children, by /proc.
+fn descendants_of(root: i32) -> Vec<i32> {
+    let parent_of = |pid: i32| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        after_name.split(' ').nth(1)?.parse().ok()
+    };
+    let all: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut found = vec![root];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &pid in &all {
+            if !found.contains(&pid) && parent_of(pid).is_some_and(|p| found.contains(&p)) {
+                found.push(pid);
+                grew = true;
+            }
+        }
+    }
+    found.remove(0);
+    found
+}
+
+/// Whether `pid` (a pid as libc gives it) still runs.
+fn alive(pid: i32) -> bool {
+    u32::try_from(pid).is_ok_and(running)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn python_and_its_workers_end_when_loaderbench_is_killed() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[
+        ("pipeline", "heavy"),
+        ("samples", "60000"),
+        ("num_workers", "2"),
+    ]);
+    let mut cli = loaderbench_command(&["run", &write_preset(&dir, &preset), "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cli_pid = cli.id() as i32;
+    // Python and its two DataLoader workers.
+    let what = "Python and its two DataLoader workers";
+    let processes = common::wait_for(Duration::from_secs(120), what, || {
+        let processes = descendants_of(cli_pid);
+        (processes.len() >= 3).then_some(processes)
+    });
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    // PyTorch's workers notice their parent is gone within its 5 s status interval.
+    let killed = Instant::now();
+    while processes.iter().any(|&p| alive(p)) && killed.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<i32> = processes.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "{left:?} outlived the killed loaderbench");
+}
+
+/// A run long enough to act on: the heavy pipeline with two fork workers.
+fn long_run(dir: &TempDir) -> RunHandle {
+    let preset = pytorch_preset(&[
+        ("pipeline", "heavy"),
+        ("samples", "60000"),
+        ("num_workers", "2"),
+        ("worker_timeout_s", "30"),
+    ]);
+    start(&preset, dir).1
+}
+
+#[test]
+fn a_killed_worker_fails_the_run_with_a_message() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let handle = long_run(&dir);
+    events_until_batch(&handle, Duration::from_secs(120));
+    let processes = script_processes();
+    // The script comes first; its workers are its children.
+    let worker = *processes.last().expect("python and its workers");
+    assert!(processes.len() >= 3, "{processes:?}");
+    // SAFETY: sending a signal to a process this test started.
+    unsafe {
+        libc::kill(worker, libc::SIGKILL);
+    }
+    let events = events_until_end(&handle, Duration::from_secs(60));
+    let Some(Event::Failed { error, .. }) = events.last() else {
+        panic!("did not fail: {:#?}", events.last());
+    };
+    assert!(error.contains("worker"), "{error}");
+    assert!(!error.contains('\n'), "{error}");
+}
+
+#[test]
+fn cancelling_kills_python_and_its_workers_within_a_second() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let handle = long_run(&dir);
+    events_until_batch(&handle, Duration::from_secs(120));
+    let processes = script_processes();
+    assert!(processes.len() >= 3, "{processes:?}");
+    let cancelled = Instant::now();
+    handle.cancel();
+    let events = events_until_end(&handle, Duration::from_secs(5));
+    assert!(matches!(events.last(), Some(Event::Cancelled { .. })));
+    while processes.iter().any(|&pid| alive(pid)) {
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(1),
+            "still running: {:?}",
+            processes.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn compare_prints_ours_against_pytorch_per_config() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let mut preset = pytorch_preset(&[]);
+    preset.set("runtime", "loaderbench").unwrap();
+    let preset = write_preset(&dir, &preset);
+    let journal = dir.path().join("j.jsonl");
+    let output = loaderbench(&[
+        "compare",
+        &preset,
+        "-q",
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    let out = succeeded(&output);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| nw=0 "))
+        .unwrap_or_else(|| panic!("no compare row in: {out}"));
+    assert_eq!(row.matches('×').count(), 3, "{row}");
+}
+
+/// seed-light-pytorch (num_workers 0 and 2, spawned) with `--recommend`, run once by the
+/// first test that needs it (in its Python turn): the folder holding its JSON as
+/// `run.json`, and its output.
+fn seed_light_pytorch() -> &'static (TempDir, Output) {
+    static RUN: OnceLock<(TempDir, Output)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = shared_dir();
+        let json = dir.path().join("run.json");
+        let journal = dir.path().join("j.jsonl");
+        let output = loaderbench(&[
+            "run",
+            "seed-light-pytorch",
+            "-q",
+            "--recommend",
+            "--set",
+            "samples=1024",
+            "--set",
+            "num_workers=0,2",
+            "--set",
+            "extra_configs=[]",
+            "--set",
+            "start_method=spawn",
+            "--json",
+            json.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ]);
+        (dir, output)
+    })
+}
+
+#[test]
+fn seed_light_pytorch_recommends_per_runtime() {
+    let _turn = python_turn();
+    let (dir, output) = seed_light_pytorch();
+    let out = succeeded(output);
+    let result = baseline::read_result(&dir.path().join("run.json")).unwrap();
+    let groups: Vec<String> = Analysis::of(&result)
+        .recommendations
+        .into_iter()
+        .map(|r| r.group)
+        .collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(groups[0].ends_with(" · light · loaderbench"), "{groups:?}");
+    assert!(groups[1].ends_with(" · light · pytorch"), "{groups:?}");
+    for group in &groups {
+        assert!(
+            out.contains(&format!("Recommendation: {group}\n")),
+            "printed per runtime: {out}"
+        );
+    }
+}
+
+#[test]
+fn seed_light_pytorch_s_snippet_builds_a_working_dataloader() {
+    let _turn = python_turn();
+    let (shared, output) = seed_light_pytorch();
+    succeeded(output);
+    let dir = TempDir::new().unwrap();
+    let mut result = baseline::read_result(&shared.path().join("run.json")).unwrap();
+    // A busy machine (other tests, other builds) may leave the question undecided; the
+    // snippet is then the one the same measurements give on a quiet machine.
+    for run in &mut result.results {
+        run.disturbed = false;
+    }
+    let recommendations = Analysis::of(&result).recommendations;
+    let snippet = recommendations[1].snippet.as_deref().unwrap();
+    assert!(
+        snippet.contains("loader = DataLoader(dataset, batch_size=256"),
+        "{snippet}"
+    );
+
+    // The snippet as a user pastes it: below their dataset (the test module's map-style
+    // Dataset over IDX files, with PIL and torchvision transforms), in a script of their
+    // own (spawned workers import the script again, hence the main guard).
+    let data = dir.path().join("mnist");
+    std::fs::create_dir(&data).unwrap();
+    let samples = open(&DatasetSpec::default(), Some(1000)).unwrap();
+    pytorch::write_idx(samples.as_ref(), &data).unwrap();
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/user_dataset");
+    let script = dir.path().join("train.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import sys\nsys.path.insert(0, {module:?})\nfrom mnist_user import make_dataset\n\
+             dataset = make_dataset(root={data:?})\n{snippet}\n\
+             if __name__ == '__main__':\n    print('batches', sum(1 for _ in loader))\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(pytorch::python_path())
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let ran = wait_with_deadline(child, Duration::from_secs(120));
+    assert!(
+        ran.status.success(),
+        "{snippet}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        "batches 4\n",
+        "{snippet}"
+    );
+}

@@ -1,0 +1,400 @@
+//! Tar shards on the PyTorch runtime, read by the real webdataset package: a sharded copy
+//! of a small image folder gives every sample of the folder exactly once per epoch (the
+//! same labels and the same pixels, after the same decode and transforms) at 0, 2 and 3
+//! workers, split between 2 ranks, and over HTTP from a real nginx; a shard the server
+//! does not have (404) and a malformed member each end the run with one line naming the
+//! shard, as bad input. Python tests take turns; each leaves no process behind.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::{Rgb, RgbImage};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::transform::PipelineSpec;
+use loaderbench_measure::pytorch::{self, DatasetRequest, PytorchScript, Request};
+use tempfile::TempDir;
+
+use common::nginx::Nginx;
+use common::process::{marked, python_turn, running};
+use common::wait_with_deadline;
+
+const CLASSES: usize = 3;
+const PER_CLASS: usize = 9;
+const SHARDS: usize = 4;
+/// The environment mark of every process a test's snippet starts.
+const MARK: &str = "LOADERBENCH_SHARDS_PYTORCH_TEST";
+
+/// A folder of `CLASSES` × `PER_CLASS` small images (JPEG, every fourth a PNG, sizes
+/// varying) and the same samples as `SHARDS` tar shards in WebDataset's layout, classes
+/// mixed across shards.
+struct Data {
+    dir: TempDir,
+}
+
+impl Data {
+    fn new() -> Data {
+        let dir = TempDir::new().unwrap();
+        let mut samples = Vec::new();
+        for class in 0..CLASSES {
+            let folder = dir.path().join(format!("folder/class{class}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            for i in 0..PER_CLASS {
+                let n = class * PER_CLASS + i;
+                let extension = if n.is_multiple_of(4) { "png" } else { "jpg" };
+                let path = folder.join(format!("{i:03}.{extension}"));
+                std::fs::write(&path, encoded(n, extension)).unwrap();
+                samples.push((path, class));
+            }
+        }
+        std::fs::create_dir(dir.path().join("shards")).unwrap();
+        // A fixed mixing order: sample n goes to shard n % SHARDS, in a shuffled order.
+        let order: Vec<usize> = (0..samples.len()).map(|n| n * 7 % samples.len()).collect();
+        for shard in 0..SHARDS {
+            let file = std::fs::File::create(dir.path().join(shard_name(shard))).unwrap();
+            let mut tar = tar::Builder::new(file);
+            for (n, &index) in order.iter().enumerate().skip(shard).step_by(SHARDS) {
+                let (path, class) = &samples[index];
+                let extension = path.extension().unwrap().to_str().unwrap();
+                append(
+                    &mut tar,
+                    &format!("{n:06}.{extension}"),
+                    &std::fs::read(path).unwrap(),
+                );
+                append(
+                    &mut tar,
+                    &format!("{n:06}.cls"),
+                    class.to_string().as_bytes(),
+                );
+            }
+            tar.finish().unwrap();
+        }
+        Data { dir }
+    }
+
+    fn folder(&self) -> PathBuf {
+        self.dir.path().join("folder")
+    }
+
+    fn shards(&self) -> Vec<String> {
+        (0..SHARDS)
+            .map(|shard| {
+                self.dir
+                    .path()
+                    .join(shard_name(shard))
+                    .display()
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
+fn shard_name(shard: usize) -> String {
+    format!("shards/shard-{shard:06}.tar")
+}
+
+fn append(tar: &mut tar::Builder<std::fs::File>, name: &str, bytes: &[u8]) {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, name, bytes).unwrap();
+}
+
+/// Image `n`: a gradient of its own colours, 20–27 × 14–19 pixels.
+fn encoded(n: usize, extension: &str) -> Vec<u8> {
+    let (width, height) = (20 + (n % 8) as u32, 14 + (n % 6) as u32);
+    let picture = RgbImage::from_fn(width, height, |x, y| {
+        Rgb([(n * 9) as u8, (x * 11) as u8, (y * 13 + n as u32) as u8])
+    });
+    let mut bytes = Vec::new();
+    if extension == "png" {
+        picture
+            .write_to(
+                &mut std::io::Cursor::new(&mut bytes),
+                image::ImageFormat::Png,
+            )
+            .unwrap();
+    } else {
+        JpegEncoder::new_with_quality(&mut bytes, 90)
+            .encode_image(&picture)
+            .unwrap();
+    }
+    bytes
+}
+
+/// A shuffling pytorch preset over nothing in particular (each test sets the dataset in
+/// its request), decoding to tensors only (no random op, so pixels can be compared).
+fn plan(sets: &[(&str, &str)]) -> Plan {
+    let mut preset = Preset {
+        name: "shards-pytorch".to_owned(),
+        batch_size: vec![4],
+        pipeline: vec![PipelineSpec::Custom {
+            name: "identity".to_owned(),
+            ops: Vec::new(),
+        }],
+        ..Preset::default()
+    };
+    preset.set("runtime", "pytorch").unwrap();
+    for (key, value) in sets {
+        preset.set(key, value).unwrap();
+    }
+    Plan::from_preset(&preset, None).unwrap()
+}
+
+fn image_folder(data: &Data) -> DatasetRequest {
+    DatasetRequest::ImageFolder {
+        root: data.folder(),
+        channels: 3,
+        image_size: [8, 8],
+    }
+}
+
+fn shards(locations: Vec<String>) -> DatasetRequest {
+    DatasetRequest::Shards {
+        shards: locations,
+        channels: 3,
+        image_size: [8, 8],
+        shuffle_buffer: 5,
+        samples_per_shard: None,
+    }
+}
+
+/// Each (label, pixel checksum) a sample has, with how often an epoch delivered it.
+type Samples = BTreeMap<(i64, String), usize>;
+
+/// The script's own dataset and DataLoader for `request`, iterated for two epochs in a
+/// Python process: each epoch's samples and batch count.
+const SNIPPET: &str = "import hashlib, json, sys
+sys.path.insert(0, sys.argv[1])
+import pytorch_loader as r
+request = json.loads(sys.stdin.readline())
+r.join_process_group(request)
+loader = r.build_loader(request, r.build_dataset(request))
+epochs = []
+for epoch in range(2):
+    samples, batches = [], 0
+    for images, labels in loader:
+        batches += 1
+        samples += [[int(l), hashlib.sha1(i.numpy().tobytes()).hexdigest()] for i, l in zip(images, labels)]
+    epochs.append({'samples': samples, 'batches': batches})
+with open(sys.argv[2], 'w') as out:
+    json.dump(epochs, out)
+";
+
+/// Starts the snippet on `request`; its result file is `out`.
+fn start_snippet(request: &Request, out: &Path) -> std::process::Child {
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
+    let mut child = Command::new(pytorch::python_path())
+        .args(["-c", SNIPPET])
+        .arg(&scripts)
+        .arg(out)
+        .env(MARK, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let line = serde_json::to_string(request).unwrap() + "\n";
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    child
+}
+
+/// The epochs a finished snippet wrote: each epoch's samples and batch count.
+fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<(Samples, usize)> {
+    let output = wait_with_deadline(child, Duration::from_secs(180));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let epochs: serde_json::Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+    let epochs = epochs.as_array().unwrap().iter().map(|epoch| {
+        let mut samples = Samples::new();
+        for sample in epoch["samples"].as_array().unwrap() {
+            let key = (
+                sample[0].as_i64().unwrap(),
+                sample[1].as_str().unwrap().to_owned(),
+            );
+            *samples.entry(key).or_default() += 1;
+        }
+        (samples, epoch["batches"].as_u64().unwrap() as usize)
+    });
+    epochs.collect()
+}
+
+/// Two epochs of `dataset` read through the script with the plan's first config.
+fn read_epochs(plan: &Plan, dataset: DatasetRequest) -> Vec<(Samples, usize)> {
+    let dir = TempDir::new().unwrap();
+    let out = dir.path().join("epochs.json");
+    let request = Request::new(plan, &plan.configs[0], dataset);
+    snippet_epochs(start_snippet(&request, &out), &out)
+}
+
+/// The folder's samples, read by torchvision's ImageFolder through the same script.
+fn folder_samples(data: &Data) -> Samples {
+    let epochs = read_epochs(&plan(&[]), image_folder(data));
+    let (samples, _) = epochs.into_iter().next().unwrap();
+    assert_eq!(samples.values().sum::<usize>(), CLASSES * PER_CLASS);
+    samples
+}
+
+fn assert_no_python_left() {
+    let left = marked(MARK, "1");
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+#[test]
+fn shards_give_every_sample_of_the_folder_once_per_epoch_at_0_2_and_3_workers() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let want = folder_samples(&data);
+    for workers in ["0", "2", "3"] {
+        let plan = plan(&[("num_workers", workers), ("persistent_workers", "true")]);
+        let epochs = read_epochs(&plan, shards(data.shards()));
+        for (epoch, (samples, batches)) in epochs.iter().enumerate() {
+            assert_eq!(samples, &want, "nw={workers}, epoch {epoch}");
+            // Each worker batches its own shards: the last batch of each may be partial.
+            let workers: usize = workers.parse().unwrap();
+            let most = (CLASSES * PER_CLASS).div_ceil(4) + workers.max(1) - 1;
+            assert!(*batches <= most, "nw={workers}: {batches} batches");
+        }
+    }
+    assert_no_python_left();
+}
+
+#[test]
+fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let want = folder_samples(&data);
+    let dir = TempDir::new().unwrap();
+    let store = dir.path().join("store");
+    // Spawned workers: the process group is not theirs, so the rank must reach them as
+    // torchrun passes it (RANK and WORLD_SIZE).
+    let plan = plan(&[
+        ("ranks", "2"),
+        ("num_workers", "1"),
+        ("start_method", "spawn"),
+    ]);
+    let children: Vec<_> = (0..2)
+        .map(|rank| {
+            let request = Request::new(&plan, &plan.configs[0], shards(data.shards()))
+                .for_rank(rank, 2, &store);
+            let out = dir.path().join(format!("rank{rank}.json"));
+            (start_snippet(&request, &out), out)
+        })
+        .collect();
+    let ranks: Vec<_> = children
+        .into_iter()
+        .map(|(child, out)| snippet_epochs(child, &out))
+        .collect();
+    assert_eq!((ranks[0].len(), ranks[1].len()), (2, 2));
+    for (epoch, ((first, _), (second, _))) in ranks[0].iter().zip(&ranks[1]).enumerate() {
+        assert!(!first.is_empty() && !second.is_empty(), "epoch {epoch}");
+        let mut together = first.clone();
+        for (sample, count) in second {
+            *together.entry(sample.clone()).or_default() += count;
+        }
+        assert_eq!(together, want, "epoch {epoch}");
+    }
+    assert_no_python_left();
+}
+
+#[test]
+fn http_shards_from_nginx_give_the_same_samples() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+        return;
+    };
+    let want = folder_samples(&data);
+    let urls = (0..SHARDS).map(|shard| server.url(&shard_name(shard)));
+    let plan = plan(&[("num_workers", "2")]);
+    for (epoch, (samples, _)) in read_epochs(&plan, shards(urls.collect()))
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(samples, &want, "epoch {epoch}");
+    }
+    let pid = server.pid();
+    drop(server);
+    assert!(!running(pid), "nginx {pid} still runs");
+    assert_no_python_left();
+}
+
+/// The error of measuring `pattern` as a shards dataset on the PyTorch runtime.
+fn measure_error(pattern: &str) -> loaderbench_engine::error::Error {
+    let plan = plan(&[
+        ("dataset.kind", "shards"),
+        ("dataset.path", pattern),
+        ("dataset.channels", "3"),
+        ("num_workers", "2"),
+    ]);
+    let script = PytorchScript::prepare(&plan, None).expect("the request");
+    let measured = script.measure(
+        &plan,
+        0,
+        0,
+        &CancelToken::new(),
+        &mut |_| {},
+        &mut || Ok(()),
+    );
+    measured.expect_err("the run fails")
+}
+
+#[test]
+fn a_shard_the_server_lacks_is_one_line_naming_its_url_as_bad_input() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+        return;
+    };
+    // Shards 0..=3 exist; 4 does not.
+    let pattern = server.url("shards/shard-{000000..000004}.tar");
+    let err = measure_error(&pattern);
+    assert!(err.is_bad_input(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: HTTP 404 Not Found (curl exit status 22)",
+            server.url("shards/shard-000004.tar")
+        )
+    );
+    assert_no_python_left();
+}
+
+#[test]
+fn a_member_with_an_unknown_extension_is_one_line_naming_shard_and_member() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let bad = data.dir.path().join("shards/shard-000004.tar");
+    let mut tar = tar::Builder::new(std::fs::File::create(&bad).unwrap());
+    append(&mut tar, "000100.txt", b"a caption");
+    tar.finish().unwrap();
+    let pattern = format!(
+        "{}/shards/shard-{{000000..000004}}.tar",
+        data.dir.path().display()
+    );
+    let err = measure_error(&pattern);
+    assert!(err.is_bad_input(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: member 000100.txt: unknown extension (samples are jpg, jpeg or png with cls or json)",
+            bad.display()
+        )
+    );
+}

@@ -1,0 +1,167 @@
+//! The recommendation's snippet builds exactly the loader that was measured. A run on the
+//! PyTorch runtime is measured by the CLI as a process; for each config it measured,
+//! the snippet the recommendation would hand over (made from the `--json` export, so
+//! the test does not depend on which config this machine's noise favours) is run by
+//! tests/data/snippet/check_snippet.py beside the loader the runtime builds from that
+//! config's request (python/pytorch_loader.py, as the runtime ran it), and the first
+//! batches of the two must be equal in shapes and values. Once for a built-in preset,
+//! once for a user's dataset with its own collate and random augmentation.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use loaderbench_analysis::recommend::snippet;
+use loaderbench_engine::builtin;
+use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Preset;
+use loaderbench_measure::pytorch::{DatasetRequest, Request, python_path, write_idx};
+use loaderbench_measure::results::RunResult;
+use loaderbench_present::documents;
+
+use crate::common;
+use common::{loaderbench, path_str, stderr};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The `--set`s every run here takes: two configs on the PyTorch runtime, short.
+const SETS: [&str; 6] = [
+    "runtime=pytorch",
+    "samples=512",
+    "batch_size=64",
+    "epochs=1",
+    "extra_configs=[]",
+    "pin_memory=false",
+];
+
+/// Runs `preset` with `sets` and returns what it measured, as its JSON export holds it.
+fn measured(dir: &Path, preset: &str, sets: &[String]) -> RunResult {
+    let json = dir.join("run.json");
+    let journal = dir.join("run.jsonl");
+    let mut args = vec!["run", preset, "--quiet", "--json", path_str(&json)];
+    args.extend(["--journal", path_str(&journal)]);
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let output = loaderbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    documents::read(&json).expect("the JSON export reads back")
+}
+
+/// The snippet of each config `result` measured.
+fn snippets(result: &RunResult) -> Vec<(usize, String)> {
+    assert!(!result.results.is_empty(), "nothing was measured");
+    (0..result.configs.len())
+        .map(|index| (index, snippet(result, &result.configs[index], None)))
+        .collect()
+}
+
+/// `preset` with `sets` applied, as the CLI plans it.
+fn plan(mut preset: Preset, sets: &[String]) -> Plan {
+    for set in sets {
+        let (key, value) = set.split_once('=').unwrap();
+        preset.set(key, value).unwrap();
+    }
+    Plan::from_preset(&preset, None).unwrap()
+}
+
+/// Runs the checker on `config`'s request and the snippet; fails the test unless the
+/// first batches are the same.
+fn assert_same_batches(
+    dir: &Path,
+    plan: &Plan,
+    config: usize,
+    dataset: DatasetRequest,
+    snippet: &str,
+) {
+    let request = Request::new(plan, &plan.configs[config], dataset);
+    let request_path = dir.join("request.json");
+    std::fs::write(&request_path, serde_json::to_vec(&request).unwrap()).unwrap();
+    let snippet_path = dir.join("snippet.py");
+    std::fs::write(&snippet_path, snippet).unwrap();
+    let output = std::process::Command::new(python_path())
+        .arg(repo("tests/data/snippet/check_snippet.py"))
+        .arg(repo("python/pytorch_loader.py"))
+        .arg(&request_path)
+        .arg(&snippet_path)
+        .output()
+        .expect("Python starts");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && out.contains("same: 3 batches"),
+        "{out}{}\nsnippet:\n{snippet}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets: Vec<String> = SETS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(["num_workers=0,2".to_owned()])
+        .collect();
+    let result = measured(dir.path(), "seed-light", &sets);
+    let (preset, _) = builtin::load("seed-light").unwrap();
+    let plan = plan(preset, &sets);
+    // The runtime reads the synthetic samples as IDX files, written as it writes them.
+    let synthetic = open(&plan.dataset, plan.samples).unwrap();
+    let (images, labels) = write_idx(synthetic.as_ref(), dir.path()).unwrap();
+    for (config, snippet) in snippets(&result) {
+        let dataset = DatasetRequest::Idx {
+            images: images.clone(),
+            labels: labels.clone(),
+        };
+        assert_same_batches(dir.path(), &plan, config, dataset, &snippet);
+    }
+}
+
+#[test]
+fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let synthetic = open(&DatasetSpec::default(), Some(512)).unwrap();
+    write_idx(synthetic.as_ref(), &data).unwrap();
+    let module = repo("tests/data/user_dataset/mnist_user.py");
+    let args: BTreeMap<String, serde_json::Value> = [
+        ("root".to_owned(), serde_json::Value::from(path_str(&data))),
+        ("augment".to_owned(), serde_json::Value::from(true)),
+    ]
+    .into();
+    let preset = Preset {
+        name: "user-mnist".to_owned(),
+        dataset: DatasetSpec {
+            kind: DatasetKind::Python,
+            path: Some(module.clone()),
+            factory: Some("make_dataset".to_owned()),
+            args: args.clone(),
+            collate: Some("make_collate".to_owned()),
+            ..DatasetSpec::default()
+        },
+        ..Preset::default()
+    };
+    let preset_path = dir.path().join("user.ron");
+    preset.save(&preset_path).unwrap();
+    let sets: Vec<String> = SETS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(["num_workers=0,2".to_owned()])
+        .collect();
+    let result = measured(dir.path(), path_str(&preset_path), &sets);
+    let plan = plan(preset, &sets);
+    for (config, snippet) in snippets(&result) {
+        assert!(snippet.contains("collate_fn=collate_fn"), "{snippet}");
+        assert!(snippet.contains("dataset = make_dataset("), "{snippet}");
+        let dataset = DatasetRequest::Python {
+            path: module.clone(),
+            factory: "make_dataset".to_owned(),
+            args: args.clone(),
+            collate: Some("make_collate".to_owned()),
+        };
+        assert_same_batches(dir.path(), &plan, config, dataset, &snippet);
+    }
+}

@@ -1,0 +1,427 @@
+//! The training step through the CLI, as a process: the test CNN
+//! (tests/data/step/small_cnn.py) exported with torch.jit.script and trained as a `model`
+//! step on our engine and on the PyTorch runtime, from the CLI and from the app's window;
+//! the built-in steps on the PyTorch
+//! runtime at the cost they have on ours; the same CNN as a `python` step over a user's
+//! Dataset; and each way a step can be wrong (a missing or malformed file, a model that
+//! does not fit the data, a missing factory, an import error, an exception in the
+//! factory or in the step, at the first batch and later), ending in one line naming the
+//! user's file, with exit code 2 before the run's first batch and 1 after, no process
+//! left behind and the configs measured before kept.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use loaderbench_engine::dataset::{DatasetSpec, open};
+use loaderbench_measure::pytorch::{python_path, write_idx};
+use tempfile::TempDir;
+
+use crate::common;
+use common::process::marked;
+use common::runs::shared_dir;
+use common::{
+    assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+};
+
+fn test_module(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// The 1-based line of the test module `name` that contains `text`.
+fn line_of(name: &str, text: &str) -> usize {
+    let source = std::fs::read_to_string(test_module(name)).unwrap();
+    1 + source
+        .lines()
+        .position(|line| line.contains(text))
+        .unwrap_or_else(|| panic!("{name} has no line with {text}"))
+}
+
+/// The folder holding the test CNN's TorchScript exports, `small_cnn.pt` (one channel,
+/// as the synthetic data) and `small_cnn_rgb.pt` (three), made once per test binary by
+/// the Python the PyTorch runtime runs.
+fn exports() -> &'static Path {
+    static EXPORTS: OnceLock<TempDir> = OnceLock::new();
+    EXPORTS
+        .get_or_init(|| {
+            let dir = shared_dir();
+            let output = run_with_deadline(
+                Command::new(python_path())
+                    .arg(test_module("step/small_cnn.py"))
+                    .arg(dir.path()),
+                Duration::from_secs(240),
+            );
+            assert!(output.status.success(), "export: {}", stderr(&output));
+            dir
+        })
+        .path()
+}
+
+/// Marks the processes of one run.
+const MARK_VAR: &str = "LOADERBENCH_TEST_STEP";
+
+/// A folder with a preset: 256 synthetic samples in batches of 64, no workers, one
+/// epoch, on `runtime`; or, with `user_dataset`, the user's MNIST-like Dataset
+/// (tests/data/user_dataset/mnist_user.py) over the same samples as IDX files.
+struct Setup {
+    dir: TempDir,
+}
+
+impl Setup {
+    fn new(runtime: &str) -> Setup {
+        Setup::write(runtime, "(kind: synthetic, seed: 0)", "samples: Some(256),")
+    }
+
+    fn user_dataset() -> Setup {
+        let dir = TempDir::new().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
+        write_idx(synthetic.as_ref(), &data).unwrap();
+        let dataset = format!(
+            r#"(kind: python, path: "{}", factory: "make_dataset", args: {{"root": "{}"}}, collate: Some("make_collate"))"#,
+            test_module("user_dataset/mnist_user.py").display(),
+            data.display()
+        );
+        Setup::write_in(dir, "pytorch", &dataset, "")
+    }
+
+    fn write(runtime: &str, dataset: &str, samples: &str) -> Setup {
+        Setup::write_in(TempDir::new().unwrap(), runtime, dataset, samples)
+    }
+
+    fn write_in(dir: TempDir, runtime: &str, dataset: &str, samples: &str) -> Setup {
+        let preset = format!(
+            "(version: 1, name: \"step\", dataset: {dataset}, {samples} epochs: 1, \
+             shuffle: false, batch_size: [64], num_workers: [0], runtime: [{runtime}])"
+        );
+        std::fs::write(dir.path().join("step.ron"), preset).unwrap();
+        Setup { dir }
+    }
+
+    /// `loaderbench run` on the preset with `step` and each of `sets` as `--set`s, in
+    /// `cwd`; checks that no process of the run is left.
+    fn run_in(&self, cwd: &Path, step: &str, sets: &[&str]) -> Output {
+        let preset = self.dir.path().join("step.ron");
+        let journal = self.dir.path().join("journal.jsonl");
+        let step = format!("step={step}");
+        let mut args = vec![
+            "run",
+            path_str(&preset),
+            "-q",
+            "--journal",
+            path_str(&journal),
+            "--set",
+            &step,
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let json = self.json();
+        args.extend(["--json", path_str(&json)]);
+        let mark = path_str(self.dir.path());
+        let output = run_with_deadline(
+            loaderbench_command(&args)
+                .current_dir(cwd)
+                .env(MARK_VAR, mark),
+            Duration::from_secs(300),
+        );
+        assert_eq!(marked(MARK_VAR, mark), Vec::<u32>::new(), "processes left");
+        output
+    }
+
+    fn run(&self, step: &str, sets: &[&str]) -> Output {
+        self.run_in(self.dir.path(), step, sets)
+    }
+
+    fn json(&self) -> PathBuf {
+        self.dir.path().join("run.json")
+    }
+
+    fn results(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.json()).unwrap()).unwrap()
+    }
+}
+
+/// Every batch's step time in each result, by runtime.
+fn step_times(run: &serde_json::Value) -> Vec<(String, Vec<f64>)> {
+    let results = run["results"].as_array().unwrap();
+    results
+        .iter()
+        .map(|result| {
+            let batches = result["epochs"][0]["timeline"].as_array().unwrap();
+            let times = batches
+                .iter()
+                .map(|b| b["stages"]["step_s"].as_f64().unwrap())
+                .collect();
+            (
+                result["config"]["runtime"].as_str().unwrap().to_owned(),
+                times,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_torchscript_model_trains_on_both_runtimes_from_a_relative_path() {
+    let setup = Setup::new("loaderbench, pytorch");
+    let output = setup.run_in(exports(), r#"model(path: "small_cnn.pt", lr: 0.05)"#, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Training step: model small_cnn.pt (lr 0.05)"),
+        "{}",
+        stdout(&output)
+    );
+    let run = setup.results();
+    let times = step_times(&run);
+    let runtimes: Vec<&str> = times.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(runtimes, ["loaderbench", "pytorch"], "{run:#}");
+    for (runtime, times) in &times {
+        assert_eq!(times.len(), 4, "{runtime}");
+        assert!(times.iter().all(|&t| t > 0.0), "{runtime}: {times:?}");
+    }
+    for result in run["results"].as_array().unwrap() {
+        let epoch = &result["epochs"][0];
+        assert!(
+            epoch["stages"]["step_s"].as_f64().unwrap() > 0.0,
+            "{epoch:#}"
+        );
+    }
+}
+
+#[test]
+fn fixed_steps_cost_the_same_on_both_runtimes() {
+    let setup = Setup::new("loaderbench, pytorch");
+    let output = setup.run("fixed(4.0)", &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for (runtime, times) in step_times(&setup.results()) {
+        assert_eq!(times.len(), 4, "{runtime}");
+        assert!(times.iter().all(|&t| t >= 0.004), "{runtime}: {times:?}");
+    }
+}
+
+#[test]
+fn the_mlp_step_runs_on_the_pytorch_runtime() {
+    let setup = Setup::new("pytorch");
+    let output = setup.run("mlp(hidden: 32)", &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let times = step_times(&setup.results());
+    assert_eq!(times.len(), 1);
+    assert!(times[0].1.iter().all(|&t| t > 0.0), "{times:?}");
+}
+
+#[test]
+fn a_missing_model_is_bad_input_naming_the_file() {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(r#"model(path: "no_such_model.pt")"#, &[]);
+    assert_fails(&output, "no_such_model.pt: no such file", 2);
+}
+
+#[test]
+fn a_file_that_is_no_torchscript_model_is_bad_input() {
+    let setup = Setup::new("loaderbench");
+    let junk = setup.dir.path().join("junk.pt");
+    std::fs::write(&junk, "not a model").unwrap();
+    let output = setup.run(&format!(r#"model(path: "{}")"#, junk.display()), &[]);
+    let (line, code) = error_line(&output);
+    assert!(
+        line.starts_with(&format!("{}: not a TorchScript model (", junk.display())),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("save one with torch.jit.script(model).save(path)"),
+        "{line}"
+    );
+    assert_eq!(code, 2);
+}
+
+/// A model for three channels on one-channel data fails at the first batch: bad input.
+fn assert_model_does_not_fit(runtime: &str) {
+    let setup = Setup::new(runtime);
+    let model = exports().join("small_cnn_rgb.pt");
+    let output = setup.run(&format!(r#"model(path: "{}")"#, model.display()), &[]);
+    let (line, code) = error_line(&output);
+    let expected = format!("{}: the model failed: ", model.display());
+    assert!(line.starts_with(&expected), "{line}");
+    assert!(line.contains("channels"), "{line}");
+    assert!(!line.contains('\n'));
+    assert_eq!(code, 2, "{line}");
+}
+
+#[test]
+fn a_model_that_does_not_fit_the_data_is_bad_input_on_our_engine() {
+    assert_model_does_not_fit("loaderbench");
+}
+
+#[test]
+fn a_model_that_does_not_fit_the_data_is_bad_input_on_the_pytorch_runtime() {
+    assert_model_does_not_fit("pytorch");
+}
+
+/// The test CNN as a python step, with `args` (RON map entries) added to its lr.
+fn python_step(factory: &str, args: &str) -> String {
+    format!(
+        r#"python(path: "{}", factory: "{factory}", args: {{"lr": "0.05"{args}}})"#,
+        test_module("step/small_cnn.py").display()
+    )
+}
+
+#[test]
+fn the_python_step_trains_over_a_user_dataset() {
+    let setup = Setup::user_dataset();
+    let output = setup.run(&python_step("make_step", ""), &["num_workers=0,2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("small_cnn.py: make_step(lr=\"0.05\")"),
+        "{}",
+        stdout(&output)
+    );
+    let times = step_times(&setup.results());
+    assert_eq!(times.len(), 2);
+    for (_, times) in times {
+        assert_eq!(times.len(), 4);
+        assert!(times.iter().all(|&t| t > 0.0), "{times:?}");
+    }
+}
+
+#[test]
+fn our_engine_refuses_a_python_step_and_names_the_runtime_to_use() {
+    let setup = Setup::new("loaderbench");
+    let output = setup.run(&python_step("make_step", ""), &[]);
+    let (line, code) = error_line(&output);
+    assert!(line.contains("field `runtime`"), "{line}");
+    assert!(line.contains("use runtime: [pytorch]"), "{line}");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn a_missing_step_module_is_bad_input() {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(
+        r#"python(path: "no_such_step.py", factory: "make_step")"#,
+        &[],
+    );
+    assert_fails(&output, "no_such_step.py: no such file", 2);
+}
+
+#[test]
+fn a_missing_step_factory_is_bad_input() {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(&python_step("make_nothing", ""), &[]);
+    assert_fails(
+        &output,
+        "small_cnn.py: `make_nothing` (step.factory) is not defined in the module",
+        2,
+    );
+}
+
+#[test]
+fn an_import_error_in_the_step_names_the_users_line() {
+    let setup = Setup::new("pytorch");
+    let step = format!(
+        r#"python(path: "{}", factory: "make_step")"#,
+        test_module("step/broken_step.py").display()
+    );
+    let output = setup.run(&step, &[]);
+    let line = line_of("step/broken_step.py", "import no_such_package");
+    assert_fails(
+        &output,
+        &format!(
+            "broken_step.py:{line}: ModuleNotFoundError: No module named \
+             'no_such_package_for_loaderbench_steps' (the Python that ran it, {}, lacks it: \
+             install it there, or name a Python that has it in the preset's `python` field \
+             or in LOADERBENCH_PYTHON)",
+            python_path().display()
+        ),
+        2,
+    );
+}
+
+#[test]
+fn an_exception_in_the_step_factory_names_the_users_line() {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(&python_step("make_step", r#", "fail_at": "factory""#), &[]);
+    let line = line_of("step/small_cnn.py", "cannot build the step");
+    assert_fails(
+        &output,
+        &format!("small_cnn.py:{line}: ValueError: cannot build the step with lr 0.05"),
+        2,
+    );
+}
+
+#[test]
+fn the_step_failing_at_the_first_batch_is_bad_input() {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(&python_step("make_step", r#", "fail_at": "step""#), &[]);
+    let line = line_of("step/small_cnn.py", "the step failed at batch");
+    assert_fails(
+        &output,
+        &format!("small_cnn.py:{line}: RuntimeError: the step failed at batch 0"),
+        2,
+    );
+}
+
+#[test]
+fn the_step_failing_later_is_a_failed_run_that_keeps_the_configs_measured_before() {
+    let setup = Setup::new("pytorch");
+    let step = python_step(
+        "make_step",
+        r#", "fail_at": "step", "fail_batch": "1", "fail_batch_size": "32""#,
+    );
+    let output = setup.run(&step, &["batch_size=64,32"]);
+    let line = line_of("step/small_cnn.py", "the step failed at batch");
+    assert_fails(
+        &output,
+        &format!("small_cnn.py:{line}: RuntimeError: the step failed at batch 1"),
+        1,
+    );
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "failed", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run:#}");
+    assert_eq!(results[0]["config"]["batch_size"], 64);
+}
+
+/// The test CNN as a model step in the app's window, on a display of its own: the
+/// window runs the preset (our engine and the PyTorch runtime) and exits with 0.
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_trains_the_torchscript_model() {
+    let Some(mut xvfb) = common::gui::xvfb_or_skip() else {
+        return;
+    };
+    let setup = Setup::new("loaderbench, pytorch");
+    let mut preset =
+        loaderbench_engine::preset::Preset::load(&setup.dir.path().join("step.ron")).unwrap();
+    let model = exports().join("small_cnn.pt");
+    preset
+        .set("step", &format!(r#"model(path: "{}")"#, model.display()))
+        .unwrap();
+    let path = setup.dir.path().join("window.ron");
+    preset.save(&path).unwrap();
+    let json = setup.json();
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "gui",
+            path_str(&path),
+            "--run",
+            "--exit",
+            "--json",
+            path_str(&json),
+            "--journal-dir",
+            path_str(setup.dir.path()),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        Duration::from_secs(240),
+    );
+    xvfb.stop();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "finished", "{run:#}");
+    for (runtime, times) in step_times(&run) {
+        assert!(times.iter().all(|&t| t > 0.0), "{runtime}: {times:?}");
+    }
+}

@@ -1,0 +1,535 @@
+//! A user's own PyTorch Dataset through the CLI, as a process: the test module
+//! (tests/data/user_dataset/mnist_user.py, a map-style Dataset over IDX files with PIL
+//! and torchvision transforms) measured with every DataLoader knob it is given; the
+//! other shapes users write (samples as dicts, with PyTorch's default collate and with
+//! their own; an IterableDataset that shards itself across workers) giving every sample
+//! once per epoch; and each way user code can fail (a missing file or factory, an import
+//! error, an exception in the factory, in `__len__`, in `__getitem__` in the main
+//! process or in a worker, a collate_fn that spawned workers cannot be sent) ending in
+//! one line naming the user's file and line, with exit code 2 before the run's first
+//! batch and 1 after, no Python process left behind and the configs measured before
+//! kept. A worker killed by SIGKILL ends the run at once, naming its pid.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use loaderbench_engine::dataset::{DatasetSpec, open};
+use loaderbench_measure::pytorch::write_idx;
+use tempfile::TempDir;
+
+use crate::common;
+use common::process::marked;
+use common::runs::shared_dir;
+use common::{
+    assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+};
+
+fn module(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/user_dataset")
+        .join(name)
+}
+
+/// The 1-based line of `module` that contains `text`.
+fn line_of(name: &str, text: &str) -> usize {
+    let source = std::fs::read_to_string(module(name)).unwrap();
+    1 + source
+        .lines()
+        .position(|line| line.contains(text))
+        .unwrap_or_else(|| panic!("{name} has no line with {text}"))
+}
+
+/// A folder with a preset that loads a test module's `make_dataset`, and the `--set`s
+/// every run of it takes.
+struct Setup {
+    dir: TempDir,
+    sets: Vec<String>,
+}
+
+impl Setup {
+    /// The IDX test module over 256 synthetic samples.
+    fn new() -> Setup {
+        Setup::in_dir(TempDir::new().unwrap())
+    }
+
+    fn in_dir(dir: TempDir) -> Setup {
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
+        write_idx(synthetic.as_ref(), &data).unwrap();
+        let root = format!("dataset.args.root={}", path_str(&data));
+        let mut setup = Setup::for_module(
+            dir,
+            "mnist_user.py",
+            r#"{"root": "/not/yet/set"}"#,
+            Some("make_collate"),
+        );
+        setup.sets.push(root);
+        setup
+    }
+
+    /// `module`'s `make_dataset(**args)` (`args` as a RON map), with `collate()` as the
+    /// collate_fn when given; no shuffle, batches of 64 in the main process, one epoch.
+    fn for_module(dir: TempDir, module_name: &str, args: &str, collate: Option<&str>) -> Setup {
+        let collate = collate.map_or_else(|| "None".to_owned(), |c| format!("Some(\"{c}\")"));
+        let preset = format!(
+            r#"(
+    version: 1,
+    name: "user-dataset",
+    dataset: (
+        kind: python,
+        path: "{module}",
+        factory: "make_dataset",
+        args: {args},
+        collate: {collate},
+    ),
+    runtime: [pytorch],
+    shuffle: false,
+    batch_size: [64],
+    num_workers: [0],
+    epochs: 1,
+)"#,
+            module = module(module_name).display()
+        );
+        std::fs::write(dir.path().join("user.ron"), preset).unwrap();
+        Setup {
+            dir,
+            sets: Vec::new(),
+        }
+    }
+
+    /// `loaderbench run` on the preset, with the setup's `--set`s and `sets`.
+    fn run(&self, sets: &[&str]) -> Output {
+        self.run_within(sets, Duration::from_secs(300))
+    }
+
+    /// [`Setup::run`], failing the test if the run takes longer than `limit`.
+    fn run_within(&self, sets: &[&str], limit: Duration) -> Output {
+        let preset = self.dir.path().join("user.ron");
+        let journal = self.dir.path().join("journal.jsonl");
+        let mut args = vec![
+            "run",
+            path_str(&preset),
+            "-q",
+            "--journal",
+            path_str(&journal),
+        ];
+        for set in self
+            .sets
+            .iter()
+            .map(String::as_str)
+            .chain(sets.iter().copied())
+        {
+            args.extend(["--set", set]);
+        }
+        let json = self.json();
+        args.extend(["--json", path_str(&json)]);
+        let mark = path_str(self.dir.path());
+        let output = run_with_deadline(loaderbench_command(&args).env(MARK_VAR, mark), limit);
+        assert_no_process_left(mark);
+        output
+    }
+
+    fn json(&self) -> PathBuf {
+        self.dir.path().join("run.json")
+    }
+
+    fn results(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.json()).unwrap()).unwrap()
+    }
+}
+
+/// No process that the run started (Python, its workers, however they were started)
+/// is still there: each inherits the environment variable that marks this setup's runs.
+fn assert_no_process_left(mark: &str) {
+    let left = marked(MARK_VAR, mark);
+    assert!(
+        left.is_empty(),
+        "processes {left:?} of the run are still there"
+    );
+}
+
+/// Marks the processes of one setup's runs.
+const MARK_VAR: &str = "LOADERBENCH_TEST_USER_DATASET";
+
+/// The test module run with every knob (num_workers 0 and 2, persistent or not,
+/// shuffled), once, by the first test that needs it.
+fn every_knob() -> &'static (Setup, Output) {
+    static EVERY_KNOB: OnceLock<(Setup, Output)> = OnceLock::new();
+    let run = EVERY_KNOB.get_or_init(|| {
+        let setup = Setup::in_dir(shared_dir());
+        let output = setup.run(&[
+            "num_workers=0,2",
+            "persistent_workers=false,true",
+            "shuffle=true",
+        ]);
+        (setup, output)
+    });
+    assert!(run.1.status.success(), "{}", stderr(&run.1));
+    run
+}
+
+#[test]
+fn the_test_module_runs_every_config_on_every_sample() {
+    let run = every_knob().0.results();
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{run:#}");
+    for result in results {
+        assert_eq!(result["epochs"][0]["samples"], 256);
+        assert_eq!(result["epochs"][0]["batches"], 4);
+    }
+    assert_eq!(results[3]["config"]["num_workers"], 2);
+    assert_eq!(results[3]["config"]["persistent_workers"], true);
+}
+
+#[test]
+fn the_test_module_s_run_prints_its_dataset_and_python() {
+    let out = stdout(&every_knob().1);
+    assert!(out.contains("make_dataset — "), "{out}");
+    assert!(out.contains("PyTorch runtime: Python 3."), "{out}");
+}
+
+#[test]
+fn every_config_records_its_python_torch_and_torchvision() {
+    let run = every_knob().0.results();
+    for result in run["results"].as_array().unwrap() {
+        let python = &result["python"];
+        for key in ["python", "torch", "torchvision"] {
+            assert!(
+                python[key].as_str().is_some_and(|v| !v.is_empty()),
+                "{python}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_missing_module_is_bad_input() {
+    let setup = Setup::new();
+    let output = setup.run(&["dataset.path=no_such_module.py"]);
+    assert_fails(&output, "no_such_module.py: no such file", 2);
+}
+
+#[test]
+fn a_missing_factory_is_bad_input() {
+    let setup = Setup::new();
+    let output = setup.run(&["dataset.factory=make_nothing"]);
+    assert_fails(
+        &output,
+        "mnist_user.py: `make_nothing` (dataset.factory) is not defined in the module",
+        2,
+    );
+}
+
+#[test]
+fn an_import_error_names_the_users_line() {
+    let setup = Setup::new();
+    let broken = module("broken_import.py");
+    let output = setup.run(&[&format!("dataset.path={}", broken.display())]);
+    let line = line_of("broken_import.py", "import no_such_package");
+    let (message, code) = error_line(&output);
+    let error = format!(
+        "broken_import.py:{line}: ModuleNotFoundError: No module named \
+         'no_such_package_for_loaderbench' (the Python that ran it, "
+    );
+    assert!(
+        message.contains(&error),
+        "`{message}` should hold `{error}`"
+    );
+    let hint = ", lacks it: install it there, or name a Python that has it in the preset's \
+                `python` field or in LOADERBENCH_PYTHON)";
+    assert!(
+        message.ends_with(hint),
+        "`{message}` should end with `{hint}`"
+    );
+    assert_eq!(code, 2, "exit code for `{message}`");
+}
+
+#[test]
+fn an_exception_in_the_factory_names_the_users_line() {
+    let setup = Setup::new();
+    let output = setup.run(&["dataset.args.fail_at=factory"]);
+    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
+    assert_fails(
+        &output,
+        &format!(
+            "mnist_user.py:{line}: ValueError: cannot read {}",
+            path_str(&setup.dir.path().join("data"))
+        ),
+        2,
+    );
+}
+
+#[test]
+fn an_exception_in_len_names_the_users_line() {
+    let setup = Setup::new();
+    let output = setup.run(&["dataset.args.fail_at=len"]);
+    let line = line_of("mnist_user.py", "cannot count the samples");
+    assert_fails(
+        &output,
+        &format!("mnist_user.py:{line}: RuntimeError: cannot count the samples"),
+        2,
+    );
+}
+
+/// Asserts that `__getitem__` failing (with `sets` too) ends the run with the user's line,
+/// naming `sample`, and exit code `code`.
+fn assert_getitem_fails(sets: &[&str], sample: usize, code: i32) {
+    let setup = Setup::new();
+    let line = line_of("mnist_user.py", "is broken");
+    let mut all = vec!["dataset.args.fail_at=getitem"];
+    all.extend_from_slice(sets);
+    let output = setup.run(&all);
+    assert_fails(
+        &output,
+        &format!("mnist_user.py:{line}: ValueError: sample {sample} is broken"),
+        code,
+    );
+}
+
+#[test]
+fn getitem_failing_before_the_first_batch_in_the_main_process_is_bad_input() {
+    assert_getitem_fails(&["num_workers=0"], 0, 2);
+}
+
+#[test]
+fn getitem_failing_before_the_first_batch_in_a_worker_is_bad_input() {
+    assert_getitem_fails(&["num_workers=2"], 0, 2);
+}
+
+#[test]
+fn getitem_failing_after_the_first_batch_in_the_main_process_is_a_failed_run() {
+    assert_getitem_fails(&["dataset.args.fail_index=200", "num_workers=0"], 200, 1);
+}
+
+#[test]
+fn getitem_failing_after_the_first_batch_in_a_worker_is_a_failed_run() {
+    assert_getitem_fails(&["dataset.args.fail_index=200", "num_workers=2"], 200, 1);
+}
+
+#[test]
+fn a_worker_failing_keeps_the_configs_measured_before() {
+    let setup = Setup::new();
+    let output = setup.run(&[
+        "dataset.args.fail_at=getitem",
+        "dataset.args.only_in_workers=true",
+        "num_workers=0,2",
+        "start_method=spawn",
+    ]);
+    let line = line_of("mnist_user.py", "is broken");
+    assert_fails(
+        &output,
+        &format!("mnist_user.py:{line}: ValueError: sample 0 is broken"),
+        1,
+    );
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "failed", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run:#}");
+    assert_eq!(results[0]["config"]["num_workers"], 0);
+}
+
+/// The number of samples of every measured epoch of every config of the run's export.
+fn samples_per_epoch(setup: &Setup) -> Vec<Vec<u64>> {
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "finished", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    results
+        .iter()
+        .map(|result| {
+            let epochs = result["epochs"].as_array().unwrap();
+            epochs
+                .iter()
+                .map(|e| e["samples"].as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `module`'s `make_dataset(size: 250)` for two epochs at num_workers 0 and 2 (with
+/// `collate()` when given) and asserts that every epoch gave each sample once.
+fn assert_every_sample_once_per_epoch(module_name: &str, collate: Option<&str>) {
+    let dir = TempDir::new().unwrap();
+    let setup = Setup::for_module(dir, module_name, r#"{"size": 250}"#, collate);
+    let output = setup.run(&["num_workers=0,2", "epochs=2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let per_config = samples_per_epoch(&setup);
+    assert_eq!(per_config, vec![vec![250, 250]; 2], "{:#}", setup.results());
+}
+
+#[test]
+fn samples_as_dicts_run_with_pytorch_s_default_collate() {
+    assert_every_sample_once_per_epoch("dict_samples.py", None);
+}
+
+#[test]
+fn samples_as_dicts_run_with_the_users_collate() {
+    assert_every_sample_once_per_epoch("dict_samples.py", Some("make_collate"));
+}
+
+#[test]
+fn an_iterable_dataset_sharded_by_worker_gives_each_sample_once_per_epoch() {
+    assert_every_sample_once_per_epoch("sharded_iterable.py", None);
+}
+
+#[test]
+fn a_closure_collate_under_spawn_names_the_users_function() {
+    let dir = TempDir::new().unwrap();
+    let setup = Setup::for_module(
+        dir,
+        "closure_collate.py",
+        r#"{"size": 256}"#,
+        Some("make_collate"),
+    );
+    let output = setup.run(&["num_workers=2", "start_method=spawn"]);
+    let (message, code) = error_line(&output);
+    let line = line_of("closure_collate.py", "def collate(");
+    let place = format!("{}:{line}: ", module("closure_collate.py").display());
+    assert!(
+        message.starts_with(&place),
+        "`{message}` should start with `{place}`"
+    );
+    assert!(
+        message.contains("make_collate.<locals>.collate"),
+        "{message}"
+    );
+    let advice = "(start_method spawn pickles the collate_fn for each worker: make it a \
+                  function at the top level of the module)";
+    assert!(
+        message.ends_with(advice),
+        "`{message}` should end with `{advice}`"
+    );
+    let errors = stderr(&output).matches("error: ").count();
+    assert_eq!(errors, 1, "{}", stderr(&output));
+    assert_eq!(
+        code, 2,
+        "before the run's first batch: exit code for `{message}`"
+    );
+}
+
+#[test]
+fn a_worker_killed_by_sigkill_fails_the_run_at_once_and_keeps_the_configs_before() {
+    let dir = TempDir::new().unwrap();
+    let setup = Setup::for_module(
+        dir,
+        "killed_worker.py",
+        r#"{"size": 256, "kill_index": 100}"#,
+        None,
+    );
+    // Far beyond the limit below: the run must not end by PyTorch's worker timeout.
+    let sets = ["num_workers=0,2", "worker_timeout_s=300"];
+    let limit = Duration::from_secs(60);
+    let started = std::time::Instant::now();
+    let output = setup.run_within(&sets, limit);
+    let elapsed = started.elapsed();
+    println!("the run with a killed worker ended after {elapsed:.1?}");
+    let (message, code) = error_line(&output);
+    assert!(
+        message.starts_with("PyTorch DataLoader: RuntimeError: DataLoader worker (pid"),
+        "{message}"
+    );
+    assert!(message.contains("exited unexpectedly"), "{message}");
+    assert!(message.contains("is killed by signal: Killed"), "{message}");
+    assert_eq!(
+        code, 1,
+        "after the run's first batch: exit code for `{message}`"
+    );
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "failed", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run:#}");
+    assert_eq!(results[0]["config"]["num_workers"], 0);
+    assert_eq!(results[0]["epochs"][0]["samples"], 256);
+}
+
+#[test]
+fn our_engine_refuses_a_python_dataset_and_names_the_runtime_to_use() {
+    let setup = Setup::new();
+    let output = setup.run(&["runtime=loaderbench"]);
+    let (line, code) = error_line(&output);
+    assert!(line.contains("field `runtime`"), "{line}");
+    assert!(line.contains("runtime: [pytorch]"), "{line}");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn the_preset_names_the_python_to_use() {
+    let setup = Setup::new();
+    let output = setup.run(&["python=/no/such/python3"]);
+    let (line, code) = error_line(&output);
+    assert!(line.starts_with("/no/such/python3: not found"), "{line}");
+    assert_eq!(code, 2);
+}
+
+/// Runs the test module's preset (num_workers 0 and 2) in the window, on a display of its
+/// own, with `fail_at` as `dataset.args.fail_at` when given; `None` when skipped for want
+/// of Xvfb.
+#[cfg(feature = "gui")]
+fn in_the_window(setup: &Setup, fail_at: Option<&str>) -> Option<Output> {
+    let mut xvfb = common::gui::xvfb_or_skip()?;
+    let mut preset =
+        loaderbench_engine::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
+    preset
+        .set(
+            "dataset.args.root",
+            path_str(&setup.dir.path().join("data")),
+        )
+        .unwrap();
+    preset.set("num_workers", "0,2").unwrap();
+    if let Some(fail_at) = fail_at {
+        preset.set("dataset.args.fail_at", fail_at).unwrap();
+    }
+    let path = setup.dir.path().join("window.ron");
+    preset.save(&path).unwrap();
+    let json = setup.json();
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "gui",
+            path_str(&path),
+            "--run",
+            "--exit",
+            "--json",
+            path_str(&json),
+            "--journal-dir",
+            path_str(setup.dir.path()),
+        ])
+        .env("DISPLAY", &xvfb.display),
+        Duration::from_secs(240),
+    );
+    xvfb.stop();
+    Some(output)
+}
+
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_runs_the_test_module_and_exits_with_0() {
+    let setup = Setup::new();
+    let Some(output) = in_the_window(&setup, None) else {
+        return;
+    };
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = setup.results();
+    assert_eq!(run["status"]["status"], "finished", "{run:#}");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{run:#}");
+    assert!(results.iter().all(|r| r["python"]["torch"].is_string()));
+}
+
+#[test]
+#[cfg(feature = "gui")]
+fn the_window_exits_with_2_and_names_the_users_line_when_the_factory_fails() {
+    let setup = Setup::new();
+    let Some(output) = in_the_window(&setup, Some("factory")) else {
+        return;
+    };
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let run = setup.results();
+    let error = run["status"]["error"].as_str().unwrap();
+    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
+    assert!(
+        error.contains(&format!("mnist_user.py:{line}: ValueError: cannot read")),
+        "{error}"
+    );
+}
