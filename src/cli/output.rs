@@ -13,7 +13,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_measure::results::RunResult;
 use loaderbench_present::analysis_text;
-use loaderbench_present::export::{self, Exporter};
+use loaderbench_present::export::{self, Exporter, Format};
 use loaderbench_present::views::PngArea;
 
 /// Where to write the results; `-` is standard output.
@@ -53,9 +53,9 @@ fn view_parser() -> impl clap::builder::TypedValueParser<Value = PngArea> {
 impl ExportArgs {
     fn requests(&self) -> [(Option<&Path>, &dyn Exporter); 3] {
         [
-            (self.json.as_deref(), &export::Json),
-            (self.csv.as_deref(), &export::Csv),
-            (self.md.as_deref(), &export::Markdown),
+            (self.json.as_deref(), Format::Json.exporter()),
+            (self.csv.as_deref(), Format::Csv.exporter()),
+            (self.md.as_deref(), Format::Markdown.exporter()),
         ]
     }
 

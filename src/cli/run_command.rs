@@ -7,7 +7,7 @@
 //! writing fails.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crossbeam_channel::TryRecvError;
 
@@ -55,10 +55,7 @@ pub fn run(args: RunArgs) -> Result<()> {
 /// Where the run's journal goes (`journal`, else the user data directory's default), with
 /// its folder made and checked to take the file before anything is measured.
 pub fn prepare_journal(journal: Option<PathBuf>, plan: &Plan) -> Result<PathBuf> {
-    let path = journal.unwrap_or_else(|| {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH);
-        default_journal_path(&plan.name, now.map_or(0, |d| d.as_secs()))
-    });
+    let path = journal.unwrap_or_else(|| default_journal_path(&plan.name));
     if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
         std::fs::create_dir_all(folder).map_err(|err| {
             Error::file(

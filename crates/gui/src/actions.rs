@@ -6,15 +6,8 @@ use std::path::PathBuf;
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::preset::Preset;
+use loaderbench_present::export::Format;
 use loaderbench_present::views::PngArea;
-
-/// A results file format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataFormat {
-    Json,
-    Csv,
-    Markdown,
-}
 
 /// What a file dialog is picking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +57,7 @@ pub enum Action {
     ExportPng(PngArea),
     /// Show where the time goes per epoch (or per config).
     StagesPerEpoch(bool),
-    ExportData(DataFormat),
+    ExportData(Format),
     DismissMessage(usize),
     /// Save the shown run's results as the named baseline.
     SaveBaseline(String),

@@ -9,9 +9,7 @@ use image::RgbaImage;
 
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::results::RunResult;
-use loaderbench_present::export::{self, Exporter};
-
-use super::actions::DataFormat;
+use loaderbench_present::export::Format;
 
 /// The part of `screenshot` under `rect` (in points), at `pixels_per_point`; `None` when
 /// the rect lies outside the image.
@@ -46,21 +44,13 @@ pub fn png_bytes(image: &RgbaImage) -> Result<Vec<u8>> {
 }
 
 /// The result in `format`.
-pub fn data_bytes(format: DataFormat, result: &RunResult) -> Result<Vec<u8>> {
-    exporter(format).export(result)
-}
-
-fn exporter(format: DataFormat) -> Box<dyn Exporter> {
-    match format {
-        DataFormat::Json => Box::new(export::Json),
-        DataFormat::Csv => Box::new(export::Csv),
-        DataFormat::Markdown => Box::new(export::Markdown),
-    }
+pub fn data_bytes(format: Format, result: &RunResult) -> Result<Vec<u8>> {
+    format.exporter().export(result)
 }
 
 /// `base` with the extension of `format` (or `suffix.png` for images).
-pub fn path_for(base: &Path, format: Option<DataFormat>, suffix: &str) -> PathBuf {
-    let extension = format.map_or("png", |f| exporter(f).extension());
+pub fn path_for(base: &Path, format: Option<Format>, suffix: &str) -> PathBuf {
+    let extension = format.map_or("png", |f| f.exporter().extension());
     let stem = base.file_stem().map_or_else(
         || "loaderbench".to_owned(),
         |s| s.to_string_lossy().into_owned(),
@@ -95,7 +85,7 @@ mod tests {
     fn export_paths_take_the_format_extension() {
         let base = Path::new("/tmp/run.md");
         assert_eq!(
-            path_for(base, Some(DataFormat::Csv), ""),
+            path_for(base, Some(Format::Csv), ""),
             Path::new("/tmp/run.csv")
         );
         assert_eq!(

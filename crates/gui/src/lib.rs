@@ -11,6 +11,7 @@ mod analysis_view;
 mod app;
 mod background;
 mod charts;
+mod commands;
 mod compare_view;
 mod cost_charts;
 mod export_bytes;
@@ -27,7 +28,6 @@ mod setup;
 mod table_view;
 mod tune_view;
 
-pub use actions::DataFormat;
 pub use app::{App, DEFAULT_PRESET, Launch, Message};
 pub use charts::{Axis, Chart, Mark, Series};
 pub use export_bytes::{crop, png_bytes};

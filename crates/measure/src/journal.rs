@@ -6,6 +6,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -43,9 +44,18 @@ pub fn data_dir() -> PathBuf {
     }
 }
 
-/// Where a run's journal goes by default: `runs` in loaderbench's data directory
+/// Where runs' journals go by default: `runs` in loaderbench's data directory
 /// ([`data_dir`], which `$LOADERBENCH_DATA_DIR` overrides).
-pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
+pub fn runs_dir() -> PathBuf {
+    data_dir().join("runs")
+}
+
+/// Where the journal of a run of `preset` starting now goes by default: in [`runs_dir`],
+/// named by the second it starts and the preset's name.
+pub fn default_journal_path(preset: &str) -> PathBuf {
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let safe: String = preset
         .chars()
         .map(|c| {
@@ -56,9 +66,7 @@ pub fn default_journal_path(preset: &str, started_unix_s: u64) -> PathBuf {
             }
         })
         .collect();
-    data_dir()
-        .join("runs")
-        .join(format!("{started_unix_s}-{safe}.jsonl"))
+    runs_dir().join(format!("{started_unix_s}-{safe}.jsonl"))
 }
 
 impl Journal {

@@ -23,7 +23,7 @@ pub mod storage_reads;
 pub mod tune_trail;
 
 pub use events::*;
-pub use journal::{DATA_DIR_ENV, Journal, data_dir, default_journal_path, read_journal};
+pub use journal::{DATA_DIR_ENV, Journal, data_dir, default_journal_path, read_journal, runs_dir};
 pub use rank_merge::{RanksSummary, merge as merge_rank_epochs};
 pub use ranks::rank_main;
 pub use runner::{EpochGate, RunHandle, RunOptions, spawn};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 
@@ -68,12 +68,7 @@ impl ChildRun {
         settle: impl FnMut(&Receiver<Event>) + Send + 'static,
         wake: impl Fn(&Event) + Send + 'static,
     ) -> Result<ChildRun> {
-        let journal = journal.unwrap_or_else(|| {
-            let started = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            default_journal_path(&plan.name, started)
-        });
+        let journal = journal.unwrap_or_else(|| default_journal_path(&plan.name));
         let program = match executable {
             Some(path) => path.to_path_buf(),
             None => std::env::current_exe()

@@ -53,6 +53,30 @@ pub enum DatasetKind {
     Shards,
 }
 
+impl DatasetKind {
+    /// Every kind, in the order the app lists them.
+    pub const ALL: [DatasetKind; 6] = [
+        DatasetKind::Synthetic,
+        DatasetKind::Idx,
+        DatasetKind::ImageFolder,
+        DatasetKind::Npy,
+        DatasetKind::Python,
+        DatasetKind::Shards,
+    ];
+
+    /// What the app calls it (a preset writes the snake_case name).
+    pub fn label(self) -> &'static str {
+        match self {
+            DatasetKind::Synthetic => "synthetic",
+            DatasetKind::Idx => "idx",
+            DatasetKind::ImageFolder => "image folder",
+            DatasetKind::Npy => "npy",
+            DatasetKind::Python => "python",
+            DatasetKind::Shards => "tar shards",
+        }
+    }
+}
+
 /// What the preset says about the dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

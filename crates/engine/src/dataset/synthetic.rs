@@ -98,17 +98,12 @@ fn balanced_labels(len: usize, rng: &mut SplitMix64) -> Vec<u8> {
     labels
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a tiny, well-tested generator whose output
-/// for a seed is fixed by its definition, unlike `rand`'s `StdRng`.
+/// A [`crate::splitmix`] generator and its state.
 struct SplitMix64(u64);
 
 impl SplitMix64 {
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        crate::splitmix::next(&mut self.0)
     }
 
     /// Uniform in `[0, n)`; the modulo bias is below 2^-40 for the sizes used here.

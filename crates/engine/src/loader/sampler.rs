@@ -11,6 +11,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
+use crate::splitmix;
+
 /// Which part of every epoch a rank loads: rank `rank` of `world` ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
@@ -90,14 +92,12 @@ pub fn batch_seed(seed: u64, epoch: u64, batch: usize) -> u64 {
     mix(seed, epoch, batch as u64)
 }
 
-/// SplitMix64 finalizer over the three inputs: nearby inputs give unrelated seeds.
+/// The SplitMix64 finaliser over the three inputs: nearby inputs give unrelated seeds.
 pub(super) fn mix(seed: u64, epoch: u64, item: u64) -> u64 {
-    let mut z = seed
-        .wrapping_add(epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(item.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    splitmix::finalize(
+        seed.wrapping_add(epoch.wrapping_mul(splitmix::GAMMA))
+            .wrapping_add(item.wrapping_mul(0xD1B5_4A32_D192_ED03)),
+    )
 }
 
 #[cfg(test)]

@@ -57,7 +57,68 @@ fn default_lr() -> f64 {
     0.01
 }
 
+/// The kinds of training step, as presets and the app name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    None,
+    Fixed,
+    Mlp,
+    Model,
+    Python,
+}
+
+impl StepKind {
+    /// Every kind, in the order the app lists them.
+    pub const ALL: [StepKind; 5] = [
+        StepKind::None,
+        StepKind::Fixed,
+        StepKind::Mlp,
+        StepKind::Model,
+        StepKind::Python,
+    ];
+
+    /// Its name in presets.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::None => "none",
+            StepKind::Fixed => "fixed",
+            StepKind::Mlp => "mlp",
+            StepKind::Model => "model",
+            StepKind::Python => "python",
+        }
+    }
+
+    /// The step of this kind a user starts from: its defaults, and no file yet.
+    pub fn fresh(self) -> StepSpec {
+        match self {
+            StepKind::None => StepSpec::None,
+            StepKind::Fixed => StepSpec::Fixed(5.0),
+            StepKind::Mlp => StepSpec::Mlp { hidden: 128 },
+            StepKind::Model => StepSpec::Model {
+                path: PathBuf::new(),
+                lr: default_lr(),
+            },
+            StepKind::Python => StepSpec::Python {
+                path: PathBuf::new(),
+                factory: "make_step".to_owned(),
+                args: BTreeMap::new(),
+            },
+        }
+    }
+}
+
 impl StepSpec {
+    /// Its kind.
+    pub fn kind(&self) -> StepKind {
+        match self {
+            StepSpec::None => StepKind::None,
+            StepSpec::Fixed(_) => StepKind::Fixed,
+            StepSpec::Mlp { .. } => StepKind::Mlp,
+            StepSpec::Model { .. } => StepKind::Model,
+            StepSpec::Python { .. } => StepKind::Python,
+        }
+    }
+
     /// Sets the file of a model or python step; other steps have none.
     pub fn set_file(&mut self, file: std::path::PathBuf) {
         if let StepSpec::Model { path, .. } | StepSpec::Python { path, .. } = self {

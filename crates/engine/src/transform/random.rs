@@ -6,6 +6,8 @@
 use rand::Rng;
 use rand::rngs::StdRng;
 
+use crate::splitmix;
+
 /// One angle per sample, uniform in ±`degrees`.
 pub(super) fn angles(rng: &mut StdRng, batch: usize, degrees: f64) -> Vec<f64> {
     // Scaling a unit draw (instead of sampling ±degrees directly) cannot overflow the
@@ -58,23 +60,13 @@ pub(super) fn fill_unit_noise(seed: u64, out: &mut [f32]) {
     let unit = |bits: u32| (bits >> 8) as f32 * (2.0 / (1u32 << 24) as f32) - 1.0;
     let mut pairs = out.chunks_exact_mut(2);
     for pair in pairs.by_ref() {
-        let bits = split_mix(&mut state);
+        let bits = splitmix::next(&mut state);
         pair[0] = unit((bits >> 32) as u32);
         pair[1] = unit(bits as u32);
     }
     for last in pairs.into_remainder() {
-        *last = unit((split_mix(&mut state) >> 32) as u32);
+        *last = unit((splitmix::next(&mut state) >> 32) as u32);
     }
-}
-
-/// SplitMix64's next output (Steele, Lea and Flood 2014), advancing `state`.
-#[inline(always)]
-fn split_mix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

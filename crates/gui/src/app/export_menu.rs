@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use crate::actions::DataFormat;
 use crate::export_bytes;
 use loaderbench_analysis::baseline;
+use loaderbench_present::export::Format;
 use loaderbench_present::views::PngArea;
 
 use super::App;
@@ -23,14 +23,6 @@ pub(super) struct PendingPng {
 /// Frames a chart export waits for its chart to scroll into view before it takes what
 /// shows.
 const SCROLL_FRAMES: u8 = 4;
-
-pub(super) fn data_formats() -> [(&'static str, DataFormat); 3] {
-    [
-        ("JSON", DataFormat::Json),
-        ("CSV", DataFormat::Csv),
-        ("Markdown", DataFormat::Markdown),
-    ]
-}
 
 impl App {
     pub(super) fn screenshot_arrived(&mut self, ctx: &egui::Context, image: &egui::ColorImage) {
@@ -111,7 +103,7 @@ impl App {
         }
     }
 
-    pub(super) fn export_data(&mut self, format: DataFormat) {
+    pub(super) fn export_data(&mut self, format: Format) {
         match self.result().cloned() {
             Some(result) => {
                 let path = export_bytes::path_for(&self.saved.export_path, Some(format), "");

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use egui::{Key, KeyboardShortcut, Modifiers, RichText, Ui};
+use egui::{Key, RichText, Ui};
+
+use crate::commands::Command;
 
 use crate::actions::{Action, Pick};
 use crate::background::Reply;
@@ -12,10 +14,10 @@ use crate::setup;
 use loaderbench_engine::builtin;
 use loaderbench_present::views::PngArea;
 
-use super::export_menu::data_formats;
 use super::open_runs;
 use super::run_lifecycle::LIVE_FRAME_INTERVAL;
 use super::{App, Message, WARNING};
+use loaderbench_present::export::Format;
 
 impl App {
     /// A panel's frame, without its fill where the window already clears to the panels'
@@ -43,16 +45,15 @@ impl App {
     }
 
     fn shortcuts(&self, ctx: &egui::Context, actions: &mut Vec<Action>) {
-        let shortcut = |key| KeyboardShortcut::new(Modifiers::COMMAND, key);
         ctx.input_mut(|input| {
-            if input.consume_shortcut(&shortcut(Key::R)) {
-                actions.push(Action::StartRun);
-            }
-            if input.consume_shortcut(&shortcut(Key::E)) {
-                actions.push(Action::ExportPng(PngArea::Plots));
-            }
-            if input.consume_shortcut(&shortcut(Key::S)) {
-                actions.push(self.save_action());
+            for command in Command::ALL {
+                if input.consume_shortcut(&command.shortcut()) {
+                    actions.push(match command {
+                        Command::Run => Action::StartRun,
+                        Command::ExportPlots => Action::ExportPng(PngArea::Plots),
+                        Command::SavePreset => self.save_action(),
+                    });
+                }
             }
             if input.key_pressed(Key::Escape) && self.is_running() {
                 actions.push(Action::CancelRun);
@@ -78,7 +79,10 @@ impl App {
                     actions.push(Action::Browse(Pick::OpenPreset));
                 }
                 if ui
-                    .add(egui::Button::new("Save").shortcut_text("Ctrl+S"))
+                    .add(
+                        egui::Button::new("Save")
+                            .shortcut_text(Command::SavePreset.shortcut_text(ui.ctx())),
+                    )
                     .clicked()
                 {
                     actions.push(self.save_action());
@@ -116,7 +120,8 @@ impl App {
                         }
                         let mut button = egui::Button::new(format!("{} as PNG", area.title()));
                         if area == PngArea::Plots {
-                            button = button.shortcut_text("Ctrl+E");
+                            button =
+                                button.shortcut_text(Command::ExportPlots.shortcut_text(ui.ctx()));
                         }
                         if ui.add(button).clicked() {
                             actions.push(Action::ExportPng(area));
@@ -124,7 +129,8 @@ impl App {
                     }
                     ui.menu_button("Chart as PNG", |ui| self.chart_menu(ui, actions));
                     ui.separator();
-                    for (name, format) in data_formats() {
+                    for format in Format::ALL {
+                        let name = format.label();
                         if ui.button(format!("Results as {name}")).clicked() {
                             actions.push(Action::ExportData(format));
                         }

@@ -163,7 +163,7 @@ impl App {
     pub(super) fn runs_dir(&self) -> PathBuf {
         self.journal_dir
             .clone()
-            .unwrap_or_else(|| loaderbench_measure::data_dir().join("runs"))
+            .unwrap_or_else(loaderbench_measure::runs_dir)
     }
 
     /// The most recent runs, read once and kept until a run starts.

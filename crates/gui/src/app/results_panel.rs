@@ -16,7 +16,9 @@ use crate::table_view;
 use loaderbench_present::views::PngArea;
 
 use super::App;
-use super::export_menu::data_formats;
+use loaderbench_present::export::Format;
+
+use crate::commands::Command;
 
 impl App {
     pub(super) fn run_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
@@ -31,7 +33,11 @@ impl App {
             } else {
                 let ready = self.plan.is_ok() && !self.form.has_errors();
                 let run = ui
-                    .add_enabled(ready, egui::Button::new("Run").shortcut_text("Ctrl+R"))
+                    .add_enabled(
+                        ready,
+                        egui::Button::new("Run")
+                            .shortcut_text(Command::Run.shortcut_text(ui.ctx())),
+                    )
                     .on_disabled_hover_text("Fix the fields marked in the side panel first");
                 if run.clicked() {
                     actions.push(Action::StartRun);
@@ -104,7 +110,8 @@ impl App {
         let Some(run) = &self.run else {
             ui.add_space(40.0);
             ui.vertical_centered(|ui| {
-                ui.label(RichText::new("Set up a run on the left, then press Run (Ctrl+R), or Tune to find the best settings within the budget.").size(16.0));
+                let run = Command::Run.shortcut_text(ui.ctx());
+                ui.label(RichText::new(format!("Set up a run on the left, then press Run ({run}), or Tune to find the best settings within the budget.")).size(16.0));
                 ui.label(
                     RichText::new("First-batch latency, epoch times and each batch's wait appear here as they are measured.")
                         .weak(),
@@ -211,7 +218,8 @@ impl App {
             if ui.button("Browse…").clicked() {
                 actions.push(Action::Browse(Pick::ExportPath));
             }
-            if ui.button("PNG: plots").on_hover_text("Ctrl+E").clicked() {
+            let export = Command::ExportPlots.shortcut_text(ui.ctx());
+            if ui.button("PNG: plots").on_hover_text(export).clicked() {
                 actions.push(Action::ExportPng(PngArea::Plots));
             }
             if ui.button("PNG: results view").clicked() {
@@ -220,7 +228,8 @@ impl App {
             if ui.button("PNG: analysis").clicked() {
                 actions.push(Action::ExportPng(PngArea::Analysis));
             }
-            for (name, format) in data_formats() {
+            for format in Format::ALL {
+                let name = format.label();
                 if ui.button(name).clicked() {
                     actions.push(Action::ExportData(format));
                 }

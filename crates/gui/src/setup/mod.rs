@@ -170,17 +170,10 @@ pub fn draw(
         .show(ui, |ui| {
             let label = ui.label("kind");
             ComboBox::from_id_salt("dataset_kind")
-                .selected_text(kind_name(edited.dataset.kind))
+                .selected_text(edited.dataset.kind.label())
                 .show_ui(ui, |ui| {
-                    for kind in [
-                        DatasetKind::Synthetic,
-                        DatasetKind::Idx,
-                        DatasetKind::ImageFolder,
-                        DatasetKind::Npy,
-                        DatasetKind::Python,
-                        DatasetKind::Shards,
-                    ] {
-                        ui.selectable_value(&mut edited.dataset.kind, kind, kind_name(kind));
+                    for kind in DatasetKind::ALL {
+                        ui.selectable_value(&mut edited.dataset.kind, kind, kind.label());
                     }
                 })
                 .response
@@ -318,17 +311,6 @@ fn mark(ui: &mut Ui, problem: Option<String>) {
     if let Some(problem) = problem {
         let color = ui.visuals().error_fg_color;
         ui.add(egui::Label::new(RichText::new(problem).color(color).small()).wrap());
-    }
-}
-
-fn kind_name(kind: DatasetKind) -> &'static str {
-    match kind {
-        DatasetKind::Synthetic => "synthetic",
-        DatasetKind::Idx => "idx",
-        DatasetKind::ImageFolder => "image folder",
-        DatasetKind::Npy => "npy",
-        DatasetKind::Python => "python",
-        DatasetKind::Shards => "tar shards",
     }
 }
 

@@ -6,13 +6,12 @@
 //! parse, a file that does not exist and the plan's problem with the step are marked
 //! beside the field, as the other fields do.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use egui::{ComboBox, Ui};
 
 use loaderbench_engine::preset::Preset;
-use loaderbench_engine::step::StepSpec;
+use loaderbench_engine::step::{StepKind, StepSpec};
 
 use super::python_fields::{args_text, parse_args};
 use super::{Errors, Problem, mark};
@@ -66,36 +65,6 @@ impl StepText {
     }
 }
 
-/// The step a kind starts from when picked in the menu.
-fn fresh(kind: &str) -> StepSpec {
-    match kind {
-        "fixed" => StepSpec::Fixed(5.0),
-        "mlp" => StepSpec::Mlp { hidden: 128 },
-        "model" => StepSpec::Model {
-            path: PathBuf::new(),
-            lr: 0.01,
-        },
-        "python" => StepSpec::Python {
-            path: PathBuf::new(),
-            factory: "make_step".to_owned(),
-            args: BTreeMap::new(),
-        },
-        _ => StepSpec::None,
-    }
-}
-
-const KINDS: [&str; 5] = ["none", "fixed", "mlp", "model", "python"];
-
-fn kind_of(step: &StepSpec) -> &'static str {
-    match step {
-        StepSpec::None => "none",
-        StepSpec::Fixed(_) => "fixed",
-        StepSpec::Mlp { .. } => "mlp",
-        StepSpec::Model { .. } => "model",
-        StepSpec::Python { .. } => "python",
-    }
-}
-
 /// The rows of the training step's grid; Browse asks for a file through `actions`.
 pub fn step_fields(
     ui: &mut Ui,
@@ -106,13 +75,13 @@ pub fn step_fields(
     actions: &mut Vec<Action>,
 ) {
     let label = ui.label("training step");
-    let kind = kind_of(&edited.step);
+    let kind = edited.step.kind();
     ComboBox::from_id_salt("training step")
-        .selected_text(kind)
+        .selected_text(kind.name())
         .show_ui(ui, |ui| {
-            for name in KINDS {
-                if ui.selectable_label(kind == name, name).clicked() && kind != name {
-                    edited.step = fresh(name);
+            for other in StepKind::ALL {
+                if ui.selectable_label(kind == other, other.name()).clicked() && kind != other {
+                    edited.step = other.fresh();
                     *text = StepText::from_step(&edited.step);
                     errors.retain(|key, _| !key.starts_with("step"));
                 }
@@ -121,17 +90,17 @@ pub fn step_fields(
         .response
         .labelled_by(label.id);
     ui.end_row();
-    match kind_of(&edited.step) {
-        "fixed" | "mlp" => value_field(ui, text, edited, errors, problem),
-        "model" => {
+    match edited.step.kind() {
+        StepKind::Fixed | StepKind::Mlp => value_field(ui, text, edited, errors, problem),
+        StepKind::Model => {
             file_field(ui, text, edited, problem(errors, "step"), actions);
             lr_field(ui, text, edited, errors, problem);
         }
-        "python" => {
+        StepKind::Python => {
             file_field(ui, text, edited, problem(errors, "step"), actions);
             python_fields(ui, text, edited, errors, problem);
         }
-        _ => {}
+        StepKind::None => {}
     }
 }
 
@@ -353,10 +322,10 @@ mod tests {
             ),
             ("s.py", "make_step", "lr = \"0.05\"")
         );
-        let mut model = fresh("model");
+        let mut model = StepKind::Model.fresh();
         model.set_file("m.pt".into());
         assert_eq!(StepText::from_step(&model).lr, "0.01");
         assert_eq!(model.path(), Some(Path::new("m.pt")));
-        assert_eq!(KINDS.map(|k| kind_of(&fresh(k))), KINDS);
+        assert_eq!(StepKind::ALL.map(|k| k.fresh().kind()), StepKind::ALL);
     }
 }

@@ -116,7 +116,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
         .map_or(0, |d| d.as_secs());
     let journal = options
         .journal
-        .unwrap_or_else(|| default_journal_path(&plan.name, started_unix_s));
+        .unwrap_or_else(|| default_journal_path(&plan.name));
     let run = Run {
         plan,
         cancel: cancel.clone(),

@@ -1,5 +1,6 @@
 //! Exporters: each turns a [`RunResult`] into the bytes of one file format, reading the
-//! result and nothing else. The CLI and the GUI pick one by format name.
+//! result and nothing else. [`Format`] is the one list of them, which the CLI's flags,
+//! the app's menus and both faces' writers read.
 
 mod csv;
 mod json;
@@ -21,9 +22,35 @@ pub trait Exporter {
     fn export(&self, result: &RunResult) -> Result<Vec<u8>>;
 }
 
-/// Every exporter, for menus and `--format` lists.
-pub fn all() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(Json), Box::new(Csv), Box::new(Markdown)]
+/// A results file format: one of the exporters, with what menus call it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Csv,
+    Markdown,
+}
+
+impl Format {
+    /// Every format, in the order menus list them.
+    pub const ALL: [Format; 3] = [Format::Json, Format::Csv, Format::Markdown];
+
+    /// What menus call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Json => "JSON",
+            Format::Csv => "CSV",
+            Format::Markdown => "Markdown",
+        }
+    }
+
+    /// Its exporter.
+    pub fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            Format::Json => &Json,
+            Format::Csv => &Csv,
+            Format::Markdown => &Markdown,
+        }
+    }
 }
 
 #[cfg(test)]
