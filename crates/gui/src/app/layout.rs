@@ -6,18 +6,17 @@ use std::path::PathBuf;
 
 use egui::{Key, RichText, Ui};
 
-use crate::commands::Command;
-
 use crate::actions::{Action, Pick};
 use crate::background::Reply;
+use crate::commands::Command;
 use crate::setup;
 use loaderbench_engine::builtin;
+use loaderbench_present::export::Format;
 use loaderbench_present::views::PngArea;
 
 use super::open_runs;
 use super::run_lifecycle::LIVE_FRAME_INTERVAL;
 use super::{App, Message, WARNING};
-use loaderbench_present::export::Format;
 
 impl App {
     /// A panel's frame, without its fill where the window already clears to the panels'

@@ -9,16 +9,15 @@ use egui::{Rect, RichText, Ui};
 use crate::actions::{Action, Pick};
 use crate::analysis_view;
 use crate::charts;
+use crate::commands::Command;
 use crate::compare_view;
 use crate::live::Phase;
 use crate::plots;
 use crate::table_view;
+use loaderbench_present::export::Format;
 use loaderbench_present::views::PngArea;
 
 use super::App;
-use loaderbench_present::export::Format;
-
-use crate::commands::Command;
 
 impl App {
     pub(super) fn run_bar(&self, ui: &mut Ui, actions: &mut Vec<Action>) {
