@@ -4,7 +4,8 @@
 //! by the PyTorch runtime's Python, where scripts/setup installs kornia), per batch of
 //! 256 FashionMNIST-shaped images from the built-in dataset, at 1 and 2 intra-op threads,
 //! 0 workers. Both start from the same uint8 batches and do the same work (every op on
-//! every sample, the same kernel sizes; the README says where the two still differ).
+//! every sample, the same kernel sizes; docs/presets.md, "The kornia peer", says where the
+//! two still differ).
 //! Light: our 60,000-sample light epoch (0 workers, batch 256) against the memory floor
 //! measured in the same run: the epoch's bytes (uint8 images read, float32 batches
 //! written) at the bandwidth a plain copy of as many bytes reaches.

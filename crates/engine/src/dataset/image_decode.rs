@@ -9,7 +9,8 @@
 //! Reduced-scale decoding (JPEG DCT scaling, as PIL's `draft`) was measured with
 //! jpeg-decoder's `Decoder::scale` and left out: its entropy decoding is so much slower
 //! than zune-jpeg's that its scaled decode lost to zune-jpeg's full decode plus the
-//! resize at every size up to 1000×750, and won by only a tenth at 2000×1500 (README).
+//! resize at every size up to 1000×750, and won by only a tenth at 2000×1500
+//! (docs/performance.md).
 
 use std::cell::RefCell;
 use std::fs::File;
