@@ -137,9 +137,15 @@ struct RunArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Print the analysis: start-up ledger, scaling, input-bound verdicts and the config
-    /// to use.
+    /// to use, measuring the configs an unresolved recommendation hinges on further
+    /// (see `--resolve-for`).
     #[arg(long)]
     recommend: bool,
+    /// With `--recommend`: how long to go on measuring while the recommendation is not
+    /// resolved, as people write it (`90s`, `5m`, `0s` for not at all); default the
+    /// preset's `resolve_for_s` (a minute).
+    #[arg(long, value_parser = humantime::parse_duration, requires = "recommend")]
+    resolve_for: Option<std::time::Duration>,
     /// Compare the results with a saved baseline.
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,

@@ -1,5 +1,6 @@
 //! `loaderbench run`: runs a plan on the background runner, shows progress from its
-//! events, then prints one table per pipeline (with the analysis, a baseline comparison
+//! events, with `--recommend` measures the configs an unresolved recommendation hinges
+//! on further (`loaderbench_analysis::resolve`, for `--resolve-for`), then prints one table per pipeline (with the analysis, a baseline comparison
 //! and the training step's verdict where asked for) and writes the requested exports and
 //! baseline. Every output is checked before anything is measured, and the exports are
 //! written for failed and cancelled runs too, with what was measured: from the journal
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use crossbeam_channel::TryRecvError;
 
+use loaderbench_analysis::resolve::ResolveEvent;
 use loaderbench_analysis::{baseline, warnings};
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
@@ -33,7 +35,13 @@ pub fn run(args: RunArgs) -> Result<()> {
     let journal = prepare_journal(args.journal.clone(), &plan)?;
     let (exports, saved) = (args.exports.clone(), journal.clone());
     interrupt::on_quit(move || save_from_journal(&exports, &saved));
-    let (result, error) = execute(&plan, journal.clone(), args.quiet)?;
+    let (mut result, mut error) = execute(&plan, journal.clone(), args.quiet)?;
+    if args.recommend && error.is_none() {
+        let limit = args
+            .resolve_for
+            .unwrap_or_else(|| Duration::from_secs_f64(plan.preset.resolve_for_s));
+        error = resolve(&plan, &mut result, limit, &journal, args.quiet)?;
+    }
     // With an export on standard output, that is all standard output holds.
     if !args.exports.to_stdout() {
         output::print_tables(&result, args.exports.stages);
@@ -50,6 +58,58 @@ pub fn run(args: RunArgs) -> Result<()> {
         super::baseline_command::save(name, &result)?;
     }
     error.map_or(Ok(()), Err)
+}
+
+/// Measures the configs `result`'s unresolved recommendations hinge on further, for at
+/// most `limit`, saying each round on standard error; returns the error of a stop or a
+/// failure.
+fn resolve(
+    plan: &Plan,
+    result: &mut RunResult,
+    limit: Duration,
+    journal: &Path,
+    quiet: bool,
+) -> Result<Option<Error>> {
+    if limit.is_zero() || loaderbench_analysis::resolve::hinges(result).is_empty() {
+        return Ok(None);
+    }
+    if !quiet {
+        eprintln!(
+            "not resolved yet: measuring the configs it hinges on for up to {}",
+            humantime::format_duration(limit)
+        );
+    }
+    let mut report = |event: ResolveEvent| {
+        if quiet {
+            return;
+        }
+        match event {
+            ResolveEvent::Round {
+                round,
+                configs,
+                left_s,
+            } => {
+                let labels: Vec<String> = configs.iter().map(|&i| plan.label(i)).collect();
+                eprintln!("round {round}: {} ({left_s:.0} s left)", labels.join(", "));
+            }
+            ResolveEvent::Measured { config, seconds } => {
+                eprintln!("  {}: {seconds:.2} s projected", plan.label(config));
+            }
+            ResolveEvent::Warning { message } => eprintln!("warning: {message}"),
+        }
+    };
+    let (_, error) = loaderbench_analysis::resolve::resolve(
+        plan,
+        result,
+        limit,
+        journal,
+        &interrupt::requested,
+        &mut report,
+    )?;
+    for message in warnings::attach(result) {
+        eprintln!("warning: {message}");
+    }
+    Ok(error)
 }
 
 /// Where the run's journal goes (`journal`, else the user data directory's default), with

@@ -72,6 +72,8 @@ impl Recommended {
                     "--set",
                     "planned_epochs=20",
                     "--recommend",
+                    "--resolve-for",
+                    "0s",
                     "--json",
                     path_str(&measured),
                 ],
@@ -197,6 +199,16 @@ fn recommend_exports_the_printed_recommendation_in_the_json() {
             .unwrap()
             .ends_with(" · loaderbench")
     );
+    let verdict = recommendation["verdict"]["text"].as_str().unwrap();
+    assert!(
+        paragraph.contains(&format!("Verdict: {verdict}.")),
+        "the verdict closes the paragraph: {paragraph}"
+    );
+    assert!(
+        ["fastest", "equally_fast", "not_resolved"]
+            .contains(&recommendation["verdict"]["kind"].as_str().unwrap()),
+        "{recommendation}"
+    );
     let snippet = recommendation["snippet"].as_str().unwrap();
     assert!(
         paragraph.contains(&snippet.replace('\n', "\n    ")),
@@ -267,6 +279,75 @@ impl Baselines {
             (from_journal, from_export)
         })
     }
+}
+
+/// The repeats of each config in a journal's config lines.
+fn journaled_repeats(journal: &Path) -> Vec<(usize, usize)> {
+    std::fs::read_to_string(journal)
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|entry| entry["entry"] == "config")
+        .map(|entry| {
+            let result = &entry["result"];
+            let number = |key: &str| result[key].as_u64().unwrap() as usize;
+            (number("config_index"), number("repeat"))
+        })
+        .collect()
+}
+
+#[test]
+fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
+    // One round with two epochs shows nothing of the noise: every config stays open, so
+    // `--recommend` measures them again, appending the new rounds to the journal.
+    let dir = shared_dir();
+    let journal = dir.path().join("j.jsonl");
+    let json = dir.path().join("r.json");
+    let mut args = small_sweep(
+        path_str(&journal),
+        &[
+            "--recommend",
+            "--resolve-for",
+            "60s",
+            "--json",
+            path_str(&json),
+        ],
+    );
+    args.retain(|arg| *arg != "-q");
+    let output = in_data_dir(dir.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("not resolved yet: measuring the configs it hinges on for up to 1m"),
+        "{err}"
+    );
+    // Every config, or on a busy machine those whose one round was disturbed.
+    assert!(err.contains("round 1: nw="), "{err}");
+    let repeats = journaled_repeats(&journal);
+    assert!(
+        repeats.iter().any(|&(_, repeat)| repeat >= 1),
+        "{repeats:?}"
+    );
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let results = exported["results"].as_array().unwrap();
+    assert_eq!(
+        results.len(),
+        repeats.len(),
+        "the export holds every round measured"
+    );
+    // Without a limit, nothing more is measured.
+    let journal = dir.path().join("none.jsonl");
+    let args = small_sweep(path_str(&journal), &["--recommend", "--resolve-for", "0s"]);
+    let output = in_data_dir(dir.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(journaled_repeats(&journal).len(), 3);
+    let text = stdout(&output);
+    assert!(
+        text.contains("Verdict: not resolved after ")
+            && text.contains("one round shows nothing of this machine's noise"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -488,6 +488,8 @@ fn seed_light_pytorch() -> &'static (TempDir, Output) {
             "seed-light-pytorch",
             "-q",
             "--recommend",
+            "--resolve-for",
+            "0s",
             "--set",
             "samples=1024",
             "--set",

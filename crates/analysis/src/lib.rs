@@ -7,7 +7,9 @@
 //! how much loader workers slow the training step ([`contention`]); the
 //! recommendation per question ([`recommend`]). Its text for the CLI is the
 //! presentation layer's (`loaderbench_present::analysis_text`).
-//! Also [`tune`], which measures as it analyses: the best settings within a budget.
+//! Two parts measure as they analyse: [`tune`], the best settings within a budget, and
+//! [`resolve`], which measures a finished run's undecided configs further; both measure
+//! in rounds ([`rounds`]).
 
 pub mod aa;
 pub mod baseline;
@@ -15,6 +17,8 @@ pub mod contention;
 pub mod input;
 pub mod ledger;
 pub mod recommend;
+pub mod resolve;
+mod rounds;
 pub mod scaling;
 pub mod tune;
 pub mod warnings;

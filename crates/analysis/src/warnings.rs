@@ -25,9 +25,13 @@ pub const NEGLIGIBLE_S: f64 = 0.02;
 pub const UNEVEN_RANKS: f64 = 0.25;
 
 /// Adds to a run's result the warnings its measurements call for, and returns them for
-/// the front end to show: the runner measures, its consumer (the CLI, the app) judges.
+/// the front end to show (those not already there): the runner measures, its consumer
+/// (the CLI, the app) judges.
 pub fn attach(result: &mut RunResult) -> Vec<String> {
-    let found = warnings(result);
+    let found: Vec<String> = warnings(result)
+        .into_iter()
+        .filter(|w| !result.warnings.contains(w))
+        .collect();
     result.warnings.extend(found.iter().cloned());
     found
 }

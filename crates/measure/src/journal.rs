@@ -91,6 +91,20 @@ impl Journal {
         Ok(journal)
     }
 
+    /// Opens an existing journal to append to: a finished run measured further (its
+    /// unresolved recommendation's configs), whose new configs and final status follow
+    /// the old ones.
+    pub fn reopen(path: &Path) -> Result<Journal> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|err| Error::io(path, err))?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

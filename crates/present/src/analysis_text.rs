@@ -166,16 +166,21 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("\nRecommendation: synthetic · light · loaderbench\nUse nw=2. "),
+            text.contains("\nRecommendation: synthetic · light · loaderbench\nUse nw=0. "),
             "{text}"
         );
-        // One round: persistent's 12% lies within the single-round band, so a tie.
+        // One round shows nothing of the noise: nothing beats anything yet, and the
+        // verdict says so.
         assert!(
-            text.contains("nw=2 persistent is as fast within the noise"),
+            text.contains("nw=2, nw=2 persistent are as fast within the noise"),
             "{text}"
         );
         assert!(
-            text.trim_end().ends_with("    num_workers: [2],"),
+            text.contains("Verdict: not resolved after 18.5 s: one round shows nothing"),
+            "{text}"
+        );
+        assert!(
+            text.trim_end().ends_with("    num_workers: [0],"),
             "the snippet closes the recommendation: {text}"
         );
     }

@@ -1,42 +1,47 @@
 //! The recommendations: for each question the run answers (the configs with the same
 //! dataset, pipeline, runtime and ranks), which config to train with on this machine,
-//! why, and the code to paste. Configs are compared by the 95% bootstrap interval of
-//! their per-repeat projected time (the planned epochs: the first epoch, then every later
-//! one at the repeat's typical time), not by medians alone, and round by round where they
-//! share enough repeats. The best set holds every config that no other beats beyond the
-//! noise, and the tie rule picks one of them the same way every time, fewest workers
-//! first, since workers cost memory and cores that buy nothing measurable (both in
-//! [`tie`]). A knob measured as a no-op (pin_memory without CUDA) makes no config of its
-//! own, nor does a copy of a config (an A/A check). No winner is named over a disturbed
-//! config, and a single repeat is called one sample. Warm and cold page caches are
-//! separate questions, and a cold question names no config when one of its configs
-//! stayed warm (its files could not be evicted), so a warm figure never answers it. The
-//! paragraph is written in [`text`], the code to paste in [`snippet`].
+//! why, whether the measurements resolve it, and the code to paste. Each config's time is
+//! its per-round projected time (the planned epochs: the first epoch, then every later
+//! one at the round's typical time), and configs are compared by the one noise model
+//! fitted to this run's own scatter, against the tie margin ([`noise`]). The best set
+//! holds every config that no other beats beyond the margin and the noise, and the tie
+//! rule picks one of them the same way every time, fewest workers first, since workers
+//! cost memory and cores that buy nothing measurable (both in [`tie`]); the verdict says
+//! whether that pick is fastest, equally fast as others, or not resolved yet, and which
+//! configs the decision hinges on ([`verdict`]). A knob measured as a no-op (pin_memory
+//! without CUDA) makes no config of its own, nor does a copy of a config (an A/A check,
+//! whose rounds set the noise's floor). A measurement disturbed by other load is set
+//! aside where its config has undisturbed ones; no winner is named over a config whose
+//! every measurement was disturbed (the verdict hinges on it, so that it is measured
+//! again). Warm and cold page caches are separate
+//! questions, and a cold question names no config when one of its configs stayed warm
+//! (its files could not be evicted), so a warm figure never answers it. The paragraph is
+//! written in [`text`], the code to paste in [`snippet`].
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::{Cache, IntraOpThreads};
+use loaderbench_engine::preset::{Cache, DEFAULT_TIE_MARGIN, IntraOpThreads};
 use loaderbench_measure::results::{ConfigResult, RunResult};
 use loaderbench_measure::stats::{self, Estimate};
 
 use super::ConfigRuns;
 use super::input::InputBound;
 
+pub mod noise;
 mod snippet;
 mod text;
 mod tie;
+pub mod verdict;
 
+use noise::{NoiseInput, NoiseModel};
 pub use snippet::snippet;
 use text::paragraph;
-pub(crate) use tie::round_ratio;
-pub use tie::{MEMORY_TIE_SHARE, MIN_ROUNDS};
-
-/// A config beats another round by round only when the whole interval of their per-round
-/// ratio lies beyond this share: a smaller gain is not worth a knob, and on the 2-core
-/// VMs this project measures on, gains of 5–15% (seed-heavy's workers against none) sit
-/// inside a per-round scatter of ±30%, where a 5% band made tune's answer a coin toss.
-pub const NEAR_SHARE: f64 = 0.10;
+pub use tie::MEMORY_TIE_SHARE;
+use tie::Question;
+pub use verdict::{Verdict, VerdictKind};
 
 /// What to do when the measurements cannot carry a decision.
 pub const RERUN: &str = "re-run with `repeats: 5` on a quiet machine";
@@ -75,6 +80,8 @@ pub struct Recommendation {
     pub samples: usize,
     /// One short paragraph with the numbers.
     pub text: String,
+    /// Whether the measurements resolve the question, and what it hinges on if not.
+    pub verdict: Verdict,
     /// Code that sets the recommended config up: a `DataLoader(...)` call for PyTorch,
     /// preset lines for loaderbench's engine.
     pub snippet: Option<String>,
@@ -120,13 +127,17 @@ struct Candidate<'a> {
     config: Config,
     /// Labels of the configs folded into this one for a no-op knob.
     folded: Vec<&'a str>,
+    /// Its measurements, less those disturbed by other load where it has undisturbed ones.
     runs: Vec<&'a ConfigResult>,
+    /// The disturbed measurements set aside.
+    set_aside: usize,
     projected_s: Estimate,
 }
 
 impl Candidate<'_> {
+    /// Every measurement of it was disturbed by other load.
     fn disturbed(&self) -> bool {
-        self.runs.iter().any(|r| r.disturbed)
+        self.runs.iter().all(|r| r.disturbed)
     }
 
     /// Why a cold config stayed warm in some repeat.
@@ -173,6 +184,76 @@ pub(crate) fn projected_s(run: &ConfigResult, planned_epochs: usize) -> Option<f
     Some(first + planned_epochs.saturating_sub(1) as f64 * typical_epoch_s(run)?)
 }
 
+/// The projected time of each repeat, by repeat number (the median where a folded no-op
+/// twin or a copy measured the same repeat too).
+fn by_round<'r>(
+    runs: impl IntoIterator<Item = &'r ConfigResult>,
+    planned_epochs: usize,
+) -> BTreeMap<usize, f64> {
+    let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for run in runs {
+        if let Some(seconds) = projected_s(run, planned_epochs) {
+            rounds.entry(run.repeat).or_default().push(seconds);
+        }
+    }
+    rounds
+        .into_iter()
+        .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
+        .collect()
+}
+
+/// What the noise model of a question is fitted to: each candidate's rounds, each
+/// repeat's later epochs, and an A/A check's copies against their originals.
+fn noise_input(
+    members: &[&ConfigRuns<'_>],
+    candidates: &[Candidate<'_>],
+    planned_epochs: usize,
+) -> NoiseInput {
+    let rounds = candidates
+        .iter()
+        .map(|c| by_round(c.runs.iter().copied(), planned_epochs))
+        .collect();
+    let later_epochs = candidates
+        .iter()
+        .flat_map(|c| &c.runs)
+        .map(|r| r.epochs.iter().skip(1).map(|e| e.seconds).collect())
+        .collect();
+    let mut aa_ratios = Vec::new();
+    for copy in members.iter().filter(|m| m.config.copy > 0) {
+        let original = members.iter().find(|m| {
+            m.config.copy == 0
+                && Config {
+                    copy: copy.config.copy,
+                    ..m.config.clone()
+                } == *copy.config
+        });
+        if let Some(original) = original {
+            let originals = by_round(original.runs.iter().copied(), planned_epochs);
+            let copies = by_round(copy.runs.iter().copied(), planned_epochs);
+            aa_ratios.extend(
+                copies
+                    .iter()
+                    .filter_map(|(round, s)| Some(s / originals.get(round)?)),
+            );
+        }
+    }
+    NoiseInput {
+        rounds,
+        later_epochs,
+        aa_ratios,
+    }
+}
+
+/// Seconds spent measuring the question: every epoch of every repeat, warm-ups included.
+fn measured_s(candidates: &[Candidate<'_>]) -> f64 {
+    candidates
+        .iter()
+        .flat_map(|c| &c.runs)
+        .flat_map(|r| r.warmup.iter().chain(&r.epochs))
+        .map(|e| e.seconds)
+        .sum()
+}
+
 fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Candidate<'a>> {
     let estimate = |runs: &[&ConfigResult]| {
         let samples: Vec<f64> = runs
@@ -183,6 +264,13 @@ fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Can
     };
     let mut candidates: Vec<Candidate<'a>> = Vec::new();
     for runs in members {
+        // Measurements disturbed by other load are set aside where the config has others.
+        let kept: Vec<&ConfigResult> = if runs.runs.iter().any(|r| !r.disturbed) {
+            runs.runs.iter().copied().filter(|r| !r.disturbed).collect()
+        } else {
+            runs.runs.clone()
+        };
+        let set_aside = runs.runs.len() - kept.len();
         let pin_effective = runs.runs.iter().all(|r| r.pin_memory_effective);
         // A copy (an A/A check) is the same config measured again: its repeats pool.
         let config = Config {
@@ -202,17 +290,19 @@ fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Can
                     c.index = runs.index;
                     c.label = runs.label;
                 }
-                c.runs.extend(&runs.runs);
+                c.runs.extend(&kept);
+                c.set_aside += set_aside;
                 c.projected_s = estimate(&c.runs).unwrap_or(c.projected_s);
             }
             None => {
-                if let Some(projected_s) = estimate(&runs.runs) {
+                if let Some(projected_s) = estimate(&kept) {
                     candidates.push(Candidate {
                         index: runs.index,
                         label: runs.label,
                         config,
                         folded: Vec::new(),
-                        runs: runs.runs.clone(),
+                        runs: kept,
+                        set_aside,
                         projected_s,
                     });
                 }
@@ -268,7 +358,18 @@ fn recommend_one(
     if !disturbed.is_empty() {
         return Some(undecided(group, &disturbed, samples));
     }
-    let best = tie::best_set(&candidates, result.planned_epochs);
+    let tie_margin = result
+        .setup
+        .as_ref()
+        .map_or(DEFAULT_TIE_MARGIN, |preset| preset.tie_margin);
+    let question = Question {
+        candidates: &candidates,
+        noise: NoiseModel::fit(
+            &noise_input(members, &candidates, result.planned_epochs),
+            tie_margin,
+        ),
+    };
+    let best = question.best_set();
     let chosen = tie::tie_break(&best)?;
     let baseline = candidates
         .iter()
@@ -283,6 +384,7 @@ fn recommend_one(
     } else {
         Outcome::Faster
     };
+    let verdict = verdict::verdict(&question, &best, chosen, measured_s(&candidates));
     let equally_fast: Vec<String> = best
         .iter()
         .filter(|c| c.index != chosen.index)
@@ -299,6 +401,7 @@ fn recommend_one(
         equally_fast,
         samples,
         text: String::new(),
+        verdict,
         snippet: Some(snippet(
             result,
             &chosen.config,
@@ -311,7 +414,7 @@ fn recommend_one(
         result.planned_epochs,
         chosen,
         baseline,
-        &candidates,
+        &question,
         stall,
     );
     Some(recommendation)
@@ -345,7 +448,21 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
          would rest on noise. To decide, {RERUN}.",
         names.join(", ")
     );
-    no_winner(group, samples, text)
+    let mut recommendation = no_winner(group, samples, text);
+    recommendation.verdict = Verdict {
+        kind: VerdictKind::NotResolved,
+        text: format!(
+            "not resolved: every measurement of {} was disturbed by other load; measure \
+             them again on a quiet machine",
+            disturbed
+                .iter()
+                .map(|c| c.label)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        hinges_on: disturbed.iter().map(|c| c.index).collect(),
+    };
+    recommendation
 }
 
 /// The recommendation of a question that names no config, saying why in `text`.
@@ -360,6 +477,7 @@ fn no_winner(group: String, samples: usize, text: String) -> Recommendation {
         speedup: None,
         equally_fast: Vec::new(),
         samples,
+        verdict: Verdict::none_named("no config is named (see above)"),
         text,
         snippet: None,
     }
@@ -391,6 +509,18 @@ mod tests {
         );
         r.peak_rss_bytes = Some((200 + 50 * workers as u64) << 20);
         r
+    }
+
+    /// Each result measured in three identical rounds: measurements without noise.
+    fn three_rounds(results: Vec<ConfigResult>) -> Vec<ConfigResult> {
+        (0..3)
+            .flat_map(|round| {
+                results.iter().cloned().map(move |mut r| {
+                    r.repeat = round;
+                    r
+                })
+            })
+            .collect()
     }
 
     fn only(result: &RunResult) -> Recommendation {
@@ -428,7 +558,7 @@ mod tests {
             measured(2, 4, false, 1.1, 0.1),
             measured(3, 4, true, 1.1, 0.1),
         ];
-        let r = only(&result(configs, results));
+        let r = only(&result(configs, three_rounds(results)));
         assert_eq!(r.outcome, Outcome::Faster);
         assert_eq!(r.label.as_deref(), Some("nw=4 persistent"));
         assert_eq!(r.baseline_label.as_deref(), Some("nw=0"));
@@ -446,7 +576,7 @@ mod tests {
         );
         assert!(
             r.text
-                .contains("3.9× as fast as nw=0 (4.40 s per epoch) by more than 60%, the scatter"),
+                .contains("3.9× as fast as nw=0 (4.40 s per epoch) beyond the noise."),
             "{}",
             r.text
         );
@@ -457,36 +587,38 @@ mod tests {
             r.text
         );
         assert!(
-            r.text.ends_with(&format!(
-                "Each config was measured once, so this is one sample: {RERUN} before \
-                 relying on it."
-            )),
+            r.text.ends_with(
+                "Verdict: nw=4 persistent is fastest: 87% faster than nw=4, the next, beyond \
+                 this machine's noise (±0.0%)."
+            ),
             "{}",
             r.text
         );
+        assert_eq!(r.verdict.kind, VerdictKind::Fastest);
+        assert!(r.verdict.hinges_on.is_empty());
     }
 
     #[test]
     fn the_text_names_the_config_that_put_the_baseline_out_when_the_tie_rule_picks_another() {
-        // One round each: nw=4 (2.3 s an epoch) beats nw=0 (4.4 s) by more than the
-        // single-round band, nw=2 (3.3 s) does not, and nw=2 ties with nw=4; the tie rule
-        // takes nw=2, which must not be said to beat nw=0 itself.
+        // Five rounds: nw=4 beats nw=0 by 17% in every round; nw=2 scatters around 9%
+        // faster than nw=0, so it neither beats nw=0 nor can be told from nw=4; the tie
+        // rule takes nw=2, which must not be said to beat nw=0 itself.
         let configs = vec![config(0, false), config(2, false), config(4, false)];
-        let results = vec![
-            measured(0, 0, false, 0.4, 0.4),
-            measured(1, 2, false, 0.3, 0.3),
-            measured(2, 4, false, 0.3, 0.2),
-        ];
+        let mut results = rounds(0, &configs[0], &[1.0; 5]);
+        results.extend(rounds(1, &configs[1], &[0.93, 1.0, 0.86, 0.95, 0.90]));
+        results.extend(rounds(2, &configs[2], &[0.85, 0.86, 0.84, 0.85, 0.86]));
         let r = only(&result(configs, results));
         assert_eq!(r.outcome, Outcome::Faster);
         assert_eq!(r.label.as_deref(), Some("nw=2"), "{}", r.text);
         assert!(
             r.text.contains(
-                "1.3× as fast as nw=0 (4.40 s per epoch), which nw=4 beats by more than 60%"
+                "1.1× as fast as nw=0 (1.00 s per epoch), which nw=4 beats beyond the noise."
             ),
             "{}",
             r.text
         );
+        assert_eq!(r.verdict.kind, VerdictKind::NotResolved, "{}", r.text);
+        assert_eq!(r.verdict.hinges_on, [1, 2]);
     }
 
     #[test]
@@ -498,23 +630,31 @@ mod tests {
             measured(1, 2, false, 0.3, 0.1),
             measured(2, 4, true, 0.3, 0.098),
         ];
-        let r = only(&result(configs, results));
+        let r = only(&result(configs, three_rounds(results)));
         assert_eq!(r.outcome, Outcome::NoneFaster);
         assert_eq!(r.label.as_deref(), Some("nw=0"));
         assert!(
             r.text
-                .contains("no config with workers was faster by more than 60%, the scatter"),
+                .contains("no config with workers was faster beyond the noise."),
             "{}",
             r.text
         );
-        // One round each: nw=2 (2% slower over 50 epochs) is within the single-round band.
-        assert_eq!(r.equally_fast, ["nw=2", "nw=4 persistent"]);
+        // nw=2 restarts its workers every epoch: 18% slower. nw=4 persistent is 2% faster
+        // than nw=0 over 50 epochs, within the tie margin.
+        assert_eq!(r.equally_fast, ["nw=4 persistent"]);
         assert!(
-            r.text.contains(
-                "nw=2, nw=4 persistent are as fast within the noise; nw=0 is picked by the tie"
-            ),
+            r.text
+                .contains("nw=4 persistent is as fast within the noise; nw=0 is picked by the tie"),
             "{}",
             r.text
+        );
+        assert_eq!(r.verdict.kind, VerdictKind::EquallyFast);
+        assert!(
+            r.verdict.text.starts_with(
+                "nw=0 and nw=4 persistent are equally fast: within ±5.0%, measured to ±0.0%"
+            ),
+            "{}",
+            r.verdict.text
         );
     }
 
@@ -526,7 +666,7 @@ mod tests {
             measured(1, 4, true, 0.5, 0.101),
             measured(2, 8, true, 0.5, 0.1),
         ];
-        let r = only(&result(configs, results));
+        let r = only(&result(configs, three_rounds(results)));
         assert_eq!(r.label.as_deref(), Some("nw=4 persistent"));
         assert_eq!(r.equally_fast, vec!["nw=8 persistent".to_owned()]);
     }
@@ -594,12 +734,29 @@ mod tests {
         let configs = vec![config(0, false), config(2, false)];
         let mut results = repeats(0, &configs[0], &[1.0, 1.0, 1.0]);
         let mut busy = repeats(1, &configs[1], &[0.5, 0.5, 0.5]);
+        // One disturbed round of three is set aside, and said so.
         busy[1].disturbed = true;
         busy[1].other_load_cores = Some(0.8);
+        let mut some = results.clone();
+        some.extend(busy.clone());
+        let r = only(&result(configs.clone(), some));
+        assert_eq!(r.label.as_deref(), Some("nw=2"), "{}", r.text);
+        assert!(
+            r.text
+                .contains("Set aside as disturbed by other load: nw=2 (1 of 3)."),
+            "{}",
+            r.text
+        );
+        // Every round disturbed: no config is named, and the verdict hinges on it.
+        for run in &mut busy {
+            run.disturbed = true;
+            run.other_load_cores = Some(0.8);
+        }
         results.extend(busy);
         let r = only(&result(configs, results));
         assert_eq!(r.outcome, Outcome::Undecided);
         assert_eq!((r.config, r.snippet), (None, None));
+        assert_eq!(r.verdict.hinges_on, [1]);
         assert_eq!(
             r.text,
             format!(
@@ -649,7 +806,7 @@ mod tests {
         };
         let mut r = result(
             vec![plain.clone(), pinned.clone(), config(2, false)],
-            vec![
+            three_rounds(vec![
                 run(
                     0,
                     plain,
@@ -661,7 +818,7 @@ mod tests {
                     vec![epoch(1, 0.1, 0.01, 11), epoch(2, 0.1, 0.01, 11)],
                 ),
                 measured(2, 2, false, 0.5, 0.1),
-            ],
+            ]),
         );
         r.labels[1] = "nw=0 pin".to_owned();
         let rec = only(&r);
@@ -727,7 +884,7 @@ mod tests {
             run(2, configs[2].clone(), vec![epoch(1, 0.1, 0.1, 11)]),
             run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
         ];
-        let all = Analysis::of(&result(configs, results)).recommendations;
+        let all = Analysis::of(&result(configs, three_rounds(results))).recommendations;
         let groups: Vec<(&str, Option<usize>)> =
             all.iter().map(|r| (r.group.as_str(), r.config)).collect();
         assert_eq!(
@@ -766,7 +923,7 @@ mod tests {
             run(2, configs[2].clone(), vec![epoch(1, 0.1, 0.01, 11)]),
             run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
         ];
-        let all = Analysis::of(&result(configs, results)).recommendations;
+        let all = Analysis::of(&result(configs, three_rounds(results))).recommendations;
         let groups: Vec<(&str, Option<usize>)> =
             all.iter().map(|r| (r.group.as_str(), r.config)).collect();
         assert_eq!(

@@ -1,23 +1,19 @@
 //! The recommendation's paragraph: the config to use and what it projects to over the
 //! planned epochs, against what and by how much, what else was as fast (the best set)
 //! and why this one was picked (the tie rule), whether the run
-//! is input-bound, and how many samples stand behind it.
+//! is input-bound; the verdict's sentence closes it (how far the measurements carry).
 
 use super::super::input::InputBound;
 use super::super::{duration, mib};
-use super::tie::{FEW_ROUNDS_SHARE, MIN_ROUNDS, beats};
-use super::{Candidate, Outcome, RERUN, Recommendation};
-
-/// The tie rule in the words the paragraph uses.
-const TIE_RULE: &str =
-    "fewest workers, then least memory, then not persistent, then first in the grid";
+use super::tie::{Question, TIE_RULE};
+use super::{Candidate, Outcome, Recommendation};
 
 pub(super) fn paragraph(
     r: &Recommendation,
     planned_epochs: usize,
     chosen: &Candidate<'_>,
     baseline: &Candidate<'_>,
-    candidates: &[Candidate<'_>],
+    question: &Question<'_, '_>,
     stall: Option<&InputBound>,
 ) -> String {
     let projected = chosen.projected_s;
@@ -26,7 +22,7 @@ pub(super) fn paragraph(
         chosen.label,
         duration(projected.median),
     );
-    if projected.n > 1 {
+    if projected.high > projected.low {
         text.push_str(&format!(
             " (95% interval {}–{})",
             duration(projected.low),
@@ -38,16 +34,8 @@ pub(super) fn paragraph(
         chosen.epoch_s().unwrap_or(f64::NAN),
         chosen.first_epoch_s().unwrap_or(f64::NAN)
     ));
-    // A round or two cannot show their noise: the band one round scatters over stands
-    // in for it (see `tie`).
-    let beyond = if r.samples >= MIN_ROUNDS {
-        "beyond the noise".to_owned()
-    } else {
-        format!(
-            "by more than {:.0}%, the scatter of single rounds here",
-            FEW_ROUNDS_SHARE * 100.0
-        )
-    };
+    let candidates = question.candidates;
+    let beyond = "beyond the noise";
     match r.outcome {
         Outcome::Faster => {
             text.push_str(&format!(
@@ -58,12 +46,9 @@ pub(super) fn paragraph(
             ));
             // The tie rule may pick a config of the best set that is not the one that
             // put the baseline out of it: name the one that did.
-            if beats(chosen, baseline, planned_epochs) {
+            if question.beats(chosen, baseline) {
                 text.push_str(&format!(" {beyond}."));
-            } else if let Some(b) = candidates
-                .iter()
-                .find(|c| beats(c, baseline, planned_epochs))
-            {
+            } else if let Some(b) = candidates.iter().find(|c| question.beats(c, baseline)) {
                 text.push_str(&format!(", which {} beats {beyond}.", b.label));
             } else {
                 text.push('.');
@@ -103,6 +88,24 @@ pub(super) fn paragraph(
             folded.join("; ")
         ));
     }
+    let set_aside: Vec<String> = candidates
+        .iter()
+        .filter(|c| c.set_aside > 0)
+        .map(|c| {
+            format!(
+                "{} ({} of {})",
+                c.label,
+                c.set_aside,
+                c.set_aside + c.runs.len()
+            )
+        })
+        .collect();
+    if !set_aside.is_empty() {
+        text.push_str(&format!(
+            " Set aside as disturbed by other load: {}.",
+            set_aside.join(", ")
+        ));
+    }
     if let Some(peak) = chosen.peak_rss_bytes() {
         text.push_str(&format!(" It peaks at {} of memory", mib(peak)));
         match baseline.peak_rss_bytes() {
@@ -121,11 +124,6 @@ pub(super) fn paragraph(
     if let Some(stall) = stall {
         text.push_str(&format!(" With the training step, {}.", stall.verdict));
     }
-    if r.samples == 1 {
-        text.push_str(&format!(
-            " Each config was measured once, so this is one sample: {RERUN} before relying \
-             on it."
-        ));
-    }
+    text.push_str(&format!(" Verdict: {}.", r.verdict.text));
     text
 }

@@ -1,64 +1,81 @@
 //! The best set and the tie rule. A config is in the best set when no other config of
-//! its question beats it beyond the noise: round by round where they share enough
-//! repeats (the whole interval of the per-round ratio lies beyond [`NEAR_SHARE`]), else
-//! by their own intervals and a wider band, [`FEW_ROUNDS_SHARE`], since a round or two
-//! cannot show their noise. Every member is a right answer, so
-//! which one is recommended must not depend on noise: the tie rule takes the fewest
-//! workers, then the least memory (within [`MEMORY_TIE_SHARE`] of the least counts as
-//! least), then not persistent, then the first in the grid. Because the set holds every
-//! config equal within the noise, not just those near this run's fastest, a run that
-//! reorders equal configs recommends the same one.
+//! its question is faster than it by more than the tie margin, beyond the noise that this
+//! run measured ([`noise`](super::noise)): every member is a right answer, so which one
+//! is recommended must not depend on noise. The tie rule takes the fewest workers, then
+//! the least memory (within [`MEMORY_TIE_SHARE`] of the least counts as least), then not
+//! persistent, then the first in the grid. Because the set holds every config that
+//! nothing beats, not just those near this run's fastest, a run that reorders equal
+//! configs recommends the same one, and so does a run whose measurements cannot yet tell
+//! two configs apart.
 
-use std::collections::BTreeMap;
+use loaderbench_measure::stats;
 
-use loaderbench_measure::results::ConfigResult;
-use loaderbench_measure::stats::{self, Estimate};
-
-use super::{Candidate, NEAR_SHARE, projected_s};
+use super::Candidate;
+use super::noise::{Difference, NoiseModel, Relation};
 
 /// Memory within this share of the least among the tied counts as the least: peaks
 /// differ by a few percent from run to run.
 pub const MEMORY_TIE_SHARE: f64 = 0.10;
 
-/// Repeats two configs must share to be compared round by round. The bootstrap interval
-/// of a median of fewer than five is the values' range, which holds the true median far
-/// less often than 95% of the time (75% for three, 87.5% for four, 93.75% for five), so
-/// a decision on three rounds is a coin toss wherever the difference is near the band.
-pub const MIN_ROUNDS: usize = 5;
+/// The tie rule in the words the recommendation uses.
+pub const TIE_RULE: &str =
+    "fewest workers, then least memory, then not persistent, then first in the grid";
 
-/// With fewer shared rounds than [`MIN_ROUNDS`], how much slower a config must be to
-/// count as beaten. One round tells nothing about its own noise, and on the 2-core VMs
-/// this project measures on, single rounds scatter widely: in five runs of seed-heavy in
-/// a row (0.1–0.2 s epochs), the same config's epoch took 0.10–0.17 s from run to run,
-/// and configs equal over many rounds lay up to 1.55× apart within one run
-/// (docs/performance.md). A narrower band lets noise pick the answer, which then changes
-/// from run to run; a real difference wider than this shows in one round anyway.
-pub const FEW_ROUNDS_SHARE: f64 = 0.60;
+/// One question's candidates with the noise model fitted to them.
+pub(super) struct Question<'c, 'a> {
+    pub candidates: &'c [Candidate<'a>],
+    pub noise: NoiseModel,
+}
 
-/// The configs that no other config beats beyond the noise, in grid order. Never empty
-/// when `candidates` is not: should noise make every config beaten by another (a cycle),
-/// the set is the fastest by the median and those it does not beat.
-pub(super) fn best_set<'c, 'a>(
-    candidates: &'c [Candidate<'a>],
-    planned_epochs: usize,
-) -> Vec<&'c Candidate<'a>> {
-    let unbeaten: Vec<&Candidate<'a>> = candidates
-        .iter()
-        .filter(|c| !candidates.iter().any(|d| beats(d, c, planned_epochs)))
-        .collect();
-    if !unbeaten.is_empty() {
-        return unbeaten;
+impl<'c, 'a> Question<'c, 'a> {
+    fn position(&self, c: &Candidate<'_>) -> Option<usize> {
+        self.candidates.iter().position(|x| x.index == c.index)
     }
-    let Some(fastest) = candidates
-        .iter()
-        .min_by(|a, b| a.projected_s.median.total_cmp(&b.projected_s.median))
-    else {
-        return Vec::new();
-    };
-    candidates
-        .iter()
-        .filter(|c| c.index == fastest.index || !beats(fastest, c, planned_epochs))
-        .collect()
+
+    /// How `a` compares with `b` (`None` for the same config, or one without rounds).
+    pub fn compare(&self, a: &Candidate<'_>, b: &Candidate<'_>) -> Option<Difference> {
+        if a.index == b.index {
+            return None;
+        }
+        self.noise.compare(self.position(a)?, self.position(b)?)
+    }
+
+    /// True when `faster` is faster than `slower` by more than the tie margin, beyond
+    /// the noise.
+    pub fn beats(&self, faster: &Candidate<'_>, slower: &Candidate<'_>) -> bool {
+        self.compare(faster, slower)
+            .is_some_and(|d| d.relation == Relation::Faster)
+    }
+
+    /// The configs that no other beats, in grid order. Never empty when there are
+    /// candidates: should the measurements make every config beaten by another (a cycle),
+    /// the set is the fastest by its level and those it does not beat.
+    pub fn best_set(&self) -> Vec<&'c Candidate<'a>> {
+        let unbeaten: Vec<&Candidate<'a>> = self
+            .candidates
+            .iter()
+            .filter(|c| !self.candidates.iter().any(|d| self.beats(d, c)))
+            .collect();
+        if !unbeaten.is_empty() {
+            return unbeaten;
+        }
+        let level = |c: &Candidate<'_>| {
+            self.position(c)
+                .and_then(|p| self.noise.level_s(p))
+                .unwrap_or(f64::INFINITY)
+        };
+        let Some(fastest) = self
+            .candidates
+            .iter()
+            .min_by(|a, b| level(a).total_cmp(&level(b)))
+        else {
+            return Vec::new();
+        };
+        self.candidates
+            .iter()
+            .filter(|c| c.index == fastest.index || !self.beats(fastest, c))
+            .collect()
+    }
 }
 
 /// The one config of the best set to recommend, by the tie rule.
@@ -102,69 +119,6 @@ fn memory_bytes(c: &Candidate<'_>) -> Option<f64> {
         .collect();
     let workers = stats::median(&per_worker).unwrap_or(0.0) * c.config.num_workers as f64;
     Some(peak + workers)
-}
-
-/// True when `faster` beats `slower` beyond the noise. Where the two share at least
-/// [`MIN_ROUNDS`] repeats they are compared round by round: repeat `r` of every config
-/// ran in round `r` (one after another with the interleaved order), so drift that slows
-/// a whole round, or a whole process of a merged run, cancels in the ratio of the two;
-/// `faster` wins when the whole interval of `slower`'s time over its own lies beyond
-/// [`NEAR_SHARE`]: a median past it with an interval that reaches below is a gain the
-/// rounds cannot tell from the band, and deciding on it flips the answer from run to run
-/// (and from round to round of a tune, which asks after every round). Otherwise by their
-/// own intervals: they do not meet, and `slower` is beyond [`FEW_ROUNDS_SHARE`] of
-/// `faster`.
-pub(super) fn beats(faster: &Candidate<'_>, slower: &Candidate<'_>, planned_epochs: usize) -> bool {
-    if faster.index == slower.index {
-        return false;
-    }
-    match round_ratio(
-        slower.runs.iter().copied(),
-        faster.runs.iter().copied(),
-        planned_epochs,
-    ) {
-        Some(ratio) => ratio.low > 1.0 + NEAR_SHARE,
-        None => {
-            let (slower, faster) = (&slower.projected_s, &faster.projected_s);
-            slower.differs_from(faster) && slower.median > faster.median * (1.0 + FEW_ROUNDS_SHARE)
-        }
-    }
-}
-
-/// The projected time of `a`'s runs over `b`'s in each repeat both have, as an estimate
-/// over those rounds; `None` below [`MIN_ROUNDS`]. The tie rule compares candidates by
-/// it, and tune asks it whether a config could still beat the pick.
-pub(crate) fn round_ratio<'r>(
-    a: impl IntoIterator<Item = &'r ConfigResult>,
-    b: impl IntoIterator<Item = &'r ConfigResult>,
-    planned_epochs: usize,
-) -> Option<Estimate> {
-    let (a, b) = (by_round(a, planned_epochs), by_round(b, planned_epochs));
-    let ratios: Vec<f64> = a
-        .iter()
-        .filter_map(|(round, a)| Some(a / b.get(round)?))
-        .collect();
-    (ratios.len() >= MIN_ROUNDS)
-        .then(|| Estimate::of(&ratios))
-        .flatten()
-}
-
-/// The projected time of each repeat, by repeat number (the median where a folded no-op
-/// twin measured the same repeat too).
-fn by_round<'r>(
-    runs: impl IntoIterator<Item = &'r ConfigResult>,
-    planned_epochs: usize,
-) -> BTreeMap<usize, f64> {
-    let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for run in runs {
-        if let Some(seconds) = projected_s(run, planned_epochs) {
-            rounds.entry(run.repeat).or_default().push(seconds);
-        }
-    }
-    rounds
-        .into_iter()
-        .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
-        .collect()
 }
 
 #[cfg(test)]
@@ -359,6 +313,15 @@ mod tests {
             let r = recommendation(&run);
             assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.text);
             assert_eq!(r.equally_fast.len(), 4, "{}", r.text);
+            // One round shows nothing of the noise: said, and every config stays open.
+            assert!(
+                r.verdict
+                    .text
+                    .contains("one round shows nothing of this machine's noise"),
+                "{}",
+                r.verdict.text
+            );
+            assert_eq!(r.verdict.hinges_on, [0, 1, 2, 3, 4]);
         }
         assert!(fastest.len() >= 3, "the medians alone pick {fastest:?}");
     }

@@ -4,13 +4,13 @@
 //! left out. Then successive halving: every remaining candidate gets a round; after
 //! each round, the candidates that another beats beyond the noise drop out, and of the
 //! rest the slower half, while the better keep getting rounds, each round running them
-//! one after another in turn. The search stops as soon as the answer is settled: every
-//! config of the best set over everything measured (those set aside in the slower half
-//! included) has [`SETTLE_ROUNDS`] rounds behind it, and none of them could still beat
-//! the config the tie rule picks by more than the noise band (the upper end of their
-//! per-round ratio's interval). A config set aside in the slower half but still in that
-//! set is reinstated and measured until then, since halving on one or two noisy rounds
-//! decides only who goes first, never the answer. The search also stops when the next
+//! one after another in turn. The search stops as soon as the answer is settled: the
+//! recommendation's verdict over everything measured (those set aside in the slower half
+//! included) is resolved, the pick fastest or equally fast as the rest of the best set
+//! beyond this run's noise ([`recommend::noise`](crate::recommend::noise)). A config the
+//! decision still hinges on is reinstated if it was set aside and measured until then,
+//! since halving on one or two noisy rounds decides only who goes first, never the
+//! answer. The search also stops when the next
 //! round does not fit in what is left of the budget, or when the user stops it. Every
 //! measurement goes through the runner (the interference meter included): a disturbed
 //! measurement is dropped, and its config measured again in the next round. The result
@@ -20,7 +20,6 @@
 //! the config to use.
 
 mod model;
-mod rounds;
 mod search;
 pub mod space;
 
@@ -38,16 +37,12 @@ use loaderbench_measure::tune_trail::{Fate, TuneStop};
 
 use serde::{Deserialize, Serialize};
 
+use crate::rounds::{self, RoundEnd};
 pub use model::Model;
-use rounds::RoundEnd;
 
 /// Configs the model predicts beyond this multiple of the best prediction are not
 /// measured.
 pub const MODEL_KEEP: f64 = 1.5;
-
-/// Rounds every config of the best set needs before the answer counts as settled: as
-/// many as the recommendation needs to compare two configs round by round.
-pub const SETTLE_ROUNDS: usize = crate::recommend::MIN_ROUNDS;
 
 /// What a config's measurement is taken to cost while nothing of any is known.
 const UNKNOWN_COST_S: f64 = 0.5;
@@ -232,10 +227,7 @@ pub fn tune(
                 .filter(|&i| standings[i].fate.is_none())
                 .collect()
         };
-        let left = candidates(&standings);
-        let leaders_done =
-            left.len() <= 1 || left.iter().all(|&i| standings[i].rounds >= SETTLE_ROUNDS);
-        if round > 0 && leaders_done && search::settled(&result, &mut standings, on_event) {
+        if round > 0 && search::settled(&result, &mut standings, on_event) {
             break (TuneStop::Settled, None);
         }
         let candidates = candidates(&standings);

@@ -37,6 +37,18 @@ pub(super) fn check_preset(preset: &Preset) -> std::result::Result<(), FieldErro
             "must be a positive number of seconds",
         ));
     }
+    if !(0.0..1.0).contains(&preset.tie_margin) {
+        return Err(field(
+            "tie_margin",
+            "must be a share from 0 to below 1 (0.05 for 5%)",
+        ));
+    }
+    if !(preset.resolve_for_s.is_finite() && preset.resolve_for_s >= 0.0) {
+        return Err(field(
+            "resolve_for_s",
+            "must be a number of seconds, 0 or more",
+        ));
+    }
     for (name, values) in knobs::lists(preset) {
         if values.is_empty() {
             return Err(field(name, "the list is empty; give at least one value"));

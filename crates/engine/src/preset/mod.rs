@@ -33,6 +33,14 @@ pub const PRESET_VERSION: u32 = 1;
 /// The epochs a training run is assumed to take unless the preset says otherwise.
 pub const DEFAULT_PLANNED_EPOCHS: usize = 50;
 
+/// The tie margin unless the preset says otherwise: configs measured to differ by less
+/// than 5% are equally fast.
+pub const DEFAULT_TIE_MARGIN: f64 = 0.05;
+
+/// How long an unresolved recommendation is measured further unless the preset says
+/// otherwise: a minute, about what a user waits for an answer before doing something else.
+pub const DEFAULT_RESOLVE_FOR_S: f64 = 60.0;
+
 /// A benchmark: the dataset, the pipelines and the loader settings to sweep. Each knob
 /// of the knob table ([`crate::plan::knob_table`]) is a list here, under its field name; a
 /// preset file that leaves one out gets its default list ([`knob_defaults`]).
@@ -84,6 +92,14 @@ pub struct Preset {
     /// The epochs a training run would take, for the break-even and the recommendation.
     #[serde(default = "defaults::planned_epochs")]
     pub planned_epochs: usize,
+    /// Configs measured to differ by less than this share are equally fast (0.05: 5%):
+    /// a smaller gain is not worth a knob.
+    #[serde(default = "defaults::tie_margin")]
+    pub tie_margin: f64,
+    /// How long `run --recommend` and the app's analysis may go on measuring the configs
+    /// an unresolved recommendation hinges on, in seconds (0: not at all).
+    #[serde(default = "defaults::resolve_for_s")]
+    pub resolve_for_s: f64,
     /// The Python that runs the PyTorch runtime (a user's own environment, so their
     /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
     #[serde(default)]
@@ -163,6 +179,8 @@ impl Default for Preset {
             extra_configs: Vec::new(),
             step: StepSpec::None,
             planned_epochs: defaults::planned_epochs(),
+            tie_margin: defaults::tie_margin(),
+            resolve_for_s: defaults::resolve_for_s(),
             python: None,
             pipeline: knob_defaults::pipeline(),
             transform_at: knob_defaults::transform_at(),
@@ -200,6 +218,12 @@ mod defaults {
     }
     pub fn planned_epochs() -> usize {
         super::DEFAULT_PLANNED_EPOCHS
+    }
+    pub fn tie_margin() -> f64 {
+        super::DEFAULT_TIE_MARGIN
+    }
+    pub fn resolve_for_s() -> f64 {
+        super::DEFAULT_RESOLVE_FOR_S
     }
 }
 

@@ -1,5 +1,6 @@
-//! One round of a tune: the chosen configs measured once each, one after another, by the
-//! runner as `run` measures them (its warm-up, gate and interference meter included), as
+//! One round of further measuring, for a tune or for resolving a run's recommendation:
+//! the chosen configs measured once each, one after another, by the runner as `run`
+//! measures them (its warm-up, gate and interference meter included), as
 //! a plan of their own. Each result is renumbered into the whole search space and
 //! stamped with the round as its repeat, so that the recommendation compares configs
 //! round by round. The round stops early, keeping every config it finished, when the
@@ -19,7 +20,7 @@ use loaderbench_measure::{Event, RunOptions};
 const POLL: Duration = Duration::from_millis(50);
 
 /// What a round measured, and how it ended.
-pub(super) struct Round {
+pub(crate) struct Round {
     /// Finished configs, numbered in the search space, in the order they ran.
     pub results: Vec<ConfigResult>,
     /// Seconds each finished config took, from its start to its end, for the budget.
@@ -32,7 +33,7 @@ pub(super) struct Round {
 }
 
 #[derive(Debug)]
-pub(super) enum RoundEnd {
+pub(crate) enum RoundEnd {
     /// Every config finished.
     Done,
     /// The deadline passed.
@@ -45,7 +46,7 @@ pub(super) enum RoundEnd {
 
 /// Measures `configs` (indices into `plan`'s) once each as round `round`, the runner's
 /// journal going to `scratch_journal`.
-pub(super) fn measure(
+pub(crate) fn measure(
     plan: &Plan,
     configs: &[usize],
     round: usize,

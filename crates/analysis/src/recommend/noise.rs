@@ -1,0 +1,383 @@
+//! The one noise model every rule of the recommendation decides with: how far this
+//! run's measurements scatter, measured in this run, never a constant chosen per number
+//! of rounds. Two configs that shared three rounds or more are compared round by round:
+//! the mean of their per-round log ratio, with the 95% Student-t interval from those
+//! ratios' own scatter, so drift that slows a whole round cancels and a noisy third
+//! config does not hide their difference. Configs that shared fewer rounds (a tune's, a
+//! run's first) fall back on the whole question: each config's per-round log time as
+//! its level plus the round's drift plus noise (an additive model fitted by alternating
+//! means, so configs measured in different rounds still share the drift), with the
+//! residuals' scatter; with a single round there are no residuals, and the scatter of a
+//! repeat's epochs after the first stands in. An A/A check (a config measured against a
+//! copy of itself) sets a floor under either. Against the tie margin a difference is one
+//! of three things: a gain beyond the margin, a tie within it, or not resolved yet (its
+//! interval reaches across the margin), which more rounds settle.
+
+use std::collections::BTreeMap;
+
+use loaderbench_measure::stats;
+
+/// Rounds two configs must share to be compared by their own per-round ratios: two
+/// rounds give one degree of freedom, whose t (12.7) makes every interval useless, where
+/// the whole question's scatter has many more.
+const PAIRED_ROUNDS: usize = 3;
+
+/// Rounds of backfitting: the additive model converges in a few for the designs a run
+/// or a tune makes (balanced, or nearly).
+const FIT_ITERATIONS: usize = 200;
+
+/// A scatter: the standard deviation of one measurement's log time, with the degrees of
+/// freedom it was estimated with.
+type Scatter = (f64, usize);
+
+/// A config's level: its mean log time, drift taken out, with the rounds behind it.
+type Level = (f64, usize);
+
+/// Where the scatter came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoiseSource {
+    /// Residuals between rounds.
+    Rounds,
+    /// A single round: the scatter between a repeat's epochs after the first.
+    Epochs,
+    /// An A/A check's copies, where they scattered more than the model (or alone).
+    AaCheck,
+}
+
+/// What the measurements of one question say about their noise and each config's level.
+#[derive(Debug, Clone)]
+pub struct NoiseModel {
+    /// Per config (in the order given): its level (log seconds, drift taken out) and the
+    /// rounds behind it; `None` for a config without any.
+    levels: Vec<Option<Level>>,
+    /// Per config, its log time by round.
+    logs: Vec<BTreeMap<usize, f64>>,
+    /// The scatter one measurement has by an A/A check, with its degrees of freedom.
+    aa: Option<Scatter>,
+    /// The scatter of one round's log time, with its degrees of freedom; `None` when
+    /// nothing measured shows it.
+    scatter: Option<Scatter>,
+    source: Option<NoiseSource>,
+    /// The tie margin on the log scale.
+    margin: f64,
+}
+
+/// The measurements the model is fitted to.
+#[derive(Debug, Clone, Default)]
+pub struct NoiseInput {
+    /// Per config, its projected seconds by round.
+    pub rounds: Vec<BTreeMap<usize, f64>>,
+    /// Per repeat of any config, its epochs' seconds after the first (the epochs of one
+    /// round, for the within-round scatter).
+    pub later_epochs: Vec<Vec<f64>>,
+    /// Per round of an A/A check, the copy's projected time over the original's.
+    pub aa_ratios: Vec<f64>,
+}
+
+/// How config `a` compares with config `b`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Difference {
+    /// `b`'s time over `a`'s, minus one: how much faster `a` is (negative: slower).
+    pub gain: f64,
+    /// The 95% interval's half-width, as a share (the log scale's, which is close for
+    /// the shares that matter).
+    pub plus_minus: f64,
+    pub relation: Relation,
+}
+
+/// A difference against the tie margin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    /// `a` is faster than `b` by more than the margin, beyond the noise.
+    Faster,
+    /// `a` is slower than `b` by more than the margin, beyond the noise.
+    Slower,
+    /// They differ by less than the margin, beyond the noise.
+    Tie,
+    /// The interval reaches across the margin, or the noise is unknown.
+    Open,
+}
+
+impl NoiseModel {
+    /// Fits the model; `tie_margin` is a share (0.05 for 5%).
+    pub fn fit(input: &NoiseInput, tie_margin: f64) -> NoiseModel {
+        let logs: Vec<BTreeMap<usize, f64>> = input
+            .rounds
+            .iter()
+            .map(|rounds| {
+                rounds
+                    .iter()
+                    .filter(|(_, s)| s.is_finite() && **s > 0.0)
+                    .map(|(&r, &s)| (r, s.ln()))
+                    .collect()
+            })
+            .collect();
+        let (levels, between) = additive_fit(&logs);
+        let within = within_round_scatter(&input.later_epochs);
+        let aa = aa_scatter(&input.aa_ratios);
+        let (main, main_source) = match (between, within) {
+            (Some(b), _) => (Some(b), Some(NoiseSource::Rounds)),
+            (None, Some(w)) => (Some(w), Some(NoiseSource::Epochs)),
+            (None, None) => (None, None),
+        };
+        let (scatter, source) = match (main, aa) {
+            (Some(m), Some(a)) if a.0 > m.0 => (Some((a.0, m.1)), Some(NoiseSource::AaCheck)),
+            (Some(m), _) => (Some(m), main_source),
+            (None, Some(a)) => (Some(a), Some(NoiseSource::AaCheck)),
+            (None, None) => (None, None),
+        };
+        NoiseModel {
+            levels,
+            logs,
+            aa,
+            scatter,
+            source,
+            margin: (1.0 + tie_margin.max(0.0)).ln(),
+        }
+    }
+
+    /// True when something measured shows the noise.
+    pub fn known(&self) -> bool {
+        self.scatter.is_some()
+    }
+
+    pub fn source(&self) -> Option<NoiseSource> {
+        self.source
+    }
+
+    /// The tie margin, as a share.
+    pub fn tie_margin(&self) -> f64 {
+        self.margin.exp() - 1.0
+    }
+
+    /// Config `index`'s level as seconds (the geometric mean of its rounds, drift taken
+    /// out).
+    pub fn level_s(&self, index: usize) -> Option<f64> {
+        self.levels
+            .get(index)
+            .copied()
+            .flatten()
+            .map(|(l, _)| l.exp())
+    }
+
+    /// How config `a` compares with config `b`; `None` when either has no rounds.
+    pub fn compare(&self, a: usize, b: usize) -> Option<Difference> {
+        let (d, half) = match self.paired(a, b) {
+            Some(paired) => paired,
+            None => self.through_levels(a, b)?,
+        };
+        let relation = match half {
+            None => Relation::Open,
+            Some(h) if d - h > self.margin => Relation::Faster,
+            Some(h) if d + h < -self.margin => Relation::Slower,
+            Some(h) if d.abs() + h < self.margin => Relation::Tie,
+            Some(_) => Relation::Open,
+        };
+        Some(Difference {
+            gain: d.exp() - 1.0,
+            plus_minus: half.unwrap_or(f64::INFINITY),
+            relation,
+        })
+    }
+
+    /// Round by round, where `a` and `b` shared [`PAIRED_ROUNDS`]: the mean log ratio of
+    /// `b` over `a` and its interval's half-width.
+    fn paired(&self, a: usize, b: usize) -> Option<(f64, Option<f64>)> {
+        let (a, b) = (self.logs.get(a)?, self.logs.get(b)?);
+        let ratios: Vec<f64> = a
+            .iter()
+            .filter_map(|(round, la)| Some(b.get(round)? - la))
+            .collect();
+        let n = ratios.len();
+        if n < PAIRED_ROUNDS {
+            return None;
+        }
+        let mean = ratios.iter().sum::<f64>() / n as f64;
+        let variance = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        // A ratio holds two measurements' noise.
+        let floor = self.aa.map_or(0.0, |(sigma, _)| 2.0 * sigma * sigma);
+        let t = stats::t_975(n - 1)?;
+        Some((mean, Some(t * (variance.max(floor) / n as f64).sqrt())))
+    }
+
+    /// By the levels of the whole question's additive model and its scatter.
+    fn through_levels(&self, a: usize, b: usize) -> Option<(f64, Option<f64>)> {
+        let (level_a, n_a) = self.levels.get(a).copied().flatten()?;
+        let (level_b, n_b) = self.levels.get(b).copied().flatten()?;
+        let half = self.scatter.and_then(|(sigma, df)| {
+            let t = stats::t_975(df)?;
+            Some(t * sigma * (1.0 / n_a as f64 + 1.0 / n_b as f64).sqrt())
+        });
+        Some((level_b - level_a, half))
+    }
+}
+
+/// The additive model `log t = level[config] + drift[round] + noise`, fitted by
+/// alternating means; returns each config's level with its rounds, and the residuals'
+/// scatter with its degrees of freedom (observations less configs less rounds plus one)
+/// where there are any.
+fn additive_fit(logs: &[BTreeMap<usize, f64>]) -> (Vec<Option<Level>>, Option<Scatter>) {
+    let mut drift: BTreeMap<usize, f64> = logs
+        .iter()
+        .flat_map(|rounds| rounds.keys().map(|&r| (r, 0.0)))
+        .collect();
+    let mut levels: Vec<Option<f64>> = vec![None; logs.len()];
+    for _ in 0..FIT_ITERATIONS {
+        for (level, rounds) in levels.iter_mut().zip(logs) {
+            *level = mean(rounds.iter().map(|(r, y)| y - drift[r]));
+        }
+        for (round, value) in &mut drift {
+            let residuals = logs
+                .iter()
+                .zip(&levels)
+                .filter_map(|(rounds, level)| Some(rounds.get(round)? - (*level)?));
+            *value = mean(residuals).unwrap_or(0.0);
+        }
+        // The drift is only known up to a constant: centred, the levels stay in seconds.
+        let centre = mean(drift.values().copied()).unwrap_or(0.0);
+        for value in drift.values_mut() {
+            *value -= centre;
+        }
+    }
+    let observations: usize = logs.iter().map(BTreeMap::len).sum();
+    let configs = logs.iter().filter(|r| !r.is_empty()).count();
+    let df = (observations + 1).saturating_sub(configs + drift.len());
+    let drift = &drift;
+    let squares: f64 = logs
+        .iter()
+        .zip(&levels)
+        .flat_map(|(rounds, level)| {
+            rounds
+                .iter()
+                .filter_map(move |(r, y)| Some((y - (*level)? - drift[r]).powi(2)))
+        })
+        .sum();
+    let scatter = (df > 0).then(|| ((squares / df as f64).sqrt(), df));
+    let levels = logs
+        .iter()
+        .zip(levels)
+        .map(|(rounds, level)| Some((level?, rounds.len())))
+        .collect();
+    (levels, scatter)
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// The pooled scatter of log epoch times around their repeat's mean, over repeats with
+/// two epochs after the first or more.
+fn within_round_scatter(later_epochs: &[Vec<f64>]) -> Option<Scatter> {
+    let mut squares = 0.0;
+    let mut df = 0;
+    for epochs in later_epochs {
+        let logs: Vec<f64> = epochs
+            .iter()
+            .filter(|s| s.is_finite() && **s > 0.0)
+            .map(|s| s.ln())
+            .collect();
+        if logs.len() < 2 {
+            continue;
+        }
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        squares += logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>();
+        df += logs.len() - 1;
+    }
+    (df > 0).then(|| ((squares / df as f64).sqrt(), df))
+}
+
+/// The scatter one measurement has by an A/A check: a copy and its original differ by
+/// two measurements' noise and nothing else.
+fn aa_scatter(ratios: &[f64]) -> Option<Scatter> {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .filter(|r| r.is_finite() && **r > 0.0)
+        .map(|r| r.ln())
+        .collect();
+    (!logs.is_empty()).then(|| {
+        let squares: f64 = logs.iter().map(|l| l * l).sum();
+        ((squares / (2.0 * logs.len() as f64)).sqrt(), logs.len())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderbench_engine::preset::DEFAULT_TIE_MARGIN;
+
+    fn rounds(seconds: &[f64]) -> BTreeMap<usize, f64> {
+        seconds.iter().copied().enumerate().collect()
+    }
+
+    fn model(configs: &[&[f64]]) -> NoiseModel {
+        let input = NoiseInput {
+            rounds: configs.iter().map(|s| rounds(s)).collect(),
+            ..NoiseInput::default()
+        };
+        NoiseModel::fit(&input, DEFAULT_TIE_MARGIN)
+    }
+
+    #[test]
+    fn drift_that_slows_whole_rounds_cancels() {
+        let drift = [1.0, 1.4, 1.1, 0.9, 1.3];
+        let slow: Vec<f64> = drift.to_vec();
+        let fast: Vec<f64> = drift.iter().map(|d| d / 1.12).collect();
+        let m = model(&[&slow, &fast]);
+        let d = m.compare(1, 0).unwrap();
+        assert!((d.gain - 0.12).abs() < 1e-9, "{d:?}");
+        assert!(d.plus_minus < 1e-6, "{d:?}");
+        assert_eq!(d.relation, Relation::Faster);
+    }
+
+    #[test]
+    fn configs_measured_in_different_rounds_share_the_drift_through_the_others() {
+        // Round 1 runs 30% slow; config 2 was only measured in rounds 1 and 2.
+        let a = [1.0, 1.3, 1.0];
+        let b = [0.8, 1.04, 0.8];
+        let mut input = NoiseInput {
+            rounds: vec![rounds(&a), rounds(&b)],
+            ..NoiseInput::default()
+        };
+        input
+            .rounds
+            .push([(1, 1.3 * 0.9), (2, 0.9)].into_iter().collect());
+        let m = NoiseModel::fit(&input, DEFAULT_TIE_MARGIN);
+        assert!((m.level_s(2).unwrap() / m.level_s(0).unwrap() - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_round_takes_its_scatter_from_the_epochs_and_none_without_them() {
+        let m = model(&[&[1.0], &[0.5]]);
+        assert!(!m.known());
+        assert_eq!(m.compare(1, 0).unwrap().relation, Relation::Open);
+        let input = NoiseInput {
+            rounds: vec![rounds(&[1.0]), rounds(&[0.5])],
+            later_epochs: vec![vec![1.0, 1.02, 0.98], vec![0.5, 0.51, 0.49]],
+            aa_ratios: Vec::new(),
+        };
+        let m = NoiseModel::fit(&input, DEFAULT_TIE_MARGIN);
+        assert_eq!(m.source(), Some(NoiseSource::Epochs));
+        assert_eq!(m.compare(1, 0).unwrap().relation, Relation::Faster);
+    }
+
+    #[test]
+    fn an_aa_check_that_scatters_more_sets_the_floor() {
+        let a = [1.0, 1.01, 0.99, 1.0];
+        let b = [0.9, 0.91, 0.89, 0.9];
+        let tight = NoiseInput {
+            rounds: vec![rounds(&a), rounds(&b)],
+            ..NoiseInput::default()
+        };
+        let m = NoiseModel::fit(&tight, DEFAULT_TIE_MARGIN);
+        assert_eq!(m.source(), Some(NoiseSource::Rounds));
+        assert_eq!(m.compare(1, 0).unwrap().relation, Relation::Faster);
+        let floored = NoiseInput {
+            aa_ratios: vec![1.2, 0.85, 1.15, 0.9],
+            ..tight
+        };
+        let m = NoiseModel::fit(&floored, DEFAULT_TIE_MARGIN);
+        assert_eq!(m.source(), Some(NoiseSource::AaCheck));
+        assert_eq!(m.compare(1, 0).unwrap().relation, Relation::Open);
+    }
+}

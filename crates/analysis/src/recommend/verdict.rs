@@ -1,0 +1,328 @@
+//! The verdict: whether the measurements resolve a question, in one of three sentences.
+//! The pick is fastest (faster than the next by more than the tie margin, beyond the
+//! noise); or the best set is equally fast (every member within the tie margin of the
+//! pick, beyond the noise), and the tie rule picked; or the question is not resolved yet:
+//! some config could still beat the pick, or tie with it, and more rounds would say which.
+//! The verdict lists the configs the decision hinges on (the pick and every config still
+//! open against it), which `run --recommend`, the app and tune go on measuring.
+
+use serde::{Deserialize, Serialize};
+
+use super::super::duration;
+use super::Candidate;
+use super::noise::{Difference, NoiseSource, Relation};
+use super::tie::{Question, TIE_RULE};
+
+/// What more measuring would do, in the words the verdicts use.
+pub const MEASURE_LONGER: &str =
+    "measure longer (`run --recommend --resolve-for 5m`, or `tune --budget 10m`)";
+
+/// Whether a question is resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// The pick is faster than every other config beyond the tie margin and the noise.
+    Fastest,
+    /// The best set's configs are within the tie margin of each other, beyond the noise.
+    EquallyFast,
+    /// Some config could still beat the pick or tie with it.
+    NotResolved,
+}
+
+/// The verdict of one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    /// One sentence with the figures.
+    pub text: String,
+    /// The configs the decision still hinges on (plan indices): the pick and every
+    /// config open against it; empty when resolved.
+    #[serde(default)]
+    pub hinges_on: Vec<usize>,
+}
+
+impl Verdict {
+    /// The verdict of a question that names no config, for `reason`.
+    pub(super) fn none_named(reason: &str) -> Verdict {
+        Verdict {
+            kind: VerdictKind::NotResolved,
+            text: format!("not resolved: {reason}"),
+            hinges_on: Vec::new(),
+        }
+    }
+}
+
+/// The verdict on `chosen`, the tie rule's pick of `best`, after `measured_s` seconds of
+/// measuring the question.
+pub(super) fn verdict(
+    question: &Question<'_, '_>,
+    best: &[&Candidate<'_>],
+    chosen: &Candidate<'_>,
+    measured_s: f64,
+) -> Verdict {
+    let others: Vec<&Candidate<'_>> = question
+        .candidates
+        .iter()
+        .filter(|c| c.index != chosen.index)
+        .collect();
+    if others.is_empty() {
+        return Verdict {
+            kind: VerdictKind::Fastest,
+            text: format!("{} is the only config of this question", chosen.label),
+            hinges_on: Vec::new(),
+        };
+    }
+    let compared: Vec<(&Candidate<'_>, Option<Difference>)> = others
+        .iter()
+        .map(|c| (*c, question.compare(chosen, c)))
+        .collect();
+    // Open against the pick: a config of the best set that does not tie with it. (Every
+    // config outside the set is beaten beyond the margin and the noise.)
+    let open: Vec<(&Candidate<'_>, Option<Difference>)> = compared
+        .iter()
+        .copied()
+        .filter(|(c, d)| {
+            best.iter().any(|b| b.index == c.index) && d.is_none_or(|d| d.relation != Relation::Tie)
+        })
+        .collect();
+    let margin = question.noise.tie_margin();
+    if open.is_empty() && best.len() == 1 {
+        let (next, d) = compared
+            .iter()
+            .filter_map(|(c, d)| Some((*c, (*d)?)))
+            .min_by(|a, b| a.1.gain.total_cmp(&b.1.gain))
+            .map_or((others[0], None), |(c, d)| (c, Some(d)));
+        let text = match d {
+            Some(d) => format!(
+                "{} is fastest: {} faster than {}, the next, beyond this machine's noise \
+                 (±{})",
+                chosen.label,
+                percent(d.gain),
+                next.label,
+                percent(d.plus_minus)
+            ),
+            None => format!("{} is fastest", chosen.label),
+        };
+        return Verdict {
+            kind: VerdictKind::Fastest,
+            text,
+            hinges_on: Vec::new(),
+        };
+    }
+    if open.is_empty() {
+        let names: Vec<&str> = std::iter::once(chosen.label)
+            .chain(
+                best.iter()
+                    .filter(|c| c.index != chosen.index)
+                    .map(|c| c.label),
+            )
+            .collect();
+        let measured_to = compared
+            .iter()
+            .filter(|(c, _)| best.iter().any(|b| b.index == c.index))
+            .filter_map(|(_, d)| d.map(|d| d.plus_minus))
+            .fold(0.0, f64::max);
+        return Verdict {
+            kind: VerdictKind::EquallyFast,
+            text: format!(
+                "{} are equally fast: within ±{}, measured to ±{}; {} is picked by the tie \
+                 rule ({TIE_RULE})",
+                and_list(&names),
+                percent(margin),
+                percent(measured_to),
+                chosen.label
+            ),
+            hinges_on: Vec::new(),
+        };
+    }
+    let mut hinges_on = vec![chosen.index];
+    hinges_on.extend(open.iter().map(|(c, _)| c.index));
+    let after = duration(measured_s);
+    let text = if !question.noise.known() {
+        format!(
+            "not resolved after {after}: one round shows nothing of this machine's noise; \
+             {MEASURE_LONGER} or take {}",
+            chosen.label
+        )
+    } else {
+        // The widest-open comparison: the one furthest from the pick.
+        let (other, d) = open
+            .iter()
+            .filter_map(|(c, d)| Some((*c, (*d)?)))
+            .max_by(|a, b| a.1.gain.abs().total_cmp(&b.1.gain.abs()))
+            .unwrap_or((open[0].0, no_difference()));
+        let (faster, slower, gain) = if d.gain <= 0.0 {
+            (other.label, chosen.label, 1.0 / (1.0 + d.gain) - 1.0)
+        } else {
+            (chosen.label, other.label, d.gain)
+        };
+        format!(
+            "not resolved after {after}: {faster} looks {} faster than {slower}, ±{}; \
+             {MEASURE_LONGER} or take {}",
+            percent(gain),
+            percent(d.plus_minus),
+            chosen.label
+        )
+    };
+    Verdict {
+        kind: VerdictKind::NotResolved,
+        text: with_source(text, question),
+        hinges_on,
+    }
+}
+
+fn no_difference() -> Difference {
+    Difference {
+        gain: 0.0,
+        plus_minus: f64::INFINITY,
+        relation: Relation::Open,
+    }
+}
+
+/// Says where the noise came from when an A/A check set it.
+fn with_source(text: String, question: &Question<'_, '_>) -> String {
+    match question.noise.source() {
+        Some(NoiseSource::AaCheck) => format!("{text} (the noise is the A/A check's)"),
+        _ => text,
+    }
+}
+
+/// A share as a percentage: one decimal below 10%, none above.
+pub fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if !p.is_finite() {
+        "∞%".to_owned()
+    } else if p.abs() < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::Analysis;
+    use super::super::Recommendation;
+    use super::*;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::results::ConfigResult;
+
+    /// Recorded rounds of nw=0 (1 s an epoch) and nw=2, whose time in round `r` is
+    /// nw=0's over `exp(log_gain + scatter[r])`: a gain of `exp(log_gain) - 1` whose
+    /// per-round ratios scatter by `scatter`.
+    fn measured(log_gain: f64, scatter: &[f64]) -> Recommendation {
+        let configs = vec![config(0, false), config(2, false)];
+        let drift = [1.0, 1.3, 0.9, 1.1, 1.0, 1.2];
+        let mut results: Vec<ConfigResult> = Vec::new();
+        for (round, s) in scatter.iter().enumerate() {
+            for (index, seconds) in [(0, drift[round]), (1, drift[round] / (log_gain + s).exp())] {
+                let mut r = run(
+                    index,
+                    configs[index].clone(),
+                    vec![epoch(1, seconds, seconds, 1), epoch(2, seconds, seconds, 1)],
+                );
+                r.repeat = round;
+                results.push(r);
+            }
+        }
+        let mut all = Analysis::of(&result(configs, results)).recommendations;
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    }
+
+    /// Five rounds whose ratios scatter with a standard deviation of `sd`: the 95%
+    /// interval's half-width is `2.776 * sd / sqrt(5)`.
+    fn scatter(sd: f64) -> [f64; 5] {
+        [sd, -sd, sd, -sd, 0.0]
+    }
+
+    /// The standard deviation that gives a half-width of `plus_minus` over five rounds.
+    fn sd_for(plus_minus: f64) -> f64 {
+        plus_minus * 5f64.sqrt() / 2.776
+    }
+
+    #[test]
+    fn a_12_percent_gain_measured_to_4_percent_is_named_a_gain() {
+        let r = measured(1.12f64.ln(), &scatter(sd_for(0.04)));
+        assert_eq!(r.label.as_deref(), Some("nw=2"), "{}", r.text);
+        assert_eq!(r.verdict.kind, VerdictKind::Fastest);
+        assert_eq!(
+            r.verdict.text,
+            "nw=2 is fastest: 12% faster than nw=0, the next, beyond this machine's noise \
+             (±4.0%)"
+        );
+        assert!(r.verdict.hinges_on.is_empty());
+    }
+
+    #[test]
+    fn a_12_percent_gain_measured_to_15_percent_is_not_resolved() {
+        let r = measured(1.12f64.ln(), &scatter(sd_for(0.15)));
+        // The pick is the tie rule's among the configs nothing beats: the fewest workers.
+        assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.text);
+        assert_eq!(r.verdict.kind, VerdictKind::NotResolved);
+        let text = &r.verdict.text;
+        assert!(text.starts_with("not resolved after "), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                ": nw=2 looks 12% faster than nw=0, ±15%; {MEASURE_LONGER} or take nw=0"
+            )),
+            "{text}"
+        );
+        assert_eq!(r.verdict.hinges_on, [0, 1]);
+        assert!(
+            r.snippet.is_some(),
+            "the pick's snippet comes with every verdict"
+        );
+    }
+
+    #[test]
+    fn a_2_percent_difference_measured_to_1_percent_is_a_tie() {
+        let r = measured(1.02f64.ln(), &scatter(sd_for(0.01)));
+        assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.text);
+        assert_eq!(r.verdict.kind, VerdictKind::EquallyFast);
+        assert_eq!(
+            r.verdict.text,
+            format!(
+                "nw=0 and nw=2 are equally fast: within ±5.0%, measured to ±1.0%; nw=0 is \
+                 picked by the tie rule ({TIE_RULE})"
+            )
+        );
+    }
+
+    #[test]
+    fn a_single_lucky_round_does_not_move_the_pick() {
+        let even = [0.01, -0.01, 0.005, 0.0, -0.005];
+        let r = measured(0.0, &even);
+        assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.verdict.text);
+        assert_eq!(
+            r.verdict.kind,
+            VerdictKind::EquallyFast,
+            "{}",
+            r.verdict.text
+        );
+        // One round in which nw=2 ran 40% faster: its mean gain is 7%, but the round's
+        // scatter says that is no gain beyond the margin.
+        let mut lucky = even;
+        lucky[3] = 1.4f64.ln();
+        let r = measured(0.0, &lucky);
+        assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.verdict.text);
+        assert_eq!(
+            r.verdict.kind,
+            VerdictKind::NotResolved,
+            "{}",
+            r.verdict.text
+        );
+        // The same 7% in every round is a gain, and moves it.
+        let r = measured(1.4f64.ln() / 5.0, &even);
+        assert_eq!(r.label.as_deref(), Some("nw=2"), "{}", r.verdict.text);
+    }
+}
