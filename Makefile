@@ -57,9 +57,10 @@ run: release
 		$(MAKE) --no-print-directory demo; \
 	fi
 
-## Build in release mode and run the seed-light preset headless, printing its tables.
+## Build in release mode and run the seed-light preset headless: its tables, then the
+## recommendation with its verdict (measuring further while it is not resolved).
 demo: release
-	$(TORCH) $(CARGO) run --release -- run presets/seed-light.ron
+	$(TORCH) $(CARGO) run --release -- run presets/seed-light.ron --recommend
 
 ## The whole test suite against the real libtorch (built while the environment sets up).
 test: .libtorch-path

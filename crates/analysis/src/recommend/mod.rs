@@ -110,7 +110,8 @@ pub fn recommend(
         .collect()
 }
 
-fn same_question(a: &Config, b: &Config) -> bool {
+/// True when `a` and `b` answer the same question: they differ only in loader knobs.
+pub(crate) fn same_question(a: &Config, b: &Config) -> bool {
     a.pipeline == b.pipeline
         && a.runtime == b.runtime
         && a.ranks == b.ranks

@@ -1,6 +1,6 @@
 //! Tune: the best settings within a time budget, and the same answer every time. Three
-//! stages. The model first ([`model`]): a few anchor configs are measured, every other
-//! config predicted from them, and those predicted far behind the best ([`MODEL_KEEP`])
+//! stages. The model first ([`model`]): a few anchor configs of each runtime are
+//! measured, every other config predicted from its runtime's, and those predicted far behind the best ([`MODEL_KEEP`])
 //! left out. Then successive halving: every remaining candidate gets a round; after
 //! each round, the candidates that another beats beyond the noise drop out, and of the
 //! rest the slower half, while the better keep getting rounds, each round running them
@@ -279,14 +279,56 @@ fn header(plan: &Plan) -> RunResult {
     }
 }
 
-/// The anchors: the config with the fewest workers, the one nearest the core count and
-/// the one with the most, each the first in the grid with its count.
+/// The anchors, per question (each runtime its own): the config with the fewest workers,
+/// the one nearest the core count and the one with the most, each the first in the grid
+/// with its count.
 fn anchors(plan: &Plan, cores: usize) -> Vec<usize> {
     let workers = |i: usize| plan.configs[i].num_workers;
-    let all = 0..plan.configs.len();
-    let fewest = all.clone().min_by_key(|&i| (workers(i), i));
-    let most = all.clone().min_by_key(|&i| (usize::MAX - workers(i), i));
-    let near_cores = all.min_by_key(|&i| (workers(i).abs_diff(cores), i));
-    let chosen: BTreeSet<usize> = [fewest, near_cores, most].into_iter().flatten().collect();
+    let mut chosen: BTreeSet<usize> = BTreeSet::new();
+    for (first, config) in plan.configs.iter().enumerate() {
+        let asked_before = plan.configs[..first]
+            .iter()
+            .any(|c| crate::recommend::same_question(c, config));
+        if asked_before {
+            continue;
+        }
+        let question: Vec<usize> = (0..plan.configs.len())
+            .filter(|&i| crate::recommend::same_question(&plan.configs[i], config))
+            .collect();
+        let all = question.iter().copied();
+        let fewest = all.clone().min_by_key(|&i| (workers(i), i));
+        let most = all.clone().min_by_key(|&i| (usize::MAX - workers(i), i));
+        let near_cores = all.min_by_key(|&i| (workers(i).abs_diff(cores), i));
+        chosen.extend([fewest, near_cores, most].into_iter().flatten());
+    }
     chosen.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderbench_engine::preset::{Preset, Runtime};
+
+    #[test]
+    fn each_runtime_has_its_own_anchors() {
+        let preset = Preset {
+            num_workers: vec![0, 1, 2, 4],
+            runtime: vec![Runtime::Loaderbench, Runtime::Pytorch],
+            ..Preset::default()
+        };
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let chosen: Vec<(Runtime, usize)> = anchors(&plan, 2)
+            .into_iter()
+            .map(|i| (plan.configs[i].runtime, plan.configs[i].num_workers))
+            .collect();
+        for runtime in [Runtime::Loaderbench, Runtime::Pytorch] {
+            for workers in [0, 2, 4] {
+                assert!(
+                    chosen.contains(&(runtime, workers)),
+                    "{runtime:?} nw={workers}: {chosen:?}"
+                );
+            }
+        }
+        assert_eq!(chosen.len(), 6, "{chosen:?}");
+    }
 }

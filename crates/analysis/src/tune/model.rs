@@ -6,12 +6,15 @@
 //! fit ([`amdahl_fit`], no workers counting as one, workers past the cores adding
 //! nothing); their start-ups a cost per worker. A persistent config pays start-up once, any
 //! other in every epoch. The model knows nothing of worker kinds or prefetch depth, so
-//! it ranks the configs that differ only in those alike: the measurements decide.
+//! it ranks the configs that differ only in those alike: the measurements decide. Each
+//! runtime (each question: runtime, pipeline, ranks, cache) has its own anchors and its
+//! own fit, since our engine's anchors say nothing of PyTorch's DataLoader.
 
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::results::{EpochResult, RunResult};
 use loaderbench_measure::stats;
 
+use crate::recommend::same_question;
 use crate::scaling::{AmdahlFit, amdahl_fit};
 use crate::{ConfigRuns, measured_configs};
 
@@ -29,10 +32,12 @@ pub struct Model {
 }
 
 impl Model {
-    /// Fits the model to the configs `result` measured (the anchors); `None` when none of
-    /// them finished an epoch.
-    pub fn fit(result: &RunResult) -> Option<Model> {
-        let measured = measured_configs(result);
+    /// Fits the model to the configs `result` measured (the anchors) of `config`'s
+    /// question (its runtime, pipeline, ranks and cache: another runtime's anchors say
+    /// nothing of this one's); `None` when none of them finished an epoch.
+    pub fn fit(result: &RunResult, config: &Config) -> Option<Model> {
+        let mut measured = measured_configs(result);
+        measured.retain(|runs| same_question(runs.config, config));
         let anchors: Vec<(usize, f64)> = measured
             .iter()
             .filter_map(|runs| Some((runs.config.num_workers, median_work_s(runs)?)))
@@ -128,14 +133,14 @@ mod tests {
 
     #[test]
     fn the_model_gives_back_its_anchors() {
-        let model = Model::fit(&anchors()).unwrap();
+        let model = Model::fit(&anchors(), &config(0, false)).unwrap();
         assert!((model.predict_s(&config(0, false), 1) - 0.40).abs() < 1e-9);
         assert!((model.predict_s(&config(2, false), 1) - (0.20 + 0.6)).abs() < 1e-9);
     }
 
     #[test]
     fn workers_spread_the_work_and_only_persistent_ones_start_once() {
-        let model = Model::fit(&anchors()).unwrap();
+        let model = Model::fit(&anchors(), &config(0, false)).unwrap();
         // Amdahl through 0.4 s at one and 0.2 s at two: no serial part, 0.1 s at four.
         let four = model.predict_s(&config(4, false), 10);
         assert!((four - (10.0 * 0.1 + 10.0 * 1.2)).abs() < 1e-9, "{four}");

@@ -7,26 +7,37 @@
 
 use std::time::Instant;
 
-use loaderbench_engine::plan::Plan;
+use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
 
 use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
 use crate::Analysis;
+use crate::recommend::same_question;
 
-/// Fits the model to the anchors and predicts every other config; leaves out those
-/// predicted beyond [`MODEL_KEEP`] times the best.
+/// Fits a model per question (each runtime's own anchors) and predicts every config from
+/// its question's; leaves out those predicted beyond [`MODEL_KEEP`] times the best of
+/// their question.
 pub(super) fn predict(
     plan: &Plan,
     result: &RunResult,
     standings: &mut [Standing],
     on_event: &mut dyn FnMut(TuneEvent),
 ) {
-    let Some(model) = Model::fit(result) else {
-        return;
-    };
+    let mut models: Vec<(&Config, Option<Model>)> = Vec::new();
     for (index, config) in plan.configs.iter().enumerate() {
+        let model = match models.iter().find(|(c, _)| same_question(c, config)) {
+            Some((_, model)) => model.clone(),
+            None => {
+                let model = Model::fit(result, config);
+                models.push((config, model.clone()));
+                model
+            }
+        };
+        let Some(model) = model else {
+            continue;
+        };
         let seconds = model.predict_s(config, result.planned_epochs);
         standings[index].predicted_s = Some(seconds);
         standings[index].predicted_cost_s = Some(model.predict_s(config, plan.epochs));
@@ -35,10 +46,14 @@ pub(super) fn predict(
             seconds,
         });
     }
-    let best = (0..standings.len())
-        .filter_map(|i| projected_s(result, i).or(standings[i].predicted_s))
-        .fold(f64::INFINITY, f64::min);
+    let expected: Vec<Option<f64>> = (0..standings.len())
+        .map(|i| projected_s(result, i).or(standings[i].predicted_s))
+        .collect();
     for (index, standing) in standings.iter_mut().enumerate() {
+        let best = (0..expected.len())
+            .filter(|&j| same_question(&plan.configs[j], &plan.configs[index]))
+            .filter_map(|j| expected[j])
+            .fold(f64::INFINITY, f64::min);
         // An anchor was measured (perhaps set aside as disturbed): the model came from it.
         let measured = result.results.iter().any(|r| r.config_index == index);
         let Some(predicted) = standing.predicted_s.filter(|_| !measured) else {

@@ -1,7 +1,8 @@
 //! A tune's trail as text: one line on the budget (what was used, why the search
 //! stopped), then a row per config of the search space, best first: what the model
 //! predicted for the planned epochs, what was measured (the median over its rounds), the
-//! prediction's error, and its fate.
+//! prediction's error, and its fate; and the model's error per runtime (each runtime is
+//! predicted from its own anchors).
 
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail};
@@ -47,7 +48,44 @@ pub fn table(result: &RunResult) -> Option<String> {
             ]
         })
         .collect();
-    Some(format!("{}\n{}", summary(trail), render(&header, &cells)))
+    let mut text = summary(trail);
+    if let Some(errors) = model_errors(result) {
+        text.push_str(&format!("\n{errors}"));
+    }
+    Some(format!("{text}\n{}", render(&header, &cells)))
+}
+
+/// `model error: loaderbench ±12% (3 configs), pytorch ±40% (2 configs)`: per runtime,
+/// the median of the predictions' errors against what was measured; `None` where no
+/// predicted config was measured.
+pub fn model_errors(result: &RunResult) -> Option<String> {
+    let trail = result.tune.as_ref()?;
+    let mut by_runtime: Vec<(&str, Vec<f64>)> = Vec::new();
+    for tuned in &trail.configs {
+        let (Some(error), Some(config)) =
+            (tuned.prediction_error(), result.configs.get(tuned.config))
+        else {
+            continue;
+        };
+        let runtime = config.runtime.name();
+        match by_runtime.iter_mut().find(|(name, _)| *name == runtime) {
+            Some((_, errors)) => errors.push(error.abs()),
+            None => by_runtime.push((runtime, vec![error.abs()])),
+        }
+    }
+    let parts: Vec<String> = by_runtime
+        .iter()
+        .filter_map(|(runtime, errors)| {
+            let median = loaderbench_measure::stats::median(errors)?;
+            let n = errors.len();
+            Some(format!(
+                "{runtime} ±{:.0}% ({n} config{})",
+                median * 100.0,
+                if n == 1 { "" } else { "s" }
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("model error: {}", parts.join(", ")))
 }
 
 /// `tune: 12 configs, 7 measured in 5 rounds; budget 120 s, used 87 s: settled, 33 s
@@ -77,5 +115,53 @@ fn rank(fate: &Fate) -> u8 {
         Fate::Best => 0,
         Fate::Eliminated { .. } => 1,
         Fate::NotMeasured { .. } => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderbench_engine::plan::Config;
+    use loaderbench_engine::preset::Runtime;
+    use loaderbench_measure::fixtures::{config, result};
+    use loaderbench_measure::tune_trail::TunedConfig;
+
+    #[test]
+    fn the_model_s_error_is_given_per_runtime() {
+        let pytorch = |workers| Config {
+            runtime: Runtime::Pytorch,
+            ..config(workers, false)
+        };
+        let configs = vec![config(0, false), config(2, false), pytorch(0), pytorch(2)];
+        let mut run = result(configs, Vec::new());
+        let tuned = |config, predicted_s, measured_s| TunedConfig {
+            config,
+            predicted_s,
+            measured_s,
+            rounds: 1,
+            fate: Fate::Best,
+        };
+        run.tune = Some(TuneTrail {
+            budget_s: 60.0,
+            used_s: 30.0,
+            stop: TuneStop::Settled,
+            anchors: vec![0, 2],
+            rounds: 2,
+            configs: vec![
+                tuned(0, None, Some(1.0)),
+                tuned(1, Some(1.1), Some(1.0)),
+                tuned(2, None, Some(2.0)),
+                tuned(3, Some(1.0), Some(2.0)),
+            ],
+        });
+        assert_eq!(
+            model_errors(&run).as_deref(),
+            Some("model error: loaderbench ±10% (1 config), pytorch ±50% (1 config)")
+        );
+        assert!(
+            table(&run)
+                .unwrap()
+                .contains("\nmodel error: loaderbench ±10%")
+        );
     }
 }
