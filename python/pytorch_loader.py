@@ -274,12 +274,46 @@ def build_loader(request, dataset):
     return DataLoader(dataset, **options)
 
 
-def measure_epoch(loader, epoch, device, step):
+def epoch_batches(loader):
+    """The batches of a whole epoch, or None where the loader cannot say (an
+    IterableDataset): then the epoch is measured whole."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
+def window_slowing(start, at_s):
+    """`slowing` of loaderbench's `window` module: whether the window from batch
+    `start + 1` on ran more than 15% slower in its second half than in its first."""
+    n = len(at_s) - (start + 1)
+    if n < 4:
+        return False
+    middle = start + n // 2
+    first_half = (at_s[middle] - at_s[start]) / (middle - start)
+    second_half = (at_s[-1] - at_s[middle]) / (len(at_s) - 1 - middle)
+    return first_half > 0 and second_half / first_half - 1.0 > 0.15
+
+
+def window_done(rule, at_s):
+    """`WindowRule::done` of loaderbench's `window` module: after the first batch and
+    the warm-up, a window of `min_batches` or more lasting `window_s`, steady."""
+    first = 1 + rule["warmup_batches"]
+    if len(at_s) < first + rule["min_batches"]:
+        return False
+    if at_s[-1] - at_s[first - 1] < rule["window_s"]:
+        return False
+    return not window_slowing(first - 1, at_s)
+
+
+def measure_epoch(loader, epoch, device, step, rule):
     cuda = device.type == "cuda"
+    whole = epoch_batches(loader) if rule is not None else None
     start = time.perf_counter()
     emit(kind="epoch_start", epoch=epoch, t0=start)
     batches = iter(loader)
     index = 0
+    at_s = []
     while True:
         asked = time.perf_counter()
         try:
@@ -307,7 +341,18 @@ def measure_epoch(loader, epoch, device, step):
             step_s=stepped - at,
         )
         index += 1
-    emit(kind="epoch", epoch=epoch, seconds=time.perf_counter() - start)
+        at_s.append(at - start)
+        if whole is not None and window_done(rule, at_s):
+            break
+    # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
+    del batches
+    emit(
+        kind="epoch",
+        epoch=epoch,
+        seconds=time.perf_counter() - start,
+        window=rule if whole is not None else None,
+        epoch_batches=whole,
+    )
 
 
 # Ranks: one process of a distributed job. `request["ranks"]` is null for one rank,
@@ -716,7 +761,7 @@ def main():
         for epoch in range(first, request["epochs"] + 1):
             wait_for_eviction(request, dataset, epoch)
             started = before_epoch(request, loader, epoch)
-            measure_epoch(loader, epoch, device, step)
+            measure_epoch(loader, epoch, device, step, request["window"])
             after_epoch(request, epoch, started)
         # Ends persistent workers; `loader` stays bound for the error handlers below.
         loader = None

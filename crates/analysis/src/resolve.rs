@@ -18,7 +18,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::error::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Journal;
-use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_measure::results::{EpochResult, RunResult, RunStatus};
 
 use crate::Analysis;
 use crate::rounds::{self, RoundEnd};
@@ -121,7 +121,7 @@ pub fn resolve(
             .results
             .iter()
             .flat_map(|r| r.warmup.iter().chain(&r.epochs))
-            .map(|e| e.seconds)
+            .map(EpochResult::measured_s)
             .sum();
         round_overhead_s = (round_started.elapsed().as_secs_f64() - measured_s).max(0.0);
         for config in measured.results {
@@ -165,7 +165,8 @@ pub fn hinges(result: &RunResult) -> Vec<usize> {
     hinges
 }
 
-/// What measuring config `index` once took last time: its warm-up and epochs.
+/// What measuring config `index` once took last time: its warm-up and epochs (a
+/// projected epoch's window).
 fn last_cost_s(result: &RunResult, index: usize) -> f64 {
     result
         .results
@@ -173,6 +174,10 @@ fn last_cost_s(result: &RunResult, index: usize) -> f64 {
         .rev()
         .find(|r| r.config_index == index)
         .map_or(0.0, |r| {
-            r.warmup.iter().chain(&r.epochs).map(|e| e.seconds).sum()
+            r.warmup
+                .iter()
+                .chain(&r.epochs)
+                .map(EpochResult::measured_s)
+                .sum()
         })
 }

@@ -1,8 +1,9 @@
 //! The warnings a finished run's measurements call for: a noisy config (epoch times
-//! spread widely), a first epoch much slower than the rest, and configs measured while
-//! other load disturbed them (or no meter to tell). They are shown, never acted on. More workers than
-//! cores is known before the run and warned about by the plan, so it is not repeated
-//! here.
+//! spread widely), a first epoch much slower than the rest, ranks far apart, an epoch
+//! measured whole because its window never steadied, and configs measured while other
+//! load disturbed them (or no meter to tell). They are shown, never acted on. More
+//! workers than cores is known before the run and warned about by the plan, so it is not
+//! repeated here.
 
 use loaderbench_measure::results::{EpochResult, RunResult};
 
@@ -42,8 +43,20 @@ pub fn warnings(result: &RunResult) -> Vec<String> {
     let mut warnings: Vec<String> = configs.iter().filter_map(noisy).collect();
     warnings.extend(configs.iter().filter_map(slow_first_epoch));
     warnings.extend(configs.iter().filter_map(uneven_ranks));
+    warnings.extend(configs.iter().filter_map(measured_whole));
     warnings.extend(disturbed(result));
     warnings
+}
+
+/// A config whose epochs were to be cut after their window but were measured whole,
+/// with why (its window slowed down).
+fn measured_whole(runs: &ConfigRuns<'_>) -> Option<String> {
+    let why = runs
+        .runs
+        .iter()
+        .flat_map(|r| &r.epochs)
+        .find_map(|e| e.whole_because.as_deref())?;
+    Some(format!("{}: {why}", runs.label))
 }
 
 fn noisy(runs: &ConfigRuns<'_>) -> Option<String> {

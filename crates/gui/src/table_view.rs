@@ -1,12 +1,15 @@
 //! Draws the results table — the engine's [`ResultsTable`], one per pipeline, the same
 //! cells the Markdown export prints — with the row of the config shown in the timeline
-//! highlighted, scrolling sideways when wider than the view. Clicking a row selects its
+//! highlighted, scrolling sideways when wider than the view; footnotes explain a
+//! disturbed time's `*` and a projected epoch's `≈`. Clicking a row selects its
 //! config.
 
 use egui::{RichText, Ui};
 
 use loaderbench_measure::results::RunResult;
-use loaderbench_present::tables::results_table::{ResultsTable, disturbed_footnote};
+use loaderbench_present::tables::results_table::{
+    PROJECTED_FOOTNOTE, ResultsTable, disturbed_footnote,
+};
 
 use super::actions::Action;
 
@@ -25,6 +28,9 @@ pub fn draw(ui: &mut Ui, result: &RunResult, selected: usize, actions: &mut Vec<
             .show(ui, |ui| grid(ui, &table, &pipeline, selected, actions));
         if table.rows.iter().any(|row| row.disturbed) {
             ui.label(RichText::new(disturbed_footnote()).weak());
+        }
+        if table.rows.iter().any(|row| row.projected) {
+            ui.label(RichText::new(PROJECTED_FOOTNOTE).weak());
         }
         ui.add_space(4.0);
     }

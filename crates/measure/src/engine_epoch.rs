@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::results::{BatchRecord, EpochResult};
+use crate::window::WindowRule;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::Result;
 use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup};
 use loaderbench_engine::plan::{Config, Plan};
+use loaderbench_engine::preset::{Cache, Measure};
 use loaderbench_engine::step::Step;
 use loaderbench_engine::transform::Pipeline;
 
@@ -31,6 +33,17 @@ pub(crate) fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> Loa
         shard,
         shuffle_buffer: plan.dataset.shuffle_buffer,
     }
+}
+
+/// The window config `config` of `plan` measures its epochs in: `None` where the plan
+/// measures whole epochs, or the config reads a cold page cache (what storage gives
+/// changes through an epoch, so its start does not stand for the rest).
+pub fn window_rule(plan: &Plan, config: &Config) -> Option<WindowRule> {
+    if plan.preset.measure == Measure::Epochs || config.cache == Cache::Cold {
+        return None;
+    }
+    let queue = config.num_workers * config.prefetch_factor;
+    Some(WindowRule::new(plan.preset.window_s, queue))
 }
 
 /// The loader config `index` of `plan` measures with, loading `shard` of every epoch.
@@ -84,16 +97,20 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
 
 /// Runs one epoch, timed as ARCHITECTURE.md's measurement rules define it, with the
 /// training step on every batch; `on_batch` hears of each batch once its step is done
-/// (its time in `step_s`), and of the workers that became ready.
+/// (its time in `step_s`), and of the workers that became ready. Under `window` (its
+/// rule, and the batches a whole epoch has) the epoch is cut once the rule's window is
+/// done, and projected.
 pub(crate) fn run_epoch(
     loader: &mut Loader,
     step: &mut Step,
     epoch: usize,
+    window: Option<(WindowRule, usize)>,
     mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
 ) -> Result<EpochResult> {
     let started = Instant::now();
     let mut batches = loader.epoch()?;
     let mut timeline = Vec::new();
+    let mut at_s = Vec::new();
     let mut startups = Vec::new();
     while let Some(batch) = batches.next() {
         let batch = batch?;
@@ -109,11 +126,16 @@ pub(crate) fn run_epoch(
         let ready = batches.take_worker_startups();
         startups.extend(ready.iter().copied());
         timeline.push(record);
+        at_s.push(record.at_s);
         on_batch(record, ready);
+        if window.is_some_and(|(rule, _)| rule.done(&at_s)) {
+            break;
+        }
     }
+    // Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
     drop(batches);
     let seconds = started.elapsed().as_secs_f64();
-    Ok(EpochResult::from_batches(
-        epoch, seconds, timeline, startups,
+    Ok(EpochResult::from_window(
+        epoch, seconds, timeline, startups, window,
     ))
 }

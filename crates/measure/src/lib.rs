@@ -1,7 +1,8 @@
 //! Measurement, the layer above the engine: the runner sweeps a plan's configs on a
 //! background thread through a runtime (our loader, the real PyTorch DataLoader in
-//! [`pytorch`], or several ranks), reads the interference meter around every epoch
-//! and streams [`Event`]s; the records it produces ([`results`]) are journalled as each
+//! [`pytorch`], or several ranks), reads the interference meter around every epoch (a
+//! long epoch cut after a window of its batches and projected: [`window`]) and streams
+//! [`Event`]s; the records it produces ([`results`]) are journalled as each
 //! config finishes. The measuring child process the app uses lives here too. It never
 //! analyses what it measured: that is the consumer's job (see ARCHITECTURE.md).
 
@@ -21,6 +22,7 @@ mod runner;
 pub mod stats;
 pub mod storage_reads;
 pub mod tune_trail;
+pub mod window;
 
 pub use events::*;
 pub use journal::{DATA_DIR_ENV, Journal, data_dir, default_journal_path, read_journal, runs_dir};

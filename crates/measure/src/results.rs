@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::meter::Interference;
 use crate::stats;
 use crate::tune_trail::TuneTrail;
+use crate::window::{Projection, WindowRule};
 use loaderbench_engine::loader::{StageTimes, WorkerMemory, WorkerStartup};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Config;
@@ -69,6 +70,14 @@ pub struct EpochResult {
     /// rank's, with samples and throughput over all ranks); empty for one rank.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankEpoch>,
+    /// Set when the epoch was cut after a window of its batches and projected whole
+    /// (see [`window`](crate::window)): `seconds`, `batches`, `samples`, the throughputs
+    /// and the stages are then the projection's, the timeline what was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projected: Option<Projection>,
+    /// Why an epoch that was to be cut after its window was measured whole instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_because: Option<String>,
 }
 
 /// One rank's part of an epoch.
@@ -120,7 +129,57 @@ impl EpochResult {
             read_bytes: None,
             read_mb_s: None,
             ranks: Vec::new(),
+            projected: None,
+            whole_because: None,
         }
+    }
+
+    /// An epoch measured under `window` (its rule, and the batches a whole epoch has):
+    /// projected whole from its batches where it was cut, else as measured, saying why
+    /// it was not cut where its window never steadied. `measured_s` runs from the
+    /// epoch's start until its iterator was gone.
+    pub fn from_window(
+        epoch: usize,
+        measured_s: f64,
+        timeline: Vec<BatchRecord>,
+        worker_startups: Vec<WorkerStartup>,
+        window: Option<(WindowRule, usize)>,
+    ) -> EpochResult {
+        let Some((rule, epoch_batches)) = window else {
+            return EpochResult::from_batches(epoch, measured_s, timeline, worker_startups);
+        };
+        let at_s: Vec<f64> = timeline.iter().map(|b| b.at_s).collect();
+        let cut = timeline.len() < epoch_batches;
+        let projection = cut
+            .then(|| rule.project(&at_s, measured_s, epoch_batches))
+            .flatten();
+        let Some(projection) = projection else {
+            let mut result =
+                EpochResult::from_batches(epoch, measured_s, timeline, worker_startups);
+            result.whole_because = rule.whole_because(&at_s);
+            return result;
+        };
+        let seconds = projection.epoch_s(epoch_batches);
+        let mut result = EpochResult::from_batches(epoch, seconds, timeline, worker_startups);
+        let measured = result.batches;
+        let scale = epoch_batches as f64 / measured as f64;
+        let first_samples = result.timeline.first().map_or(0, |b| b.samples);
+        result.samples = (result.samples as f64 * scale).round() as usize;
+        result.batches = epoch_batches;
+        result.summarised_batches = epoch_batches - measured;
+        result.throughput = rate(result.samples, seconds);
+        result.steady_throughput = rate(
+            result.samples.saturating_sub(first_samples),
+            seconds - result.first_batch_s,
+        );
+        result.stages.scale(scale);
+        result.projected = Some(projection);
+        result
+    }
+
+    /// Seconds this epoch was measured for: the whole epoch, or its window's part.
+    pub fn measured_s(&self) -> f64 {
+        self.projected.map_or(self.seconds, |p| p.measured_s)
     }
 }
 
@@ -139,9 +198,10 @@ impl EpochResult {
     /// Records the bytes read from storage during the epoch, and the rate.
     pub fn record_reads(&mut self, bytes: Option<u64>) {
         self.read_bytes = bytes;
+        let seconds = self.measured_s();
         self.read_mb_s = bytes
-            .filter(|_| self.seconds > 0.0)
-            .map(|b| b as f64 / 1e6 / self.seconds);
+            .filter(|_| seconds > 0.0)
+            .map(|b| b as f64 / 1e6 / seconds);
     }
 
     /// Records what the interference meter saw during the epoch.
@@ -335,6 +395,8 @@ pub struct SummaryRow {
     /// The 95% bootstrap interval of each median above, with two repeats or more.
     pub first_batch_interval_s: Option<(f64, f64)>,
     pub epoch_interval_s: Vec<Option<(f64, f64)>>,
+    /// Per epoch, whether some repeat's was projected from a window of its batches.
+    pub epoch_projected: Vec<bool>,
     /// Some repeat was measured while other load disturbed it.
     pub disturbed: bool,
     /// Bytes read from storage in a typical epoch, and at what rate (medians over
@@ -390,6 +452,12 @@ impl RunResult {
             first_batch_interval_s: interval(epoch_values(0, |e| e.first_batch_s)),
             epoch_interval_s: (0..self.epochs)
                 .map(|epoch| interval(epoch_values(epoch, |e| e.seconds)))
+                .collect(),
+            epoch_projected: (0..self.epochs)
+                .map(|epoch| {
+                    runs.iter()
+                        .any(|r| r.epochs.get(epoch).is_some_and(|e| e.projected.is_some()))
+                })
                 .collect(),
             disturbed: runs.iter().any(|r| r.disturbed),
             read_bytes: typical(&|e| e.read_bytes.map(|b| b as f64)),

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{Cache, DEFAULT_TIE_MARGIN, IntraOpThreads};
-use loaderbench_measure::results::{ConfigResult, RunResult};
+use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult};
 use loaderbench_measure::stats::{self, Estimate};
 
 use super::ConfigRuns;
@@ -159,6 +159,17 @@ impl Candidate<'_> {
         stats::median(&values)
     }
 
+    /// The median window its projected epochs were measured in, where any was projected.
+    fn window_batches(&self) -> Option<usize> {
+        let windows: Vec<f64> = self
+            .runs
+            .iter()
+            .flat_map(|r| &r.epochs)
+            .filter_map(|e| e.projected.map(|p| p.window_batches as f64))
+            .collect();
+        stats::median(&windows).map(|w| w.round() as usize)
+    }
+
     fn first_epoch_s(&self) -> Option<f64> {
         self.median_of(|r| r.epochs.first().map(|e| e.seconds))
     }
@@ -245,13 +256,14 @@ fn noise_input(
     }
 }
 
-/// Seconds spent measuring the question: every epoch of every repeat, warm-ups included.
+/// Seconds spent measuring the question: every epoch of every repeat (a projected one's
+/// window), warm-ups included.
 fn measured_s(candidates: &[Candidate<'_>]) -> f64 {
     candidates
         .iter()
         .flat_map(|c| &c.runs)
         .flat_map(|r| r.warmup.iter().chain(&r.epochs))
-        .map(|e| e.seconds)
+        .map(EpochResult::measured_s)
         .sum()
 }
 

@@ -34,6 +34,11 @@ pub(super) fn paragraph(
         chosen.epoch_s().unwrap_or(f64::NAN),
         chosen.first_epoch_s().unwrap_or(f64::NAN)
     ));
+    if let Some(window) = chosen.window_batches() {
+        text.push_str(&format!(
+            " (epochs projected from windows of {window} batches)"
+        ));
+    }
     let candidates = question.candidates;
     let beyond = "beyond the noise";
     match r.outcome {

@@ -177,6 +177,23 @@ impl StageTimes {
         self.wait_s += other.wait_s;
         self.step_s += other.step_s;
     }
+
+    /// Every stage's sum times `factor`: a projected epoch's stages from a window's.
+    pub fn scale(&mut self, factor: f64) {
+        for stage in [
+            &mut self.read_s,
+            &mut self.fetch_s,
+            &mut self.collate_s,
+            &mut self.transform_s,
+            &mut self.transfer_s,
+            &mut self.pin_s,
+            &mut self.to_device_s,
+            &mut self.wait_s,
+            &mut self.step_s,
+        ] {
+            *stage *= factor;
+        }
+    }
 }
 
 /// A batch on its device.

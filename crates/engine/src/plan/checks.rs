@@ -43,6 +43,9 @@ pub(super) fn check_preset(preset: &Preset) -> std::result::Result<(), FieldErro
             "must be a share from 0 to below 1 (0.05 for 5%)",
         ));
     }
+    if !(preset.window_s.is_finite() && preset.window_s > 0.0) {
+        return Err(field("window_s", "must be a positive number of seconds"));
+    }
     if !(preset.resolve_for_s.is_finite() && preset.resolve_for_s >= 0.0) {
         return Err(field(
             "resolve_for_s",

@@ -41,6 +41,21 @@ pub const DEFAULT_TIE_MARGIN: f64 = 0.05;
 /// otherwise: a minute, about what a user waits for an answer before doing something else.
 pub const DEFAULT_RESOLVE_FOR_S: f64 = 60.0;
 
+/// The steady part of an epoch's window unless the preset says otherwise: long enough
+/// for tens of batches of a training step, short against an epoch of minutes.
+pub const DEFAULT_WINDOW_S: f64 = 3.0;
+
+/// How each epoch is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// An epoch longer than its window is cut after it and projected whole.
+    #[default]
+    Windows,
+    /// Every epoch is measured whole.
+    Epochs,
+}
+
 /// A benchmark: the dataset, the pipelines and the loader settings to sweep. Each knob
 /// of the knob table ([`crate::plan::knob_table`]) is a list here, under its field name; a
 /// preset file that leaves one out gets its default list ([`knob_defaults`]).
@@ -96,6 +111,14 @@ pub struct Preset {
     /// a smaller gain is not worth a knob.
     #[serde(default = "defaults::tie_margin")]
     pub tie_margin: f64,
+    /// How each epoch is measured: `windows` (an epoch longer than its first batch, a
+    /// warm-up and `window_s` of steady batches is cut there and projected whole) or
+    /// `epochs` (every epoch whole).
+    #[serde(default)]
+    pub measure: Measure,
+    /// The steady part of a window, in seconds.
+    #[serde(default = "defaults::window_s")]
+    pub window_s: f64,
     /// How long `run --recommend` and the app's analysis may go on measuring the configs
     /// an unresolved recommendation hinges on, in seconds (0: not at all).
     #[serde(default = "defaults::resolve_for_s")]
@@ -180,6 +203,8 @@ impl Default for Preset {
             step: StepSpec::None,
             planned_epochs: defaults::planned_epochs(),
             tie_margin: defaults::tie_margin(),
+            measure: Measure::default(),
+            window_s: defaults::window_s(),
             resolve_for_s: defaults::resolve_for_s(),
             python: None,
             pipeline: knob_defaults::pipeline(),
@@ -221,6 +246,9 @@ mod defaults {
     }
     pub fn tie_margin() -> f64 {
         super::DEFAULT_TIE_MARGIN
+    }
+    pub fn window_s() -> f64 {
+        super::DEFAULT_WINDOW_S
     }
     pub fn resolve_for_s() -> f64 {
         super::DEFAULT_RESOLVE_FOR_S

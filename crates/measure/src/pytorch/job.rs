@@ -158,7 +158,7 @@ impl<'a> Job<'a> {
             };
             let reads = self.reads.take().zip(ReadCounters::now());
             merged.record_reads(reads.map(|(before, after)| before.read_since(&after)));
-            report(PytorchEvent::Epoch(merged.clone()));
+            report(PytorchEvent::Epoch(Box::new(merged.clone())));
             self.epochs.push(merged);
         }
     }

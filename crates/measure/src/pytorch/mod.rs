@@ -80,7 +80,7 @@ pub enum PytorchEvent {
         epoch: usize,
         batch: BatchRecord,
     },
-    Epoch(EpochResult),
+    Epoch(Box<EpochResult>),
     /// Something the user should know; the measurement goes on.
     Note(String),
 }

@@ -11,6 +11,9 @@ use loaderbench_engine::plan::{Config, KNOBS, Plan};
 use loaderbench_engine::step::StepSpec;
 use loaderbench_engine::transform::Normalize;
 
+use crate::engine_epoch::window_rule;
+use crate::window::WindowRule;
+
 /// The dataset as the script builds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -107,6 +110,9 @@ pub struct Request {
     pub drop_last: bool,
     pub epochs: usize,
     pub warmup: bool,
+    /// When an epoch is cut and projected (see [`window`](crate::window)); `None`
+    /// measures every epoch whole (and ranks always do).
+    pub window: Option<WindowRule>,
     pub worker_timeout_s: f64,
     pub knobs: BTreeMap<&'static str, serde_json::Value>,
     /// The training step run on every batch.
@@ -135,6 +141,7 @@ impl Request {
             drop_last: plan.drop_last,
             epochs: plan.epochs,
             warmup: plan.warmup,
+            window: window_rule(plan, config).filter(|_| config.ranks <= 1),
             worker_timeout_s: plan.worker_timeout_s,
             knobs: KNOBS
                 .iter()
@@ -192,8 +199,17 @@ pub enum Message {
         #[serde(default)]
         step_s: f64,
     },
-    /// An epoch ended.
-    Epoch { epoch: usize, seconds: f64 },
+    /// An epoch ended (cut after its window, where `window` is given and the timeline
+    /// holds fewer than `epoch_batches`).
+    Epoch {
+        epoch: usize,
+        seconds: f64,
+        #[serde(default)]
+        window: Option<WindowRule>,
+        /// The batches of a whole epoch, where the loader knows them.
+        #[serde(default)]
+        epoch_batches: Option<usize>,
+    },
     /// With ranks, after `Epoch`: when the rank left the barrier and when it ended the
     /// epoch (seconds since the Unix epoch, a clock all ranks share).
     RankEpoch {

@@ -158,10 +158,21 @@ impl Session {
                 self.batches += 1;
                 report(PytorchEvent::Batch { epoch, batch });
             }
-            Message::Epoch { epoch, seconds } => {
+            Message::Epoch {
+                epoch,
+                seconds,
+                window,
+                epoch_batches,
+            } => {
                 let timeline = std::mem::take(&mut self.timeline);
                 let startups = std::mem::take(&mut self.startups);
-                let mut result = EpochResult::from_batches(epoch, seconds, timeline, startups);
+                let mut result = EpochResult::from_window(
+                    epoch,
+                    seconds,
+                    timeline,
+                    startups,
+                    window.zip(epoch_batches),
+                );
                 let seen = self.reading.take().and_then(|r| r.interference_since());
                 result.record(seen);
                 if let (Some(seen), true) = (seen, epoch > 0) {

@@ -81,7 +81,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
         }
         let started_unix_s = unix_now();
         let mut unsent = None;
-        let result = run_epoch(&mut loader, &mut step, epoch, |batch, startups| {
+        let result = run_epoch(&mut loader, &mut step, epoch, None, |batch, startups| {
             let messages = startups
                 .into_iter()
                 .map(|startup| FromRank::WorkerReady { startup })

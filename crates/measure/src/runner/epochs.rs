@@ -9,6 +9,7 @@ use crate::events::Event;
 use crate::meter::Interference;
 use crate::results::{EpochResult, TimelineBudget};
 use crate::storage_reads::ReadCounters;
+use crate::window::WindowRule;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::Result;
 use loaderbench_engine::loader::{Loader, Shard, set_intra_op_threads};
@@ -79,6 +80,7 @@ impl Run {
         Ok((warmup, measured))
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn measure_epoch(
         &self,
         loader: &mut Loader,
@@ -87,10 +89,11 @@ impl Run {
         repeat: usize,
         cache: &mut EpochCache,
         epoch: usize,
+        window: Option<(WindowRule, usize)>,
     ) -> Result<MeasuredEpoch> {
         self.timed_epoch(config, repeat, cache, || {
             let mut last_sent: Option<Instant> = None;
-            run_epoch(loader, step, epoch, |batch, startups| {
+            run_epoch(loader, step, epoch, window, |batch, startups| {
                 for startup in startups {
                     self.emit.send(Event::WorkerReady { config, startup });
                 }

@@ -320,7 +320,7 @@ impl Run {
         let verdict = disturbance::judge(
             &measured
                 .iter()
-                .filter_map(|(epoch, seen)| Some((epoch.seconds, (*seen)?)))
+                .filter_map(|(epoch, seen)| Some((epoch.measured_s(), (*seen)?)))
                 .collect::<Vec<_>>(),
         );
         ConfigResult {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use loaderbench_engine::dataset::{self, Dataset};
 use loaderbench_engine::error::{Error, Result};
-use loaderbench_engine::loader::{Shard, set_intra_op_threads};
+use loaderbench_engine::loader::{Shard, epoch_batch_count, set_intra_op_threads};
 use loaderbench_engine::memory;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::Runtime;
@@ -16,7 +16,7 @@ use loaderbench_engine::step::Step;
 
 use super::Run;
 use super::cache::EpochCache;
-use crate::engine_epoch::build_loader;
+use crate::engine_epoch::{build_loader, loader_settings, window_rule};
 use crate::events::Event;
 use crate::pytorch::{PytorchEvent, PytorchScript};
 use crate::rank_merge::RanksSummary;
@@ -82,8 +82,20 @@ impl ConfigRuntime for OurLoader {
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
         let mut cache = EpochCache::new(config, Some(&self.dataset));
+        let window = window_rule(&run.plan, config).map(|rule| {
+            let settings = loader_settings(&run.plan, config, Shard::WHOLE);
+            (rule, epoch_batch_count(&*self.dataset, &settings))
+        });
         let (warmup, measured) = run.warmup_and_measured(|epoch| {
-            run.measure_epoch(&mut loader, &mut step, index, repeat, &mut cache, epoch)
+            run.measure_epoch(
+                &mut loader,
+                &mut step,
+                index,
+                repeat,
+                &mut cache,
+                epoch,
+                window,
+            )
         })?;
         let mut result = run.config_result(
             index,
@@ -179,7 +191,7 @@ impl ConfigRuntime for Pytorch {
                 PytorchEvent::Epoch(result) => Event::EpochFinished {
                     config: index,
                     repeat,
-                    result: Box::new(result),
+                    result,
                 },
                 PytorchEvent::Note(message) => {
                     // The script notes the same thing for every config: said once.

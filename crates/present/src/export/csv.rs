@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 25] = [
+const COLUMNS: [Column; 27] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -65,6 +65,14 @@ const COLUMNS: [Column; 25] = [
     Column {
         name: "seconds",
         cell: |r| format!("{:.6}", r.epoch.seconds),
+    },
+    Column {
+        name: "projected",
+        cell: |r| r.epoch.projected.is_some().to_string(),
+    },
+    Column {
+        name: "measured_s",
+        cell: |r| format!("{:.6}", r.epoch.measured_s()),
     },
     Column {
         name: "first_batch_s",

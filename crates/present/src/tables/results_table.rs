@@ -34,6 +34,8 @@ pub struct TableRow {
     pub cells: Vec<String>,
     /// Measured while other load disturbed it (in any repeat).
     pub disturbed: bool,
+    /// Some epoch of it was projected from a window (its time starts with `≈`).
+    pub projected: bool,
     /// Why a `cache: cold` config stayed warm.
     pub stayed_warm: Option<String>,
 }
@@ -45,6 +47,10 @@ pub fn disturbed_footnote() -> String {
         loaderbench_measure::disturbance::DISTURBED_LOAD_CORES
     )
 }
+
+/// The footnote that explains a `≈` before an epoch's time.
+pub const PROJECTED_FOOTNOTE: &str = "≈ projected: the epoch was cut after a window of its \
+     batches and projected whole (`measure: epochs` measures every epoch whole)";
 
 impl ResultsTable {
     /// The table of `pipeline`'s configs that have results, in plan order.
@@ -82,6 +88,7 @@ impl ResultsTable {
                     .chain(reads_shown.then(|| storage_read(row)))
                     .collect(),
                 disturbed: row.disturbed,
+                projected: row.epoch_projected.iter().any(|p| *p),
                 stayed_warm: row.stayed_warm.clone(),
             })
             .collect();
@@ -96,6 +103,11 @@ impl ResultsTable {
             // A blank line first, so Markdown does not read the note as part of the table.
             text.push('\n');
             text.push_str(&disturbed_footnote());
+            text.push('\n');
+        }
+        if self.rows.iter().any(|row| row.projected) {
+            text.push('\n');
+            text.push_str(PROJECTED_FOOTNOTE);
             text.push('\n');
         }
         for row in &self.rows {
@@ -150,7 +162,11 @@ fn cells(row: &SummaryRow, extra: &[KnobColumn]) -> Vec<String> {
         row.epoch_s
             .iter()
             .zip(&row.epoch_interval_s)
-            .map(|(s, interval)| with_interval(*s, *interval) + mark),
+            .zip(&row.epoch_projected)
+            .map(|((s, interval), projected)| {
+                let about = if *projected { "≈" } else { "" };
+                format!("{about}{}{mark}", with_interval(*s, *interval))
+            }),
     );
     line
 }
