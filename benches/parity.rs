@@ -33,12 +33,8 @@ use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
     // `--bench seed-light` runs part 1 on that preset alone, and skips part 2.
-    let named: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let (full, named) = common::bench_args();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let display = Display::find_or_start();
     let names: Vec<&str> = if named.is_empty() {

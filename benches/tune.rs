@@ -12,22 +12,19 @@
 //! (no `--bench`) it runs a smoke version: seed-light on 2,048 samples, the grid once,
 //! tune once.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
-use loaderbench_analysis::Analysis;
-use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 use loaderbench_present::documents;
 
+use common::{best_set, loaderbench, merged, names, paired_ratio};
+
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let named: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let (full, named) = common::bench_args();
     let presets: Vec<&str> = if !named.is_empty() {
         named.iter().map(String::as_str).collect()
     } else if full {
@@ -139,71 +136,4 @@ fn against_the_grid(dir: &Path, preset: &str, full: bool) {
         "  model error per config (median |predicted − measured| / measured): {}",
         model.join(", ")
     );
-}
-
-/// Runs `loaderbench ARGS --json JSON`; panics with its error output if it fails.
-fn loaderbench(args: &[&str], json: &Path) {
-    let journal = json.with_extension("jsonl");
-    let output = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
-        .args(args)
-        .arg("--json")
-        .arg(json)
-        .arg("--journal")
-        .arg(&journal)
-        .output()
-        .expect("loaderbench starts");
-    assert!(
-        output.status.success(),
-        "loaderbench {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// The runs as one, each run's configs as one round.
-fn merged(runs: &[RunResult]) -> RunResult {
-    let mut all = runs[0].clone();
-    all.results = runs.iter().flat_map(|r| r.results.clone()).collect();
-    all
-}
-
-/// The best set and the pick of the first question, read as if nothing were disturbed.
-fn best_set(result: &RunResult) -> (Vec<usize>, Option<usize>) {
-    let mut view = result.clone();
-    for config in &mut view.results {
-        config.disturbed = false;
-    }
-    let Some(recommendation) = Analysis::of(&view).recommendations.into_iter().next() else {
-        return (Vec::new(), None);
-    };
-    let index_of = |label: &String| view.labels.iter().position(|l| l == label);
-    let mut best: Vec<usize> = recommendation
-        .equally_fast
-        .iter()
-        .filter_map(index_of)
-        .collect();
-    best.extend(recommendation.config);
-    best.sort_unstable();
-    (best, recommendation.config)
-}
-
-/// The median over rounds of `a`'s epoch time over `b`'s, where both ran in the round.
-fn paired_ratio(result: &RunResult, a: usize, b: usize) -> Option<f64> {
-    let total = |index: usize, round: usize| -> Option<f64> {
-        let run = result
-            .results
-            .iter()
-            .find(|r| r.config_index == index && r.repeat == round)?;
-        Some(run.epochs.iter().map(|e| e.seconds).sum())
-    };
-    let rounds = result.results.iter().map(|r| r.repeat).max()? + 1;
-    let ratios: Vec<f64> = (0..rounds)
-        .filter_map(|round| Some(total(a, round)? / total(b, round)?))
-        .collect();
-    stats::median(&ratios)
-}
-
-fn names(result: &RunResult, configs: &[usize]) -> String {
-    let names: Vec<&str> = configs.iter().map(|&i| result.labels[i].as_str()).collect();
-    names.join(", ")
 }

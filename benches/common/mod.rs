@@ -1,14 +1,30 @@
 //! What the benchmarks share: running a preset in-process on the runner, as the CLI
-//! does, and taking its finished result; several rounds' results as one. Each benchmark
-//! uses some of them.
+//! does, and taking its finished result; several rounds' results as one; running the
+//! CLI as a process and reading its pick, its best set and paired ratios the way the
+//! recommendation does. Each benchmark uses some of them.
 #![allow(dead_code)]
 
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
+use loaderbench_analysis::Analysis;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
 use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats;
 use loaderbench_measure::{Event, RunOptions};
+
+/// How the benchmark was started: `cargo bench` (`--bench`: the full benchmark, else the
+/// smoke version `cargo test` runs), and the names given after `--` (parts or presets).
+pub fn bench_args() -> (bool, Vec<String>) {
+    let full = std::env::args().any(|a| a == "--bench");
+    let named = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    (full, named)
+}
 
 /// Runs `preset` to the end (its journal, named after `bench`, is removed afterwards);
 /// panics if it fails or reports nothing for ten minutes.
@@ -52,4 +68,64 @@ pub fn merged(runs: &[RunResult]) -> RunResult {
         })
         .collect();
     all
+}
+
+/// Runs `loaderbench ARGS --json JSON`; panics with its error output if it fails.
+pub fn loaderbench(args: &[&str], json: &Path) {
+    let journal = json.with_extension("jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .arg("--journal")
+        .arg(&journal)
+        .output()
+        .expect("loaderbench starts");
+    assert!(
+        output.status.success(),
+        "loaderbench {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The best set and the pick of the first question, read as if nothing were disturbed.
+pub fn best_set(result: &RunResult) -> (Vec<usize>, Option<usize>) {
+    let mut view = result.clone();
+    for config in &mut view.results {
+        config.disturbed = false;
+    }
+    let Some(recommendation) = Analysis::of(&view).recommendations.into_iter().next() else {
+        return (Vec::new(), None);
+    };
+    let index_of = |label: &String| view.labels.iter().position(|l| l == label);
+    let mut best: Vec<usize> = recommendation
+        .equally_fast
+        .iter()
+        .filter_map(index_of)
+        .collect();
+    best.extend(recommendation.config);
+    best.sort_unstable();
+    (best, recommendation.config)
+}
+
+/// The median over rounds of `a`'s epoch time over `b`'s, where both ran in the round.
+pub fn paired_ratio(result: &RunResult, a: usize, b: usize) -> Option<f64> {
+    let total = |index: usize, round: usize| -> Option<f64> {
+        let run = result
+            .results
+            .iter()
+            .find(|r| r.config_index == index && r.repeat == round)?;
+        Some(run.epochs.iter().map(|e| e.seconds).sum())
+    };
+    let rounds = result.results.iter().map(|r| r.repeat).max()? + 1;
+    let ratios: Vec<f64> = (0..rounds)
+        .filter_map(|round| Some(total(a, round)? / total(b, round)?))
+        .collect();
+    stats::median(&ratios)
+}
+
+pub fn names(result: &RunResult, configs: &[usize]) -> String {
+    let names: Vec<&str> = configs.iter().map(|&i| result.labels[i].as_str()).collect();
+    names.join(", ")
 }

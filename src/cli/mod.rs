@@ -10,6 +10,7 @@ mod interrupt;
 mod output;
 mod progress;
 mod report_command;
+mod resolve_command;
 mod run_command;
 mod shards_command;
 mod tune_command;
@@ -53,6 +54,9 @@ enum Command {
     /// Print and export saved runs (results JSON or journals, from any machine); several
     /// are shown together.
     Report(report_command::ReportArgs),
+    /// Measure a saved run further while its recommendation is not resolved, then print
+    /// it as `run --recommend` does.
+    Resolve(resolve_command::ResolveArgs),
     /// Write several saved runs as one results file, each config named by its run.
     Merge(report_command::MergeArgs),
     /// Convert an image folder into tar shards (WebDataset's layout) for a `shards` dataset.
@@ -197,6 +201,7 @@ pub fn main() -> ExitCode {
         Some(Command::Validate(args)) => validate(&args),
         Some(Command::Compare(args)) => compare_command::compare(args),
         Some(Command::Report(args)) => report_command::report(args),
+        Some(Command::Resolve(args)) => resolve_command::resolve_saved(args),
         Some(Command::Merge(args)) => report_command::merge(args),
         Some(Command::Shards(args)) => shards_command::shards(args),
         Some(Command::Presets) => {
@@ -230,6 +235,7 @@ fn draws_png(command: &Command) -> bool {
         Command::Run(args) => args.exports.png().is_some(),
         Command::Tune(args) => args.exports().png().is_some(),
         Command::Report(args) => args.exports().png().is_some(),
+        Command::Resolve(args) => args.exports().png().is_some(),
         _ => false,
     }
 }
@@ -241,6 +247,7 @@ fn may_use_cuda(command: &Command) -> bool {
     match command {
         Command::Run(_)
         | Command::Tune(_)
+        | Command::Resolve(_)
         | Command::Validate(_)
         | Command::Compare(_)
         | Command::Measure(_) => true,

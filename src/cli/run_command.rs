@@ -40,7 +40,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         let limit = args
             .resolve_for
             .unwrap_or_else(|| Duration::from_secs_f64(plan.preset.resolve_for_s));
-        error = resolve(&plan, &mut result, limit, &journal, args.quiet)?;
+        let progress = if args.quiet {
+            Progress::Quiet
+        } else {
+            Progress::Lines
+        };
+        error = resolve(&plan, &mut result, limit, &journal, progress)?;
     }
     // With an export on standard output, that is all standard output holds.
     if !args.exports.to_stdout() {
@@ -60,30 +65,42 @@ pub fn run(args: RunArgs) -> Result<()> {
     error.map_or(Ok(()), Err)
 }
 
+/// How resolving shows its progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A line per round and measurement on standard error.
+    Lines,
+    /// JSON lines on standard output (the app's resolve).
+    Events,
+    Quiet,
+}
+
 /// Measures the configs `result`'s unresolved recommendations hinge on further, for at
-/// most `limit`, saying each round on standard error; returns the error of a stop or a
-/// failure.
-fn resolve(
+/// most `limit`, appending to `journal`; returns the error of a stop or a failure.
+pub fn resolve(
     plan: &Plan,
     result: &mut RunResult,
     limit: Duration,
     journal: &Path,
-    quiet: bool,
+    progress: Progress,
 ) -> Result<Option<Error>> {
     if limit.is_zero() || loaderbench_analysis::resolve::hinges(result).is_empty() {
         return Ok(None);
     }
-    if !quiet {
+    if progress == Progress::Lines {
         eprintln!(
             "not resolved yet: measuring the configs it hinges on for up to {}",
             humantime::format_duration(limit)
         );
     }
-    let mut report = |event: ResolveEvent| {
-        if quiet {
-            return;
+    let mut report = |event: ResolveEvent| match progress {
+        Progress::Quiet => {}
+        Progress::Events => {
+            if let Ok(line) = serde_json::to_string(&event) {
+                println!("{line}");
+            }
         }
-        match event {
+        Progress::Lines => match event {
             ResolveEvent::Round {
                 round,
                 configs,
@@ -96,7 +113,7 @@ fn resolve(
                 eprintln!("  {}: {seconds:.2} s projected", plan.label(config));
             }
             ResolveEvent::Warning { message } => eprintln!("warning: {message}"),
-        }
+        },
     };
     let (_, error) = loaderbench_analysis::resolve::resolve(
         plan,
@@ -107,7 +124,9 @@ fn resolve(
         &mut report,
     )?;
     for message in warnings::attach(result) {
-        eprintln!("warning: {message}");
+        if progress != Progress::Events {
+            eprintln!("warning: {message}");
+        }
     }
     Ok(error)
 }

@@ -216,3 +216,70 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
         assert!((point[1] - second_epoch(config).throughput).abs() < 1e-9);
     }
 }
+
+#[test]
+fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
+    // One round of two epochs shows nothing of the noise: the app goes on measuring the
+    // configs the recommendation hinges on, appending to the run's journal, and shows
+    // the run again with the new rounds and its verdict.
+    let dir = tempfile::tempdir().unwrap();
+    let preset = loaderbench_engine::preset::Preset {
+        resolve_for_s: 20.0,
+        ..common::runs::tiny_preset(512, 2)
+    };
+    let path = dir.path().join("open.ron");
+    preset.save(&path).unwrap();
+    let launch = Launch {
+        preset: Some(path.display().to_string()),
+        journal_dir: Some(dir.path().to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    };
+    let mut harness = common::gui::builder()
+        .with_size([1280.0, 1200.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+    step_until(&mut harness, Duration::from_secs(60), |app| {
+        app.phase() == Some(&Phase::Finished)
+    });
+    harness.step();
+    assert!(
+        harness.state().is_running(),
+        "measuring further: {:?}",
+        harness.state().messages()
+    );
+    assert!(
+        harness.query_by_label_contains("Not resolved: ").is_some(),
+        "the run bar says so"
+    );
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_steps(2);
+    let result = harness.state().result().expect("the run").clone();
+    assert!(
+        result.results.iter().any(|r| r.repeat >= 1),
+        "{:?}",
+        harness.state().messages()
+    );
+    let journal = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .expect("the run's journal");
+    let journaled = loaderbench_present::documents::read(&journal).unwrap();
+    assert_eq!(
+        journaled.results.len(),
+        result.results.len(),
+        "all journaled"
+    );
+    let analysis = harness.state().analysis().expect("analysed again").clone();
+    let text = &analysis.recommendations[0].text;
+    assert!(text.contains(" Verdict: "), "{text}");
+    assert!(
+        harness.query_by_label_contains(" Verdict: ").is_some(),
+        "the verdict is shown"
+    );
+}

@@ -43,6 +43,7 @@ impl Paced {
             repeats: 3,
             batch_size: vec![256],
             num_workers: vec![0, 2],
+            resolve_for_s: 0.0,
             ..Preset::default()
         };
         let plan = Plan::from_preset(&preset, None).unwrap();

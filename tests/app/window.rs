@@ -274,6 +274,7 @@ fn a_run_on_both_runtimes_shows_the_compare_view() {
         samples: Some(256),
         epochs: 1,
         batch_size: vec![64],
+        resolve_for_s: 0.0,
         ..Preset::default()
     };
     preset.set("runtime", "loaderbench,pytorch").unwrap();
@@ -343,6 +344,7 @@ fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
         epochs: 2,
         batch_size: vec![64],
         num_workers: vec![0],
+        resolve_for_s: 0.0,
         ..Preset::default()
     };
     preset.set("ranks", "1,2").unwrap();

@@ -21,6 +21,7 @@ pub mod results;
 mod runner;
 pub mod stats;
 pub mod storage_reads;
+pub mod summary;
 pub mod tune_trail;
 pub mod window;
 

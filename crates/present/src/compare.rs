@@ -6,7 +6,8 @@
 use crate::tables::{render, seconds};
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{Runtime, StartMethod};
-use loaderbench_measure::results::{RunResult, SummaryRow};
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::summary::SummaryRow;
 
 /// One PyTorch config and its loaderbench counterpart.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,25 +18,26 @@
 //! (its files could not be evicted), so a warm figure never answers it. The paragraph is
 //! written in [`text`], the code to paste in [`snippet`].
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{Cache, DEFAULT_TIE_MARGIN, IntraOpThreads};
-use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult};
-use loaderbench_measure::stats::{self, Estimate};
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats::Estimate;
 
 use super::ConfigRuns;
 use super::input::InputBound;
 
+mod candidates;
 pub mod noise;
 mod snippet;
 mod text;
 mod tie;
 pub mod verdict;
 
-use noise::{NoiseInput, NoiseModel};
+pub(crate) use candidates::projected_s;
+use candidates::{Candidate, candidates, measured_s, noise_input};
+use noise::NoiseModel;
 pub use snippet::snippet;
 use text::paragraph;
 pub use tie::MEMORY_TIE_SHARE;
@@ -117,212 +118,6 @@ pub(crate) fn same_question(a: &Config, b: &Config) -> bool {
         && a.ranks == b.ranks
         && a.cache == b.cache
         && a.run == b.run
-}
-
-/// One config as the recommendation sees it: configs that differ only in a no-op knob
-/// are folded into one, their repeats pooled.
-struct Candidate<'a> {
-    index: usize,
-    label: &'a str,
-    /// With pin_memory as measured: off where it had no effect.
-    config: Config,
-    /// Labels of the configs folded into this one for a no-op knob.
-    folded: Vec<&'a str>,
-    /// Its measurements, less those disturbed by other load where it has undisturbed ones.
-    runs: Vec<&'a ConfigResult>,
-    /// The disturbed measurements set aside.
-    set_aside: usize,
-    projected_s: Estimate,
-}
-
-impl Candidate<'_> {
-    /// Every measurement of it was disturbed by other load.
-    fn disturbed(&self) -> bool {
-        self.runs.iter().all(|r| r.disturbed)
-    }
-
-    /// Why a cold config stayed warm in some repeat.
-    fn stayed_warm(&self) -> Option<&str> {
-        self.runs.iter().find_map(|r| r.stayed_warm.as_deref())
-    }
-
-    fn other_load_cores(&self) -> Option<f64> {
-        self.runs
-            .iter()
-            .filter(|r| r.disturbed)
-            .filter_map(|r| r.other_load_cores)
-            .max_by(f64::total_cmp)
-    }
-
-    fn median_of(&self, value: impl Fn(&ConfigResult) -> Option<f64>) -> Option<f64> {
-        let values: Vec<f64> = self.runs.iter().filter_map(|r| value(r)).collect();
-        stats::median(&values)
-    }
-
-    /// The median window its projected epochs were measured in, where any was projected.
-    fn window_batches(&self) -> Option<usize> {
-        let windows: Vec<f64> = self
-            .runs
-            .iter()
-            .flat_map(|r| &r.epochs)
-            .filter_map(|e| e.projected.map(|p| p.window_batches as f64))
-            .collect();
-        stats::median(&windows).map(|w| w.round() as usize)
-    }
-
-    fn first_epoch_s(&self) -> Option<f64> {
-        self.median_of(|r| r.epochs.first().map(|e| e.seconds))
-    }
-
-    fn epoch_s(&self) -> Option<f64> {
-        self.median_of(typical_epoch_s)
-    }
-
-    fn peak_rss_bytes(&self) -> Option<u64> {
-        self.median_of(|r| r.peak_rss_bytes.map(|b| b as f64))
-            .map(|b| b as u64)
-    }
-}
-
-/// The median of a repeat's epochs after the first, or the first alone.
-fn typical_epoch_s(run: &ConfigResult) -> Option<f64> {
-    let later: Vec<f64> = run.epochs.iter().skip(1).map(|e| e.seconds).collect();
-    stats::median(&later).or_else(|| run.epochs.first().map(|e| e.seconds))
-}
-
-/// One repeat's time for the planned epochs.
-pub(crate) fn projected_s(run: &ConfigResult, planned_epochs: usize) -> Option<f64> {
-    let first = run.epochs.first()?.seconds;
-    Some(first + planned_epochs.saturating_sub(1) as f64 * typical_epoch_s(run)?)
-}
-
-/// The projected time of each repeat, by repeat number (the median where a folded no-op
-/// twin or a copy measured the same repeat too).
-fn by_round<'r>(
-    runs: impl IntoIterator<Item = &'r ConfigResult>,
-    planned_epochs: usize,
-) -> BTreeMap<usize, f64> {
-    let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for run in runs {
-        if let Some(seconds) = projected_s(run, planned_epochs) {
-            rounds.entry(run.repeat).or_default().push(seconds);
-        }
-    }
-    rounds
-        .into_iter()
-        .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
-        .collect()
-}
-
-/// What the noise model of a question is fitted to: each candidate's rounds, each
-/// repeat's later epochs, and an A/A check's copies against their originals.
-fn noise_input(
-    members: &[&ConfigRuns<'_>],
-    candidates: &[Candidate<'_>],
-    planned_epochs: usize,
-) -> NoiseInput {
-    let rounds = candidates
-        .iter()
-        .map(|c| by_round(c.runs.iter().copied(), planned_epochs))
-        .collect();
-    let later_epochs = candidates
-        .iter()
-        .flat_map(|c| &c.runs)
-        .map(|r| r.epochs.iter().skip(1).map(|e| e.seconds).collect())
-        .collect();
-    let mut aa_ratios = Vec::new();
-    for copy in members.iter().filter(|m| m.config.copy > 0) {
-        let original = members.iter().find(|m| {
-            m.config.copy == 0
-                && Config {
-                    copy: copy.config.copy,
-                    ..m.config.clone()
-                } == *copy.config
-        });
-        if let Some(original) = original {
-            let originals = by_round(original.runs.iter().copied(), planned_epochs);
-            let copies = by_round(copy.runs.iter().copied(), planned_epochs);
-            aa_ratios.extend(
-                copies
-                    .iter()
-                    .filter_map(|(round, s)| Some(s / originals.get(round)?)),
-            );
-        }
-    }
-    NoiseInput {
-        rounds,
-        later_epochs,
-        aa_ratios,
-    }
-}
-
-/// Seconds spent measuring the question: every epoch of every repeat (a projected one's
-/// window), warm-ups included.
-fn measured_s(candidates: &[Candidate<'_>]) -> f64 {
-    candidates
-        .iter()
-        .flat_map(|c| &c.runs)
-        .flat_map(|r| r.warmup.iter().chain(&r.epochs))
-        .map(EpochResult::measured_s)
-        .sum()
-}
-
-fn candidates<'a>(members: &[&ConfigRuns<'a>], planned_epochs: usize) -> Vec<Candidate<'a>> {
-    let estimate = |runs: &[&ConfigResult]| {
-        let samples: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| projected_s(r, planned_epochs))
-            .collect();
-        Estimate::of(&samples)
-    };
-    let mut candidates: Vec<Candidate<'a>> = Vec::new();
-    for runs in members {
-        // Measurements disturbed by other load are set aside where the config has others.
-        let kept: Vec<&ConfigResult> = if runs.runs.iter().any(|r| !r.disturbed) {
-            runs.runs.iter().copied().filter(|r| !r.disturbed).collect()
-        } else {
-            runs.runs.clone()
-        };
-        let set_aside = runs.runs.len() - kept.len();
-        let pin_effective = runs.runs.iter().all(|r| r.pin_memory_effective);
-        // A copy (an A/A check) is the same config measured again: its repeats pool.
-        let config = Config {
-            pin_memory: runs.config.pin_memory && pin_effective,
-            copy: 0,
-            ..runs.config.clone()
-        };
-        match candidates.iter_mut().find(|c| c.config == config) {
-            Some(c) => {
-                // A copy is no knob: it only adds repeats.
-                let knob_differs = runs.config.copy == 0;
-                if knob_differs && runs.config.pin_memory {
-                    c.folded.push(runs.label);
-                } else if knob_differs {
-                    // The config that really lacks the no-op knob names the pair.
-                    c.folded.push(c.label);
-                    c.index = runs.index;
-                    c.label = runs.label;
-                }
-                c.runs.extend(&kept);
-                c.set_aside += set_aside;
-                c.projected_s = estimate(&c.runs).unwrap_or(c.projected_s);
-            }
-            None => {
-                if let Some(projected_s) = estimate(&kept) {
-                    candidates.push(Candidate {
-                        index: runs.index,
-                        label: runs.label,
-                        config,
-                        folded: Vec::new(),
-                        runs: kept,
-                        set_aside,
-                        projected_s,
-                    });
-                }
-            }
-        }
-    }
-    candidates
 }
 
 fn recommend_one(
@@ -504,6 +299,7 @@ mod tests {
     use loaderbench_engine::plan::Plan;
     use loaderbench_engine::preset::{Preset, Runtime, StartMethod};
     use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::results::ConfigResult;
 
     fn measured(
         index: usize,

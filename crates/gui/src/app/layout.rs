@@ -267,6 +267,10 @@ impl eframe::App for App {
         }
         let ctx = ui.ctx().clone();
         let left_over = self.drain_events();
+        if let Some(journal) = self.run.as_mut().and_then(|run| run.to_resolve.take()) {
+            self.resolve_if_open(journal, &ctx);
+        }
+        self.drain_resolve();
         self.drain_tune();
         self.drain_replies(&ctx);
 

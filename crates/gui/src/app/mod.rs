@@ -3,15 +3,18 @@
 //! replies within a time budget, draws the panels (which return [`Action`]s), then
 //! applies the actions; nothing changes state halfway through drawing. This module holds
 //! the app's state, what tests read of it, and where each action goes; its parts each
-//! own one job: the run's lifecycle ([`run_lifecycle`]), the tune's ([`tune_run`]),
+//! own one job: the run's lifecycle ([`run_lifecycle`]), measuring an unresolved run
+//! further ([`resolve_run`]), the tune's ([`tune_run`]),
 //! preset files and the title ([`preset_files`]), saved runs opened ([`open_runs`]),
 //! exports and baselines ([`export_menu`]), and the frame's panels ([`layout`],
 //! [`results_panel`]).
 
+mod event_child;
 mod export_menu;
 mod layout;
 mod open_runs;
 mod preset_files;
+mod resolve_run;
 mod results_panel;
 mod run_lifecycle;
 mod tune_run;
@@ -229,8 +232,7 @@ impl App {
 
     /// True while a run or a tune is going.
     pub fn is_running(&self) -> bool {
-        self.run.as_ref().is_some_and(|run| run.data.is_running())
-            || self.tune.as_ref().is_some_and(TuneRun::is_running)
+        self.run_is_measuring() || self.tune.as_ref().is_some_and(TuneRun::is_running)
     }
 
     /// The tune's progress, while it runs and after.
@@ -397,6 +399,7 @@ impl App {
             Action::TuneBudget(seconds) => self.tune_budget_s = seconds,
             Action::CancelRun => {
                 self.cancel_run();
+                self.cancel_resolve();
                 self.cancel_tune();
             }
             Action::SelectConfig(index) => self.selected = Some(index),

@@ -72,7 +72,11 @@ impl App {
                 ui.separator();
                 ui.label(RichText::new(tune.progress.status()).monospace());
             } else if let Some(run) = &self.run {
+                let resolving = run.resolving.as_ref().filter(|r| r.is_running());
                 let status = match &run.data.phase {
+                    _ if resolving.is_some() => {
+                        resolving.map(|r| r.status.clone()).unwrap_or_default()
+                    }
                     Phase::Running => run.data.progress_line(run.elapsed()),
                     Phase::Finished if run.saved => "Finished (a saved run)".to_owned(),
                     Phase::Finished => {

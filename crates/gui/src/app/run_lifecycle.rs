@@ -2,7 +2,8 @@
 //! exactly as `loaderbench run` does (see [`pacing`](crate::pacing) for how the
 //! window keeps out of the measured epochs), folding its events into the live data each
 //! frame within a time budget, cancelling it, and what happens when it ends (analysis,
-//! warnings, how it ended, and for a scripted run the JSON file and the exit).
+//! warnings, how it ended, its journal handed to the resolve where the recommendation is
+//! open, and for a scripted run the JSON file and the exit).
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ use loaderbench_analysis::{Analysis, warnings};
 use loaderbench_measure::measuring_child::ChildRun;
 use loaderbench_present::export::{self, Exporter};
 
+use super::resolve_run::ResolveRun;
 use super::{App, WARNING};
 
 /// How long a frame may spend folding in run events; the rest wait for the next frame.
@@ -35,6 +37,10 @@ pub(super) struct LiveRun {
     pub(super) comparison: Option<(String, Vec<Change>)>,
     /// Read from a file rather than measured here: it has no duration to show.
     pub(super) saved: bool,
+    /// The journal of a run measured here that just ended, for its resolve to take.
+    pub(super) to_resolve: Option<std::path::PathBuf>,
+    /// Its unresolved recommendation measured further, running or ended.
+    pub(super) resolving: Option<ResolveRun>,
 }
 
 impl LiveRun {
@@ -50,6 +56,8 @@ impl LiveRun {
             analysis: None,
             comparison: None,
             saved: true,
+            to_resolve: None,
+            resolving: None,
         }
     }
 
@@ -82,6 +90,9 @@ impl App {
         }
         if !run.data.is_running() && run.took.is_none() {
             run.took = Some(run.started.elapsed());
+            if run.data.phase == Phase::Finished {
+                run.to_resolve = run.handle.as_ref().map(|h| h.journal_path().to_path_buf());
+            }
             run.handle = None;
             if let Some(result) = run.data.result.as_mut() {
                 let found = warnings::attach(result);
@@ -210,7 +221,16 @@ impl App {
             analysis: None,
             comparison: None,
             saved: false,
+            to_resolve: None,
+            resolving: None,
         });
+    }
+
+    /// Whether the shown run is measuring, or measuring further.
+    pub(super) fn run_is_measuring(&self) -> bool {
+        self.run.as_ref().is_some_and(|run| {
+            run.data.is_running() || run.resolving.as_ref().is_some_and(ResolveRun::is_running)
+        })
     }
 
     pub(super) fn cancel_run(&self) {

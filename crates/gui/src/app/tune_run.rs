@@ -8,29 +8,21 @@
 //! terminal). When it ends, its results open like a run measured here, with the trail's
 //! best set marked beside them; a tune that fails leaves its error in the message bar.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::Duration;
-
-use crossbeam_channel::{Receiver, unbounded};
 
 use crate::tune_view::TuneProgress;
 use loaderbench_analysis::tune::TuneEvent;
-use loaderbench_engine::child_processes::{collect_tail, spawn_tied};
 use loaderbench_present::documents;
 
 use super::App;
+use super::event_child::EventChild;
 use super::run_lifecycle::LiveRun;
 
 /// A tune the window shows: running in its child, or ended.
 pub(super) struct TuneRun {
-    child: Option<Child>,
-    /// The child's events; `None` once its stdout closed.
-    events: Receiver<Option<TuneEvent>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    child: EventChild<TuneEvent>,
     json: PathBuf,
     /// Holds the preset file and the results until the tune is shown.
     _scratch: tempfile::TempDir,
@@ -39,7 +31,7 @@ pub(super) struct TuneRun {
 
 impl TuneRun {
     pub(super) fn is_running(&self) -> bool {
-        self.child.is_some()
+        self.child.is_running()
     }
 }
 
@@ -86,10 +78,7 @@ impl App {
             .arg(format!("{}s", budget.as_secs()))
             .arg("--json")
             .arg(&json)
-            .args(["--events", "--quiet"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .args(["--events", "--quiet"]);
         if let Some(dir) = &self.journal_dir {
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -98,30 +87,8 @@ impl App {
                 .arg("--journal")
                 .arg(dir.join(format!("{}-tune-{stamp}.jsonl", preset.name)));
         }
-        let mut child = spawn_tied(command)?;
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(std::io::Error::other("the tune process has no pipes"));
-        };
-        let (sender, events) = unbounded();
-        let wake = ctx.clone();
-        std::thread::Builder::new()
-            .name("loaderbench-tune".to_owned())
-            .spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if let Ok(event) = serde_json::from_str::<TuneEvent>(&line) {
-                        let _ = sender.send(Some(event));
-                        wake.request_repaint();
-                    }
-                }
-                let _ = sender.send(None);
-                wake.request_repaint();
-            })?;
         Ok(TuneRun {
-            child: Some(child),
-            events,
-            stderr: collect_tail(stderr),
+            child: EventChild::spawn(command, "tune", ctx)?,
             json,
             _scratch: scratch,
             progress: TuneProgress::new(Vec::new(), budget),
@@ -133,62 +100,34 @@ impl App {
         let Some(tune) = &mut self.tune else {
             return;
         };
-        let mut ended = false;
-        while let Ok(event) = tune.events.try_recv() {
-            match event {
-                Some(event) => tune.progress.apply(&event),
-                None => ended = true,
-            }
-        }
-        if !ended {
-            return;
-        }
-        let Some(mut child) = tune.child.take() else {
+        let progress = &mut tune.progress;
+        let Some(ended) = tune.child.drain(|event| progress.apply(&event)) else {
             return;
         };
-        let code = child.wait().ok().and_then(|status| status.code());
         let read = documents::read(&tune.json);
         tune.progress
             .finish(read.as_ref().ok().and_then(|r| r.tune.as_ref()));
-        let error_tail = || {
-            let lines = tune.stderr.lock().map(|l| l.clone()).unwrap_or_default();
-            lines
-                .into_iter()
-                .rev()
-                .find_map(|l| l.strip_prefix("error: ").map(str::to_owned))
-        };
-        let failure = match code {
-            Some(0) | Some(130) => None,
-            _ => Some(error_tail().unwrap_or_else(|| format!("it ended with {code:?}"))),
-        };
         match read {
             Ok(result) => {
                 self.run = Some(LiveRun::replayed(result));
                 self.drain_events();
             }
-            Err(err) if failure.is_none() => {
+            Err(err) if ended.failure.is_none() => {
                 self.error(format!("The tune's results could not be read: {err}"));
             }
             Err(_) => {}
         }
-        if let Some(failure) = failure {
+        if let Some(failure) = ended.failure {
             self.error(format!("The tune failed: {failure}"));
-        } else if code == Some(130) {
+        } else if ended.stopped() {
             self.note("The tune was stopped; what it measured is kept.");
         }
     }
 
     /// Stops the tune as Ctrl-C would: it ends its round early and keeps the rest.
     pub(super) fn cancel_tune(&mut self) {
-        let Some(child) = self.tune.as_mut().and_then(|t| t.child.as_mut()) else {
-            return;
-        };
-        #[cfg(unix)]
-        if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-            // SAFETY: kill takes a pid and a signal number; no pointers.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-            return;
+        if let Some(tune) = self.tune.as_mut() {
+            tune.child.interrupt();
         }
-        let _ = child.kill();
     }
 }

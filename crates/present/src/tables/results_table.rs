@@ -11,7 +11,8 @@
 
 use loaderbench_engine::plan::{Config, KNOBS_IN_CONFIG_ORDER};
 use loaderbench_engine::preset::Cache;
-use loaderbench_measure::results::{RunResult, SummaryRow};
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::summary::SummaryRow;
 
 use super::{python_bool, render, with_interval};
 use loaderbench_measure::stats;

@@ -1,0 +1,300 @@
+//! Answers in minutes, measured: do the noise model, the verdicts and windows give the
+//! same answer every time, close to the best, within their time? Three parts (`cargo
+//! bench --bench resolve -- seeds|pytorch|mnist` for one):
+//! - `seeds`: `run seed-heavy --recommend` and `run seed-light --recommend`, five times
+//!   each, each a fresh process with the default resolve time, against a long reference
+//!   measured in the same run (20 interleaved rounds): how many runs make the same pick,
+//!   each pick's regret against the reference's fastest (the median of their per-round
+//!   ratio in the reference), each run's wall time and verdict (goals: 5 of 5, regret at
+//!   most 5%, each under 2 minutes);
+//! - `pytorch`: three runs of seed-light-pytorch with `--recommend`, against a reference
+//!   of three interleaved rounds: the same pick for the PyTorch question 3 of 3, regret at
+//!   most 5%;
+//! - `mnist`: the MNIST-example-shaped job (a user's Dataset over 60,000 IDX images,
+//!   `tests/data/user_dataset/mnist_user.py`, with a two-conv CNN training step,
+//!   `tests/data/step/small_cnn.py`, on the PyTorch runtime; num_workers 0, 1, 2, 4 and 2
+//!   persistent): `tune --budget 5m` against whole-epoch measurements of the full dataset
+//!   (three interleaved rounds, `measure: epochs`): every config measured, the pick in the
+//!   whole epochs' best set, each config's projected epoch against its measured one (goal
+//!   within 10%).
+//!
+//! Under `cargo test` (no `--bench`) a smoke version runs: seed-light on 2,048 samples,
+//! one `--recommend` run against a three-round reference.
+
+mod common;
+
+use std::path::Path;
+use std::time::Instant;
+
+use loaderbench_analysis::Analysis;
+use loaderbench_measure::results::RunResult;
+use loaderbench_measure::stats;
+use loaderbench_present::documents;
+
+use common::{best_set, loaderbench, names, paired_ratio};
+
+fn main() {
+    let (full, named) = common::bench_args();
+    let wanted = |part: &str| named.is_empty() || named.iter().any(|n| n == part);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    if !full {
+        let smoke = ["--set", "samples=2048"];
+        same_pick(
+            dir.path(),
+            "seed-light",
+            &smoke,
+            &["--resolve-for", "5s"],
+            1,
+            3,
+        );
+        return;
+    }
+    if wanted("seeds") {
+        same_pick(dir.path(), "seed-heavy", &[], &[], 5, 20);
+        same_pick(dir.path(), "seed-light", &[], &[], 5, 20);
+    }
+    if wanted("pytorch") {
+        same_pick(dir.path(), "seed-light-pytorch", &[], &[], 3, 3);
+    }
+    if wanted("mnist") {
+        mnist_job(dir.path());
+    }
+}
+
+/// `runs` runs of `preset --recommend` (with `sets` on the preset, `flags` on the
+/// command) against a reference of `rounds` interleaved rounds, measured first; prints
+/// the picks, their regret, their time and verdicts, per question.
+fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usize, rounds: usize) {
+    let reference_json = dir.join(format!("{preset}-reference.json"));
+    let repeats = format!("repeats={rounds}");
+    let mut args = vec!["run", preset, "--quiet", "--set", &repeats];
+    args.extend_from_slice(sets);
+    args.extend(["--recommend", "--resolve-for", "0s"]);
+    let started = Instant::now();
+    loaderbench(&args, &reference_json);
+    let reference = documents::read(&reference_json).expect("the reference");
+    println!(
+        "resolve: {preset}: reference of {rounds} interleaved rounds in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let questions = Analysis::of(&reference).recommendations.len();
+    let mut picks: Vec<Vec<String>> = vec![Vec::new(); questions];
+    let mut regrets: Vec<Vec<f64>> = vec![Vec::new(); questions];
+    let mut verdicts: Vec<Vec<String>> = vec![Vec::new(); questions];
+    let mut walls = Vec::new();
+    for attempt in 0..runs {
+        let json = dir.join(format!("{preset}-{attempt}.json"));
+        let mut args = vec!["run", preset, "--quiet", "--recommend"];
+        args.extend_from_slice(sets);
+        args.extend_from_slice(flags);
+        let started = Instant::now();
+        loaderbench(&args, &json);
+        walls.push(started.elapsed().as_secs_f64());
+        let run = documents::read(&json).expect("the run");
+        let recommendations = Analysis::of(&undisturbed(&run)).recommendations;
+        for (question, recommendation) in recommendations.iter().enumerate().take(questions) {
+            let label = recommendation.label.clone().unwrap_or("nothing".to_owned());
+            verdicts[question].push(format!("{:?}", recommendation.verdict.kind));
+            if let Some(regret) = recommendation.config.and_then(|p| regret(&reference, p)) {
+                regrets[question].push(regret);
+            }
+            picks[question].push(label);
+        }
+    }
+    let reference_recommendations = Analysis::of(&undisturbed(&reference)).recommendations;
+    for (question, recommendation) in reference_recommendations.iter().enumerate() {
+        let (best, _) = best_set(&undisturbed(&only_question(&reference, question)));
+        let same = picks[question]
+            .iter()
+            .filter(|p| Some(*p) == picks[question].first())
+            .count();
+        let worst = regrets[question].iter().copied().fold(0.0, f64::max);
+        println!("  {}", recommendation.group);
+        println!(
+            "    reference: best set {}; its verdict: {}",
+            names(&reference, &best),
+            recommendation.verdict.text
+        );
+        println!(
+            "    picks: {} — the same pick {same} of {runs} (goal {runs} of {runs})",
+            picks[question].join(", ")
+        );
+        println!(
+            "    regret against the reference's fastest: worst {:+.1}% (goal at most 5%); \
+             verdicts: {}",
+            worst * 100.0,
+            verdicts[question].join(", ")
+        );
+    }
+    println!(
+        "  wall time per run: {} s (goal each under 120 s)",
+        walls
+            .iter()
+            .map(|s| format!("{s:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// How much slower `pick` is than the reference's fastest config of its question: the
+/// median of their per-round ratio in the reference, less one (0 when it is the fastest).
+fn regret(reference: &RunResult, pick: usize) -> Option<f64> {
+    let question = reference.configs.get(pick)?;
+    let fastest = (0..reference.configs.len())
+        .filter(|&i| {
+            let c = &reference.configs[i];
+            c.runtime == question.runtime && c.pipeline == question.pipeline
+        })
+        .filter_map(|i| Some((i, level(reference, i)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?
+        .0;
+    Some(paired_ratio(reference, pick, fastest)? - 1.0)
+}
+
+/// A config's median time per round in `result`.
+fn level(result: &RunResult, index: usize) -> Option<f64> {
+    let totals: Vec<f64> = result
+        .results
+        .iter()
+        .filter(|r| r.config_index == index)
+        .map(|r| r.epochs.iter().map(|e| e.seconds).sum())
+        .collect();
+    stats::median(&totals)
+}
+
+/// `result` as if nothing were disturbed: the benchmark's own load is not the question.
+fn undisturbed(result: &RunResult) -> RunResult {
+    let mut view = result.clone();
+    for config in &mut view.results {
+        config.disturbed = false;
+    }
+    view
+}
+
+/// `result` with only the configs of its `question`-th recommendation's question.
+fn only_question(result: &RunResult, question: usize) -> RunResult {
+    let recommendations = Analysis::of(result).recommendations;
+    let Some(first) = recommendations
+        .get(question)
+        .and_then(|r| r.config)
+        .map(|i| result.configs[i].clone())
+    else {
+        return result.clone();
+    };
+    let mut view = result.clone();
+    view.results.retain(|r| {
+        r.config.runtime == first.runtime
+            && r.config.pipeline == first.pipeline
+            && r.config.ranks == first.ranks
+            && r.config.cache == first.cache
+    });
+    view
+}
+
+/// The MNIST-example-shaped job: tune within 5 minutes against whole epochs.
+fn mnist_job(dir: &Path) {
+    let root = dir.join("mnist");
+    std::fs::create_dir_all(&root).expect("a folder");
+    write_mnist_like(&root);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dataset = format!(
+        "dataset=(kind: python, path: \"{}\", factory: \"make_dataset\", args: {{\"root\": \"{}\"}})",
+        repo.join("tests/data/user_dataset/mnist_user.py").display(),
+        root.display()
+    );
+    let step = format!(
+        "step=python(path: \"{}\", factory: \"make_step\", args: {{\"lr\": \"0.01\"}})",
+        repo.join("tests/data/step/small_cnn.py").display()
+    );
+    let common_sets = [
+        "--set",
+        dataset.as_str(),
+        "--set",
+        step.as_str(),
+        "--set",
+        "runtime=pytorch",
+        "--set",
+        "batch_size=64",
+        "--set",
+        "num_workers=0,1,2,4",
+        "--set",
+        "extra_configs=[(num_workers: 2, persistent_workers: true, runtime: pytorch)]",
+        "--set",
+        "pipeline=[light]",
+    ];
+    let whole_json = dir.join("mnist-whole.json");
+    let mut args = vec![
+        "run",
+        "seed-light",
+        "--quiet",
+        "--set",
+        "repeats=3",
+        "--set",
+        "measure=epochs",
+    ];
+    args.extend(common_sets);
+    let started = Instant::now();
+    loaderbench(&args, &whole_json);
+    let whole = undisturbed(&documents::read(&whole_json).expect("whole epochs"));
+    println!(
+        "resolve: MNIST-shaped job: whole epochs, 3 rounds, in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let tuned_json = dir.join("mnist-tune.json");
+    let mut args = vec!["tune", "seed-light", "--quiet", "--budget", "5m"];
+    args.extend(common_sets);
+    loaderbench(&args, &tuned_json);
+    let tuned = undisturbed(&documents::read(&tuned_json).expect("the tune"));
+    let trail = tuned.tune.as_ref().expect("a trail");
+    let measured = trail.configs.iter().filter(|c| c.rounds > 0).count();
+    let (best, _) = best_set(&whole);
+    let pick = Analysis::of(&tuned)
+        .recommendations
+        .first()
+        .and_then(|r| r.config);
+    println!(
+        "  tune: {measured} of {} configs measured in {:.0} s; pick {} — in the whole \
+         epochs' best set ({}): {}",
+        trail.configs.len(),
+        trail.used_s,
+        pick.map_or("nothing", |p| tuned.labels[p].as_str()),
+        names(&whole, &best),
+        pick.is_some_and(|p| best.contains(&p))
+    );
+    for index in 0..whole.configs.len() {
+        let typical = |run: &RunResult| -> Option<f64> {
+            let seconds: Vec<f64> = run
+                .results
+                .iter()
+                .filter(|r| r.config_index == index)
+                .flat_map(|r| r.typical_epochs().map(|e| e.seconds))
+                .collect();
+            stats::median(&seconds)
+        };
+        let projected = tuned
+            .results
+            .iter()
+            .filter(|r| r.config_index == index)
+            .flat_map(|r| &r.epochs)
+            .any(|e| e.projected.is_some());
+        if let (Some(whole_s), Some(tuned_s)) = (typical(&whole), typical(&tuned)) {
+            println!(
+                "  {}: whole {whole_s:.2} s, tune's {} {tuned_s:.2} s: {:+.1}% (goal within 10%)",
+                whole.labels[index],
+                if projected { "projected" } else { "measured" },
+                (tuned_s / whole_s - 1.0) * 100.0
+            );
+        }
+    }
+}
+
+/// 60,000 28×28 images and their labels as MNIST's IDX files in `root`: the built-in
+/// synthetic dataset written out.
+fn write_mnist_like(root: &Path) {
+    use loaderbench_engine::dataset::{DatasetSpec, open};
+    let dataset = open(&DatasetSpec::default(), Some(60_000)).expect("the synthetic dataset");
+    let (images, labels) =
+        loaderbench_measure::pytorch::write_idx(dataset.as_ref(), root).expect("IDX files");
+    std::fs::rename(images, root.join("train-images-idx3-ubyte")).expect("renamed");
+    std::fs::rename(labels, root.join("train-labels-idx1-ubyte")).expect("renamed");
+}

@@ -1,0 +1,154 @@
+//! The app's resolve: a run measured here that ends with a recommendation not resolved
+//! goes on measuring the configs it hinges on, as `run --recommend` does, for at most
+//! the preset's `resolve_for_s`. `loaderbench resolve` does it in a child process (as the
+//! app's runs and tunes are measured, so the window never shares the measured process),
+//! appending to the run's journal, its rounds reported as JSON lines (`--events`) and
+//! shown in the run bar as they come. When it ends, the run is shown again with its new
+//! rounds, its analysis and verdicts redone. Cancel is Ctrl-C to the child, which keeps
+//! what it measured. A scripted run (`gui --run --exit`) ends as it was measured.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use loaderbench_analysis::resolve::ResolveEvent;
+use loaderbench_analysis::{Analysis, warnings};
+use loaderbench_present::documents;
+
+use super::event_child::EventChild;
+use super::{App, WARNING};
+
+/// A resolve in its child process, or ended.
+pub(super) struct ResolveRun {
+    child: EventChild<ResolveEvent>,
+    json: PathBuf,
+    /// Holds the results until the run is shown again.
+    _scratch: tempfile::TempDir,
+    /// The run's config labels, to say what a round measures.
+    labels: Vec<String>,
+    /// What the run bar says: the round being measured.
+    pub(super) status: String,
+}
+
+impl ResolveRun {
+    pub(super) fn is_running(&self) -> bool {
+        self.child.is_running()
+    }
+
+    /// Starts `program resolve JOURNAL` for at most `seconds`.
+    fn spawn(
+        program: &Path,
+        journal: &Path,
+        seconds: f64,
+        labels: Vec<String>,
+        ctx: &egui::Context,
+    ) -> std::io::Result<ResolveRun> {
+        let scratch = tempfile::tempdir()?;
+        let json = scratch.path().join("resolved.json");
+        let mut command = Command::new(program);
+        command
+            .arg("resolve")
+            .arg(journal)
+            .arg("--resolve-for")
+            .arg(format!("{}ms", (seconds * 1000.0).round()))
+            .arg("--json")
+            .arg(&json)
+            .args(["--events", "--quiet"]);
+        Ok(ResolveRun {
+            child: EventChild::spawn(command, "resolve", ctx)?,
+            json,
+            _scratch: scratch,
+            labels,
+            status: format!("Not resolved: measuring further, for up to {seconds:.0} s"),
+        })
+    }
+}
+
+impl App {
+    /// When the run just ended finished, measured here, not scripted, and its
+    /// recommendation hinges on configs to measure further: starts resolving it.
+    pub(super) fn resolve_if_open(&mut self, journal: PathBuf, ctx: &egui::Context) {
+        let seconds = match &self.plan {
+            Ok(plan) => plan.preset.resolve_for_s,
+            Err(_) => return,
+        };
+        let Some(run) = &self.run else {
+            return;
+        };
+        let Some(result) = run.data.result.as_ref() else {
+            return;
+        };
+        if seconds <= 0.0
+            || self.script.exit.is_some()
+            || loaderbench_analysis::resolve::hinges(result).is_empty()
+        {
+            return;
+        }
+        let program = match &self.measurer {
+            Some(program) => program.clone(),
+            None => match std::env::current_exe() {
+                Ok(program) => program,
+                Err(err) => return self.error(format!("Resolving could not start: {err}")),
+            },
+        };
+        match ResolveRun::spawn(&program, &journal, seconds, result.labels.clone(), ctx) {
+            Ok(resolve) => {
+                if let Some(run) = &mut self.run {
+                    run.resolving = Some(resolve);
+                }
+            }
+            Err(err) => self.error(format!("Resolving could not start: {err}")),
+        }
+    }
+
+    /// Folds in the resolve's events; when its process has ended, shows the run again
+    /// with what it measured.
+    pub(super) fn drain_resolve(&mut self) {
+        let Some(resolve) = self.run.as_mut().and_then(|run| run.resolving.as_mut()) else {
+            return;
+        };
+        let (labels, status) = (&resolve.labels, &mut resolve.status);
+        let ended = resolve.child.drain(|event| {
+            if let ResolveEvent::Round {
+                round,
+                configs,
+                left_s,
+            } = event
+            {
+                let names: Vec<&str> = configs
+                    .iter()
+                    .filter_map(|&i| labels.get(i).map(String::as_str))
+                    .collect();
+                *status = format!(
+                    "Not resolved: round {round} measures {} ({left_s:.0} s left)",
+                    names.join(", ")
+                );
+            }
+        });
+        let Some(ended) = ended else {
+            return;
+        };
+        let read = documents::read(&resolve.json);
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        run.resolving = None;
+        if let Ok(mut result) = read {
+            let found = warnings::attach(&mut result);
+            run.analysis = Some(Analysis::of(&result));
+            run.data = super::open_runs::replay(result);
+            for warning in found {
+                self.note(format!("{WARNING}{warning}"));
+            }
+        }
+        if let Some(failure) = ended.failure {
+            self.error(format!("Measuring further failed: {failure}"));
+        }
+    }
+
+    /// Stops the resolve as Ctrl-C would: it keeps every round it finished.
+    pub(super) fn cancel_resolve(&mut self) {
+        if let Some(resolve) = self.run.as_mut().and_then(|run| run.resolving.as_mut()) {
+            resolve.child.interrupt();
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! `loaderbench resolve`: a saved run whose recommendation is not resolved, measured
+//! further (`loaderbench_analysis::resolve`) for at most `--resolve-for`, then printed
+//! as `run --recommend` prints it, with the same exports. A journal gets the new rounds
+//! appended; a results file's run is first copied to a new journal, so nothing measured
+//! is ever lost. With `--events`, progress goes to standard output as JSON lines and
+//! nothing else does (the app's resolve).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use loaderbench_engine::Error;
+use loaderbench_engine::Result;
+use loaderbench_engine::plan::Plan;
+use loaderbench_measure::Journal;
+use loaderbench_present::documents;
+
+use super::interrupt;
+use super::output::{self, ExportArgs};
+use super::run_command::{Progress, prepare_journal, resolve, save_from_journal, unwritten};
+
+/// A saved run to measure further.
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// The run: its journal (.jsonl), which the new rounds are appended to, or its
+    /// results (.json), whose run is copied to a new journal first.
+    #[arg(value_name = "RUN")]
+    run: PathBuf,
+    /// How long to go on measuring while the recommendation is not resolved (`90s`,
+    /// `5m`); default the run's preset's `resolve_for_s` (a minute).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    resolve_for: Option<Duration>,
+    #[command(flatten)]
+    exports: ExportArgs,
+    /// Where a results file's run is journaled (default: the user data directory).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    /// No progress.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Progress as JSON lines on standard output, and no tables (the app's resolve).
+    #[arg(long, hide = true)]
+    events: bool,
+}
+
+impl ResolveArgs {
+    pub fn exports(&self) -> &ExportArgs {
+        &self.exports
+    }
+}
+
+pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
+    let mut result = documents::read(&args.run)?;
+    let setup = result.setup.clone().ok_or_else(|| {
+        Error::file(
+            &args.run,
+            "holds no preset (it was saved before runs kept theirs), so it cannot be \
+             measured further",
+        )
+    })?;
+    let plan = Plan::from_preset(&setup, Some(&args.run))?;
+    if plan.configs != result.configs {
+        return Err(Error::file(
+            &args.run,
+            "its preset gives other configs than the run measured, so it cannot be \
+             measured further",
+        ));
+    }
+    args.exports.check_writable()?;
+    let is_journal = args.run.extension().is_some_and(|e| e == "jsonl");
+    let journal = if is_journal {
+        args.run.clone()
+    } else {
+        let path = prepare_journal(args.journal.clone(), &plan)?;
+        let mut copy = Journal::create(&path, &result)?;
+        copy.end(&result.status)?;
+        path
+    };
+    interrupt::install()?;
+    let (exports, saved) = (args.exports.clone(), journal.clone());
+    interrupt::on_quit(move || save_from_journal(&exports, &saved));
+    let progress = if args.events {
+        Progress::Events
+    } else if args.quiet {
+        Progress::Quiet
+    } else {
+        Progress::Lines
+    };
+    let limit = args
+        .resolve_for
+        .unwrap_or_else(|| Duration::from_secs_f64(setup.resolve_for_s));
+    let error = resolve(&plan, &mut result, limit, &journal, progress)?;
+    if !args.exports.to_stdout() && !args.events {
+        output::print_tables(&result, args.exports.stages);
+        output::print_analysis(&result, true);
+    }
+    let name = PathBuf::from(format!("{}.json", result.preset));
+    args.exports
+        .write(&result, vec![(name, result.clone())])
+        .map_err(|err| unwritten(&err, &args.exports, &journal))?;
+    error.map_or(Ok(()), Err)
+}
