@@ -3,7 +3,7 @@
 //! bench --bench resolve -- seeds|pytorch|mnist` for one):
 //! - `seeds`: `run seed-heavy --recommend` and `run seed-light --recommend`, five times
 //!   each, each a fresh process with the default resolve time, against a long reference
-//!   measured in the same run (20 interleaved rounds): how many runs make the same pick,
+//!   measured in the same run (20 interleaved rounds, each in a fresh process): how many runs make the same pick,
 //!   each pick's regret against the reference's fastest (the median of their per-round
 //!   ratio in the reference), each run's wall time and verdict (goals: 5 of 5, regret at
 //!   most 5%, each under 2 minutes);
@@ -65,16 +65,22 @@ fn main() {
 /// command) against a reference of `rounds` interleaved rounds, measured first; prints
 /// the picks, their regret, their time and verdicts, per question.
 fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usize, rounds: usize) {
-    let reference_json = dir.join(format!("{preset}-reference.json"));
-    let repeats = format!("repeats={rounds}");
-    let mut args = vec!["run", preset, "--quiet", "--set", &repeats];
-    args.extend_from_slice(sets);
-    args.extend(["--recommend", "--resolve-for", "0s"]);
+    // The reference's rounds each in a fresh process, as resolving measures: a
+    // process's own state changes configs' times, and one process would carry its bias
+    // into every round.
     let started = Instant::now();
-    loaderbench(&args, &reference_json);
-    let reference = documents::read(&reference_json).expect("the reference");
+    let mut reference_runs = Vec::new();
+    for round in 0..rounds {
+        let json = dir.join(format!("{preset}-reference-{round}.json"));
+        let mut args = vec!["run", preset, "--quiet"];
+        args.extend_from_slice(sets);
+        loaderbench(&args, &json);
+        reference_runs.push(documents::read(&json).expect("a reference round"));
+    }
+    let reference = common::merged(&reference_runs);
     println!(
-        "resolve: {preset}: reference of {rounds} interleaved rounds in {:.0} s",
+        "resolve: {preset}: reference of {rounds} interleaved rounds, each a fresh process, \
+         in {:.0} s",
         started.elapsed().as_secs_f64()
     );
     let questions = Analysis::of(&reference).recommendations.len();
@@ -195,44 +201,48 @@ fn only_question(result: &RunResult, question: usize) -> RunResult {
 fn mnist_job(dir: &Path) {
     let root = dir.join("mnist");
     std::fs::create_dir_all(&root).expect("a folder");
-    write_mnist_like(&root);
+    let synthetic = loaderbench_engine::dataset::open(
+        &loaderbench_engine::dataset::DatasetSpec::default(),
+        Some(60_000),
+    )
+    .expect("the synthetic dataset");
+    // Written as MNIST's train-images-idx3-ubyte and train-labels-idx1-ubyte.
+    loaderbench_measure::pytorch::write_idx(synthetic.as_ref(), &root).expect("IDX files");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dataset = format!(
-        "dataset=(kind: python, path: \"{}\", factory: \"make_dataset\", args: {{\"root\": \"{}\"}})",
-        repo.join("tests/data/user_dataset/mnist_user.py").display(),
-        root.display()
+    let preset = format!(
+        r#"(
+    version: 1,
+    name: "mnist-job",
+    dataset: (
+        kind: python,
+        path: "{dataset}",
+        factory: "make_dataset",
+        args: {{"root": "{root}"}},
+    ),
+    step: python(path: "{step}", factory: "make_step", args: {{"lr": "0.01"}}),
+    runtime: [pytorch],
+    batch_size: [64],
+    num_workers: [0, 1, 2, 4],
+    extra_configs: [(num_workers: 2, persistent_workers: true)],
+    epochs: 2,
+)"#,
+        dataset = repo.join("tests/data/user_dataset/mnist_user.py").display(),
+        root = root.display(),
+        step = repo.join("tests/data/step/small_cnn.py").display(),
     );
-    let step = format!(
-        "step=python(path: \"{}\", factory: \"make_step\", args: {{\"lr\": \"0.01\"}})",
-        repo.join("tests/data/step/small_cnn.py").display()
-    );
-    let common_sets = [
-        "--set",
-        dataset.as_str(),
-        "--set",
-        step.as_str(),
-        "--set",
-        "runtime=pytorch",
-        "--set",
-        "batch_size=64",
-        "--set",
-        "num_workers=0,1,2,4",
-        "--set",
-        "extra_configs=[(num_workers: 2, persistent_workers: true, runtime: pytorch)]",
-        "--set",
-        "pipeline=[light]",
-    ];
+    let preset_path = dir.join("mnist-job.ron");
+    std::fs::write(&preset_path, preset).expect("the preset");
+    let preset_arg = preset_path.to_str().expect("a UTF-8 path");
     let whole_json = dir.join("mnist-whole.json");
-    let mut args = vec![
+    let args = [
         "run",
-        "seed-light",
+        preset_arg,
         "--quiet",
         "--set",
         "repeats=3",
         "--set",
         "measure=epochs",
     ];
-    args.extend(common_sets);
     let started = Instant::now();
     loaderbench(&args, &whole_json);
     let whole = undisturbed(&documents::read(&whole_json).expect("whole epochs"));
@@ -241,9 +251,10 @@ fn mnist_job(dir: &Path) {
         started.elapsed().as_secs_f64()
     );
     let tuned_json = dir.join("mnist-tune.json");
-    let mut args = vec!["tune", "seed-light", "--quiet", "--budget", "5m"];
-    args.extend(common_sets);
-    loaderbench(&args, &tuned_json);
+    loaderbench(
+        &["tune", preset_arg, "--quiet", "--budget", "5m"],
+        &tuned_json,
+    );
     let tuned = undisturbed(&documents::read(&tuned_json).expect("the tune"));
     let trail = tuned.tune.as_ref().expect("a trail");
     let measured = trail.configs.iter().filter(|c| c.rounds > 0).count();
@@ -286,15 +297,4 @@ fn mnist_job(dir: &Path) {
             );
         }
     }
-}
-
-/// 60,000 28×28 images and their labels as MNIST's IDX files in `root`: the built-in
-/// synthetic dataset written out.
-fn write_mnist_like(root: &Path) {
-    use loaderbench_engine::dataset::{DatasetSpec, open};
-    let dataset = open(&DatasetSpec::default(), Some(60_000)).expect("the synthetic dataset");
-    let (images, labels) =
-        loaderbench_measure::pytorch::write_idx(dataset.as_ref(), root).expect("IDX files");
-    std::fs::rename(images, root.join("train-images-idx3-ubyte")).expect("renamed");
-    std::fs::rename(labels, root.join("train-labels-idx1-ubyte")).expect("renamed");
 }

@@ -112,6 +112,10 @@ pub fn resolve(
             ResolveEvent::Measured { config, seconds } => {
                 eprintln!("  {}: {seconds:.2} s projected", plan.label(config));
             }
+            ResolveEvent::NoRoom { needed_s, left_s } => eprintln!(
+                "not measured further: the next round would take about {needed_s:.0} s, \
+                 and {left_s:.0} s are left (`--resolve-for` gives more)"
+            ),
             ResolveEvent::Warning { message } => eprintln!("warning: {message}"),
         },
     };

@@ -308,7 +308,7 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
         &[
             "--recommend",
             "--resolve-for",
-            "60s",
+            "15s",
             "--json",
             path_str(&json),
         ],
@@ -318,7 +318,7 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
-        err.contains("not resolved yet: measuring the configs it hinges on for up to 1m"),
+        err.contains("not resolved yet: measuring the configs it hinges on for up to 15s"),
         "{err}"
     );
     // Every config, or on a busy machine those whose one round was disturbed.

@@ -4,9 +4,10 @@
 //! tie with it: [`Verdict::hinges_on`](crate::recommend::Verdict)), once each, one after
 //! another, as `run` measures them ([`rounds`](crate::rounds)), their order turned each
 //! round so that none always runs first; the new repeats are numbered after the run's,
-//! appended to its journal and to the result. A round starts only when what it is
-//! expected to take (each config's last measurement) fits in the time left; a round
-//! the limit cuts short keeps every config it finished. `run --recommend`,
+//! appended to its journal and to the result. A round holds what fits in the time left
+//! (each config's last measurement): every question's pick and its likeliest
+//! challengers first, so a slow question does not starve a quick one; a round the
+//! limit cuts short keeps every config it finished. `run --recommend`,
 //! `loaderbench resolve` and the app's analysis all resolve through here.
 
 use std::path::Path;
@@ -37,6 +38,12 @@ pub enum ResolveEvent {
     Measured {
         config: usize,
         seconds: f64,
+    },
+    /// The next round does not fit: a pick and its likeliest challenger would take
+    /// about `needed_s`, and `left_s` are left.
+    NoRoom {
+        needed_s: f64,
+        left_s: f64,
     },
     Warning {
         message: String,
@@ -76,18 +83,29 @@ pub fn resolve(
     // warm-up, each config's loader), as the last round measured it.
     let mut round_overhead_s = 0.0;
     let (end, error) = loop {
-        let mut hinges = hinges(result);
-        if hinges.is_empty() {
+        let questions = open_questions(result);
+        if questions.is_empty() {
             break (ResolveEnd::Resolved, None);
         }
         let left_s = limit.as_secs_f64() - started.elapsed().as_secs_f64();
-        let epochs_s: f64 = hinges.iter().map(|&i| last_cost_s(result, i)).sum();
-        if epochs_s + round_overhead_s > left_s {
+        let mut configs = fitting(result, &questions, left_s - round_overhead_s);
+        if configs.len() < 2 {
+            let needed_s = questions
+                .iter()
+                .filter_map(|q| {
+                    Some(last_cost_s(result, *q.first()?) + last_cost_s(result, *q.get(1)?))
+                })
+                .fold(f64::INFINITY, f64::min);
+            on_event(ResolveEvent::NoRoom {
+                needed_s: needed_s + round_overhead_s,
+                left_s,
+            });
             break (ResolveEnd::TimeLimit, None);
         }
-        let first = turn % hinges.len();
-        hinges.rotate_left(first);
+        let first = turn % configs.len();
+        configs.rotate_left(first);
         turn += 1;
+        let hinges = configs;
         let round = result
             .results
             .iter()
@@ -153,6 +171,46 @@ pub fn resolve(
     Ok((end, error))
 }
 
+/// Each open question's configs, the pick first, then those most likely to change the
+/// decision.
+fn open_questions(result: &RunResult) -> Vec<Vec<usize>> {
+    Analysis::of(result)
+        .recommendations
+        .into_iter()
+        .map(|r| r.verdict.hinges_on)
+        .filter(|hinges| !hinges.is_empty())
+        .collect()
+}
+
+/// The configs of the next round that fit in `left_s`: taken from the questions in turn,
+/// each question's pick, then each one's most likely challenger, and so on, skipping
+/// those whose last measurement would not fit; a question that gets only its pick gives
+/// it back, since a pick alone compares with nothing.
+fn fitting(result: &RunResult, questions: &[Vec<usize>], left_s: f64) -> Vec<usize> {
+    let mut left = left_s;
+    let mut chosen: Vec<usize> = Vec::new();
+    let longest = questions.iter().map(Vec::len).max().unwrap_or(0);
+    for position in 0..longest {
+        for question in questions {
+            let Some(&config) = question.get(position) else {
+                continue;
+            };
+            let cost = last_cost_s(result, config);
+            if !chosen.contains(&config) && cost <= left {
+                chosen.push(config);
+                left -= cost;
+            }
+        }
+    }
+    for question in questions {
+        let measured = question.iter().filter(|c| chosen.contains(c)).count();
+        if measured == 1 {
+            chosen.retain(|c| !question.contains(c));
+        }
+    }
+    chosen
+}
+
 /// The configs some verdict of `result` hinges on, in plan order.
 pub fn hinges(result: &RunResult) -> Vec<usize> {
     let mut hinges: Vec<usize> = Analysis::of(result)
@@ -180,4 +238,35 @@ fn last_cost_s(result: &RunResult, index: usize) -> f64 {
                 .map(EpochResult::measured_s)
                 .sum()
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
+
+    /// Configs 0–4 whose last measurement took `seconds[i]` (one epoch each).
+    fn measured(seconds: &[f64]) -> RunResult {
+        let configs: Vec<_> = (0..seconds.len()).map(|i| config(i, false)).collect();
+        let results = seconds
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| run(i, configs[i].clone(), vec![epoch(1, s, s, 1)]))
+            .collect();
+        result(configs, results)
+    }
+
+    #[test]
+    fn a_slow_question_does_not_starve_a_quick_one() {
+        // A slow question (configs 0–2, 30 s each) and a quick one (3 and 4, 1 s each).
+        let run = measured(&[30.0, 30.0, 30.0, 1.0, 1.0]);
+        let questions = [vec![0, 1, 2], vec![3, 4]];
+        // All of it fits in 100 s.
+        assert_eq!(fitting(&run, &questions, 100.0), [0, 3, 1, 4, 2]);
+        // In 40 s the quick question's pair fits, and the slow one's pick alone is given
+        // back: a pick alone compares with nothing.
+        assert_eq!(fitting(&run, &questions, 40.0), [3, 4]);
+        // In 62 s the slow one's pick and its likeliest challenger fit too.
+        assert_eq!(fitting(&run, &questions, 62.0), [0, 3, 1, 4]);
+    }
 }

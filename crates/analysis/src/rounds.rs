@@ -1,7 +1,12 @@
 //! One round of further measuring, for a tune or for resolving a run's recommendation:
 //! the chosen configs measured once each, one after another, by the runner as `run`
-//! measures them (its warm-up, gate and interference meter included), as
-//! a plan of their own. Each result is renumbered into the whole search space and
+//! measures them (its warm-up, gate and interference meter included), as a plan of their
+//! own, in a fresh process (`loaderbench __measure`, as the app measures). A process's
+//! own state (where glibc's allocator left its heaps, which cores its threads landed on)
+//! changes a config's time by up to a quarter and differently per config; rounds in
+//! one process would share it, so their scatter would understate the noise between
+//! processes and the verdicts would claim more than a rerun repeats. Each round in its
+//! own process makes that noise part of the scatter the verdicts are judged by. Each result is renumbered into the whole search space and
 //! stamped with the round as its repeat, so that the recommendation compares configs
 //! round by round. The round stops early, keeping every config it finished, when the
 //! budget's deadline passes or the user asks to stop.
@@ -13,8 +18,9 @@ use crossbeam_channel::TryRecvError;
 
 use loaderbench_engine::Error;
 use loaderbench_engine::plan::Plan;
+use loaderbench_measure::Event;
+use loaderbench_measure::measuring_child::ChildRun;
 use loaderbench_measure::results::ConfigResult;
-use loaderbench_measure::{Event, RunOptions};
 
 /// How often a round looks at the clock and at the stop request between events.
 const POLL: Duration = Duration::from_millis(50);
@@ -57,17 +63,20 @@ pub(crate) fn measure(
     let mut sub = plan.clone();
     sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
     sub.repeats = 1;
-    let options = RunOptions {
-        journal: Some(scratch_journal.to_path_buf()),
-        ..RunOptions::default()
-    };
-    let handle = loaderbench_measure::spawn(sub, options, || {});
     let mut round_state = Round {
         results: Vec::new(),
         seconds: Vec::new(),
         end: RoundEnd::Done,
         warnings: Vec::new(),
         dataset: None,
+    };
+    let journal = Some(scratch_journal.to_path_buf());
+    let handle = match ChildRun::start(&sub, journal, None, |_| {}, |_| {}) {
+        Ok(handle) => handle,
+        Err(error) => {
+            round_state.end = RoundEnd::Failed(error);
+            return round_state;
+        }
     };
     let mut config_started = Instant::now();
     let mut asked = false;
@@ -121,6 +130,7 @@ pub(crate) fn measure(
             _ => {}
         }
     }
-    handle.join();
+    // The child has ended (its events are all in); dropping the handle reaps it.
+    drop(handle);
     round_state
 }

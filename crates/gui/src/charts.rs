@@ -1,6 +1,7 @@
 //! The charts, described once as plain data: a title, two axes with their units, and
 //! named series of points, drawn as bars or lines (first batch, epoch times, the rank
-//! spread of ranked configs, the timeline). The live plots (`plots`) draw these
+//! spread of ranked configs, the timeline). A config's series is named with its marks:
+//! `* disturbed`, `≈ projected` (some epoch projected from a window of its batches). The live plots (`plots`) draw these
 //! descriptions, and the tests read them, so what a chart shows is decided here only.
 
 use loaderbench_measure::stats;
@@ -297,12 +298,15 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
             } else {
                 0.0
             };
+            let mut name = label.clone();
+            if data.is_disturbed(config) {
+                name.push_str(" * disturbed");
+            }
+            if data.is_projected(config) {
+                name.push_str(" ≈ projected");
+            }
             Series {
-                name: if data.is_disturbed(config) {
-                    format!("{label} * disturbed")
-                } else {
-                    label.clone()
-                },
+                name,
                 color: data.color_of(config),
                 points: epochs
                     .iter()
@@ -349,6 +353,26 @@ mod tests {
         let chart = epoch_times(&data);
         assert_eq!(chart.series[0].name, "nw=0");
         assert_eq!(chart.series[1].name, "nw=2 * disturbed");
+    }
+
+    #[test]
+    fn a_config_with_projected_epochs_is_named_so_in_the_legend() {
+        use loaderbench_measure::fixtures::{config, epoch, result, run};
+        use loaderbench_measure::window::Projection;
+        let mut data = data();
+        let mut cut = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 3)]);
+        cut.epochs[0].projected = Some(Projection {
+            measured_batches: 30,
+            measured_s: 3.5,
+            window_batches: 20,
+            steady_batch_s: 0.1,
+            plus_minus_s: 0.2,
+            end_s: 0.01,
+        });
+        data.result = Some(result(vec![config(0, false), config(2, false)], vec![cut]));
+        let chart = epoch_times(&data);
+        assert_eq!(chart.series[0].name, "nw=0");
+        assert_eq!(chart.series[1].name, "nw=2 ≈ projected");
     }
 
     #[test]

@@ -108,6 +108,19 @@ impl RunData {
         })
     }
 
+    /// Whether some epoch of config `index` was projected from a window of its batches
+    /// (any repeat so far).
+    pub fn is_projected(&self, index: usize) -> bool {
+        self.result.as_ref().is_some_and(|result| {
+            result
+                .results
+                .iter()
+                .filter(|r| r.config_index == index)
+                .flat_map(|r| &r.epochs)
+                .any(|e| e.projected.is_some())
+        })
+    }
+
     /// The palette entry of config `index`: its run's when saved runs are shown
     /// together, so that each run keeps one colour; else, when the runtime (or else the
     /// worker kind) varies, its family's hue in the family's next shade (see

@@ -192,6 +192,41 @@ mod tests {
         assert_eq!(rule.whole_because(&steady(0.1, 0.05, 100)), None);
     }
 
+    /// A whole epoch recorded on the project's VM (`tests/data/window/heavy_epoch.json`):
+    /// cut where the rule would have cut it, its projection lands within 3% of what the
+    /// whole epoch took.
+    #[test]
+    fn a_projection_from_a_window_matches_a_recorded_whole_epoch() {
+        #[derive(serde::Deserialize)]
+        struct Recorded {
+            prefetch_queue: usize,
+            seconds: f64,
+            at_s: Vec<f64>,
+        }
+        let recorded: Recorded =
+            serde_json::from_str(include_str!("../../../tests/data/window/heavy_epoch.json"))
+                .unwrap();
+        let at = &recorded.at_s;
+        let end_s = recorded.seconds - at[at.len() - 1];
+        let rule = WindowRule::new(3.0, recorded.prefetch_queue);
+        let cut = (1..=at.len()).find(|&n| rule.done(&at[..n])).unwrap();
+        assert!(
+            cut < at.len() / 2,
+            "cut after {cut} of {} batches",
+            at.len()
+        );
+        let projection = rule
+            .project(&at[..cut], at[cut - 1] + end_s, at.len())
+            .unwrap();
+        let projected = projection.epoch_s(at.len());
+        assert!(
+            (projected / recorded.seconds - 1.0).abs() < 0.03,
+            "{projected:.3} s projected against {:.3} s measured whole",
+            recorded.seconds
+        );
+        assert!(projection.plus_minus_s < 0.1 * recorded.seconds);
+    }
+
     #[test]
     fn a_projection_from_a_window_matches_the_whole_epoch() {
         // A recorded epoch of 160 batches: 0.9 s to the first, then about 75 ms each with

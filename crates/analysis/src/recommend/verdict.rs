@@ -35,8 +35,9 @@ pub struct Verdict {
     pub kind: VerdictKind,
     /// One sentence with the figures.
     pub text: String,
-    /// The configs the decision still hinges on (plan indices): the pick and every
-    /// config open against it; empty when resolved.
+    /// The configs the decision still hinges on (plan indices): the pick, then every
+    /// config open against it, those that look fastest against it first; empty when
+    /// resolved.
     #[serde(default)]
     pub hinges_on: Vec<usize>,
 }
@@ -135,8 +136,17 @@ pub(super) fn verdict(
             hinges_on: Vec::new(),
         };
     }
+    // The pick, then the configs most likely to change the decision: those that look
+    // fastest against it first (a round that cannot fit them all measures these).
+    let mut challengers = open.clone();
+    challengers.sort_by(|a, b| {
+        let gain = |d: &Option<Difference>| d.map_or(f64::NEG_INFINITY, |d| -d.gain);
+        gain(&b.1)
+            .total_cmp(&gain(&a.1))
+            .then(a.0.index.cmp(&b.0.index))
+    });
     let mut hinges_on = vec![chosen.index];
-    hinges_on.extend(open.iter().map(|(c, _)| c.index));
+    hinges_on.extend(challengers.iter().map(|(c, _)| c.index));
     let after = duration(measured_s);
     let text = if !question.noise.known() {
         format!(
