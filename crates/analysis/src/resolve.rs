@@ -89,11 +89,14 @@ pub fn resolve(
         }
         let left_s = limit.as_secs_f64() - started.elapsed().as_secs_f64();
         let mut configs = fitting(result, &questions, left_s - round_overhead_s);
-        if configs.len() < 2 {
+        if configs.is_empty() {
             let needed_s = questions
                 .iter()
-                .filter_map(|q| {
-                    Some(last_cost_s(result, *q.first()?) + last_cost_s(result, *q.get(1)?))
+                .map(|q| {
+                    q.iter()
+                        .take(2)
+                        .map(|&c| last_cost_s(result, c))
+                        .sum::<f64>()
                 })
                 .fold(f64::INFINITY, f64::min);
             on_event(ResolveEvent::NoRoom {
@@ -184,8 +187,9 @@ fn open_questions(result: &RunResult) -> Vec<Vec<usize>> {
 
 /// The configs of the next round that fit in `left_s`: taken from the questions in turn,
 /// each question's pick, then each one's most likely challenger, and so on, skipping
-/// those whose last measurement would not fit; a question that gets only its pick gives
-/// it back, since a pick alone compares with nothing.
+/// those whose last measurement would not fit; a question that gets only its pick of
+/// several gives it back, since a pick alone compares with nothing (a question that
+/// hinges on one config, measured while disturbed, keeps it).
 fn fitting(result: &RunResult, questions: &[Vec<usize>], left_s: f64) -> Vec<usize> {
     let mut left = left_s;
     let mut chosen: Vec<usize> = Vec::new();
@@ -204,7 +208,7 @@ fn fitting(result: &RunResult, questions: &[Vec<usize>], left_s: f64) -> Vec<usi
     }
     for question in questions {
         let measured = question.iter().filter(|c| chosen.contains(c)).count();
-        if measured == 1 {
+        if measured == 1 && question.len() > 1 {
             chosen.retain(|c| !question.contains(c));
         }
     }
@@ -268,5 +272,7 @@ mod tests {
         assert_eq!(fitting(&run, &questions, 40.0), [3, 4]);
         // In 62 s the slow one's pick and its likeliest challenger fit too.
         assert_eq!(fitting(&run, &questions, 62.0), [0, 3, 1, 4]);
+        // A question that hinges on one config alone (measured while disturbed) keeps it.
+        assert_eq!(fitting(&run, &[vec![0], vec![3, 4]], 40.0), [0, 3, 4]);
     }
 }

@@ -160,7 +160,11 @@ fn recommend_one(
             warm.label,
             warm.stayed_warm().unwrap_or_default()
         );
-        return Some(no_winner(group, samples, text));
+        let verdict = Verdict::none_named(
+            "a cold config stayed warm, so no cold figure answers it",
+            Vec::new(),
+        );
+        return Some(no_winner(group, samples, text, verdict));
     }
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
@@ -256,25 +260,25 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
          would rest on noise. To decide, {RERUN}.",
         names.join(", ")
     );
-    let mut recommendation = no_winner(group, samples, text);
-    recommendation.verdict = Verdict {
-        kind: VerdictKind::NotResolved,
-        text: format!(
-            "not resolved: every measurement of {} was disturbed by other load; measure \
-             them again on a quiet machine",
+    let verdict = Verdict::none_named(
+        &format!(
+            "every measurement of {} was disturbed by other load; measure them again on a \
+             quiet machine",
             disturbed
                 .iter()
                 .map(|c| c.label)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        hinges_on: disturbed.iter().map(|c| c.index).collect(),
-    };
-    recommendation
+        disturbed.iter().map(|c| c.index).collect(),
+    );
+    no_winner(group, samples, text, verdict)
 }
 
-/// The recommendation of a question that names no config, saying why in `text`.
-fn no_winner(group: String, samples: usize, text: String) -> Recommendation {
+/// The recommendation of a question that names no config, saying why in `text`, which
+/// the verdict closes as every recommendation's does.
+fn no_winner(group: String, samples: usize, text: String, verdict: Verdict) -> Recommendation {
+    let text = format!("{text} Verdict: {}.", verdict.text);
     Recommendation {
         group,
         outcome: Outcome::Undecided,
@@ -285,7 +289,7 @@ fn no_winner(group: String, samples: usize, text: String) -> Recommendation {
         speedup: None,
         equally_fast: Vec::new(),
         samples,
-        verdict: Verdict::none_named("no config is named (see above)"),
+        verdict,
         text,
         snippet: None,
     }
@@ -570,7 +574,9 @@ mod tests {
             r.text,
             format!(
                 "No config is named: nw=2 (0.80 cores of other load) ran while other work \
-                 kept the machine busy, so a winner would rest on noise. To decide, {RERUN}."
+                 kept the machine busy, so a winner would rest on noise. To decide, {RERUN}. \
+                 Verdict: not resolved: every measurement of nw=2 was disturbed by other \
+                 load; measure them again on a quiet machine."
             )
         );
     }

@@ -43,12 +43,13 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The verdict of a question that names no config, for `reason`.
-    pub(super) fn none_named(reason: &str) -> Verdict {
+    /// The verdict of a question that names no config, for `reason`; measuring
+    /// `hinges_on` again may let it name one.
+    pub(super) fn none_named(reason: &str, hinges_on: Vec<usize>) -> Verdict {
         Verdict {
             kind: VerdictKind::NotResolved,
             text: format!("not resolved: {reason}"),
-            hinges_on: Vec::new(),
+            hinges_on,
         }
     }
 }
