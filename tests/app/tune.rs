@@ -54,7 +54,9 @@ fn tune_with_budget(harness: &mut Harness<'_, App>, seconds: &str) {
 fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = harness(dir.path());
-    tune_with_budget(&mut harness, "20");
+    // Each round measures in a fresh process: 30 s leave room for the rounds after the
+    // anchors' even on a loaded machine.
+    tune_with_budget(&mut harness, "30");
     assert!(
         harness.state().is_running(),
         "{:?}",
@@ -62,7 +64,7 @@ fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
     );
     assert!(
         harness
-            .query_by_label_contains("of the 20 s budget")
+            .query_by_label_contains("of the 30 s budget")
             .is_some(),
         "the budget bar"
     );
@@ -97,7 +99,7 @@ fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
         .result()
         .expect("the tune's results are shown");
     let trail = result.tune.as_ref().expect("with its trail");
-    assert!(trail.used_s <= 22.0, "used {:.1} s of 20", trail.used_s);
+    assert!(trail.used_s <= 33.0, "used {:.1} s of 30", trail.used_s);
 }
 
 #[test]
