@@ -121,22 +121,16 @@ pub fn resolve(
             left_s,
         });
         let round_started = Instant::now();
-        let scratch_journal = scratch.path().join(format!("round-{round}.jsonl"));
-        let measured = rounds::measure(
+        let mut measured = rounds::measure(
             plan,
             &hinges,
             round,
-            &scratch_journal,
+            scratch.path(),
             deadline,
             stop_requested,
         );
-        for message in measured.warnings {
-            if !result.warnings.contains(&message) {
-                on_event(ResolveEvent::Warning {
-                    message: message.clone(),
-                });
-                result.warnings.push(message);
-            }
+        for message in measured.new_warnings(result) {
+            on_event(ResolveEvent::Warning { message });
         }
         let measured_s: f64 = measured
             .results

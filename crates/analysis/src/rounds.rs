@@ -20,7 +20,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Event;
 use loaderbench_measure::measuring_child::ChildRun;
-use loaderbench_measure::results::ConfigResult;
+use loaderbench_measure::results::{ConfigResult, RunResult};
 
 /// How often a round looks at the clock and at the stop request between events.
 const POLL: Duration = Duration::from_millis(50);
@@ -50,16 +50,31 @@ pub(crate) enum RoundEnd {
     Failed(Error),
 }
 
+impl Round {
+    /// Adds to `result` the runner's warnings it does not hold yet; returns those.
+    pub(crate) fn new_warnings(&mut self, result: &mut RunResult) -> Vec<String> {
+        let mut added = Vec::new();
+        for message in std::mem::take(&mut self.warnings) {
+            if !result.warnings.contains(&message) {
+                result.warnings.push(message.clone());
+                added.push(message);
+            }
+        }
+        added
+    }
+}
+
 /// Measures `configs` (indices into `plan`'s) once each as round `round`, the runner's
-/// journal going to `scratch_journal`.
+/// journal going to a file of the round's in `scratch`.
 pub(crate) fn measure(
     plan: &Plan,
     configs: &[usize],
     round: usize,
-    scratch_journal: &Path,
+    scratch: &Path,
     deadline: Instant,
     stop_requested: &dyn Fn() -> bool,
 ) -> Round {
+    let scratch_journal = scratch.join(format!("round-{round}.jsonl"));
     let mut sub = plan.clone();
     sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
     sub.repeats = 1;
@@ -70,7 +85,7 @@ pub(crate) fn measure(
         warnings: Vec::new(),
         dataset: None,
     };
-    let journal = Some(scratch_journal.to_path_buf());
+    let journal = Some(scratch_journal);
     let handle = match ChildRun::start(&sub, journal, None, |_| {}, |_| {}) {
         Ok(handle) => handle,
         Err(error) => {

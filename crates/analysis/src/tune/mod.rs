@@ -165,22 +165,16 @@ pub fn tune(
             round,
             configs: configs.clone(),
         });
-        let scratch_journal = scratch.path().join(format!("round-{round}.jsonl"));
-        let measured = rounds::measure(
+        let mut measured = rounds::measure(
             plan,
             &configs,
             round,
-            &scratch_journal,
+            scratch.path(),
             deadline,
             stop_requested,
         );
-        for message in measured.warnings {
-            if !result.warnings.contains(&message) {
-                on_event(TuneEvent::Warning {
-                    message: message.clone(),
-                });
-                result.warnings.push(message);
-            }
+        for message in measured.new_warnings(&mut result) {
+            on_event(TuneEvent::Warning { message });
         }
         if let Some(dataset) = measured.dataset.filter(|_| result.dataset.is_empty()) {
             result.dataset = dataset;
