@@ -211,11 +211,7 @@ fn fitting(result: &RunResult, questions: &[Vec<usize>], left_s: f64) -> Vec<usi
 
 /// The configs some verdict of `result` hinges on, in plan order.
 pub fn hinges(result: &RunResult) -> Vec<usize> {
-    let mut hinges: Vec<usize> = Analysis::of(result)
-        .recommendations
-        .into_iter()
-        .flat_map(|r| r.verdict.hinges_on)
-        .collect();
+    let mut hinges = open_questions(result).concat();
     hinges.sort_unstable();
     hinges.dedup();
     hinges

@@ -67,14 +67,11 @@ impl App {
     /// When the run just ended finished, measured here, not scripted, and its
     /// recommendation hinges on configs to measure further: starts resolving it.
     pub(super) fn resolve_if_open(&mut self, journal: PathBuf, ctx: &egui::Context) {
-        let seconds = match &self.plan {
-            Ok(plan) => plan.preset.resolve_for_s,
-            Err(_) => return,
-        };
-        let Some(run) = &self.run else {
+        let Some(result) = self.run.as_ref().and_then(|run| run.data.result.as_ref()) else {
             return;
         };
-        let Some(result) = run.data.result.as_ref() else {
+        // The preset the run measured, not the one being edited since.
+        let Some(seconds) = result.setup.as_ref().map(|preset| preset.resolve_for_s) else {
             return;
         };
         if seconds <= 0.0
