@@ -9,6 +9,7 @@ mod idx;
 mod image_decode;
 mod image_folder;
 mod image_header;
+mod limits;
 mod npy;
 pub mod python_dataset;
 mod shards;
@@ -26,6 +27,7 @@ use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_folder::{ImageFolderFiles, list as list_image_folder};
+pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
 pub use shards::pattern::{ShardLocation, shard_locations};
 pub use synthetic::SYNTHETIC_LEN;
@@ -112,6 +114,9 @@ pub struct DatasetSpec {
     /// order (the shard order is still shuffled).
     #[serde(default = "default_shuffle_buffer")]
     pub shuffle_buffer: usize,
+    /// The caps on what the dataset's files may make us allocate (`docs/limits.md`).
+    #[serde(default, skip_serializing_if = "DatasetLimits::is_default")]
+    pub limits: DatasetLimits,
 }
 
 fn default_channels() -> usize {
@@ -139,6 +144,7 @@ impl Default for DatasetSpec {
             args: BTreeMap::new(),
             collate: None,
             shuffle_buffer: default_shuffle_buffer(),
+            limits: DatasetLimits::DEFAULT,
         }
     }
 }
