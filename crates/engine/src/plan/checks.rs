@@ -70,7 +70,7 @@ pub(super) fn check_preset(preset: &Preset) -> std::result::Result<(), FieldErro
     for spec in &preset.pipeline {
         crate::transform::check_ops(&spec.ops()).map_err(|err| field("pipeline", err))?;
     }
-    Ok(())
+    super::ranges::check_preset_numbers(preset)
 }
 
 pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
@@ -102,7 +102,7 @@ pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldErro
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;
     }
-    Ok(())
+    super::ranges::check_config_numbers(config)
 }
 
 /// Checks a python dataset's configs: its fields, the pytorch runtime (the only one

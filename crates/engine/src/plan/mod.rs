@@ -7,6 +7,7 @@ mod checks;
 mod config;
 pub mod knob_table;
 mod knobs;
+mod ranges;
 
 pub use config::Config;
 pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
