@@ -13,7 +13,7 @@ mod analysis;
 mod architecture;
 mod cache;
 mod cli;
-mod hostile_presets;
+mod hostile_input;
 mod interrupt;
 mod loader;
 mod measurement;

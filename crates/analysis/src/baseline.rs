@@ -74,8 +74,10 @@ pub fn load(name: &str) -> Result<RunResult> {
 /// Reads a run's results from a JSON export or a saved baseline.
 pub fn read_result(path: &Path) -> Result<RunResult> {
     let text = fs::read_to_string(path).map_err(|err| Error::io(path, err))?;
-    serde_json::from_str(&text)
-        .map_err(|err| Error::file_caused(path, format!("not a result: {err}"), err))
+    let run: RunResult = serde_json::from_str(&text)
+        .map_err(|err| Error::file_caused(path, format!("not a result: {err}"), err))?;
+    run.check_claims(path)?;
+    Ok(run)
 }
 
 /// The saved baselines' names, sorted.

@@ -49,7 +49,10 @@ pub fn read(path: &Path) -> Result<RunResult> {
             ),
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))
+    let run: RunResult =
+        serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))?;
+    run.check_claims(path)?;
+    Ok(run)
 }
 
 /// The `limit` most recent run journals in `dir`, newest first, each with what it holds;

@@ -11,6 +11,7 @@ mod ranges;
 
 pub use config::Config;
 pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
+pub use ranges::{MOST_CONFIGS, NumberRange, RANGES, check_number};
 
 use checks::{check_config, check_preset, user_dataset_configs, warnings};
 

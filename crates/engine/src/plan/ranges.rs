@@ -100,7 +100,9 @@ fn row(field: &str, what: &str) -> &'static NumberRange {
         .expect("every checked number has its row in RANGES")
 }
 
-fn check(field_name: &str, what: &str, value: f64) -> Result<(), FieldError> {
+/// Checks `value` of `field_name` (`what`, when it holds several numbers) against its row
+/// of [`RANGES`]; also for counts that a results file claims.
+pub fn check_number(field_name: &str, what: &str, value: f64) -> Result<(), FieldError> {
     let range = row(field_name, what);
     if value.is_finite() && value >= range.min && value <= range.max {
         return Ok(());
@@ -126,34 +128,34 @@ fn check(field_name: &str, what: &str, value: f64) -> Result<(), FieldError> {
 /// counts its grid against [`MOST_CONFIGS`], before anything is expanded or converted.
 pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
     let count = |v: usize| v as f64;
-    check("epochs", "epochs", count(preset.epochs))?;
-    check("repeats", "repeats", count(preset.repeats))?;
-    check("planned_epochs", "epochs", count(preset.planned_epochs))?;
+    check_number("epochs", "epochs", count(preset.epochs))?;
+    check_number("repeats", "repeats", count(preset.repeats))?;
+    check_number("planned_epochs", "epochs", count(preset.planned_epochs))?;
     if let Some(samples) = preset.samples {
-        check("samples", "samples", count(samples))?;
+        check_number("samples", "samples", count(samples))?;
     }
-    check("worker_timeout_s", "timeout", preset.worker_timeout_s)?;
-    check("window_s", "window", preset.window_s)?;
-    check("resolve_for_s", "time", preset.resolve_for_s)?;
+    check_number("worker_timeout_s", "timeout", preset.worker_timeout_s)?;
+    check_number("window_s", "window", preset.window_s)?;
+    check_number("resolve_for_s", "time", preset.resolve_for_s)?;
     match &preset.step {
-        StepSpec::Fixed(ms) => check("step", "fixed(MS)", *ms)?,
-        StepSpec::Mlp { hidden } => check("step", "mlp hidden", count(*hidden))?,
-        StepSpec::Model { lr, .. } => check("step", "model lr", *lr)?,
+        StepSpec::Fixed(ms) => check_number("step", "fixed(MS)", *ms)?,
+        StepSpec::Mlp { hidden } => check_number("step", "mlp hidden", count(*hidden))?,
+        StepSpec::Model { lr, .. } => check_number("step", "model lr", *lr)?,
         StepSpec::None | StepSpec::Python { .. } => {}
     }
     for &mean in &preset.normalize.mean {
-        check("normalize", "mean", mean)?;
+        check_number("normalize", "mean", mean)?;
     }
     for &std in &preset.normalize.std {
-        check("normalize", "std", std)?;
+        check_number("normalize", "std", std)?;
     }
-    check(
+    check_number(
         "dataset.shuffle_buffer",
         "samples",
         count(preset.dataset.shuffle_buffer),
     )?;
     for side in preset.dataset.image_size {
-        check("dataset.image_size", "side", count(side))?;
+        check_number("dataset.image_size", "side", count(side))?;
     }
     let lists = super::knobs::lists(preset);
     let configs = lists
@@ -181,12 +183,12 @@ pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
 /// [`RANGES`].
 pub(super) fn check_config_numbers(config: &Config) -> Result<(), FieldError> {
     let count = |v: usize| v as f64;
-    check("batch_size", "samples", count(config.batch_size))?;
-    check("num_workers", "workers", count(config.num_workers))?;
-    check("prefetch_factor", "batches", count(config.prefetch_factor))?;
-    check("ranks", "ranks", count(config.ranks))?;
+    check_number("batch_size", "samples", count(config.batch_size))?;
+    check_number("num_workers", "workers", count(config.num_workers))?;
+    check_number("prefetch_factor", "batches", count(config.prefetch_factor))?;
+    check_number("ranks", "ranks", count(config.ranks))?;
     if let IntraOpThreads::Count(threads) = config.intra_op_threads {
-        check("intra_op_threads", "threads", count(threads))?;
+        check_number("intra_op_threads", "threads", count(threads))?;
     }
     for op in config.pipeline.ops() {
         check_op(&op)?;
@@ -195,17 +197,17 @@ pub(super) fn check_config_numbers(config: &Config) -> Result<(), FieldError> {
 }
 
 fn check_op(op: &Op) -> Result<(), FieldError> {
-    let pixels = |v: usize| check("pipeline", "crop/resize side or padding", v as f64);
+    let pixels = |v: usize| check_number("pipeline", "crop/resize side or padding", v as f64);
     match op {
-        Op::Rotate { degrees } => check("pipeline", "rotate degrees", *degrees),
+        Op::Rotate { degrees } => check_number("pipeline", "rotate degrees", *degrees),
         Op::Elastic { alpha, sigma } => {
-            check("pipeline", "elastic alpha/sigma", *alpha)?;
-            check("pipeline", "elastic alpha/sigma", *sigma)
+            check_number("pipeline", "elastic alpha/sigma", *alpha)?;
+            check_number("pipeline", "elastic alpha/sigma", *sigma)
         }
         Op::GaussianBlur { kernel, sigma } => {
-            check("pipeline", "gaussian_blur kernel", *kernel as f64)?;
-            check("pipeline", "gaussian_blur sigma", sigma[0])?;
-            check("pipeline", "gaussian_blur sigma", sigma[1])
+            check_number("pipeline", "gaussian_blur kernel", *kernel as f64)?;
+            check_number("pipeline", "gaussian_blur sigma", sigma[0])?;
+            check_number("pipeline", "gaussian_blur sigma", sigma[1])
         }
         Op::Crop { size, padding } => {
             pixels(size[0])?;
@@ -216,7 +218,9 @@ fn check_op(op: &Op) -> Result<(), FieldError> {
             pixels(size[0])?;
             pixels(size[1])
         }
-        Op::Cost { micros_per_sample } => check("pipeline", "cost", *micros_per_sample as f64),
+        Op::Cost { micros_per_sample } => {
+            check_number("pipeline", "cost", *micros_per_sample as f64)
+        }
         Op::Flip { .. } | Op::Normalize => Ok(()),
     }
 }

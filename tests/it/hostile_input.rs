@@ -1,8 +1,9 @@
-//! Presets that pass serde but hold numbers no run can use: each is refused when the
-//! plan is made, by the CLI as a process, with exit code 2 and one line naming the field
-//! and its range, never a panic in the runner.
+//! Input that parses but holds numbers no run can use, through the CLI as a process:
+//! a preset's are refused when the plan is made, a results file's claimed counts before
+//! anything is sized from them; each with exit code 2 and one line naming the field or
+//! the file, never a panic.
 
-use crate::common::{loaderbench, stderr};
+use crate::common::{loaderbench, path_str, stderr};
 
 fn refused(set: &str, field: &str) {
     let output = loaderbench(&["run", "seed-light", "-q", "--set", set]);
@@ -54,4 +55,38 @@ fn a_sweep_too_large_to_expand_is_refused_before_it_is_expanded() {
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{message}");
     assert!(message.contains("more than 10000 configs"), "{message}");
+}
+
+#[test]
+fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let saved = dir.path().join("run.json");
+    let output = loaderbench(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=256",
+        "--set",
+        "epochs=1",
+        "--set",
+        "num_workers=0",
+        "--json",
+        path_str(&saved),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    run["epochs"] = 1_000_000_000.into();
+    let claiming = dir.path().join("claims.json");
+    std::fs::write(&claiming, serde_json::to_vec(&run).unwrap()).unwrap();
+    let output = loaderbench(&["report", path_str(&claiming)]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("claims.json: claims field `epochs`: 1000000000 is out of range"),
+        "{message}"
+    );
+    let output = loaderbench(&["report", path_str(&saved)]);
+    assert!(output.status.success(), "{}", stderr(&output));
 }
