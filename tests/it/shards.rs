@@ -434,3 +434,116 @@ fn a_spawned_worker_reopens_shards_from_the_parent_s_index_without_fetching_them
         assert_eq!(a, b, "sample {index}");
     }
 }
+
+/// Every file a run saved in `dir` (all but the preset), and what it printed, as one text.
+fn everything_shown_and_saved(output: &Output, dir: &Path) -> String {
+    let mut text = format!("{}{}", stdout(output), stderr(output));
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.path().is_file() && entry.path().extension().is_none_or(|ext| ext != "ron") {
+            text.push_str(&String::from_utf8_lossy(
+                &std::fs::read(entry.path()).unwrap(),
+            ));
+        }
+    }
+    text
+}
+
+#[test]
+fn secrets_in_a_shard_url_are_never_shown_or_saved() {
+    let (_folder, out, pattern) = shard_folder(20);
+    let Some(server) = Nginx::serve(out.path(), None) else {
+        return;
+    };
+    let name = pattern.rsplit('/').next().unwrap();
+    let with_secrets = |name: &str| {
+        server
+            .url(name)
+            .replace("http://", "http://alice:s3cr3tpw@")
+            + "?sig=${LOADERBENCH_TEST_SIG}"
+    };
+    let sig: (&str, &std::ffi::OsStr) = ("LOADERBENCH_TEST_SIG", "TOPSECRETSIG".as_ref());
+    let run = |path: &str, vars: &[(&str, &std::ffi::OsStr)]| {
+        let dir = TempDir::new().unwrap();
+        let preset = shards_preset(dir.path(), path, vec![0], 1);
+        let output = common::loaderbench_with(
+            &[
+                "run",
+                path_str(&preset),
+                "-q",
+                "--json",
+                path_str(&dir.path().join("run.json")),
+                "--md",
+                path_str(&dir.path().join("run.md")),
+                "--journal",
+                path_str(&dir.path().join("run.jsonl")),
+            ],
+            vars,
+        );
+        let everything = everything_shown_and_saved(&output, dir.path());
+        (output, everything)
+    };
+
+    let (output, everything) = run(&with_secrets(name), &[sig]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(everything.contains("http://***@127.0.0.1"), "{everything}");
+    for secret in ["s3cr3tpw", "TOPSECRETSIG"] {
+        assert!(!everything.contains(secret), "{secret} in: {everything}");
+    }
+
+    let (output, everything) = run(&with_secrets("nope-{0..1}.tar"), &[sig]);
+    let line = assert_error_line(&output, 2, &["nope-0.tar?***", "HTTP 404"]);
+    assert!(line.contains("http://***@127.0.0.1"), "{line}");
+    for secret in ["s3cr3tpw", "TOPSECRETSIG"] {
+        assert!(!everything.contains(secret), "{secret} in: {everything}");
+    }
+
+    let (output, _) = run(&with_secrets(name), &[]);
+    assert_error_line(
+        &output,
+        2,
+        &["the environment variable LOADERBENCH_TEST_SIG that the URL names is not set"],
+    );
+}
+
+#[test]
+fn a_host_s_login_comes_from_netrc_and_is_never_shown() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                break;
+            }
+            headers.push(line.trim_end().to_owned());
+        }
+        let mut stream = stream;
+        stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        headers
+    });
+    let dir = TempDir::new().unwrap();
+    let netrc = dir.path().join("netrc");
+    std::fs::write(&netrc, "machine 127.0.0.1 login alice password s3cr3tpw\n").unwrap();
+    let url = format!("http://127.0.0.1:{port}/s-0.tar");
+    let preset = shards_preset(dir.path(), &url, vec![0], 1);
+    let output = common::loaderbench_with(
+        &["run", path_str(&preset), "-q"],
+        &[("NETRC", netrc.as_os_str())],
+    );
+    let line = assert_error_line(&output, 2, &["s-0.tar", "HTTP 404"]);
+    assert!(!line.contains("s3cr3tpw"), "{line}");
+    let headers = server.join().unwrap();
+    // base64("alice:s3cr3tpw")
+    assert!(
+        headers
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case("authorization: Basic YWxpY2U6czNjcjN0cHc=")),
+        "{headers:?}"
+    );
+}

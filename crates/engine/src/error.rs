@@ -6,11 +6,14 @@
 //! with exit code 2; everything else is a failed run (exit code 1). An error caused by
 //! another (an I/O error, a libtorch error) keeps it as its `source`; the message already
 //! includes its text, so users see one line. An error raised in the user's own Python
-//! dataset is a [`UserCodeError`]: their file, line and exception.
+//! dataset is a [`UserCodeError`]: their file, line and exception. Every message hides
+//! the secrets of the URLs it names ([`crate::secrets::redact`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use crate::secrets::redact;
 
 /// The error that caused another, shared so that errors stay cheap to clone.
 pub type Source = Arc<dyn std::error::Error + Send + Sync>;
@@ -19,7 +22,7 @@ pub type Source = Arc<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A file the user pointed us at is missing, unreadable or malformed.
-    #[error("{}: {problem}", path.display())]
+    #[error("{}: {}", redact(&path.display().to_string()), redact(problem))]
     BadFile {
         /// The file at fault.
         path: PathBuf,
@@ -33,10 +36,10 @@ pub enum Error {
     #[error(transparent)]
     BadField(#[from] FieldError),
     /// A value the user gave (a `--set`, a command-line value) is not acceptable.
-    #[error("{0}")]
+    #[error("{}", redact(.0))]
     BadValue(String),
     /// The run itself failed: a worker died or hung, a tensor operation failed.
-    #[error("{problem}")]
+    #[error("{}", redact(problem))]
     Run {
         /// What failed.
         problem: String,
@@ -156,7 +159,7 @@ impl fmt::Display for FieldError {
         if let Some(path) = &self.path {
             write!(f, "{}: ", path.display())?;
         }
-        write!(f, "field `{}`: {}", self.field, self.problem)
+        write!(f, "field `{}`: {}", self.field, redact(&self.problem))
     }
 }
 

@@ -17,6 +17,7 @@ mod named_values;
 pub mod page_cache;
 pub mod plan;
 pub mod preset;
+pub mod secrets;
 mod splitmix;
 pub mod step;
 pub mod transform;

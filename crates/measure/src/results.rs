@@ -387,6 +387,31 @@ fn default_planned_epochs() -> usize {
 pub const MOST_CLAIMED_EPOCHS: u64 = 10_000_000;
 
 impl RunResult {
+    /// The run of `plan` as it starts at `started_unix_s`: every config, nothing
+    /// measured; what it keeps of the preset has its URLs' secrets hidden.
+    pub fn starting(plan: &loaderbench_engine::plan::Plan, started_unix_s: u64) -> RunResult {
+        let redact = |text: &str| loaderbench_engine::secrets::redact(text).into_owned();
+        RunResult {
+            preset: plan.name.clone(),
+            dataset: String::new(),
+            epochs: plan.epochs,
+            repeats: plan.repeats,
+            started_unix_s,
+            machine: Machine::current(),
+            configs: plan.configs.clone(),
+            labels: (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
+            warnings: plan.warnings.iter().map(|w| redact(w)).collect(),
+            results: Vec::new(),
+            status: RunStatus::Running,
+            step: plan.step.clone(),
+            planned_epochs: plan.planned_epochs,
+            shuffle: plan.shuffle,
+            drop_last: plan.drop_last,
+            setup: Some(plan.preset.redacted()),
+            tune: None,
+        }
+    }
+
     /// Checks the counts the run read from `path` claims (epochs, repeats, configs)
     /// before anything is sized from them: each within its preset range, their product
     /// within [`MOST_CLAIMED_EPOCHS`], and one label per config.

@@ -29,7 +29,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use loaderbench_engine::Error;
 use loaderbench_engine::error::Result;
-use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Journal;
 use loaderbench_measure::results::{RunResult, RunStatus};
@@ -250,26 +249,12 @@ pub fn tune(
 
 /// The run as a tune starts it: the whole space, nothing measured.
 fn header(plan: &Plan) -> RunResult {
+    let started_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     RunResult {
-        preset: plan.name.clone(),
-        dataset: String::new(),
-        epochs: plan.epochs,
         repeats: 1,
-        started_unix_s: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        machine: Machine::current(),
-        configs: plan.configs.clone(),
-        labels: (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
-        warnings: plan.warnings.clone(),
-        results: Vec::new(),
-        status: RunStatus::Running,
-        step: plan.step.clone(),
-        planned_epochs: plan.planned_epochs,
-        shuffle: plan.shuffle,
-        drop_last: plan.drop_last,
-        setup: Some(plan.preset.clone()),
-        tune: None,
+        ..RunResult::starting(plan, started_unix_s)
     }
 }
 

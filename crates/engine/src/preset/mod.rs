@@ -182,6 +182,21 @@ pub struct Preset {
     pub cache: Vec<Cache>,
 }
 
+impl Preset {
+    /// This preset with the secrets of the URLs it names hidden
+    /// ([`crate::secrets::redact`]), as results, journals and baselines keep it.
+    pub fn redacted(&self) -> Preset {
+        let mut preset = self.clone();
+        if let Some(path) = preset.dataset.path.as_mut()
+            && let Some(text) = path.to_str()
+            && let std::borrow::Cow::Owned(hidden) = crate::secrets::redact(text)
+        {
+            *path = PathBuf::from(hidden);
+        }
+        preset
+    }
+}
+
 impl Default for Preset {
     fn default() -> Self {
         Preset {

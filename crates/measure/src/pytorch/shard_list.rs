@@ -30,7 +30,7 @@ pub fn shards_request(
             ShardLocation::File(path) if !path.is_file() => {
                 return Err(Error::file(path, "no such shard"));
             }
-            location => shards.push(location.to_string()),
+            location => shards.push(location.target()?),
         }
     }
     let ranges = samples.and(dataset).and_then(|dataset| dataset.shards());

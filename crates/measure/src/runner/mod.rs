@@ -25,7 +25,6 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::{Shard, epoch_batch_count};
-use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Runtime;
 
@@ -197,27 +196,7 @@ impl Run {
     }
 
     fn empty_result(&self) -> RunResult {
-        RunResult {
-            preset: self.plan.name.clone(),
-            dataset: String::new(),
-            epochs: self.plan.epochs,
-            repeats: self.plan.repeats,
-            started_unix_s: self.started_unix_s,
-            machine: Machine::current(),
-            configs: self.plan.configs.clone(),
-            labels: (0..self.plan.configs.len())
-                .map(|i| self.plan.label(i))
-                .collect(),
-            warnings: self.plan.warnings.clone(),
-            results: Vec::new(),
-            status: RunStatus::Running,
-            step: self.plan.step.clone(),
-            planned_epochs: self.plan.planned_epochs,
-            shuffle: self.plan.shuffle,
-            drop_last: self.plan.drop_last,
-            setup: Some(self.plan.preset.clone()),
-            tune: None,
-        }
+        RunResult::starting(&self.plan, self.started_unix_s)
     }
 
     fn measure_all(&self, result: &mut RunResult) -> Result<()> {

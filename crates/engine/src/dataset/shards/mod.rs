@@ -152,7 +152,7 @@ impl Dataset for Shards {
     fn describe(&self) -> String {
         let shards = self.catalog.shards.len();
         let files = files::describe("shards", Path::new(&self.pattern), self.len(), self.shape);
-        format!("{files}, {shards} shards")
+        crate::secrets::redact(&format!("{files}, {shards} shards")).into_owned()
     }
 
     fn shards(&self) -> Option<Vec<Range<usize>>> {

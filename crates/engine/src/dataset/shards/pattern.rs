@@ -3,7 +3,8 @@
 //! `{train,val}`), in the order the braces give, then, for local paths, globs (`*`, `?`,
 //! `[..]`), each glob's matches in name order. `http://` and `https://` patterns are
 //! expanded by braces only and kept as URLs (a web server cannot be listed). A pattern
-//! that expands to nothing, or a glob that matches no file, is an error naming it.
+//! that expands to nothing, or a glob that matches no file, is an error naming it. An
+//! environment variable, `${SIG}`, is not a brace set: it stays for the fetch to fill.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,15 @@ impl ShardLocation {
         }
     }
 
+    /// What a reader opens: the file's path, or the URL with its environment variables
+    /// filled in ([`crate::secrets::expand`]); never shown or saved.
+    pub fn target(&self) -> Result<String> {
+        match self {
+            ShardLocation::File(path) => Ok(path.display().to_string()),
+            ShardLocation::Url(url) => crate::secrets::expand(url),
+        }
+    }
+
     /// Bad input at this shard: the error names it, then `problem`.
     pub fn bad(&self, problem: impl Into<String>) -> Error {
         Error::file(self.to_string(), problem)
@@ -48,7 +58,7 @@ impl std::fmt::Display for ShardLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ShardLocation::File(path) => write!(f, "{}", path.display()),
-            ShardLocation::Url(url) => f.write_str(url),
+            ShardLocation::Url(url) => f.write_str(&crate::secrets::redact(url)),
         }
     }
 }
@@ -58,9 +68,9 @@ pub fn shard_locations(pattern: &str) -> Result<Vec<ShardLocation>> {
     if pattern.trim().is_empty() {
         return Err(Error::value("dataset.path: the shard pattern is empty"));
     }
-    let expanded = expand_braces(pattern)?;
+    let expanded = expand_braces(&hide_variables(pattern))?;
     let mut locations = Vec::new();
-    for name in expanded {
+    for name in expanded.iter().map(|name| show_variables(name)) {
         if is_url(&name) {
             locations.push(ShardLocation::Url(name));
         } else if let Some((scheme, _)) = name.split_once("://") {
@@ -89,6 +99,34 @@ fn is_url(name: &str) -> bool {
 
 fn has_glob(name: &str) -> bool {
     name.contains(['*', '?', '['])
+}
+
+/// Private-use characters that stand for `${` and `}` of an environment variable
+/// ([`crate::secrets::expand`]) while braces are expanded, so that `${SIG}` is not read
+/// as a brace set.
+const VARIABLE_OPEN: char = '\u{E000}';
+const VARIABLE_CLOSE: char = '\u{E001}';
+
+fn hide_variables(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut rest = pattern;
+    while let Some(start) = rest.find("${") {
+        let Some(length) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push(VARIABLE_OPEN);
+        out.push_str(&rest[start + 2..start + length]);
+        out.push(VARIABLE_CLOSE);
+        rest = &rest[start + length + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn show_variables(name: &str) -> String {
+    name.replace(VARIABLE_OPEN, "${")
+        .replace(VARIABLE_CLOSE, "}")
 }
 
 /// The strings the pattern's braces expand to (the pattern itself when it has none).
@@ -205,6 +243,13 @@ mod tests {
             shard_locations("HTTPS://store/a.tar").unwrap()[..],
             [ShardLocation::Url(_)]
         ));
+        assert_eq!(
+            shard_locations("https://h/s-{0..1}.tar?sig=${SIG}&k=${KEY}").unwrap(),
+            [
+                ShardLocation::Url("https://h/s-0.tar?sig=${SIG}&k=${KEY}".into()),
+                ShardLocation::Url("https://h/s-1.tar?sig=${SIG}&k=${KEY}".into())
+            ]
+        );
     }
 
     #[test]

@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use ureq::Agent;
 
+use base64::prelude::{BASE64_STANDARD, Engine as _};
+
 use super::pattern::ShardLocation;
 use crate::error::Result;
+use crate::secrets;
 
 /// The bytes a [`PositionedFile`] reads at once: large enough that the kernel sees a
 /// sequential reader.
@@ -111,8 +114,13 @@ pub fn agent() -> Agent {
 /// naming the URL.
 pub fn get(url: &str, agent: &Agent) -> Result<impl Read + Send + 'static> {
     let location = ShardLocation::Url(url.to_owned());
-    let response = agent
-        .get(url)
+    let target = location.target()?;
+    let mut request = agent.get(&target);
+    if let Some((login, password)) = secrets::netrc_login(&target) {
+        let basic = BASE64_STANDARD.encode(format!("{login}:{password}"));
+        request = request.header("Authorization", format!("Basic {basic}"));
+    }
+    let response = request
         .call()
         .map_err(|err| location.caused(format!("cannot fetch: {err}"), err))?;
     let status = response.status();
