@@ -4,7 +4,9 @@
 //! once; and a worker that is killed or hangs, or a cancel, ends the epoch promptly with
 //! a clear error and leaves no child process and no segment behind. Workers live as
 //! long as the process, not the thread that started them. Spawned workers
-//! reopening a dataset without files all map one sealed image the loader made once.
+//! reopening a dataset without files all map one sealed image the loader made once. A
+//! forked worker's panic is reported even when a lock its panic hook takes was held at
+//! the fork.
 
 #![cfg(unix)]
 
@@ -545,4 +547,76 @@ fn spawned_workers_run_the_pipeline_per_sample_when_told() {
     let batched = images(TransformAt::Batch, None);
     assert!(!batched[0].equal(&per_sample[0]));
     assert_nothing_left();
+}
+
+mod forked_panics {
+    use super::*;
+
+    /// A dataset whose every read panics.
+    struct Panicking;
+
+    impl Dataset for Panicking {
+        fn len(&self) -> usize {
+            SAMPLES
+        }
+        fn shape(&self) -> SampleShape {
+            synthetic().shape()
+        }
+        fn read(&self, index: usize, _pixels: &mut [u8]) -> Result<i64> {
+            panic!("sample {index} is cursed")
+        }
+        fn describe(&self) -> String {
+            "panicking".to_owned()
+        }
+    }
+
+    /// The lock the program's panic hook takes, held by another thread when the worker
+    /// forks (as stderr's or the backtrace printer's can be), so that a forked child
+    /// that ran the hook would wait for it for ever.
+    static HOOK_LOCK: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn a_forked_worker_that_panics_is_reported_though_its_panic_hook_s_lock_was_held_at_fork() {
+        if !common::in_own_process(
+            module_path!(),
+            "a_forked_worker_that_panics_is_reported_though_its_panic_hook_s_lock_was_held_at_fork",
+            |_| {},
+        ) {
+            return;
+        }
+        // Only a child takes the lock: the test's own panics still print.
+        let test_process = std::process::id();
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _held = (std::process::id() != test_process).then(|| HOOK_LOCK.lock());
+            hook(info);
+        }));
+        let (held, holding) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _held = HOOK_LOCK.lock().unwrap();
+            held.send(()).unwrap();
+            loop {
+                std::thread::park();
+            }
+        });
+        holding.recv().unwrap();
+        let mut loader = loader(Arc::new(Panicking), settings(1, false), CancelToken::new())
+            .with_processes(processes(
+                ProcessKind::Fork,
+                DatasetTransfer::Reopen,
+                BatchTransfer::SharedMemory,
+            ));
+        let started = Instant::now();
+        let error = loader
+            .epoch()
+            .unwrap()
+            .find_map(|batch| batch.err())
+            .expect("an epoch of panicking reads fails");
+        let message = error.to_string();
+        assert!(
+            message.contains("crashed") && message.contains("is cursed"),
+            "{message} after {:?}",
+            started.elapsed()
+        );
+    }
 }

@@ -2,11 +2,15 @@
 //! command and only its own descriptors, or forking this process and running the worker
 //! loop in the child. Either way the child gets its two pipes and its segments, and dies
 //! with the loader's process: both start on the process's launcher thread
-//! ([`crate::child_processes`]), whatever thread starts the pool.
+//! ([`crate::child_processes`]), whatever thread starts the pool. A forked child runs
+//! no panic hook: a hook may take a lock (stderr's, the backtrace printer's, one of the
+//! program's own) that another thread held at the fork and that nobody will ever release
+//! in the child; a panic there is caught and reported to the loader as a message.
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
 
 use super::fds::{self, ChildProcess, SharedFd};
 use super::worker_messages::{self, SharedImageConfig, ToWorker, WorkerConfig};
@@ -128,6 +132,7 @@ pub(super) fn fork(
 ) -> Result<(Ends, Arc<ChildProcess>)> {
     let copy = spec.dataset_transfer == DatasetTransfer::Copy;
     let (dataset, pipeline) = (start.dataset.clone(), start.pipeline.clone());
+    no_panic_hook_in_forked_children();
     crate::child_processes::on_launcher(move || {
         let child = fork_here(id, &dataset, &pipeline, copy, &ends)?;
         Ok((ends, child))
@@ -148,6 +153,7 @@ fn fork_here(
     // and libtorch (one thread), then `_exit`s without unwinding into the caller.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        IN_FORKED_CHILD.store(true, Ordering::Relaxed);
         crate::child_processes::die_with_parent(parent);
         crate::child_processes::leave_interrupts_to_parent();
         tch::set_num_threads(1);
@@ -179,6 +185,23 @@ fn fork_here(
             std::io::Error::last_os_error()
         ))),
     }
+}
+
+/// Set in a forked child first thing: its panics skip every hook.
+static IN_FORKED_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Wraps the process's panic hook (once, in the parent, before its first fork) so that
+/// it does nothing in a forked child and what it did before everywhere else.
+fn no_panic_hook_in_forked_children() {
+    static WRAPPED: Once = Once::new();
+    WRAPPED.call_once(|| {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_FORKED_CHILD.load(Ordering::Relaxed) {
+                hook(info);
+            }
+        }));
+    });
 }
 
 fn catch_exit(work: impl FnOnce() -> i32) -> i32 {

@@ -16,8 +16,9 @@
 //! Forking a multi-threaded process is delicate: the child has only the forking thread,
 //! and any lock another thread held at that moment stays locked in it. PyTorch forks its
 //! workers the same way; as there, the child runs only our own code and libtorch, with
-//! libtorch set to one thread before anything else (a child hangs otherwise), and it ends
-//! with `_exit`, never returning into the caller's code or running its destructors.
+//! libtorch set to one thread before anything else (a child hangs otherwise), it runs no
+//! panic hook (a panic is caught and reported), and it ends with `_exit`, never returning
+//! into the caller's code or running its destructors.
 
 mod copy;
 mod fds;
