@@ -16,8 +16,9 @@ use loaderbench_engine::preset::{Cache, Measure};
 use loaderbench_engine::step::Step;
 use loaderbench_engine::transform::Pipeline;
 
-/// The settings config `config` of `plan` loads `shard` of every epoch with.
-pub(crate) fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSettings {
+/// The settings config `config` of `plan` loads `shard` of every epoch with (also what
+/// the `preset` fuzz target checks every planned config against).
+pub fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSettings {
     LoaderSettings {
         batch_size: config.batch_size,
         num_workers: config.num_workers,
