@@ -281,3 +281,141 @@ pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<RunResult> {
     run.warnings.extend(notes);
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{config, epoch, result, run};
+
+    /// A finished two-config run's journal at `path`; returns the run.
+    fn journal_of_two_configs(path: &Path) -> RunResult {
+        let whole = result(
+            vec![config(0, false), config(2, false)],
+            vec![
+                run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]),
+                run(1, config(2, false), vec![epoch(1, 0.5, 0.2, 4)]),
+            ],
+        );
+        let mut header = whole.clone();
+        header.results.clear();
+        header.status = RunStatus::Running;
+        let mut journal = Journal::create(path, &header).unwrap();
+        for measured in &whole.results {
+            journal.config(measured).unwrap();
+        }
+        journal.end(&RunStatus::Finished).unwrap();
+        whole
+    }
+
+    fn cut(path: &Path, bytes: usize) {
+        let text = fs::read(path).unwrap();
+        fs::write(path, &text[..text.len() - bytes]).unwrap();
+    }
+
+    #[test]
+    fn a_new_journal_is_never_one_another_run_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..5)
+            .map(|_| new_journal(dir.path(), "same second").unwrap())
+            .collect();
+        let unique: std::collections::BTreeSet<&PathBuf> = paths.iter().collect();
+        assert_eq!(unique.len(), 5, "{paths:?}");
+        assert!(paths.iter().all(|p| p.is_file()));
+        let name = paths[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.contains("-same_second-"), "{name}");
+        assert!(name.contains(&std::process::id().to_string()), "{name}");
+    }
+
+    #[test]
+    fn a_journal_the_user_names_must_be_new_unless_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        fs::write(&path, "kept\n").unwrap();
+        let error = claim_journal(&path, false).unwrap_err().to_string();
+        assert!(
+            error.contains("old.jsonl") && error.contains("--append"),
+            "{error}"
+        );
+        claim_journal(&path, true).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "kept\n");
+        let new = dir.path().join("more/new.jsonl");
+        claim_journal(&new, false).unwrap();
+        assert!(new.is_file());
+    }
+
+    #[test]
+    fn a_cut_last_line_is_named_and_the_configs_before_it_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let whole = journal_of_two_configs(&path);
+        let end_line = fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .len();
+        // The end line and the second config's last bytes gone.
+        cut(&path, end_line + 1 + 20);
+        let kept = read_journal(&path).unwrap();
+        assert_eq!(kept.results, whole.results[..1]);
+        assert_eq!(kept.status, RunStatus::Running);
+        let note = format!(
+            "{}: line 3 is cut: the run stopped mid-write; 1 configs kept",
+            path.display()
+        );
+        assert_eq!(kept.warnings, [note]);
+    }
+
+    #[test]
+    fn a_bad_line_before_the_last_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        journal_of_two_configs(&path);
+        let text = fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[1] = "{\"entry\":\"config\",";
+        fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let error = read_journal(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("run.jsonl") && error.contains("line 2"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_journal_whose_only_line_is_cut_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        fs::write(&path, "{\"entry\":\"run\",\"run\":{").unwrap();
+        let error = read_journal(&path).unwrap_err().to_string();
+        assert!(error.contains("only line is cut"), "{error}");
+    }
+
+    #[test]
+    fn appending_after_a_cut_line_drops_it_and_keeps_the_journal_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let whole = journal_of_two_configs(&path);
+        cut(&path, 10);
+        let mut journal = Journal::reopen(&path).unwrap();
+        journal.end(&RunStatus::Cancelled).unwrap();
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.results, whole.results);
+        assert_eq!(read.status, RunStatus::Cancelled);
+        assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    }
+
+    #[test]
+    fn of_runs_appended_one_after_another_the_last_is_given_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        journal_of_two_configs(&path);
+        let second = journal_of_two_configs(&path);
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.results, second.results);
+        assert!(
+            read.warnings[0]
+                .ends_with("holds 2 runs, appended one after another; the last is shown")
+        );
+    }
+}
