@@ -14,6 +14,7 @@ mod architecture;
 mod cache;
 mod cli;
 mod interrupt;
+mod journals;
 mod loader;
 mod measurement;
 mod npy_layouts;

@@ -232,9 +232,12 @@ pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<RunResult> {
             Ok(entry) => entry,
             // Not followed by a newline: the last write never ended.
             Err(_) if lines.peek().is_none() => {
-                let kept = run.as_ref().map_or(0, |run| run.results.len());
+                let kept = match run.as_ref().map_or(0, |run| run.results.len()) {
+                    1 => "1 config".to_owned(),
+                    n => format!("{n} configs"),
+                };
                 notes.push(format!(
-                    "{}: line {number} is cut: the run stopped mid-write; {kept} configs kept",
+                    "{}: line {number} is cut: the run stopped mid-write; {kept} kept",
                     path.display()
                 ));
                 break;
@@ -360,7 +363,7 @@ mod tests {
         assert_eq!(kept.results, whole.results[..1]);
         assert_eq!(kept.status, RunStatus::Running);
         let note = format!(
-            "{}: line 3 is cut: the run stopped mid-write; 1 configs kept",
+            "{}: line 3 is cut: the run stopped mid-write; 1 config kept",
             path.display()
         );
         assert_eq!(kept.warnings, [note]);
