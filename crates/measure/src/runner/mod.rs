@@ -179,6 +179,13 @@ impl Run {
             Some(error) => Err(error),
             None => self.measure_all(&mut result),
         };
+        // Made for this run, the journal holds nothing when the run failed before its
+        // header (a dataset that does not open): no empty file is left behind, and the
+        // same --journal can be given again.
+        if std::fs::metadata(&self.journal_path).is_ok_and(|meta| meta.is_file() && meta.len() == 0)
+        {
+            let _ = std::fs::remove_file(&self.journal_path);
+        }
         let event = match outcome {
             Ok(()) => {
                 result.status = RunStatus::Finished;
