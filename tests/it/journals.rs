@@ -149,6 +149,7 @@ fn a_baseline_saves_what_a_cut_journal_kept() {
     ];
     let output = loaderbench_with(&args, &vars);
     assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains(CUT_NOTE), "{}", stderr(&output));
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.join("baselines/kept.json")).unwrap()).unwrap();
     assert_eq!(saved["results"].as_array().map(Vec::len), Some(1));
