@@ -91,8 +91,8 @@ fmt:
 	$(CARGO) fmt --all
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= idx_header npy_header preset
-## Fuzz the IDX and .npy headers and the preset parser (needs `cargo install cargo-fuzz`).
+FUZZ_TARGETS ?= idx_header npy_header preset journal
+## Fuzz the IDX and .npy headers, the preset parser and the journal reader (needs `cargo install cargo-fuzz`).
 ## The preset target starts from the built-in presets, the .npy one from arrays numpy saves.
 fuzz: setup
 	mkdir -p fuzz/corpus/preset && cp presets/*.ron fuzz/corpus/preset/

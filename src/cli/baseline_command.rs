@@ -41,7 +41,14 @@ pub fn run(command: BaselineCommand) -> Result<()> {
             from_journal,
         } => {
             let result = match (result, from_journal) {
-                (_, Some(journal)) => read_journal(&journal)?,
+                (_, Some(journal)) => {
+                    let kept = read_journal(&journal)?;
+                    // What the journal says of itself (a cut last line), as `report` says it.
+                    for warning in &kept.warnings {
+                        eprintln!("warning: {warning}");
+                    }
+                    kept
+                }
                 (Some(path), None) => baseline::read_result(&path)?,
                 (None, None) => return Err(Error::value("give a result file or --from-journal")),
             };

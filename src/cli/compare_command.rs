@@ -20,7 +20,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         preset.set("runtime", "loaderbench,pytorch")?;
     }
     let plan = Plan::from_preset(&preset, Some(&origin))?;
-    let journal = prepare_journal(args.journal, &plan)?;
+    let journal = prepare_journal(args.journal, args.append, &plan)?;
     let (result, error) = execute(&plan, journal, args.quiet)?;
     print_tables(&result, false);
     if compare::rows(&result).is_empty() {

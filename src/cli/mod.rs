@@ -137,6 +137,9 @@ struct RunArgs {
     /// Where to append results as each config finishes (default: the user data directory).
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
+    /// Add this run to the --journal FILE that exists already (it is refused otherwise).
+    #[arg(long, requires = "journal")]
+    append: bool,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -166,6 +169,9 @@ struct CompareArgs {
     /// Where to append results as each config finishes (default: the user data directory).
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
+    /// Add this run to the --journal FILE that exists already (it is refused otherwise).
+    #[arg(long, requires = "journal")]
+    append: bool,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,

@@ -11,6 +11,7 @@ use clap::Args;
 use loaderbench_analysis::Analysis;
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
+use loaderbench_engine::atomic_file;
 use loaderbench_measure::results::RunResult;
 use loaderbench_present::analysis_text;
 use loaderbench_present::export::{self, Exporter, Format};
@@ -199,34 +200,15 @@ fn write_png(_path: &Path, _view: PngArea, _runs: Vec<(PathBuf, RunResult)>) -> 
     ))
 }
 
-/// Writes `bytes` to the file at `path`, or to standard output for `-`. A regular file
-/// is replaced whole: the bytes go to a new file beside it, renamed over it once
-/// complete, so an interrupted or failed write never leaves half an export (and two
-/// writers of the same export leave one of them whole). Anything else (a pipe, a
-/// device) is written in place.
+/// Writes `bytes` to the file at `path` whole ([`atomic_file`]), or to standard output
+/// for `-`.
 pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
     if is_stdout(path) {
         return std::io::stdout()
             .write_all(bytes)
             .map_err(|err| Error::run(format!("writing to standard output: {err}")));
     }
-    let failed = |err: std::io::Error| Error::file(path, format!("cannot be written: {err}"));
-    let replaceable = std::fs::metadata(path).map_or(true, |meta| meta.is_file());
-    if !replaceable {
-        return std::fs::write(path, bytes).map_err(failed);
-    }
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".loaderbench-");
-    // As a plain new file would be: readable by others unless the umask says otherwise.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut file = builder.tempfile_in(folder_of(path)).map_err(failed)?;
-    file.write_all(bytes)
-        .and_then(|()| file.as_file().sync_all())
-        .map_err(failed)?;
-    file.persist(path)
-        .map(drop)
-        .map_err(|err| failed(err.error))
+    atomic_file::write(path, bytes)
 }
 
 fn is_stdout(path: &Path) -> bool {

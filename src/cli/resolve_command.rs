@@ -72,7 +72,7 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
     let journal = if is_journal {
         args.run.clone()
     } else {
-        let path = prepare_journal(args.journal.clone(), &plan)?;
+        let path = prepare_journal(args.journal.clone(), false, &plan)?;
         let mut copy = Journal::create(&path, &result)?;
         copy.end(&result.status)?;
         path

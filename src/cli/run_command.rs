@@ -18,10 +18,12 @@ use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::results::{RunResult, RunStatus};
-use loaderbench_measure::{Event, RunHandle, RunOptions, default_journal_path, read_journal};
+use loaderbench_measure::{
+    Event, RunHandle, RunOptions, claim_journal, new_journal, read_journal, runs_dir,
+};
 
 use super::interrupt;
-use super::output::{self, ExportArgs, check_folder_takes_files};
+use super::output::{self, ExportArgs};
 use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
 
@@ -32,7 +34,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         baseline::path(name)?;
     }
     args.exports.check_writable()?;
-    let journal = prepare_journal(args.journal.clone(), &plan)?;
+    let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     let (exports, saved) = (args.exports.clone(), journal.clone());
     interrupt::on_quit(move || save_from_journal(&exports, &saved));
     let (mut result, mut error) = execute(&plan, journal.clone(), args.quiet)?;
@@ -135,19 +137,13 @@ pub fn resolve(
     Ok(error)
 }
 
-/// Where the run's journal goes (`journal`, else the user data directory's default), with
-/// its folder made and checked to take the file before anything is measured.
-pub fn prepare_journal(journal: Option<PathBuf>, plan: &Plan) -> Result<PathBuf> {
-    let path = journal.unwrap_or_else(|| default_journal_path(&plan.name));
-    if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder).map_err(|err| {
-            Error::file(
-                &path,
-                format!("cannot be written: its folder cannot be made ({err})"),
-            )
-        })?;
-    }
-    check_folder_takes_files(&path)?;
+/// The run's journal, made before anything is measured: `journal` (refused if it exists,
+/// unless `append`), else a new one in the user data directory.
+pub fn prepare_journal(journal: Option<PathBuf>, append: bool, plan: &Plan) -> Result<PathBuf> {
+    let Some(path) = journal else {
+        return new_journal(&runs_dir(), &plan.name);
+    };
+    claim_journal(&path, append)?;
     Ok(path)
 }
 

@@ -6,8 +6,7 @@
 //! extension lower-cased) and `{n:06}.cls` (its class index). A folder that holds shards
 //! already is refused rather than mixed with new ones.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -15,6 +14,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
+use loaderbench_engine::atomic_file;
 use loaderbench_engine::dataset::list_image_folder;
 use loaderbench_engine::{Error, Result};
 
@@ -91,28 +91,33 @@ fn refuse_old_shards(out: &Path) -> Result<()> {
     }
 }
 
-/// Writes the samples `first..` of `chunk` as the tar at `path`.
+/// Writes the samples `first..` of `chunk` as the tar at `path`, whole or not at all
+/// (an interrupted run leaves no shard cut short).
 fn write_shard(path: &Path, first: usize, chunk: &[(PathBuf, i64)]) -> Result<()> {
-    let file = File::create(path).map_err(|err| Error::io(path, err))?;
-    let mut tar = tar::Builder::new(BufWriter::new(file));
-    let written = |err: std::io::Error| Error::io(path, err);
-    for (n, (image, label)) in (first..).zip(chunk) {
-        let bytes = std::fs::read(image)
-            .map_err(|err| Error::file_caused(image, format!("cannot read: {err}"), err))?;
-        let extension = image
-            .extension()
-            .map(|ext| ext.to_string_lossy().to_ascii_lowercase())
-            .unwrap_or_default();
-        append(&mut tar, &format!("{n:06}.{extension}"), &bytes).map_err(written)?;
-        append(
-            &mut tar,
-            &format!("{n:06}.cls"),
-            label.to_string().as_bytes(),
-        )
-        .map_err(written)?;
+    let mut unreadable = None;
+    let written = atomic_file::write_with(path, |out| {
+        let mut tar = tar::Builder::new(out);
+        for (n, (image, label)) in (first..).zip(chunk) {
+            let bytes = std::fs::read(image).inspect_err(|err| {
+                unreadable = Some(Error::file(image, format!("cannot read: {err}")));
+            })?;
+            let extension = image
+                .extension()
+                .map(|ext| ext.to_string_lossy().to_ascii_lowercase())
+                .unwrap_or_default();
+            append(&mut tar, &format!("{n:06}.{extension}"), &bytes)?;
+            append(
+                &mut tar,
+                &format!("{n:06}.cls"),
+                label.to_string().as_bytes(),
+            )?;
+        }
+        tar.finish()
+    });
+    match unreadable {
+        Some(error) => Err(error),
+        None => written,
     }
-    let mut out = tar.into_inner().map_err(written)?;
-    out.flush().map_err(written)
 }
 
 /// One member with fixed metadata, so that the same folder and seed give the same bytes.

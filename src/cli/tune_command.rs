@@ -37,6 +37,9 @@ pub struct TuneArgs {
     /// Where to append results as each config finishes (default: the user data directory).
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
+    /// Add this run to the --journal FILE that exists already (it is refused otherwise).
+    #[arg(long, requires = "journal")]
+    append: bool,
     /// No progress.
     #[arg(long, short)]
     quiet: bool,
@@ -71,7 +74,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
         space::merge_workerless(&mut plan);
     }
     args.exports.check_writable()?;
-    let journal = prepare_journal(args.journal.clone(), &plan)?;
+    let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     interrupt::install()?;
     let (exports, saved) = (args.exports.clone(), journal.clone());
     interrupt::on_quit(move || save_from_journal(&exports, &saved));

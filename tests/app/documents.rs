@@ -493,3 +493,30 @@ fn a_cli_run_draws_the_png_of_what_it_measured_without_a_display() {
     let (width, height) = image::open(&png).unwrap().to_rgba8().dimensions();
     assert!(width > 400 && height > 200, "{width}×{height}");
 }
+
+#[test]
+fn a_journal_cut_mid_write_is_a_recent_run_with_what_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(&two_configs().journal).unwrap();
+    // The end line and part of the second config's line gone, as a killed run leaves it.
+    std::fs::write(dir.path().join("cut.jsonl"), &whole[..whole.len() - 200]).unwrap();
+    let mut harness = app(dir.path(), Vec::new());
+    harness.get_by_label("File").click();
+    harness.run_steps(2);
+    harness.get_by_label("Recent runs").click();
+    harness.run_steps(2);
+    harness
+        .get_by_label_contains("stopped, 1 of 2 configs")
+        .click();
+    harness.run_steps(3);
+    let result = harness.state().result().expect("the cut journal opens");
+    assert_eq!(result.results.len(), 1);
+    assert!(
+        result
+            .warnings
+            .iter()
+            .any(|w| w.ends_with("line 3 is cut: the run stopped mid-write; 1 config kept")),
+        "{:?}",
+        result.warnings
+    );
+}

@@ -130,10 +130,14 @@ pub fn wait_for_configs(journal: &Path, configs: usize, limit: Duration) {
     wait_until(limit, &what, || journaled_configs(journal) >= configs);
 }
 
-/// The PNG at `path` once it is whole (a background thread may still be writing it).
+/// The PNG at `path` once a background thread has written it: a saved file appears
+/// whole or not at all, so the first one seen must decode.
 pub fn whole_png(path: &Path) -> image::RgbaImage {
-    let what = format!("a whole PNG at {}", path.display());
-    wait_for(Duration::from_secs(60), &what, || image::open(path).ok()).to_rgba8()
+    let what = format!("a PNG at {}", path.display());
+    wait_until(Duration::from_secs(60), &what, || path.exists());
+    image::open(path)
+        .unwrap_or_else(|err| panic!("{} is not a whole PNG: {err}", path.display()))
+        .to_rgba8()
 }
 
 /// Whether the tests run in CI, as CI services (and `.ci/run`'s callers) say with `CI`.

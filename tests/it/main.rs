@@ -15,6 +15,7 @@ mod cache;
 mod cli;
 mod hostile_input;
 mod interrupt;
+mod journals;
 mod loader;
 mod measurement;
 mod npy_layouts;

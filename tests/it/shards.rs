@@ -127,6 +127,8 @@ fn run_preset(preset: &Path) -> Output {
     let dir = preset.parent().unwrap();
     let json = dir.join("run.json");
     let journal = dir.join("run.jsonl");
+    // Each run a journal of its own: one that exists is refused.
+    let _ = std::fs::remove_file(&journal);
     loaderbench(&[
         "run",
         path_str(preset),

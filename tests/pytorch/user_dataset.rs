@@ -109,6 +109,8 @@ impl Setup {
     fn run_within(&self, sets: &[&str], limit: Duration) -> Output {
         let preset = self.dir.path().join("user.ron");
         let journal = self.dir.path().join("journal.jsonl");
+        // Each run a journal of its own: one that exists is refused.
+        let _ = std::fs::remove_file(&journal);
         let mut args = vec![
             "run",
             path_str(&preset),

@@ -45,9 +45,7 @@ pub fn save(name: &str, result: &RunResult) -> Result<PathBuf> {
     let mut bytes =
         serde_json::to_vec_pretty(result).map_err(|err| Error::run_caused(err.to_string(), err))?;
     bytes.push(b'\n');
-    let temp = dir.join(format!(".{name}.json.tmp"));
-    fs::write(&temp, bytes).map_err(|err| Error::io(&temp, err))?;
-    fs::rename(&temp, &path).map_err(|err| Error::io(&path, err))?;
+    loaderbench_engine::atomic_file::write(&path, &bytes)?;
     Ok(path)
 }
 

@@ -4,6 +4,7 @@
 //! step, and the machine they run on. It knows nothing of measuring runs, results,
 //! analysis or any front end; see ARCHITECTURE.md for the layers above it.
 
+pub mod atomic_file;
 pub mod builtin;
 pub mod cancel;
 pub mod child_processes;

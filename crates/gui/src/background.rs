@@ -95,9 +95,7 @@ impl Background {
             .name("loaderbench-export".to_owned())
             .spawn(move || {
                 let written = bytes().and_then(|bytes| {
-                    std::fs::write(&path, bytes)
-                        .map(|()| path.clone())
-                        .map_err(|err| Error::io(&path, err))
+                    loaderbench_engine::atomic_file::write(&path, &bytes).map(|()| path.clone())
                 });
                 reply(Reply::Wrote(written));
             });

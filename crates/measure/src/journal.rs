@@ -1,11 +1,15 @@
 //! The results journal: JSON lines appended as a run goes (a header with the run, one
 //! line per finished config, a tune's trail where there is one, and the final status),
-//! flushed each time, so a crash, a failure or a cancel never loses a config that was
-//! already measured.
+//! each synced to the disk, so a crash, a failure or a cancel never loses a config that
+//! was already measured. A journal's file is made exclusively: by default under a name
+//! no other run can take ([`new_journal`]), and a file the user names must be new unless
+//! the run is appended to it ([`claim_journal`]). Reading one back keeps every complete
+//! line, and names a last line cut mid-write rather than refusing the file.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -50,9 +54,12 @@ pub fn runs_dir() -> PathBuf {
     data_dir().join("runs")
 }
 
-/// Where the journal of a run of `preset` starting now goes by default: in [`runs_dir`],
-/// named by the second it starts and the preset's name.
-pub fn default_journal_path(preset: &str) -> PathBuf {
+/// A new journal for a run of `preset` starting now, in `dir`: named by the second it
+/// starts, the preset's name and this process's id (a number after it when that is
+/// taken too), and created empty at once, exclusively, so that no other run (in this
+/// process or another, started in the same second) can take the same file.
+pub fn new_journal(dir: &Path, preset: &str) -> Result<PathBuf> {
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -66,21 +73,62 @@ pub fn default_journal_path(preset: &str) -> PathBuf {
             }
         })
         .collect();
-    runs_dir().join(format!("{started_unix_s}-{safe}.jsonl"))
+    fs::create_dir_all(dir).map_err(|err| Error::io(dir, err))?;
+    let stem = format!("{started_unix_s}-{safe}-{}", std::process::id());
+    loop {
+        let path = match TAKEN.fetch_add(1, Ordering::Relaxed) {
+            0 => dir.join(format!("{stem}.jsonl")),
+            n => dir.join(format!("{stem}-{n}.jsonl")),
+        };
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => return Ok(path),
+            Err(err) if err.kind() == ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(Error::io(&path, err)),
+        }
+    }
+}
+
+/// Makes the journal the user named at `path` before anything is measured: a file that
+/// exists already is refused (it holds another run's records) unless `append`, and a new
+/// one is created exclusively.
+pub fn claim_journal(path: &Path, append: bool) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|err| {
+            Error::file(
+                path,
+                format!("cannot be written: its folder cannot be made ({err})"),
+            )
+        })?;
+    }
+    let opened = if append {
+        OpenOptions::new().append(true).create(true).open(path)
+    } else {
+        OpenOptions::new().write(true).create_new(true).open(path)
+    };
+    match opened {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == ErrorKind::AlreadyExists => Err(Error::file(
+            path,
+            "exists already: choose a new file, or add --append to add this run to it",
+        )),
+        Err(err) => Err(Error::file(path, format!("cannot be written ({err})"))),
+    }
 }
 
 impl Journal {
-    /// Creates the journal and writes the run's header.
+    /// Writes the run's header to the journal at `path` ([`new_journal`]'s or one
+    /// [`claim_journal`] made), after whatever it holds; a file that is not there yet is
+    /// made.
     pub fn create(path: &Path, run: &RunResult) -> Result<Journal> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(|err| Error::io(dir, err))?;
         }
         let file = OpenOptions::new()
             .create(true)
-            .write(true)
-            .truncate(true)
+            .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
+        drop_cut_line(path, &file)?;
         let mut journal = Journal {
             path: path.to_path_buf(),
             file,
@@ -99,6 +147,7 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
+        drop_cut_line(path, &file)?;
         Ok(Journal {
             path: path.to_path_buf(),
             file,
@@ -134,37 +183,242 @@ impl Journal {
         let mut line =
             serde_json::to_vec(entry).map_err(|err| Error::run_caused(err.to_string(), err))?;
         line.push(b'\n');
+        // Synced at every line (one per finished config), so that a crash or a power cut
+        // loses at most the config being measured.
         self.file
             .write_all(&line)
-            .and_then(|()| self.file.flush())
+            .and_then(|()| self.file.sync_data())
             .map_err(|err| Error::io(&self.path, err))
     }
 }
 
-/// Rebuilds a run from its journal: every config that finished, and the status (still
-/// `Running` if the run never ended, e.g. the process was killed).
+/// Removes a last line cut mid-write from the journal at `path` (open as `file`), so
+/// that what is appended next starts on a line of its own.
+fn drop_cut_line(path: &Path, file: &File) -> Result<()> {
+    let bytes = fs::read(path).map_err(|err| Error::io(path, err))?;
+    if bytes.last().is_none_or(|&last| last == b'\n') {
+        return Ok(());
+    }
+    let whole = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |end| end + 1);
+    file.set_len(whole as u64)
+        .map_err(|err| Error::io(path, err))
+}
+
+/// Rebuilds a run from its journal at `path`: see [`parse_journal`].
 pub fn read_journal(path: &Path) -> Result<RunResult> {
-    let file = File::open(path).map_err(|err| Error::io(path, err))?;
+    let bytes = fs::read(path).map_err(|err| Error::io(path, err))?;
+    parse_journal(path, &bytes)
+}
+
+/// Rebuilds a run from the journal `bytes` read from `path`: every config that finished,
+/// and the status (still `Running` if the run never ended, e.g. the process was killed).
+/// A last line cut mid-write (the process killed, the disk full) is left out and named in
+/// a warning on the run; a bad line before it is an error. Of several runs appended to
+/// one journal (`--append`) the last is given, with a warning that says so.
+pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<RunResult> {
     let mut run: Option<RunResult> = None;
-    for (number, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|err| Error::io(path, err))?;
-        if line.trim().is_empty() {
+    let mut runs = 0;
+    let mut notes = Vec::new();
+    let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
+    while let Some((index, line)) = lines.next() {
+        let number = index + 1;
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        let entry: Entry = serde_json::from_str(&line)
-            .map_err(|err| Error::file_caused(path, format!("line {}: {err}", number + 1), err))?;
+        let entry: Entry = match serde_json::from_slice(line) {
+            Ok(entry) => entry,
+            // Not followed by a newline: the last write never ended.
+            Err(_) if lines.peek().is_none() => {
+                let kept = match run.as_ref().map_or(0, |run| run.results.len()) {
+                    1 => "1 config".to_owned(),
+                    n => format!("{n} configs"),
+                };
+                notes.push(format!(
+                    "{}: line {number} is cut: the run stopped mid-write; {kept} kept",
+                    path.display()
+                ));
+                break;
+            }
+            Err(err) => {
+                return Err(Error::file_caused(
+                    path,
+                    format!("line {number}: {err}"),
+                    err,
+                ));
+            }
+        };
         match (entry, run.as_mut()) {
-            (Entry::Run { run: header }, None) => run = Some(*header),
+            (Entry::Run { run: header }, _) => {
+                run = Some(*header);
+                runs += 1;
+            }
             (Entry::Config { result }, Some(run)) => run.results.push(*result),
             (Entry::Tune { trail }, Some(run)) => run.tune = Some(*trail),
             (Entry::End { status }, Some(run)) => run.status = status,
-            _ => {
+            (_, None) => {
                 return Err(Error::file(
                     path,
-                    format!("line {}: entry out of order", number + 1),
+                    format!("line {number}: entry out of order"),
                 ));
             }
         }
     }
-    run.ok_or_else(|| Error::file(path, "empty journal"))
+    let Some(mut run) = run else {
+        return Err(Error::file(
+            path,
+            match notes.is_empty() {
+                true => "empty journal",
+                false => "its only line is cut: the run stopped before anything was measured",
+            },
+        ));
+    };
+    if runs > 1 {
+        notes.push(format!(
+            "{}: holds {runs} runs, appended one after another; the last is shown",
+            path.display()
+        ));
+    }
+    run.warnings.extend(notes);
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{config, epoch, result, run};
+
+    /// A finished two-config run's journal at `path`; returns the run.
+    fn journal_of_two_configs(path: &Path) -> RunResult {
+        let whole = result(
+            vec![config(0, false), config(2, false)],
+            vec![
+                run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]),
+                run(1, config(2, false), vec![epoch(1, 0.5, 0.2, 4)]),
+            ],
+        );
+        let mut header = whole.clone();
+        header.results.clear();
+        header.status = RunStatus::Running;
+        let mut journal = Journal::create(path, &header).unwrap();
+        for measured in &whole.results {
+            journal.config(measured).unwrap();
+        }
+        journal.end(&RunStatus::Finished).unwrap();
+        whole
+    }
+
+    fn cut(path: &Path, bytes: usize) {
+        let text = fs::read(path).unwrap();
+        fs::write(path, &text[..text.len() - bytes]).unwrap();
+    }
+
+    #[test]
+    fn a_new_journal_is_never_one_another_run_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..5)
+            .map(|_| new_journal(dir.path(), "same second").unwrap())
+            .collect();
+        let unique: std::collections::BTreeSet<&PathBuf> = paths.iter().collect();
+        assert_eq!(unique.len(), 5, "{paths:?}");
+        assert!(paths.iter().all(|p| p.is_file()));
+        let name = paths[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.contains("-same_second-"), "{name}");
+        assert!(name.contains(&std::process::id().to_string()), "{name}");
+    }
+
+    #[test]
+    fn a_journal_the_user_names_must_be_new_unless_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        fs::write(&path, "kept\n").unwrap();
+        let error = claim_journal(&path, false).unwrap_err().to_string();
+        assert!(
+            error.contains("old.jsonl") && error.contains("--append"),
+            "{error}"
+        );
+        claim_journal(&path, true).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "kept\n");
+        let new = dir.path().join("more/new.jsonl");
+        claim_journal(&new, false).unwrap();
+        assert!(new.is_file());
+    }
+
+    #[test]
+    fn a_cut_last_line_is_named_and_the_configs_before_it_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let whole = journal_of_two_configs(&path);
+        let end_line = fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .len();
+        // The end line and the second config's last bytes gone.
+        cut(&path, end_line + 1 + 20);
+        let kept = read_journal(&path).unwrap();
+        assert_eq!(kept.results, whole.results[..1]);
+        assert_eq!(kept.status, RunStatus::Running);
+        let note = format!(
+            "{}: line 3 is cut: the run stopped mid-write; 1 config kept",
+            path.display()
+        );
+        assert_eq!(kept.warnings, [note]);
+    }
+
+    #[test]
+    fn a_bad_line_before_the_last_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        journal_of_two_configs(&path);
+        let text = fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[1] = "{\"entry\":\"config\",";
+        fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let error = read_journal(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("run.jsonl") && error.contains("line 2"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_journal_whose_only_line_is_cut_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        fs::write(&path, "{\"entry\":\"run\",\"run\":{").unwrap();
+        let error = read_journal(&path).unwrap_err().to_string();
+        assert!(error.contains("only line is cut"), "{error}");
+    }
+
+    #[test]
+    fn appending_after_a_cut_line_drops_it_and_keeps_the_journal_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let whole = journal_of_two_configs(&path);
+        cut(&path, 10);
+        let mut journal = Journal::reopen(&path).unwrap();
+        journal.end(&RunStatus::Cancelled).unwrap();
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.results, whole.results);
+        assert_eq!(read.status, RunStatus::Cancelled);
+        assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    }
+
+    #[test]
+    fn of_runs_appended_one_after_another_the_last_is_given_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        journal_of_two_configs(&path);
+        let second = journal_of_two_configs(&path);
+        let read = read_journal(&path).unwrap();
+        assert_eq!(read.results, second.results);
+        assert!(
+            read.warnings[0]
+                .ends_with("holds 2 runs, appended one after another; the last is shown")
+        );
+    }
 }

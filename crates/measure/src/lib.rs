@@ -26,7 +26,10 @@ pub mod tune_trail;
 pub mod window;
 
 pub use events::*;
-pub use journal::{DATA_DIR_ENV, Journal, data_dir, default_journal_path, read_journal, runs_dir};
+pub use journal::{
+    DATA_DIR_ENV, Journal, claim_journal, data_dir, new_journal, parse_journal, read_journal,
+    runs_dir,
+};
 pub use rank_merge::{RanksSummary, merge as merge_rank_epochs};
 pub use ranks::rank_main;
 pub use runner::{EpochGate, RunHandle, RunOptions, spawn};

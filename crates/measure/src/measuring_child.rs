@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 
 use crate::events::Event;
-use crate::journal::default_journal_path;
+use crate::journal::{new_journal, runs_dir};
 use crate::results::{RunResult, RunStatus};
 use crate::runner::{RunOptions, spawn};
 use loaderbench_engine::child_processes::collect_tail;
@@ -57,7 +57,8 @@ pub struct ChildRun {
 }
 
 impl ChildRun {
-    /// Starts measuring `plan` in `executable` (this program when `None`). `settle` is
+    /// Starts measuring `plan` in `executable` (this program when `None`), journaled to
+    /// `journal` (a new one in [`runs_dir`] when `None`). `settle` is
     /// called on a background thread, with the queue of events not yet taken, whenever
     /// the child waits before an epoch; `go` is sent when it returns. `wake` is called
     /// after each event is queued.
@@ -68,7 +69,10 @@ impl ChildRun {
         settle: impl FnMut(&Receiver<Event>) + Send + 'static,
         wake: impl Fn(&Event) + Send + 'static,
     ) -> Result<ChildRun> {
-        let journal = journal.unwrap_or_else(|| default_journal_path(&plan.name));
+        let journal = match journal {
+            Some(path) => path,
+            None => new_journal(&runs_dir(), &plan.name)?,
+        };
         let program = match executable {
             Some(path) => path.to_path_buf(),
             None => std::env::current_exe()

@@ -1,7 +1,8 @@
 //! Saved runs read back as documents: a JSON export (by `loaderbench run --json`, the
 //! app, or any machine) or a run journal (`.jsonl`), each giving the [`RunResult`] it
 //! holds. A file from a newer loaderbench, a truncated or a corrupt one gets an error
-//! naming the file and the problem. The most recent journals are listed with a line
+//! naming the file and the problem (a journal whose last line alone is cut is read, with
+//! a warning naming the line). The most recent journals are listed with a line
 //! about each, for the app's Recent runs.
 
 use std::path::Path;

@@ -311,16 +311,9 @@ impl Preset {
             .expect("serializing a preset to a string cannot fail")
     }
 
-    /// Writes the preset atomically: to a temporary file beside `path`, then renamed.
+    /// Writes the preset whole or not at all ([`crate::atomic_file`]).
     pub fn save(&self, path: &Path) -> Result<()> {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-        let file_name = path
-            .file_name()
-            .ok_or_else(|| Error::file(path, "not a file path"))?;
-        let mut temp = PathBuf::from(dir.unwrap_or(Path::new(".")));
-        temp.push(format!(".{}.tmp", file_name.to_string_lossy()));
-        fs::write(&temp, self.to_ron()).map_err(|err| Error::io(&temp, err))?;
-        fs::rename(&temp, path).map_err(|err| Error::io(path, err))
+        crate::atomic_file::write(path, self.to_ron().as_bytes())
     }
 }
 

@@ -136,10 +136,9 @@ impl App {
             self.script.json.clone(),
             self.run.as_ref().and_then(|run| run.data.result.as_ref()),
         ) {
-            let written = export::Json.export(result).and_then(|bytes| {
-                std::fs::write(&path, bytes)
-                    .map_err(|err| loaderbench_engine::Error::file(&path, err.to_string()))
-            });
+            let written = export::Json
+                .export(result)
+                .and_then(|bytes| loaderbench_engine::atomic_file::write(&path, &bytes));
             if let Err(err) = written {
                 self.error(format!("The results could not be written: {err}"));
                 code = code.max(1);
@@ -183,12 +182,16 @@ impl App {
             plan.repeats,
             plan.warmup,
         );
-        let journal = self.journal_dir.as_ref().map(|dir| {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis());
-            dir.join(format!("{}-{stamp}.jsonl", plan.name))
-        });
+        let journal = match &self.journal_dir {
+            Some(dir) => match loaderbench_measure::new_journal(dir, &plan.name) {
+                Ok(path) => Some(path),
+                Err(err) => {
+                    self.error(format!("The run could not start: {err}"));
+                    return;
+                }
+            },
+            None => None,
+        };
         let (settle_ctx, wake_ctx) = (ctx.clone(), ctx.clone());
         let pacer = Pacer::for_plan(&plan);
         let (settling, reporting) = (pacer.clone(), pacer.clone());

@@ -80,12 +80,10 @@ impl App {
             .arg(&json)
             .args(["--events", "--quiet"]);
         if let Some(dir) = &self.journal_dir {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis());
-            command
-                .arg("--journal")
-                .arg(dir.join(format!("{}-tune-{stamp}.jsonl", preset.name)));
+            // Made here, so the tune appends to it.
+            let journal = loaderbench_measure::new_journal(dir, &format!("{}-tune", preset.name))
+                .map_err(|err| std::io::Error::other(err.to_string()))?;
+            command.arg("--journal").arg(journal).arg("--append");
         }
         Ok(TuneRun {
             child: EventChild::spawn(command, "tune", ctx)?,

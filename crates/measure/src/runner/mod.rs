@@ -17,7 +17,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::disturbance;
 use crate::engine_epoch::loader_settings;
 use crate::events::Event;
-use crate::journal::{Journal, default_journal_path};
+use crate::journal::{Journal, new_journal, runs_dir};
 use crate::meter;
 use crate::rank_merge::RanksSummary;
 use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
@@ -44,7 +44,7 @@ pub type EpochGate = Box<dyn FnMut() + Send>;
 /// How a run is recorded.
 #[derive(Default)]
 pub struct RunOptions {
-    /// The journal file; `None` uses [`default_journal_path`].
+    /// The journal file; `None` makes a new one in [`runs_dir`] ([`new_journal`]).
     pub journal: Option<PathBuf>,
     /// Waited on before each epoch; `None` starts epochs at once.
     pub before_epoch: Option<EpochGate>,
@@ -113,9 +113,14 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let journal = options
-        .journal
-        .unwrap_or_else(|| default_journal_path(&plan.name));
+    // A journal that cannot be made fails the run when it starts, naming the folder.
+    let (journal, journal_problem) = match options.journal {
+        Some(path) => (path, None),
+        None => match new_journal(&runs_dir(), &plan.name) {
+            Ok(path) => (path, None),
+            Err(error) => (runs_dir(), Some(error)),
+        },
+    };
     let run = Run {
         plan,
         cancel: cancel.clone(),
@@ -124,6 +129,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
             wake: Box::new(wake),
         },
         journal_path: journal.clone(),
+        journal_problem,
         started_unix_s,
         before_epoch: RefCell::new(options.before_epoch),
         warned: RefCell::new(HashSet::new()),
@@ -158,6 +164,7 @@ struct Run {
     cancel: CancelToken,
     emit: Emitter,
     journal_path: PathBuf,
+    journal_problem: Option<Error>,
     started_unix_s: u64,
     before_epoch: RefCell<Option<EpochGate>>,
     /// The warnings already passed on: each is said once per run, not once per repeat.
@@ -165,9 +172,19 @@ struct Run {
 }
 
 impl Run {
-    fn run(self) {
+    fn run(mut self) {
         let mut result = self.empty_result();
-        let outcome = self.measure_all(&mut result);
+        let outcome = match self.journal_problem.take() {
+            Some(error) => Err(error),
+            None => self.measure_all(&mut result),
+        };
+        // Made for this run, the journal holds nothing when the run failed before its
+        // header (a dataset that does not open): no empty file is left behind, and the
+        // same --journal can be given again.
+        if std::fs::metadata(&self.journal_path).is_ok_and(|meta| meta.is_file() && meta.len() == 0)
+        {
+            let _ = std::fs::remove_file(&self.journal_path);
+        }
         let event = match outcome {
             Ok(()) => {
                 result.status = RunStatus::Finished;
