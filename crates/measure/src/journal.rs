@@ -282,6 +282,7 @@ pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<RunResult> {
         ));
     }
     run.warnings.extend(notes);
+    run.check_claims(path)?;
     Ok(run)
 }
 
