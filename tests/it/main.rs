@@ -25,3 +25,4 @@ mod shard_epochs;
 mod shards;
 mod timeout;
 mod tune;
+mod waits;

@@ -304,8 +304,14 @@ pub fn open_with_progress(
             let pattern = path.to_str().ok_or_else(|| {
                 Error::value(format!("dataset.path: {} is not UTF-8", path.display()))
             })?;
-            let shards =
-                shards::Shards::open(pattern, spec.channels, spec.image_size, samples, progress)?;
+            let shards = shards::Shards::open(
+                pattern,
+                &spec.limits,
+                spec.channels,
+                spec.image_size,
+                samples,
+                progress,
+            )?;
             Arc::new(shards)
         }
     };

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use egui::{ComboBox, RichText, Ui};
 
-use loaderbench_engine::dataset::{DatasetKind, ShardLocation, shard_locations};
+use loaderbench_engine::dataset::{DatasetKind, DatasetLimits, ShardLocation, shard_locations};
 use loaderbench_engine::error::Error;
 use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, Runtime};
 
@@ -322,7 +322,7 @@ fn dataset_path_error(preset: &Preset) -> Option<String> {
     match &preset.dataset.path {
         None => Some("this dataset needs a path".to_owned()),
         Some(pattern) if preset.dataset.kind == DatasetKind::Shards => {
-            shard_pattern_error(&pattern.to_string_lossy())
+            shard_pattern_error(&pattern.to_string_lossy(), &preset.dataset.limits)
         }
         Some(path) if !path.exists() => Some(format!("{} does not exist", path.display())),
         Some(_) => None,
@@ -330,8 +330,8 @@ fn dataset_path_error(preset: &Preset) -> Option<String> {
 }
 
 /// A shard pattern that names no shard, or a local shard that does not exist.
-fn shard_pattern_error(pattern: &str) -> Option<String> {
-    match shard_locations(pattern) {
+fn shard_pattern_error(pattern: &str, limits: &DatasetLimits) -> Option<String> {
+    match shard_locations(pattern, limits.shards) {
         Err(err) => Some(err.to_string()),
         Ok(locations) => locations
             .iter()

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::{Dataset, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder};
+use super::{
+    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -79,17 +81,19 @@ pub struct Shards {
 }
 
 impl Shards {
-    /// Indexes the shards `pattern` names, to be read as `channels` × `size`, keeping
-    /// the first `limit` samples when given; `progress` hears how many shards are done.
+    /// Indexes the shards `pattern` names within `limits`, to be read as `channels` ×
+    /// `size`, keeping the first `limit` samples when given; `progress` hears how many
+    /// shards are done.
     pub fn open(
         pattern: &str,
+        limits: &DatasetLimits,
         channels: usize,
         size: [usize; 2],
         limit: Option<usize>,
         progress: &mut dyn FnMut(OpenProgress),
     ) -> Result<Self> {
         let shape = image_folder::sample_shape(channels, size)?;
-        let locations = pattern::shard_locations(pattern)?;
+        let locations = pattern::shard_locations(pattern, limits.shards)?;
         let mut shards = index_all(locations, progress)?;
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
@@ -266,7 +270,15 @@ mod tests {
     }
 
     fn open(pattern: &str, limit: Option<usize>) -> Shards {
-        Shards::open(pattern, 3, [2, 3], limit, &mut |_| {}).unwrap()
+        Shards::open(
+            pattern,
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            limit,
+            &mut |_| {},
+        )
+        .unwrap()
     }
 
     /// Sample `n`'s pixels and label as `test_tars::samples` made them.
@@ -363,16 +375,30 @@ mod tests {
     fn the_first_bad_shard_is_named() {
         let (dir, pattern) = three_shards();
         std::fs::write(dir.path().join("s-001.tar"), b"").unwrap();
-        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Shards::open(
+            &pattern,
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            None,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s-001.tar: no samples in this shard"), "{err}");
         std::fs::remove_file(dir.path().join("s-000.tar")).unwrap();
-        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Shards::open(
+            &pattern,
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            None,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s-000.tar: cannot open"), "{err}");
     }
 }
