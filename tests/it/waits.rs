@@ -5,9 +5,15 @@
 
 use crate::common;
 
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{self, DatasetKind, DatasetSpec};
+use loaderbench_engine::error::Error;
 
 use common::{assert_error_line, loaderbench_command, run_with_deadline};
 
@@ -67,4 +73,112 @@ fn a_brace_pattern_over_the_shard_cap_is_refused_before_it_is_expanded() {
             "dataset.limits.shards",
         ],
     );
+}
+
+/// How a test server answers each GET.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// Never: it reads the request and says nothing.
+    Silence,
+    /// A 200 for a 1 MiB body, of which it sends one byte every 100 ms.
+    Trickle,
+}
+
+/// A server on 127.0.0.1 that answers every connection as `answer` says, on threads of
+/// its own that end when the client goes; returns its address.
+fn serve(answer: Answer) -> String {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for client in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || respond(client, answer));
+        }
+    });
+    address
+}
+
+fn respond(mut client: TcpStream, answer: Answer) {
+    let mut request = Vec::new();
+    let mut byte = [0u8];
+    while !request.ends_with(b"\r\n\r\n") {
+        if client.read(&mut byte).unwrap_or(0) == 0 {
+            return;
+        }
+        request.push(byte[0]);
+    }
+    match answer {
+        Answer::Silence => {
+            // Until the client closes the connection.
+            while client.read(&mut byte).unwrap_or(0) > 0 {}
+        }
+        Answer::Trickle => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n";
+            if client.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            while client.write_all(&[0]).is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+#[test]
+fn an_http_shard_that_trickles_is_an_error_naming_it_and_its_server() {
+    let server = serve(Answer::Trickle);
+    let url = format!("http://{server}/s-0.tar");
+    let mut command = loaderbench_command(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "dataset.kind=shards",
+        "--set",
+        &format!("dataset.path={url}"),
+        "--set",
+        "dataset.limits.http_stall_s=1",
+    ]);
+    assert_error_line(
+        &run_with_deadline(&mut command, Duration::from_secs(60)),
+        2,
+        &[
+            &url,
+            &format!("the server {server} stalled"),
+            "fewer than 65536",
+            "dataset.limits.http_stall_s",
+        ],
+    );
+}
+
+#[test]
+fn cancel_reaches_a_dataset_opening_over_http_within_a_second() {
+    for answer in [Answer::Silence, Answer::Trickle] {
+        let server = serve(answer);
+        let spec = DatasetSpec {
+            kind: DatasetKind::Shards,
+            path: Some(format!("http://{server}/s-{{0..3}}.tar").into()),
+            ..DatasetSpec::default()
+        };
+        let cancel = CancelToken::new();
+        let opening = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                dataset::open_with_progress(&spec, None, &mut |_| {}, &cancel).map(|_| ())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        let cancelled = Instant::now();
+        cancel.cancel();
+        while !opening.is_finished() {
+            assert!(
+                cancelled.elapsed() < Duration::from_secs(5),
+                "the open went on after the cancel"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let waited = cancelled.elapsed();
+        let opened = opening.join().unwrap();
+        assert!(matches!(opened, Err(Error::Cancelled)), "{opened:?}");
+        assert!(waited < Duration::from_millis(1500), "{waited:?}");
+    }
 }

@@ -212,6 +212,7 @@ impl Run {
                         total: progress.total,
                     });
                 },
+                &self.cancel,
             )?),
         };
         match &dataset {

@@ -25,9 +25,11 @@ use super::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use index::SampleEntry;
 use pattern::ShardLocation;
+use source::Http;
 
 /// Shards indexed at once when the dataset opens (each is one sequential stream).
 const INDEX_THREADS: usize = 8;
@@ -37,6 +39,8 @@ pub struct Catalog {
     shards: Vec<Shard>,
     /// The index of each shard's first sample, then the total.
     starts: Vec<usize>,
+    /// `dataset.limits.http_stall_s`, which the cursors' HTTP reads are held to.
+    http_stall_s: u64,
 }
 
 /// One shard and its samples, in member order.
@@ -47,12 +51,16 @@ struct Shard {
 }
 
 impl Catalog {
-    fn new(shards: Vec<Shard>) -> Self {
+    fn new(shards: Vec<Shard>, http_stall_s: u64) -> Self {
         let mut starts = vec![0];
         for shard in &shards {
             starts.push(starts[starts.len() - 1] + shard.samples.len());
         }
-        Catalog { shards, starts }
+        Catalog {
+            shards,
+            starts,
+            http_stall_s,
+        }
     }
 
     fn len(&self) -> usize {
@@ -83,7 +91,7 @@ pub struct Shards {
 impl Shards {
     /// Indexes the shards `pattern` names within `limits`, to be read as `channels` ×
     /// `size`, keeping the first `limit` samples when given; `progress` hears how many
-    /// shards are done.
+    /// shards are done, and `cancel` stops the indexing (and any wait on a server).
     pub fn open(
         pattern: &str,
         limits: &DatasetLimits,
@@ -91,19 +99,23 @@ impl Shards {
         size: [usize; 2],
         limit: Option<usize>,
         progress: &mut dyn FnMut(OpenProgress),
+        cancel: &CancelToken,
     ) -> Result<Self> {
         let shape = image_folder::sample_shape(channels, size)?;
         let locations = pattern::shard_locations(pattern, limits.shards)?;
-        let mut shards = index_all(locations, progress)?;
+        let http = Http::new(limits.http_stall_s, cancel.clone());
+        let mut shards = index_all(locations, &http, progress)?;
+        cancel.check()?;
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
         }
-        Ok(Shards::new(pattern.to_owned(), shards, shape))
+        Ok(Shards::new(pattern.to_owned(), shards, shape, limits))
     }
 
     /// The dataset a parent opened, from its [`Dataset::reopen_index`]: no shard is read.
     pub fn from_index(
         pattern: &Path,
+        limits: &DatasetLimits,
         channels: usize,
         size: [usize; 2],
         index: serde_json::Value,
@@ -111,14 +123,24 @@ impl Shards {
         let shape = image_folder::sample_shape(channels, size)?;
         let shards: Vec<Shard> = serde_json::from_value(index)
             .map_err(|err| Error::run(format!("the shards' index sent to a worker: {err}")))?;
-        Ok(Shards::new(pattern.display().to_string(), shards, shape))
+        Ok(Shards::new(
+            pattern.display().to_string(),
+            shards,
+            shape,
+            limits,
+        ))
     }
 
-    fn new(pattern: String, shards: Vec<Shard>, shape: SampleShape) -> Self {
+    fn new(
+        pattern: String,
+        shards: Vec<Shard>,
+        shape: SampleShape,
+        limits: &DatasetLimits,
+    ) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Shards {
             pattern,
-            catalog: Arc::new(Catalog::new(shards)),
+            catalog: Arc::new(Catalog::new(shards, limits.http_stall_s)),
             shape,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
@@ -176,10 +198,12 @@ impl Dataset for Shards {
     }
 }
 
-/// Indexes every shard, a few at a time, reporting shards done; the first bad shard in
-/// `locations` order among those found is the error.
+/// Indexes every shard, a few at a time (URLs through `http`, whose cancel token stops
+/// the pass), reporting shards done; the first bad shard in `locations` order among
+/// those found is the error.
 fn index_all(
     locations: Vec<ShardLocation>,
+    http: &Http,
     progress: &mut dyn FnMut(OpenProgress),
 ) -> Result<Vec<Shard>> {
     let total = locations.len();
@@ -187,14 +211,13 @@ fn index_all(
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Vec<SampleEntry>>>>> =
         Mutex::new((0..total).map(|_| None).collect());
-    let agent = source::agent();
     let work = || {
-        loop {
+        while !http.is_cancelled() {
             let at = next.fetch_add(1, Ordering::Relaxed);
             let Some(location) = locations.get(at) else {
                 return;
             };
-            let indexed = index::index_shard(location, &agent);
+            let indexed = index::index_shard(location, http);
             let failed = indexed.is_err();
             // A poisoned lock only means another indexer panicked; the slots are plain.
             results.lock().unwrap_or_else(|p| p.into_inner())[at] = Some(indexed);
@@ -221,6 +244,10 @@ fn index_all(
             std::thread::park_timeout(std::time::Duration::from_millis(100));
         }
     });
+    // A shard cut off by the cancel reads as broken: the cancel is the answer.
+    if http.is_cancelled() {
+        return Err(Error::Cancelled);
+    }
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut shards = Vec::with_capacity(total);
     for (location, indexed) in locations.into_iter().zip(results) {
@@ -277,6 +304,7 @@ mod tests {
             [2, 3],
             limit,
             &mut |_| {},
+            &CancelToken::new(),
         )
         .unwrap()
     }
@@ -382,6 +410,7 @@ mod tests {
             [2, 3],
             None,
             &mut |_| {},
+            &CancelToken::new(),
         )
         .err()
         .unwrap()
@@ -395,6 +424,7 @@ mod tests {
             [2, 3],
             None,
             &mut |_| {},
+            &CancelToken::new(),
         )
         .err()
         .unwrap()
