@@ -1,14 +1,15 @@
 //! Every wait ends, and nothing a preset names is expanded before it is counted: a brace
 //! pattern naming more shards than `dataset.limits.shards` is refused quickly by the CLI
 //! as a process under a memory limit, an HTTP shard that trickles is an error naming the
-//! shard and its server, and cancel reaches a dataset while it opens.
+//! shard and its server, and cancel (Ctrl-C in the CLI) reaches a dataset while it
+//! opens.
 
 use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::process::Output;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::cancel::CancelToken;
@@ -181,4 +182,39 @@ fn cancel_reaches_a_dataset_opening_over_http_within_a_second() {
         assert!(matches!(opened, Err(Error::Cancelled)), "{opened:?}");
         assert!(waited < Duration::from_millis(1500), "{waited:?}");
     }
+}
+
+#[test]
+fn ctrl_c_ends_a_run_whose_dataset_waits_on_a_silent_server() {
+    let server = serve(Answer::Silence);
+    let dir = tempfile::TempDir::new().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let path = format!("dataset.path=http://{server}/s-{{0..3}}.tar");
+    let mut command = loaderbench_command(&[
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "dataset.kind=shards",
+        "--set",
+        &path,
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    command.stdout(Stdio::null()).process_group(0);
+    let child = command.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let group = libc::pid_t::try_from(child.id()).unwrap();
+    let interrupted = Instant::now();
+    // SAFETY: kill takes a process group id and a signal number; no pointers.
+    assert_eq!(unsafe { libc::kill(-group, libc::SIGINT) }, 0);
+    let output = common::wait_with_deadline(child, Duration::from_secs(20));
+    let waited = interrupted.elapsed();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        common::stderr(&output)
+    );
+    assert!(waited < Duration::from_secs(5), "Ctrl-C took {waited:?}");
 }

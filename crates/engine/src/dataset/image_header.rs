@@ -304,6 +304,17 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_check_stops_and_says_so() {
+        let (_dir, paths) = folder([usize::MAX; 2]);
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let mut seen = Vec::new();
+        let checked = check_all(&paths, 3, &mut |checked| seen.push(checked), &cancel);
+        assert!(matches!(checked, Err(Error::Cancelled)), "{checked:?}");
+        assert!(seen.iter().all(|&checked| checked < 300), "{seen:?}");
+    }
+
+    #[test]
     fn parallel_check_names_a_bad_file() {
         let (_dir, paths) = folder([250, 270]);
         let named = |threads| {
