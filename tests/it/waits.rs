@@ -81,7 +81,7 @@ fn a_brace_pattern_over_the_shard_cap_is_refused_before_it_is_expanded() {
 enum Answer {
     /// Never: it reads the request and says nothing.
     Silence,
-    /// A 200 for a 1 MiB body, of which it sends one byte every 100 ms.
+    /// A 200 for a 1 MiB body, of which it sends one byte every 20 ms.
     Trickle,
 }
 
@@ -118,7 +118,7 @@ fn respond(mut client: TcpStream, answer: Answer) {
                 return;
             }
             while client.write_all(&[0]).is_ok() {
-                std::thread::sleep(Duration::from_millis(100));
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
     }

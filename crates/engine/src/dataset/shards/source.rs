@@ -280,6 +280,9 @@ impl BodyReader {
                 Ok(chunk) => {
                     let chunk = chunk?;
                     self.window_bytes += chunk.len() as u64;
+                    // Checked here too: a server sending a byte every few milliseconds
+                    // never lets a wait reach the poll's timeout.
+                    self.check_progress()?;
                     return Ok(chunk);
                 }
                 Err(RecvTimeoutError::Timeout) => self.check_progress()?,
