@@ -9,7 +9,7 @@
 //! open says why.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use egui::Key;
 use egui::accesskit::Role;
@@ -48,6 +48,26 @@ fn choose(harness: &mut Harness<'_, App>, label: &str, choice: &str) {
 
 fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
     harness.query_by_label_contains(problem).is_some()
+}
+
+/// Steps the harness until `problem` is marked (a check off the frame answered), failing
+/// after a generous limit or if one frame takes longer than a second.
+fn wait_for_mark(harness: &mut Harness<'_, App>, problem: &str) {
+    let start = Instant::now();
+    while !marked(harness, problem) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "`{problem}` never marked"
+        );
+        let frame = Instant::now();
+        harness.step();
+        assert!(
+            frame.elapsed() < Duration::from_secs(1),
+            "a frame took {:?}",
+            frame.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// The app on seed-light, with journals in a folder of its own.
@@ -314,11 +334,13 @@ fn tar_shards_show_their_pattern_channels_size_and_shuffle_buffer() {
         Some(Path::new(&pattern))
     );
     let first = dir.path().join("shard-000000.tar");
-    assert!(marked(
-        &harness,
-        &format!("{} does not exist", first.display())
-    ));
+    wait_for_mark(&mut harness, &format!("{} does not exist", first.display()));
     type_into(&mut harness, "path", "http://127.0.0.1:9/shard-{0..3}.tar");
+    // The check of a URL pattern answers at once; give it a few frames.
+    for _ in 0..50 {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         !marked(&harness, "does not exist"),
         "a URL is not looked for"
@@ -329,6 +351,24 @@ fn tar_shards_show_their_pattern_channels_size_and_shuffle_buffer() {
     assert_eq!(preset(&harness).dataset.image_size, [64, 64]);
     type_into_role(&mut harness, Role::SpinButton, "shuffle buffer", "250");
     assert_eq!(preset(&harness).dataset.shuffle_buffer, 250);
+}
+
+#[test]
+fn a_shard_pattern_over_the_cap_is_marked_and_every_frame_stays_quick() {
+    let (dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "tar shards");
+    let pattern = format!("{}/s-{{0..99999999}}.tar", dir.path().display());
+    let typed = Instant::now();
+    type_into(&mut harness, "path", &pattern);
+    assert!(
+        typed.elapsed() < Duration::from_secs(10),
+        "typing took {:?}",
+        typed.elapsed()
+    );
+    wait_for_mark(
+        &mut harness,
+        "names is 100000000, over the limit of 100000 (raise it with dataset.limits.shards",
+    );
 }
 
 #[test]

@@ -26,3 +26,4 @@ mod shard_epochs;
 mod shards;
 mod timeout;
 mod tune;
+mod waits;

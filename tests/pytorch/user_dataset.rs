@@ -8,7 +8,8 @@
 //! process or in a worker, a collate_fn that spawned workers cannot be sent) ending in
 //! one line naming the user's file and line, with exit code 2 before the run's first
 //! batch and 1 after, no Python process left behind and the configs measured before
-//! kept. A worker killed by SIGKILL ends the run at once, naming its pid.
+//! kept. A worker killed by SIGKILL ends the run at once, naming its pid. A dataset that
+//! writes bytes that are not UTF-8 to stderr runs as any other.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -369,6 +370,11 @@ fn samples_as_dicts_run_with_pytorch_s_default_collate() {
 #[test]
 fn samples_as_dicts_run_with_the_users_collate() {
     assert_every_sample_once_per_epoch("dict_samples.py", Some("make_collate"));
+}
+
+#[test]
+fn a_dataset_writing_bytes_that_are_not_utf8_to_stderr_runs() {
+    assert_every_sample_once_per_epoch("noisy_stderr.py", None);
 }
 
 #[test]

@@ -6,10 +6,12 @@
 //! Started from the launcher, a child gets SIGKILL exactly when the whole process ends,
 //! however it ends. Elsewhere on Unix there is no such signal; children notice instead
 //! that their pipes reached end-of-file. Children also leave Ctrl-C and termination to
-//! this process ([`leave_interrupts_to_parent`]), which stops them itself.
+//! this process ([`leave_interrupts_to_parent`]), which stops them itself. What a child
+//! writes is read as bytes ([`lossy_lines`]), so its pipes are drained to the end
+//! whatever it writes.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
@@ -103,15 +105,29 @@ pub fn die_with_parent(parent: rustix::process::Pid) {
     }
 }
 
+/// The lines a child writes to `pipe`, until it closes it (or a read fails), each
+/// decoded lossily: a byte that is not UTF-8 (a user's library writing in another
+/// encoding) becomes U+FFFD rather than ending the reading, which would leave the pipe
+/// full or closed under the child.
+pub fn lossy_lines(pipe: impl Read) -> impl Iterator<Item = String> {
+    BufReader::new(pipe)
+        .split(b'\n')
+        .map_while(std::io::Result::ok)
+        .map(|mut line| {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            String::from_utf8(line)
+                .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
+        })
+}
+
 /// The last lines a child wrote to stderr, read on a thread of their own.
 pub fn collect_tail(stderr: impl std::io::Read + Send + 'static) -> Arc<Mutex<VecDeque<String>>> {
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let kept = tail.clone();
     let read = move || {
-        for line in BufReader::new(stderr)
-            .lines()
-            .map_while(std::io::Result::ok)
-        {
+        for line in lossy_lines(stderr) {
             if let Ok(mut tail) = kept.lock() {
                 if tail.len() == 20 {
                     tail.pop_front();
@@ -163,5 +179,11 @@ mod tests {
         let panicked = std::thread::spawn(|| on_launcher(|| panic!("job fails"))).join();
         assert!(panicked.is_err(), "the caller sees the failure");
         assert_eq!(on_launcher(|| 2 + 2), 4);
+    }
+    #[test]
+    fn lines_that_are_not_utf8_are_read_lossily_to_the_end() {
+        let written: &[u8] = b"one\r\n\xff\xfe warning\nlast";
+        let lines: Vec<String> = lossy_lines(written).collect();
+        assert_eq!(lines, ["one", "\u{fffd}\u{fffd} warning", "last"]);
     }
 }

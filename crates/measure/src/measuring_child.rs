@@ -11,7 +11,7 @@
 //! the child side is [`serve`].
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,7 @@ use crate::events::Event;
 use crate::journal::{new_journal, runs_dir};
 use crate::results::{RunResult, RunStatus};
 use crate::runner::{RunOptions, spawn};
-use loaderbench_engine::child_processes::collect_tail;
+use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::plan::Plan;
 
@@ -114,7 +114,7 @@ impl ChildRun {
         };
         let reader = std::thread::Builder::new()
             .name("loaderbench-child-events".to_owned())
-            .spawn(move || follower.follow(BufReader::new(stdout)))
+            .spawn(move || follower.follow(stdout))
             .map_err(|err| Error::run(format!("cannot follow the measuring process: {err}")))?;
         Ok(ChildRun {
             events,
@@ -196,9 +196,8 @@ struct Follower {
 }
 
 impl Follower {
-    fn follow(mut self, stdout: impl BufRead) {
-        for line in stdout.lines() {
-            let Ok(line) = line else { break };
+    fn follow(mut self, stdout: impl Read) {
+        for line in lossy_lines(stdout) {
             if line == AT_GATE {
                 (self.settle)(&self.queued);
                 send_line(&self.stdin, GO);

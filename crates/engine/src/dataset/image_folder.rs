@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Dataset, OpenProgress, PixelKind, SampleShape, TimedRead};
 use super::{files, image_decode, image_header};
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 
 /// The image files of a class folder tree, each with its class index.
@@ -23,15 +24,16 @@ pub struct ImageFolder {
 
 impl ImageFolder {
     /// Lists and checks the images under `root`, to be read as `channels` × `size`,
-    /// telling `progress` how many files are checked so far.
+    /// telling `progress` how many files are checked so far, until `cancel`.
     pub fn open(
         root: &Path,
         channels: usize,
         size: [usize; 2],
         progress: &mut dyn FnMut(OpenProgress),
+        cancel: &CancelToken,
     ) -> Result<Self> {
         let shape = sample_shape(channels, size)?;
-        let listed = list(root, progress)?;
+        let listed = list(root, progress, cancel)?;
         Ok(ImageFolder {
             root: root.to_path_buf(),
             samples: listed.samples,
@@ -49,8 +51,12 @@ pub struct ImageFolderFiles {
 }
 
 /// Lists the images under `root` as [`ImageFolder`] reads them, checking every header
-/// and telling `progress` how many files are checked so far.
-pub fn list(root: &Path, progress: &mut dyn FnMut(OpenProgress)) -> Result<ImageFolderFiles> {
+/// and telling `progress` how many files are checked so far; `cancel` stops the check.
+pub fn list(
+    root: &Path,
+    progress: &mut dyn FnMut(OpenProgress),
+    cancel: &CancelToken,
+) -> Result<ImageFolderFiles> {
     let classes = visible_entries(root)?
         .into_iter()
         .filter(|path| path.is_dir())
@@ -71,12 +77,13 @@ pub fn list(root: &Path, progress: &mut dyn FnMut(OpenProgress)) -> Result<Image
     }
     let paths: Vec<PathBuf> = samples.iter().map(|(path, _)| path.clone()).collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    image_header::check_all(&paths, threads, &mut |checked| {
+    let mut report = |checked| {
         progress(OpenProgress {
             checked,
             total: paths.len(),
         });
-    })?;
+    };
+    image_header::check_all(&paths, threads, &mut report, cancel)?;
     Ok(ImageFolderFiles {
         samples,
         classes: classes.len(),
@@ -200,7 +207,7 @@ mod tests {
     }
 
     fn open_error(root: &Path, channels: usize, size: [usize; 2]) -> String {
-        match ImageFolder::open(root, channels, size, &mut |_| {}) {
+        match ImageFolder::open(root, channels, size, &mut |_| {}, &CancelToken::new()) {
             Ok(_) => panic!("{} opened but should not", root.display()),
             Err(err) => err.to_string(),
         }
@@ -209,7 +216,8 @@ mod tests {
     #[test]
     fn reads_classes_in_name_order_as_rgb_chw() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}).unwrap();
+        let folder =
+            ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}, &CancelToken::new()).unwrap();
         assert_eq!(folder.len(), 2);
         assert!(folder.describe().ends_with("(2 × 3×2×2 u8), 2 classes"));
         let mut pixels = [0u8; 12];
@@ -224,7 +232,8 @@ mod tests {
     #[test]
     fn a_timed_read_reports_reading_the_file_as_its_fetch() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}).unwrap();
+        let folder =
+            ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}, &CancelToken::new()).unwrap();
         let mut timed = [0u8; 12];
         let read = folder.read_timed(1, &mut timed).unwrap();
         assert_eq!(read.label, 1);
@@ -237,7 +246,8 @@ mod tests {
     #[test]
     fn converts_colour_to_grey_at_full_size() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 1, [3, 4], &mut |_| {}).unwrap();
+        let folder =
+            ImageFolder::open(dir.path(), 1, [3, 4], &mut |_| {}, &CancelToken::new()).unwrap();
         let mut pixels = [0u8; 12];
         folder.read(0, &mut pixels).unwrap();
         // Rec. 601 luma of (200, 10, 30), as PIL's convert("L") computes it.
@@ -257,7 +267,8 @@ mod tests {
     #[test]
     fn decode_failure_in_read_is_named() {
         let dir = write_folder();
-        let folder = ImageFolder::open(dir.path(), 1, [2, 2], &mut |_| {}).unwrap();
+        let folder =
+            ImageFolder::open(dir.path(), 1, [2, 2], &mut |_| {}, &CancelToken::new()).unwrap();
         let png = dir.path().join("cats").join("a.png");
         let mut bytes = fs::read(&png).unwrap();
         // Past the signature and the 25-byte IHDR chunk, into the pixel data.

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 
 /// Files one thread takes at a time: enough to make the shared counter cheap, few
@@ -24,14 +25,20 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Checks every file in `paths` on `threads` threads, calling `progress(checked)` on the
 /// calling thread as the count grows and once at the end. Fails with the error of the
-/// first bad file in `paths` order among those found.
-pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usize)) -> Result<()> {
+/// first bad file in `paths` order among those found; once `cancel` is cancelled, the
+/// threads stop after their current chunk and the check is `Cancelled`.
+pub fn check_all(
+    paths: &[PathBuf],
+    threads: usize,
+    progress: &mut dyn FnMut(usize),
+    cancel: &CancelToken,
+) -> Result<()> {
     let next = AtomicUsize::new(0);
     let checked = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
     let work = || {
-        while !failed.load(Ordering::Relaxed) {
+        while !failed.load(Ordering::Relaxed) && !cancel.is_cancelled() {
             let start = next.fetch_add(CHUNK, Ordering::Relaxed);
             if start >= paths.len() {
                 return;
@@ -67,6 +74,7 @@ pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usi
             std::thread::park_timeout(PROGRESS_EVERY);
         }
     });
+    cancel.check()?;
     if let Some((_, error)) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(error);
     }
@@ -284,16 +292,33 @@ mod tests {
     fn parallel_check_reports_progress_up_to_the_total() {
         let (_dir, paths) = folder([usize::MAX; 2]);
         let mut seen = Vec::new();
-        check_all(&paths, 3, &mut |checked| seen.push(checked)).unwrap();
+        check_all(
+            &paths,
+            3,
+            &mut |checked| seen.push(checked),
+            &CancelToken::new(),
+        )
+        .unwrap();
         assert_eq!(seen.last(), Some(&300), "{seen:?}");
         assert!(seen.is_sorted(), "{seen:?}");
+    }
+
+    #[test]
+    fn a_cancelled_check_stops_and_says_so() {
+        let (_dir, paths) = folder([usize::MAX; 2]);
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let mut seen = Vec::new();
+        let checked = check_all(&paths, 3, &mut |checked| seen.push(checked), &cancel);
+        assert!(matches!(checked, Err(Error::Cancelled)), "{checked:?}");
+        assert!(seen.iter().all(|&checked| checked < 300), "{seen:?}");
     }
 
     #[test]
     fn parallel_check_names_a_bad_file() {
         let (_dir, paths) = folder([250, 270]);
         let named = |threads| {
-            check_all(&paths, threads, &mut |_| {})
+            check_all(&paths, threads, &mut |_| {}, &CancelToken::new())
                 .unwrap_err()
                 .to_string()
         };

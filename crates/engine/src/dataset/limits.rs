@@ -1,7 +1,8 @@
 //! The caps on what a dataset's files may make us allocate or wait for, checked before
 //! memory is taken: how many shards a path pattern may name, how many pixels an image's
 //! header may claim, how many bytes one file or tar member is held in memory, and how
-//! many bytes a compressed IDX file may decompress to. Each has a default that no real
+//! many bytes a compressed IDX file may decompress to; and how long an HTTP shard may
+//! stall (give too few bytes) before it is an error. Each has a default that no real
 //! dataset we know of reaches; a preset raises one as `dataset.limits.<field>` (or
 //! `--set dataset.limits.<field>=N`), and an input over a cap is an error that names the
 //! file, the cap and that field. `docs/limits.md` lists them.
@@ -22,6 +23,9 @@ pub struct DatasetLimits {
     pub file_bytes: u64,
     /// Bytes a gzip-compressed IDX file may decompress to (it is held in memory).
     pub idx_bytes: u64,
+    /// Seconds of waiting in which an HTTP shard must give 64 KiB, or it stalled and is
+    /// an error naming it and its server; 0: no such check.
+    pub http_stall_s: u64,
 }
 
 impl DatasetLimits {
@@ -30,6 +34,7 @@ impl DatasetLimits {
         image_pixels: 89_478_485,
         file_bytes: 256 << 20,
         idx_bytes: 16 << 30,
+        http_stall_s: 30,
     };
 
     /// True when every cap is its default (a preset then leaves `limits` out).

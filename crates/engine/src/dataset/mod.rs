@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
@@ -268,14 +269,17 @@ pub struct OpenProgress {
 
 /// Opens the dataset a preset describes, limited to its first `samples` samples.
 pub fn open(spec: &DatasetSpec, samples: Option<usize>) -> Result<Arc<dyn Dataset>> {
-    open_with_progress(spec, samples, &mut |_| {})
+    open_with_progress(spec, samples, &mut |_| {}, &CancelToken::new())
 }
 
-/// [`open`], telling `progress` how far it has got while it checks files.
+/// [`open`], telling `progress` how far it has got while it checks files; once `cancel`
+/// is cancelled, the open stops within a second (between files and shards, and in any
+/// wait on a server) with `Error::Cancelled`.
 pub fn open_with_progress(
     spec: &DatasetSpec,
     samples: Option<usize>,
     progress: &mut dyn FnMut(OpenProgress),
+    cancel: &CancelToken,
 ) -> Result<Arc<dyn Dataset>> {
     let path = || {
         spec.path.clone().ok_or_else(|| {
@@ -296,6 +300,7 @@ pub fn open_with_progress(
             spec.channels,
             spec.image_size,
             progress,
+            cancel,
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
         DatasetKind::Python => return Err(Error::value(python_dataset::ENGINE_REFUSAL)),
@@ -304,8 +309,15 @@ pub fn open_with_progress(
             let pattern = path.to_str().ok_or_else(|| {
                 Error::value(format!("dataset.path: {} is not UTF-8", path.display()))
             })?;
-            let shards =
-                shards::Shards::open(pattern, spec.channels, spec.image_size, samples, progress)?;
+            let shards = shards::Shards::open(
+                pattern,
+                &spec.limits,
+                spec.channels,
+                spec.image_size,
+                samples,
+                progress,
+                cancel,
+            )?;
             Arc::new(shards)
         }
     };
@@ -335,6 +347,7 @@ pub fn reopen(
     match (spec.kind, index) {
         (DatasetKind::Shards, Some(index)) => Ok(Arc::new(shards::Shards::from_index(
             spec.path.as_deref().unwrap_or(std::path::Path::new("")),
+            &spec.limits,
             spec.channels,
             spec.image_size,
             index,

@@ -463,5 +463,23 @@ mod tests {
         assert!(err.contains("batch_size"), "{err}");
         let err = preset.set("dataset.nope", "1").unwrap_err().to_string();
         assert!(err.contains("nope"), "{err}");
+        let err = preset
+            .set("dataset.nope.deeper", "1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such field"), "{err}");
+    }
+
+    #[test]
+    fn set_reaches_a_field_inside_one_left_out_whole() {
+        let mut preset = Preset::default();
+        preset.set("dataset.limits.http_stall_s", "5").unwrap();
+        assert_eq!(preset.dataset.limits.http_stall_s, 5);
+        assert_eq!(
+            preset.dataset.limits.shards,
+            crate::dataset::DatasetLimits::DEFAULT.shards
+        );
+        preset.set("dataset.limits.shards", "7").unwrap();
+        assert_eq!(preset.dataset.limits.http_stall_s, 5);
     }
 }

@@ -4,14 +4,13 @@
 //! for the error it may end with, and stopped as Ctrl-C would stop it in a terminal.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{Receiver, unbounded};
 use serde::de::DeserializeOwned;
 
-use loaderbench_engine::child_processes::{collect_tail, spawn_tied};
+use loaderbench_engine::child_processes::{collect_tail, lossy_lines, spawn_tied};
 
 /// The exit code of a child stopped by Ctrl-C, which keeps what it measured.
 const STOPPED: i32 = 130;
@@ -62,7 +61,7 @@ impl<E: DeserializeOwned + Send + 'static> EventChild<E> {
         std::thread::Builder::new()
             .name(format!("loaderbench-{name}"))
             .spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                for line in lossy_lines(stdout) {
                     if let Ok(event) = serde_json::from_str::<E>(&line) {
                         let _ = sender.send(Some(event));
                         wake.request_repaint();

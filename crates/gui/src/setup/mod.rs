@@ -3,14 +3,15 @@
 //! knob table gets its field from the table ([`Preset::each_knob`]). Fields typed as
 //! text (lists such as `0,2,4,8`, paths) keep their text in a [`Form`], the panel's own
 //! widget state, so half-typed input is never reformatted; a text that does not parse is
-//! marked beside its field, and so is the field named by the plan's validation error.
+//! marked beside its field, and so is the field named by the plan's validation error. A
+//! shard pattern is checked off the frame ([`shard_check`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use egui::{ComboBox, RichText, Ui};
 
-use loaderbench_engine::dataset::{DatasetKind, ShardLocation, shard_locations};
+use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::error::Error;
 use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, Runtime};
 
@@ -20,12 +21,14 @@ mod fields;
 mod pipelines;
 mod python_fields;
 mod run_fields;
+mod shard_check;
 mod step_fields;
 
 use fields::{KnobFields, count_field, order_field, python_path_field, samples_field};
 use pipelines::{extra_configs, pipelines};
 use python_fields::{args_text, python_fields};
 use run_fields::{RunText, dataset_extras, identity, run_fields};
+use shard_check::ShardCheck;
 use step_fields::{StepText, step_fields};
 
 /// The text of the fields typed as text, and their parse errors.
@@ -41,6 +44,7 @@ pub struct Form {
     collate: String,
     run: RunText,
     step: StepText,
+    shards: ShardCheck,
     errors: BTreeMap<&'static str, String>,
 }
 
@@ -66,6 +70,7 @@ impl Form {
             collate: preset.dataset.collate.clone().unwrap_or_default(),
             run: RunText::from_preset(preset),
             step: StepText::from_step(&preset.step),
+            shards: ShardCheck::default(),
             errors: BTreeMap::new(),
         }
     }
@@ -216,7 +221,7 @@ pub fn draw(
                 });
                 mark(
                     ui,
-                    dataset_path_error(&edited)
+                    dataset_path_error(ui.ctx(), &edited, &mut form.shards)
                         .or_else(|| error(&form.errors, "dataset"))
                         .or_else(|| error(&form.errors, "dataset.path")),
                 );
@@ -314,30 +319,25 @@ fn mark(ui: &mut Ui, problem: Option<String>) {
     }
 }
 
-/// A dataset that needs a path and has none, or points nowhere.
-fn dataset_path_error(preset: &Preset) -> Option<String> {
+/// A dataset that needs a path and has none, or points nowhere (a shard pattern as far
+/// as its check off the frame has got).
+fn dataset_path_error(
+    ctx: &egui::Context,
+    preset: &Preset,
+    shards: &mut ShardCheck,
+) -> Option<String> {
     if preset.dataset.kind == DatasetKind::Synthetic {
         return None;
     }
     match &preset.dataset.path {
         None => Some("this dataset needs a path".to_owned()),
-        Some(pattern) if preset.dataset.kind == DatasetKind::Shards => {
-            shard_pattern_error(&pattern.to_string_lossy())
-        }
+        Some(pattern) if preset.dataset.kind == DatasetKind::Shards => shards.problem(
+            ctx,
+            &pattern.to_string_lossy(),
+            preset.dataset.limits.shards,
+        ),
         Some(path) if !path.exists() => Some(format!("{} does not exist", path.display())),
         Some(_) => None,
-    }
-}
-
-/// A shard pattern that names no shard, or a local shard that does not exist.
-fn shard_pattern_error(pattern: &str) -> Option<String> {
-    match shard_locations(pattern) {
-        Err(err) => Some(err.to_string()),
-        Ok(locations) => locations
-            .iter()
-            .filter_map(ShardLocation::file)
-            .find(|path| !path.exists())
-            .map(|path| format!("{} does not exist", path.display())),
     }
 }
 

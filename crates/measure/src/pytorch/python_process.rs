@@ -4,7 +4,7 @@
 //! whole group when it is dropped.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, unbounded};
 
+use loaderbench_engine::child_processes::lossy_lines;
 use loaderbench_engine::error::{Error, Result};
 
 /// The environment variable that names the Python to run.
@@ -75,7 +76,7 @@ impl PythonProcess {
             std::thread::Builder::new()
                 .name("pytorch-stdout".to_owned())
                 .spawn(move || {
-                    for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                    for line in lossy_lines(stdout) {
                         let _ = sender.send(Line::Text(line));
                     }
                     let _ = sender.send(Line::Closed);
@@ -173,7 +174,7 @@ fn kill_group(child: &mut Child) {
 }
 
 fn keep_last_lines(pipe: impl Read, kept: &Mutex<VecDeque<String>>) {
-    for line in BufReader::new(pipe).lines().map_while(|l| l.ok()) {
+    for line in lossy_lines(pipe) {
         let mut lines = kept.lock().unwrap_or_else(|p| p.into_inner());
         if lines.len() == STDERR_LINES {
             lines.pop_front();

@@ -25,7 +25,7 @@ pub fn shards_request(
         .to_str()
         .ok_or_else(|| Error::file(pattern, "the shard pattern is not valid UTF-8"))?;
     let mut shards = Vec::new();
-    for location in shard_locations(pattern)? {
+    for location in shard_locations(pattern, spec.limits.shards)? {
         match location {
             ShardLocation::File(path) if !path.is_file() => {
                 return Err(Error::file(path, "no such shard"));

@@ -12,7 +12,7 @@ mod rank;
 mod rank_messages;
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 
 use crate::results::{BatchRecord, EpochResult};
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::child_processes::collect_tail;
+use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::{Shard, WorkerStartup};
 use loaderbench_engine::plan::Plan;
@@ -265,10 +265,7 @@ fn start_rank(
         .map_err(|err| Error::run(format!("cannot hand rank {rank} its job: {err}")))?;
     process.stdin = Some(stdin);
     let follow = move || {
-        for line in BufReader::new(stdout)
-            .lines()
-            .map_while(std::io::Result::ok)
-        {
+        for line in lossy_lines(stdout) {
             let message = serde_json::from_str(&line).unwrap_or_else(|err| FromRank::Failed {
                 error: format!("unreadable message {line:?}: {err}"),
             });

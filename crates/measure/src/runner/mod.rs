@@ -229,6 +229,7 @@ impl Run {
                         total: progress.total,
                     });
                 },
+                &self.cancel,
             )?),
         };
         match &dataset {

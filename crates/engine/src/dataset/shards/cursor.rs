@@ -18,10 +18,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use ureq::Agent;
-
 use super::Catalog;
-use super::source::{self, ShardStream};
+use super::source::{Http, ShardStream};
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 
 thread_local! {
@@ -69,7 +68,7 @@ pub fn read<T>(
 struct Cursor {
     catalog: Weak<Catalog>,
     pid: u32,
-    agent: Agent,
+    http: Http,
     open: Option<OpenShard>,
     /// Samples passed over, by index, waiting to be asked for.
     held: HashMap<usize, Vec<u8>>,
@@ -89,7 +88,8 @@ impl Cursor {
         Cursor {
             catalog: Arc::downgrade(catalog),
             pid,
-            agent: source::agent(),
+            // A read the run no longer wants ends with its stall window.
+            http: Http::new(catalog.http_stall_s, CancelToken::new()),
             open: None,
             held: HashMap::new(),
             bytes: Vec::new(),
@@ -105,7 +105,7 @@ impl Cursor {
                 self.finish_shard(catalog)?;
             }
             let location = &catalog.shards[shard].location;
-            let stream = ShardStream::open(location, &self.agent)
+            let stream = ShardStream::open(location, &self.http)
                 .map_err(|err| Error::run_caused(err.to_string(), err))?;
             self.open = Some(OpenShard {
                 shard,

@@ -12,10 +12,9 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use tar::{Archive, Entries};
-use ureq::Agent;
 
 use super::pattern::ShardLocation;
-use super::source::{self, PositionedFile};
+use super::source::{Http, PositionedFile};
 use crate::dataset::image_header;
 use serde::{Deserialize, Serialize};
 
@@ -36,8 +35,8 @@ pub struct SampleEntry {
 }
 
 /// The samples of the shard at `location`, in member order (a URL fetched through
-/// `agent`).
-pub fn index_shard(location: &ShardLocation, agent: &Agent) -> Result<Vec<SampleEntry>> {
+/// `http`).
+pub fn index_shard(location: &ShardLocation, http: &Http) -> Result<Vec<SampleEntry>> {
     let broken = |err: std::io::Error| location.caused(format!("not a readable tar: {err}"), err);
     let samples = match location {
         ShardLocation::File(path) => {
@@ -52,7 +51,7 @@ pub fn index_shard(location: &ShardLocation, agent: &Agent) -> Result<Vec<Sample
             )?
         }
         ShardLocation::Url(url) => {
-            let mut archive = Archive::new(source::get(url, agent)?);
+            let mut archive = Archive::new(http.get(url)?);
             walk(location, None, archive.entries().map_err(broken)?)?
         }
     };
@@ -258,12 +257,16 @@ mod tests {
 
     use super::super::test_tars::{png, samples, write_tar};
     use super::*;
+    use crate::cancel::CancelToken;
 
     fn index(members: &[(String, Vec<u8>)]) -> Result<Vec<SampleEntry>> {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("shard.tar");
         write_tar(&path, members);
-        index_shard(&ShardLocation::File(path), &source::agent())
+        index_shard(
+            &ShardLocation::File(path),
+            &Http::new(30, CancelToken::new()),
+        )
     }
 
     fn error(members: &[(String, Vec<u8>)]) -> String {
@@ -286,7 +289,11 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("shard.tar");
         write_tar(&path, &members);
-        let found = index_shard(&ShardLocation::File(path.clone()), &source::agent()).unwrap();
+        let found = index_shard(
+            &ShardLocation::File(path.clone()),
+            &Http::new(30, CancelToken::new()),
+        )
+        .unwrap();
         let labels: Vec<i64> = found.iter().map(|s| s.label).collect();
         assert_eq!(labels, [0, 1, 7, 4]);
         let names: Vec<&str> = found.iter().map(|s| s.member.as_str()).collect();
@@ -350,15 +357,15 @@ mod tests {
         write_tar(&path, &samples(0, 3));
         let bytes = std::fs::read(&path).unwrap();
         let location = ShardLocation::File(path.clone());
-        let full = index_shard(&location, &source::agent()).unwrap();
+        let full = index_shard(&location, &Http::new(30, CancelToken::new())).unwrap();
         // Inside the last image's bytes, and inside the header before it.
         std::fs::write(&path, &bytes[..full[2].offset as usize + 10]).unwrap();
-        let msg = index_shard(&location, &source::agent())
+        let msg = index_shard(&location, &Http::new(30, CancelToken::new()))
             .unwrap_err()
             .to_string();
         assert!(msg.contains("000002.png: truncated"), "{msg}");
         std::fs::write(&path, &bytes[..full[2].offset as usize - 100]).unwrap();
-        let msg = index_shard(&location, &source::agent())
+        let msg = index_shard(&location, &Http::new(30, CancelToken::new()))
             .unwrap_err()
             .to_string();
         assert!(

@@ -20,12 +20,16 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::{Dataset, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder};
+use super::{
+    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder,
+};
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use index::SampleEntry;
 use pattern::ShardLocation;
+use source::Http;
 
 /// Shards indexed at once when the dataset opens (each is one sequential stream).
 const INDEX_THREADS: usize = 8;
@@ -35,6 +39,8 @@ pub struct Catalog {
     shards: Vec<Shard>,
     /// The index of each shard's first sample, then the total.
     starts: Vec<usize>,
+    /// `dataset.limits.http_stall_s`, which the cursors' HTTP reads are held to.
+    http_stall_s: u64,
 }
 
 /// One shard and its samples, in member order.
@@ -45,12 +51,16 @@ struct Shard {
 }
 
 impl Catalog {
-    fn new(shards: Vec<Shard>) -> Self {
+    fn new(shards: Vec<Shard>, http_stall_s: u64) -> Self {
         let mut starts = vec![0];
         for shard in &shards {
             starts.push(starts[starts.len() - 1] + shard.samples.len());
         }
-        Catalog { shards, starts }
+        Catalog {
+            shards,
+            starts,
+            http_stall_s,
+        }
     }
 
     fn len(&self) -> usize {
@@ -79,27 +89,33 @@ pub struct Shards {
 }
 
 impl Shards {
-    /// Indexes the shards `pattern` names, to be read as `channels` × `size`, keeping
-    /// the first `limit` samples when given; `progress` hears how many shards are done.
+    /// Indexes the shards `pattern` names within `limits`, to be read as `channels` ×
+    /// `size`, keeping the first `limit` samples when given; `progress` hears how many
+    /// shards are done, and `cancel` stops the indexing (and any wait on a server).
     pub fn open(
         pattern: &str,
+        limits: &DatasetLimits,
         channels: usize,
         size: [usize; 2],
         limit: Option<usize>,
         progress: &mut dyn FnMut(OpenProgress),
+        cancel: &CancelToken,
     ) -> Result<Self> {
         let shape = image_folder::sample_shape(channels, size)?;
-        let locations = pattern::shard_locations(pattern)?;
-        let mut shards = index_all(locations, progress)?;
+        let locations = pattern::shard_locations(pattern, limits.shards)?;
+        let http = Http::new(limits.http_stall_s, cancel.clone());
+        let mut shards = index_all(locations, &http, progress)?;
+        cancel.check()?;
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
         }
-        Ok(Shards::new(pattern.to_owned(), shards, shape))
+        Ok(Shards::new(pattern.to_owned(), shards, shape, limits))
     }
 
     /// The dataset a parent opened, from its [`Dataset::reopen_index`]: no shard is read.
     pub fn from_index(
         pattern: &Path,
+        limits: &DatasetLimits,
         channels: usize,
         size: [usize; 2],
         index: serde_json::Value,
@@ -107,14 +123,24 @@ impl Shards {
         let shape = image_folder::sample_shape(channels, size)?;
         let shards: Vec<Shard> = serde_json::from_value(index)
             .map_err(|err| Error::run(format!("the shards' index sent to a worker: {err}")))?;
-        Ok(Shards::new(pattern.display().to_string(), shards, shape))
+        Ok(Shards::new(
+            pattern.display().to_string(),
+            shards,
+            shape,
+            limits,
+        ))
     }
 
-    fn new(pattern: String, shards: Vec<Shard>, shape: SampleShape) -> Self {
+    fn new(
+        pattern: String,
+        shards: Vec<Shard>,
+        shape: SampleShape,
+        limits: &DatasetLimits,
+    ) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Shards {
             pattern,
-            catalog: Arc::new(Catalog::new(shards)),
+            catalog: Arc::new(Catalog::new(shards, limits.http_stall_s)),
             shape,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
@@ -172,10 +198,12 @@ impl Dataset for Shards {
     }
 }
 
-/// Indexes every shard, a few at a time, reporting shards done; the first bad shard in
-/// `locations` order among those found is the error.
+/// Indexes every shard, a few at a time (URLs through `http`, whose cancel token stops
+/// the pass), reporting shards done; the first bad shard in `locations` order among
+/// those found is the error.
 fn index_all(
     locations: Vec<ShardLocation>,
+    http: &Http,
     progress: &mut dyn FnMut(OpenProgress),
 ) -> Result<Vec<Shard>> {
     let total = locations.len();
@@ -183,14 +211,13 @@ fn index_all(
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Vec<SampleEntry>>>>> =
         Mutex::new((0..total).map(|_| None).collect());
-    let agent = source::agent();
     let work = || {
-        loop {
+        while !http.is_cancelled() {
             let at = next.fetch_add(1, Ordering::Relaxed);
             let Some(location) = locations.get(at) else {
                 return;
             };
-            let indexed = index::index_shard(location, &agent);
+            let indexed = index::index_shard(location, http);
             let failed = indexed.is_err();
             // A poisoned lock only means another indexer panicked; the slots are plain.
             results.lock().unwrap_or_else(|p| p.into_inner())[at] = Some(indexed);
@@ -217,6 +244,10 @@ fn index_all(
             std::thread::park_timeout(std::time::Duration::from_millis(100));
         }
     });
+    // A shard cut off by the cancel reads as broken: the cancel is the answer.
+    if http.is_cancelled() {
+        return Err(Error::Cancelled);
+    }
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut shards = Vec::with_capacity(total);
     for (location, indexed) in locations.into_iter().zip(results) {
@@ -266,7 +297,16 @@ mod tests {
     }
 
     fn open(pattern: &str, limit: Option<usize>) -> Shards {
-        Shards::open(pattern, 3, [2, 3], limit, &mut |_| {}).unwrap()
+        Shards::open(
+            pattern,
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            limit,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .unwrap()
     }
 
     /// Sample `n`'s pixels and label as `test_tars::samples` made them.
@@ -363,16 +403,32 @@ mod tests {
     fn the_first_bad_shard_is_named() {
         let (dir, pattern) = three_shards();
         std::fs::write(dir.path().join("s-001.tar"), b"").unwrap();
-        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Shards::open(
+            &pattern,
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            None,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s-001.tar: no samples in this shard"), "{err}");
         std::fs::remove_file(dir.path().join("s-000.tar")).unwrap();
-        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Shards::open(
+            &pattern,
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            None,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s-000.tar: cannot open"), "{err}");
     }
 }

@@ -5,11 +5,16 @@
 //! expanded by braces only and kept as URLs (a web server cannot be listed). A pattern
 //! that expands to nothing, or a glob that matches no file, is an error naming it. An
 //! environment variable, `${SIG}`, is not a brace set: it stays for the fetch to fill.
+//! The braces are counted before they are expanded: a pattern naming more shards than
+//! `dataset.limits.shards` is refused without building its list.
 
 use std::path::{Path, PathBuf};
 
+use bracoxide::ExpansionError;
+use bracoxide::parser::Node;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::DatasetLimits;
 use crate::error::{Error, Result};
 
 /// Where one shard is read from.
@@ -63,12 +68,13 @@ impl std::fmt::Display for ShardLocation {
     }
 }
 
-/// The shards `pattern` names, in reading order.
-pub fn shard_locations(pattern: &str) -> Result<Vec<ShardLocation>> {
+/// The shards `pattern` names, in reading order: at most `max_shards` of them
+/// (`dataset.limits.shards`), or an error saying how many it names.
+pub fn shard_locations(pattern: &str, max_shards: u64) -> Result<Vec<ShardLocation>> {
     if pattern.trim().is_empty() {
         return Err(Error::value("dataset.path: the shard pattern is empty"));
     }
-    let expanded = expand_braces(&hide_variables(pattern))?;
+    let expanded = expand_braces(&hide_variables(pattern), max_shards)?;
     let mut locations = Vec::new();
     for name in expanded.iter().map(|name| show_variables(name)) {
         if is_url(&name) {
@@ -89,7 +95,21 @@ pub fn shard_locations(pattern: &str) -> Result<Vec<ShardLocation>> {
     if locations.is_empty() {
         return Err(Error::file(pattern, "the pattern names no shard"));
     }
+    check_count(pattern, Some(locations.len() as u64), max_shards)?;
     Ok(locations)
+}
+
+/// The error for a pattern naming `count` shards (`None`: more than a u64 holds) when
+/// that is over `max_shards`.
+fn check_count(pattern: &str, count: Option<u64>, max_shards: u64) -> Result<()> {
+    let (what, count) = match count {
+        Some(count) => ("the number of shards dataset.path names", count),
+        None => (
+            "the number of shards dataset.path names (at least)",
+            u64::MAX,
+        ),
+    };
+    DatasetLimits::check(pattern, what, count, "shards", max_shards)
 }
 
 fn is_url(name: &str) -> bool {
@@ -129,13 +149,60 @@ fn show_variables(name: &str) -> String {
         .replace(VARIABLE_CLOSE, "}")
 }
 
-/// The strings the pattern's braces expand to (the pattern itself when it has none).
-fn expand_braces(pattern: &str) -> Result<Vec<String>> {
+/// The strings the pattern's braces expand to (the pattern itself when it has none),
+/// counted first: more than `max_shards` is an error, and nothing is expanded.
+fn expand_braces(pattern: &str, max_shards: u64) -> Result<Vec<String>> {
     if !pattern.contains(['{', '}']) {
         return Ok(vec![pattern.to_owned()]);
     }
-    bracoxide::explode(pattern)
-        .map_err(|err| Error::file(pattern, format!("cannot expand the braces: {err}")))
+    // Errors name the pattern as the user wrote it.
+    let shown = show_variables(pattern);
+    let cannot = |err: &dyn std::fmt::Display| {
+        Error::file(&shown, format!("cannot expand the braces: {err}"))
+    };
+    let tokens = bracoxide::tokenizer::tokenize(pattern).map_err(|err| cannot(&err))?;
+    let tree = bracoxide::parser::parse(&tokens).map_err(|err| cannot(&err))?;
+    let bound = expansion_bound(&tree).map_err(|err| cannot(&err))?;
+    check_count(&shown, bound, max_shards)?;
+    bracoxide::expand(&tree).map_err(|err| cannot(&err))
+}
+
+/// How many strings `node` expands to, without expanding it; `None` when more than a
+/// u64 holds (`{0..18446744073709551615}` names 2^64). An empty part of a product counts
+/// as one, so that no part bracoxide expands on its way is larger than the bound.
+fn expansion_bound(node: &Node) -> std::result::Result<Option<u64>, ExpansionError> {
+    let bound = |part: &Option<Box<Node>>| part.as_deref().map_or(Ok(Some(1)), expansion_bound);
+    Ok(match node {
+        Node::Text { .. } => Some(1),
+        Node::BraceExpansion {
+            prefix,
+            inside,
+            postfix,
+            ..
+        } => [bound(prefix)?, bound(inside)?, bound(postfix)?]
+            .into_iter()
+            .try_fold(1u64, |product, part| product.checked_mul(part?.max(1))),
+        Node::Collection { items, .. } => {
+            let mut sum = Some(0u64);
+            for item in items {
+                sum = match (sum, expansion_bound(item)?) {
+                    (Some(sum), Some(item)) => sum.checked_add(item),
+                    _ => None,
+                };
+            }
+            sum
+        }
+        Node::Range { from, to, .. } => {
+            // bracoxide parses the bounds as usize, which is u64 on the targets we build.
+            let bound = |text: &str| {
+                text.parse::<u64>()
+                    .map_err(|_| ExpansionError::NumConversionFailed(text.to_owned()))
+            };
+            // A range counts down as well as up: `{9..0}` names ten.
+            let (from, to) = (bound(from)?, bound(to)?);
+            from.abs_diff(to).checked_add(1)
+        }
+    })
 }
 
 /// The files `glob` matches, in name order; none is an error naming `pattern`.
@@ -174,7 +241,7 @@ mod tests {
     }
 
     fn error(pattern: &str) -> String {
-        match shard_locations(pattern) {
+        match shard_locations(pattern, DatasetLimits::DEFAULT.shards) {
             Ok(found) => panic!("{pattern} gave {found:?}"),
             Err(err) => err.to_string(),
         }
@@ -182,7 +249,11 @@ mod tests {
 
     #[test]
     fn numeric_ranges_keep_their_zero_padding() {
-        let found = shard_locations("shards/train-{000008..000011}.tar").unwrap();
+        let found = shard_locations(
+            "shards/train-{000008..000011}.tar",
+            DatasetLimits::DEFAULT.shards,
+        )
+        .unwrap();
         let names: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert_eq!(
             names,
@@ -197,7 +268,7 @@ mod tests {
 
     #[test]
     fn comma_sets_and_ranges_combine_in_brace_order() {
-        let found = shard_locations("{b,a}-{1..2}.tar").unwrap();
+        let found = shard_locations("{b,a}-{1..2}.tar", DatasetLimits::DEFAULT.shards).unwrap();
         let names: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert_eq!(names, ["b-1.tar", "b-2.tar", "a-1.tar", "a-2.tar"]);
     }
@@ -205,7 +276,7 @@ mod tests {
     #[test]
     fn a_plain_path_is_one_shard() {
         assert_eq!(
-            shard_locations("data/one.tar").unwrap(),
+            shard_locations("data/one.tar", DatasetLimits::DEFAULT.shards).unwrap(),
             [ShardLocation::File("data/one.tar".into())]
         );
     }
@@ -219,19 +290,23 @@ mod tests {
         std::fs::create_dir(dir.path().join("s-dir.tar")).unwrap();
         let pattern = format!("{}/s-*.tar", dir.path().display());
         assert_eq!(
-            shard_locations(&pattern).unwrap(),
+            shard_locations(&pattern, DatasetLimits::DEFAULT.shards).unwrap(),
             files(&dir, &["s-1.tar", "s-10.tar", "s-2.tar"])
         );
         let pattern = format!("{}/{{s-2,notes}}.*", dir.path().display());
         assert_eq!(
-            shard_locations(&pattern).unwrap(),
+            shard_locations(&pattern, DatasetLimits::DEFAULT.shards).unwrap(),
             files(&dir, &["s-2.tar", "notes.txt"])
         );
     }
 
     #[test]
     fn urls_are_expanded_by_braces_only() {
-        let found = shard_locations("http://127.0.0.1:8080/shards/s-{0..1}*.tar").unwrap();
+        let found = shard_locations(
+            "http://127.0.0.1:8080/shards/s-{0..1}*.tar",
+            DatasetLimits::DEFAULT.shards,
+        )
+        .unwrap();
         assert_eq!(
             found,
             [
@@ -240,11 +315,15 @@ mod tests {
             ]
         );
         assert!(matches!(
-            shard_locations("HTTPS://store/a.tar").unwrap()[..],
+            shard_locations("HTTPS://store/a.tar", DatasetLimits::DEFAULT.shards).unwrap()[..],
             [ShardLocation::Url(_)]
         ));
         assert_eq!(
-            shard_locations("https://h/s-{0..1}.tar?sig=${SIG}&k=${KEY}").unwrap(),
+            shard_locations(
+                "https://h/s-{0..1}.tar?sig=${SIG}&k=${KEY}",
+                DatasetLimits::DEFAULT.shards
+            )
+            .unwrap(),
             [
                 ShardLocation::Url("https://h/s-0.tar?sig=${SIG}&k=${KEY}".into()),
                 ShardLocation::Url("https://h/s-1.tar?sig=${SIG}&k=${KEY}".into())
@@ -262,6 +341,38 @@ mod tests {
         assert!(msg.contains("no file matches"), "{msg}");
         let msg = error("train-{3..1}");
         assert!(msg.starts_with("train-{3..1}"), "{msg}");
+    }
+
+    #[test]
+    fn braces_are_counted_against_the_cap_before_they_are_expanded() {
+        let limit = |pattern: &str, max_shards| {
+            shard_locations(pattern, max_shards)
+                .map(|found| found.len())
+                .map_err(|err| err.to_string())
+        };
+        assert_eq!(limit("s-{0..9}-{a,b}.tar", 20), Ok(20));
+        let msg = limit("s-{0..9}-{a,b}.tar", 19).unwrap_err();
+        assert_eq!(
+            msg,
+            "s-{0..9}-{a,b}.tar: the number of shards dataset.path names is 20, over the \
+             limit of 19 (raise it with dataset.limits.shards; see docs/limits.md)"
+        );
+        let msg = limit("s-{0..99999999}.tar", 100_000).unwrap_err();
+        assert!(
+            msg.contains("names is 100000000, over the limit of 100000"),
+            "{msg}"
+        );
+        let msg = limit("s-{0..18446744073709551615}.tar", 100_000).unwrap_err();
+        assert!(msg.contains("(at least) is 18446744073709551615"), "{msg}");
+        let msg = limit("{0..18446744073709551615}{0..18446744073709551615}", 1).unwrap_err();
+        assert!(msg.contains("(at least)"), "{msg}");
+        let msg = limit("{1..0}{0..18446744073709551615}", 1).unwrap_err();
+        assert!(msg.contains("(at least)"), "{msg}");
+        let msg = limit("s-{99999999..0}.tar", 100_000).unwrap_err();
+        assert!(msg.contains("names is 100000000"), "{msg}");
+        assert_eq!(limit("s-{3..0}.tar", 4), Ok(4));
+        let msg = limit("s-{0..99999999999999999999}.tar", 1).unwrap_err();
+        assert!(msg.contains("cannot expand the braces"), "{msg}");
     }
 
     #[test]

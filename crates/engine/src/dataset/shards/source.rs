@@ -1,29 +1,47 @@
 //! Where a shard's bytes come from, as one sequential stream from its start: a local file
 //! read with positioned reads through a buffer of our own ([`PositionedFile`]: no file
 //! offset is shared, so a forked worker never moves its parent's), or one HTTP GET whose
-//! body streams on an [`Agent`]'s kept-alive connection. A [`ShardStream`] only moves
-//! forward: it skips by reading, never seeks and never asks for a range.
+//! body streams on an [`Http`] client's kept-alive connection. A [`ShardStream`] only
+//! moves forward: it skips by reading, never seeks and never asks for a range. Every wait
+//! on a server ends: connecting and the answer have a timeout, and the body is read on a
+//! thread of its own while the reader waits in short steps, so that a cancel ends the
+//! wait within a poll, and a body that gives fewer than [`STALL_MIN_BYTES`] in a stall
+//! window of waiting (`dataset.limits.http_stall_s`) is an error naming the shard and
+//! its server: a server trickling a byte now and then cannot hold a read forever.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::time::{Duration, Instant};
 
-use ureq::Agent;
+use ureq::{Agent, ResponseExt};
 
 use base64::prelude::{BASE64_STANDARD, Engine as _};
 
 use super::pattern::ShardLocation;
-use crate::error::Result;
+use crate::cancel::CancelToken;
+use crate::error::{Error, Result};
 use crate::secrets;
 
 /// The bytes a [`PositionedFile`] reads at once: large enough that the kernel sees a
 /// sequential reader.
 const BUFFER_BYTES: usize = 256 * 1024;
 
-/// How long an HTTP server may take to connect, to answer, or between two reads.
+/// How long an HTTP server may take to connect or to answer.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The bytes a body must give in each stall window of waiting for it (2 KiB/s over the
+/// default 30 s, which any link that can carry a dataset gives).
+pub const STALL_MIN_BYTES: u64 = 64 * 1024;
+
+/// How often a reader waiting for a body's bytes looks at its cancel token.
+const POLL: Duration = Duration::from_millis(100);
+
+/// The bytes the body's thread reads at once, and the reads it may hold unread.
+const CHUNK_BYTES: usize = 64 * 1024;
+const CHUNKS_AHEAD: usize = 4;
 
 /// The bytes past a shard's last sample read to reach its end, so that its connection
 /// can serve the next GET (a tar ends with at least two zero blocks, padded to a record);
@@ -99,21 +117,98 @@ impl Seek for PositionedFile {
 }
 
 /// An HTTP client whose connections stay open between GETs (one reader thread's, or the
-/// index pass's); HTTP error statuses are answers to report, not transport errors.
-pub fn agent() -> Agent {
-    Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_connect(Some(HTTP_TIMEOUT))
-        .timeout_recv_response(Some(HTTP_TIMEOUT))
-        .timeout_per_read(Some(HTTP_TIMEOUT))
-        .build()
-        .into()
+/// index pass's), with the stall window its bodies are held to and the token that
+/// cancels a wait on them; HTTP error statuses are answers to report, not transport
+/// errors.
+#[derive(Clone)]
+pub struct Http {
+    agent: Agent,
+    /// `None`: no stall check (`dataset.limits.http_stall_s = 0`).
+    stall_window: Option<Duration>,
+    cancel: CancelToken,
 }
 
-/// The body of `GET url`, streaming; an error status or a failed request is an error
-/// naming the URL.
-pub fn get(url: &str, agent: &Agent) -> Result<impl Read + Send + 'static> {
-    let location = ShardLocation::Url(url.to_owned());
+impl Http {
+    /// A client whose bodies must give [`STALL_MIN_BYTES`] in every `stall_s` seconds
+    /// of waiting (0: no check), and whose waits end once `cancel` is cancelled.
+    pub fn new(stall_s: u64, cancel: CancelToken) -> Self {
+        let stall_window = (stall_s > 0).then(|| Duration::from_secs(stall_s));
+        let agent = Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(HTTP_TIMEOUT))
+            .timeout_recv_response(Some(HTTP_TIMEOUT))
+            // The body's thread gives up after a window without a byte, so that a reader
+            // that gave up on it (stalled or cancelled) does not leave it waiting longer.
+            .timeout_per_read(stall_window.map(|window| window.max(HTTP_TIMEOUT)))
+            .build()
+            .into();
+        Http {
+            agent,
+            stall_window,
+            cancel,
+        }
+    }
+
+    /// True once the token this client's waits end on is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The body of `GET url`, streaming; an error status or a failed request is an
+    /// error naming the URL. The request and the body are read on a thread of their own,
+    /// waited for in steps that end on a cancel.
+    pub fn get(&self, url: &str) -> Result<impl Read + Send + 'static> {
+        self.cancel.check()?;
+        let (answer_sender, answer) = sync_channel(1);
+        let (chunk_sender, chunks) = sync_channel(CHUNKS_AHEAD);
+        let agent = self.agent.clone();
+        let location = ShardLocation::Url(url.to_owned());
+        let request = move || {
+            let response = match fetch(&agent, &location) {
+                Ok(response) => response,
+                Err(error) => {
+                    let _ = answer_sender.send(Err(error));
+                    return;
+                }
+            };
+            // The reader gone means it gave up on this body.
+            if answer_sender.send(Ok(server_of(&response))).is_ok() {
+                pump(response.into_body().into_reader(), &chunk_sender);
+            }
+        };
+        std::thread::Builder::new()
+            .name("loaderbench-http-get".to_owned())
+            .spawn(request)
+            .map_err(|err| Error::run(format!("cannot start a thread: {err}")))?;
+        let server = loop {
+            self.cancel.check()?;
+            match answer.recv_timeout(POLL) {
+                Ok(answer) => break answer?,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Error::run(format!(
+                        "the request for {} ended unanswered",
+                        ShardLocation::Url(url.to_owned())
+                    )));
+                }
+            }
+        };
+        Ok(BodyReader {
+            chunks,
+            chunk: Vec::new(),
+            taken: 0,
+            server,
+            stall_window: self.stall_window,
+            cancel: self.cancel.clone(),
+            waited: Duration::ZERO,
+            window_bytes: 0,
+        })
+    }
+}
+
+/// The answer to `GET location` (with a login from `~/.netrc` for its host), when it
+/// is a success.
+fn fetch(agent: &Agent, location: &ShardLocation) -> Result<ureq::http::Response<ureq::Body>> {
     let target = location.target()?;
     let mut request = agent.get(&target);
     if let Some((login, password)) = secrets::netrc_login(&target) {
@@ -128,7 +223,112 @@ pub fn get(url: &str, agent: &Agent) -> Result<impl Read + Send + 'static> {
         let reason = status.canonical_reason().unwrap_or("");
         return Err(location.bad(format!("HTTP {} {reason}", status.as_u16())));
     }
-    Ok(response.into_body().into_reader())
+    Ok(response)
+}
+
+/// The host and port that answered (no user or path: what an error may show).
+fn server_of(response: &ureq::http::Response<ureq::Body>) -> String {
+    let uri = response.get_uri();
+    match (uri.host(), uri.port_u16()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_owned(),
+        (None, _) => "of this URL".to_owned(),
+    }
+}
+
+/// Sends `body` in chunks until its end (an empty chunk), a read error, or the reader
+/// gone.
+fn pump(mut body: impl Read, chunks: &SyncSender<io::Result<Vec<u8>>>) {
+    loop {
+        let mut chunk = vec![0; CHUNK_BYTES];
+        let read = body.read(&mut chunk).map(|count| {
+            chunk.truncate(count);
+            chunk
+        });
+        let last = !matches!(&read, Ok(chunk) if !chunk.is_empty());
+        if chunks.send(read).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// A body read on a thread of its own, waited for in steps of [`POLL`], each step
+/// looking at the cancel token and at the bytes the stall window has given.
+struct BodyReader {
+    chunks: Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    taken: usize,
+    server: String,
+    stall_window: Option<Duration>,
+    cancel: CancelToken,
+    /// Time spent waiting since the window started, and the bytes it gave.
+    waited: Duration,
+    window_bytes: u64,
+}
+
+impl BodyReader {
+    /// The next chunk of the body (empty at its end), waiting for it in steps.
+    fn next_chunk(&mut self) -> io::Result<Vec<u8>> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+            }
+            let started = Instant::now();
+            let received = self.chunks.recv_timeout(POLL);
+            self.waited += started.elapsed();
+            match received {
+                Ok(chunk) => {
+                    let chunk = chunk?;
+                    self.window_bytes += chunk.len() as u64;
+                    // Checked here too: a server sending a byte every few milliseconds
+                    // never lets a wait reach the poll's timeout.
+                    self.check_progress()?;
+                    return Ok(chunk);
+                }
+                Err(RecvTimeoutError::Timeout) => self.check_progress()?,
+                Err(RecvTimeoutError::Disconnected) => return Ok(Vec::new()),
+            }
+        }
+    }
+
+    /// An error once a whole stall window of waiting gave fewer than [`STALL_MIN_BYTES`].
+    fn check_progress(&mut self) -> io::Result<()> {
+        let Some(window) = self.stall_window else {
+            return Ok(());
+        };
+        if self.waited < window {
+            return Ok(());
+        }
+        if self.window_bytes < STALL_MIN_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the server {} stalled: it sent {} bytes in {} s, fewer than {} \
+                     (raise dataset.limits.http_stall_s for a slower link; see docs/limits.md)",
+                    self.server,
+                    self.window_bytes,
+                    window.as_secs(),
+                    STALL_MIN_BYTES
+                ),
+            ));
+        }
+        self.waited = Duration::ZERO;
+        self.window_bytes = 0;
+        Ok(())
+    }
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.taken == self.chunk.len() {
+            self.chunk = self.next_chunk()?;
+            self.taken = 0;
+        }
+        let count = out.len().min(self.chunk.len() - self.taken);
+        out[..count].copy_from_slice(&self.chunk[self.taken..self.taken + count]);
+        self.taken += count;
+        Ok(count)
+    }
 }
 
 /// A shard read from its start, front to back.
@@ -138,14 +338,14 @@ pub struct ShardStream {
 }
 
 impl ShardStream {
-    /// Opens `location` (a URL through `agent`).
-    pub fn open(location: &ShardLocation, agent: &Agent) -> Result<Self> {
+    /// Opens `location` (a URL through `http`).
+    pub fn open(location: &ShardLocation, http: &Http) -> Result<Self> {
         let reader: Box<dyn Read + Send> = match location {
             ShardLocation::File(path) => Box::new(
                 PositionedFile::open(path)
                     .map_err(|err| location.caused(format!("cannot open: {err}"), err))?,
             ),
-            ShardLocation::Url(url) => Box::new(get(url, agent)?),
+            ShardLocation::Url(url) => Box::new(http.get(url)?),
         };
         Ok(ShardStream {
             reader,
@@ -228,7 +428,8 @@ mod tests {
         let path = dir.path().join("data");
         std::fs::write(&path, b"0123456789").unwrap();
         let location = ShardLocation::File(path);
-        let mut stream = ShardStream::open(&location, &agent()).unwrap();
+        let http = Http::new(30, CancelToken::new());
+        let mut stream = ShardStream::open(&location, &http).unwrap();
         let mut out = Vec::new();
         stream.read_at(2, 3, &mut out).unwrap();
         assert_eq!(out, b"234");
