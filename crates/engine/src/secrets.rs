@@ -9,8 +9,6 @@
 
 use std::borrow::Cow;
 
-use crate::error::{Error, Result};
-
 /// What a secret is replaced with.
 pub const HIDDEN: &str = "***";
 
@@ -68,27 +66,25 @@ fn redact_url(url: &str) -> String {
     format!("{scheme}{host}{path_on}")
 }
 
+/// Why a URL's `${VAR}` cannot be filled in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VariableError {
+    #[error("`${{` without a closing `}}`")]
+    Unclosed,
+    #[error("the environment variable {0} that the URL names is not set")]
+    Unset(String),
+}
+
 /// `url` with every `${VAR}` replaced by the environment variable's value, for the one
-/// place that fetches it; a variable that is not set is an error naming it and the
-/// (redacted) URL.
-pub fn expand(url: &str) -> Result<String> {
+/// place that fetches it.
+pub fn expand(url: &str) -> Result<String, VariableError> {
     let mut out = String::with_capacity(url.len());
     let mut rest = url;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
-        let Some(length) = rest[start + 2..].find('}') else {
-            return Err(Error::file(
-                redact(url).as_ref(),
-                "`${` without a closing `}`",
-            ));
-        };
+        let length = rest[start + 2..].find('}').ok_or(VariableError::Unclosed)?;
         let name = &rest[start + 2..start + 2 + length];
-        let value = std::env::var(name).map_err(|_| {
-            Error::file(
-                redact(url).as_ref(),
-                format!("the environment variable {name} that the URL names is not set"),
-            )
-        })?;
+        let value = std::env::var(name).map_err(|_| VariableError::Unset(name.to_owned()))?;
         out.push_str(&value);
         rest = &rest[start + 3 + length..];
     }
@@ -147,11 +143,10 @@ mod tests {
             expand("https://h/s-0.tar?sig=${LOADERBENCH_TEST_SIG}").unwrap(),
             "https://h/s-0.tar?sig=s3cr3t"
         );
-        let err = expand("https://h/s.tar?sig=${LOADERBENCH_UNSET_SIG}").unwrap_err();
         assert_eq!(
-            err.to_string(),
-            "https://h/s.tar?***: the environment variable LOADERBENCH_UNSET_SIG that the \
-             URL names is not set"
+            expand("https://h/s.tar?sig=${LOADERBENCH_UNSET_SIG}"),
+            Err(VariableError::Unset("LOADERBENCH_UNSET_SIG".into()))
         );
+        assert_eq!(expand("https://h/${OPEN"), Err(VariableError::Unclosed));
     }
 }

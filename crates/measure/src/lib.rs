@@ -18,6 +18,7 @@ pub mod pytorch;
 pub mod rank_merge;
 mod ranks;
 pub mod results;
+pub mod run_header;
 mod runner;
 pub mod stats;
 pub mod storage_reads;

@@ -40,7 +40,9 @@ impl ShardLocation {
     pub fn target(&self) -> Result<String> {
         match self {
             ShardLocation::File(path) => Ok(path.display().to_string()),
-            ShardLocation::Url(url) => crate::secrets::expand(url),
+            ShardLocation::Url(url) => {
+                crate::secrets::expand(url).map_err(|err| self.caused(err.to_string(), err))
+            }
         }
     }
 
