@@ -15,7 +15,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
-use loaderbench_engine::dataset::list_image_folder;
+use loaderbench_engine::dataset::{DatasetLimits, list_image_folder};
 use loaderbench_engine::{Error, Result};
 
 /// An image folder to convert.
@@ -35,7 +35,10 @@ pub struct ShardsArgs {
 
 pub fn shards(args: ShardsArgs) -> Result<()> {
     refuse_old_shards(&args.out)?;
-    let listed = list_image_folder(&args.folder, &mut |_| {})?;
+    let listed = list_image_folder(&args.folder, &DatasetLimits::DEFAULT, &mut |_| {})?;
+    for warning in &listed.warnings {
+        eprintln!("warning: {warning}");
+    }
     let mut samples = listed.samples;
     samples.shuffle(&mut StdRng::seed_from_u64(args.seed));
     std::fs::create_dir_all(&args.out).map_err(|err| Error::io(&args.out, err))?;

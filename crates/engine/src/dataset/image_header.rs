@@ -1,5 +1,6 @@
 //! The check an image folder's files get when it is opened: each file must start with a
-//! PNG or JPEG header that gives the image a size. Only the header is read (the first
+//! PNG or JPEG header that gives the image a size within the dataset's limits (its
+//! pixels under `image_pixels`, the file under `file_bytes`). Only the header is read (the first
 //! bytes of a PNG; a JPEG's markers up to its frame header, skipping the segments
 //! before it), on several threads at once, with the count checked reported as it goes,
 //! so a folder of a million files opens in seconds and a corrupt file is still named
@@ -13,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use super::DatasetLimits;
 use crate::error::{Error, Result};
 
 /// Files one thread takes at a time: enough to make the shared counter cheap, few
@@ -25,7 +27,12 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 /// Checks every file in `paths` on `threads` threads, calling `progress(checked)` on the
 /// calling thread as the count grows and once at the end. Fails with the error of the
 /// first bad file in `paths` order among those found.
-pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usize)) -> Result<()> {
+pub fn check_all(
+    paths: &[PathBuf],
+    threads: usize,
+    limits: &DatasetLimits,
+    progress: &mut dyn FnMut(usize),
+) -> Result<()> {
     let next = AtomicUsize::new(0);
     let checked = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
@@ -38,7 +45,7 @@ pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usi
             }
             let end = (start + CHUNK).min(paths.len());
             for (index, path) in paths.iter().enumerate().take(end).skip(start) {
-                if let Err(error) = check(path) {
+                if let Err(error) = check(path, limits) {
                     failed.store(true, Ordering::Relaxed);
                     // A poisoned lock only means another checker panicked; the slot is
                     // still a plain Option.
@@ -74,11 +81,21 @@ pub fn check_all(paths: &[PathBuf], threads: usize, progress: &mut dyn FnMut(usi
     Ok(())
 }
 
-/// Fails unless the file at `path` starts with a PNG or JPEG header of a non-empty image.
-pub fn check(path: &Path) -> Result<()> {
-    let file = File::open(path)
-        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
-    check_reader(&mut BufReader::with_capacity(4096, file)).map_err(|bad| bad.at(path, None))
+/// Fails unless the file at `path` is within `limits.file_bytes` and starts with a PNG
+/// or JPEG header of a non-empty image within `limits.image_pixels`.
+pub fn check(path: &Path, limits: &DatasetLimits) -> Result<()> {
+    let cannot_read = |err: io::Error| Error::file_caused(path, format!("cannot read: {err}"), err);
+    let file = File::open(path).map_err(cannot_read)?;
+    let bytes = file.metadata().map_err(cannot_read)?.len();
+    DatasetLimits::check(
+        path,
+        "the file's size in bytes",
+        bytes,
+        "file_bytes",
+        limits.file_bytes,
+    )?;
+    check_reader(&mut BufReader::with_capacity(4096, file), limits)
+        .map_err(|bad| bad.at(path, None))
 }
 
 /// What is wrong with an image's header, before it is told which file or member it is.
@@ -102,22 +119,43 @@ impl BadHeader {
     }
 }
 
-/// Fails unless `reader` starts with a PNG or JPEG header of a non-empty image; reads
-/// only as far as the header (buffer `reader`: JPEG markers are read byte by byte).
-pub fn check_reader(reader: &mut impl Read) -> std::result::Result<(), BadHeader> {
-    let bad = |problem: &str| BadHeader {
-        problem: problem.to_owned(),
+/// Fails unless `reader` starts with a PNG or JPEG header of a non-empty image of at
+/// most `limits.image_pixels` pixels; reads only as far as the header (buffer `reader`:
+/// JPEG markers are read byte by byte).
+pub fn check_reader(
+    reader: &mut impl Read,
+    limits: &DatasetLimits,
+) -> std::result::Result<(), BadHeader> {
+    let bad = |problem: String| BadHeader {
+        problem,
         source: None,
     };
     match image_size(reader) {
-        Ok(Some((width, height))) if width > 0 && height > 0 => Ok(()),
-        Ok(Some(_)) => Err(bad("the image has no pixels")),
-        Ok(None) => Err(bad("not a readable image: no PNG or JPEG header")),
+        Ok(Some((width, height))) if width > 0 && height > 0 => {
+            check_pixels(width, height, limits).map_err(bad)
+        }
+        Ok(Some(_)) => Err(bad("the image has no pixels".to_owned())),
+        Ok(None) => Err(bad("not a readable image: no PNG or JPEG header".to_owned())),
         Err(err) => Err(BadHeader {
             problem: format!("not a readable image: {err}"),
             source: Some(err),
         }),
     }
+}
+
+/// Fails with the problem when `width` × `height` is over `limits.image_pixels`: the
+/// check every image gets before memory is sized from its header.
+pub fn check_pixels(
+    width: u32,
+    height: u32,
+    limits: &DatasetLimits,
+) -> std::result::Result<(), String> {
+    DatasetLimits::check_problem(
+        &format!("the image's pixels ({width}×{height})"),
+        u64::from(width) * u64::from(height),
+        "image_pixels",
+        limits.image_pixels,
+    )
 }
 
 /// Width and height from a PNG or JPEG header; `None` when the bytes are neither.
@@ -284,7 +322,10 @@ mod tests {
     fn parallel_check_reports_progress_up_to_the_total() {
         let (_dir, paths) = folder([usize::MAX; 2]);
         let mut seen = Vec::new();
-        check_all(&paths, 3, &mut |checked| seen.push(checked)).unwrap();
+        check_all(&paths, 3, &DatasetLimits::DEFAULT, &mut |checked| {
+            seen.push(checked)
+        })
+        .unwrap();
         assert_eq!(seen.last(), Some(&300), "{seen:?}");
         assert!(seen.is_sorted(), "{seen:?}");
     }
@@ -293,7 +334,7 @@ mod tests {
     fn parallel_check_names_a_bad_file() {
         let (_dir, paths) = folder([250, 270]);
         let named = |threads| {
-            check_all(&paths, threads, &mut |_| {})
+            check_all(&paths, threads, &DatasetLimits::DEFAULT, &mut |_| {})
                 .unwrap_err()
                 .to_string()
         };

@@ -256,6 +256,12 @@ pub trait Dataset: Send + Sync {
     fn release_mapped_pages(&self) -> Result<()> {
         Ok(())
     }
+
+    /// What opening the dataset skipped or changed that the user should hear of (a
+    /// folder an image folder's walk had already listed); see [`open_warnings`].
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders
@@ -290,11 +296,16 @@ pub fn open_with_progress(
             samples.unwrap_or(SYNTHETIC_LEN),
             spec.seed,
         )?),
-        DatasetKind::Idx => Arc::new(idx::Idx::open(&path()?, spec.labels.as_deref())?),
+        DatasetKind::Idx => Arc::new(idx::Idx::open(
+            &path()?,
+            spec.labels.as_deref(),
+            &spec.limits,
+        )?),
         DatasetKind::ImageFolder => Arc::new(image_folder::ImageFolder::open(
             &path()?,
             spec.channels,
             spec.image_size,
+            &spec.limits,
             progress,
         )?),
         DatasetKind::Npy => Arc::new(npy::Npy::open(&path()?, spec.labels.as_deref())?),
@@ -304,8 +315,14 @@ pub fn open_with_progress(
             let pattern = path.to_str().ok_or_else(|| {
                 Error::value(format!("dataset.path: {} is not UTF-8", path.display()))
             })?;
-            let shards =
-                shards::Shards::open(pattern, spec.channels, spec.image_size, samples, progress)?;
+            let shards = shards::Shards::open(
+                pattern,
+                spec.channels,
+                spec.image_size,
+                &spec.limits,
+                samples,
+                progress,
+            )?;
             Arc::new(shards)
         }
     };
@@ -337,20 +354,25 @@ pub fn reopen(
             spec.path.as_deref().unwrap_or(std::path::Path::new("")),
             spec.channels,
             spec.image_size,
+            &spec.limits,
             index,
         )?)),
         _ => open(spec, samples),
     }
 }
 
-/// The warning for a `samples` larger than the dataset `open` gave (all of it, then).
-pub fn samples_warning(samples: Option<usize>, dataset: &dyn Dataset) -> Option<String> {
-    let asked = samples.filter(|&n| n > dataset.len())?;
-    Some(format!(
-        "samples = {asked} but the dataset holds {}: all {} are used",
-        dataset.len(),
-        dataset.len()
-    ))
+/// The warnings of a dataset `open` gave for `samples`: what opening it skipped
+/// ([`Dataset::warnings`]), and a `samples` larger than the dataset (all of it is used).
+pub fn open_warnings(samples: Option<usize>, dataset: &dyn Dataset) -> Vec<String> {
+    let mut warnings = dataset.warnings();
+    if let Some(asked) = samples.filter(|&n| n > dataset.len()) {
+        warnings.push(format!(
+            "samples = {asked} but the dataset holds {}: all {} are used",
+            dataset.len(),
+            dataset.len()
+        ));
+    }
+    warnings
 }
 
 /// The first `len` samples of another dataset.
@@ -390,6 +412,10 @@ impl Dataset for Subset {
 
     fn release_mapped_pages(&self) -> Result<()> {
         self.inner.release_mapped_pages()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
     }
 
     fn shards(&self) -> Option<Vec<Range<usize>>> {

@@ -6,7 +6,10 @@
 //! with an integer `"label"`). What a sample is made of is kept (its image member's
 //! name, offset and size, and its label), so reading needs no second look at the tar
 //! headers. A local shard skips the image bodies by seeking (the index pass only); a URL
-//! is read through. Anything else in a shard is an error naming the shard and the member.
+//! is read through. An image member over the dataset's `file_bytes` limit or of more
+//! pixels than `image_pixels`, an extension header too large, a shard without its
+//! end-of-archive blocks ([`members`](super::members)) and anything else in a shard is
+//! an error naming the shard and the member.
 
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -14,9 +17,10 @@ use std::path::Path;
 use tar::{Archive, Entries};
 use ureq::Agent;
 
+use super::members;
 use super::pattern::ShardLocation;
 use super::source::{self, PositionedFile};
-use crate::dataset::image_header;
+use crate::dataset::{DatasetLimits, image_header};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -36,29 +40,43 @@ pub struct SampleEntry {
 }
 
 /// The samples of the shard at `location`, in member order (a URL fetched through
-/// `agent`).
-pub fn index_shard(location: &ShardLocation, agent: &Agent) -> Result<Vec<SampleEntry>> {
+/// `agent`), within `limits`.
+pub fn index_shard(
+    location: &ShardLocation,
+    agent: &Agent,
+    limits: &DatasetLimits,
+) -> Result<Vec<SampleEntry>> {
     let broken = |err: std::io::Error| location.caused(format!("not a readable tar: {err}"), err);
-    let samples = match location {
+    match location {
         ShardLocation::File(path) => {
             let file = PositionedFile::open(path)
                 .map_err(|err| location.caused(format!("cannot open: {err}"), err))?;
             let len = file.len();
             let mut archive = Archive::new(file);
-            walk(
-                location,
-                Some(len),
-                archive.entries_with_seek().map_err(broken)?,
-            )?
+            let entries = archive.entries_with_seek().map_err(broken)?;
+            let samples = walk(location, Some(len), limits, entries)?;
+            finish(location, samples, archive.into_inner())
         }
         ShardLocation::Url(url) => {
             let mut archive = Archive::new(source::get(url, agent)?);
-            walk(location, None, archive.entries().map_err(broken)?)?
+            let entries = archive.entries().map_err(broken)?;
+            let samples = walk(location, None, limits, entries)?;
+            finish(location, samples, archive.into_inner())
         }
-    };
-    if samples.is_empty() {
-        return Err(location.bad("no samples in this shard"));
     }
+}
+
+/// The shard's `samples`, once it holds some and `rest` (what follows the members) is
+/// its end-of-archive marker.
+fn finish(
+    location: &ShardLocation,
+    samples: Vec<SampleEntry>,
+    rest: impl Read,
+) -> Result<Vec<SampleEntry>> {
+    let Some(last) = samples.last() else {
+        return Err(location.bad("no samples in this shard"));
+    };
+    members::require_end(location, rest, Some(&last.member))?;
     Ok(samples)
 }
 
@@ -66,27 +84,19 @@ pub fn index_shard(location: &ShardLocation, agent: &Agent) -> Result<Vec<Sample
 fn walk<R: Read>(
     location: &ShardLocation,
     len: Option<u64>,
+    limits: &DatasetLimits,
     entries: Entries<'_, R>,
 ) -> Result<Vec<SampleEntry>> {
     let mut samples = Samples {
         location,
+        limits,
         done: Vec::new(),
         open: None,
     };
-    for entry in entries {
-        let mut entry = entry.map_err(|err| {
-            let after = samples
-                .last_member()
-                .map_or(String::new(), |member| format!(" after member {member}"));
-            location.caused(format!("not a readable tar{after}: {err}"), err)
-        })?;
+    members::walk(location, entries, |member, entry| {
         if entry.header().entry_type().is_dir() {
-            continue;
+            return Ok(());
         }
-        let member = entry.path().map_or_else(
-            |_| String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
-            |path| path.to_string_lossy().into_owned(),
-        );
         if !entry.header().entry_type().is_file() {
             return Err(location.bad(format!("{member}: not a regular file")));
         }
@@ -98,8 +108,8 @@ fn walk<R: Read>(
                 "{member}: truncated: the member needs bytes up to {end} but the file ends at {len}"
             )));
         }
-        samples.add(member, &mut entry)?;
-    }
+        samples.add(member, entry)
+    })?;
     samples.finish()
 }
 
@@ -119,18 +129,12 @@ struct Open {
 /// Samples gathered member by member.
 struct Samples<'a> {
     location: &'a ShardLocation,
+    limits: &'a DatasetLimits,
     done: Vec<SampleEntry>,
     open: Option<Open>,
 }
 
 impl Samples<'_> {
-    fn last_member(&self) -> Option<&str> {
-        let open = self.open.as_ref()?;
-        let image = open.image.as_ref().map(|(name, _, _)| name);
-        let label = open.label.as_ref().map(|(name, _)| name);
-        image.or(label).map(String::as_str)
-    }
-
     fn add<R: Read>(&mut self, member: String, entry: &mut tar::Entry<'_, R>) -> Result<()> {
         let (key, extension) = split_key(&member);
         let part = match extension.to_ascii_lowercase().as_str() {
@@ -162,8 +166,12 @@ impl Samples<'_> {
                     )));
                 }
                 let (offset, size) = (entry.raw_file_position(), entry.size());
+                let limits = self.limits;
+                let what = "the member's size in bytes";
+                DatasetLimits::check_problem(what, size, "file_bytes", limits.file_bytes)
+                    .map_err(|problem| location.bad(format!("{member}: {problem}")))?;
                 let shard = location.to_string();
-                image_header::check_reader(&mut BufReader::with_capacity(4096, entry))
+                image_header::check_reader(&mut BufReader::with_capacity(4096, entry), limits)
                     .map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
                 open.image = Some((member, offset, size));
             }
@@ -263,7 +271,11 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("shard.tar");
         write_tar(&path, members);
-        index_shard(&ShardLocation::File(path), &source::agent())
+        index_shard(
+            &ShardLocation::File(path),
+            &source::agent(),
+            &DatasetLimits::DEFAULT,
+        )
     }
 
     fn error(members: &[(String, Vec<u8>)]) -> String {
@@ -286,7 +298,12 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("shard.tar");
         write_tar(&path, &members);
-        let found = index_shard(&ShardLocation::File(path.clone()), &source::agent()).unwrap();
+        let found = index_shard(
+            &ShardLocation::File(path.clone()),
+            &source::agent(),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap();
         let labels: Vec<i64> = found.iter().map(|s| s.label).collect();
         assert_eq!(labels, [0, 1, 7, 4]);
         let names: Vec<&str> = found.iter().map(|s| s.member.as_str()).collect();
@@ -350,15 +367,15 @@ mod tests {
         write_tar(&path, &samples(0, 3));
         let bytes = std::fs::read(&path).unwrap();
         let location = ShardLocation::File(path.clone());
-        let full = index_shard(&location, &source::agent()).unwrap();
+        let full = index_shard(&location, &source::agent(), &DatasetLimits::DEFAULT).unwrap();
         // Inside the last image's bytes, and inside the header before it.
         std::fs::write(&path, &bytes[..full[2].offset as usize + 10]).unwrap();
-        let msg = index_shard(&location, &source::agent())
+        let msg = index_shard(&location, &source::agent(), &DatasetLimits::DEFAULT)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("000002.png: truncated"), "{msg}");
         std::fs::write(&path, &bytes[..full[2].offset as usize - 100]).unwrap();
-        let msg = index_shard(&location, &source::agent())
+        let msg = index_shard(&location, &source::agent(), &DatasetLimits::DEFAULT)
             .unwrap_err()
             .to_string();
         assert!(

@@ -9,6 +9,7 @@
 
 mod cursor;
 mod index;
+mod members;
 pub mod pattern;
 mod source;
 #[cfg(test)]
@@ -20,7 +21,9 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::{Dataset, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder};
+use super::{
+    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -74,27 +77,30 @@ pub struct Shards {
     pattern: String,
     catalog: Arc<Catalog>,
     shape: SampleShape,
+    limits: DatasetLimits,
     /// Tells this dataset's cursors from another's on a reading thread.
     id: u64,
 }
 
 impl Shards {
-    /// Indexes the shards `pattern` names, to be read as `channels` × `size`, keeping
-    /// the first `limit` samples when given; `progress` hears how many shards are done.
+    /// Indexes the shards `pattern` names within `limits`, to be read as `channels` ×
+    /// `size`, keeping the first `limit` samples when given; `progress` hears how many
+    /// shards are done.
     pub fn open(
         pattern: &str,
         channels: usize,
         size: [usize; 2],
+        limits: &DatasetLimits,
         limit: Option<usize>,
         progress: &mut dyn FnMut(OpenProgress),
     ) -> Result<Self> {
         let shape = image_folder::sample_shape(channels, size)?;
         let locations = pattern::shard_locations(pattern)?;
-        let mut shards = index_all(locations, progress)?;
+        let mut shards = index_all(locations, limits, progress)?;
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
         }
-        Ok(Shards::new(pattern.to_owned(), shards, shape))
+        Ok(Shards::new(pattern.to_owned(), shards, shape, *limits))
     }
 
     /// The dataset a parent opened, from its [`Dataset::reopen_index`]: no shard is read.
@@ -102,20 +108,27 @@ impl Shards {
         pattern: &Path,
         channels: usize,
         size: [usize; 2],
+        limits: &DatasetLimits,
         index: serde_json::Value,
     ) -> Result<Self> {
         let shape = image_folder::sample_shape(channels, size)?;
         let shards: Vec<Shard> = serde_json::from_value(index)
             .map_err(|err| Error::run(format!("the shards' index sent to a worker: {err}")))?;
-        Ok(Shards::new(pattern.display().to_string(), shards, shape))
+        Ok(Shards::new(
+            pattern.display().to_string(),
+            shards,
+            shape,
+            *limits,
+        ))
     }
 
-    fn new(pattern: String, shards: Vec<Shard>, shape: SampleShape) -> Self {
+    fn new(pattern: String, shards: Vec<Shard>, shape: SampleShape, limits: DatasetLimits) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Shards {
             pattern,
             catalog: Arc::new(Catalog::new(shards)),
             shape,
+            limits,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
@@ -140,7 +153,7 @@ impl Dataset for Shards {
         let shard = &self.catalog.shards[shard];
         let entry = &shard.samples[sample];
         let ((), fetch) = cursor::read(self.id, &self.catalog, index, |bytes| {
-            image_decode::decode_sample(bytes, self.shape, pixels)
+            image_decode::decode_sample(bytes, self.shape, &self.limits, pixels)
                 .map_err(|problem| shard.location.bad(format!("{}: {problem}", entry.member)))
         })?;
         Ok(TimedRead {
@@ -176,6 +189,7 @@ impl Dataset for Shards {
 /// `locations` order among those found is the error.
 fn index_all(
     locations: Vec<ShardLocation>,
+    limits: &DatasetLimits,
     progress: &mut dyn FnMut(OpenProgress),
 ) -> Result<Vec<Shard>> {
     let total = locations.len();
@@ -190,7 +204,7 @@ fn index_all(
             let Some(location) = locations.get(at) else {
                 return;
             };
-            let indexed = index::index_shard(location, &agent);
+            let indexed = index::index_shard(location, &agent, limits);
             let failed = indexed.is_err();
             // A poisoned lock only means another indexer panicked; the slots are plain.
             results.lock().unwrap_or_else(|p| p.into_inner())[at] = Some(indexed);
@@ -266,7 +280,15 @@ mod tests {
     }
 
     fn open(pattern: &str, limit: Option<usize>) -> Shards {
-        Shards::open(pattern, 3, [2, 3], limit, &mut |_| {}).unwrap()
+        Shards::open(
+            pattern,
+            3,
+            [2, 3],
+            &DatasetLimits::DEFAULT,
+            limit,
+            &mut |_| {},
+        )
+        .unwrap()
     }
 
     /// Sample `n`'s pixels and label as `test_tars::samples` made them.
@@ -363,16 +385,30 @@ mod tests {
     fn the_first_bad_shard_is_named() {
         let (dir, pattern) = three_shards();
         std::fs::write(dir.path().join("s-001.tar"), b"").unwrap();
-        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Shards::open(
+            &pattern,
+            3,
+            [2, 3],
+            &DatasetLimits::DEFAULT,
+            None,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s-001.tar: no samples in this shard"), "{err}");
         std::fs::remove_file(dir.path().join("s-000.tar")).unwrap();
-        let err = Shards::open(&pattern, 3, [2, 3], None, &mut |_| {})
-            .err()
-            .unwrap()
-            .to_string();
+        let err = Shards::open(
+            &pattern,
+            3,
+            [2, 3],
+            &DatasetLimits::DEFAULT,
+            None,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(err.contains("s-000.tar: cannot open"), "{err}");
     }
 }
