@@ -357,7 +357,7 @@ fn decompress(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<File
     let layout = parse_idx_header(&bytes, role)
         .map_err(|err| Error::file_caused(path, err.to_string(), err))?;
     let declared = layout.data_len as u64;
-    let what = "the data its header declares, in bytes";
+    let what = "the data its header declares (bytes)";
     DatasetLimits::check(path, what, declared, "idx_bytes", limits.idx_bytes)?;
     bytes.reserve_exact(layout.data_len + 1);
     // One byte past the data, so that the decoder reaches the end of the stream and

@@ -14,9 +14,11 @@ impl Preset {
     /// also fixes that knob in every extra config.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
-        let slot = field_mut(&mut tree, key)
-            .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
         let as_ron = ron_value(key, value);
+        // RON the preset's own type read proves the path a field's, so the objects on it
+        // that a preset leaves out at their defaults (`dataset.limits`) are made.
+        let slot = field_mut(&mut tree, key, as_ron.is_ok())
+            .ok_or_else(|| Error::value(format!("--set {key}: no such field in a preset")))?;
         *slot = match &as_ron {
             Ok(parsed) => parsed.clone(),
             Err(_) => parse_value(value, slot),
@@ -73,8 +75,13 @@ fn ron_value(key: &str, text: &str) -> std::result::Result<serde_json::Value, St
 }
 
 /// The JSON node at a dotted path; list items are addressed by their index.
-/// A missing leaf of an existing object (an optional field left out) is created.
-fn field_mut<'a>(tree: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
+/// A missing leaf of an existing object (an optional field left out) is created, and
+/// missing objects on the way too when `make_parents`.
+fn field_mut<'a>(
+    tree: &'a mut serde_json::Value,
+    key: &str,
+    make_parents: bool,
+) -> Option<&'a mut serde_json::Value> {
     let (parents, leaf) = match key.rsplit_once('.') {
         Some((parents, leaf)) => (Some(parents), leaf),
         None => (None, key),
@@ -82,7 +89,15 @@ fn field_mut<'a>(tree: &'a mut serde_json::Value, key: &str) -> Option<&'a mut s
     let mut node = tree;
     for part in parents.into_iter().flat_map(|p| p.split('.')) {
         node = match node {
-            serde_json::Value::Object(map) => map.get_mut(part)?,
+            serde_json::Value::Object(map) => {
+                if make_parents && !map.contains_key(part) {
+                    map.insert(
+                        part.to_owned(),
+                        serde_json::Value::Object(Default::default()),
+                    );
+                }
+                map.get_mut(part)?
+            }
             serde_json::Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
             _ => return None,
         };
