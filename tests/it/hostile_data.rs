@@ -79,6 +79,10 @@ fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     let mut bytes = bytes.into_inner();
     bytes[16..20].copy_from_slice(&width.to_be_bytes());
     bytes[20..24].copy_from_slice(&height.to_be_bytes());
+    // The chunk's CRC (over its type and data) made right, so only the size lies.
+    let mut crc = flate2::Crc::new();
+    crc.update(&bytes[12..29]);
+    bytes[29..33].copy_from_slice(&crc.sum().to_be_bytes());
     bytes
 }
 

@@ -608,4 +608,29 @@ mod tests {
             (vec![2], 8, 2)
         );
     }
+
+    #[test]
+    fn a_gz_file_is_inflated_only_as_far_as_its_header_declares_within_idx_bytes() {
+        let dir = TempDir::new().unwrap();
+        let images = write_pair(dir.path(), "train", true);
+        let mut surplus = idx_bytes(0x803, &[3, 2, 3], &[1; 18]);
+        surplus.extend([0; 5000]);
+        fs::write(&images, gzip(&surplus)).unwrap();
+        let msg = open_error(&images, None);
+        assert!(
+            msg.contains("train-images-idx3-ubyte.gz: decompresses to more data than its header declares (18 bytes)"),
+            "{msg}"
+        );
+        write_pair(dir.path(), "train", true);
+        let limits = DatasetLimits {
+            idx_bytes: 17,
+            ..DatasetLimits::DEFAULT
+        };
+        let msg = Idx::open(&images, None, &limits).err().unwrap().to_string();
+        assert!(
+            msg.contains("the data its header declares (bytes) is 18, over the limit of 17")
+                && msg.contains("dataset.limits.idx_bytes"),
+            "{msg}"
+        );
+    }
 }

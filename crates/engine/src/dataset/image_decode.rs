@@ -477,4 +477,36 @@ mod tests {
         assert!(msg.starts_with(&path.display().to_string()), "{msg}");
         assert!(msg.contains("cannot decode"), "{msg}");
     }
+
+    #[test]
+    fn a_header_over_image_pixels_is_refused_before_the_decoder_sizes_a_buffer() {
+        let mut bomb = Vec::new();
+        DynamicImage::ImageRgb8(picture(8, 8))
+            .write_to(
+                &mut std::io::Cursor::new(&mut bomb),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
+        let mut png = Vec::new();
+        DynamicImage::ImageRgb8(picture(30, 20))
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        let limits = DatasetLimits {
+            image_pixels: 500,
+            ..DatasetLimits::DEFAULT
+        };
+        let mut pixels = vec![0; 3 * 8 * 8];
+        for (bytes, size) in [(&bomb, "16384×16384"), (&png, "30×20")] {
+            let problem = decode_sample(bytes, shape(3, 8, 8), &limits, &mut pixels).unwrap_err();
+            assert!(
+                problem.contains(&format!("the image's pixels ({size})"))
+                    && problem.contains("dataset.limits.image_pixels"),
+                "{problem}"
+            );
+        }
+        let kept = SCRATCH.with_borrow(|scratch| scratch.decoded.capacity());
+        assert!(kept < 1 << 20, "the scratch holds {kept} bytes");
+    }
 }

@@ -356,4 +356,21 @@ mod tests {
         let msg = open_error(dir.path(), 1, [0, 2]);
         assert!(msg.contains("dataset.image_size"), "{msg}");
     }
+
+    #[test]
+    fn a_folder_linked_back_into_the_tree_is_listed_once_with_a_warning() {
+        let dir = write_folder();
+        let link = dir.path().join("dogs").join("up");
+        std::os::unix::fs::symlink("..", &link).unwrap();
+        let folder =
+            ImageFolder::open(dir.path(), 3, [2, 2], &DatasetLimits::DEFAULT, &mut |_| {}).unwrap();
+        assert_eq!(folder.len(), 2);
+        assert_eq!(
+            folder.warnings(),
+            [format!(
+                "{}: skipped, a folder already listed (a link back into the tree)",
+                link.display()
+            )]
+        );
+    }
 }

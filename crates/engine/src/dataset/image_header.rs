@@ -353,4 +353,37 @@ mod tests {
             "{four}"
         );
     }
+
+    #[test]
+    fn a_header_claiming_more_pixels_than_the_limit_is_refused_with_the_field() {
+        let mut bomb = jpeg(8, 8);
+        let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
+        let problem = match check_reader(&mut &bomb[..], &DatasetLimits::DEFAULT) {
+            Err(bad) => bad.problem,
+            Ok(()) => panic!("a 16384×16384 header passed"),
+        };
+        assert_eq!(
+            problem,
+            "the image's pixels (16384×16384) is 268435456, over the limit of 89478485 \
+             (raise it with dataset.limits.image_pixels; see docs/limits.md)"
+        );
+        let raised = DatasetLimits {
+            image_pixels: 1 << 28,
+            ..DatasetLimits::DEFAULT
+        };
+        assert!(check_reader(&mut &bomb[..], &raised).is_ok());
+    }
+
+    #[test]
+    fn a_file_over_file_bytes_is_refused_by_its_size() {
+        let (_dir, paths) = folder([usize::MAX; 2]);
+        let small = DatasetLimits {
+            file_bytes: 10,
+            ..DatasetLimits::DEFAULT
+        };
+        let msg = check(&paths[0], &small).unwrap_err().to_string();
+        assert!(msg.contains("the file's size in bytes is"), "{msg}");
+        assert!(msg.contains("dataset.limits.file_bytes"), "{msg}");
+    }
 }

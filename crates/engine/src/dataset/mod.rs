@@ -26,9 +26,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
+pub use image_decode::decode_sample as decode_image;
 pub use image_folder::{ImageFolderFiles, list as list_image_folder};
+pub use image_header::{BadHeader, check_reader as check_image_header};
 pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
+pub use shards::index_bytes as index_shard_bytes;
 pub use shards::pattern::{ShardLocation, shard_locations};
 pub use synthetic::SYNTHETIC_LEN;
 

@@ -11,7 +11,7 @@
 //! end-of-archive blocks ([`members`](super::members)) and anything else in a shard is
 //! an error naming the shard and the member.
 
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
 use tar::{Archive, Entries};
@@ -46,54 +46,70 @@ pub fn index_shard(
     agent: &Agent,
     limits: &DatasetLimits,
 ) -> Result<Vec<SampleEntry>> {
-    let broken = |err: std::io::Error| location.caused(format!("not a readable tar: {err}"), err);
     match location {
         ShardLocation::File(path) => {
             let file = PositionedFile::open(path)
                 .map_err(|err| location.caused(format!("cannot open: {err}"), err))?;
             let len = file.len();
-            let mut archive = Archive::new(file);
-            let entries = archive.entries_with_seek().map_err(broken)?;
-            let samples = walk(location, Some(len), limits, entries)?;
-            finish(location, samples, archive.into_inner())
+            index_seekable(location, file, len, limits)
         }
         ShardLocation::Url(url) => {
             let mut archive = Archive::new(source::get(url, agent)?);
-            let entries = archive.entries().map_err(broken)?;
-            let samples = walk(location, None, limits, entries)?;
-            finish(location, samples, archive.into_inner())
+            let entries = archive.entries().map_err(broken(location))?;
+            let (samples, last) = walk(location, None, limits, entries)?;
+            finish(location, samples, last, archive.into_inner())
         }
     }
 }
 
-/// The shard's `samples`, once it holds some and `rest` (what follows the members) is
-/// its end-of-archive marker.
+/// [`index_shard`] of a shard `len` bytes long read from `shard`, which seeks past the
+/// image bodies.
+pub fn index_seekable(
+    location: &ShardLocation,
+    shard: impl Read + Seek,
+    len: u64,
+    limits: &DatasetLimits,
+) -> Result<Vec<SampleEntry>> {
+    let mut archive = Archive::new(shard);
+    let entries = archive.entries_with_seek().map_err(broken(location))?;
+    let (samples, last) = walk(location, Some(len), limits, entries)?;
+    finish(location, samples, last, archive.into_inner())
+}
+
+fn broken(location: &ShardLocation) -> impl Fn(std::io::Error) -> crate::error::Error + '_ {
+    |err| location.caused(format!("not a readable tar: {err}"), err)
+}
+
+/// The shard's `samples`, once it holds some and `rest` (what follows the `last`
+/// member) is its end-of-archive marker.
 fn finish(
     location: &ShardLocation,
     samples: Vec<SampleEntry>,
+    last: Option<String>,
     rest: impl Read,
 ) -> Result<Vec<SampleEntry>> {
-    let Some(last) = samples.last() else {
+    if samples.is_empty() {
         return Err(location.bad("no samples in this shard"));
-    };
-    members::require_end(location, rest, Some(&last.member))?;
+    }
+    members::require_end(location, rest, last.as_deref())?;
     Ok(samples)
 }
 
-/// Groups the members of `entries` into samples; `len` is a local shard's length.
+/// Groups the members of `entries` into samples, and names the last member; `len` is a
+/// local shard's length.
 fn walk<R: Read>(
     location: &ShardLocation,
     len: Option<u64>,
     limits: &DatasetLimits,
     entries: Entries<'_, R>,
-) -> Result<Vec<SampleEntry>> {
+) -> Result<(Vec<SampleEntry>, Option<String>)> {
     let mut samples = Samples {
         location,
         limits,
         done: Vec::new(),
         open: None,
     };
-    members::walk(location, entries, |member, entry| {
+    let last = members::walk(location, entries, |member, entry| {
         if entry.header().entry_type().is_dir() {
             return Ok(());
         }
@@ -110,7 +126,7 @@ fn walk<R: Read>(
         }
         samples.add(member, entry)
     })?;
-    samples.finish()
+    Ok((samples.finish()?, last))
 }
 
 /// What a member holds, by its extension.
@@ -382,5 +398,120 @@ mod tests {
             msg.contains("not a readable tar after member 000001"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn long_names_and_pax_paths_name_their_members() {
+        let long = format!("{}/0001", "d".repeat(120));
+        let members = [
+            member(&format!("{long}.png"), &png(2, 2, [1, 2, 3])),
+            member(&format!("{long}.cls"), b"5"),
+        ];
+        let found = index(&members).unwrap();
+        assert_eq!(found[0].member, format!("{long}.png"));
+        // A PAX path record, as Python's tarfile writes for a name that needs one.
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        let mut tar = tar::Builder::new(Vec::new());
+        let pax_name = "caf\u{e9}/0002";
+        for (name, bytes) in [
+            (format!("{pax_name}.png"), png(2, 2, [1, 2, 3])),
+            (format!("{pax_name}.cls"), b"6".to_vec()),
+        ] {
+            tar.append_pax_extensions([("path", name.as_bytes())])
+                .unwrap();
+            let mut header = tar::Header::new_ustar();
+            header.set_path("placeholder").unwrap();
+            header.set_size(bytes.len() as u64);
+            header.set_cksum();
+            tar.append(&header, &bytes[..]).unwrap();
+        }
+        std::fs::write(&path, tar.into_inner().unwrap()).unwrap();
+        let found = index_shard(
+            &ShardLocation::File(path),
+            &source::agent(),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap();
+        assert_eq!(
+            (found[0].member.as_str(), found[0].label),
+            ("caf\u{e9}/0002.png", 6)
+        );
+    }
+
+    #[test]
+    fn an_extension_header_over_its_cap_is_refused_before_its_payload_is_read() {
+        let mut header = tar::Header::new_ustar();
+        header.set_entry_type(tar::EntryType::XHeader);
+        header.set_path("pax").unwrap();
+        header.set_size(members::MAX_EXTENSION_BYTES + 1);
+        header.set_cksum();
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        std::fs::write(&path, header.as_bytes()).unwrap();
+        let location = ShardLocation::File(path);
+        let msg = index_shard(&location, &source::agent(), &DatasetLimits::DEFAULT)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("shard.tar: the PAX header at byte 0 claims 1048577 bytes"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_member_over_file_bytes_or_an_image_over_image_pixels_is_named() {
+        let limits = |file_bytes, image_pixels| DatasetLimits {
+            file_bytes,
+            image_pixels,
+            ..DatasetLimits::DEFAULT
+        };
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, &samples(0, 2));
+        let location = ShardLocation::File(path);
+        let error = |limits| {
+            index_shard(&location, &source::agent(), &limits)
+                .unwrap_err()
+                .to_string()
+        };
+        let msg = error(limits(20, u64::MAX));
+        assert!(
+            msg.contains("000000.png: the member's size in bytes is"),
+            "{msg}"
+        );
+        assert!(msg.contains("dataset.limits.file_bytes"), "{msg}");
+        let msg = error(limits(u64::MAX, 5));
+        assert!(
+            msg.contains("000000.png: the image's pixels (3×2) is 6"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_shard_without_its_end_of_archive_blocks_is_cut() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, &samples(0, 2));
+        let bytes = std::fs::read(&path).unwrap();
+        let location = ShardLocation::File(path.clone());
+        let index = || index_shard(&location, &source::agent(), &DatasetLimits::DEFAULT);
+        assert_eq!(index().unwrap().len(), 2);
+        let end = bytes.len() - 1024;
+        for (kept, problem) in [
+            (
+                bytes[..end].to_vec(),
+                "cut: no end-of-archive blocks after member 000001.cls",
+            ),
+            (bytes[..end + 512].to_vec(), "cut: no end-of-archive blocks"),
+            (
+                [&bytes[..end + 512], &[1u8; 512][..]].concat(),
+                "a lone zero block followed by data",
+            ),
+        ] {
+            std::fs::write(&path, kept).unwrap();
+            let msg = index().unwrap_err().to_string();
+            assert!(msg.contains(problem), "{msg}");
+        }
     }
 }

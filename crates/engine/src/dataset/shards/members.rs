@@ -21,12 +21,13 @@ pub const MAX_EXTENSION_BYTES: u64 = 1 << 20;
 const BLOCK_BYTES: u64 = 512;
 
 /// Calls `member(name, entry)` for each member of `entries` that is not an extension
-/// header, its name the long name or PAX path that came before it, else its header's.
+/// header, its name the long name or PAX path that came before it, else its header's;
+/// returns the last member's name.
 pub fn walk<R: Read>(
     location: &ShardLocation,
     entries: Entries<'_, R>,
     mut member: impl FnMut(String, &mut Entry<'_, R>) -> Result<()>,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let mut extended = Extended::default();
     let mut last: Option<String> = None;
     for entry in entries.raw(true) {
@@ -57,7 +58,7 @@ pub fn walk<R: Read>(
         last = Some(name.clone());
         member(name, &mut entry)?;
     }
-    Ok(())
+    Ok(last)
 }
 
 /// Fails unless `rest`, what follows the block the `tar` crate stopped at, is the second

@@ -249,6 +249,19 @@ fn index_all(
     Ok(shards)
 }
 
+/// The byte ranges of the images the index pass finds in a shard held in `bytes`,
+/// within `limits`: the pass a local shard gets at open, on bytes in memory (the fuzz
+/// target's entry).
+pub fn index_bytes(bytes: &[u8], limits: &DatasetLimits) -> Result<Vec<Range<u64>>> {
+    let location = ShardLocation::File(PathBuf::from("shard.tar"));
+    let cursor = std::io::Cursor::new(bytes);
+    let samples = index::index_seekable(&location, cursor, bytes.len() as u64, limits)?;
+    Ok(samples
+        .iter()
+        .map(|sample| sample.offset..sample.offset + sample.size)
+        .collect())
+}
+
 /// Keeps the first `limit` samples, in shard order.
 fn keep_first(shards: &mut Vec<Shard>, limit: usize) {
     let mut left = limit;
