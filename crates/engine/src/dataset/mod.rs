@@ -13,6 +13,7 @@ mod limits;
 mod npy;
 pub mod python_dataset;
 mod shards;
+mod subset;
 mod synthetic;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use subset::Subset;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;
@@ -336,10 +338,7 @@ pub fn open_with_progress(
         )));
     }
     Ok(match samples {
-        Some(n) if n < dataset.len() => Arc::new(Subset {
-            inner: dataset,
-            len: n,
-        }),
+        Some(n) if n < dataset.len() => Arc::new(Subset::new(dataset, n)),
         _ => dataset,
     })
 }
@@ -376,59 +375,4 @@ pub fn open_warnings(samples: Option<usize>, dataset: &dyn Dataset) -> Vec<Strin
         ));
     }
     warnings
-}
-
-/// The first `len` samples of another dataset.
-struct Subset {
-    inner: Arc<dyn Dataset>,
-    len: usize,
-}
-
-impl Dataset for Subset {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn shape(&self) -> SampleShape {
-        self.inner.shape()
-    }
-
-    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
-        self.inner.read(index, pixels)
-    }
-
-    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
-        self.inner.read_timed(index, pixels)
-    }
-
-    fn read_is_fetch(&self) -> bool {
-        self.inner.read_is_fetch()
-    }
-
-    fn describe(&self) -> String {
-        format!("first {} of {}", self.len, self.inner.describe())
-    }
-
-    fn files(&self) -> Vec<PathBuf> {
-        self.inner.files()
-    }
-
-    fn release_mapped_pages(&self) -> Result<()> {
-        self.inner.release_mapped_pages()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.inner.warnings()
-    }
-
-    fn shards(&self) -> Option<Vec<Range<usize>>> {
-        let shards = self.inner.shards()?;
-        Some(
-            shards
-                .into_iter()
-                .map(|shard| shard.start..shard.end.min(self.len))
-                .filter(|shard| !shard.is_empty())
-                .collect(),
-        )
-    }
 }
