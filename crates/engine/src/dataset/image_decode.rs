@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 
 /// The most bytes a thread's scratch buffer keeps between samples (a 21-megapixel RGB
 /// photo decoded); a larger one is freed after the sample that needed it.
-const SCRATCH_KEPT_BYTES: usize = 64 << 20;
+pub(crate) const SCRATCH_KEPT_BYTES: usize = 64 << 20;
 
 /// What one thread reuses from sample to sample.
 #[derive(Default)]

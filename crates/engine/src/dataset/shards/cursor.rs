@@ -22,6 +22,7 @@ use ureq::Agent;
 
 use super::Catalog;
 use super::source::{self, ShardStream};
+use crate::dataset::image_decode;
 use crate::error::{Error, Result};
 
 thread_local! {
@@ -61,7 +62,12 @@ pub fn read<T>(
         }
         fetched?;
         let fetch = started.elapsed();
-        Ok((decode(&cursor.bytes)?, fetch))
+        let decoded = decode(&cursor.bytes);
+        if cursor.bytes.capacity() > image_decode::SCRATCH_KEPT_BYTES {
+            // One large member must not keep the thread's buffer that large.
+            cursor.bytes = Vec::new();
+        }
+        Ok((decoded?, fetch))
     })
 }
 
