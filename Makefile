@@ -91,12 +91,15 @@ fmt:
 	$(CARGO) fmt --all
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= idx_header npy_header preset journal
-## Fuzz the IDX and .npy headers, the preset parser and the journal reader (needs `cargo install cargo-fuzz`).
-## The preset target starts from the built-in presets, the .npy one from arrays numpy saves.
+FUZZ_TARGETS ?= idx_header npy_header preset journal tar_index image_header
+## Fuzz the IDX and .npy headers, the preset parser, the journal reader, the shard index
+## and the image headers (needs `cargo install cargo-fuzz`).
+## The preset target starts from the built-in presets, the .npy one from arrays numpy saves,
+## the shard and image ones from tars and images Python writes.
 fuzz: setup
 	mkdir -p fuzz/corpus/preset && cp presets/*.ron fuzz/corpus/preset/
 	$(PYTHON_PATH) scripts/npy-seeds fuzz/corpus/npy_header
+	$(PYTHON_PATH) scripts/image-shard-seeds fuzz/corpus
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
 		LIBTORCH=$(LIBTORCH_DIR) LD_LIBRARY_PATH=$(LIBTORCH_DIR)/lib RUSTC_BOOTSTRAP=1 \
 		cargo fuzz run $$target -O --sanitizer none -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \

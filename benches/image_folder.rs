@@ -256,11 +256,13 @@ fn print_open_time(files: usize) {
     }
     let started = Instant::now();
     let mut reports = 0;
-    let dataset =
-        loaderbench_engine::dataset::open_with_progress(&spec(dir.path(), 16), None, &mut |_| {
-            reports += 1
-        })
-        .expect("the folder opens");
+    let dataset = loaderbench_engine::dataset::open_with_progress(
+        &spec(dir.path(), 16),
+        None,
+        &mut |_| reports += 1,
+        &loaderbench_engine::cancel::CancelToken::new(),
+    )
+    .expect("the folder opens");
     let seconds = started.elapsed().as_secs_f64();
     assert_eq!(dataset.len(), files);
     println!(

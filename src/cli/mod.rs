@@ -310,8 +310,7 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
         }
     } else {
         let dataset = loaderbench_engine::dataset::open(&plan.dataset, plan.samples)?;
-        if let Some(warning) = loaderbench_engine::dataset::samples_warning(plan.samples, &*dataset)
-        {
+        for warning in loaderbench_engine::dataset::open_warnings(plan.samples, &*dataset) {
             eprintln!("warning: {warning}");
         }
     }

@@ -16,7 +16,7 @@ use rand::seq::SliceRandom;
 
 use loaderbench_engine::atomic_file;
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::dataset::list_image_folder;
+use loaderbench_engine::dataset::{DatasetLimits, list_image_folder};
 use loaderbench_engine::{Error, Result};
 
 /// An image folder to convert.
@@ -36,7 +36,15 @@ pub struct ShardsArgs {
 
 pub fn shards(args: ShardsArgs) -> Result<()> {
     refuse_old_shards(&args.out)?;
-    let listed = list_image_folder(&args.folder, &mut |_| {}, &CancelToken::new())?;
+    let listed = list_image_folder(
+        &args.folder,
+        &DatasetLimits::DEFAULT,
+        &mut |_| {},
+        &CancelToken::new(),
+    )?;
+    for warning in &listed.warnings {
+        eprintln!("warning: {warning}");
+    }
     let mut samples = listed.samples;
     samples.shuffle(&mut StdRng::seed_from_u64(args.seed));
     std::fs::create_dir_all(&args.out).map_err(|err| Error::io(&args.out, err))?;

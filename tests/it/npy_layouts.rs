@@ -220,12 +220,13 @@ fn samples_beyond_the_dataset_warn_with_both_numbers() {
     };
     let data = dataset::open(&spec, Some(10)).unwrap();
     assert_eq!(data.len(), 3);
-    let warning = dataset::samples_warning(Some(10), &*data).unwrap();
+    let warnings = dataset::open_warnings(Some(10), &*data);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warning.contains("samples = 10") && warning.contains("holds 3"),
-        "{warning}"
+        warnings[0].contains("samples = 10") && warnings[0].contains("holds 3"),
+        "{warnings:?}"
     );
     let data = dataset::open(&spec, Some(2)).unwrap();
-    assert_eq!(dataset::samples_warning(Some(2), &*data), None);
-    assert_eq!(dataset::samples_warning(None, &*data), None);
+    assert!(dataset::open_warnings(Some(2), &*data).is_empty());
+    assert!(dataset::open_warnings(None, &*data).is_empty());
 }

@@ -1,7 +1,9 @@
 //! The MNIST-family IDX reader: an images file (`*-images-idx3-ubyte`, magic 0x00000803,
 //! count × rows × cols unsigned bytes) and its labels file (`*-labels-idx1-ubyte`, magic
 //! 0x00000801), each plain or gzipped. Plain files are memory-mapped; .gz files are
-//! decompressed into memory once at open. The header check is the pure function
+//! decompressed into memory once at open, exactly as far as their header declares: the
+//! declared size is checked against the dataset's `idx_bytes` limit before anything is
+//! allocated, and data past it is refused rather than inflated. The header check is the pure function
 //! [`parse_idx`], shared by [`Idx::open`] and the fuzz target, so that every lie a header
 //! can tell is caught before a byte is allocated or a sample is read.
 
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use flate2::read::GzDecoder;
 
 use super::files::{self, FileBytes, MAX_DATA_BYTES};
-use super::{Dataset, PixelKind, SampleShape};
+use super::{Dataset, DatasetLimits, PixelKind, SampleShape};
 use crate::error::{Error, Result};
 
 /// Which of the two IDX files a byte slice should be: it fixes the magic number (type
@@ -175,10 +177,11 @@ pub fn idx_files(path: &Path, labels: Option<&Path>) -> Result<(PathBuf, PathBuf
 impl Idx {
     /// Opens a directory holding an IDX pair, or an images file. The labels are `labels`
     /// if given, else the file beside the images named with `labels-idx1` for `images-idx3`.
-    pub fn open(path: &Path, labels: Option<&Path>) -> Result<Self> {
+    /// A .gz file may decompress to at most `limits.idx_bytes`.
+    pub fn open(path: &Path, labels: Option<&Path>, limits: &DatasetLimits) -> Result<Self> {
         let (images_path, labels_path) = idx_files(path, labels)?;
-        let (images, image_layout) = load(&images_path, IdxRole::Images)?;
-        let (labels, label_layout) = load(&labels_path, IdxRole::Labels)?;
+        let (images, image_layout) = load(&images_path, IdxRole::Images, limits)?;
+        let (labels, label_layout) = load(&labels_path, IdxRole::Labels, limits)?;
         let len = image_layout.dims[0];
         if label_layout.dims[0] != len {
             return Err(Error::file(
@@ -326,9 +329,9 @@ fn labels_beside(images: &Path) -> Result<PathBuf> {
 }
 
 /// The bytes of an IDX file, mapped or decompressed, with its checked layout.
-fn load(path: &Path, role: IdxRole) -> Result<(FileBytes, IdxLayout)> {
+fn load(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<(FileBytes, IdxLayout)> {
     let bytes = if path.extension().is_some_and(|ext| ext == "gz") {
-        decompress(path, role)?
+        decompress(path, role, limits)?
     } else {
         files::map(path)?
     };
@@ -338,8 +341,9 @@ fn load(path: &Path, role: IdxRole) -> Result<(FileBytes, IdxLayout)> {
 }
 
 /// Decompresses a .gz IDX file, checking its header before the data so that a header
-/// promising absurd sizes is refused before anything is allocated for it.
-fn decompress(path: &Path, role: IdxRole) -> Result<FileBytes> {
+/// promising absurd sizes, or more than `limits.idx_bytes`, is refused before anything
+/// is allocated for it; data past what the header declares is refused, not inflated.
+fn decompress(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<FileBytes> {
     let file = File::open(path)
         .map_err(|err| Error::file_caused(path, format!("cannot open: {err}"), err))?;
     let mut gz = GzDecoder::new(BufReader::new(file));
@@ -352,12 +356,26 @@ fn decompress(path: &Path, role: IdxRole) -> Result<FileBytes> {
         .map_err(corrupt)?;
     let layout = parse_idx_header(&bytes, role)
         .map_err(|err| Error::file_caused(path, err.to_string(), err))?;
+    let declared = layout.data_len as u64;
+    let what = "the data its header declares (bytes)";
+    DatasetLimits::check(path, what, declared, "idx_bytes", limits.idx_bytes)?;
+    bytes.reserve_exact(layout.data_len + 1);
     // One byte past the data, so that the decoder reaches the end of the stream and
-    // checks its CRC when the file holds exactly what the header promises.
+    // checks its CRC when the file holds exactly what the header promises, and so that
+    // a stream holding more is caught.
     (&mut gz)
-        .take(layout.data_len as u64 + 1)
+        .take(declared + 1)
         .read_to_end(&mut bytes)
         .map_err(corrupt)?;
+    if bytes.len() > layout.data_offset + layout.data_len {
+        return Err(Error::file(
+            path,
+            format!(
+                "decompresses to more data than its header declares ({declared} bytes): \
+                 not an IDX file as written"
+            ),
+        ));
+    }
     Ok(FileBytes::InMemory(bytes))
 }
 
@@ -422,7 +440,7 @@ mod tests {
     }
 
     fn open_error(path: &Path, labels: Option<&Path>) -> String {
-        match Idx::open(path, labels) {
+        match Idx::open(path, labels, &DatasetLimits::DEFAULT) {
             Ok(_) => panic!("{} opened but should not", path.display()),
             Err(err) => err.to_string(),
         }
@@ -432,7 +450,7 @@ mod tests {
     fn reads_a_plain_pair_from_its_directory() {
         let dir = TempDir::new().unwrap();
         let images = write_pair(dir.path(), "train", false);
-        let idx = Idx::open(dir.path(), None).unwrap();
+        let idx = Idx::open(dir.path(), None, &DatasetLimits::DEFAULT).unwrap();
         assert_reads_pair(&idx);
         assert_eq!(
             idx.describe(),
@@ -444,7 +462,7 @@ mod tests {
     fn reads_a_gzipped_pair_from_the_images_file() {
         let dir = TempDir::new().unwrap();
         let images = write_pair(dir.path(), "t10k", true);
-        assert_reads_pair(&Idx::open(&images, None).unwrap());
+        assert_reads_pair(&Idx::open(&images, None, &DatasetLimits::DEFAULT).unwrap());
     }
 
     #[test]
@@ -452,7 +470,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         write_pair(dir.path(), "t10k", false);
         let train = write_pair(dir.path(), "train", true);
-        let idx = Idx::open(dir.path(), None).unwrap();
+        let idx = Idx::open(dir.path(), None, &DatasetLimits::DEFAULT).unwrap();
         assert!(idx.describe().contains(&train.display().to_string()));
     }
 
@@ -462,7 +480,7 @@ mod tests {
         let images = write_pair(dir.path(), "train", false);
         let labels = dir.path().join("other-labels");
         fs::write(&labels, idx_bytes(0x801, &[3], &[1, 2, 3])).unwrap();
-        let idx = Idx::open(&images, Some(&labels)).unwrap();
+        let idx = Idx::open(&images, Some(&labels), &DatasetLimits::DEFAULT).unwrap();
         assert_eq!(idx.read(0, &mut [0; 6]).unwrap(), 1);
     }
 
@@ -588,6 +606,31 @@ mod tests {
         assert_eq!(
             (layout.dims, layout.data_offset, layout.data_len),
             (vec![2], 8, 2)
+        );
+    }
+
+    #[test]
+    fn a_gz_file_is_inflated_only_as_far_as_its_header_declares_within_idx_bytes() {
+        let dir = TempDir::new().unwrap();
+        let images = write_pair(dir.path(), "train", true);
+        let mut surplus = idx_bytes(0x803, &[3, 2, 3], &[1; 18]);
+        surplus.extend([0; 5000]);
+        fs::write(&images, gzip(&surplus)).unwrap();
+        let msg = open_error(&images, None);
+        assert!(
+            msg.contains("train-images-idx3-ubyte.gz: decompresses to more data than its header declares (18 bytes)"),
+            "{msg}"
+        );
+        write_pair(dir.path(), "train", true);
+        let limits = DatasetLimits {
+            idx_bytes: 17,
+            ..DatasetLimits::DEFAULT
+        };
+        let msg = Idx::open(&images, None, &limits).err().unwrap().to_string();
+        assert!(
+            msg.contains("the data its header declares (bytes) is 18, over the limit of 17")
+                && msg.contains("dataset.limits.idx_bytes"),
+            "{msg}"
         );
     }
 }

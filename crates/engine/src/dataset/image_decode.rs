@@ -4,7 +4,11 @@
 //! as Pillow's `resize` does, so it matches torchvision's `Resize`) and written
 //! channels-first in one pass. [`decode_sample`] does the same for an image's bytes
 //! already in memory (a tar shard's member). The buffers and the resizer live in a per-thread
-//! [`Scratch`], so a worker reading sample after sample allocates nothing per JPEG.
+//! [`Scratch`], so a worker reading sample after sample allocates nothing per JPEG; one
+//! larger than [`SCRATCH_KEPT_BYTES`] is let go after its sample, so a thread's memory is
+//! not sized by the largest image it met. Nothing is sized from a file before the
+//! dataset's limits allow it: the file's length (`file_bytes`) before it is read, the
+//! header's pixels (`image_pixels`) before it is decoded.
 //!
 //! Reduced-scale decoding (JPEG DCT scaling, as PIL's `draft`) was measured with
 //! jpeg-decoder's `Decoder::scale` and left out: its entropy decoding is so much slower
@@ -26,8 +30,12 @@ use zune_core::colorspace::ColorSpace;
 use zune_core::options::DecoderOptions;
 use zune_jpeg::JpegDecoder;
 
-use super::SampleShape;
+use super::{DatasetLimits, SampleShape, image_header};
 use crate::error::{Error, Result};
+
+/// The most bytes a thread's scratch buffer keeps between samples (a 21-megapixel RGB
+/// photo decoded); a larger one is freed after the sample that needed it.
+pub(crate) const SCRATCH_KEPT_BYTES: usize = 64 << 20;
 
 /// What one thread reuses from sample to sample.
 #[derive(Default)]
@@ -52,15 +60,23 @@ struct Decoded {
 /// Reads the image at `path` into `pixels` as `shape` (channels-first u8, 1 or 3
 /// channels), resizing when its size differs; returns the time reading the file took
 /// (the fetch, apart from decoding).
-pub fn read_sample(path: &Path, shape: SampleShape, pixels: &mut [u8]) -> Result<Duration> {
+pub fn read_sample(
+    path: &Path,
+    shape: SampleShape,
+    limits: &DatasetLimits,
+    pixels: &mut [u8],
+) -> Result<Duration> {
     let started = Instant::now();
     // Taken out of the scratch so that decoding can borrow the rest of it.
     let mut bytes = SCRATCH.with_borrow_mut(|scratch| std::mem::take(&mut scratch.file));
-    let read = read_file(path, &mut bytes);
+    let read = read_file(path, limits, &mut bytes);
     let fetch = started.elapsed();
     let decoded = read.and_then(|()| {
-        decode_sample(&bytes, shape, pixels).map_err(|problem| Error::file(path, problem))
+        decode_sample(&bytes, shape, limits, pixels).map_err(|problem| Error::file(path, problem))
     });
+    if bytes.capacity() > SCRATCH_KEPT_BYTES {
+        bytes = Vec::new();
+    }
     SCRATCH.with_borrow_mut(|scratch| scratch.file = bytes);
     decoded.map(|()| fetch)
 }
@@ -70,36 +86,69 @@ pub fn read_sample(path: &Path, shape: SampleShape, pixels: &mut [u8]) -> Result
 pub fn decode_sample(
     bytes: &[u8],
     shape: SampleShape,
+    limits: &DatasetLimits,
     pixels: &mut [u8],
 ) -> std::result::Result<(), String> {
     SCRATCH.with_borrow_mut(|scratch| {
-        let size = decode(bytes, shape.channels, &mut scratch.decoded)
-            .map_err(|message| format!("cannot decode: {message}"))?;
-        write_sample(scratch, size, shape, pixels)
-            .map_err(|message| format!("cannot resize: {message}"))
+        let written =
+            decode(bytes, shape.channels, limits, &mut scratch.decoded).and_then(|size| {
+                write_sample(scratch, size, shape, pixels)
+                    .map_err(|message| format!("cannot resize: {message}"))
+            });
+        scratch.let_go_of_large_buffers();
+        written
     })
 }
 
-fn read_file(path: &Path, bytes: &mut Vec<u8>) -> Result<()> {
-    bytes.clear();
-    File::open(path)
-        .and_then(|mut file| file.read_to_end(bytes))
-        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
-    Ok(())
+impl Scratch {
+    /// Frees the buffers (and the resizer's) that a large image grew past
+    /// [`SCRATCH_KEPT_BYTES`].
+    fn let_go_of_large_buffers(&mut self) {
+        let kept = self.decoded.capacity().max(self.resized.capacity());
+        if kept > SCRATCH_KEPT_BYTES {
+            self.decoded = Vec::new();
+            self.resized = Vec::new();
+            self.resizer = Resizer::default();
+        }
+    }
 }
 
-/// Decodes `bytes` into `out` as `channels` interleaved bytes per pixel.
+/// Reads the file at `path` into `bytes`, refusing one over `limits.file_bytes` before
+/// reading it (and one that grew past it while read).
+fn read_file(path: &Path, limits: &DatasetLimits, bytes: &mut Vec<u8>) -> Result<()> {
+    bytes.clear();
+    let cannot_read =
+        |err: std::io::Error| Error::file_caused(path, format!("cannot read: {err}"), err);
+    let file = File::open(path).map_err(cannot_read)?;
+    let check = |length: u64| {
+        let what = "the file's size in bytes";
+        DatasetLimits::check(path, what, length, "file_bytes", limits.file_bytes)
+    };
+    check(file.metadata().map_err(cannot_read)?.len())?;
+    file.take(limits.file_bytes.saturating_add(1))
+        .read_to_end(bytes)
+        .map_err(cannot_read)?;
+    check(bytes.len() as u64)
+}
+
+/// Decodes `bytes` into `out` as `channels` interleaved bytes per pixel; the problem
+/// (a header over `limits.image_pixels`, or what the decoder said) otherwise.
 fn decode(
     bytes: &[u8],
     channels: usize,
+    limits: &DatasetLimits,
     out: &mut Vec<u8>,
 ) -> std::result::Result<Decoded, String> {
     if bytes.starts_with(&[0xFF, 0xD8])
-        && let Some(size) = decode_jpeg(bytes, channels, out)?
+        && let Some(size) = decode_jpeg(bytes, channels, limits, out)?
     {
         return Ok(size);
     }
-    decode_other(bytes, channels, out)
+    decode_other(bytes, channels, limits, out)
+}
+
+fn cannot_decode(message: impl std::fmt::Display) -> String {
+    format!("cannot decode: {message}")
 }
 
 /// zune-jpeg's decode, or `None` for the rare colour spaces it cannot turn into grey
@@ -107,10 +156,11 @@ fn decode(
 fn decode_jpeg(
     bytes: &[u8],
     channels: usize,
+    limits: &DatasetLimits,
     out: &mut Vec<u8>,
 ) -> std::result::Result<Option<Decoded>, String> {
     let mut decoder = JpegDecoder::new(ZCursor::new(bytes));
-    decoder.decode_headers().map_err(|err| err.to_string())?;
+    decoder.decode_headers().map_err(cannot_decode)?;
     let colour = if channels == 1 {
         let input = decoder.input_colorspace();
         if !matches!(input, Some(ColorSpace::YCbCr | ColorSpace::Luma)) {
@@ -125,28 +175,33 @@ fn decode_jpeg(
         .set_strict_mode(true)
         .jpeg_set_out_colorspace(colour);
     decoder.set_options(options);
-    decoder.decode_headers().map_err(|err| err.to_string())?;
-    let (width, height) = decoder
-        .dimensions()
-        .ok_or_else(|| "no image size in the header".to_owned())?;
-    let needed = decoder
-        .output_buffer_size()
-        .ok_or_else(|| "no image size in the header".to_owned())?;
+    decoder.decode_headers().map_err(cannot_decode)?;
+    let no_size = || cannot_decode("no image size in the header");
+    let (width, height) = decoder.dimensions().ok_or_else(no_size)?;
+    // zune-jpeg's sides are 16-bit.
+    let (width, height) = (width as u32, height as u32);
+    image_header::check_pixels(width, height, limits)?;
+    let needed = decoder.output_buffer_size().ok_or_else(no_size)?;
     out.resize(needed, 0);
-    decoder.decode_into(out).map_err(|err| err.to_string())?;
-    Ok(Some(Decoded {
-        width: width as u32,
-        height: height as u32,
-    }))
+    decoder.decode_into(out).map_err(cannot_decode)?;
+    Ok(Some(Decoded { width, height }))
 }
 
 /// Any other format the `image` crate reads (PNG, and JPEGs zune-jpeg leaves to it).
 fn decode_other(
     bytes: &[u8],
     channels: usize,
+    limits: &DatasetLimits,
     out: &mut Vec<u8>,
 ) -> std::result::Result<Decoded, String> {
-    let image = image::load_from_memory(bytes).map_err(|err| err.to_string())?;
+    let decoder = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(cannot_decode)?
+        .into_decoder()
+        .map_err(cannot_decode)?;
+    let (width, height) = image::ImageDecoder::dimensions(&decoder);
+    image_header::check_pixels(width, height, limits)?;
+    let image = image::DynamicImage::from_decoder(decoder).map_err(cannot_decode)?;
     let (width, height) = (image.width(), image.height());
     *out = if channels == 1 && image.color().has_color() {
         // Not `into_luma8`: the image crate weighs colour by Rec. 709, and JPEGs (their
@@ -311,7 +366,7 @@ mod tests {
 
     fn read(path: &Path, shape: SampleShape) -> Vec<u8> {
         let mut pixels = vec![0; shape.sample_bytes()];
-        read_sample(path, shape, &mut pixels).unwrap();
+        read_sample(path, shape, &DatasetLimits::DEFAULT, &mut pixels).unwrap();
         pixels
     }
 
@@ -416,10 +471,42 @@ mod tests {
         bytes.truncate(bytes.len() / 3);
         std::fs::write(&path, bytes).unwrap();
         let mut pixels = vec![0; 3 * 8 * 8];
-        let msg = read_sample(&path, shape(3, 8, 8), &mut pixels)
+        let msg = read_sample(&path, shape(3, 8, 8), &DatasetLimits::DEFAULT, &mut pixels)
             .unwrap_err()
             .to_string();
         assert!(msg.starts_with(&path.display().to_string()), "{msg}");
         assert!(msg.contains("cannot decode"), "{msg}");
+    }
+
+    #[test]
+    fn a_header_over_image_pixels_is_refused_before_the_decoder_sizes_a_buffer() {
+        let mut bomb = Vec::new();
+        DynamicImage::ImageRgb8(picture(8, 8))
+            .write_to(
+                &mut std::io::Cursor::new(&mut bomb),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
+        let mut png = Vec::new();
+        DynamicImage::ImageRgb8(picture(30, 20))
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        let limits = DatasetLimits {
+            image_pixels: 500,
+            ..DatasetLimits::DEFAULT
+        };
+        let mut pixels = vec![0; 3 * 8 * 8];
+        for (bytes, size) in [(&bomb, "16384×16384"), (&png, "30×20")] {
+            let problem = decode_sample(bytes, shape(3, 8, 8), &limits, &mut pixels).unwrap_err();
+            assert!(
+                problem.contains(&format!("the image's pixels ({size})"))
+                    && problem.contains("dataset.limits.image_pixels"),
+                "{problem}"
+            );
+        }
+        let kept = SCRATCH.with_borrow(|scratch| scratch.decoded.capacity());
+        assert!(kept < 1 << 20, "the scratch holds {kept} bytes");
     }
 }

@@ -1,15 +1,19 @@
 //! The image-folder reader, laid out as torchvision's `ImageFolder`: one sub-folder per
 //! class, classes sorted by name and numbered by position, PNG/JPEG files of any size and
-//! colour type inside (searched recursively; hidden files and folders skipped). Every
+//! colour type inside (searched recursively, following links; hidden files and folders
+//! skipped, and a folder already visited, by device and inode, skipped with a warning, so
+//! a link back up the tree is walked once). Every
 //! file's header is checked at open, on several threads with progress reported
 //! ([`image_header`](super::image_header)), so a corrupt file is reported before a run
-//! starts; `read` decodes, converts to 1 or 3 channels, resizes to the requested size and
+//! starts, and one over the dataset's limits is refused; `read` decodes, converts to 1 or 3 channels, resizes to the requested size and
 //! writes channels-first bytes ([`image_decode`](super::image_decode)).
 
+use std::collections::HashSet;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::{Dataset, OpenProgress, PixelKind, SampleShape, TimedRead};
+use super::{Dataset, DatasetLimits, OpenProgress, PixelKind, SampleShape, TimedRead};
 use super::{files, image_decode, image_header};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
@@ -20,40 +24,50 @@ pub struct ImageFolder {
     samples: Vec<(PathBuf, i64)>,
     classes: usize,
     shape: SampleShape,
+    limits: DatasetLimits,
+    warnings: Vec<String>,
 }
 
 impl ImageFolder {
-    /// Lists and checks the images under `root`, to be read as `channels` × `size`,
-    /// telling `progress` how many files are checked so far, until `cancel`.
+    /// Lists and checks the images under `root` within `limits`, to be read as
+    /// `channels` × `size`, telling `progress` how many files are checked so far, until
+    /// `cancel`.
     pub fn open(
         root: &Path,
         channels: usize,
         size: [usize; 2],
+        limits: &DatasetLimits,
         progress: &mut dyn FnMut(OpenProgress),
         cancel: &CancelToken,
     ) -> Result<Self> {
         let shape = sample_shape(channels, size)?;
-        let listed = list(root, progress, cancel)?;
+        let listed = list(root, limits, progress, cancel)?;
         Ok(ImageFolder {
             root: root.to_path_buf(),
             samples: listed.samples,
             classes: listed.classes,
             shape,
+            limits: *limits,
+            warnings: listed.warnings,
         })
     }
 }
 
-/// What an image folder holds: each image with its class index, in reading order.
+/// What an image folder holds: each image with its class index, in reading order, and
+/// what the walk skipped that the user should hear of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageFolderFiles {
     pub samples: Vec<(PathBuf, i64)>,
     pub classes: usize,
+    pub warnings: Vec<String>,
 }
 
 /// Lists the images under `root` as [`ImageFolder`] reads them, checking every header
-/// and telling `progress` how many files are checked so far; `cancel` stops the check.
+/// within `limits` and telling `progress` how many files are checked so far; `cancel`
+/// stops the check.
 pub fn list(
     root: &Path,
+    limits: &DatasetLimits,
     progress: &mut dyn FnMut(OpenProgress),
     cancel: &CancelToken,
 ) -> Result<ImageFolderFiles> {
@@ -64,9 +78,11 @@ pub fn list(
     if classes.is_empty() {
         return Err(Error::file(root, "no class folders in this folder"));
     }
+    let mut walk = Walk::default();
+    walk.visit(root)?;
     let mut samples = Vec::new();
     for (class, folder) in classes.iter().enumerate() {
-        let images = images_under(folder)?;
+        let images = walk.images_under(folder)?;
         if images.is_empty() {
             return Err(Error::file(
                 folder,
@@ -83,10 +99,11 @@ pub fn list(
             total: paths.len(),
         });
     };
-    image_header::check_all(&paths, threads, &mut report, cancel)?;
+    image_header::check_all(&paths, threads, limits, &mut report, cancel)?;
     Ok(ImageFolderFiles {
         samples,
         classes: classes.len(),
+        warnings: walk.warnings,
     })
 }
 
@@ -106,7 +123,7 @@ impl Dataset for ImageFolder {
     fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
         files::check_index(index, self.len())?;
         let (path, label) = &self.samples[index];
-        let fetch = image_decode::read_sample(path, self.shape, pixels)?;
+        let fetch = image_decode::read_sample(path, self.shape, &self.limits, pixels)?;
         Ok(TimedRead {
             label: *label,
             fetch,
@@ -120,6 +137,10 @@ impl Dataset for ImageFolder {
 
     fn files(&self) -> Vec<PathBuf> {
         self.samples.iter().map(|(path, _)| path.clone()).collect()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 }
 
@@ -160,17 +181,44 @@ fn visible_entries(folder: &Path) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-/// The PNG/JPEG files in `folder` and its sub-folders, in sorted order.
-fn images_under(folder: &Path) -> Result<Vec<PathBuf>> {
-    let mut images = Vec::new();
-    for path in visible_entries(folder)? {
-        if path.is_dir() {
-            images.extend(images_under(&path)?);
-        } else if has_image_extension(&path) {
-            images.push(path);
+/// The folders a listing has entered, by device and inode, and the ones it skipped.
+#[derive(Default)]
+struct Walk {
+    visited: HashSet<(u64, u64)>,
+    warnings: Vec<String>,
+}
+
+impl Walk {
+    /// Marks `folder` visited; false (and a warning) when it was already.
+    fn visit(&mut self, folder: &Path) -> Result<bool> {
+        let meta = fs::metadata(folder)
+            .map_err(|err| Error::file_caused(folder, format!("cannot list: {err}"), err))?;
+        if self.visited.insert((meta.dev(), meta.ino())) {
+            return Ok(true);
         }
+        self.warnings.push(format!(
+            "{}: skipped, a folder already listed (a link back into the tree)",
+            folder.display()
+        ));
+        Ok(false)
     }
-    Ok(images)
+
+    /// The PNG/JPEG files in `folder` and its sub-folders not visited yet, in sorted
+    /// order.
+    fn images_under(&mut self, folder: &Path) -> Result<Vec<PathBuf>> {
+        let mut images = Vec::new();
+        if !self.visit(folder)? {
+            return Ok(images);
+        }
+        for path in visible_entries(folder)? {
+            if path.is_dir() {
+                images.extend(self.images_under(&path)?);
+            } else if has_image_extension(&path) {
+                images.push(path);
+            }
+        }
+        Ok(images)
+    }
 }
 
 fn has_image_extension(path: &Path) -> bool {
@@ -207,7 +255,14 @@ mod tests {
     }
 
     fn open_error(root: &Path, channels: usize, size: [usize; 2]) -> String {
-        match ImageFolder::open(root, channels, size, &mut |_| {}, &CancelToken::new()) {
+        match ImageFolder::open(
+            root,
+            channels,
+            size,
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        ) {
             Ok(_) => panic!("{} opened but should not", root.display()),
             Err(err) => err.to_string(),
         }
@@ -216,8 +271,15 @@ mod tests {
     #[test]
     fn reads_classes_in_name_order_as_rgb_chw() {
         let dir = write_folder();
-        let folder =
-            ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}, &CancelToken::new()).unwrap();
+        let folder = ImageFolder::open(
+            dir.path(),
+            3,
+            [2, 2],
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .unwrap();
         assert_eq!(folder.len(), 2);
         assert!(folder.describe().ends_with("(2 × 3×2×2 u8), 2 classes"));
         let mut pixels = [0u8; 12];
@@ -232,8 +294,15 @@ mod tests {
     #[test]
     fn a_timed_read_reports_reading_the_file_as_its_fetch() {
         let dir = write_folder();
-        let folder =
-            ImageFolder::open(dir.path(), 3, [2, 2], &mut |_| {}, &CancelToken::new()).unwrap();
+        let folder = ImageFolder::open(
+            dir.path(),
+            3,
+            [2, 2],
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .unwrap();
         let mut timed = [0u8; 12];
         let read = folder.read_timed(1, &mut timed).unwrap();
         assert_eq!(read.label, 1);
@@ -246,8 +315,15 @@ mod tests {
     #[test]
     fn converts_colour_to_grey_at_full_size() {
         let dir = write_folder();
-        let folder =
-            ImageFolder::open(dir.path(), 1, [3, 4], &mut |_| {}, &CancelToken::new()).unwrap();
+        let folder = ImageFolder::open(
+            dir.path(),
+            1,
+            [3, 4],
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .unwrap();
         let mut pixels = [0u8; 12];
         folder.read(0, &mut pixels).unwrap();
         // Rec. 601 luma of (200, 10, 30), as PIL's convert("L") computes it.
@@ -267,8 +343,15 @@ mod tests {
     #[test]
     fn decode_failure_in_read_is_named() {
         let dir = write_folder();
-        let folder =
-            ImageFolder::open(dir.path(), 1, [2, 2], &mut |_| {}, &CancelToken::new()).unwrap();
+        let folder = ImageFolder::open(
+            dir.path(),
+            1,
+            [2, 2],
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .unwrap();
         let png = dir.path().join("cats").join("a.png");
         let mut bytes = fs::read(&png).unwrap();
         // Past the signature and the 25-byte IHDR chunk, into the pixel data.
@@ -313,5 +396,29 @@ mod tests {
         );
         let msg = open_error(dir.path(), 1, [0, 2]);
         assert!(msg.contains("dataset.image_size"), "{msg}");
+    }
+
+    #[test]
+    fn a_folder_linked_back_into_the_tree_is_listed_once_with_a_warning() {
+        let dir = write_folder();
+        let link = dir.path().join("dogs").join("up");
+        std::os::unix::fs::symlink("..", &link).unwrap();
+        let folder = ImageFolder::open(
+            dir.path(),
+            3,
+            [2, 2],
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+        .unwrap();
+        assert_eq!(folder.len(), 2);
+        assert_eq!(
+            folder.warnings(),
+            [format!(
+                "{}: skipped, a folder already listed (a link back into the tree)",
+                link.display()
+            )]
+        );
     }
 }

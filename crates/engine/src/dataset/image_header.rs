@@ -1,5 +1,6 @@
 //! The check an image folder's files get when it is opened: each file must start with a
-//! PNG or JPEG header that gives the image a size. Only the header is read (the first
+//! PNG or JPEG header that gives the image a size within the dataset's limits (its
+//! pixels under `image_pixels`, the file under `file_bytes`). Only the header is read (the first
 //! bytes of a PNG; a JPEG's markers up to its frame header, skipping the segments
 //! before it), on several threads at once, with the count checked reported as it goes,
 //! so a folder of a million files opens in seconds and a corrupt file is still named
@@ -13,6 +14,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use super::DatasetLimits;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 
@@ -30,6 +32,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 pub fn check_all(
     paths: &[PathBuf],
     threads: usize,
+    limits: &DatasetLimits,
     progress: &mut dyn FnMut(usize),
     cancel: &CancelToken,
 ) -> Result<()> {
@@ -45,7 +48,7 @@ pub fn check_all(
             }
             let end = (start + CHUNK).min(paths.len());
             for (index, path) in paths.iter().enumerate().take(end).skip(start) {
-                if let Err(error) = check(path) {
+                if let Err(error) = check(path, limits) {
                     failed.store(true, Ordering::Relaxed);
                     // A poisoned lock only means another checker panicked; the slot is
                     // still a plain Option.
@@ -82,11 +85,21 @@ pub fn check_all(
     Ok(())
 }
 
-/// Fails unless the file at `path` starts with a PNG or JPEG header of a non-empty image.
-pub fn check(path: &Path) -> Result<()> {
-    let file = File::open(path)
-        .map_err(|err| Error::file_caused(path, format!("cannot read: {err}"), err))?;
-    check_reader(&mut BufReader::with_capacity(4096, file)).map_err(|bad| bad.at(path, None))
+/// Fails unless the file at `path` is within `limits.file_bytes` and starts with a PNG
+/// or JPEG header of a non-empty image within `limits.image_pixels`.
+pub fn check(path: &Path, limits: &DatasetLimits) -> Result<()> {
+    let cannot_read = |err: io::Error| Error::file_caused(path, format!("cannot read: {err}"), err);
+    let file = File::open(path).map_err(cannot_read)?;
+    let bytes = file.metadata().map_err(cannot_read)?.len();
+    DatasetLimits::check(
+        path,
+        "the file's size in bytes",
+        bytes,
+        "file_bytes",
+        limits.file_bytes,
+    )?;
+    check_reader(&mut BufReader::with_capacity(4096, file), limits)
+        .map_err(|bad| bad.at(path, None))
 }
 
 /// What is wrong with an image's header, before it is told which file or member it is.
@@ -110,22 +123,43 @@ impl BadHeader {
     }
 }
 
-/// Fails unless `reader` starts with a PNG or JPEG header of a non-empty image; reads
-/// only as far as the header (buffer `reader`: JPEG markers are read byte by byte).
-pub fn check_reader(reader: &mut impl Read) -> std::result::Result<(), BadHeader> {
-    let bad = |problem: &str| BadHeader {
-        problem: problem.to_owned(),
+/// Fails unless `reader` starts with a PNG or JPEG header of a non-empty image of at
+/// most `limits.image_pixels` pixels; reads only as far as the header (buffer `reader`:
+/// JPEG markers are read byte by byte).
+pub fn check_reader(
+    reader: &mut impl Read,
+    limits: &DatasetLimits,
+) -> std::result::Result<(), BadHeader> {
+    let bad = |problem: String| BadHeader {
+        problem,
         source: None,
     };
     match image_size(reader) {
-        Ok(Some((width, height))) if width > 0 && height > 0 => Ok(()),
-        Ok(Some(_)) => Err(bad("the image has no pixels")),
-        Ok(None) => Err(bad("not a readable image: no PNG or JPEG header")),
+        Ok(Some((width, height))) if width > 0 && height > 0 => {
+            check_pixels(width, height, limits).map_err(bad)
+        }
+        Ok(Some(_)) => Err(bad("the image has no pixels".to_owned())),
+        Ok(None) => Err(bad("not a readable image: no PNG or JPEG header".to_owned())),
         Err(err) => Err(BadHeader {
             problem: format!("not a readable image: {err}"),
             source: Some(err),
         }),
     }
+}
+
+/// Fails with the problem when `width` × `height` is over `limits.image_pixels`: the
+/// check every image gets before memory is sized from its header.
+pub fn check_pixels(
+    width: u32,
+    height: u32,
+    limits: &DatasetLimits,
+) -> std::result::Result<(), String> {
+    DatasetLimits::check_problem(
+        &format!("the image's pixels ({width}×{height})"),
+        u64::from(width) * u64::from(height),
+        "image_pixels",
+        limits.image_pixels,
+    )
 }
 
 /// Width and height from a PNG or JPEG header; `None` when the bytes are neither.
@@ -295,6 +329,7 @@ mod tests {
         check_all(
             &paths,
             3,
+            &DatasetLimits::DEFAULT,
             &mut |checked| seen.push(checked),
             &CancelToken::new(),
         )
@@ -309,7 +344,13 @@ mod tests {
         let cancel = CancelToken::new();
         cancel.cancel();
         let mut seen = Vec::new();
-        let checked = check_all(&paths, 3, &mut |checked| seen.push(checked), &cancel);
+        let checked = check_all(
+            &paths,
+            3,
+            &DatasetLimits::DEFAULT,
+            &mut |checked| seen.push(checked),
+            &cancel,
+        );
         assert!(matches!(checked, Err(Error::Cancelled)), "{checked:?}");
         assert!(seen.iter().all(|&checked| checked < 300), "{seen:?}");
     }
@@ -318,9 +359,15 @@ mod tests {
     fn parallel_check_names_a_bad_file() {
         let (_dir, paths) = folder([250, 270]);
         let named = |threads| {
-            check_all(&paths, threads, &mut |_| {}, &CancelToken::new())
-                .unwrap_err()
-                .to_string()
+            check_all(
+                &paths,
+                threads,
+                &DatasetLimits::DEFAULT,
+                &mut |_| {},
+                &CancelToken::new(),
+            )
+            .unwrap_err()
+            .to_string()
         };
         let one_thread = named(1);
         assert!(
@@ -336,5 +383,38 @@ mod tests {
                 .any(|&i| four.starts_with(&paths[i].display().to_string())),
             "{four}"
         );
+    }
+
+    #[test]
+    fn a_header_claiming_more_pixels_than_the_limit_is_refused_with_the_field() {
+        let mut bomb = jpeg(8, 8);
+        let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
+        let problem = match check_reader(&mut &bomb[..], &DatasetLimits::DEFAULT) {
+            Err(bad) => bad.problem,
+            Ok(()) => panic!("a 16384×16384 header passed"),
+        };
+        assert_eq!(
+            problem,
+            "the image's pixels (16384×16384) is 268435456, over the limit of 89478485 \
+             (raise it with dataset.limits.image_pixels; see docs/limits.md)"
+        );
+        let raised = DatasetLimits {
+            image_pixels: 1 << 28,
+            ..DatasetLimits::DEFAULT
+        };
+        assert!(check_reader(&mut &bomb[..], &raised).is_ok());
+    }
+
+    #[test]
+    fn a_file_over_file_bytes_is_refused_by_its_size() {
+        let (_dir, paths) = folder([usize::MAX; 2]);
+        let small = DatasetLimits {
+            file_bytes: 10,
+            ..DatasetLimits::DEFAULT
+        };
+        let msg = check(&paths[0], &small).unwrap_err().to_string();
+        assert!(msg.contains("the file's size in bytes is"), "{msg}");
+        assert!(msg.contains("dataset.limits.file_bytes"), "{msg}");
     }
 }

@@ -51,12 +51,16 @@ impl DatasetLimits {
         field: &str,
         limit: u64,
     ) -> Error {
-        Error::file(
-            file,
-            format!(
-                "{what} is {value}, over the limit of {limit} \
-                 (raise it with dataset.limits.{field}; see docs/limits.md)"
-            ),
+        Error::file(file, DatasetLimits::problem(what, value, field, limit))
+    }
+
+    /// What [`DatasetLimits::exceeded`] says after the file's name, for a caller that
+    /// names the file itself (an archive's member, a header checked before its file is
+    /// known).
+    pub fn problem(what: &str, value: u64, field: &str, limit: u64) -> String {
+        format!(
+            "{what} is {value}, over the limit of {limit} \
+             (raise it with dataset.limits.{field}; see docs/limits.md)"
         )
     }
 
@@ -70,6 +74,19 @@ impl DatasetLimits {
     ) -> Result<()> {
         if value > limit {
             return Err(DatasetLimits::exceeded(file, what, value, field, limit));
+        }
+        Ok(())
+    }
+
+    /// [`DatasetLimits::check`] whose error is the [`DatasetLimits::problem`] alone.
+    pub fn check_problem(
+        what: &str,
+        value: u64,
+        field: &str,
+        limit: u64,
+    ) -> std::result::Result<(), String> {
+        if value > limit {
+            return Err(DatasetLimits::problem(what, value, field, limit));
         }
         Ok(())
     }

@@ -13,6 +13,7 @@ mod limits;
 mod npy;
 pub mod python_dataset;
 mod shards;
+mod subset;
 mod synthetic;
 
 use std::collections::BTreeMap;
@@ -25,11 +26,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
+use subset::Subset;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
+pub use image_decode::decode_sample as decode_image;
 pub use image_folder::{ImageFolderFiles, list as list_image_folder};
+pub use image_header::{BadHeader, check_reader as check_image_header};
 pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
+pub use shards::index_bytes as index_shard_bytes;
 pub use shards::pattern::{ShardLocation, shard_locations};
 pub use synthetic::SYNTHETIC_LEN;
 
@@ -257,6 +262,12 @@ pub trait Dataset: Send + Sync {
     fn release_mapped_pages(&self) -> Result<()> {
         Ok(())
     }
+
+    /// What opening the dataset skipped or changed that the user should hear of (a
+    /// folder an image folder's walk had already listed); see [`open_warnings`].
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders
@@ -294,11 +305,16 @@ pub fn open_with_progress(
             samples.unwrap_or(SYNTHETIC_LEN),
             spec.seed,
         )?),
-        DatasetKind::Idx => Arc::new(idx::Idx::open(&path()?, spec.labels.as_deref())?),
+        DatasetKind::Idx => Arc::new(idx::Idx::open(
+            &path()?,
+            spec.labels.as_deref(),
+            &spec.limits,
+        )?),
         DatasetKind::ImageFolder => Arc::new(image_folder::ImageFolder::open(
             &path()?,
             spec.channels,
             spec.image_size,
+            &spec.limits,
             progress,
             cancel,
         )?),
@@ -328,10 +344,7 @@ pub fn open_with_progress(
         )));
     }
     Ok(match samples {
-        Some(n) if n < dataset.len() => Arc::new(Subset {
-            inner: dataset,
-            len: n,
-        }),
+        Some(n) if n < dataset.len() => Arc::new(Subset::new(dataset, n)),
         _ => dataset,
     })
 }
@@ -356,63 +369,16 @@ pub fn reopen(
     }
 }
 
-/// The warning for a `samples` larger than the dataset `open` gave (all of it, then).
-pub fn samples_warning(samples: Option<usize>, dataset: &dyn Dataset) -> Option<String> {
-    let asked = samples.filter(|&n| n > dataset.len())?;
-    Some(format!(
-        "samples = {asked} but the dataset holds {}: all {} are used",
-        dataset.len(),
-        dataset.len()
-    ))
-}
-
-/// The first `len` samples of another dataset.
-struct Subset {
-    inner: Arc<dyn Dataset>,
-    len: usize,
-}
-
-impl Dataset for Subset {
-    fn len(&self) -> usize {
-        self.len
+/// The warnings of a dataset `open` gave for `samples`: what opening it skipped
+/// ([`Dataset::warnings`]), and a `samples` larger than the dataset (all of it is used).
+pub fn open_warnings(samples: Option<usize>, dataset: &dyn Dataset) -> Vec<String> {
+    let mut warnings = dataset.warnings();
+    if let Some(asked) = samples.filter(|&n| n > dataset.len()) {
+        warnings.push(format!(
+            "samples = {asked} but the dataset holds {}: all {} are used",
+            dataset.len(),
+            dataset.len()
+        ));
     }
-
-    fn shape(&self) -> SampleShape {
-        self.inner.shape()
-    }
-
-    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
-        self.inner.read(index, pixels)
-    }
-
-    fn read_timed(&self, index: usize, pixels: &mut [u8]) -> Result<TimedRead> {
-        self.inner.read_timed(index, pixels)
-    }
-
-    fn read_is_fetch(&self) -> bool {
-        self.inner.read_is_fetch()
-    }
-
-    fn describe(&self) -> String {
-        format!("first {} of {}", self.len, self.inner.describe())
-    }
-
-    fn files(&self) -> Vec<PathBuf> {
-        self.inner.files()
-    }
-
-    fn release_mapped_pages(&self) -> Result<()> {
-        self.inner.release_mapped_pages()
-    }
-
-    fn shards(&self) -> Option<Vec<Range<usize>>> {
-        let shards = self.inner.shards()?;
-        Some(
-            shards
-                .into_iter()
-                .map(|shard| shard.start..shard.end.min(self.len))
-                .filter(|shard| !shard.is_empty())
-                .collect(),
-        )
-    }
+    warnings
 }

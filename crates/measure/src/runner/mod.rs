@@ -237,7 +237,7 @@ impl Run {
                 result.dataset = dataset.describe();
                 result
                     .warnings
-                    .extend(dataset::samples_warning(self.plan.samples, &**dataset));
+                    .extend(dataset::open_warnings(self.plan.samples, &**dataset));
             }
             None => result.dataset = dataset::python_dataset::describe(&self.plan.dataset),
         }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::Catalog;
 use super::source::{Http, ShardStream};
 use crate::cancel::CancelToken;
+use crate::dataset::image_decode;
 use crate::error::{Error, Result};
 
 thread_local! {
@@ -60,7 +61,12 @@ pub fn read<T>(
         }
         fetched?;
         let fetch = started.elapsed();
-        Ok((decode(&cursor.bytes)?, fetch))
+        let decoded = decode(&cursor.bytes);
+        if cursor.bytes.capacity() > image_decode::SCRATCH_KEPT_BYTES {
+            // One large member must not keep the thread's buffer that large.
+            cursor.bytes = Vec::new();
+        }
+        Ok((decoded?, fetch))
     })
 }
 

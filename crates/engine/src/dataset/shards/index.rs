@@ -6,16 +6,20 @@
 //! with an integer `"label"`). What a sample is made of is kept (its image member's
 //! name, offset and size, and its label), so reading needs no second look at the tar
 //! headers. A local shard skips the image bodies by seeking (the index pass only); a URL
-//! is read through. Anything else in a shard is an error naming the shard and the member.
+//! is read through. An image member over the dataset's `file_bytes` limit or of more
+//! pixels than `image_pixels`, an extension header too large, a shard without its
+//! end-of-archive blocks ([`members`](super::members)) and anything else in a shard is
+//! an error naming the shard and the member.
 
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
 use tar::{Archive, Entries};
 
+use super::members;
 use super::pattern::ShardLocation;
 use super::source::{Http, PositionedFile};
-use crate::dataset::image_header;
+use crate::dataset::{DatasetLimits, image_header};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -35,57 +39,79 @@ pub struct SampleEntry {
 }
 
 /// The samples of the shard at `location`, in member order (a URL fetched through
-/// `http`).
-pub fn index_shard(location: &ShardLocation, http: &Http) -> Result<Vec<SampleEntry>> {
-    let broken = |err: std::io::Error| location.caused(format!("not a readable tar: {err}"), err);
-    let samples = match location {
+/// `http`), within `limits`.
+pub fn index_shard(
+    location: &ShardLocation,
+    http: &Http,
+    limits: &DatasetLimits,
+) -> Result<Vec<SampleEntry>> {
+    match location {
         ShardLocation::File(path) => {
             let file = PositionedFile::open(path)
                 .map_err(|err| location.caused(format!("cannot open: {err}"), err))?;
             let len = file.len();
-            let mut archive = Archive::new(file);
-            walk(
-                location,
-                Some(len),
-                archive.entries_with_seek().map_err(broken)?,
-            )?
+            index_seekable(location, file, len, limits)
         }
         ShardLocation::Url(url) => {
             let mut archive = Archive::new(http.get(url)?);
-            walk(location, None, archive.entries().map_err(broken)?)?
+            let entries = archive.entries().map_err(broken(location))?;
+            let (samples, last) = walk(location, None, limits, entries)?;
+            finish(location, samples, last, archive.into_inner())
         }
-    };
+    }
+}
+
+/// [`index_shard`] of a shard `len` bytes long read from `shard`, which seeks past the
+/// image bodies.
+pub fn index_seekable(
+    location: &ShardLocation,
+    shard: impl Read + Seek,
+    len: u64,
+    limits: &DatasetLimits,
+) -> Result<Vec<SampleEntry>> {
+    let mut archive = Archive::new(shard);
+    let entries = archive.entries_with_seek().map_err(broken(location))?;
+    let (samples, last) = walk(location, Some(len), limits, entries)?;
+    finish(location, samples, last, archive.into_inner())
+}
+
+fn broken(location: &ShardLocation) -> impl Fn(std::io::Error) -> crate::error::Error + '_ {
+    |err| location.caused(format!("not a readable tar: {err}"), err)
+}
+
+/// The shard's `samples`, once it holds some and `rest` (what follows the `last`
+/// member) is its end-of-archive marker.
+fn finish(
+    location: &ShardLocation,
+    samples: Vec<SampleEntry>,
+    last: Option<String>,
+    rest: impl Read,
+) -> Result<Vec<SampleEntry>> {
     if samples.is_empty() {
         return Err(location.bad("no samples in this shard"));
     }
+    members::require_end(location, rest, last.as_deref())?;
     Ok(samples)
 }
 
-/// Groups the members of `entries` into samples; `len` is a local shard's length.
+/// Groups the members of `entries` into samples, and names the last member; `len` is a
+/// local shard's length.
 fn walk<R: Read>(
     location: &ShardLocation,
     len: Option<u64>,
+    limits: &DatasetLimits,
     entries: Entries<'_, R>,
-) -> Result<Vec<SampleEntry>> {
+) -> Result<(Vec<SampleEntry>, Option<String>)> {
     let mut samples = Samples {
         location,
+        limits,
         done: Vec::new(),
         open: None,
     };
-    for entry in entries {
-        let mut entry = entry.map_err(|err| {
-            let after = samples
-                .last_member()
-                .map_or(String::new(), |member| format!(" after member {member}"));
-            location.caused(format!("not a readable tar{after}: {err}"), err)
-        })?;
+    let last = members::walk(location, entries, |member, entry| {
         if entry.header().entry_type().is_dir() {
-            continue;
+            return Ok(());
         }
-        let member = entry.path().map_or_else(
-            |_| String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
-            |path| path.to_string_lossy().into_owned(),
-        );
         if !entry.header().entry_type().is_file() {
             return Err(location.bad(format!("{member}: not a regular file")));
         }
@@ -97,9 +123,9 @@ fn walk<R: Read>(
                 "{member}: truncated: the member needs bytes up to {end} but the file ends at {len}"
             )));
         }
-        samples.add(member, &mut entry)?;
-    }
-    samples.finish()
+        samples.add(member, entry)
+    })?;
+    Ok((samples.finish()?, last))
 }
 
 /// What a member holds, by its extension.
@@ -118,18 +144,12 @@ struct Open {
 /// Samples gathered member by member.
 struct Samples<'a> {
     location: &'a ShardLocation,
+    limits: &'a DatasetLimits,
     done: Vec<SampleEntry>,
     open: Option<Open>,
 }
 
 impl Samples<'_> {
-    fn last_member(&self) -> Option<&str> {
-        let open = self.open.as_ref()?;
-        let image = open.image.as_ref().map(|(name, _, _)| name);
-        let label = open.label.as_ref().map(|(name, _)| name);
-        image.or(label).map(String::as_str)
-    }
-
     fn add<R: Read>(&mut self, member: String, entry: &mut tar::Entry<'_, R>) -> Result<()> {
         let (key, extension) = split_key(&member);
         let part = match extension.to_ascii_lowercase().as_str() {
@@ -161,8 +181,12 @@ impl Samples<'_> {
                     )));
                 }
                 let (offset, size) = (entry.raw_file_position(), entry.size());
+                let limits = self.limits;
+                let what = "the member's size in bytes";
+                DatasetLimits::check_problem(what, size, "file_bytes", limits.file_bytes)
+                    .map_err(|problem| location.bad(format!("{member}: {problem}")))?;
                 let shard = location.to_string();
-                image_header::check_reader(&mut BufReader::with_capacity(4096, entry))
+                image_header::check_reader(&mut BufReader::with_capacity(4096, entry), limits)
                     .map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
                 open.image = Some((member, offset, size));
             }
@@ -266,6 +290,7 @@ mod tests {
         index_shard(
             &ShardLocation::File(path),
             &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
         )
     }
 
@@ -292,6 +317,7 @@ mod tests {
         let found = index_shard(
             &ShardLocation::File(path.clone()),
             &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
         )
         .unwrap();
         let labels: Vec<i64> = found.iter().map(|s| s.label).collect();
@@ -357,20 +383,158 @@ mod tests {
         write_tar(&path, &samples(0, 3));
         let bytes = std::fs::read(&path).unwrap();
         let location = ShardLocation::File(path.clone());
-        let full = index_shard(&location, &Http::new(30, CancelToken::new())).unwrap();
+        let full = index_shard(
+            &location,
+            &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap();
         // Inside the last image's bytes, and inside the header before it.
         std::fs::write(&path, &bytes[..full[2].offset as usize + 10]).unwrap();
-        let msg = index_shard(&location, &Http::new(30, CancelToken::new()))
-            .unwrap_err()
-            .to_string();
+        let msg = index_shard(
+            &location,
+            &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(msg.contains("000002.png: truncated"), "{msg}");
         std::fs::write(&path, &bytes[..full[2].offset as usize - 100]).unwrap();
-        let msg = index_shard(&location, &Http::new(30, CancelToken::new()))
-            .unwrap_err()
-            .to_string();
+        let msg = index_shard(
+            &location,
+            &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             msg.contains("not a readable tar after member 000001"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn long_names_and_pax_paths_name_their_members() {
+        let long = format!("{}/0001", "d".repeat(120));
+        let members = [
+            member(&format!("{long}.png"), &png(2, 2, [1, 2, 3])),
+            member(&format!("{long}.cls"), b"5"),
+        ];
+        let found = index(&members).unwrap();
+        assert_eq!(found[0].member, format!("{long}.png"));
+        // A PAX path record, as Python's tarfile writes for a name that needs one.
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        let mut tar = tar::Builder::new(Vec::new());
+        let pax_name = "caf\u{e9}/0002";
+        for (name, bytes) in [
+            (format!("{pax_name}.png"), png(2, 2, [1, 2, 3])),
+            (format!("{pax_name}.cls"), b"6".to_vec()),
+        ] {
+            tar.append_pax_extensions([("path", name.as_bytes())])
+                .unwrap();
+            let mut header = tar::Header::new_ustar();
+            header.set_path("placeholder").unwrap();
+            header.set_size(bytes.len() as u64);
+            header.set_cksum();
+            tar.append(&header, &bytes[..]).unwrap();
+        }
+        std::fs::write(&path, tar.into_inner().unwrap()).unwrap();
+        let found = index_shard(
+            &ShardLocation::File(path),
+            &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap();
+        assert_eq!(
+            (found[0].member.as_str(), found[0].label),
+            ("caf\u{e9}/0002.png", 6)
+        );
+    }
+
+    #[test]
+    fn an_extension_header_over_its_cap_is_refused_before_its_payload_is_read() {
+        let mut header = tar::Header::new_ustar();
+        header.set_entry_type(tar::EntryType::XHeader);
+        header.set_path("pax").unwrap();
+        header.set_size(members::MAX_EXTENSION_BYTES + 1);
+        header.set_cksum();
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        std::fs::write(&path, header.as_bytes()).unwrap();
+        let location = ShardLocation::File(path);
+        let msg = index_shard(
+            &location,
+            &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.contains("shard.tar: the PAX header at byte 0 claims 1048577 bytes"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_member_over_file_bytes_or_an_image_over_image_pixels_is_named() {
+        let limits = |file_bytes, image_pixels| DatasetLimits {
+            file_bytes,
+            image_pixels,
+            ..DatasetLimits::DEFAULT
+        };
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, &samples(0, 2));
+        let location = ShardLocation::File(path);
+        let error = |limits| {
+            index_shard(&location, &Http::new(30, CancelToken::new()), &limits)
+                .unwrap_err()
+                .to_string()
+        };
+        let msg = error(limits(20, u64::MAX));
+        assert!(
+            msg.contains("000000.png: the member's size in bytes is"),
+            "{msg}"
+        );
+        assert!(msg.contains("dataset.limits.file_bytes"), "{msg}");
+        let msg = error(limits(u64::MAX, 5));
+        assert!(
+            msg.contains("000000.png: the image's pixels (3×2) is 6"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_shard_without_its_end_of_archive_blocks_is_cut() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, &samples(0, 2));
+        let bytes = std::fs::read(&path).unwrap();
+        let location = ShardLocation::File(path.clone());
+        let index = || {
+            index_shard(
+                &location,
+                &Http::new(30, CancelToken::new()),
+                &DatasetLimits::DEFAULT,
+            )
+        };
+        assert_eq!(index().unwrap().len(), 2);
+        let end = bytes.len() - 1024;
+        for (kept, problem) in [
+            (
+                bytes[..end].to_vec(),
+                "cut: no end-of-archive blocks after member 000001.cls",
+            ),
+            (bytes[..end + 512].to_vec(), "cut: no end-of-archive blocks"),
+            (
+                [&bytes[..end + 512], &[1u8; 512][..]].concat(),
+                "a lone zero block followed by data",
+            ),
+        ] {
+            std::fs::write(&path, kept).unwrap();
+            let msg = index().unwrap_err().to_string();
+            assert!(msg.contains(problem), "{msg}");
+        }
     }
 }

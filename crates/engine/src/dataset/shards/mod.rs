@@ -9,6 +9,7 @@
 
 mod cursor;
 mod index;
+mod members;
 pub mod pattern;
 mod source;
 #[cfg(test)]
@@ -84,6 +85,7 @@ pub struct Shards {
     pattern: String,
     catalog: Arc<Catalog>,
     shape: SampleShape,
+    limits: DatasetLimits,
     /// Tells this dataset's cursors from another's on a reading thread.
     id: u64,
 }
@@ -104,12 +106,12 @@ impl Shards {
         let shape = image_folder::sample_shape(channels, size)?;
         let locations = pattern::shard_locations(pattern, limits.shards)?;
         let http = Http::new(limits.http_stall_s, cancel.clone());
-        let mut shards = index_all(locations, &http, progress)?;
+        let mut shards = index_all(locations, &http, limits, progress)?;
         cancel.check()?;
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
         }
-        Ok(Shards::new(pattern.to_owned(), shards, shape, limits))
+        Ok(Shards::new(pattern.to_owned(), shards, shape, *limits))
     }
 
     /// The dataset a parent opened, from its [`Dataset::reopen_index`]: no shard is read.
@@ -127,21 +129,17 @@ impl Shards {
             pattern.display().to_string(),
             shards,
             shape,
-            limits,
+            *limits,
         ))
     }
 
-    fn new(
-        pattern: String,
-        shards: Vec<Shard>,
-        shape: SampleShape,
-        limits: &DatasetLimits,
-    ) -> Self {
+    fn new(pattern: String, shards: Vec<Shard>, shape: SampleShape, limits: DatasetLimits) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Shards {
             pattern,
             catalog: Arc::new(Catalog::new(shards, limits.http_stall_s)),
             shape,
+            limits,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
@@ -166,7 +164,7 @@ impl Dataset for Shards {
         let shard = &self.catalog.shards[shard];
         let entry = &shard.samples[sample];
         let ((), fetch) = cursor::read(self.id, &self.catalog, index, |bytes| {
-            image_decode::decode_sample(bytes, self.shape, pixels)
+            image_decode::decode_sample(bytes, self.shape, &self.limits, pixels)
                 .map_err(|problem| shard.location.bad(format!("{}: {problem}", entry.member)))
         })?;
         Ok(TimedRead {
@@ -204,6 +202,7 @@ impl Dataset for Shards {
 fn index_all(
     locations: Vec<ShardLocation>,
     http: &Http,
+    limits: &DatasetLimits,
     progress: &mut dyn FnMut(OpenProgress),
 ) -> Result<Vec<Shard>> {
     let total = locations.len();
@@ -217,7 +216,7 @@ fn index_all(
             let Some(location) = locations.get(at) else {
                 return;
             };
-            let indexed = index::index_shard(location, http);
+            let indexed = index::index_shard(location, http, limits);
             let failed = indexed.is_err();
             // A poisoned lock only means another indexer panicked; the slots are plain.
             results.lock().unwrap_or_else(|p| p.into_inner())[at] = Some(indexed);
@@ -264,6 +263,19 @@ fn index_all(
         total,
     });
     Ok(shards)
+}
+
+/// The byte ranges of the images the index pass finds in a shard held in `bytes`,
+/// within `limits`: the pass a local shard gets at open, on bytes in memory (the fuzz
+/// target's entry).
+pub fn index_bytes(bytes: &[u8], limits: &DatasetLimits) -> Result<Vec<Range<u64>>> {
+    let location = ShardLocation::File(PathBuf::from("shard.tar"));
+    let cursor = std::io::Cursor::new(bytes);
+    let samples = index::index_seekable(&location, cursor, bytes.len() as u64, limits)?;
+    Ok(samples
+        .iter()
+        .map(|sample| sample.offset..sample.offset + sample.size)
+        .collect())
 }
 
 /// Keeps the first `limit` samples, in shard order.
