@@ -139,9 +139,14 @@ fn app_against_cli(dir: &Path, preset: &Path, display: &Display, full: bool) {
     let journal_dir = dir.to_str().expect("a UTF-8 path");
     let (mut app, mut cli) = (Vec::new(), Vec::new());
     for round in 0..if full { ROUNDS } else { 1 } {
-        let app_json = dir.join(format!("app-{round}.json"));
-        let cli_json = dir.join(format!("cli-{round}.json"));
-        let journal = dir.join(format!("cli-{round}.jsonl"));
+        // Each preset's runs have names of their own: a journal is never reused.
+        let name = preset
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("preset");
+        let app_json = dir.join(format!("app-{name}-{round}.json"));
+        let cli_json = dir.join(format!("cli-{name}-{round}.json"));
+        let journal = dir.join(format!("cli-{name}-{round}.jsonl"));
         let app_run = || {
             measure(
                 &[

@@ -12,14 +12,16 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
 use loaderbench_engine::preset::Preset;
+use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Launch};
 use loaderbench_measure::tune_trail::TuneStop;
 
 use crate::common;
 use common::gui::{step_until, type_into_role};
 
-/// The app on a four-config preset (num_workers 0, 1, 2 and 4 on 1,024 samples), with
-/// journals in `dir`.
+/// The app on a four-config preset (num_workers 0, 1, 2 and 4 on 1,024 samples of a
+/// pipeline costing 400 µs a sample, so that on two cores the configs with fewer than two
+/// workers take about twice as long, however busy the machine), with journals in `dir`.
 fn harness(dir: &Path) -> Harness<'static, App> {
     let preset = Preset {
         name: "tune-me".to_owned(),
@@ -27,6 +29,12 @@ fn harness(dir: &Path) -> Harness<'static, App> {
         epochs: 2,
         batch_size: vec![64],
         num_workers: vec![0, 1, 2, 4],
+        pipeline: vec![PipelineSpec::Custom {
+            name: "costly".to_owned(),
+            ops: vec![Op::Cost {
+                micros_per_sample: 400,
+            }],
+        }],
         ..Preset::default()
     };
     let path = dir.join("tune-me.ron");

@@ -481,5 +481,9 @@ mod tests {
         );
         preset.set("dataset.limits.shards", "7").unwrap();
         assert_eq!(preset.dataset.limits.http_stall_s, 5);
+        // Back to its default: still a field, though a saved preset leaves it out.
+        let mut preset = Preset::default();
+        preset.set("dataset.limits.http_stall_s", "30").unwrap();
+        assert!(preset.dataset.limits.is_default());
     }
 }

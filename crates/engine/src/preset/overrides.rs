@@ -68,7 +68,13 @@ fn ron_value(key: &str, text: &str) -> std::result::Result<serde_json::Value, St
     let preset: Preset = ron_options()
         .from_str(&document)
         .map_err(|err| err.code.to_string())?;
-    let tree = serde_json::to_value(&preset).map_err(|err| err.to_string())?;
+    let mut tree = serde_json::to_value(&preset).map_err(|err| err.to_string())?;
+    // The caps are left out of a saved preset at their defaults; a cap set to its
+    // default is still a field.
+    if let Some(dataset) = tree.get_mut("dataset").and_then(|d| d.as_object_mut()) {
+        let limits = serde_json::to_value(preset.dataset.limits).map_err(|e| e.to_string())?;
+        dataset.entry("limits").or_insert(limits);
+    }
     tree.pointer(&format!("/{}", key.replace('.', "/")))
         .cloned()
         .ok_or_else(|| format!("{key} is no field"))
