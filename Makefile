@@ -95,9 +95,13 @@ FUZZ_TARGETS ?= idx_header npy_header preset journal tar_index image_header
 ## Fuzz the IDX and .npy headers, the preset parser, the journal reader, the shard index
 ## and the image headers (needs `cargo install cargo-fuzz`).
 ## The preset target starts from the built-in presets, the .npy one from arrays numpy saves,
+## the journal one from a real run's journal,
 ## the shard and image ones from tars and images Python writes.
-fuzz: setup
-	mkdir -p fuzz/corpus/preset && cp presets/*.ron fuzz/corpus/preset/
+fuzz: release
+	mkdir -p fuzz/corpus/preset fuzz/corpus/journal && cp presets/*.ron fuzz/corpus/preset/
+	test -e fuzz/corpus/journal/seed-light.jsonl || LD_LIBRARY_PATH=$(LIBTORCH_DIR)/lib \
+		target/release/loaderbench run seed-light -q --set samples=256 --set epochs=1 \
+		--journal fuzz/corpus/journal/seed-light.jsonl > /dev/null
 	$(PYTHON_PATH) scripts/npy-seeds fuzz/corpus/npy_header
 	$(PYTHON_PATH) scripts/image-shard-seeds fuzz/corpus
 	cd fuzz && for target in $(FUZZ_TARGETS); do \
