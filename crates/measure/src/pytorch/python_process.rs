@@ -4,7 +4,7 @@
 //! whole group when it is dropped.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,14 +12,12 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, unbounded};
 
-use loaderbench_engine::child_processes::lossy_lines;
+use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
 
 /// The environment variable that names the Python to run.
 pub const PYTHON_VAR: &str = "LOADERBENCH_PYTHON";
 
-/// Lines of stderr kept for error messages.
-const STDERR_LINES: usize = 20;
 
 /// The Python that runs the PyTorch runtime: `$LOADERBENCH_PYTHON`, else the virtual
 /// environment's python beside the libtorch this binary was built against (setup
@@ -83,14 +81,10 @@ impl PythonProcess {
                 })
                 .map_err(|err| Error::run(format!("cannot start a reader thread: {err}")))?;
         }
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(pipe) = child.stderr.take() {
-            let kept = stderr.clone();
-            std::thread::Builder::new()
-                .name("pytorch-stderr".to_owned())
-                .spawn(move || keep_last_lines(pipe, &kept))
-                .map_err(|err| Error::run(format!("cannot start a reader thread: {err}")))?;
-        }
+        let stderr = match child.stderr.take() {
+            Some(pipe) => collect_tail(pipe),
+            None => Arc::default(),
+        };
         let mut process = PythonProcess {
             stdin: child.stdin.take(),
             child,
@@ -171,16 +165,6 @@ fn kill_group(child: &mut Child) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.kill();
-}
-
-fn keep_last_lines(pipe: impl Read, kept: &Mutex<VecDeque<String>>) {
-    for line in lossy_lines(pipe) {
-        let mut lines = kept.lock().unwrap_or_else(|p| p.into_inner());
-        if lines.len() == STDERR_LINES {
-            lines.pop_front();
-        }
-        lines.push_back(line);
-    }
 }
 
 fn start_error(python: &Path, err: &std::io::Error) -> Error {
