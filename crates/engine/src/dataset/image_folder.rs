@@ -234,6 +234,18 @@ mod tests {
 
     use super::*;
 
+    /// The folder at `root` opened as `channels` × `size` within the default limits.
+    fn open(root: &Path, channels: usize, size: [usize; 2]) -> Result<ImageFolder> {
+        ImageFolder::open(
+            root,
+            channels,
+            size,
+            &DatasetLimits::DEFAULT,
+            &mut |_| {},
+            &CancelToken::new(),
+        )
+    }
+
     /// `cats/` holds a 4×3 red PNG, `dogs/` a 6×5 grey JPEG (upper-case extension), a
     /// hidden file and a text file; `.hidden/` is not a class.
     fn write_folder() -> TempDir {
@@ -255,14 +267,7 @@ mod tests {
     }
 
     fn open_error(root: &Path, channels: usize, size: [usize; 2]) -> String {
-        match ImageFolder::open(
-            root,
-            channels,
-            size,
-            &DatasetLimits::DEFAULT,
-            &mut |_| {},
-            &CancelToken::new(),
-        ) {
+        match open(root, channels, size) {
             Ok(_) => panic!("{} opened but should not", root.display()),
             Err(err) => err.to_string(),
         }
@@ -271,15 +276,7 @@ mod tests {
     #[test]
     fn reads_classes_in_name_order_as_rgb_chw() {
         let dir = write_folder();
-        let folder = ImageFolder::open(
-            dir.path(),
-            3,
-            [2, 2],
-            &DatasetLimits::DEFAULT,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .unwrap();
+        let folder = open(dir.path(), 3, [2, 2]).unwrap();
         assert_eq!(folder.len(), 2);
         assert!(folder.describe().ends_with("(2 × 3×2×2 u8), 2 classes"));
         let mut pixels = [0u8; 12];
@@ -294,15 +291,7 @@ mod tests {
     #[test]
     fn a_timed_read_reports_reading_the_file_as_its_fetch() {
         let dir = write_folder();
-        let folder = ImageFolder::open(
-            dir.path(),
-            3,
-            [2, 2],
-            &DatasetLimits::DEFAULT,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .unwrap();
+        let folder = open(dir.path(), 3, [2, 2]).unwrap();
         let mut timed = [0u8; 12];
         let read = folder.read_timed(1, &mut timed).unwrap();
         assert_eq!(read.label, 1);
@@ -315,15 +304,7 @@ mod tests {
     #[test]
     fn converts_colour_to_grey_at_full_size() {
         let dir = write_folder();
-        let folder = ImageFolder::open(
-            dir.path(),
-            1,
-            [3, 4],
-            &DatasetLimits::DEFAULT,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .unwrap();
+        let folder = open(dir.path(), 1, [3, 4]).unwrap();
         let mut pixels = [0u8; 12];
         folder.read(0, &mut pixels).unwrap();
         // Rec. 601 luma of (200, 10, 30), as PIL's convert("L") computes it.
@@ -343,15 +324,7 @@ mod tests {
     #[test]
     fn decode_failure_in_read_is_named() {
         let dir = write_folder();
-        let folder = ImageFolder::open(
-            dir.path(),
-            1,
-            [2, 2],
-            &DatasetLimits::DEFAULT,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .unwrap();
+        let folder = open(dir.path(), 1, [2, 2]).unwrap();
         let png = dir.path().join("cats").join("a.png");
         let mut bytes = fs::read(&png).unwrap();
         // Past the signature and the 25-byte IHDR chunk, into the pixel data.
@@ -403,15 +376,7 @@ mod tests {
         let dir = write_folder();
         let link = dir.path().join("dogs").join("up");
         std::os::unix::fs::symlink("..", &link).unwrap();
-        let folder = ImageFolder::open(
-            dir.path(),
-            3,
-            [2, 2],
-            &DatasetLimits::DEFAULT,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .unwrap();
+        let folder = open(dir.path(), 3, [2, 2]).unwrap();
         assert_eq!(folder.len(), 2);
         assert_eq!(
             folder.warnings(),

@@ -18,7 +18,6 @@ use loaderbench_engine::error::{Error, Result};
 /// The environment variable that names the Python to run.
 pub const PYTHON_VAR: &str = "LOADERBENCH_PYTHON";
 
-
 /// The Python that runs the PyTorch runtime: `$LOADERBENCH_PYTHON`, else the virtual
 /// environment's python beside the libtorch this binary was built against (setup
 /// installs torch and torchvision there), else `python3` from the PATH.

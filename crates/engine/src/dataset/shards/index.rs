@@ -281,17 +281,22 @@ mod tests {
 
     use super::super::test_tars::{png, samples, write_tar};
     use super::*;
+
+    /// [`index_shard`] of a local shard within the default limits.
+    fn index_local(location: &ShardLocation) -> Result<Vec<SampleEntry>> {
+        index_shard(
+            location,
+            &Http::new(30, CancelToken::new()),
+            &DatasetLimits::DEFAULT,
+        )
+    }
     use crate::cancel::CancelToken;
 
     fn index(members: &[(String, Vec<u8>)]) -> Result<Vec<SampleEntry>> {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("shard.tar");
         write_tar(&path, members);
-        index_shard(
-            &ShardLocation::File(path),
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
+        index_local(&ShardLocation::File(path))
     }
 
     fn error(members: &[(String, Vec<u8>)]) -> String {
@@ -314,12 +319,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("shard.tar");
         write_tar(&path, &members);
-        let found = index_shard(
-            &ShardLocation::File(path.clone()),
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
-        .unwrap();
+        let found = index_local(&ShardLocation::File(path.clone())).unwrap();
         let labels: Vec<i64> = found.iter().map(|s| s.label).collect();
         assert_eq!(labels, [0, 1, 7, 4]);
         let names: Vec<&str> = found.iter().map(|s| s.member.as_str()).collect();
@@ -383,30 +383,13 @@ mod tests {
         write_tar(&path, &samples(0, 3));
         let bytes = std::fs::read(&path).unwrap();
         let location = ShardLocation::File(path.clone());
-        let full = index_shard(
-            &location,
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
-        .unwrap();
+        let full = index_local(&location).unwrap();
         // Inside the last image's bytes, and inside the header before it.
         std::fs::write(&path, &bytes[..full[2].offset as usize + 10]).unwrap();
-        let msg = index_shard(
-            &location,
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
-        .unwrap_err()
-        .to_string();
+        let msg = index_local(&location).unwrap_err().to_string();
         assert!(msg.contains("000002.png: truncated"), "{msg}");
         std::fs::write(&path, &bytes[..full[2].offset as usize - 100]).unwrap();
-        let msg = index_shard(
-            &location,
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
-        .unwrap_err()
-        .to_string();
+        let msg = index_local(&location).unwrap_err().to_string();
         assert!(
             msg.contains("not a readable tar after member 000001"),
             "{msg}"
@@ -440,12 +423,7 @@ mod tests {
             tar.append(&header, &bytes[..]).unwrap();
         }
         std::fs::write(&path, tar.into_inner().unwrap()).unwrap();
-        let found = index_shard(
-            &ShardLocation::File(path),
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
-        .unwrap();
+        let found = index_local(&ShardLocation::File(path)).unwrap();
         assert_eq!(
             (found[0].member.as_str(), found[0].label),
             ("caf\u{e9}/0002.png", 6)
@@ -463,13 +441,7 @@ mod tests {
         let path = dir.path().join("shard.tar");
         std::fs::write(&path, header.as_bytes()).unwrap();
         let location = ShardLocation::File(path);
-        let msg = index_shard(
-            &location,
-            &Http::new(30, CancelToken::new()),
-            &DatasetLimits::DEFAULT,
-        )
-        .unwrap_err()
-        .to_string();
+        let msg = index_local(&location).unwrap_err().to_string();
         assert!(
             msg.contains("shard.tar: the PAX header at byte 0 claims 1048577 bytes"),
             "{msg}"
@@ -512,13 +484,7 @@ mod tests {
         write_tar(&path, &samples(0, 2));
         let bytes = std::fs::read(&path).unwrap();
         let location = ShardLocation::File(path.clone());
-        let index = || {
-            index_shard(
-                &location,
-                &Http::new(30, CancelToken::new()),
-                &DatasetLimits::DEFAULT,
-            )
-        };
+        let index = || index_local(&location);
         assert_eq!(index().unwrap().len(), 2);
         let end = bytes.len() - 1024;
         for (kept, problem) in [

@@ -308,7 +308,9 @@ mod tests {
         (dir, pattern)
     }
 
-    fn open(pattern: &str, limit: Option<usize>) -> Shards {
+    /// The shards `pattern` names as 3×2×3 samples within the default limits, the first
+    /// `limit` of them when given.
+    fn try_open(pattern: &str, limit: Option<usize>) -> Result<Shards> {
         Shards::open(
             pattern,
             &DatasetLimits::DEFAULT,
@@ -318,7 +320,10 @@ mod tests {
             &mut |_| {},
             &CancelToken::new(),
         )
-        .unwrap()
+    }
+
+    fn open(pattern: &str, limit: Option<usize>) -> Shards {
+        try_open(pattern, limit).unwrap()
     }
 
     /// Sample `n`'s pixels and label as `test_tars::samples` made them.
@@ -415,32 +420,10 @@ mod tests {
     fn the_first_bad_shard_is_named() {
         let (dir, pattern) = three_shards();
         std::fs::write(dir.path().join("s-001.tar"), b"").unwrap();
-        let err = Shards::open(
-            &pattern,
-            &DatasetLimits::DEFAULT,
-            3,
-            [2, 3],
-            None,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .err()
-        .unwrap()
-        .to_string();
+        let err = try_open(&pattern, None).err().unwrap().to_string();
         assert!(err.contains("s-001.tar: no samples in this shard"), "{err}");
         std::fs::remove_file(dir.path().join("s-000.tar")).unwrap();
-        let err = Shards::open(
-            &pattern,
-            &DatasetLimits::DEFAULT,
-            3,
-            [2, 3],
-            None,
-            &mut |_| {},
-            &CancelToken::new(),
-        )
-        .err()
-        .unwrap()
-        .to_string();
+        let err = try_open(&pattern, None).err().unwrap().to_string();
         assert!(err.contains("s-000.tar: cannot open"), "{err}");
     }
 }
