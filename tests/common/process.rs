@@ -1,8 +1,11 @@
 //! Processes as /proc shows them, for the tests that check that nothing a run started
 //! is left behind: whether a process still runs, a process's children, and the
 //! processes a run started, found by the environment mark they inherit; and the turns
-//! that tests running the PyTorch runtime in this process take.
+//! that tests running the PyTorch runtime in this process take; and a child's address
+//! space limited, for the tests of hostile input.
 
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 /// One test at a time runs the PyTorch runtime in this process.
@@ -12,6 +15,24 @@ static PYTHON: Mutex<()> = Mutex::new(());
 /// find the script's processes by parentage, so two at once would see each other's.
 pub fn python_turn() -> MutexGuard<'static, ()> {
     PYTHON.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Limits the address space of the process `command` starts to `bytes`, so that a test
+/// sees an allocation sized by hostile input fail instead of the machine swapping.
+pub fn limit_address_space(command: &mut Command, bytes: u64) {
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Whether `pid` is a live process. One that has exited is not, whether it is already

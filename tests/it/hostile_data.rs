@@ -7,7 +7,6 @@
 //! its buffer from the header would break.
 
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
@@ -41,19 +40,7 @@ fn run_on(kind: &str, path: &Path, extra: &[&str]) -> Output {
         args.extend(["--set", set]);
     }
     let mut command = loaderbench_command(&args);
-    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: ADDRESS_SPACE_BYTES,
-                rlim_max: ADDRESS_SPACE_BYTES,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    common::process::limit_address_space(&mut command, ADDRESS_SPACE_BYTES);
     run_with_deadline(&mut command, Duration::from_secs(120))
 }
 

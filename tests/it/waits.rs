@@ -35,19 +35,7 @@ fn run_with_pattern(pattern: &str) -> Output {
         "--set",
         &path,
     ]);
-    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: REFUSAL_ADDRESS_SPACE_BYTES,
-                rlim_max: REFUSAL_ADDRESS_SPACE_BYTES,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    common::process::limit_address_space(&mut command, REFUSAL_ADDRESS_SPACE_BYTES);
     run_with_deadline(&mut command, Duration::from_secs(60))
 }
 
