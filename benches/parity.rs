@@ -432,8 +432,9 @@ fn halves(runs: &[RunResult]) -> (Vec<RunResult>, Vec<RunResult>) {
 
 fn meter_under_load(dir: &Path, preset: &Path) {
     let preset_arg = preset.to_str().expect("a UTF-8 path");
-    let journal = dir.join("meter.jsonl");
+    // Each run its own journal, beside its results: a journal is never reused.
     let run = |json: &Path| {
+        let journal = json.with_extension("jsonl");
         measure(
             &[
                 "run",
