@@ -9,7 +9,7 @@ use crate::common;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::cancel::CancelToken;
@@ -22,19 +22,19 @@ use common::{assert_error_line, loaderbench_command, run_with_deadline};
 /// below what 10^8 shard names take.
 const REFUSAL_ADDRESS_SPACE_BYTES: u64 = 4 << 30;
 
+/// `loaderbench run seed-light -q` on the shards `pattern` names, with `extra` arguments.
+fn shards_run(pattern: &str, extra: &[&str]) -> Command {
+    let path = format!("dataset.path={pattern}");
+    let mut args = vec!["run", "seed-light", "-q", "--set", "dataset.kind=shards"];
+    args.extend(["--set", &path]);
+    args.extend(extra);
+    loaderbench_command(&args)
+}
+
 /// `loaderbench run seed-light` with a shard `pattern`, under
 /// [`REFUSAL_ADDRESS_SPACE_BYTES`] and a generous time limit.
 fn run_with_pattern(pattern: &str) -> Output {
-    let path = format!("dataset.path={pattern}");
-    let mut command = loaderbench_command(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "dataset.kind=shards",
-        "--set",
-        &path,
-    ]);
+    let mut command = shards_run(pattern, &[]);
     common::process::limit_address_space(&mut command, REFUSAL_ADDRESS_SPACE_BYTES);
     run_with_deadline(&mut command, Duration::from_secs(60))
 }
@@ -116,17 +116,7 @@ fn respond(mut client: TcpStream, answer: Answer) {
 fn an_http_shard_that_trickles_is_an_error_naming_it_and_its_server() {
     let server = serve(Answer::Trickle);
     let url = format!("http://{server}/s-0.tar");
-    let mut command = loaderbench_command(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "dataset.kind=shards",
-        "--set",
-        &format!("dataset.path={url}"),
-        "--set",
-        "dataset.limits.http_stall_s=1",
-    ]);
+    let mut command = shards_run(&url, &["--set", "dataset.limits.http_stall_s=1"]);
     assert_error_line(
         &run_with_deadline(&mut command, Duration::from_secs(60)),
         2,
@@ -177,18 +167,8 @@ fn ctrl_c_ends_a_run_whose_dataset_waits_on_a_silent_server() {
     let server = serve(Answer::Silence);
     let dir = tempfile::TempDir::new().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let path = format!("dataset.path=http://{server}/s-{{0..3}}.tar");
-    let mut command = loaderbench_command(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "dataset.kind=shards",
-        "--set",
-        &path,
-        "--journal",
-        journal.to_str().unwrap(),
-    ]);
+    let pattern = format!("http://{server}/s-{{0..3}}.tar");
+    let mut command = shards_run(&pattern, &["--journal", journal.to_str().unwrap()]);
     command.stdout(Stdio::null()).process_group(0);
     let child = command.spawn().unwrap();
     std::thread::sleep(Duration::from_secs(2));
