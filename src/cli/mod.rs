@@ -321,6 +321,14 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
         plan.repeats,
         plan.epochs
     );
+    // Resolved: a preset file's relative paths against its folder, a `--set`'s against
+    // the current directory.
+    for (field, path) in plan.preset.paths() {
+        println!(
+            "  {field}: {}",
+            loaderbench_engine::secrets::redact(&path.display().to_string())
+        );
+    }
     for index in 0..plan.configs.len() {
         println!("  {}", plan.label(index));
     }

@@ -192,6 +192,44 @@ fn opening_the_saved_file_gives_the_same_config() {
     assert_eq!(harness.state().preset_path(), Some(path.as_path()));
 }
 
+/// A preset opened from its folder holds its relative paths resolved; Save writes them
+/// back relative to the file, Save as in another folder writes them absolute, and each
+/// file opens as the same config.
+#[test]
+fn a_preset_s_paths_beside_its_file_open_resolved_and_save_back_relative() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("bench");
+    std::fs::create_dir(&bench).unwrap();
+    let path = bench.join("bench.ron");
+    std::fs::write(
+        &path,
+        "(version: 1, name: \"beside\", dataset: (kind: npy, path: \"data/x.npy\"))",
+    )
+    .unwrap();
+    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
+    let opened = harness.state().preset().clone();
+    assert_eq!(opened.dataset.path, Some(bench.join("data/x.npy")));
+    harness.get_by_label("Save").click();
+    harness.run_steps(3);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("path: \"data/x.npy\""), "{text}");
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let moved = other.join("moved.ron");
+    type_into(&mut harness, "preset file", &moved.display().to_string());
+    harness.get_by_label("Save").click();
+    harness.run_steps(3);
+    let text = std::fs::read_to_string(&moved).unwrap();
+    let absolute = format!("path: {:?}", bench.join("data/x.npy").display().to_string());
+    assert!(text.contains(&absolute), "{text}");
+    for file in [&path, &moved] {
+        type_into(&mut harness, "preset file", &file.display().to_string());
+        harness.get_by_label("Open").click();
+        harness.run_steps(3);
+        assert_eq!(harness.state().preset(), &opened, "{}", file.display());
+    }
+}
+
 #[test]
 fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let dir = tempfile::tempdir().unwrap();

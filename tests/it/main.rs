@@ -21,6 +21,7 @@ mod loader;
 mod measurement;
 mod npy_layouts;
 mod outputs;
+mod preset_paths;
 mod ranks;
 mod report;
 mod shard_epochs;

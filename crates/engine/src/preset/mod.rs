@@ -2,7 +2,8 @@
 //! with unknown fields rejected by name; it names a dataset, the pipelines, and lists for
 //! every loader knob (a sweep: their Cartesian product, plus `extra_configs`). `--set`
 //! edits any field by its path before the preset is checked and resolved into a
-//! [`Plan`](crate::plan::Plan).
+//! [`Plan`](crate::plan::Plan). Paths in a preset file are relative to the file
+//! ([`paths`]): loading resolves them, saving writes them relative to the file saved.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use crate::transform::{Normalize, PipelineSpec};
 
 mod knobs;
 mod overrides;
+mod paths;
 mod values;
 
 pub use crate::named_values::KnobValue;
@@ -293,10 +295,13 @@ impl Preset {
         Ok(preset)
     }
 
-    /// Reads and parses a preset file.
+    /// Reads and parses a preset file, its relative paths resolved against the file's
+    /// folder ([`paths`]).
     pub fn load(path: &Path) -> Result<Preset> {
         let text = fs::read_to_string(path).map_err(|err| Error::io(path, err))?;
-        Preset::from_ron(&text, path)
+        let mut preset = Preset::from_ron(&text, path)?;
+        preset.resolve_paths(&folder_of(path)?);
+        Ok(preset)
     }
 
     /// The preset as pretty RON text.
@@ -311,10 +316,22 @@ impl Preset {
             .expect("serializing a preset to a string cannot fail")
     }
 
-    /// Writes the preset whole or not at all ([`crate::atomic_file`]).
+    /// Writes the preset whole or not at all ([`crate::atomic_file`]), its paths
+    /// relative to the file's folder where they lie under it, else absolute ([`paths`]).
     pub fn save(&self, path: &Path) -> Result<()> {
-        crate::atomic_file::write(path, self.to_ron().as_bytes())
+        let saved = self
+            .relative_to(&folder_of(path)?)
+            .map_err(|err| Error::io(path, err))?;
+        crate::atomic_file::write(path, saved.to_ron().as_bytes())
     }
+}
+
+/// The absolute folder of the preset file at `path`.
+fn folder_of(path: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(path).map_err(|err| Error::io(path, err))?;
+    Ok(absolute
+        .parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf))
 }
 
 #[cfg(test)]
@@ -383,6 +400,39 @@ mod tests {
         };
         let text = preset.to_ron();
         assert_eq!(Preset::from_ron(&text, origin()).unwrap(), preset);
+    }
+
+    #[test]
+    fn a_loaded_preset_holds_paths_beside_its_file_and_saves_them_back_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let bench = dir.path().join("bench");
+        fs::create_dir(&bench).unwrap();
+        let file = bench.join("p.ron");
+        fs::write(
+            &file,
+            "(version: 1, name: \"x\", dataset: (kind: npy, path: \"data/x.npy\"), \
+             step: model(path: \"/models/m.pt\"))",
+        )
+        .unwrap();
+        let loaded = Preset::load(&file).unwrap();
+        assert_eq!(loaded.dataset.path, Some(bench.join("data/x.npy")));
+        assert_eq!(loaded.step.path(), Some(Path::new("/models/m.pt")));
+        loaded.save(&file).unwrap();
+        let text = fs::read_to_string(&file).unwrap();
+        assert!(text.contains("path: \"data/x.npy\""), "{text}");
+        assert_eq!(Preset::load(&file).unwrap(), loaded);
+        let above = dir.path().join("above.ron");
+        loaded.save(&above).unwrap();
+        let text = fs::read_to_string(&above).unwrap();
+        assert!(text.contains("path: \"bench/data/x.npy\""), "{text}");
+        let other = dir.path().join("other");
+        fs::create_dir(&other).unwrap();
+        let elsewhere = other.join("elsewhere.ron");
+        loaded.save(&elsewhere).unwrap();
+        let text = fs::read_to_string(&elsewhere).unwrap();
+        let absolute = format!("path: {:?}", bench.join("data/x.npy").display().to_string());
+        assert!(text.contains(&absolute), "{text}");
+        assert_eq!(Preset::load(&elsewhere).unwrap(), loaded);
     }
 
     #[test]

@@ -121,7 +121,7 @@ impl StepSpec {
 
     /// Sets the file of a model or python step; other steps have none.
     pub fn set_file(&mut self, file: std::path::PathBuf) {
-        if let StepSpec::Model { path, .. } | StepSpec::Python { path, .. } = self {
+        if let Some(path) = self.path_mut() {
             *path = file;
         }
     }
@@ -163,6 +163,14 @@ impl StepSpec {
 
     /// The step's file, for a model or python step.
     pub fn path(&self) -> Option<&Path> {
+        match self {
+            StepSpec::Model { path, .. } | StepSpec::Python { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The step's file, mutably, where it has one.
+    pub fn path_mut(&mut self) -> Option<&mut PathBuf> {
         match self {
             StepSpec::Model { path, .. } | StepSpec::Python { path, .. } => Some(path),
             _ => None,

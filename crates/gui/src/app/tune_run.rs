@@ -62,6 +62,8 @@ impl App {
     ) -> std::io::Result<TuneRun> {
         let scratch = tempfile::tempdir()?;
         let preset_path = scratch.path().join("tune.ron");
+        // No path of the preset lies under a folder made just now, so the file holds
+        // every path absolute (`Preset::save`), as the tune's own process must read them.
         preset
             .save(&preset_path)
             .map_err(|err| std::io::Error::other(err.to_string()))?;
