@@ -4,13 +4,14 @@ loaderbench runs this script as a child process through the Python that scripts/
 installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
 arguments and the transform ops, see KNOBS) comes as the first line of stdin; stdin then stays open, and its end means
 loaderbench is gone, so the script kills its own process group (itself and its
-workers). With `cache: cold`, the script releases its own memory-mapped pages of the
-dataset and says epoch_ready before each epoch, then waits for a `go` line on stdin:
-loaderbench evicts the dataset's files from the page cache in between. Everything it reports is one JSON object per line on stdout, written with a
+workers). Before each epoch the script says epoch_ready, then waits for a `go` line on
+stdin: loaderbench evicts the dataset's files from the page cache in between (`cache:
+cold`, after the script released its own memory-mapped pages of the dataset) or loads
+them into it (`cache: warm`). Everything it reports is one JSON object per line on stdout, written with a
 single os.write so that lines from worker processes never interleave:
 
   ready         imports done and dataset built (not timed)
-  epoch_ready   (cache: cold) waiting for `go` before this epoch
+  epoch_ready   waiting for `go` before this epoch (the page cache made cold or warm)
   epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
   worker_ready  a worker ran worker_init_fn, at this perf_counter time
   batch         a batch is on the device and its step done: its time since t0 (on the
@@ -412,14 +413,14 @@ def before_epoch(request, loader, epoch):
     return time.time()
 
 
-def wait_for_eviction(request, dataset, epoch):
-    """With cache: cold, releases this process's mapped pages of the dataset and waits
-    until loaderbench has evicted its files (its `go`)."""
-    if request["knobs"]["cache"] != "cold":
-        return
-    inner = dataset.dataset if isinstance(dataset, Subset) else dataset
-    if hasattr(inner, "release_mapped_pages"):
-        inner.release_mapped_pages()
+def wait_for_page_cache(request, dataset, epoch):
+    """Waits until loaderbench has made the page cache what the config asks (its `go`):
+    with cache: cold, after releasing this process's mapped pages of the dataset, its
+    files evicted; with cache: warm, its files loaded."""
+    if request["knobs"]["cache"] == "cold":
+        inner = dataset.dataset if isinstance(dataset, Subset) else dataset
+        if hasattr(inner, "release_mapped_pages"):
+            inner.release_mapped_pages()
     emit(kind="epoch_ready", epoch=epoch)
     GO.acquire()
 
@@ -759,7 +760,7 @@ def main():
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):
-            wait_for_eviction(request, dataset, epoch)
+            wait_for_page_cache(request, dataset, epoch)
             started = before_epoch(request, loader, epoch)
             measure_epoch(loader, epoch, device, step, request["window"])
             after_epoch(request, epoch, started)

@@ -1,15 +1,19 @@
-//! The page cache, for `cache: cold`: [`evict`] asks the kernel to drop a dataset's files
-//! from memory (`posix_fadvise(POSIX_FADV_DONTNEED)`, after writing back any dirty pages,
-//! which it would otherwise keep) and then checks with `mincore` over a fresh mapping of
-//! each file that its pages left. Where they cannot, it says which file and why
-//! ([`Stayed`]): the file lives on tmpfs or ramfs, whose pages are its storage; some
-//! process still has the pages mapped (the kernel never drops a mapped page; our own
+//! The page cache, for `cache: cold` and `cache: warm`. [`evict`] asks the kernel to drop
+//! a dataset's files from memory (`posix_fadvise(POSIX_FADV_DONTNEED)`, after writing back
+//! any dirty pages, which it would otherwise keep) and then checks with `mincore` over a
+//! fresh mapping of each file that its pages left. Where they cannot, it says which file
+//! and why ([`Stayed`]): the file lives on tmpfs or ramfs, whose pages are its storage;
+//! some process still has the pages mapped (the kernel never drops a mapped page; our own
 //! mappings are released first by [`Dataset::release_mapped_pages`](crate::dataset::Dataset::release_mapped_pages),
 //! another process's, such as a persistent worker's, stay); or `mincore` cannot see the
 //! file's cache, which the kernel only shows to its owner or whoever may write it.
-//! No root is needed. Linux only ([`SUPPORTED`]); elsewhere [`evict`] refuses.
+//! [`load`] is its mirror: it reads every file `mincore` shows is not all in memory and
+//! checks with `mincore` that it then is; where the missing pages are more than the
+//! memory available, or the kernel reclaimed some as they came in, it says so
+//! ([`NotLoaded`]). No root is needed. Linux only ([`SUPPORTED`]); elsewhere both refuse.
 
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -78,38 +82,171 @@ pub fn evict(paths: &[PathBuf]) -> Result<Vec<Stayed>> {
     Ok(stayed)
 }
 
+/// Why a warm config's files are not all in the page cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotLoaded {
+    /// The files' pages missing from the page cache, `missing_bytes` of them, are more
+    /// than the memory available (the kernel's `MemAvailable`) holds: reading them would
+    /// push out as much as it brought in, so none were read.
+    TooLarge {
+        missing_bytes: u64,
+        available_bytes: u64,
+    },
+    /// Read whole, `path` still lacked `missing` of its `pages`, and `others` more files
+    /// lacked some: the kernel reclaimed them for other memory as they came in.
+    Reclaimed {
+        path: PathBuf,
+        missing: usize,
+        pages: usize,
+        others: usize,
+    },
+}
+
+impl fmt::Display for NotLoaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let amount = |bytes: u64| match bytes as f64 {
+            b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+            b => format!("{:.1} MB", b / 1e6),
+        };
+        match self {
+            NotLoaded::TooLarge {
+                missing_bytes,
+                available_bytes,
+            } => write!(
+                f,
+                "{} of the dataset's files are not in the page cache, more than the {} of \
+                 memory available: they cannot all be held there",
+                amount(*missing_bytes),
+                amount(*available_bytes)
+            ),
+            NotLoaded::Reclaimed {
+                path,
+                missing,
+                pages,
+                others,
+            } => {
+                write!(f, "{}", path.display())?;
+                match others {
+                    0 => {}
+                    1 => write!(f, " and 1 other file")?,
+                    n => write!(f, " and {n} other files")?,
+                }
+                write!(
+                    f,
+                    ": {missing} of {pages} pages were not in the page cache after it was \
+                     read (the kernel reclaimed them for other memory)"
+                )
+            }
+        }
+    }
+}
+
+/// Reads into the page cache every file of `paths` that `mincore` shows is not all
+/// there, then checks with `mincore` that it is: the mirror of [`evict`]. A file whose
+/// cache `mincore` may not see ([`Why::Unseen`]) is read whole and cannot be checked.
+/// `None` when every file is in; a file that cannot be opened or read fails the run.
+pub fn load(paths: &[PathBuf]) -> Result<Option<NotLoaded>> {
+    load_within(paths, available_memory_bytes())
+}
+
+/// [`load`] with `available_bytes` of memory to load into.
+fn load_within(paths: &[PathBuf], available_bytes: u64) -> Result<Option<NotLoaded>> {
+    let page = platform::page_size() as u64;
+    let mut to_read = Vec::new();
+    let mut missing_bytes = 0u64;
+    for path in paths {
+        let file = open(path, LOAD)?;
+        let visible = platform::cache_visible(path, &file);
+        let Residency { resident, pages } = residency_of(path, &file, LOAD)?;
+        let missing = if visible { pages - resident } else { pages };
+        if missing > 0 {
+            missing_bytes = missing_bytes.saturating_add(missing as u64 * page);
+            to_read.push((path, file, visible));
+        }
+    }
+    if missing_bytes > available_bytes {
+        return Ok(Some(NotLoaded::TooLarge {
+            missing_bytes,
+            available_bytes,
+        }));
+    }
+    let mut short = Vec::new();
+    for (path, mut file, visible) in to_read {
+        read_through(&mut file).map_err(|err| failed(path, "cannot read", LOAD, &err))?;
+        if visible {
+            let Residency { resident, pages } = residency_of(path, &file, LOAD)?;
+            if resident < pages {
+                short.push((path, pages - resident, pages));
+            }
+        }
+    }
+    Ok(short
+        .first()
+        .map(|&(path, missing, pages)| NotLoaded::Reclaimed {
+            path: path.clone(),
+            missing,
+            pages,
+            others: short.len() - 1,
+        }))
+}
+
+/// Reads `file` to its end, which leaves its pages in the page cache.
+fn read_through(file: &mut std::fs::File) -> std::io::Result<()> {
+    let mut buffer = vec![0u8; 1 << 20];
+    while file.read(&mut buffer)? > 0 {}
+    Ok(())
+}
+
+/// The memory the kernel could give without swapping (`MemAvailable`); where it cannot
+/// be read, no bound, and [`load`]'s check after reading tells what fitted.
+fn available_memory_bytes() -> u64 {
+    use sysinfo::{MemoryRefreshKind, RefreshKind, System};
+    let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
+    System::new_with_specifics(memory)
+        .ok()
+        .map(|system| system.available_memory())
+        .filter(|&bytes| bytes > 0)
+        .unwrap_or(u64::MAX)
+}
+
 /// How many of the file's pages are in the page cache, by `mincore` over a fresh
 /// mapping (which maps no page until touched, so what it sees is the cache's).
 pub fn residency(path: &Path) -> Result<Residency> {
-    let file = open(path)?;
-    platform::residency(&file).map_err(|err| failed(path, "cannot check residency", &err))
+    let file = open(path, CHECK)?;
+    residency_of(path, &file, CHECK)
 }
 
-fn open(path: &Path) -> Result<std::fs::File> {
-    std::fs::File::open(path).map_err(|err| failed(path, "cannot open", &err))
+/// What an error says the file was opened for.
+const EVICT: &str = "to evict it from the page cache";
+const LOAD: &str = "to load it into the page cache";
+const CHECK: &str = "to check its pages in the page cache";
+
+fn open(path: &Path, purpose: &str) -> Result<std::fs::File> {
+    std::fs::File::open(path).map_err(|err| failed(path, "cannot open", purpose, &err))
 }
 
-fn failed(path: &Path, what: &str, err: &std::io::Error) -> Error {
-    Error::run(format!(
-        "{}: {what} to evict it from the page cache: {err}",
-        path.display()
-    ))
+fn residency_of(path: &Path, file: &std::fs::File, purpose: &str) -> Result<Residency> {
+    platform::residency(file).map_err(|err| failed(path, "cannot check residency", purpose, &err))
+}
+
+fn failed(path: &Path, what: &str, purpose: &str, err: &std::io::Error) -> Error {
+    Error::run(format!("{}: {what} {purpose}: {err}", path.display()))
 }
 
 /// Evicts one file; `Some(why)` when its pages stayed.
 fn evict_file(path: &Path) -> Result<Option<Why>> {
-    let file = open(path)?;
-    if let Some(fs) =
-        platform::memory_file_system(&file).map_err(|e| failed(path, "cannot stat", &e))?
+    let file = open(path, EVICT)?;
+    if let Some(fs) = platform::memory_file_system(&file)
+        .map_err(|e| failed(path, "cannot stat", EVICT, &e))?
     {
         return Ok(Some(Why::InMemory(fs)));
     }
-    platform::drop_pages(&file).map_err(|err| failed(path, "cannot drop the pages", &err))?;
+    platform::drop_pages(&file)
+        .map_err(|err| failed(path, "cannot drop the pages", EVICT, &err))?;
     if !platform::cache_visible(path, &file) {
         return Ok(Some(Why::Unseen));
     }
-    let Residency { resident, pages } =
-        platform::residency(&file).map_err(|err| failed(path, "cannot check residency", &err))?;
+    let Residency { resident, pages } = residency_of(path, &file, EVICT)?;
     Ok((resident > 0).then_some(Why::Held { resident, pages }))
 }
 
@@ -180,6 +317,11 @@ mod platform {
         user == 0 || owner == Some(user) || writable
     }
 
+    pub fn page_size() -> usize {
+        // SAFETY: sysconf has no memory effects.
+        usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+    }
+
     pub fn residency(file: &File) -> io::Result<Residency> {
         let len = usize::try_from(file.metadata()?.len())
             .map_err(|_| io::Error::other("the file is larger than the address space"))?;
@@ -192,8 +334,7 @@ mod platform {
         // SAFETY: a read-only shared mapping that is never read, only inspected by
         // mincore, so a file changed underneath cannot be misread.
         let map = unsafe { memmap2::Mmap::map(file)? };
-        // SAFETY: sysconf has no memory effects.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let page = page_size();
         let mut vec = vec![0u8; len.div_ceil(page)];
         // SAFETY: `map` is a live mapping of `len` bytes starting page-aligned, and `vec`
         // holds one byte per page of it, as mincore writes.
@@ -218,7 +359,11 @@ mod platform {
     use super::Residency;
 
     fn unsupported() -> io::Error {
-        io::Error::other("cache: cold is supported on Linux only (posix_fadvise and mincore)")
+        io::Error::other("the page cache is checked on Linux only (posix_fadvise and mincore)")
+    }
+
+    pub fn page_size() -> usize {
+        4096
     }
 
     pub fn memory_file_system(_: &File) -> io::Result<Option<&'static str>> {
@@ -346,6 +491,51 @@ mod tests {
             pixels[0],
             (3 * side * side) as u8,
             "and read again from the file"
+        );
+    }
+
+    #[test]
+    fn an_evicted_file_is_loaded_back_and_mincore_sees_it_in() {
+        let dir = disk_folder();
+        let path = written(dir.path());
+        assert_eq!(evict(std::slice::from_ref(&path)).unwrap(), []);
+        assert_eq!(residency(&path).unwrap().resident, 0);
+        assert_eq!(load(std::slice::from_ref(&path)).unwrap(), None);
+        let loaded = residency(&path).unwrap();
+        assert_eq!(loaded.resident, loaded.pages, "all of it is in");
+    }
+
+    #[test]
+    fn files_larger_than_the_memory_available_are_not_read_and_that_is_said() {
+        let dir = disk_folder();
+        let path = written(dir.path());
+        assert_eq!(evict(std::slice::from_ref(&path)).unwrap(), []);
+        let not_loaded = load_within(std::slice::from_ref(&path), 1 << 19).unwrap();
+        assert_eq!(
+            not_loaded,
+            Some(NotLoaded::TooLarge {
+                missing_bytes: 1 << 20,
+                available_bytes: 1 << 19
+            })
+        );
+        assert_eq!(residency(&path).unwrap().resident, 0, "nothing was read");
+        assert_eq!(
+            not_loaded.unwrap().to_string(),
+            "1.0 MB of the dataset's files are not in the page cache, more than the 0.5 MB \
+             of memory available: they cannot all be held there"
+        );
+        let reclaimed = NotLoaded::Reclaimed {
+            path: path.clone(),
+            missing: 3,
+            pages: 256,
+            others: 2,
+        };
+        assert!(
+            reclaimed.to_string().ends_with(
+                "data.bin and 2 other files: 3 of 256 pages were not in the page cache after \
+                 it was read (the kernel reclaimed them for other memory)"
+            ),
+            "{reclaimed}"
         );
     }
 

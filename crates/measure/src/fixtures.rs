@@ -82,6 +82,7 @@ pub fn run(index: usize, config: Config, epochs: Vec<EpochResult>) -> ConfigResu
         workers: Vec::new(),
         python: None,
         stayed_warm: None,
+        partly_cold: None,
     }
 }
 

@@ -281,6 +281,11 @@ pub struct ConfigResult {
     /// Its epochs were measured (partly) warm, and are never shown as cold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stayed_warm: Option<String>,
+    /// For a `cache: warm` config whose files could not all be loaded into the page
+    /// cache before every epoch: why (more than the memory available, or reclaimed as
+    /// they came in). Its epochs read (partly) from storage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partly_cold: Option<String>,
 }
 
 /// The Python environment of the PyTorch runtime.

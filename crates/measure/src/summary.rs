@@ -32,6 +32,8 @@ pub struct SummaryRow {
     pub read_mb_s: Option<f64>,
     /// Why a `cache: cold` config stayed warm, in some repeat.
     pub stayed_warm: Option<String>,
+    /// Why a `cache: warm` config's files were not all in the page cache, in some repeat.
+    pub partly_cold: Option<String>,
 }
 
 impl RunResult {
@@ -90,6 +92,7 @@ impl RunResult {
             read_bytes: typical(&|e| e.read_bytes.map(|b| b as f64)),
             read_mb_s: typical(&|e| e.read_mb_s),
             stayed_warm: runs.iter().find_map(|r| r.stayed_warm.clone()),
+            partly_cold: runs.iter().find_map(|r| r.partly_cold.clone()),
         })
     }
 }

@@ -155,6 +155,7 @@ mod tests {
                 workers: Vec::new(),
                 python: None,
                 stayed_warm: None,
+                partly_cold: None,
             })
             .collect();
         RunResult {

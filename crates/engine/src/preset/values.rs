@@ -88,7 +88,8 @@ named_values! {
     /// Whether each epoch finds the dataset's files in the page cache.
     #[derive(Default)]
     pub enum Cache {
-        /// As they come: after the first epoch, files are read from memory.
+        /// Loaded into the page cache before every epoch (and checked to be there), so
+        /// every epoch reads from memory; Linux only, elsewhere as they come.
         #[default]
         Warm = "warm",
         /// Evicted from the page cache before every epoch (and checked to have left), so

@@ -2,8 +2,9 @@
 //! of a torch.distributed job. [`Job::follow`] reads every script's reports as they
 //! come and merges each epoch once every rank has finished it, as loaderbench's own
 //! ranks are merged (the slowest rank's time, every rank's figures kept), with the
-//! bytes the run read from storage over it. Cold scripts wait before each epoch until
-//! every rank is waiting and the caller has evicted; then each gets `go`. A rank that
+//! bytes the run read from storage over it. Scripts wait before each epoch until every
+//! rank is waiting and the caller has made the page cache cold or warm; then each gets
+//! `go`. A rank that
 //! fails, dies or goes silent ends the job with an error naming it; every script's
 //! process group is killed when the job is dropped, whichever way it ended.
 
@@ -57,14 +58,14 @@ impl<'a> Job<'a> {
     }
 
     /// Reads reports until every script is done. Rank 0's worker start-ups and
-    /// batches, and every merged epoch, go to `report`; `before_cold_epoch` runs when
-    /// every cold script waits for its next epoch.
+    /// batches, and every merged epoch, go to `report`; `before_epoch` runs when every
+    /// script waits for its next epoch.
     pub fn follow(
         &mut self,
         cancel: &CancelToken,
         worker_timeout: Duration,
         report: &mut dyn FnMut(PytorchEvent),
-        before_cold_epoch: &mut dyn FnMut() -> Result<()>,
+        before_epoch: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let mut silence_limit = worker_timeout + STARTUP_ALLOWANCE;
         let mut heard = Instant::now();
@@ -101,7 +102,7 @@ impl<'a> Job<'a> {
             self.sessions[rank].take(message, self.python, &mut rank_report)?;
             self.merge_finished_epochs(report);
             if running.iter().all(|&rank| self.sessions[rank].waiting) {
-                self.let_go(before_cold_epoch)?;
+                self.let_go(before_epoch)?;
             }
             if self.sessions.iter().all(|s| s.ready.is_some()) {
                 silence_limit = worker_timeout + SILENCE_ALLOWANCE;
@@ -109,9 +110,9 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// Runs `before_cold_epoch`, then lets every waiting script start its epoch.
-    fn let_go(&mut self, before_cold_epoch: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        before_cold_epoch()?;
+    /// Runs `before_epoch`, then lets every waiting script start its epoch.
+    fn let_go(&mut self, before_epoch: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        before_epoch()?;
         self.reads = ReadCounters::now();
         for session in &mut self.sessions {
             if std::mem::take(&mut session.waiting) {

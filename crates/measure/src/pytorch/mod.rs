@@ -150,8 +150,9 @@ impl PytorchScript {
     }
 
     /// Measures config `index` of `plan` once with PyTorch's DataLoader: one script, or
-    /// one per rank, each joining the job's process group through a file store. A
-    /// `cache: cold` script waits before each epoch, and `before_cold_epoch` runs then.
+    /// one per rank, each joining the job's process group through a file store. The
+    /// scripts wait before each epoch, and `before_epoch` (the page cache made cold or
+    /// warm) runs then.
     pub fn measure(
         &self,
         plan: &Plan,
@@ -159,7 +160,7 @@ impl PytorchScript {
         repeat: usize,
         cancel: &CancelToken,
         report: &mut dyn FnMut(PytorchEvent),
-        before_cold_epoch: &mut dyn FnMut() -> Result<()>,
+        before_epoch: &mut dyn FnMut() -> Result<()>,
     ) -> Result<ConfigResult> {
         let config = &plan.configs[index];
         let world = config.ranks;
@@ -179,7 +180,7 @@ impl PytorchScript {
             cancel,
             Duration::from_secs_f64(plan.worker_timeout_s),
             report,
-            before_cold_epoch,
+            before_epoch,
         );
         // Every rank delivers its own batches; any of them counts as the run's first.
         let delivered = job.sessions.iter().map(|s| s.batches).max();
@@ -216,6 +217,7 @@ impl PytorchScript {
             }),
             // The runner marks it when the files stayed.
             stayed_warm: None,
+            partly_cold: None,
         })
     }
 }

@@ -180,8 +180,8 @@ pub enum Message {
     },
     /// Something the user should know (an IterableDataset ignores shuffle).
     Note { message: String },
-    /// A `cache: cold` script waits for `go` before `epoch`, so that loaderbench can
-    /// evict the dataset's files first.
+    /// The script waits for `go` before `epoch`, so that loaderbench can evict the
+    /// dataset's files first (`cache: cold`) or load them (`cache: warm`).
     EpochReady { epoch: usize },
     /// An epoch began at `t0` (seconds on the script's perf_counter clock).
     EpochStart { epoch: usize, t0: f64 },

@@ -45,7 +45,7 @@ pub struct Session {
     reading: Option<meter::Reading>,
     /// What the meter saw in each measured epoch, with its length.
     pub interference: Vec<(f64, Interference)>,
-    /// The script waits for `go` before its next epoch (`cache: cold`).
+    /// The script waits for `go` before its next epoch.
     pub waiting: bool,
     /// Where the script stands: running, or done (with its peak RSS where it knew it).
     pub state: ScriptState,

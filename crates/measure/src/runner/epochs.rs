@@ -114,9 +114,9 @@ impl Run {
         })
     }
 
-    /// Runs one epoch of config `config` between the gate (and a cold config's
-    /// eviction) and the interference meter, records what the meter saw and what the
-    /// run read from storage, and reports the finished epoch.
+    /// Runs one epoch of config `config` between the gate (and the page cache made
+    /// cold or warm) and the interference meter, records what the meter saw and what
+    /// the run read from storage, and reports the finished epoch.
     pub(super) fn timed_epoch(
         &self,
         config: usize,

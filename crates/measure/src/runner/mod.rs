@@ -336,6 +336,7 @@ impl Run {
             workers: summary.workers,
             python: None,
             stayed_warm: None,
+            partly_cold: None,
         }
     }
 
@@ -352,8 +353,8 @@ impl Run {
     }
 
     /// Lets the front end, then this process, settle before an epoch's clock starts:
-    /// the same rest before every epoch, whichever face runs it. In between, a cold
-    /// config's files are evicted (`cache`, for config `index`). Returns the meter's
+    /// the same rest before every epoch, whichever face runs it. In between, the
+    /// config's files are evicted or loaded as it asks (`cache`, for config `index`). Returns the meter's
     /// reading from just after the front end's gate, so an epoch's other load is read
     /// over this process's own settling (24 ms or more) and the epoch: a 20 ms epoch
     /// alone spans two of the kernel's 10 ms clock ticks, too few to tell a busy core
@@ -367,7 +368,7 @@ impl Run {
             gate();
         }
         if let Some(cache) = cache {
-            self.evict_if_cold(index, cache)?;
+            self.prepare_page_cache(index, cache)?;
         }
         let reading = meter::Reading::now();
         meter::wait_for_quiet(EPOCH_SETTLE_LIMIT);

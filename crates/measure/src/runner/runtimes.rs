@@ -111,7 +111,7 @@ impl ConfigRuntime for OurLoader {
                 workers: loader.worker_memory().to_vec(),
             },
         );
-        result.stayed_warm = cache.stayed_warm();
+        cache.mark(&mut result);
         Ok(result)
     }
 }
@@ -120,7 +120,8 @@ impl ConfigRuntime for OurLoader {
 /// each epoch counts as long as its slowest rank. Each rank releases its own mapped pages
 /// after each epoch of a cold config; this process evicts before the next.
 struct Ranked {
-    /// This process's view of the dataset, whose files a cold config evicts.
+    /// This process's view of the dataset, whose files a cold config evicts and a warm
+    /// one loads.
     dataset: Option<Arc<dyn Dataset>>,
 }
 
@@ -152,7 +153,7 @@ impl ConfigRuntime for Ranked {
             run.plan.configs[index].pin_memory && !summary.pin_memory_effective,
         );
         let mut result = run.config_result(index, repeat, warmup, measured, summary);
-        result.stayed_warm = cache.stayed_warm();
+        cache.mark(&mut result);
         Ok(result)
     }
 }
@@ -171,11 +172,11 @@ impl ConfigRuntime for Pytorch {
                 .script
                 .insert(PytorchScript::prepare(&run.plan, self.dataset.as_ref())?),
         };
-        // The script reads the meter around each of its epochs itself, and a cold
-        // config's script waits before each epoch until `evict` has run.
+        // The script reads the meter around each of its epochs itself, and waits before
+        // each epoch until the page cache is made cold or warm.
         run.settle_before_epoch(index, None)?;
         let mut cache = EpochCache::new(&run.plan.configs[index], self.dataset.as_ref());
-        let mut evict = || run.evict_if_cold(index, &mut cache);
+        let mut prepare_page_cache = || run.prepare_page_cache(index, &mut cache);
         let mut relay = |progress| {
             let event = match progress {
                 PytorchEvent::WorkerReady(startup) => Event::WorkerReady {
@@ -207,9 +208,9 @@ impl ConfigRuntime for Pytorch {
             repeat,
             &run.cancel,
             &mut relay,
-            &mut evict,
+            &mut prepare_page_cache,
         )?;
-        result.stayed_warm = cache.stayed_warm();
+        cache.mark(&mut result);
         run.warn_if_pin_memory_idle(
             index,
             result.config.pin_memory && !result.pin_memory_effective,

@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 27] = [
+const COLUMNS: [Column; 28] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -141,6 +141,10 @@ const COLUMNS: [Column; 27] = [
     Column {
         name: "stayed_warm",
         cell: |r| optional(r.run.stayed_warm.clone()),
+    },
+    Column {
+        name: "partly_cold",
+        cell: |r| optional(r.run.partly_cold.clone()),
     },
     Column {
         name: "rss_before_bytes",

@@ -6,7 +6,8 @@
 //! …` in seconds (medians over repeats followed by their 95% interval), `memory` (the
 //! peak RSS and the extra memory per worker) when `num_workers` varies, and `storage
 //! read` (a typical epoch's bytes from storage and their rate) when a config is
-//! `cache: cold`, a cold config that stayed warm marked so and explained below. The
+//! `cache: cold` or a warm one was partly cold, a cold config that stayed warm and a
+//! warm one whose files were not all in the page cache marked so and explained below. The
 //! Markdown exporter renders it as text and the desktop app draws it as a grid.
 
 use loaderbench_engine::plan::{Config, KNOBS_IN_CONFIG_ORDER};
@@ -39,6 +40,8 @@ pub struct TableRow {
     pub projected: bool,
     /// Why a `cache: cold` config stayed warm.
     pub stayed_warm: Option<String>,
+    /// Why a `cache: warm` config's files were not all in the page cache.
+    pub partly_cold: Option<String>,
 }
 
 /// The footnote that explains a `*` after a time.
@@ -70,12 +73,13 @@ impl ResultsTable {
         if workers_vary {
             header.push("memory".to_owned());
         }
-        let reads_shown = result.configs.iter().any(|c| c.cache == Cache::Cold);
+        let summary = result.summary();
+        let reads_shown = result.configs.iter().any(|c| c.cache == Cache::Cold)
+            || summary.iter().any(|row| row.partly_cold.is_some());
         if reads_shown {
             header.push("storage read".to_owned());
         }
-        let rows = result
-            .summary()
+        let rows = summary
             .iter()
             .filter(|row| row.config.pipeline.name() == pipeline)
             .map(|row| TableRow {
@@ -91,6 +95,7 @@ impl ResultsTable {
                 disturbed: row.disturbed,
                 projected: row.epoch_projected.iter().any(|p| *p),
                 stayed_warm: row.stayed_warm.clone(),
+                partly_cold: row.partly_cold.clone(),
             })
             .collect();
         ResultsTable { header, rows }
@@ -115,14 +120,17 @@ impl ResultsTable {
             if let Some(why) = &row.stayed_warm {
                 text.push_str(&format!("\nstayed warm: {}: {why}\n", row.label));
             }
+            if let Some(why) = &row.partly_cold {
+                text.push_str(&format!("\npartly cold: {}: {why}\n", row.label));
+            }
         }
         text
     }
 }
 
 /// A typical epoch's bytes read from storage and their rate: `41.2 MB at 120.5 MB/s`,
-/// `none` where everything came from the page cache; a cold config that stayed warm
-/// says so.
+/// `none` where everything came from the page cache; a cold config that stayed warm,
+/// and a warm one whose files were not all in the page cache, say so.
 fn storage_read(row: &SummaryRow) -> String {
     let read = match (row.read_bytes, row.read_mb_s) {
         (Some(bytes), _) if bytes <= 0.0 => "none".to_owned(),
@@ -130,9 +138,10 @@ fn storage_read(row: &SummaryRow) -> String {
         (Some(bytes), None) => amount(bytes),
         _ => "-".to_owned(),
     };
-    match row.stayed_warm {
-        Some(_) => format!("{read} (stayed warm)"),
-        None => read,
+    match (&row.stayed_warm, &row.partly_cold) {
+        (Some(_), _) => format!("{read} (stayed warm)"),
+        (None, Some(_)) => format!("{read} (partly cold)"),
+        (None, None) => read,
     }
 }
 
@@ -380,6 +389,35 @@ mod tests {
             table
                 .markdown()
                 .ends_with("\nstayed warm: nw=2 cold: /dev/shm/a.png: on tmpfs\n")
+        );
+    }
+
+    #[test]
+    fn a_warm_config_whose_files_were_not_all_in_shows_its_reads_and_says_why() {
+        let configs = vec![config(0, false), config(2, false)];
+        let read = |index: usize, bytes: u64| {
+            let mut epochs = vec![epoch(1, 0.25, 0.1, 3)];
+            epochs[0].record_reads(Some(bytes));
+            run(index, configs[index].clone(), epochs)
+        };
+        let all_warm = ResultsTable::of(&result(configs.clone(), vec![read(0, 0)]), "light");
+        assert_ne!(all_warm.header.last().unwrap(), "storage read");
+        let mut partly = read(1, 9_000_000);
+        partly.partly_cold = Some("12.0 GB of the dataset's files …".to_owned());
+        partly.label = "nw=2".to_owned();
+        let table = ResultsTable::of(&result(configs.clone(), vec![read(0, 0), partly]), "light");
+        assert_eq!(table.header.last().unwrap(), "storage read");
+        assert_eq!(table.rows[0].cells.last().unwrap(), "none");
+        assert_eq!(
+            table.rows[1].cells.last().unwrap(),
+            "9.0 MB at 20.0 MB/s (partly cold)"
+        );
+        assert!(
+            table
+                .markdown()
+                .ends_with("\npartly cold: nw=2: 12.0 GB of the dataset's files …\n"),
+            "{}",
+            table.markdown()
         );
     }
 
