@@ -314,6 +314,32 @@ fn a_failing_script_is_one_line_and_exit_1() {
     );
 }
 
+/// What Python leaves in its temporary directory goes with the run: a forkserver's
+/// `pymp-*` folders (the server dies with the script's process group before it removes
+/// them) and torch's `torchinductor_*` cache are in the run's scratch folder, which the
+/// run removes, so the temporary directory it was given is as empty as before.
+#[test]
+fn a_pytorch_run_leaves_nothing_in_the_temporary_directory() {
+    let _turn = python_turn();
+    let temp = TempDir::new().unwrap();
+    let out = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[
+        ("num_workers", "2"),
+        ("start_method", "forkserver"),
+        ("epochs", "1"),
+    ]);
+    let preset = write_preset(&out, &preset);
+    let journal = out.path().join("run.jsonl");
+    let args = ["run", &preset, "-q", "--journal", path_str(&journal)];
+    let output = loaderbench_with(&args, &[("TMPDIR", temp.path().as_os_str())]);
+    succeeded(&output);
+    let left: Vec<String> = std::fs::read_dir(temp.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "left in the temporary directory");
+}
+
 /// The PyTorch runtime's script that this test runs in this process (a child of ours
 /// running `pytorch_loader.py`; such tests take turns, while other tests' commands may
 /// be our children too) and the processes below it, by /proc.

@@ -1,6 +1,9 @@
 //! The PyTorch runtime's scratch folder: the script and the dataset's IDX files for
-//! one plan, in a private folder of the temporary directory that is removed when the
-//! run drops it. A run that is killed cannot remove its own (45 MB for the built-in
+//! one plan, and the temporary directory its Python processes are given (`TMPDIR`), in
+//! a private folder of the temporary directory that is removed when the run drops it:
+//! what Python leaves in its temporary directory (multiprocessing's `pymp-*` folders,
+//! whose forkserver dies with the script's process group before it can remove them,
+//! torch's `torchinductor_*` cache) goes with it. A run that is killed cannot remove its own (45 MB for the built-in
 //! data), so each new folder first sweeps the ones whose process is gone: the process
 //! id is part of every folder's name.
 
@@ -26,7 +29,10 @@ impl ScratchFolder {
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .tempdir_in(&parent)
             .map_err(|err| Error::file(&parent, format!("cannot create a folder in it: {err}")))?;
-        Ok(ScratchFolder { folder })
+        let scratch = ScratchFolder { folder };
+        let temp = scratch.python_temp();
+        std::fs::create_dir(&temp).map_err(|err| Error::file(&temp, err.to_string()))?;
+        Ok(scratch)
     }
 
     pub fn path(&self) -> &Path {
@@ -36,6 +42,11 @@ impl ScratchFolder {
     /// Where the PyTorch runtime's script is written.
     pub fn script(&self) -> PathBuf {
         self.path().join("pytorch_loader.py")
+    }
+
+    /// The temporary directory the script's Python and its workers are given.
+    pub fn python_temp(&self) -> PathBuf {
+        self.path().join("tmp")
     }
 }
 

@@ -171,7 +171,12 @@ impl PytorchScript {
                     Request::new(plan, config, self.dataset.clone()).for_rank(rank, world, &store);
                 let request = serde_json::to_string(&request)
                     .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
-                let process = PythonProcess::start(&self.python, &self.folder.script(), &request)?;
+                let process = PythonProcess::start(
+                    &self.python,
+                    &self.folder.script(),
+                    &self.folder.python_temp(),
+                    &request,
+                )?;
                 Ok(Session::new(rank, world, process, self.batches.get()))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,5 +1,6 @@
 //! The Python child process: which interpreter runs the script, starting it in its own
-//! process group (so its DataLoader workers can be killed with it), reading its stdout
+//! process group (so its DataLoader workers can be killed with it) with a temporary
+//! directory of the run's own (`TMPDIR`, removed with the run), reading its stdout
 //! and stderr on threads (so a silent or chatty child never blocks us), and killing the
 //! whole group when it is dropped.
 
@@ -53,11 +54,13 @@ pub struct PythonProcess {
 }
 
 impl PythonProcess {
-    /// Starts `python script` and writes `request` as its first stdin line.
-    pub fn start(python: &Path, script: &Path, request: &str) -> Result<PythonProcess> {
+    /// Starts `python script` with `temp` as its temporary directory and writes
+    /// `request` as its first stdin line.
+    pub fn start(python: &Path, script: &Path, temp: &Path, request: &str) -> Result<PythonProcess> {
         let mut command = Command::new(python);
         command
             .arg(script)
+            .env("TMPDIR", temp)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
