@@ -1,9 +1,9 @@
 //! What the tests start from: a tiny synthetic preset, a sweep the CLI measured and saved
 //! (its results JSON and journal), the same results as if from another machine, and a
-//! folder for what the tests of one binary share.
+//! folder for what the tests of one binary share, removed when the binary exits.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, Once, OnceLock, PoisonError};
 
 use loaderbench_engine::preset::Preset;
 use loaderbench_present::export::{Exporter, Json};
@@ -112,11 +112,42 @@ pub fn from_another_machine(json: &Path, to: &Path) -> PathBuf {
 }
 
 /// A folder for what the tests of one binary share (a run measured once, held in a
-/// static): under the target directory's `tmp`, not the system's, since a static is never
-/// dropped and the folder stays after the tests.
+/// static), under the target directory's `tmp`. A static is never dropped, so neither is
+/// the folder's `TempDir`: the folder is removed when the test binary exits instead.
 pub fn shared_dir() -> TempDir {
-    tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix("shared-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a folder under the target directory")
+        .expect("a folder under the target directory");
+    remove_at_exit(dir.path());
+    dir
+}
+
+/// The folders [`remove_at_exit`] was given.
+static REMOVED_AT_EXIT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes `folder` when this process exits (returning from `main` or
+/// `std::process::exit`, as the test harness ends either way); a process killed by a
+/// signal leaves it.
+fn remove_at_exit(folder: &Path) {
+    REMOVED_AT_EXIT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(folder.to_path_buf());
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: `remove_registered` takes nothing, returns nothing and does not unwind
+        // (it only removes folders, ignoring failures), as atexit requires.
+        let status = unsafe { libc::atexit(remove_registered) };
+        assert_eq!(status, 0, "atexit could not register the removal");
+    });
+}
+
+extern "C" fn remove_registered() {
+    let folders = REMOVED_AT_EXIT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    for folder in folders.iter() {
+        let _ = std::fs::remove_dir_all(folder);
+    }
 }

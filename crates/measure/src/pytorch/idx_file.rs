@@ -89,13 +89,12 @@ mod tests {
 
     #[test]
     fn written_idx_reads_back_as_the_same_samples() {
-        let dir = std::env::temp_dir().join(format!("lb-idx-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
         let synthetic = open(&DatasetSpec::default(), Some(50)).unwrap();
-        write_idx(synthetic.as_ref(), &dir).unwrap();
+        write_idx(synthetic.as_ref(), dir.path()).unwrap();
         let spec = DatasetSpec {
             kind: loaderbench_engine::dataset::DatasetKind::Idx,
-            path: Some(dir.clone()),
+            path: Some(dir.path().to_path_buf()),
             ..DatasetSpec::default()
         };
         let idx = open(&spec, None).unwrap();
@@ -108,6 +107,5 @@ mod tests {
             );
             assert_eq!(a, b);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
