@@ -12,201 +12,24 @@
 //! memory available, or the kernel reclaimed some as they came in, it says so
 //! ([`NotLoaded`]). No root is needed. Linux only ([`SUPPORTED`]); elsewhere both refuse.
 
-use std::fmt;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+mod evict;
+mod load;
+
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// Whether this platform can evict files from the page cache and check it.
+pub use evict::{Stayed, Why, evict};
+pub use load::{NotLoaded, load};
+
+/// Whether this platform can evict files from the page cache, load them and check it.
 pub const SUPPORTED: bool = cfg!(target_os = "linux");
-
-/// A file whose pages stayed in memory after eviction.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stayed {
-    pub path: PathBuf,
-    pub why: Why,
-}
-
-/// Why a file's pages stayed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Why {
-    /// The file system keeps files in memory (`tmpfs`, `ramfs`): there is no storage
-    /// to read them from.
-    InMemory(&'static str),
-    /// `resident` of its `pages` stayed after eviction: a process holds them mapped.
-    Held { resident: usize, pages: usize },
-    /// The kernel shows a file's page cache to `mincore` only for its owner or a user
-    /// who may write it, so nothing can be checked.
-    Unseen,
-}
-
-impl fmt::Display for Why {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Why::InMemory(fs) => write!(f, "on {fs}, whose pages cannot leave memory"),
-            Why::Held { resident, pages } => write!(
-                f,
-                "{resident} of {pages} pages stayed in the page cache after eviction \
-                 (another process holds them mapped, as persistent worker processes do)"
-            ),
-            Why::Unseen => write!(
-                f,
-                "mincore cannot see this file's page cache (neither owned by nor writable \
-                 for this user), so eviction cannot be checked"
-            ),
-        }
-    }
-}
 
 /// How much of a file is in the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Residency {
     pub resident: usize,
     pub pages: usize,
-}
-
-/// Evicts every file of `paths` from the page cache and checks that its pages left;
-/// returns the files whose pages stayed, in `paths`' order. A file that cannot be
-/// opened fails the run: a dataset's files do not vanish during a benchmark.
-pub fn evict(paths: &[PathBuf]) -> Result<Vec<Stayed>> {
-    let mut stayed = Vec::new();
-    for path in paths {
-        if let Some(why) = evict_file(path)? {
-            stayed.push(Stayed {
-                path: path.clone(),
-                why,
-            });
-        }
-    }
-    Ok(stayed)
-}
-
-/// Why a warm config's files are not all in the page cache.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotLoaded {
-    /// The files' pages missing from the page cache, `missing_bytes` of them, are more
-    /// than the memory available (the kernel's `MemAvailable`) holds: reading them would
-    /// push out as much as it brought in, so none were read.
-    TooLarge {
-        missing_bytes: u64,
-        available_bytes: u64,
-    },
-    /// Read whole, `path` still lacked `missing` of its `pages`, and `others` more files
-    /// lacked some: the kernel reclaimed them for other memory as they came in.
-    Reclaimed {
-        path: PathBuf,
-        missing: usize,
-        pages: usize,
-        others: usize,
-    },
-}
-
-impl fmt::Display for NotLoaded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let amount = |bytes: u64| match bytes as f64 {
-            b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
-            b => format!("{:.1} MB", b / 1e6),
-        };
-        match self {
-            NotLoaded::TooLarge {
-                missing_bytes,
-                available_bytes,
-            } => write!(
-                f,
-                "{} of the dataset's files are not in the page cache, more than the {} of \
-                 memory available: they cannot all be held there",
-                amount(*missing_bytes),
-                amount(*available_bytes)
-            ),
-            NotLoaded::Reclaimed {
-                path,
-                missing,
-                pages,
-                others,
-            } => {
-                write!(f, "{}", path.display())?;
-                match others {
-                    0 => {}
-                    1 => write!(f, " and 1 other file")?,
-                    n => write!(f, " and {n} other files")?,
-                }
-                write!(
-                    f,
-                    ": {missing} of {pages} pages were not in the page cache after it was \
-                     read (the kernel reclaimed them for other memory)"
-                )
-            }
-        }
-    }
-}
-
-/// Reads into the page cache every file of `paths` that `mincore` shows is not all
-/// there, then checks with `mincore` that it is: the mirror of [`evict`]. A file whose
-/// cache `mincore` may not see ([`Why::Unseen`]) is read whole and cannot be checked.
-/// `None` when every file is in; a file that cannot be opened or read fails the run.
-pub fn load(paths: &[PathBuf]) -> Result<Option<NotLoaded>> {
-    load_within(paths, available_memory_bytes())
-}
-
-/// [`load`] with `available_bytes` of memory to load into.
-fn load_within(paths: &[PathBuf], available_bytes: u64) -> Result<Option<NotLoaded>> {
-    let page = platform::page_size() as u64;
-    let mut to_read = Vec::new();
-    let mut missing_bytes = 0u64;
-    for path in paths {
-        let file = open(path, LOAD)?;
-        let visible = platform::cache_visible(path, &file);
-        let Residency { resident, pages } = residency_of(path, &file, LOAD)?;
-        let missing = if visible { pages - resident } else { pages };
-        if missing > 0 {
-            missing_bytes = missing_bytes.saturating_add(missing as u64 * page);
-            to_read.push((path, file, visible));
-        }
-    }
-    if missing_bytes > available_bytes {
-        return Ok(Some(NotLoaded::TooLarge {
-            missing_bytes,
-            available_bytes,
-        }));
-    }
-    let mut short = Vec::new();
-    for (path, mut file, visible) in to_read {
-        read_through(&mut file).map_err(|err| failed(path, "cannot read", LOAD, &err))?;
-        if visible {
-            let Residency { resident, pages } = residency_of(path, &file, LOAD)?;
-            if resident < pages {
-                short.push((path, pages - resident, pages));
-            }
-        }
-    }
-    Ok(short
-        .first()
-        .map(|&(path, missing, pages)| NotLoaded::Reclaimed {
-            path: path.clone(),
-            missing,
-            pages,
-            others: short.len() - 1,
-        }))
-}
-
-/// Reads `file` to its end, which leaves its pages in the page cache.
-fn read_through(file: &mut std::fs::File) -> std::io::Result<()> {
-    let mut buffer = vec![0u8; 1 << 20];
-    while file.read(&mut buffer)? > 0 {}
-    Ok(())
-}
-
-/// The memory the kernel could give without swapping (`MemAvailable`); where it cannot
-/// be read, no bound, and [`load`]'s check after reading tells what fitted.
-fn available_memory_bytes() -> u64 {
-    use sysinfo::{MemoryRefreshKind, RefreshKind, System};
-    let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
-    System::new_with_specifics(memory)
-        .ok()
-        .map(|system| system.available_memory())
-        .filter(|&bytes| bytes > 0)
-        .unwrap_or(u64::MAX)
 }
 
 /// How many of the file's pages are in the page cache, by `mincore` over a fresh
@@ -231,23 +54,6 @@ fn residency_of(path: &Path, file: &std::fs::File, purpose: &str) -> Result<Resi
 
 fn failed(path: &Path, what: &str, purpose: &str, err: &std::io::Error) -> Error {
     Error::run(format!("{}: {what} {purpose}: {err}", path.display()))
-}
-
-/// Evicts one file; `Some(why)` when its pages stayed.
-fn evict_file(path: &Path) -> Result<Option<Why>> {
-    let file = open(path, EVICT)?;
-    if let Some(fs) = platform::memory_file_system(&file)
-        .map_err(|e| failed(path, "cannot stat", EVICT, &e))?
-    {
-        return Ok(Some(Why::InMemory(fs)));
-    }
-    platform::drop_pages(&file)
-        .map_err(|err| failed(path, "cannot drop the pages", EVICT, &err))?;
-    if !platform::cache_visible(path, &file) {
-        return Ok(Some(Why::Unseen));
-    }
-    let Residency { resident, pages } = residency_of(path, &file, EVICT)?;
-    Ok((resident > 0).then_some(Why::Held { resident, pages }))
 }
 
 #[cfg(target_os = "linux")]
@@ -386,6 +192,7 @@ mod platform {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::io::Write;
+    use std::path::PathBuf;
 
     use super::*;
 
@@ -510,7 +317,7 @@ mod tests {
         let dir = disk_folder();
         let path = written(dir.path());
         assert_eq!(evict(std::slice::from_ref(&path)).unwrap(), []);
-        let not_loaded = load_within(std::slice::from_ref(&path), 1 << 19).unwrap();
+        let not_loaded = super::load::load_within(std::slice::from_ref(&path), 1 << 19).unwrap();
         assert_eq!(
             not_loaded,
             Some(NotLoaded::TooLarge {
