@@ -425,3 +425,50 @@ fn the_window_trains_the_torchscript_model() {
         assert!(times.iter().all(|&t| t > 0.0), "{runtime}: {times:?}");
     }
 }
+
+/// A user's dataset module and step module named relative to the preset, which lies
+/// in another folder than the one the run starts in: both are found beside the preset.
+#[test]
+fn a_user_dataset_and_step_beside_the_preset_run_from_another_folder() {
+    let root = TempDir::new().unwrap();
+    let (bench, elsewhere) = (root.path().join("bench"), root.path().join("elsewhere"));
+    for folder in [bench.join("code"), bench.join("data"), elsewhere.clone()] {
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    for module in ["user_dataset/mnist_user.py", "step/small_cnn.py"] {
+        let name = Path::new(module).file_name().unwrap();
+        std::fs::copy(test_module(module), bench.join("code").join(name)).unwrap();
+    }
+    let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
+    write_idx(synthetic.as_ref(), &bench.join("data")).unwrap();
+    // A factory's arguments are the user's own values, passed as written.
+    let data = bench.join("data");
+    let preset = format!(
+        r#"(version: 1, name: "beside",
+            dataset: (kind: python, path: "code/mnist_user.py", factory: "make_dataset",
+                      args: {{"root": "{}"}}, collate: Some("make_collate")),
+            step: python(path: "code/small_cnn.py", factory: "make_step", args: {{"lr": "0.05"}}),
+            runtime: [pytorch], shuffle: false, batch_size: [64], num_workers: [0], epochs: 1)"#,
+        data.display()
+    );
+    let preset_path = bench.join("beside.ron");
+    std::fs::write(&preset_path, preset).unwrap();
+    let journal = root.path().join("journal.jsonl");
+    let mark = path_str(root.path());
+    let output = run_with_deadline(
+        loaderbench_command(&[
+            "run",
+            path_str(&preset_path),
+            "-q",
+            "--journal",
+            path_str(&journal),
+        ])
+        .current_dir(&elsewhere)
+        .env(MARK_VAR, mark),
+        Duration::from_secs(300),
+    );
+    assert_eq!(marked(MARK_VAR, mark), Vec::<u32>::new(), "processes left");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown = format!("{}: make_step", bench.join("code/small_cnn.py").display());
+    assert!(stdout(&output).contains(&shown), "{}", stdout(&output));
+}
