@@ -1,10 +1,12 @@
 //! Processes as /proc shows them, for the tests that check that nothing a run started
 //! is left behind: whether a process still runs, a process's children, and the
 //! processes a run started, found by the environment mark they inherit; and the turns
-//! that tests running the PyTorch runtime in this process take; and a child's address
-//! space limited, for the tests of hostile input.
+//! that tests running the PyTorch runtime in this process take; the Python a test runs
+//! itself, with a temporary directory the test removes; and a child's address space
+//! limited, for the tests of hostile input.
 
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
@@ -15,6 +17,16 @@ static PYTHON: Mutex<()> = Mutex::new(());
 /// find the script's processes by parentage, so two at once would see each other's.
 pub fn python_turn() -> MutexGuard<'static, ()> {
     PYTHON.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The Python the PyTorch runtime runs, as a command whose temporary directory
+/// (`TMPDIR`) is `temp`, a folder of the test's own: what Python leaves in it (torch's
+/// `torchinductor_*` cache, the `pymp-*` folders of multiprocessing helpers that end
+/// killed) goes with the folder, not into the machine's /tmp.
+pub fn python_in(temp: &Path) -> Command {
+    let mut command = Command::new(loaderbench_measure::pytorch::python_path());
+    command.env("TMPDIR", temp);
+    command
 }
 
 /// Limits the address space of the process `command` starts to `bytes`, so that a test

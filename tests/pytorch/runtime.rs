@@ -9,7 +9,7 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{children_of, python_turn, running};
+use common::process::{children_of, python_in, python_turn, running};
 use common::runs::shared_dir;
 use common::{
     assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
@@ -219,7 +219,7 @@ fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
         pixels = (images * 255).round().to(r.torch.uint8).flatten().tolist()\n\
         print(json.dumps({'labels': labels.tolist(), 'pixels': pixels}))";
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
-    let mut child = Command::new(pytorch::python_path())
+    let mut child = python_in(dir.path())
         .args(["-c", snippet])
         .arg(&scripts)
         .stdin(Stdio::piped())
@@ -592,7 +592,7 @@ fn seed_light_pytorch_s_snippet_builds_a_working_dataloader() {
         ),
     )
     .unwrap();
-    let child = Command::new(pytorch::python_path())
+    let child = python_in(dir.path())
         .arg(&script)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

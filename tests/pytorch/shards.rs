@@ -10,7 +10,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use image::codecs::jpeg::JpegEncoder;
@@ -19,7 +19,7 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
 use loaderbench_engine::transform::PipelineSpec;
-use loaderbench_measure::pytorch::{self, DatasetRequest, PytorchScript, Request};
+use loaderbench_measure::pytorch::{DatasetRequest, PytorchScript, Request};
 use tempfile::TempDir;
 
 use common::nginx::Nginx;
@@ -192,7 +192,8 @@ with open(sys.argv[2], 'w') as out:
 /// Starts the snippet on `request`; its result file is `out`.
 fn start_snippet(request: &Request, out: &Path) -> std::process::Child {
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
-    let mut child = Command::new(pytorch::python_path())
+    // `out` lies in the test's folder, which takes Python's temporary files too.
+    let mut child = common::process::python_in(out.parent().expect("a folder"))
         .args(["-c", SNIPPET])
         .arg(&scripts)
         .arg(out)

@@ -15,7 +15,7 @@ use loaderbench_engine::builtin;
 use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
-use loaderbench_measure::pytorch::{DatasetRequest, Request, python_path, write_idx};
+use loaderbench_measure::pytorch::{DatasetRequest, Request, write_idx};
 use loaderbench_measure::results::RunResult;
 use loaderbench_present::documents;
 
@@ -81,7 +81,7 @@ fn assert_same_batches(
     std::fs::write(&request_path, serde_json::to_vec(&request).unwrap()).unwrap();
     let snippet_path = dir.join("snippet.py");
     std::fs::write(&snippet_path, snippet).unwrap();
-    let output = std::process::Command::new(python_path())
+    let output = common::process::python_in(dir)
         .arg(repo("tests/data/snippet/check_snippet.py"))
         .arg(repo("python/pytorch_loader.py"))
         .arg(&request_path)

@@ -10,7 +10,7 @@
 //! left behind and the configs measured before kept.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ fn exports() -> &'static Path {
         .get_or_init(|| {
             let dir = shared_dir();
             let output = run_with_deadline(
-                Command::new(python_path())
+                common::process::python_in(dir.path())
                     .arg(test_module("step/small_cnn.py"))
                     .arg(dir.path()),
                 Duration::from_secs(240),
