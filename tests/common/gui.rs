@@ -80,8 +80,25 @@ pub struct Xvfb {
     server: std::process::Child,
 }
 
+/// How long Xvfb gets to end on SIGTERM before it is killed.
+const XVFB_GRACE: Duration = Duration::from_secs(5);
+
 impl Xvfb {
+    /// Ends the server with SIGTERM, on which it removes its lock file and socket from
+    /// /tmp (`.X<n>-lock`, `.X11-unix/X<n>`), which SIGKILL leaves; killed only if it
+    /// has not ended within [`XVFB_GRACE`].
     pub fn stop(&mut self) {
+        if matches!(self.server.try_wait(), Ok(None))
+            && let Ok(pid) = i32::try_from(self.server.id())
+        {
+            // SAFETY: kill sends a signal and touches no memory; the server is our
+            // child and not yet reaped (try_wait said so), so `pid` is still its own.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = Instant::now() + XVFB_GRACE;
+            while matches!(self.server.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.server.kill();
         let _ = self.server.wait();
     }
