@@ -144,9 +144,14 @@ fn a_warm_config_after_an_eviction_reads_nothing_from_storage_in_its_first_epoch
         journal: Some(folder.path().join("run.jsonl")),
         before_epoch: Some(Box::new(evict)),
     };
-    let handle = loaderbench_measure::spawn(Plan::from_preset(&preset, None).unwrap(), options, || {});
+    let handle =
+        loaderbench_measure::spawn(Plan::from_preset(&preset, None).unwrap(), options, || {});
     let result = loop {
-        match handle.events().recv_timeout(common::CLI_LIMIT).expect("the run reports") {
+        match handle
+            .events()
+            .recv_timeout(common::CLI_LIMIT)
+            .expect("the run reports")
+        {
             Event::Finished { result } => break result,
             Event::Failed { error, .. } => panic!("the run failed: {error}"),
             _ => {}
@@ -155,7 +160,11 @@ fn a_warm_config_after_an_eviction_reads_nothing_from_storage_in_its_first_epoch
     assert_eq!(result.results.len(), 2);
     for config in &result.results {
         assert_eq!(config.partly_cold, None, "{}", config.label);
-        let read: Vec<u64> = config.epochs.iter().map(|e| e.read_bytes.unwrap()).collect();
+        let read: Vec<u64> = config
+            .epochs
+            .iter()
+            .map(|e| e.read_bytes.unwrap())
+            .collect();
         assert!(
             read.iter().all(|&epoch| epoch < nothing_of(bytes)),
             "{}: read from storage {read:?} of {bytes} bytes",

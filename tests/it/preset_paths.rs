@@ -16,8 +16,11 @@ fn image_folder(folder: &Path) {
     for class in ["cat", "dog"] {
         std::fs::create_dir_all(folder.join(class)).unwrap();
         for i in 0..2u8 {
-            let image = image::GrayImage::from_fn(8, 8, |x, y| image::Luma([x as u8 * 9 + y as u8 + i]));
-            image.save(folder.join(class).join(format!("{i}.png"))).unwrap();
+            let image =
+                image::GrayImage::from_fn(8, 8, |x, y| image::Luma([x as u8 * 9 + y as u8 + i]));
+            image
+                .save(folder.join(class).join(format!("{i}.png")))
+                .unwrap();
         }
     }
 }

@@ -337,7 +337,11 @@ fn a_pytorch_run_leaves_nothing_in_the_temporary_directory() {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(left, Vec::<String>::new(), "left in the temporary directory");
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "left in the temporary directory"
+    );
 }
 
 /// The PyTorch runtime's script that this test runs in this process (a child of ours

@@ -64,8 +64,8 @@ pub fn evict(paths: &[PathBuf]) -> Result<Vec<Stayed>> {
 /// Evicts one file; `Some(why)` when its pages stayed.
 fn evict_file(path: &Path) -> Result<Option<Why>> {
     let file = open(path, EVICT)?;
-    if let Some(fs) = platform::memory_file_system(&file)
-        .map_err(|e| failed(path, "cannot stat", EVICT, &e))?
+    if let Some(fs) =
+        platform::memory_file_system(&file).map_err(|e| failed(path, "cannot stat", EVICT, &e))?
     {
         return Ok(Some(Why::InMemory(fs)));
     }

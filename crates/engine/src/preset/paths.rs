@@ -147,7 +147,12 @@ mod tests {
             ]
         );
         let kept = [
-            ("/abs/x.npy", "https://h/s-{0..3}.tar?sig=${SIG}", "", "python3"),
+            (
+                "/abs/x.npy",
+                "https://h/s-{0..3}.tar?sig=${SIG}",
+                "",
+                "python3",
+            ),
             ("s3://b/x.tar", "/l.npy", "/m.pt", "/usr/bin/python3"),
         ];
         for (dataset, labels, step, python) in kept {
@@ -190,6 +195,9 @@ mod tests {
     fn a_path_that_climbs_out_of_the_folder_is_saved_absolute() {
         let preset = preset_with("/p/bench/../other/x.npy", "/p/bench", "", "python3");
         let saved = preset.relative_to(Path::new("/p/bench")).unwrap();
-        assert_eq!(paths(&saved), ["/p/bench/../other/x.npy", "/p/bench", "python3"]);
+        assert_eq!(
+            paths(&saved),
+            ["/p/bench/../other/x.npy", "/p/bench", "python3"]
+        );
     }
 }

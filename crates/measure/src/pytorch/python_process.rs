@@ -56,7 +56,12 @@ pub struct PythonProcess {
 impl PythonProcess {
     /// Starts `python script` with `temp` as its temporary directory and writes
     /// `request` as its first stdin line.
-    pub fn start(python: &Path, script: &Path, temp: &Path, request: &str) -> Result<PythonProcess> {
+    pub fn start(
+        python: &Path,
+        script: &Path,
+        temp: &Path,
+        request: &str,
+    ) -> Result<PythonProcess> {
         let mut command = Command::new(python);
         command
             .arg(script)
