@@ -242,6 +242,15 @@ def build_dataset(request):
     return dataset
 
 
+def whole_len(dataset):
+    """Samples in the whole dataset (before `samples` cut it); None without a length."""
+    whole = dataset.dataset if isinstance(dataset, Subset) else dataset
+    try:
+        return len(whole)
+    except TypeError:
+        return None
+
+
 def announce_ready(worker_id):
     emit(kind="worker_ready", worker=worker_id, at=time.perf_counter())
 
@@ -756,6 +765,7 @@ def main():
             pin_memory_effective=bool(knobs["pin_memory"] and torch.cuda.is_available()),
             rss_bytes=rss_bytes(),
             versions=versions(),
+            dataset_samples=whole_len(dataset),
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):

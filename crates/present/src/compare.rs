@@ -152,9 +152,10 @@ mod tests {
                 disturbed: false,
                 rss_before_bytes: None,
                 peak_rss_bytes: None,
-                workers: Vec::new(),
                 python: None,
                 stayed_warm: None,
+                dataset_samples: None,
+                processes: Vec::new(),
             })
             .collect();
         RunResult {

@@ -185,11 +185,10 @@ impl PytorchScript {
         let delivered = job.sessions.iter().map(|s| s.batches).max();
         self.batches.set(delivered.unwrap_or(self.batches.get()));
         followed?;
-        let versions = job.sessions[0]
-            .ready
-            .as_ref()
-            .and_then(|ready| ready.versions.clone());
+        let ready = job.sessions[0].ready.clone().unwrap_or_default();
+        let versions = ready.versions;
         let summary = summary(&job.sessions);
+        let processes = job.processes();
         // Every rank's process tree is ours, so each rank's meter saw the whole job.
         let verdict = disturbance::judge(&job.sessions[0].interference);
         let (warmup, epochs): (Vec<_>, Vec<_>) = job.epochs.into_iter().partition(|e| e.epoch == 0);
@@ -206,8 +205,6 @@ impl PytorchScript {
             intra_op_threads: summary.intra_op_threads,
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
-            // PyTorch's worker processes are not measured one by one.
-            workers: Vec::new(),
             python: versions.map(|v| PythonEnvironment {
                 executable: self.python.clone(),
                 python: v.python,
@@ -216,6 +213,8 @@ impl PytorchScript {
             }),
             // The runner marks it when the files stayed.
             stayed_warm: None,
+            dataset_samples: ready.dataset_samples,
+            processes,
         })
     }
 }
@@ -229,7 +228,6 @@ fn summary(sessions: &[Session]) -> RanksSummary {
             intra_op_threads: ready.intra_op_threads,
             rss_before_bytes: ready.rss_bytes,
             peak_rss_bytes: session.peak_rss_bytes(),
-            workers: Vec::new(),
         }
     });
     // `measure` starts at least one script: a config has at least one rank.

@@ -53,6 +53,11 @@ pub struct PythonProcess {
 }
 
 impl PythonProcess {
+    /// The script's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `python script` and writes `request` as its first stdin line.
     pub fn start(python: &Path, script: &Path, request: &str) -> Result<PythonProcess> {
         let mut command = Command::new(python);

@@ -333,9 +333,10 @@ impl Run {
             disturbed: verdict.disturbed,
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
-            workers: summary.workers,
             python: None,
             stayed_warm: None,
+            dataset_samples: None,
+            processes: Vec::new(),
         }
     }
 
