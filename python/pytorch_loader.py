@@ -91,6 +91,7 @@ try:
     from torch.utils.data import DataLoader, Dataset, Subset
     from torchvision import transforms as T
 
+    import pytorch_objects
     import pytorch_shards
     import pytorch_steps
 except ImportError as err:
@@ -766,6 +767,7 @@ def main():
             rss_bytes=rss_bytes(),
             versions=versions(),
             dataset_samples=whole_len(dataset),
+            dataset_object_bytes=pytorch_objects.python_object_bytes(dataset),
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):

@@ -82,6 +82,7 @@ pub fn run(index: usize, config: Config, epochs: Vec<EpochResult>) -> ConfigResu
         python: None,
         stayed_warm: None,
         dataset_samples: None,
+        dataset_object_bytes: None,
         processes: Vec::new(),
     }
 }

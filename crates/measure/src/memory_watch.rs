@@ -6,10 +6,12 @@
 //! command line says it is multiprocessing's resource tracker or fork server. Each sweep
 //! reads every process's `/proc/PID/smaps_rollup` (PSS and private bytes). Reading
 //! smaps_rollup walks the process's page tables, so it is not free (measured here: 12 ms
-//! for a 700 MB Python process): the watch times each sweep and waits 1/[`COST_SHARE`]
-//! times as long before the next, so that sampling takes at most that share of one core
-//! (never more often than every [`FASTEST_INTERVAL`]), and each epoch records how many
-//! sweeps it took and their time. The runner opens and
+//! for a 700 MB Python process): the watch takes the CPU time each sweep cost its thread
+//! (not the wall time, which a busy machine stretches) and waits 1/[`COST_SHARE`] times
+//! as long before the next, so that sampling takes at most that share of one core (never
+//! more often than every [`FASTEST_INTERVAL`], never less than every
+//! [`SLOWEST_INTERVAL`]), and each epoch records how many sweeps it took and their CPU
+//! time. The runner opens and
 //! closes each epoch ([`MemoryWatch::begin_epoch`], [`MemoryWatch::end_epoch`]), each with
 //! a sweep of its own, so the first and last samples bracket the epoch.
 
@@ -24,6 +26,9 @@ use loaderbench_engine::memory;
 
 /// The shortest time between two sweeps.
 pub const FASTEST_INTERVAL: Duration = Duration::from_millis(50);
+/// The longest time between two sweeps, however much they cost: an epoch's workers are
+/// seen at least this often.
+pub const SLOWEST_INTERVAL: Duration = Duration::from_secs(2);
 /// The most of one core the sweeps may take: each sweep sets the wait before the next
 /// to its own time over this share.
 pub const COST_SHARE: f64 = 0.05;
@@ -187,7 +192,7 @@ impl State {
         let Some(open) = self.open.as_mut() else {
             return;
         };
-        let began = Instant::now();
+        let began = thread_cpu();
         let at_s = open.started.elapsed().as_secs_f64();
         let table = meter::processes();
         let mut sums: HashMap<ProcessKind, u64> = HashMap::new();
@@ -231,10 +236,27 @@ impl State {
                 ..open.peak
             };
         }
-        let took = began.elapsed();
+        let took = thread_cpu().saturating_sub(began);
         open.sweeps += 1;
         open.sampling += took;
-        self.interval = took.div_f64(COST_SHARE).max(FASTEST_INTERVAL);
+        self.interval = took
+            .div_f64(COST_SHARE)
+            .clamp(FASTEST_INTERVAL, SLOWEST_INTERVAL);
+    }
+}
+
+/// The CPU time this thread has used (the wall clock where the platform has no such
+/// clock).
+fn thread_cpu() -> Duration {
+    #[cfg(unix)]
+    {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed()
     }
 }
 

@@ -92,7 +92,7 @@ pub struct EpochMemory {
     pub helper_pss_bytes: u64,
     /// Sweeps over the processes during the epoch.
     pub sweeps: usize,
-    /// The time the sweeps took, all together: what sampling cost the run.
+    /// The CPU time the sweeps took, all together: what sampling cost the run.
     pub sampling_s: f64,
 }
 

@@ -287,6 +287,10 @@ pub struct ConfigResult {
     /// the runtime knows them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_samples: Option<usize>,
+    /// The bytes of Python objects the dataset holds (lists, dicts, strings: what a
+    /// forked worker copies as it reads them), estimated by the PyTorch runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_object_bytes: Option<u64>,
     /// Every process of the config (main, workers, ranks), sampled through each epoch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<ProcessMemory>,

@@ -155,6 +155,7 @@ mod tests {
                 python: None,
                 stayed_warm: None,
                 dataset_samples: None,
+                dataset_object_bytes: None,
                 processes: Vec::new(),
             })
             .collect();

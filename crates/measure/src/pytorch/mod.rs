@@ -1,8 +1,8 @@
 //! The PyTorch runtime: configs with `runtime: pytorch` are measured by the real
 //! `torch.utils.data.DataLoader`. [`PytorchScript::prepare`] writes the script shipped in
 //! the binary (`python/pytorch_loader.py`, with the training steps of
-//! `python/pytorch_steps.py` and the tar-shard reading of `python/pytorch_shards.py`
-//! beside it) and, for the synthetic dataset, the very
+//! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py` and the
+//! Python-object estimate of `python/pytorch_objects.py` beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`PytorchScript::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
@@ -44,9 +44,9 @@ use session::Session;
 /// The script, shipped inside the binary so that it works from any directory.
 const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
-/// The modules the script imports, written beside it: its training steps, and how it
-/// reads tar shards.
-const SIBLINGS: [(&str, &str); 2] = [
+/// The modules the script imports, written beside it: its training steps, how it reads
+/// tar shards, and how much of a dataset is Python objects.
+const SIBLINGS: [(&str, &str); 3] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -54,6 +54,10 @@ const SIBLINGS: [(&str, &str); 2] = [
     (
         "pytorch_shards.py",
         include_str!("../../../../python/pytorch_shards.py"),
+    ),
+    (
+        "pytorch_objects.py",
+        include_str!("../../../../python/pytorch_objects.py"),
     ),
 ];
 
@@ -214,6 +218,7 @@ impl PytorchScript {
             // The runner marks it when the files stayed.
             stayed_warm: None,
             dataset_samples: ready.dataset_samples,
+            dataset_object_bytes: ready.dataset_object_bytes,
             processes,
         })
     }

@@ -180,6 +180,9 @@ pub enum Message {
         /// Samples in the whole dataset, where it has a length.
         #[serde(default)]
         dataset_samples: Option<usize>,
+        /// The bytes of Python objects the dataset holds (`python/pytorch_objects.py`).
+        #[serde(default)]
+        dataset_object_bytes: Option<u64>,
     },
     /// Something the user should know (an IterableDataset ignores shuffle).
     Note { message: String },

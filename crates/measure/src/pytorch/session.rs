@@ -23,6 +23,8 @@ pub struct Ready {
     pub versions: Option<Versions>,
     /// Samples in the whole dataset, where it has a length.
     pub dataset_samples: Option<usize>,
+    /// The bytes of Python objects the dataset holds.
+    pub dataset_object_bytes: Option<u64>,
 }
 
 /// One running script and what it has reported so far.
@@ -115,6 +117,7 @@ impl Session {
                 rss_bytes,
                 versions,
                 dataset_samples,
+                dataset_object_bytes,
             } => {
                 self.ready = Some(Ready {
                     intra_op_threads,
@@ -122,6 +125,7 @@ impl Session {
                     rss_bytes,
                     versions: Some(versions),
                     dataset_samples,
+                    dataset_object_bytes,
                 });
             }
             Message::Note { message } => report(PytorchEvent::Note(message)),

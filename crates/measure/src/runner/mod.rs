@@ -336,6 +336,7 @@ impl Run {
             python: None,
             stayed_warm: None,
             dataset_samples: None,
+            dataset_object_bytes: None,
             processes: Vec::new(),
         }
     }
