@@ -5,15 +5,17 @@
 //! index as Python objects (the PyTorch runtime estimates their bytes), are copying their
 //! parent's pages as they touch those objects' reference counts: *copy-on-access*
 //! (pytorch/pytorch#13246), which stops when a worker holds a whole copy and starts again
-//! in every new worker. (Every forked Python worker also copies the pages of the
-//! interpreter's own objects on its first full garbage collection, measured at 35–80 MiB
-//! with torch imported: that is in the workers' figures, but is not the dataset's doing.) A long-lived process (the main one, or a persistent worker) whose
-//! memory rises from epoch to epoch keeps what each epoch made: a leak. The projection
-//! takes each worker's growth over the share of the whole dataset's epoch that was
-//! measured (a window, or a `samples` cut) to the end of that epoch, capped at a whole
-//! copy of the main process's private memory. A config projected past the memory limit
-//! (the preset's `memory_limit`, else the memory available when the run started) does not
-//! fit, and the recommendation never picks it.
+//! in every new worker. Every forked Python worker also copies the interpreter's own
+//! objects on its first full garbage collection (35–80 MiB here with torch imported):
+//! that is in the figures, but is not the dataset's doing. A long-lived process (the main
+//! one, a persistent worker) whose memory rises from epoch to epoch keeps what each epoch
+//! made: a leak. The projection takes each worker's growth over the share of the whole
+//! dataset's epoch that was measured (a window, or a `samples` cut) to the end of that
+//! epoch, capped at a whole copy of the main process's private memory and at what it
+//! measured plus the dataset's Python objects (growth is not linear: that first garbage
+//! collection copies every object's page at once, so after a short window the cap binds).
+//! A config projected past the memory limit (the preset's `memory_limit`, else the memory
+//! available when the run started) does not fit, and the recommendation never picks it.
 
 use serde::{Deserialize, Serialize};
 
@@ -288,13 +290,16 @@ fn config_memory(runs: &ConfigRuns<'_>, limit: Option<MemoryLimit>) -> Option<Co
     let copy_on_access = growth.is_some_and(|g| g >= GROWTH_MIN_BYTES)
         && objects.is_some_and(|b| b >= GROWTH_MIN_BYTES);
     let share = measured_share(runs);
-    let cap = runs.runs.iter().filter_map(|r| main_private(r)).max();
+    // A worker copies at most its parent's private pages, and past what it has copied,
+    // at most the pages of the dataset's objects.
+    let main = runs.runs.iter().filter_map(|r| main_private(r)).max();
     let projected_growth = growth.map(|g| {
         let whole = if copy_on_access {
             g as f64 / share
         } else {
             g as f64
         };
+        let cap = [main, objects.map(|o| g + o)].into_iter().flatten().min();
         cap.map_or(whole, |cap| whole.min(cap as f64).max(g as f64)) as u64
     });
     let workers = runs.config.num_workers as u64 * runs.config.ranks.max(1) as u64;
