@@ -181,13 +181,14 @@ pub fn memory_lines(analysis: &Analysis) -> Vec<String> {
         .configs
         .iter()
         .map(|c| {
-            let mut line = format!(
-                "{}: {} (main {}, workers {})",
-                c.label,
-                mib(c.measured_bytes),
-                mib(c.main_bytes),
-                mib(c.worker_bytes)
-            );
+            let mut line = format!("{}: {}", c.label, mib(c.measured_bytes));
+            if c.worker_bytes > 0 {
+                line.push_str(&format!(
+                    " (main {}, workers {})",
+                    mib(c.main_bytes),
+                    mib(c.worker_bytes)
+                ));
+            }
             if let Some(growth) = c.worker_growth_bytes {
                 line.push_str(&format!("; each worker grew {} in an epoch", mib(growth)));
             }
@@ -411,6 +412,7 @@ mod tests {
         assert_eq!(workers, [0.0, 40.0, 40.0, 80.0], "20 MiB a worker");
         let lines = memory_lines(&Analysis::of(&result));
         assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], "nw=0: 100.0 MiB", "no workers, no parts");
         assert_eq!(
             lines[1],
             "nw=2: 150.0 MiB (main 110.0 MiB, workers 40.0 MiB)"
