@@ -519,9 +519,10 @@ mod tests {
             })
             .collect();
         let mut r = result(configs, results);
-        let mut preset = Preset::default();
-        preset.memory_limit = limit.map(|mib| bytesize::ByteSize::mib(mib));
-        r.setup = Some(preset);
+        r.setup = Some(Preset {
+            memory_limit: limit.map(bytesize::ByteSize::mib),
+            ..Preset::default()
+        });
         r
     }
 

@@ -401,9 +401,10 @@ mod tests {
             });
         }
         let mut result = result(configs, results);
-        let mut preset = loaderbench_engine::preset::Preset::default();
-        preset.memory_limit = Some(bytesize::ByteSize::mib(512));
-        result.setup = Some(preset);
+        result.setup = Some(loaderbench_engine::preset::Preset {
+            memory_limit: Some(bytesize::ByteSize::mib(512)),
+            ..Default::default()
+        });
         let mut standings = vec![standing(2, None), standing(2, None)];
         let mut events = Vec::new();
         eliminate(&result, &mut standings, 2, &mut |e| events.push(e));
