@@ -128,14 +128,21 @@ fn shards_cover_each_epoch_once_behind_a_barrier() {
         .iter()
         .find(|r| r.config.ranks == 2 && r.config.num_workers == 1);
     let two = two.expect("ranks=2 nw=1 was measured");
-    let kinds: Vec<ProcessKind> = two.processes.iter().map(|p| p.kind).collect();
-    let count = |kind| kinds.iter().filter(|&&k| k == kind).count();
-    assert_eq!(count(ProcessKind::Rank), 2, "each rank sampled: {kinds:?}");
-    assert_eq!(
-        count(ProcessKind::Worker),
-        2,
-        "one worker per rank: {kinds:?}"
-    );
+    let ranks = two.processes.iter().filter(|p| p.kind == ProcessKind::Rank);
+    assert_eq!(ranks.count(), 2, "each rank sampled: {:?}", two.processes);
+    for epoch in &two.epochs {
+        let workers = two
+            .processes
+            .iter()
+            .filter(|p| p.kind == ProcessKind::Worker)
+            .filter(|p| p.epochs.iter().any(|e| e.epoch == epoch.epoch));
+        assert_eq!(
+            workers.count(),
+            2,
+            "one worker per rank in epoch {}",
+            epoch.epoch
+        );
+    }
     let peak = two.memory_peak().expect("the config's memory was sampled");
     assert!(
         peak.rank_pss_bytes > 0 && peak.worker_pss_bytes > 0,

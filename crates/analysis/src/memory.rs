@@ -252,7 +252,7 @@ impl GrowthAcrossEpochs {
              where copy-on-access stops once a worker holds its copy. Over the planned \
              {planned_epochs} epochs it would reach about {}.",
             self.label,
-            steps.join(" → "),
+            steps.join(", "),
             mib(per_epoch),
             mib(at_end),
         )
@@ -614,7 +614,7 @@ mod tests {
             text.starts_with("Growth across epochs, not copy-on-access: nw=0's main process"),
             "{text}"
         );
-        assert!(text.contains("400.0 MiB → 500.0 MiB → 600.0 MiB"), "{text}");
+        assert!(text.contains("(400.0 MiB, 500.0 MiB, 600.0 MiB)"), "{text}");
         assert!(text.contains("about 100.0 MiB an epoch"), "{text}");
         assert!(text.contains("would reach about 1300.0 MiB"), "{text}");
         assert!(!text.contains("Copy-on-access:"), "{text}");

@@ -208,7 +208,8 @@ impl State {
                 let kind = if pid == root {
                     root_kind
                 } else {
-                    descendant_kind(pid)
+                    let parent = table.iter().find(|(p, _)| *p == pid).map(|(_, t)| t.parent);
+                    descendant_kind(pid, parent == Some(root))
                 };
                 *sums.entry(kind).or_default() += pss_bytes;
                 let point = MemoryPoint {
@@ -261,15 +262,17 @@ fn thread_cpu() -> Duration {
 }
 
 /// What a process below a root is: a helper where its command line names
-/// multiprocessing's resource tracker or fork server, else a worker. Read at every sweep:
-/// a process forked to become a helper shows its parent's command line until it execs.
-fn descendant_kind(pid: u32) -> ProcessKind {
+/// multiprocessing's resource tracker, or its fork server (the fork server's own
+/// children, which show its command line, are the workers it forks), else a worker. Read
+/// at every sweep: a process forked to become a helper shows its parent's command line
+/// until it execs.
+fn descendant_kind(pid: u32, parent_is_root: bool) -> ProcessKind {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let cmdline = String::from_utf8_lossy(&cmdline);
-    let helper = ["resource_tracker", "forkserver", "semaphore_tracker"]
+    let tracker = ["resource_tracker", "semaphore_tracker"]
         .iter()
         .any(|name| cmdline.contains(name));
-    if helper {
+    if tracker || (parent_is_root && cmdline.contains("forkserver")) {
         ProcessKind::Helper
     } else {
         ProcessKind::Worker
