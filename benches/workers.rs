@@ -14,6 +14,7 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetSpec};
 use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
 use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::memory;
 use loaderbench_engine::preset::{BatchTransfer, DatasetTransfer};
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 use loaderbench_measure::stats::median;
@@ -203,11 +204,22 @@ fn measure(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Measured 
             let mut transfer = Duration::ZERO;
             let mut count = 0;
             let mut first = None;
+            // The workers' PSS as last read during the epoch (non-persistent workers are
+            // gone once it ends).
+            let mut pss: Vec<f64> = Vec::new();
             while let Some(batch) = batches.next() {
                 let batch = batch.expect("a batch arrives");
                 first.get_or_insert_with(|| started.elapsed().as_secs_f64());
                 transfer += Duration::from_secs_f64(batch.stages.transfer_s);
                 count += 1;
+                if epoch == 0 && count % 16 == 1 {
+                    pss = batches
+                        .worker_pids()
+                        .into_iter()
+                        .filter_map(|pid| memory::process_memory(pid)?.pss_bytes)
+                        .map(|b| b as f64)
+                        .collect();
+                }
                 for startup in batches.take_worker_startups() {
                     if epoch == 0 {
                         measured.startup_s.push(startup.seconds);
@@ -225,12 +237,7 @@ fn measure(dataset: &Arc<dyn Dataset>, scale: &Scale, setup: Setup) -> Measured 
                 measured
                     .transfer_share
                     .push(transfer.as_secs_f64() / seconds);
-                measured.pss_bytes.extend(
-                    loader
-                        .worker_memory()
-                        .iter()
-                        .filter_map(|m| m.pss_bytes.map(|b| b as f64)),
-                );
+                measured.pss_bytes.extend(pss);
             }
         }
     }

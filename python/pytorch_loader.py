@@ -92,6 +92,7 @@ try:
     from torch.utils.data import DataLoader, Dataset, Subset
     from torchvision import transforms as T
 
+    import pytorch_objects
     import pytorch_shards
     import pytorch_steps
 except ImportError as err:
@@ -241,6 +242,15 @@ def build_dataset(request):
     if samples is not None and samples < len(dataset):
         dataset = Subset(dataset, range(samples))
     return dataset
+
+
+def whole_len(dataset):
+    """Samples in the whole dataset (before `samples` cut it); None without a length."""
+    whole = dataset.dataset if isinstance(dataset, Subset) else dataset
+    try:
+        return len(whole)
+    except TypeError:
+        return None
 
 
 def announce_ready(worker_id):
@@ -757,6 +767,8 @@ def main():
             pin_memory_effective=bool(knobs["pin_memory"] and torch.cuda.is_available()),
             rss_bytes=rss_bytes(),
             versions=versions(),
+            dataset_samples=whole_len(dataset),
+            dataset_object_bytes=pytorch_objects.python_object_bytes(dataset),
         )
         first = 0 if request["warmup"] else 1
         for epoch in range(first, request["epochs"] + 1):

@@ -224,9 +224,6 @@ fn persistent_workers_start_once_restarted_ones_every_epoch() {
                 "{kind:?} {persistent}"
             );
             assert_ne!(first, second, "a new epoch reshuffles");
-            let memory = loader.worker_memory();
-            assert_eq!(memory.len(), 2, "{kind:?} {persistent}: {memory:?}");
-            assert!(memory.iter().all(|m| m.rss_bytes > 0), "{memory:?}");
             if persistent {
                 assert_eq!(
                     children().len(),

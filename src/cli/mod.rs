@@ -126,6 +126,11 @@ pub struct PresetArgs {
     /// value replaces a sweep list.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// The memory a config may take at the end of an epoch of the whole dataset (`16GiB`,
+    /// `512MiB`): a config projected past it is never recommended. Default: the memory
+    /// available when the run starts (the preset's `memory_limit` where it has one).
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -296,7 +301,19 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
             .ok_or_else(|| Error::value(format!("--set {set}: expected KEY=VALUE")))?;
         preset.set(key.trim(), value)?;
     }
+    if let Some(limit) = &args.memory_limit {
+        preset.memory_limit = Some(memory_limit(limit)?);
+    }
     Ok((preset, origin))
+}
+
+/// A `--memory-limit` as people write sizes (`16GiB`, `512 MiB`).
+fn memory_limit(text: &str) -> Result<bytesize::ByteSize, Error> {
+    text.parse().map_err(|err| {
+        Error::value(format!(
+            "--memory-limit {text}: {err} (write a size such as 16GiB or 512MiB)"
+        ))
+    })
 }
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {

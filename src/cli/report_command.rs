@@ -28,6 +28,10 @@ pub struct ReportArgs {
     /// to use.
     #[arg(long)]
     recommend: bool,
+    /// Analyse as if the run had this memory limit (`16GiB`): which configs would fit a
+    /// machine with less memory, or more.
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<String>,
 }
 
 /// Saved runs to write as one.
@@ -49,7 +53,14 @@ impl ReportArgs {
 
 pub fn report(args: ReportArgs) -> Result<()> {
     let runs = read_all(&args.files)?;
-    let result = overlaid(&args.files, runs.clone())?;
+    let mut result = overlaid(&args.files, runs.clone())?;
+    if let Some(limit) = &args.memory_limit {
+        let limit = super::memory_limit(limit)?;
+        let setup = result.setup.as_mut().ok_or_else(|| {
+            Error::value("--memory-limit: these results do not hold the preset they ran")
+        })?;
+        setup.memory_limit = Some(limit);
+    }
     if !args.exports.to_stdout() {
         for warning in &result.warnings {
             eprintln!("warning: {warning}");

@@ -177,7 +177,7 @@ fn a_saved_run_s_recommendation_copies_its_snippet() {
     assert!(copied, "Copy puts the snippet on the clipboard");
 }
 
-/// Where the time goes, memory and throughput: a series per stage, per memory measure
+/// Where the time goes, memory and throughput: a series per stage, per kind of process
 /// and per rate, with the values of the run's own results.
 fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunResult) {
     let [stages, memory, throughput] = charts else {
@@ -201,11 +201,16 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
     }
 
     assert_eq!(memory.title, "Memory");
-    assert_eq!(memory.series.len(), 1, "thread workers: the peak RSS alone");
-    let peaks = &memory.series[0].points;
-    assert_eq!(peaks.len(), 2, "a peak RSS per config");
-    let peak = result.results[0].peak_rss_bytes.unwrap() as f64 / (1024.0 * 1024.0);
-    assert!((peaks[0][1] - peak).abs() < 1e-9);
+    let names: Vec<&str> = memory.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["main"], "thread workers: the main process alone");
+    let mains = &memory.series[0].points;
+    assert_eq!(mains.len(), 2, "a bar per config");
+    // The config's memory: the epoch whose processes' PSS summed the highest.
+    let peak = result.results[0]
+        .memory_peak()
+        .expect("sampled")
+        .main_pss_bytes;
+    assert!((mains[0][1] - peak as f64 / (1024.0 * 1024.0)).abs() < 1e-9);
 
     assert_eq!(throughput.title, "Throughput");
     let names: Vec<&str> = throughput.series.iter().map(|s| s.name.as_str()).collect();

@@ -219,34 +219,36 @@ fn a_chart_exports_alone_as_a_png_from_the_export_menu() {
 }
 
 #[test]
-fn the_memory_legend_lists_only_the_measures_that_have_bars() {
+fn the_memory_legend_lists_only_the_kinds_of_process_that_have_bars() {
     let dir = tempfile::tempdir().unwrap();
     let json = saved_json();
-    let worker_rss = "worker RSS";
-    let worker_pss = "worker PSS (extra per worker)";
-    // Thread workers: no worker processes, so no worker RSS or PSS bars nor entries.
+    // Thread workers: no worker processes, so no workers' bars nor entry.
     let harness = app_on_saved_runs(dir.path(), vec![json.to_path_buf()], [1280.0, 2600.0]);
     let memory = chart(&harness, ChartId::Memory);
     let names: Vec<&str> = memory.series.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["peak RSS"]);
-    assert!(harness.query_by_label("peak RSS").is_some());
-    assert!(harness.query_by_label(worker_rss).is_none());
-    assert!(harness.query_by_label(worker_pss).is_none());
+    assert_eq!(names, ["main"]);
+    assert!(harness.query_by_label("workers").is_none());
     drop(harness);
 
-    // The same run with one config's worker processes measured lists both.
+    // The same run with worker processes in one config's epochs lists them.
     let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    run["results"][1]["workers"] = serde_json::json!([
-        {"worker": 0, "pid": 1, "rss_bytes": 64 << 20, "pss_bytes": 16 << 20, "peak_rss_bytes": null}
-    ]);
+    for epoch in run["results"][1]["epochs"].as_array_mut().unwrap() {
+        let memory = &mut epoch["memory"];
+        let peak = memory["peak_pss_bytes"].as_u64().unwrap();
+        memory["worker_pss_bytes"] = (16u64 << 20).into();
+        memory["peak_pss_bytes"] = (peak + (16 << 20)).into();
+    }
     let with_workers = dir.path().join("workers.json");
     std::fs::write(&with_workers, serde_json::to_vec(&run).unwrap()).unwrap();
     let harness = app_on_saved_runs(dir.path(), vec![with_workers], [1280.0, 2600.0]);
     let memory = chart(&harness, ChartId::Memory);
     let names: Vec<&str> = memory.series.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["peak RSS", worker_rss, worker_pss]);
-    assert!(harness.query_by_label(worker_rss).is_some());
-    assert!(harness.query_by_label(worker_pss).is_some());
+    assert_eq!(names, ["main", "workers"]);
+    assert_eq!(
+        memory.series[1].points[1][1], 16.0,
+        "the second config's workers"
+    );
+    assert!(harness.query_by_label("workers").is_some());
 }
 
 /// Exports chart `id` through Export → Chart as PNG; returns the PNG's size.

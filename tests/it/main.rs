@@ -19,6 +19,7 @@ mod interrupt;
 mod journals;
 mod loader;
 mod measurement;
+mod memory;
 mod npy_layouts;
 mod outputs;
 mod preset_paths;

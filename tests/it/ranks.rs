@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use loaderbench_measure::process_memory::ProcessKind;
 use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
@@ -127,11 +128,25 @@ fn shards_cover_each_epoch_once_behind_a_barrier() {
         .iter()
         .find(|r| r.config.ranks == 2 && r.config.num_workers == 1);
     let two = two.expect("ranks=2 nw=1 was measured");
-    assert_eq!(
-        two.workers.len(),
-        2,
-        "one worker per rank: {:?}",
-        two.workers
+    let ranks = two.processes.iter().filter(|p| p.kind == ProcessKind::Rank);
+    assert_eq!(ranks.count(), 2, "each rank sampled: {:?}", two.processes);
+    for epoch in &two.epochs {
+        let workers = two
+            .processes
+            .iter()
+            .filter(|p| p.kind == ProcessKind::Worker)
+            .filter(|p| p.epochs.iter().any(|e| e.epoch == epoch.epoch));
+        assert_eq!(
+            workers.count(),
+            2,
+            "one worker per rank in epoch {}",
+            epoch.epoch
+        );
+    }
+    let peak = two.memory_peak().expect("the config's memory was sampled");
+    assert!(
+        peak.rank_pss_bytes > 0 && peak.worker_pss_bytes > 0,
+        "{peak:?}"
     );
     let labels: Vec<&str> = result.results.iter().map(|r| r.label.as_str()).collect();
     assert!(labels.iter().any(|l| l.contains("ranks=")), "{labels:?}");

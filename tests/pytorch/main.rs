@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod memory;
 mod runtime;
 mod shards;
 mod snippet;

@@ -16,6 +16,7 @@ pub mod baseline;
 pub mod contention;
 pub mod input;
 pub mod ledger;
+pub mod memory;
 pub mod recommend;
 pub mod resolve;
 mod rounds;
@@ -43,8 +44,9 @@ pub struct ConfigEstimate {
     pub epoch_s: Estimate,
     /// The first epoch, across repeats.
     pub first_epoch_s: Estimate,
-    /// Peak resident set size, the median over repeats.
-    pub peak_rss_bytes: Option<u64>,
+    /// What the config costs in memory (every process's PSS summed at its peak), the
+    /// median over repeats.
+    pub memory_bytes: Option<u64>,
 }
 
 /// Everything the analysis says about a run.
@@ -62,6 +64,10 @@ pub struct Analysis {
     pub contention: Vec<contention::StepContention>,
     /// One per question the run answers (same dataset, pipeline and runtime).
     pub recommendations: Vec<Recommendation>,
+    /// What each config costs in memory, at the end of an epoch of the whole dataset
+    /// too, and whether it fits the limit.
+    #[serde(default)]
+    pub memory: memory::MemoryReport,
 }
 
 impl Analysis {
@@ -76,7 +82,8 @@ impl Analysis {
             .iter()
             .filter_map(|runs| input::input_bound(runs, &result.step))
             .collect::<Vec<_>>();
-        let recommendations = recommend::recommend(result, &configs, &input_bound);
+        let memory = memory::MemoryReport::of(result, &configs);
+        let recommendations = recommend::recommend(result, &configs, &input_bound, &memory);
         let contention = contention::contention(&configs, &result.step);
         Analysis {
             planned_epochs: result.planned_epochs,
@@ -87,6 +94,7 @@ impl Analysis {
             input_bound,
             contention,
             recommendations,
+            memory,
         }
     }
 }
@@ -153,16 +161,17 @@ impl ConfigRuns<'_> {
             label: self.label.to_owned(),
             epoch_s: Estimate::of(&typical)?,
             first_epoch_s: Estimate::of(&first)?,
-            peak_rss_bytes: self.peak_rss_bytes(),
+            memory_bytes: self.memory_bytes(),
         })
     }
 
-    /// The median peak RSS over repeats.
-    pub fn peak_rss_bytes(&self) -> Option<u64> {
+    /// What the config costs in memory, the median over repeats (see
+    /// [`ConfigResult::memory_bytes`]).
+    pub fn memory_bytes(&self) -> Option<u64> {
         let peaks: Vec<f64> = self
             .runs
             .iter()
-            .filter_map(|r| r.peak_rss_bytes)
+            .filter_map(|r| r.memory_bytes())
             .map(|b| b as f64)
             .collect();
         stats::median(&peaks).map(|b| b as u64)

@@ -17,6 +17,10 @@ pub struct Machine {
     pub logical_cores: usize,
     pub os: String,
     pub total_memory_bytes: Option<u64>,
+    /// Memory the kernel could give programs without swapping (`MemAvailable`) when the
+    /// machine was read: the default memory limit of a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_memory_bytes: Option<u64>,
     pub libtorch: String,
     pub tch: String,
     pub loaderbench: String,
@@ -33,6 +37,7 @@ impl Machine {
             logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             os: os_name(),
             total_memory_bytes: total_memory_bytes(),
+            available_memory_bytes: available_memory_bytes(),
             libtorch: env!("LOADERBENCH_LIBTORCH_VERSION").to_owned(),
             tch: env!("LOADERBENCH_TCH_VERSION").to_owned(),
             loaderbench: env!("CARGO_PKG_VERSION").to_owned(),
@@ -104,6 +109,12 @@ fn proc_total_memory_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+fn available_memory_bytes() -> Option<u64> {
+    let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
+    let system = System::new_with_specifics(memory).ok()?;
+    Some(system.available_memory()).filter(|&bytes| bytes > 0)
+}
+
 fn sysinfo_total_memory_bytes() -> Option<u64> {
     let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
     let system = System::new_with_specifics(memory).ok()?;
@@ -120,6 +131,8 @@ mod tests {
         assert_ne!(machine.cpu_model, std::env::consts::ARCH);
         assert!(!machine.cpu_model.is_empty());
         assert!(machine.total_memory_bytes.unwrap() > 256 << 20);
+        let available = machine.available_memory_bytes.unwrap();
+        assert!(available > 0 && available <= machine.total_memory_bytes.unwrap());
     }
 
     /// Where /proc exists, sysinfo (what other platforms use) must agree with it.

@@ -1,7 +1,9 @@
 //! Process memory: the resident set size now and its peak since the last reset, read
 //! from /proc on Linux (where the peak can be reset, so each config gets its own) and
-//! from getrusage elsewhere on Unix. `None` where neither exists. Other processes (worker
-//! processes) are read the same way, with their proportional set size.
+//! from getrusage elsewhere on Unix. `None` where neither exists. Any process (a worker,
+//! a rank, the PyTorch runtime's Python) is read from `/proc/PID/smaps_rollup` with its
+//! proportional set size (shared pages divided among their sharers) and its private
+//! pages (the unique set size: what ending the process would free).
 
 /// Resets the peak resident set size so the next reading covers only what follows.
 /// Returns whether the platform supports it.
@@ -32,6 +34,8 @@ pub struct ProcessMemory {
     pub rss_bytes: u64,
     /// Proportional set size: shared pages divided among their sharers (Linux only).
     pub pss_bytes: Option<u64>,
+    /// Pages no other process maps, clean and dirty: the unique set size (Linux only).
+    pub private_bytes: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
 }
 
@@ -41,11 +45,19 @@ pub fn process_memory(pid: u32) -> Option<ProcessMemory> {
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let rss_bytes = field_kib(&status, "VmRSS:")? * 1024;
+    let rollup_bytes = |field| {
+        rollup
+            .as_deref()
+            .and_then(|text| field_kib(text, field))
+            .map(|kib| kib * 1024)
+    };
+    let private_bytes = rollup_bytes("Private_Clean:")
+        .zip(rollup_bytes("Private_Dirty:"))
+        .map(|(clean, dirty)| clean + dirty);
     Some(ProcessMemory {
         rss_bytes,
-        pss_bytes: rollup
-            .and_then(|text| field_kib(&text, "Pss:"))
-            .map(|kib| kib * 1024),
+        pss_bytes: rollup_bytes("Pss:"),
+        private_bytes,
         peak_rss_bytes: field_kib(&status, "VmHWM:").map(|kib| kib * 1024),
     })
 }
@@ -103,5 +115,7 @@ mod tests {
         assert!(rss_bytes().unwrap() > 0);
         let own = process_memory(std::process::id()).unwrap();
         assert!(own.rss_bytes > 0 && own.pss_bytes.unwrap() > 0, "{own:?}");
+        // The block is written by this process alone: its pages are private.
+        assert!(own.private_bytes.unwrap() >= 60 << 20, "{own:?}");
     }
 }

@@ -75,6 +75,10 @@ pub fn draw(ui: &mut Ui, shown: Shown<'_>, actions: &mut Vec<Action>) -> Drawn {
                     );
                 }
             }
+            for paragraph in analysis.memory.paragraphs(analysis.planned_epochs) {
+                ui.add_space(4.0);
+                ui.add(egui::Label::new(paragraph).wrap());
+            }
             if !analysis.break_even.is_empty() {
                 ui.add_space(4.0);
                 for saving in &analysis.break_even {
@@ -115,11 +119,11 @@ pub fn draw(ui: &mut Ui, shown: Shown<'_>, actions: &mut Vec<Action>) -> Drawn {
                 charts.push((stages.id, drawn));
                 draw_chart(
                     &mut columns[1],
-                    &cost_charts::memory(result),
+                    &cost_charts::memory(result, analysis),
                     220.0,
                     &mut charts,
                 );
-                for line in cost_charts::worker_memory_lines(result) {
+                for line in cost_charts::memory_lines(analysis) {
                     columns[1].label(RichText::new(line).small());
                 }
             });

@@ -1,21 +1,23 @@
 //! What each config costs, as chart descriptions drawn by `plots`: where the time of a
 //! batch goes (the loader's stages stacked, the consumer's wait and the step on top), the memory it
-//! takes (the peak RSS, its workers' RSS and PSS, with reopen and copy side by side), and
+//! takes (every process's PSS at the config's peak, stacked by kind of process, with what
+//! copy-on-access adds by the end of an epoch of the whole dataset on top; reopen and copy
+//! side by side), and
 //! the throughput against `num_workers` (the steady rate beside the whole-epoch rate,
 //! one pair of lines per combination of the other knobs, the knee marked). All read the
 //! finished run's [`RunResult`]; the throughput's knee comes from its [`Analysis`].
 
 use loaderbench_analysis::scaling::{family_name, worker_families};
 use loaderbench_analysis::{Analysis, ConfigRuns, measured_configs, mib};
-use loaderbench_engine::loader::WorkerMemory;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::DatasetTransfer;
+use loaderbench_measure::process_memory::ProcessKind;
 use loaderbench_measure::results::{EpochResult, RunResult};
 use loaderbench_measure::stats;
 use loaderbench_present::tables::stages;
 use loaderbench_present::views::ChartId;
 
-use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
+use super::charts::{Axis, Chart, Mark, Series, configs_axis};
 use super::palette::SHADE_STEP;
 
 /// Bytes in a MiB.
@@ -92,64 +94,114 @@ fn stacked_stages(
     }
 }
 
-/// Per config, the peak RSS and the median RSS and PSS of its worker processes (the PSS
-/// being the extra memory one worker costs), in MiB. Configs that differ only in the
-/// dataset transfer stand side by side.
-pub fn memory(result: &RunResult) -> Chart {
+/// The kinds of process a config's memory is stacked by, bottom up, with their names.
+const KINDS: [(ProcessKind, &str); 4] = [
+    (ProcessKind::Main, "main"),
+    (ProcessKind::Rank, "ranks"),
+    (ProcessKind::Worker, "workers"),
+    (ProcessKind::Helper, "helpers"),
+];
+
+/// Per config, its processes' PSS at its peak (the median over repeats), stacked by kind
+/// of process, and on top what the workers' copy-on-access adds by the end of an epoch of
+/// the whole dataset, in MiB. A run saved before processes were sampled shows its main
+/// process's peak RSS. Configs that differ only in the dataset transfer stand side by
+/// side.
+pub fn memory(result: &RunResult, analysis: &Analysis) -> Chart {
     let configs = side_by_side(measured_configs(result));
+    let median = |values: Vec<u64>| {
+        stats::median(&values.iter().map(|&b| b as f64 / MIB).collect::<Vec<_>>())
+    };
+    let mut names: Vec<&str> = KINDS.iter().map(|(_, name)| *name).collect();
+    names.push("to a whole epoch");
+    names.push("main (peak RSS)");
     let values: Vec<Vec<Option<f64>>> = configs
         .iter()
         .map(|runs| {
-            let workers = |bytes: fn(&WorkerMemory) -> Option<u64>| {
-                let all: Vec<f64> = runs
-                    .runs
-                    .iter()
-                    .flat_map(|r| &r.workers)
-                    .filter_map(|w| bytes(w).map(|b| b as f64 / MIB))
-                    .collect();
-                stats::median(&all)
-            };
-            vec![
-                runs.peak_rss_bytes().map(|b| b as f64 / MIB),
-                workers(|w| Some(w.rss_bytes)),
-                workers(|w| w.pss_bytes),
-            ]
+            let peaks: Vec<_> = runs.runs.iter().filter_map(|r| r.memory_peak()).collect();
+            let mut bars: Vec<Option<f64>> = KINDS
+                .iter()
+                .map(|(kind, _)| {
+                    median(peaks.iter().map(|m| m.of_kind(*kind)).collect()).filter(|&v| v > 0.0)
+                })
+                .collect();
+            let more = analysis
+                .memory
+                .configs
+                .iter()
+                .find(|c| c.config == runs.index)
+                .map(|c| (c.projected_bytes - c.measured_bytes) as f64 / MIB)
+                .filter(|&v| v > 0.0);
+            bars.push(more);
+            let unsampled = peaks.is_empty();
+            bars.push(
+                median(runs.runs.iter().filter_map(|r| r.peak_rss_bytes).collect())
+                    .filter(|_| unsampled),
+            );
+            bars
         })
         .collect();
-    let names = ["peak RSS", "worker RSS", "worker PSS (extra per worker)"];
-    let (mark, series) = grouped(&names, &values, 1.0);
+    let present: Vec<usize> = (0..names.len())
+        .filter(|&s| values.iter().any(|bars| bars[s].is_some()))
+        .collect();
+    let series = present
+        .iter()
+        .map(|&s| Series {
+            name: names[s].to_owned(),
+            color: s,
+            points: values
+                .iter()
+                .enumerate()
+                .map(|(group, bars)| [(group + 1) as f64, bars[s].unwrap_or(0.0)])
+                .collect(),
+        })
+        .collect();
     Chart {
         id: ChartId::Memory,
         title: "Memory".to_owned(),
         x: configs_axis(configs.iter().map(|r| r.label.to_owned()).collect()),
         y: Axis {
-            label: "memory",
+            label: "memory (PSS)",
             unit: "MiB",
             category: None,
             names: Vec::new(),
         },
-        mark,
+        mark: Mark::Stacked { width: 0.6 },
         series,
         highlights: Vec::new(),
     }
 }
 
-/// Each worker's RSS and PSS of every config with worker processes, one line per config
-/// (its last repeat), for the table under the memory chart.
-pub fn worker_memory_lines(result: &RunResult) -> Vec<String> {
-    side_by_side(measured_configs(result))
+/// One line per config whose processes were sampled, for under the memory chart: what it
+/// measured, its parts, and its projection for an epoch of the whole dataset where
+/// copy-on-access makes that more.
+pub fn memory_lines(analysis: &Analysis) -> Vec<String> {
+    analysis
+        .memory
+        .configs
         .iter()
-        .filter_map(|runs| {
-            let last = runs.runs.last()?;
-            let workers: Vec<String> = last
-                .workers
-                .iter()
-                .map(|w| {
-                    let pss = w.pss_bytes.map_or_else(|| "-".to_owned(), mib);
-                    format!("worker {}: RSS {}, PSS {pss}", w.worker, mib(w.rss_bytes))
-                })
-                .collect();
-            (!workers.is_empty()).then(|| format!("{}: {}", runs.label, workers.join("; ")))
+        .map(|c| {
+            let mut line = format!("{}: {}", c.label, mib(c.measured_bytes));
+            if c.worker_bytes > 0 {
+                line.push_str(&format!(
+                    " (main {}, workers {})",
+                    mib(c.main_bytes),
+                    mib(c.worker_bytes)
+                ));
+            }
+            if let Some(growth) = c.worker_growth_bytes {
+                line.push_str(&format!("; each worker grew {} in an epoch", mib(growth)));
+            }
+            if c.projected_bytes > c.measured_bytes {
+                line.push_str(&format!(
+                    "; {} at the end of an epoch of the whole dataset",
+                    mib(c.projected_bytes)
+                ));
+            }
+            if !c.fits {
+                line.push_str(" — over the memory limit");
+            }
+            line
         })
         .collect()
 }
@@ -251,6 +303,7 @@ fn side_by_side(configs: Vec<ConfigRuns<'_>>) -> Vec<ConfigRuns<'_>> {
 mod tests {
     use super::*;
     use loaderbench_measure::fixtures::{config, epoch, epoch_with_wait, result, run};
+    use loaderbench_measure::process_memory::EpochMemory;
 
     /// nw=0, nw=2 and nw=4 threads (the last slower), then nw=2 copying its dataset.
     fn finished() -> RunResult {
@@ -272,15 +325,19 @@ mod tests {
                 );
                 r.epochs[1].stages.read_s = 0.011 * (i + 1) as f64;
                 r.peak_rss_bytes = Some((100 + 10 * i as u64) << 20);
-                r.workers = (0..c.num_workers)
-                    .map(|worker| WorkerMemory {
-                        worker,
-                        pid: 1,
-                        rss_bytes: (60 + worker as u64) << 20,
-                        pss_bytes: Some(20 << 20),
-                        peak_rss_bytes: None,
-                    })
-                    .collect();
+                let main = (100 + 10 * i as u64) << 20;
+                let workers = (20 * c.num_workers as u64) << 20;
+                for epoch in &mut r.epochs {
+                    epoch.memory = Some(EpochMemory {
+                        peak_pss_bytes: main + workers,
+                        main_pss_bytes: main,
+                        worker_pss_bytes: workers,
+                        rank_pss_bytes: 0,
+                        helper_pss_bytes: 0,
+                        sweeps: 3,
+                        sampling_s: 0.01,
+                    });
+                }
                 r
             })
             .collect();
@@ -337,43 +394,44 @@ mod tests {
     }
 
     #[test]
-    fn memory_shows_reopen_beside_copy_and_the_workers() {
+    fn memory_stacks_each_kind_of_process_with_reopen_beside_copy() {
         let result = finished();
-        let chart = memory(&result);
+        let chart = memory(&result, &Analysis::of(&result));
         assert_eq!(chart.title, "Memory");
+        assert_eq!(chart.mark, Mark::Stacked { width: 0.6 });
         assert_eq!(chart.x.names, ["nw=0", "nw=2", "nw=2", "nw=4"]);
-        assert_eq!(chart.series.len(), 3);
-        let peaks: Vec<f64> = chart.series[0].points.iter().map(|p| p[1]).collect();
-        assert_eq!(peaks, [100.0, 110.0, 130.0, 120.0], "copy beside reopen");
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
-            chart.series[1].points.len(),
-            3,
-            "no worker processes at nw=0"
+            names,
+            ["main", "workers"],
+            "no ranks, helpers or growth here"
         );
-        assert_eq!(chart.series[1].points[0][1], 60.5);
-        assert_eq!(chart.series[2].points[0][1], 20.0);
-        let lines = worker_memory_lines(&result);
-        assert_eq!(lines.len(), 3);
+        let main: Vec<f64> = chart.series[0].points.iter().map(|p| p[1]).collect();
+        assert_eq!(main, [100.0, 110.0, 130.0, 120.0], "copy beside reopen");
+        let workers: Vec<f64> = chart.series[1].points.iter().map(|p| p[1]).collect();
+        assert_eq!(workers, [0.0, 40.0, 40.0, 80.0], "20 MiB a worker");
+        let lines = memory_lines(&Analysis::of(&result));
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], "nw=0: 100.0 MiB", "no workers, no parts");
         assert_eq!(
-            lines[0],
-            "nw=2: worker 0: RSS 60.0 MiB, PSS 20.0 MiB; worker 1: RSS 61.0 MiB, PSS 20.0 MiB"
+            lines[1],
+            "nw=2: 150.0 MiB (main 110.0 MiB, workers 40.0 MiB)"
         );
     }
 
     #[test]
-    fn memory_of_thread_workers_has_the_peak_alone() {
+    fn memory_saved_before_processes_were_sampled_shows_the_main_peak_rss() {
         let mut result = finished();
         for run in &mut result.results {
-            run.workers.clear();
+            for epoch in &mut run.epochs {
+                epoch.memory = None;
+            }
         }
-        let chart = memory(&result);
+        let chart = memory(&result, &Analysis::of(&result));
         let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["peak RSS"], "no worker bars, so no worker entries");
-        assert_eq!(
-            chart.series[0].points[0],
-            [1.0, 100.0],
-            "centred in its group"
-        );
+        assert_eq!(names, ["main (peak RSS)"]);
+        assert_eq!(chart.series[0].points[0], [1.0, 100.0]);
+        assert!(memory_lines(&Analysis::of(&result)).is_empty());
     }
 
     #[test]

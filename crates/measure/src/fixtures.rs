@@ -79,10 +79,12 @@ pub fn run(index: usize, config: Config, epochs: Vec<EpochResult>) -> ConfigResu
         disturbed: false,
         rss_before_bytes: Some(100 << 20),
         peak_rss_bytes: Some(200 << 20),
-        workers: Vec::new(),
         python: None,
         stayed_warm: None,
         partly_cold: None,
+        dataset_samples: None,
+        dataset_object_bytes: None,
+        processes: Vec::new(),
     }
 }
 
@@ -131,6 +133,7 @@ pub fn result(configs: Vec<Config>, results: Vec<ConfigResult>) -> RunResult {
             logical_cores: 8,
             os: "test os".to_owned(),
             total_memory_bytes: None,
+            available_memory_bytes: None,
             libtorch: "2".to_owned(),
             tch: "0.26".to_owned(),
             loaderbench: "0.1".to_owned(),

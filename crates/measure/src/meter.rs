@@ -213,12 +213,24 @@ pub fn tree(root: u32, processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
     members
 }
 
+/// Every process visible in /proc with its parent; none where /proc is missing.
+pub fn processes() -> Vec<(u32, ProcessTicks)> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::processes()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Vec::new()
+    }
+}
+
 /// This process and every live process below it (worker processes, ranks, the PyTorch
 /// runtime's Python and its workers); this process alone where /proc is missing.
 pub fn run_processes() -> Vec<u32> {
     #[cfg(target_os = "linux")]
     {
-        tree(std::process::id(), &linux::processes())
+        tree(std::process::id(), &processes())
     }
     #[cfg(not(target_os = "linux"))]
     {

@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::results::{EpochResult, RankEpoch};
-use loaderbench_engine::loader::WorkerMemory;
 
 /// What a config's processes came to, for its result: one rank's or all ranks' together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,18 +15,16 @@ pub struct RanksSummary {
     pub intra_op_threads: i32,
     pub rss_before_bytes: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
-    pub workers: Vec<WorkerMemory>,
 }
 
 impl RanksSummary {
-    /// All ranks together: memory summed, workers listed rank after rank.
+    /// All ranks together: memory summed.
     pub fn total(ranks: Vec<RanksSummary>) -> Option<RanksSummary> {
         let sum = |values: Vec<Option<u64>>| values.into_iter().sum::<Option<u64>>();
         let first = ranks.first()?.clone();
         Some(RanksSummary {
             rss_before_bytes: sum(ranks.iter().map(|r| r.rss_before_bytes).collect()),
             peak_rss_bytes: sum(ranks.iter().map(|r| r.peak_rss_bytes).collect()),
-            workers: ranks.into_iter().flat_map(|r| r.workers).collect(),
             ..first
         })
     }

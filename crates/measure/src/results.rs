@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::meter::Interference;
-use crate::stats;
+use crate::process_memory::{EpochMemory, ProcessMemory};
 use crate::tune_trail::TuneTrail;
 use crate::window::{Projection, WindowRule};
-use loaderbench_engine::loader::{StageTimes, WorkerMemory, WorkerStartup};
+use loaderbench_engine::loader::{StageTimes, WorkerStartup};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::Preset;
@@ -76,6 +76,10 @@ pub struct EpochResult {
     /// Why an epoch that was to be cut after its window was measured whole instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_because: Option<String>,
+    /// The config's memory over the epoch, every process together (see
+    /// [`process_memory`](crate::process_memory)); `None` where it was not sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<EpochMemory>,
 }
 
 /// One rank's part of an epoch.
@@ -129,6 +133,7 @@ impl EpochResult {
             ranks: Vec::new(),
             projected: None,
             whole_because: None,
+            memory: None,
         }
     }
 
@@ -270,9 +275,6 @@ pub struct ConfigResult {
     /// Resident set size when the config started and at its peak.
     pub rss_before_bytes: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
-    /// Each worker process's memory at the end of the last epoch (empty for threads).
-    #[serde(default)]
-    pub workers: Vec<WorkerMemory>,
     /// The Python that measured a pytorch config, with its versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonEnvironment>,
@@ -286,6 +288,17 @@ pub struct ConfigResult {
     /// they came in). Its epochs read (partly) from storage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partly_cold: Option<String>,
+    /// Samples in the whole dataset (more than an epoch's where `samples` cut it), where
+    /// the runtime knows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_samples: Option<usize>,
+    /// The bytes of Python objects the dataset holds (lists, dicts, strings: what a
+    /// forked worker copies as it reads them), estimated by the PyTorch runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_object_bytes: Option<u64>,
+    /// Every process of the config (main, workers, ranks), sampled through each epoch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessMemory>,
 }
 
 /// The Python environment of the PyTorch runtime.
@@ -318,15 +331,22 @@ impl ConfigResult {
         self.epochs.iter().skip(usize::from(self.epochs.len() > 1))
     }
 
-    /// The extra memory one worker process costs: the median of their proportional set
-    /// sizes (shared pages counted once among their sharers). `None` for threads.
-    pub fn extra_bytes_per_worker(&self) -> Option<u64> {
-        let pss: Vec<f64> = self
-            .workers
+    /// The config's memory: the measured epoch whose processes' PSS summed the highest
+    /// (`None` where memory was not sampled, as in results saved before it was).
+    pub fn memory_peak(&self) -> Option<EpochMemory> {
+        self.epochs
             .iter()
-            .filter_map(|w| w.pss_bytes.map(|b| b as f64))
-            .collect();
-        stats::median(&pss).map(|b| b as u64)
+            .filter_map(|e| e.memory)
+            .max_by_key(|m| m.peak_pss_bytes)
+    }
+
+    /// What the config cost in memory in this repeat: its processes' PSS summed at its
+    /// peak, or, for results saved before processes were sampled, the main process's
+    /// peak RSS.
+    pub fn memory_bytes(&self) -> Option<u64> {
+        self.memory_peak()
+            .map(|m| m.peak_pss_bytes)
+            .or(self.peak_rss_bytes)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The analysis as text, for `loaderbench run --recommend`: the start-up ledger as a
 //! table, the break-even sentences, one line per scaling curve, the input-bound
-//! verdicts and each recommendation with its snippet.
+//! verdicts, what memory says (copy-on-access, growth across epochs, configs over the
+//! limit) and each recommendation with its snippet.
 
 use std::fmt::Write;
 
@@ -29,6 +30,13 @@ pub fn text(analysis: &Analysis) -> String {
         let _ = writeln!(text, "\nTraining step");
         for line in step_lines(analysis) {
             let _ = writeln!(text, "{line}");
+        }
+    }
+    let memory = analysis.memory.paragraphs(analysis.planned_epochs);
+    if !memory.is_empty() {
+        let _ = writeln!(text, "\nMemory");
+        for paragraph in memory {
+            let _ = writeln!(text, "{paragraph}");
         }
     }
     for recommendation in &analysis.recommendations {

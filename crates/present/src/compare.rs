@@ -152,10 +152,12 @@ mod tests {
                 disturbed: false,
                 rss_before_bytes: None,
                 peak_rss_bytes: None,
-                workers: Vec::new(),
                 python: None,
                 stayed_warm: None,
                 partly_cold: None,
+                dataset_samples: None,
+                dataset_object_bytes: None,
+                processes: Vec::new(),
             })
             .collect();
         RunResult {

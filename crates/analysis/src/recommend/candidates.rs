@@ -15,6 +15,7 @@ use super::noise::NoiseInput;
 
 /// One config as the recommendation sees it: configs that differ only in a no-op knob
 /// are folded into one, their repeats pooled.
+#[derive(Clone)]
 pub(super) struct Candidate<'a> {
     pub index: usize,
     pub label: &'a str,
@@ -72,8 +73,10 @@ impl Candidate<'_> {
         self.median_of(typical_epoch_s)
     }
 
-    pub(super) fn peak_rss_bytes(&self) -> Option<u64> {
-        self.median_of(|r| r.peak_rss_bytes.map(|b| b as f64))
+    /// What it costs in memory, the median over its runs (see
+    /// [`ConfigResult::memory_bytes`]).
+    pub(super) fn memory_bytes(&self) -> Option<u64> {
+        self.median_of(|r| r.memory_bytes().map(|b| b as f64))
             .map(|b| b as u64)
     }
 }

@@ -27,6 +27,7 @@ use loaderbench_measure::stats::Estimate;
 
 use super::ConfigRuns;
 use super::input::InputBound;
+use super::memory::MemoryReport;
 
 mod candidates;
 pub mod noise;
@@ -94,6 +95,7 @@ pub fn recommend(
     result: &RunResult,
     configs: &[ConfigRuns<'_>],
     input_bound: &[InputBound],
+    memory: &MemoryReport,
 ) -> Vec<Recommendation> {
     let mut groups: Vec<Vec<&ConfigRuns<'_>>> = Vec::new();
     for runs in configs {
@@ -107,7 +109,7 @@ pub fn recommend(
     }
     groups
         .iter()
-        .filter_map(|members| recommend_one(result, members, input_bound))
+        .filter_map(|members| recommend_one(result, members, input_bound, memory))
         .collect()
 }
 
@@ -124,9 +126,10 @@ fn recommend_one(
     result: &RunResult,
     members: &[&ConfigRuns<'_>],
     input_bound: &[InputBound],
+    memory: &MemoryReport,
 ) -> Option<Recommendation> {
-    let candidates = candidates(members, result.planned_epochs);
-    let first = candidates.first()?;
+    let all = candidates(members, result.planned_epochs);
+    let first = all.first()?;
     let mut group = format!(
         "{} · {} · {}",
         result.dataset,
@@ -148,11 +151,23 @@ fn recommend_one(
     if let Some(run) = &first.config.run {
         group = format!("{run}: {group}");
     }
-    let samples = candidates
+    let samples = all.iter().map(|c| c.projected_s.n).min().unwrap_or(0);
+    let in_group = |index: usize| all.iter().any(|c| c.index == index);
+    let too_big = memory.too_big_sentence(in_group);
+    let candidates: Vec<Candidate<'_>> = all
         .iter()
-        .map(|c| c.projected_s.n)
-        .min()
-        .unwrap_or(0);
+        .filter(|c| memory.fits(c.index))
+        .cloned()
+        .collect();
+    if candidates.is_empty() {
+        let text = format!("No config is named: {}.", too_big.unwrap_or_default());
+        let verdict = Verdict::none_named(
+            "no config fits the memory limit; raise memory_limit, or measure configs that \
+             take less",
+            Vec::new(),
+        );
+        return Some(no_winner(group, samples, text, verdict));
+    }
     if let Some(warm) = candidates.iter().find(|c| c.stayed_warm().is_some()) {
         let text = format!(
             "No config is named for a cold page cache: {} stayed warm ({}), so its times \
@@ -229,6 +244,12 @@ fn recommend_one(
         &question,
         stall,
     );
+    if let Some(too_big) = too_big {
+        // Before the verdict, which closes every recommendation's text.
+        let text = &mut recommendation.text;
+        let at = text.rfind(" Verdict: ").unwrap_or(text.len());
+        text.insert_str(at, &format!(" {too_big}."));
+    }
     Some(recommendation)
 }
 

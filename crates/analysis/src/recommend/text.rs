@@ -111,9 +111,9 @@ pub(super) fn paragraph(
             set_aside.join(", ")
         ));
     }
-    if let Some(peak) = chosen.peak_rss_bytes() {
+    if let Some(peak) = chosen.memory_bytes() {
         text.push_str(&format!(" It peaks at {} of memory", mib(peak)));
-        match baseline.peak_rss_bytes() {
+        match baseline.memory_bytes() {
             Some(base) if chosen.index != baseline.index => {
                 let extra = peak as i64 - base as i64;
                 text.push_str(&format!(

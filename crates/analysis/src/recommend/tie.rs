@@ -8,8 +8,6 @@
 //! configs recommends the same one, and so does a run whose measurements cannot yet tell
 //! two configs apart.
 
-use loaderbench_measure::stats;
-
 use super::Candidate;
 use super::noise::{Difference, NoiseModel, Relation};
 
@@ -86,7 +84,10 @@ pub(super) fn tie_break<'c, 'a>(best: &[&'c Candidate<'a>]) -> Option<&'c Candid
         .copied()
         .filter(|c| c.config.num_workers == fewest)
         .collect();
-    let memory: Vec<Option<f64>> = tied.iter().map(|c| memory_bytes(c)).collect();
+    let memory: Vec<Option<f64>> = tied
+        .iter()
+        .map(|c| c.memory_bytes().map(|b| b as f64))
+        .collect();
     if let Some(least) = memory
         .iter()
         .copied()
@@ -105,20 +106,6 @@ pub(super) fn tie_break<'c, 'a>(best: &[&'c Candidate<'a>]) -> Option<&'c Candid
         tied.retain(|c| !c.config.persistent_workers);
     }
     tied.into_iter().min_by_key(|c| c.index)
-}
-
-/// What a config costs in memory: the main process's peak, plus each worker process's
-/// own share where workers are processes (`None` where the peak was not measured).
-fn memory_bytes(c: &Candidate<'_>) -> Option<f64> {
-    let peak = c.peak_rss_bytes()? as f64;
-    let per_worker: Vec<f64> = c
-        .runs
-        .iter()
-        .filter_map(|r| r.extra_bytes_per_worker())
-        .map(|b| b as f64)
-        .collect();
-    let workers = stats::median(&per_worker).unwrap_or(0.0) * c.config.num_workers as f64;
-    Some(peak + workers)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
-//! out after a round (beaten beyond the noise by the recommendation's own best set,
-//! once each has two measurements; then the slower half), when the answer is settled
+//! out after a round (projected past the memory limit; beaten beyond the noise by the
+//! recommendation's own best set, once each has two measurements; then the slower half), when the answer is settled
 //! (every verdict resolved; who is reinstated until then),
 //! the next round's order and what of it fits in the budget, and the trail as the
 //! search ends.
@@ -13,8 +13,9 @@ use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
 
 use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
-use crate::Analysis;
+use crate::memory::MemoryReport;
 use crate::recommend::same_question;
+use crate::{Analysis, measured_configs, mib};
 
 /// Fits a model per question (each runtime's own anchors) and predicts every config from
 /// its question's; leaves out those predicted beyond [`MODEL_KEEP`] times the best of
@@ -73,9 +74,9 @@ pub(super) fn predict(
     }
 }
 
-/// After round `round`, once every candidate has a measurement: the candidates another
-/// beats beyond the noise drop out (once each has two, so that there is noise to be
-/// beyond), then the slower half of the rest.
+/// After round `round`, once every candidate has a measurement: the candidates projected
+/// past the memory limit drop out, then those another beats beyond the noise (once each
+/// has two, so that there is noise to be beyond), then the slower half of the rest.
 pub(super) fn eliminate(
     result: &RunResult,
     standings: &mut [Standing],
@@ -88,6 +89,27 @@ pub(super) fn eliminate(
     // Every candidate gets a measurement before any is judged: one set aside as
     // disturbed is measured again first.
     if candidates.iter().any(|&i| standings[i].rounds == 0) {
+        return;
+    }
+    // A config that would not fit is out whatever its time: the answer never names it.
+    let memory = MemoryReport::of(result, &measured_configs(result));
+    let (candidates, too_big): (Vec<usize>, Vec<usize>) =
+        candidates.into_iter().partition(|&i| memory.fits(i));
+    for index in too_big {
+        let config = memory.configs.iter().find(|c| c.config == index);
+        let limit = memory.limit.map(|l| l.describe()).unwrap_or_default();
+        let reason = format!(
+            "does not fit the memory limit of {limit}: {} at the end of an epoch of the whole \
+             dataset",
+            config.map_or_else(String::new, |c| mib(c.projected_bytes))
+        );
+        on_event(TuneEvent::Eliminated {
+            config: index,
+            reason: reason.clone(),
+        });
+        standings[index].fate = Some(Fate::Eliminated { round, reason });
+    }
+    if candidates.is_empty() {
         return;
     }
     let Some((best, pick)) = best_set(&undisturbed(result), &candidates) else {
@@ -354,6 +376,50 @@ mod tests {
             reinstated: false,
             fate,
         }
+    }
+
+    #[test]
+    fn a_config_past_the_memory_limit_drops_out_however_fast() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut results = rounds(0, 0, &[1.0, 1.0]);
+        results.extend(rounds(1, 2, &[0.5, 0.5]));
+        for r in &mut results {
+            // 200 MiB without workers, 900 MiB with.
+            let bytes = if r.config_index == 0 {
+                200u64 << 20
+            } else {
+                900 << 20
+            };
+            r.epochs[0].memory = Some(loaderbench_measure::process_memory::EpochMemory {
+                peak_pss_bytes: bytes,
+                main_pss_bytes: bytes,
+                worker_pss_bytes: 0,
+                rank_pss_bytes: 0,
+                helper_pss_bytes: 0,
+                sweeps: 2,
+                sampling_s: 0.0,
+            });
+        }
+        let mut result = result(configs, results);
+        result.setup = Some(loaderbench_engine::preset::Preset {
+            memory_limit: Some(bytesize::ByteSize::mib(512)),
+            ..Default::default()
+        });
+        let mut standings = vec![standing(2, None), standing(2, None)];
+        let mut events = Vec::new();
+        eliminate(&result, &mut standings, 2, &mut |e| events.push(e));
+        assert_eq!(standings[0].fate, None, "nw=0 fits and stays");
+        let Some(Fate::Eliminated { reason, .. }) = &standings[1].fate else {
+            panic!(
+                "nw=2 twice as fast but over the limit: {:?}",
+                standings[1].fate
+            );
+        };
+        assert_eq!(
+            reason,
+            "does not fit the memory limit of 512.0 MiB (memory_limit): 900.0 MiB at the end \
+             of an epoch of the whole dataset"
+        );
     }
 
     #[test]

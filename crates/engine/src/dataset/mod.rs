@@ -200,6 +200,12 @@ pub trait Dataset: Send + Sync {
     /// Number of samples.
     fn len(&self) -> usize;
 
+    /// Samples in the whole dataset: more than [`len`](Dataset::len) where a preset's
+    /// `samples` cut it.
+    fn whole_len(&self) -> usize {
+        self.len()
+    }
+
     /// True when there are no samples.
     fn is_empty(&self) -> bool {
         self.len() == 0

@@ -26,6 +26,10 @@ impl Dataset for Subset {
         self.len
     }
 
+    fn whole_len(&self) -> usize {
+        self.inner.whole_len()
+    }
+
     fn shape(&self) -> SampleShape {
         self.inner.shape()
     }

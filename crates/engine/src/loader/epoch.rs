@@ -290,9 +290,6 @@ impl<'a> Epoch<'a> {
     }
 
     fn finish(&mut self) {
-        if let Some(pool) = &self.loader.pool {
-            self.loader.worker_memory = pool.memory();
-        }
         if !self.loader.settings.persistent_workers {
             self.loader.pool = None;
         }

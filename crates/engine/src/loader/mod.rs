@@ -34,7 +34,7 @@ use crate::preset::IntraOpThreads;
 use crate::transform::Pipeline;
 
 pub use epoch::Epoch;
-pub use pool::{WorkerMemory, WorkerMessage};
+pub use pool::WorkerMessage;
 pub use sampler::{Shard, batches_per_epoch};
 use stream_order::{StreamSettings, stream_batches_per_epoch, stream_epoch};
 
@@ -228,8 +228,6 @@ pub struct Loader {
     /// Worker processes instead of threads.
     #[cfg(unix)]
     processes: Option<process::ProcessWorkers>,
-    /// Worker process memory, read at the end of the last epoch.
-    worker_memory: Vec<WorkerMemory>,
     /// The dataset image spawned workers share, made once for every pool.
     #[cfg(unix)]
     images: process::ImageCache,
@@ -266,7 +264,6 @@ impl Loader {
             epochs_started: 0,
             #[cfg(unix)]
             processes: None,
-            worker_memory: Vec::new(),
             #[cfg(unix)]
             images: process::ImageCache::default(),
         })
@@ -277,11 +274,6 @@ impl Loader {
     pub fn with_processes(mut self, processes: process::ProcessWorkers) -> Loader {
         self.processes = Some(processes);
         self
-    }
-
-    /// Each worker process's memory at the end of the last epoch (empty for threads).
-    pub fn worker_memory(&self) -> &[WorkerMemory] {
-        &self.worker_memory
     }
 
     fn start_pool(&self) -> Result<Box<dyn WorkerPool>> {

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
-use serde::{Deserialize, Serialize};
 
 use super::collate::BuiltBatch;
 use crate::error::{Error, Result};
@@ -42,20 +41,6 @@ pub enum WorkerMessage {
     },
 }
 
-/// Memory of one worker process, read at the end of an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct WorkerMemory {
-    pub worker: usize,
-    pub pid: u32,
-    /// Resident set size: every page the process has in memory, shared ones included.
-    pub rss_bytes: u64,
-    /// Proportional set size: shared pages divided among the processes sharing them, so
-    /// summing it over processes does not count them twice. The extra memory a worker
-    /// costs.
-    pub pss_bytes: Option<u64>,
-    pub peak_rss_bytes: Option<u64>,
-}
-
 /// A running set of workers. Dropping it stops every worker.
 pub trait WorkerPool: Send {
     fn len(&self) -> usize;
@@ -68,9 +53,6 @@ pub trait WorkerPool: Send {
 
     /// Don't wait for workers when the pool is dropped: one is known to be hung.
     fn abandon_on_drop(&mut self);
-
-    /// Each worker process's memory; empty for thread workers, which have none of their own.
-    fn memory(&self) -> Vec<WorkerMemory>;
 
     /// Each worker process's id; empty for thread workers.
     fn pids(&self) -> Vec<u32>;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 
 use super::collate::build_batch;
-use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
+use super::pool::{Task, WorkerMessage, WorkerPool};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::transform::Pipeline;
@@ -72,10 +72,6 @@ impl WorkerPool for ThreadPool {
 
     fn abandon_on_drop(&mut self) {
         self.shutdown_grace = Duration::ZERO;
-    }
-
-    fn memory(&self) -> Vec<WorkerMemory> {
-        Vec::new()
     }
 
     fn pids(&self) -> Vec<u32> {

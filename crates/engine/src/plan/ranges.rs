@@ -51,6 +51,13 @@ pub const RANGES: &[NumberRange] = &[
     range("worker_timeout_s", "timeout", 0.1, 86_400.0, "seconds"),
     range("window_s", "window", 0.1, 3_600.0, "seconds"),
     range("resolve_for_s", "time", 0.0, 86_400.0, "seconds"),
+    range(
+        "memory_limit",
+        "limit",
+        16_777_216.0,
+        1_125_899_906_842_624.0,
+        "bytes",
+    ),
     range("step", "fixed(MS)", 0.0, 3_600_000.0, "milliseconds"),
     range("step", "mlp hidden", 1.0, 65_536.0, "units"),
     range("step", "model lr", 1e-12, 1e6, ""),
@@ -137,6 +144,9 @@ pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
     check_number("worker_timeout_s", "timeout", preset.worker_timeout_s)?;
     check_number("window_s", "window", preset.window_s)?;
     check_number("resolve_for_s", "time", preset.resolve_for_s)?;
+    if let Some(limit) = preset.memory_limit {
+        check_number("memory_limit", "limit", limit.as_u64() as f64)?;
+    }
     match &preset.step {
         StepSpec::Fixed(ms) => check_number("step", "fixed(MS)", *ms)?,
         StepSpec::Mlp { hidden } => check_number("step", "mlp hidden", count(*hidden))?,

@@ -8,6 +8,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use bytesize::ByteSize;
 use ron::extensions::Extensions;
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +126,11 @@ pub struct Preset {
     /// an unresolved recommendation hinges on, in seconds (0: not at all).
     #[serde(default = "defaults::resolve_for_s")]
     pub resolve_for_s: f64,
+    /// The memory a config may take at the end of an epoch of the whole dataset (`"16
+    /// GiB"`): one projected past it is never recommended. Default: the memory the
+    /// machine has available when the run starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<ByteSize>,
     /// The Python that runs the PyTorch runtime (a user's own environment, so their
     /// dataset's packages import); default `$LOADERBENCH_PYTHON`, else setup's.
     #[serde(default)]
@@ -223,6 +229,7 @@ impl Default for Preset {
             measure: Measure::default(),
             window_s: defaults::window_s(),
             resolve_for_s: defaults::resolve_for_s(),
+            memory_limit: None,
             python: None,
             pipeline: knob_defaults::pipeline(),
             transform_at: knob_defaults::transform_at(),

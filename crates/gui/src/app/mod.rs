@@ -281,7 +281,7 @@ impl App {
             analysis_charts::ledger(analysis),
             analysis_charts::scaling(analysis),
             analysis_view::stages_chart(result, self.stages_per_epoch),
-            cost_charts::memory(result),
+            cost_charts::memory(result, analysis),
             cost_charts::throughput(result, analysis),
         ];
         charts.extend(analysis_charts::stall(analysis));

@@ -17,6 +17,8 @@ use super::PytorchEvent;
 use super::python_process::Line;
 use super::script_messages::{GO, Message};
 use super::session::Session;
+use crate::memory_watch::MemoryWatch;
+use crate::process_memory::{ProcessKind, ProcessMemory};
 use crate::rank_merge::merge as merge_rank_epochs;
 use crate::results::EpochResult;
 use crate::storage_reads::ReadCounters;
@@ -45,16 +47,31 @@ pub struct Job<'a> {
     /// The run's storage counters when the current epoch was let go (or, for a warm
     /// script, reported its start).
     reads: Option<ReadCounters>,
+    /// The scripts' processes and their workers, sampled from the first rank's start of
+    /// each epoch until the epoch is merged.
+    memory: MemoryWatch,
 }
 
 impl<'a> Job<'a> {
     pub fn new(sessions: Vec<Session>, python: &'a Path) -> Job<'a> {
+        let kind = if sessions.len() > 1 {
+            ProcessKind::Rank
+        } else {
+            ProcessKind::Main
+        };
+        let roots = sessions.iter().map(|s| (s.process.pid(), kind)).collect();
         Job {
             sessions,
             python,
             epochs: Vec::new(),
             reads: None,
+            memory: MemoryWatch::start(roots),
         }
+    }
+
+    /// Every process of the job with its memory through the epochs.
+    pub fn processes(&self) -> Vec<ProcessMemory> {
+        self.memory.take_processes()
     }
 
     /// Reads reports until every script is done. Rank 0's worker start-ups and
@@ -91,8 +108,13 @@ impl<'a> Job<'a> {
                 continue;
             };
             let message = message.map_err(Error::run)?;
-            if matches!(message, Message::EpochStart { .. }) && self.reads.is_none() {
-                self.reads = ReadCounters::now();
+            if let Message::EpochStart { epoch, .. } = message {
+                if self.reads.is_none() {
+                    self.reads = ReadCounters::now();
+                }
+                if !self.memory.is_open() {
+                    self.memory.begin_epoch(epoch);
+                }
             }
             let mut rank_report = |event| {
                 if rank == 0 {
@@ -159,6 +181,7 @@ impl<'a> Job<'a> {
             };
             let reads = self.reads.take().zip(ReadCounters::now());
             merged.record_reads(reads.map(|(before, after)| before.read_since(&after)));
+            merged.memory = self.memory.end_epoch();
             report(PytorchEvent::Epoch(Box::new(merged.clone())));
             self.epochs.push(merged);
         }

@@ -1,8 +1,8 @@
 //! The PyTorch runtime: configs with `runtime: pytorch` are measured by the real
 //! `torch.utils.data.DataLoader`. [`PytorchScript::prepare`] writes the script shipped in
 //! the binary (`python/pytorch_loader.py`, with the training steps of
-//! `python/pytorch_steps.py` and the tar-shard reading of `python/pytorch_shards.py`
-//! beside it) and, for the synthetic dataset, the very
+//! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py` and the
+//! Python-object estimate of `python/pytorch_objects.py` beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`PytorchScript::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
@@ -44,9 +44,9 @@ use session::Session;
 /// The script, shipped inside the binary so that it works from any directory.
 const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
-/// The modules the script imports, written beside it: its training steps, and how it
-/// reads tar shards.
-const SIBLINGS: [(&str, &str); 2] = [
+/// The modules the script imports, written beside it: its training steps, how it reads
+/// tar shards, and how much of a dataset is Python objects.
+const SIBLINGS: [(&str, &str); 3] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -54,6 +54,10 @@ const SIBLINGS: [(&str, &str); 2] = [
     (
         "pytorch_shards.py",
         include_str!("../../../../python/pytorch_shards.py"),
+    ),
+    (
+        "pytorch_objects.py",
+        include_str!("../../../../python/pytorch_objects.py"),
     ),
 ];
 
@@ -191,11 +195,10 @@ impl PytorchScript {
         let delivered = job.sessions.iter().map(|s| s.batches).max();
         self.batches.set(delivered.unwrap_or(self.batches.get()));
         followed?;
-        let versions = job.sessions[0]
-            .ready
-            .as_ref()
-            .and_then(|ready| ready.versions.clone());
+        let ready = job.sessions[0].ready.clone().unwrap_or_default();
+        let versions = ready.versions;
         let summary = summary(&job.sessions);
+        let processes = job.processes();
         // Every rank's process tree is ours, so each rank's meter saw the whole job.
         let verdict = disturbance::judge(&job.sessions[0].interference);
         let (warmup, epochs): (Vec<_>, Vec<_>) = job.epochs.into_iter().partition(|e| e.epoch == 0);
@@ -212,8 +215,6 @@ impl PytorchScript {
             intra_op_threads: summary.intra_op_threads,
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
-            // PyTorch's worker processes are not measured one by one.
-            workers: Vec::new(),
             python: versions.map(|v| PythonEnvironment {
                 executable: self.python.clone(),
                 python: v.python,
@@ -223,6 +224,9 @@ impl PytorchScript {
             // The runner marks it when the files stayed.
             stayed_warm: None,
             partly_cold: None,
+            dataset_samples: ready.dataset_samples,
+            dataset_object_bytes: ready.dataset_object_bytes,
+            processes,
         })
     }
 }
@@ -236,7 +240,6 @@ fn summary(sessions: &[Session]) -> RanksSummary {
             intra_op_threads: ready.intra_op_threads,
             rss_before_bytes: ready.rss_bytes,
             peak_rss_bytes: session.peak_rss_bytes(),
-            workers: Vec::new(),
         }
     });
     // `measure` starts at least one script: a config has at least one rank.

@@ -54,6 +54,11 @@ pub struct PythonProcess {
 }
 
 impl PythonProcess {
+    /// The script's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `python script` with `temp` as its temporary directory and writes
     /// `request` as its first stdin line.
     pub fn start(

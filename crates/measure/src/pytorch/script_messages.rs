@@ -177,6 +177,12 @@ pub enum Message {
         pin_memory_effective: bool,
         rss_bytes: Option<u64>,
         versions: Versions,
+        /// Samples in the whole dataset, where it has a length.
+        #[serde(default)]
+        dataset_samples: Option<usize>,
+        /// The bytes of Python objects the dataset holds (`python/pytorch_objects.py`).
+        #[serde(default)]
+        dataset_object_bytes: Option<u64>,
     },
     /// Something the user should know (an IterableDataset ignores shuffle).
     Note { message: String },

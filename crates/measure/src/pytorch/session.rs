@@ -21,6 +21,10 @@ pub struct Ready {
     pub rss_bytes: Option<u64>,
     /// The Python, torch and torchvision it runs with.
     pub versions: Option<Versions>,
+    /// Samples in the whole dataset, where it has a length.
+    pub dataset_samples: Option<usize>,
+    /// The bytes of Python objects the dataset holds.
+    pub dataset_object_bytes: Option<u64>,
 }
 
 /// One running script and what it has reported so far.
@@ -112,12 +116,16 @@ impl Session {
                 pin_memory_effective,
                 rss_bytes,
                 versions,
+                dataset_samples,
+                dataset_object_bytes,
             } => {
                 self.ready = Some(Ready {
                     intra_op_threads,
                     pin_memory_effective,
                     rss_bytes,
                     versions: Some(versions),
+                    dataset_samples,
+                    dataset_object_bytes,
                 });
             }
             Message::Note { message } => report(PytorchEvent::Note(message)),

@@ -117,6 +117,11 @@ impl Ranks {
     }
 
     /// Lets the ranks end and gathers what they used.
+    /// The rank processes, in rank order.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.iter().map(|p| p.child.id()).collect()
+    }
+
     pub fn finish(mut self) -> Result<RanksSummary> {
         for process in &mut self.processes {
             process.stdin = None;

@@ -117,7 +117,6 @@ fn serve(out: &mut impl Write) -> Result<()> {
                 intra_op_threads: tch::get_num_threads(),
                 rss_before_bytes,
                 peak_rss_bytes: memory::peak_rss_bytes(),
-                workers: loader.worker_memory().to_vec(),
             },
         },
     )

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::events::Event;
+use crate::memory_watch::MemoryWatch;
 use crate::meter::Interference;
 use crate::results::{EpochResult, TimelineBudget};
 use crate::storage_reads::ReadCounters;
@@ -88,10 +89,11 @@ impl Run {
         config: usize,
         repeat: usize,
         cache: &mut EpochCache,
+        watch: &MemoryWatch,
         epoch: usize,
         window: Option<(WindowRule, usize)>,
     ) -> Result<MeasuredEpoch> {
-        self.timed_epoch(config, repeat, cache, || {
+        self.timed_epoch(config, repeat, epoch, cache, watch, || {
             let mut last_sent: Option<Instant> = None;
             run_epoch(loader, step, epoch, window, |batch, startups| {
                 for startup in startups {
@@ -114,19 +116,27 @@ impl Run {
         })
     }
 
-    /// Runs one epoch of config `config` between the gate (and the page cache made
-    /// cold or warm) and the interference meter, records what the meter saw and what
-    /// the run read from storage, and reports the finished epoch.
+    /// Runs epoch `number` of config `config` between the gate (and the page cache made
+    /// cold or warm) and the interference meter, with `watch` sampling its processes'
+    /// memory, records what the meter saw, what the run read from storage and the
+    /// config's memory, and reports the finished epoch.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn timed_epoch(
         &self,
         config: usize,
         repeat: usize,
+        number: usize,
         cache: &mut EpochCache,
+        watch: &MemoryWatch,
         epoch: impl FnOnce() -> Result<EpochResult>,
     ) -> Result<MeasuredEpoch> {
         let reading = self.settle_before_epoch(config, Some(cache))?;
         let reads = ReadCounters::now();
-        let mut result = epoch()?;
+        watch.begin_epoch(number);
+        let measured = epoch();
+        let memory = watch.end_epoch();
+        let mut result = measured?;
+        result.memory = memory;
         let seen = reading.interference_since();
         let read_bytes = reads
             .zip(ReadCounters::now())

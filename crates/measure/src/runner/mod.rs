@@ -333,10 +333,12 @@ impl Run {
             disturbed: verdict.disturbed,
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
-            workers: summary.workers,
             python: None,
             stayed_warm: None,
             partly_cold: None,
+            dataset_samples: None,
+            dataset_object_bytes: None,
+            processes: Vec::new(),
         }
     }
 

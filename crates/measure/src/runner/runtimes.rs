@@ -18,6 +18,8 @@ use super::Run;
 use super::cache::EpochCache;
 use crate::engine_epoch::{build_loader, loader_settings, window_rule};
 use crate::events::Event;
+use crate::memory_watch::MemoryWatch;
+use crate::process_memory::ProcessKind;
 use crate::pytorch::{PytorchEvent, PytorchScript};
 use crate::rank_merge::RanksSummary;
 use crate::ranks::{RankProgress, Ranks};
@@ -82,6 +84,7 @@ impl ConfigRuntime for OurLoader {
         memory::reset_peak_rss();
         let rss_before_bytes = memory::rss_bytes();
         let mut cache = EpochCache::new(config, Some(&self.dataset));
+        let watch = MemoryWatch::start(vec![(std::process::id(), ProcessKind::Main)]);
         let window = window_rule(&run.plan, config).map(|rule| {
             let settings = loader_settings(&run.plan, config, Shard::WHOLE);
             (rule, epoch_batch_count(&*self.dataset, &settings))
@@ -93,6 +96,7 @@ impl ConfigRuntime for OurLoader {
                 index,
                 repeat,
                 &mut cache,
+                &watch,
                 epoch,
                 window,
             )
@@ -108,10 +112,11 @@ impl ConfigRuntime for OurLoader {
                 intra_op_threads: tch::get_num_threads(),
                 rss_before_bytes,
                 peak_rss_bytes: memory::peak_rss_bytes(),
-                workers: loader.worker_memory().to_vec(),
             },
         );
         cache.mark(&mut result);
+        result.dataset_samples = Some(self.dataset.whole_len());
+        result.processes = watch.take_processes();
         Ok(result)
     }
 }
@@ -129,8 +134,10 @@ impl ConfigRuntime for Ranked {
     fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
         let mut ranks = Ranks::start(&run.plan, index, &run.cancel)?;
         let mut cache = EpochCache::new(&run.plan.configs[index], self.dataset.as_ref());
+        let roots = ranks.pids().into_iter().map(|pid| (pid, ProcessKind::Rank));
+        let watch = MemoryWatch::start(roots.collect());
         let (warmup, measured) = run.warmup_and_measured(|epoch| {
-            run.timed_epoch(index, repeat, &mut cache, || {
+            run.timed_epoch(index, repeat, epoch, &mut cache, &watch, || {
                 ranks.epoch(epoch, |progress| {
                     run.emit.send(match progress {
                         RankProgress::WorkerReady(startup) => Event::WorkerReady {
@@ -154,6 +161,8 @@ impl ConfigRuntime for Ranked {
         );
         let mut result = run.config_result(index, repeat, warmup, measured, summary);
         cache.mark(&mut result);
+        result.dataset_samples = self.dataset.as_ref().map(|d| d.whole_len());
+        result.processes = watch.take_processes();
         Ok(result)
     }
 }

@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 28] = [
+const COLUMNS: [Column; 31] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -153,6 +153,18 @@ const COLUMNS: [Column; 28] = [
     Column {
         name: "peak_rss_bytes",
         cell: |r| optional(r.run.peak_rss_bytes.map(|b| b.to_string())),
+    },
+    Column {
+        name: "memory_pss_bytes",
+        cell: |r| optional(r.epoch.memory.map(|m| m.peak_pss_bytes.to_string())),
+    },
+    Column {
+        name: "main_pss_bytes",
+        cell: |r| optional(r.epoch.memory.map(|m| m.main_pss_bytes.to_string())),
+    },
+    Column {
+        name: "worker_pss_bytes",
+        cell: |r| optional(r.epoch.memory.map(|m| m.worker_pss_bytes.to_string())),
     },
 ];
 

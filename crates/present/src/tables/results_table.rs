@@ -3,8 +3,9 @@
 //! the run's name when several saved runs are shown together), then a
 //! column for each other knob whose value differs between the run's configs (worker kind,
 //! batch size, transfers, runtime, start method…), then `first batch | epoch 1 | epoch 2
-//! …` in seconds (medians over repeats followed by their 95% interval), `memory` (the
-//! peak RSS and the extra memory per worker) when `num_workers` varies, and `storage
+//! …` in seconds (medians over repeats followed by their 95% interval), `memory` (every
+//! process's PSS summed at its peak, and the workers' part of it; the main process's
+//! peak RSS for results saved before processes were sampled) when `num_workers` varies, and `storage
 //! read` (a typical epoch's bytes from storage and their rate) when a config is
 //! `cache: cold` or a warm one was partly cold, a cold config that stayed warm and a
 //! warm one whose files were not all in the page cache marked so and explained below. The
@@ -181,29 +182,26 @@ fn cells(row: &SummaryRow, extra: &[KnobColumn]) -> Vec<String> {
     line
 }
 
-/// Config `index`'s peak RSS and the extra memory per worker process, each the median
-/// over repeats: `210.5 MiB, +20.0 MiB/worker`; a dash when nothing was measured.
+/// Config `index`'s memory, the median over repeats: every process's PSS summed at its
+/// peak, with the workers' part (`1022.3 MiB (workers 542.4 MiB)`); the main process's
+/// peak RSS (`210.5 MiB RSS`) where processes were not sampled; a dash when neither was.
 fn memory(result: &RunResult, index: usize) -> String {
     let runs = || result.results.iter().filter(|r| r.config_index == index);
-    let median = |bytes: Vec<f64>| {
+    let median = |bytes: Vec<u64>| {
+        let bytes: Vec<f64> = bytes.into_iter().map(|b| b as f64).collect();
         stats::median(&bytes).map(|b| format!("{:.1} MiB", b / (1024.0 * 1024.0)))
     };
-    let peak = median(
-        runs()
-            .filter_map(|r| r.peak_rss_bytes.map(|b| b as f64))
-            .collect(),
-    );
-    let extra = median(
-        runs()
-            .filter_map(|r| r.extra_bytes_per_worker().map(|b| b as f64))
-            .collect(),
-    );
-    match (peak, extra) {
-        (Some(peak), Some(extra)) => format!("{peak}, +{extra}/worker"),
-        (Some(peak), None) => peak,
-        (None, Some(extra)) => format!("+{extra}/worker"),
-        (None, None) => "-".to_owned(),
+    let peaks: Vec<_> = runs().filter_map(|r| r.memory_peak()).collect();
+    if let Some(total) = median(peaks.iter().map(|m| m.peak_pss_bytes).collect()) {
+        return match median(peaks.iter().map(|m| m.worker_pss_bytes).collect()) {
+            Some(workers) if peaks.iter().any(|m| m.worker_pss_bytes > 0) => {
+                format!("{total} (workers {workers})")
+            }
+            _ => total,
+        };
     }
+    median(runs().filter_map(|r| r.peak_rss_bytes).collect())
+        .map_or_else(|| "-".to_owned(), |peak| format!("{peak} RSS"))
 }
 
 type KnobColumn = (&'static str, fn(&Config) -> String);
@@ -252,7 +250,7 @@ mod tests {
         assert_eq!(table.rows[1].config_index, 1);
         assert_eq!(
             table.rows[0].cells,
-            ["0", "False", "False", "0.0040", "0.20", "200.0 MiB"]
+            ["0", "False", "False", "0.0040", "0.20", "200.0 MiB RSS"]
         );
         assert!(
             table
@@ -262,26 +260,30 @@ mod tests {
     }
 
     #[test]
-    fn the_memory_column_adds_the_extra_memory_per_worker_process() {
+    fn the_memory_column_sums_every_process_and_shows_the_workers_part() {
         let configs = vec![config(0, false), config(2, false)];
         let mut workers = run(1, configs[1].clone(), vec![epoch(1, 0.25, 0.1, 3)]);
-        workers.workers = [30, 10]
-            .into_iter()
-            .enumerate()
-            .map(|(worker, pss)| loaderbench_engine::loader::WorkerMemory {
-                worker,
-                pid: 1,
-                rss_bytes: 80 << 20,
-                pss_bytes: Some(pss << 20),
-                peak_rss_bytes: None,
-            })
-            .collect();
+        let sampled = |total: u64, workers: u64| loaderbench_measure::process_memory::EpochMemory {
+            peak_pss_bytes: total << 20,
+            main_pss_bytes: (total - workers) << 20,
+            worker_pss_bytes: workers << 20,
+            rank_pss_bytes: 0,
+            helper_pss_bytes: 0,
+            sweeps: 4,
+            sampling_s: 0.01,
+        };
+        workers.epochs[0].memory = Some(sampled(300, 120));
         let results = vec![run(0, configs[0].clone(), vec![]), workers];
         let table = ResultsTable::of(&result(configs, results), "light");
         assert_eq!(table.header.last().map(String::as_str), Some("memory"));
         assert_eq!(
             table.rows[1].cells.last().map(String::as_str),
-            Some("200.0 MiB, +20.0 MiB/worker")
+            Some("300.0 MiB (workers 120.0 MiB)")
+        );
+        // Not sampled (saved before it was): the main process's peak RSS, said so.
+        assert_eq!(
+            table.rows[0].cells.last().map(String::as_str),
+            Some("200.0 MiB RSS")
         );
         let same = vec![config(2, false), config(2, true)];
         let plain = ResultsTable::of(&result(same, vec![]), "light");

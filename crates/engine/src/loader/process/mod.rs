@@ -39,10 +39,9 @@ use self::fds::{ChildProcess, SharedFd};
 use self::launch::{SpawnDataset, fork, spawn};
 use self::reader::{Reader, write_tasks};
 use self::worker_messages::ToWorker;
-use super::pool::{Task, WorkerMemory, WorkerMessage, WorkerPool};
+use super::pool::{Task, WorkerMessage, WorkerPool};
 use crate::dataset::{Dataset, DatasetSpec};
 use crate::error::{Error, Result};
-use crate::memory;
 use crate::preset::{BatchTransfer, DatasetTransfer, TransformAt};
 use crate::transform::{Normalize, Pipeline, PipelineSpec};
 
@@ -301,24 +300,6 @@ impl WorkerPool for ProcessPool {
 
     fn abandon_on_drop(&mut self) {
         self.shutdown_grace = Duration::ZERO;
-    }
-
-    fn memory(&self) -> Vec<WorkerMemory> {
-        self.workers
-            .iter()
-            .enumerate()
-            .filter_map(|(worker, w)| {
-                let pid = w.child.pid();
-                let usage = memory::process_memory(pid)?;
-                Some(WorkerMemory {
-                    worker,
-                    pid,
-                    rss_bytes: usage.rss_bytes,
-                    pss_bytes: usage.pss_bytes,
-                    peak_rss_bytes: usage.peak_rss_bytes,
-                })
-            })
-            .collect()
     }
 
     fn pids(&self) -> Vec<u32> {

@@ -1,0 +1,184 @@
+//! Memory through the CLI as a process, on our engine: each worker process is sampled as
+//! a process of its config (the JSON keeps every process's series, the table's memory
+//! column sums their PSS and shows the workers' part); a `--memory-limit` between two
+//! configs' measured memory keeps the bigger one out of the recommendation and says so;
+//! a limit that is no size, or out of range, is refused before anything runs.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use loaderbench_analysis::measured_configs;
+use loaderbench_analysis::memory::MemoryReport;
+use loaderbench_measure::process_memory::ProcessKind;
+use loaderbench_measure::results::RunResult;
+use tempfile::TempDir;
+
+use crate::common;
+use common::runs::shared_dir;
+use common::{loaderbench, path_str, stderr, stdout};
+
+/// nw=0 and nw=2 persistent spawned workers (each a process of its own, libtorch and
+/// all) over 2,048 samples of a pipeline of 400 µs a sample (two workers on two cores
+/// take about half as long), three repeats, measured once with `--recommend`, its
+/// JSON with the meter's verdicts cleared (a busy machine may mark configs disturbed,
+/// and then none is named).
+struct Measured {
+    dir: TempDir,
+    table: String,
+}
+
+static MEASURED: OnceLock<Measured> = OnceLock::new();
+
+fn measured() -> &'static Measured {
+    MEASURED.get_or_init(|| {
+        let dir = shared_dir();
+        let json = dir.path().join("measured.json");
+        let journal = dir.path().join("j.jsonl");
+        let output = loaderbench(&[
+            "run",
+            "seed-light",
+            "-q",
+            "--set",
+            "samples=2048",
+            "--set",
+            "batch_size=64",
+            "--set",
+            "num_workers=0,2",
+            "--set",
+            "worker_kind=spawn",
+            "--set",
+            "persistent_workers=true",
+            "--set",
+            "extra_configs=[]",
+            "--set",
+            "pin_memory=false",
+            "--set",
+            "repeats=3",
+            "--set",
+            "pipeline=[{\"custom\":{\"name\":\"costly\",\"ops\":[{\"cost\":{\"micros_per_sample\":400}}]}}]",
+            "--journal",
+            path_str(&journal),
+            "--json",
+            path_str(&json),
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let mut run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        for result in run["results"].as_array_mut().unwrap() {
+            result["disturbed"] = false.into();
+        }
+        std::fs::write(dir.path().join("quiet.json"), serde_json::to_vec(&run).unwrap()).unwrap();
+        Measured {
+            dir,
+            table: stdout(&output),
+        }
+    })
+}
+
+impl Measured {
+    fn quiet(&self) -> PathBuf {
+        self.dir.path().join("quiet.json")
+    }
+
+    fn result(&self) -> RunResult {
+        serde_json::from_slice(&std::fs::read(self.quiet()).unwrap()).unwrap()
+    }
+
+    /// `report --recommend` on the measurements, with `extra` arguments.
+    fn recommend(&self, extra: &[&str]) -> String {
+        let quiet = self.quiet();
+        let mut args = vec!["report", path_str(&quiet), "--recommend"];
+        args.extend_from_slice(extra);
+        let output = loaderbench(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = stdout(&output);
+        text.split("\nRecommendation: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no recommendation in: {text}"))
+            .to_owned()
+    }
+}
+
+#[test]
+fn worker_processes_are_sampled_as_processes_of_their_config() {
+    let result = measured().result();
+    for run in &result.results {
+        let kinds: Vec<ProcessKind> = run.processes.iter().map(|p| p.kind).collect();
+        let workers = kinds.iter().filter(|&&k| k == ProcessKind::Worker).count();
+        assert_eq!(kinds[0], ProcessKind::Main, "{kinds:?}");
+        // Persistent: the same two through every epoch.
+        assert_eq!(workers, run.config.num_workers, "{kinds:?}");
+        for process in &run.processes {
+            assert_eq!(process.epochs.len(), run.epochs.len(), "{process:?}");
+            for epoch in &process.epochs {
+                assert!(!epoch.series.is_empty(), "{process:?}");
+                assert!(epoch.peak_pss_bytes > 0 && epoch.peak_private_bytes > 0);
+            }
+        }
+        for epoch in &run.epochs {
+            let memory = epoch.memory.expect("every epoch's memory");
+            assert!(memory.sweeps >= 2, "{memory:?}");
+            assert_eq!(
+                memory.worker_pss_bytes > 0,
+                run.config.num_workers > 0,
+                "{memory:?}"
+            );
+            assert_eq!(
+                memory.peak_pss_bytes,
+                memory.main_pss_bytes + memory.worker_pss_bytes + memory.helper_pss_bytes
+            );
+        }
+    }
+    let table = &measured().table;
+    let nw2 = table
+        .lines()
+        .find(|l| l.starts_with("| 2 "))
+        .unwrap_or_else(|| panic!("no nw=2 row in {table}"));
+    assert!(nw2.contains(" MiB (workers "), "{nw2}");
+}
+
+#[test]
+fn a_memory_limit_between_two_configs_keeps_the_bigger_out_of_the_recommendation() {
+    let measured = measured();
+    // Without a limit, two workers are faster and recommended: the limit is what
+    // changes the answer below.
+    let free = measured.recommend(&[]);
+    assert!(free.contains("\nUse nw=2 persistent."), "{free}");
+    let result = measured.result();
+    let memory = MemoryReport::of(&result, &measured_configs(&result));
+    let [nw0, nw2] = [0, 1].map(|i| memory.configs[i].projected_bytes);
+    assert!(
+        nw2 > nw0 + (32 << 20),
+        "workers cost memory: {nw0} against {nw2}"
+    );
+    let between = format!("{}B", (nw0 + nw2) / 2);
+    let limited = measured.recommend(&["--memory-limit", &between]);
+    assert!(limited.contains("\nUse nw=0 persistent."), "{limited}");
+    assert!(
+        limited.contains("nw=2 persistent (")
+            && limited.contains("does not fit the memory limit of"),
+        "{limited}"
+    );
+    assert!(limited.contains("(memory_limit)"), "{limited}");
+}
+
+#[test]
+fn a_memory_limit_that_is_no_size_or_out_of_range_is_refused() {
+    for (limit, problem) in [
+        ("lots", "--memory-limit lots:"),
+        ("1KiB", "field `memory_limit`: 1024 is out of range"),
+    ] {
+        let output = loaderbench(&["validate", "seed-light", "--memory-limit", limit]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{limit}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(problem),
+            "{limit}: {}",
+            stderr(&output)
+        );
+    }
+}

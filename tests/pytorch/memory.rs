@@ -1,0 +1,211 @@
+//! The job's memory on the PyTorch runtime, through the CLI as a process: a Dataset that
+//! keeps its index as 600,000 Python dicts and one that keeps it as numpy arrays
+//! (tests/data/memory/index_of_objects.py), each at 0, 2 and 4 forked DataLoader workers.
+//! The dicts' workers grow within the epoch and the analysis names copy-on-access; the
+//! arrays hold no Python object per record and it says nothing. Meanwhile the test reads the workers' private
+//! memory from /proc itself, and loaderbench's growth per worker must be within 20% of
+//! what it saw (from its first reading, at most 50 ms after the fork).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::common;
+use common::process::{children_of, python_turn};
+use common::{loaderbench_command, path_str, stderr, stdout};
+
+fn module() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/memory/index_of_objects.py")
+}
+
+/// A worker as the test saw it: its private bytes when first and last read.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    first: u64,
+    last: u64,
+}
+
+/// What one run printed and wrote, and what the test read from /proc meanwhile: each
+/// Python script (one per config, in the order they started) with its workers.
+struct Watched {
+    output: Output,
+    exported: serde_json::Value,
+    scripts: Vec<BTreeMap<u32, Seen>>,
+}
+
+/// Private bytes (clean and dirty) of `pid` from its smaps_rollup.
+fn private_bytes(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let kib = |field: &str| -> Option<u64> {
+        let line = rollup.lines().find(|l| l.starts_with(field))?;
+        line[field.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((kib("Private_Clean:")? + kib("Private_Dirty:")?) * 1024)
+}
+
+/// `loaderbench run` of `factory` over 600,000 records at nw=0, 2 and 4 forked workers,
+/// one epoch each, reading every DataLoader worker's private memory every 50 ms.
+fn run_watched(factory: &str) -> Watched {
+    let dir = TempDir::new().unwrap();
+    let preset = dir.path().join("index.ron");
+    std::fs::write(
+        &preset,
+        format!(
+            r#"(
+    version: 1,
+    name: "index-{factory}",
+    dataset: (kind: python, path: "{}", factory: "{factory}", args: {{"size": 600000}}),
+    runtime: [pytorch],
+    start_method: [fork],
+    batch_size: [1024],
+    num_workers: [0, 2, 4],
+    epochs: 1,
+    measure: epochs,
+)"#,
+            module().display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let journal = dir.path().join("j.jsonl");
+    let args = [
+        "run",
+        path_str(&preset),
+        "-q",
+        "--recommend",
+        "--resolve-for",
+        "0s",
+        "--journal",
+        path_str(&journal),
+        "--json",
+        path_str(&json),
+    ];
+    let mut child = loaderbench_command(&args)
+        .spawn()
+        .expect("loaderbench starts");
+    let mut scripts: Vec<(u32, BTreeMap<u32, Seen>)> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while child.try_wait().expect("waitable").is_none() {
+        assert!(Instant::now() < deadline, "the run hung");
+        for script in children_of(child.id()) {
+            let index = match scripts.iter().position(|(pid, _)| *pid == script) {
+                Some(index) => index,
+                None => {
+                    scripts.push((script, BTreeMap::new()));
+                    scripts.len() - 1
+                }
+            };
+            for worker in children_of(script) {
+                if let Some(bytes) = private_bytes(worker) {
+                    scripts[index]
+                        .1
+                        .entry(worker)
+                        .and_modify(|seen| seen.last = bytes)
+                        .or_insert(Seen {
+                            first: bytes,
+                            last: bytes,
+                        });
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("output");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let exported = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    Watched {
+        output,
+        exported,
+        scripts: scripts.into_iter().map(|(_, workers)| workers).collect(),
+    }
+}
+
+impl Watched {
+    /// The analysis's memory of the config with `workers` workers.
+    fn config(&self, workers: usize) -> &serde_json::Value {
+        let index = [0, 2, 4].iter().position(|&w| w == workers).unwrap();
+        let configs = self.exported["analysis"]["memory"]["configs"]
+            .as_array()
+            .unwrap();
+        configs
+            .iter()
+            .find(|c| c["config"] == index)
+            .unwrap_or_else(|| panic!("no memory for nw={workers}: {configs:?}"))
+    }
+
+    /// The median growth of the workers of the script with workers that started
+    /// `nth` (0 for nw=2, 1 for nw=4), as the test read it.
+    fn seen_growth(&self, nth: usize) -> u64 {
+        let with_workers: Vec<&BTreeMap<u32, Seen>> =
+            self.scripts.iter().filter(|w| !w.is_empty()).collect();
+        let mut growth: Vec<u64> = with_workers[nth]
+            .values()
+            .map(|seen| seen.last.saturating_sub(seen.first))
+            .collect();
+        growth.sort_unstable();
+        growth[growth.len() / 2]
+    }
+}
+
+#[test]
+fn an_index_of_dicts_grows_in_forked_workers_and_is_named_copy_on_access() {
+    let _turn = python_turn();
+    let dicts = run_watched("make_dicts");
+    let text = stdout(&dicts.output);
+    assert!(text.contains("\nMemory\nCopy-on-access: "), "{text}");
+    assert!(text.contains("numpy arrays or a torch.Tensor"), "{text}");
+    for (nth, workers) in [2, 4].into_iter().enumerate() {
+        let config = dicts.config(workers);
+        assert_eq!(config["copy_on_access"], true, "{config}");
+        let objects = config["dataset_object_bytes"].as_u64().unwrap();
+        assert!(objects > 100 << 20, "600,000 small dicts: {objects} bytes");
+        let measured = config["worker_growth_bytes"].as_u64().unwrap() as f64;
+        let seen = dicts.seen_growth(nth) as f64;
+        assert!(
+            seen > 32.0 * 1048576.0,
+            "nw={workers}: the test saw {seen} bytes"
+        );
+        assert!(
+            (measured - seen).abs() <= 0.2 * seen,
+            "nw={workers}: loaderbench measured {measured} bytes a worker, /proc showed {seen}"
+        );
+        // Every process counted: the workers' share is in the config's memory.
+        assert!(config["worker_bytes"].as_u64().unwrap() > 0, "{config}");
+    }
+    assert_eq!(
+        dicts.config(0)["worker_growth_bytes"],
+        serde_json::Value::Null
+    );
+    let table_row = text
+        .lines()
+        .find(|l| l.starts_with("| 4 "))
+        .unwrap_or_else(|| panic!("no nw=4 row: {text}"));
+    assert!(table_row.contains("(workers "), "{table_row}");
+}
+
+#[test]
+fn an_index_of_numpy_arrays_does_not_grow_and_gets_no_warning() {
+    let _turn = python_turn();
+    let arrays = run_watched("make_arrays");
+    let text = stdout(&arrays.output);
+    assert!(!text.to_lowercase().contains("copy-on-access"), "{text}");
+    for workers in [2, 4] {
+        let config = arrays.config(workers);
+        assert_eq!(config["copy_on_access"], false, "{config}");
+        // Three arrays: no Python object per record. (The workers still copy the
+        // interpreter's own objects on their first full garbage collection.)
+        let objects = config["dataset_object_bytes"].as_u64().unwrap();
+        assert!(
+            objects < 1 << 20,
+            "nw={workers}: {objects} bytes of objects"
+        );
+    }
+}
