@@ -570,15 +570,15 @@ mod tests {
         compressor.compress_to_vec(image).unwrap()
     }
 
-    /// libjpeg-turbo's own decode of `jpeg` in `format`, channels-first.
-    fn turbo_decoded(jpeg: &[u8], format: turbojpeg::PixelFormat) -> Vec<u8> {
-        let image = turbojpeg::decompress(jpeg, format).unwrap();
-        let mut planes = vec![0; image.pixels.len()];
-        if format == turbojpeg::PixelFormat::RGB {
-            to_channels_first(&image.pixels, &mut planes);
-        } else {
-            planes.copy_from_slice(&image.pixels);
+    /// libjpeg-turbo's own decode of `jpeg` to RGB, channels-first, or as PIL's luma of
+    /// it for 1 channel.
+    fn turbo_decoded(jpeg: &[u8], channels: usize) -> Vec<u8> {
+        let rgb = turbojpeg::decompress(jpeg, turbojpeg::PixelFormat::RGB).unwrap();
+        if channels == 1 {
+            return rgb.pixels.chunks_exact(3).map(rec601_luma).collect();
         }
+        let mut planes = vec![0; rgb.pixels.len()];
+        to_channels_first(&rgb.pixels, &mut planes);
         planes
     }
 
@@ -601,17 +601,17 @@ mod tests {
         });
         assert!(zune_refuses(&arithmetic) && !zune_refuses(&huffman));
         // Arithmetic coding only packs the same coefficients differently.
-        for (channels, format) in [(3, PixelFormat::RGB), (1, PixelFormat::GRAY)] {
+        for channels in [3, 1] {
             assert_eq!(
                 decoded(&arithmetic, shape(channels, 24, 40)).unwrap(),
-                turbo_decoded(&huffman, format),
+                turbo_decoded(&huffman, channels),
                 "{channels} channels"
             );
         }
     }
 
     #[test]
-    fn a_lossless_jpeg_decodes_to_exactly_its_pixels_and_grey_fills_three_channels() {
+    fn a_lossless_jpeg_decodes_to_exactly_its_pixels_in_grey_or_colour() {
         use turbojpeg::PixelFormat;
         let rgb = picture(40, 24).into_raw();
         let lossless = turbo_jpeg(&rgb, 40, PixelFormat::RGB, |c| {
@@ -621,6 +621,8 @@ mod tests {
         let mut planes = vec![0; rgb.len()];
         to_channels_first(&rgb, &mut planes);
         assert_eq!(decoded(&lossless, shape(3, 24, 40)).unwrap(), planes);
+        let luma: Vec<u8> = rgb.chunks_exact(3).map(rec601_luma).collect();
+        assert_eq!(decoded(&lossless, shape(1, 24, 40)).unwrap(), luma);
         let grey: Vec<u8> = (0..40 * 24).map(|i| (i * 7 % 251) as u8).collect();
         let lossless_grey = turbo_jpeg(&grey, 40, PixelFormat::GRAY, |c| {
             c.set_lossless(true).unwrap();
