@@ -39,8 +39,16 @@ impl Coding {
 /// Picture `n` of `width` × `height`: gradients and stripes of its own colours.
 pub fn picture(n: u32, width: u32, height: u32) -> RgbImage {
     RgbImage::from_fn(width, height, |x, y| {
-        let stripe = if (x / 5 + y / 3 + n) % 2 == 0 { 210 } else { 30 };
-        Rgb([stripe, (x * 255 / width + n * 40) as u8, (y * 255 / height) as u8])
+        let stripe = if (x / 5 + y / 3 + n) % 2 == 0 {
+            210
+        } else {
+            30
+        };
+        Rgb([
+            stripe,
+            (x * 255 / width + n * 40) as u8,
+            (y * 255 / height) as u8,
+        ])
     })
 }
 

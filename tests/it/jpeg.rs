@@ -43,7 +43,8 @@ fn write_shard(path: &Path, members: &[(String, Vec<u8>)]) {
         header.set_size(bytes.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
-        tar.append_data(&mut header, name, bytes.as_slice()).unwrap();
+        tar.append_data(&mut header, name, bytes.as_slice())
+            .unwrap();
     }
     tar.finish().unwrap();
 }

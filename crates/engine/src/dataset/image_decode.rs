@@ -101,10 +101,12 @@ pub fn decode_sample(
     pixels: &mut [u8],
 ) -> std::result::Result<(), String> {
     SCRATCH.with_borrow_mut(|scratch| {
-        let written = scratch.decode(bytes, shape.channels, limits).and_then(|size| {
-            write_sample(scratch, size, shape, pixels)
-                .map_err(|message| format!("cannot resize: {message}"))
-        });
+        let written = scratch
+            .decode(bytes, shape.channels, limits)
+            .and_then(|size| {
+                write_sample(scratch, size, shape, pixels)
+                    .map_err(|message| format!("cannot resize: {message}"))
+            });
         scratch.let_go_of_large_buffers();
         written
     })
@@ -645,20 +647,36 @@ mod tests {
 
     #[test]
     fn a_12_bit_jpeg_is_refused_in_the_words_of_the_header_check() {
-        let mut twelve_bit = turbo_jpeg(&picture(8, 8).into_raw(), 8, turbojpeg::PixelFormat::RGB, |_| {});
-        let sof = twelve_bit.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        let mut twelve_bit = turbo_jpeg(
+            &picture(8, 8).into_raw(),
+            8,
+            turbojpeg::PixelFormat::RGB,
+            |_| {},
+        );
+        let sof = twelve_bit
+            .windows(2)
+            .position(|w| w == [0xFF, 0xC0])
+            .unwrap();
         // SOF1 (extended sequential), the frame a 12-bit JPEG has.
         twelve_bit[sof + 1] = 0xC1;
         twelve_bit[sof + 4] = 12;
         let problem = decoded(&twelve_bit, shape(3, 8, 8)).unwrap_err();
-        assert!(problem.starts_with("a 12-bit JPEG: not supported"), "{problem}");
+        assert!(
+            problem.starts_with("a 12-bit JPEG: not supported"),
+            "{problem}"
+        );
     }
 
     #[test]
     fn an_arithmetic_header_over_image_pixels_is_refused_before_the_fallback_decodes() {
-        let mut bomb = turbo_jpeg(&picture(8, 8).into_raw(), 8, turbojpeg::PixelFormat::RGB, |c| {
-            c.set_arithmetic(true).unwrap();
-        });
+        let mut bomb = turbo_jpeg(
+            &picture(8, 8).into_raw(),
+            8,
+            turbojpeg::PixelFormat::RGB,
+            |c| {
+                c.set_arithmetic(true).unwrap();
+            },
+        );
         let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC9]).unwrap();
         bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
         let limits = DatasetLimits {
@@ -668,7 +686,9 @@ mod tests {
         let mut pixels = vec![0; 3 * 8 * 8];
         let problem = SCRATCH.with_borrow_mut(|scratch| {
             scratch.decoded = Vec::new();
-            scratch.jpeg_fallback.decode(&bomb, 3, &limits, &mut scratch.decoded)
+            scratch
+                .jpeg_fallback
+                .decode(&bomb, 3, &limits, &mut scratch.decoded)
         });
         assert!(
             problem.is_err_and(|p| p.contains("the image's pixels (16384×16384)")),

@@ -438,14 +438,20 @@ mod tests {
     #[test]
     fn a_jpeg_of_other_than_8_bit_samples_is_refused_by_its_precision() {
         let mut twelve_bit = jpeg(8, 8);
-        let sof = twelve_bit.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        let sof = twelve_bit
+            .windows(2)
+            .position(|w| w == [0xFF, 0xC0])
+            .unwrap();
         twelve_bit[sof + 4] = 12;
         assert_eq!(size_of(&twelve_bit).unwrap(), Header::JpegPrecision(12));
         let problem = match check_reader(&mut &twelve_bit[..], &DatasetLimits::DEFAULT) {
             Err(bad) => bad.problem,
             Ok(()) => panic!("a 12-bit JPEG passed"),
         };
-        assert!(problem.starts_with("a 12-bit JPEG: not supported"), "{problem}");
+        assert!(
+            problem.starts_with("a 12-bit JPEG: not supported"),
+            "{problem}"
+        );
     }
 
     #[test]
