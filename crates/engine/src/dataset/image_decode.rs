@@ -422,6 +422,16 @@ mod tests {
         let png = dir.path().join("5.png");
         picture(50, 40).save(&png).unwrap();
         paths.push(png);
+        // Two for the fallback decoder, whose decompressor each thread keeps.
+        let rgb = picture(45, 30).into_raw();
+        for (name, arithmetic) in [("6.jpg", true), ("7.jpg", false)] {
+            let jpeg = turbo_jpeg(&rgb, 45, turbojpeg::PixelFormat::RGB, |c| {
+                c.set_arithmetic(arithmetic).unwrap();
+                c.set_lossless(!arithmetic).unwrap();
+            });
+            std::fs::write(dir.path().join(name), jpeg).unwrap();
+            paths.push(dir.path().join(name));
+        }
         let shape = shape(3, 24, 32);
         let forwards: Vec<Vec<u8>> = paths.iter().map(|p| read(p, shape)).collect();
         let backwards = std::thread::scope(|scope| {
