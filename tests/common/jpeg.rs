@@ -39,7 +39,7 @@ impl Coding {
 /// Picture `n` of `width` × `height`: gradients and stripes of its own colours.
 pub fn picture(n: u32, width: u32, height: u32) -> RgbImage {
     RgbImage::from_fn(width, height, |x, y| {
-        let stripe = if (x / 5 + y / 3 + n) % 2 == 0 {
+        let stripe = if (x / 5 + y / 3 + n).is_multiple_of(2) {
             210
         } else {
             30
