@@ -1,19 +1,18 @@
 //! One image file turned into one sample: read into a reused buffer, decoded (JPEG with
 //! zune-jpeg straight to RGB or grey, and the JPEGs it refuses, arithmetic-coded or
-//! lossless, with libjpeg-turbo, PIL's own decoder ([`jpeg_fallback`]); PNG through the
-//! `image` crate), resized with
-//! fast_image_resize's SIMD convolution (bilinear with the filter widened when shrinking,
-//! as Pillow's `resize` does, so it matches torchvision's `Resize`) and written
-//! channels-first in one pass. [`decode_sample`] does the same for an image's bytes
-//! already in memory (a tar shard's member). The buffers, the resizer and the fallback's
-//! decompressor live in a per-thread [`Scratch`], so a worker reading sample after sample
-//! allocates nothing per JPEG on the fast path; one
-//! larger than [`SCRATCH_KEPT_BYTES`] is let go after its sample, so a thread's memory is
-//! not sized by the largest image it met. Nothing is sized from a file before the
-//! dataset's limits allow it: the file's length (`file_bytes`) before it is read, the
-//! header's pixels (`image_pixels`) before it is decoded, by whichever decoder. The
-//! fallback runs only where zune-jpeg refused the file, so the common JPEG's decode is
-//! zune-jpeg's alone; a file neither decodes is refused with libjpeg-turbo's words, or
+//! lossless, with libjpeg-turbo, the decoder PIL's wheels bundle ([`jpeg_fallback`]); PNG
+//! through the `image` crate), resized with fast_image_resize's SIMD convolution
+//! (bilinear with the filter widened when shrinking, as Pillow's `resize` does, so it
+//! matches torchvision's `Resize`) and written channels-first in one pass.
+//! [`decode_sample`] does the same for an image's bytes already in memory (a tar shard's
+//! member). The buffers, the resizer and the fallback's decompressor live in a per-thread
+//! [`Scratch`], so a worker reading sample after sample allocates nothing per JPEG on the
+//! fast path; one larger than [`SCRATCH_KEPT_BYTES`] is let go after its sample, so a
+//! thread's memory is not sized by the largest image it met. Nothing is sized from a file
+//! before the dataset's limits allow it: the file's length (`file_bytes`) before it is
+//! read, the header's pixels (`image_pixels`) before it is decoded, by whichever decoder.
+//! The fallback runs only where zune-jpeg refused the file, so the common JPEG's decode is
+//! zune-jpeg's alone; a file neither decodes is refused in libjpeg-turbo's words, or in
 //! the header check's where the header is the problem (a 12-bit JPEG, which PIL refuses
 //! too).
 //!

@@ -1,5 +1,5 @@
-//! The JPEG decoder for the files zune-jpeg refuses: libjpeg-turbo 3, the library PIL
-//! decodes JPEGs with, through the turbojpeg crate, built from the source that crate
+//! The JPEG decoder for the files zune-jpeg refuses: libjpeg-turbo 3, the library PIL's
+//! wheels decode JPEGs with, through the turbojpeg crate, built from the source that crate
 //! bundles (with cmake; its SIMD with nasm where nasm is installed). It reads the 8-bit
 //! JPEGs that PIL reads and zune-jpeg does not: arithmetic-coded (SOF9–SOF11) and lossless
 //! (SOF3) ones. Its output is the fast path's: `channels` interleaved bytes per pixel in
