@@ -8,8 +8,12 @@
 //! thread workers, PyTorch's worker processes, both persistent), and a decode-only loop
 //! over the same files on 1 and 2 threads with the fastest decoder we have (zune-jpeg,
 //! full size: faster here than jpeg-decoder's reduced-scale decode). The three run
-//! interleaved, 3 rounds, and the medians of the second epochs are compared. Last, the
-//! time to open (list and check) a folder of 100,000 tiny JPEGs (only that: `-- open`).
+//! interleaved, 3 rounds, and the medians of the second epochs are compared. Then the
+//! JPEG codings (only that: `-- jpeg`): 300 of the photos coded baseline, progressive,
+//! arithmetic and lossless, each read by our dataset on one thread (zune-jpeg for the
+//! first two, libjpeg-turbo for the JPEGs it refuses), against the decode floor of the
+//! baseline files, interleaved, 5 rounds. Last, the time to open (list and check) a folder
+//! of 100,000 tiny JPEGs (only that: `-- open`).
 //! Run with `cargo bench --bench image_folder`; under `cargo test` (no `--bench`
 //! argument) a few dozen images and one round go through every step, as a smoke test.
 
@@ -49,6 +53,11 @@ fn main() {
         print_open_time(100_000 / scale);
         return;
     }
+    let jpeg_rounds = if full { 5 } else { 1 };
+    if std::env::args().any(|a| a == "jpeg") {
+        print_jpeg_codings(300 / scale.min(50), jpeg_rounds);
+        return;
+    }
     let variants = [
         Variant {
             name: "small",
@@ -73,6 +82,7 @@ fn main() {
         let files = write_folder(&root, variant);
         compare(variant, &root, &files, rounds);
     }
+    print_jpeg_codings(300 / scale.min(50), jpeg_rounds);
     print_open_time(100_000 / scale);
 }
 
@@ -269,4 +279,75 @@ fn print_open_time(files: usize) {
         "opening {files} files: {seconds:.2} s ({:.1} µs per file, {reports} progress reports)",
         seconds * 1e6 / files as f64
     );
+}
+
+/// How a JPEG of the `-- jpeg` comparison is coded, and which of our decoders reads it.
+const CODINGS: [(&str, &str); 4] = [
+    ("baseline", "zune-jpeg"),
+    ("progressive", "zune-jpeg"),
+    ("arithmetic", "libjpeg-turbo"),
+    ("lossless", "libjpeg-turbo"),
+];
+
+/// `picture` as a JPEG coded as `coding` (quality 90 where lossy), by libjpeg-turbo.
+fn encode_as(picture: &RgbImage, coding: &str) -> Vec<u8> {
+    let mut compressor = turbojpeg::Compressor::new().expect("a compressor");
+    compressor.set_quality(90).expect("quality 90");
+    match coding {
+        "progressive" => compressor.set_progressive(true),
+        "arithmetic" => compressor.set_arithmetic(true),
+        "lossless" => compressor.set_lossless(true),
+        _ => Ok(()),
+    }
+    .expect("the coding is set");
+    let width = picture.width() as usize;
+    let image = turbojpeg::Image {
+        pixels: picture.as_raw().as_slice(),
+        width,
+        pitch: width * 3,
+        height: picture.height() as usize,
+        format: turbojpeg::PixelFormat::RGB,
+    };
+    compressor.compress_to_vec(image).expect("JPEG encoding")
+}
+
+/// Prints, per coding, the seconds our dataset takes to read `images` photos (one
+/// thread, read at 128×128) and that time over the zune-jpeg decode floor of the same
+/// photos coded baseline: medians of `rounds` interleaved rounds.
+fn print_jpeg_codings(images: usize, rounds: usize) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut baseline_files = Vec::new();
+    for (coding, _) in CODINGS {
+        let class = dir.path().join(coding).join("class0");
+        std::fs::create_dir_all(&class).expect("a class folder");
+        for i in 0..images {
+            let (width, height) = (400 + (i * 37 % 161) as u32, 300 + (i * 53 % 121) as u32);
+            let path = class.join(format!("{i:06}.jpg"));
+            let bytes = encode_as(&photo_like(width, height, i as u32), coding);
+            std::fs::write(&path, bytes).expect("the image is written");
+            if coding == "baseline" {
+                baseline_files.push(path);
+            }
+        }
+    }
+    let mut reads = vec![Vec::new(); CODINGS.len()];
+    let mut floor = Vec::new();
+    for _ in 0..rounds {
+        floor.push(decode_floor_s(&baseline_files, 1));
+        for (slot, (coding, _)) in CODINGS.iter().enumerate() {
+            reads[slot].push(read_loop_s(&dir.path().join(coding), 128));
+        }
+    }
+    let med = |values: &[f64]| median(values).unwrap_or(f64::NAN);
+    let floor = med(&floor);
+    println!("| {images} photos coded | read by | ours s | ours / baseline decode floor |");
+    println!("|---|---|---|---|");
+    for (slot, (coding, decoder)) in CODINGS.iter().enumerate() {
+        let ours = med(&reads[slot]);
+        println!(
+            "| {coding} | {decoder} | {ours:.3} | {:.2}× |",
+            ours / floor
+        );
+    }
+    println!("(the baseline decode floor: {floor:.3} s)");
 }

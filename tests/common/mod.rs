@@ -1,12 +1,13 @@
 //! Helpers the integration tests share: running the `loaderbench` binary as a process
 //! with a deadline (a hang fails the test instead of stalling the suite), reading what it
 //! printed, and the loader settings the loader tests start from; the presets and saved
-//! runs tests start from are in [`runs`], the processes they check in [`process`]. Each
-//! test binary uses some of them.
+//! runs tests start from are in [`runs`], the processes they check in [`process`], the
+//! JPEGs of every coding in [`jpeg`]. Each test binary uses some of them.
 #![allow(dead_code)]
 
 #[cfg(feature = "gui")]
 pub mod gui;
+pub mod jpeg;
 pub mod nginx;
 pub mod process;
 pub mod runs;

@@ -17,6 +17,7 @@ mod hostile_data;
 mod hostile_input;
 mod interrupt;
 mod journals;
+mod jpeg;
 mod loader;
 mod measurement;
 mod memory;

@@ -1,5 +1,6 @@
 //! The PyTorch runtime for real: the DataLoader beside our engine, tar shards through
-//! WebDataset, the user's own Dataset and training step, and the snippets it writes. One
+//! WebDataset, every JPEG coding PIL reads, the user's own Dataset and training step,
+//! and the snippets it writes. One
 //! test crate, run by `scripts/test` in its own lane beside the others, since its tests
 //! spend most of their time in Python's `import torch` on one core. Tests that run the
 //! PyTorch runtime in this process take turns ([`common::process::python_turn`]): they
@@ -8,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod jpeg;
 mod memory;
 mod runtime;
 mod shards;

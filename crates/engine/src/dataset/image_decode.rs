@@ -1,14 +1,20 @@
 //! One image file turned into one sample: read into a reused buffer, decoded (JPEG with
-//! zune-jpeg straight to RGB or grey, PNG through the `image` crate), resized with
-//! fast_image_resize's SIMD convolution (bilinear with the filter widened when shrinking,
-//! as Pillow's `resize` does, so it matches torchvision's `Resize`) and written
-//! channels-first in one pass. [`decode_sample`] does the same for an image's bytes
-//! already in memory (a tar shard's member). The buffers and the resizer live in a per-thread
-//! [`Scratch`], so a worker reading sample after sample allocates nothing per JPEG; one
-//! larger than [`SCRATCH_KEPT_BYTES`] is let go after its sample, so a thread's memory is
-//! not sized by the largest image it met. Nothing is sized from a file before the
-//! dataset's limits allow it: the file's length (`file_bytes`) before it is read, the
-//! header's pixels (`image_pixels`) before it is decoded.
+//! zune-jpeg straight to RGB or grey, and the JPEGs it refuses, arithmetic-coded or
+//! lossless, with libjpeg-turbo, the decoder PIL's wheels bundle ([`jpeg_fallback`]); PNG
+//! through the `image` crate), resized with fast_image_resize's SIMD convolution
+//! (bilinear with the filter widened when shrinking, as Pillow's `resize` does, so it
+//! matches torchvision's `Resize`) and written channels-first in one pass.
+//! [`decode_sample`] does the same for an image's bytes already in memory (a tar shard's
+//! member). The buffers, the resizer and the fallback's decompressor live in a per-thread
+//! [`Scratch`], so a worker reading sample after sample allocates nothing per JPEG on the
+//! fast path; one larger than [`SCRATCH_KEPT_BYTES`] is let go after its sample, so a
+//! thread's memory is not sized by the largest image it met. Nothing is sized from a file
+//! before the dataset's limits allow it: the file's length (`file_bytes`) before it is
+//! read, the header's pixels (`image_pixels`) before it is decoded, by whichever decoder.
+//! The fallback runs only where zune-jpeg refused the file, so the common JPEG's decode is
+//! zune-jpeg's alone; a file neither decodes is refused in libjpeg-turbo's words, or in
+//! the header check's where the header is the problem (a 12-bit JPEG, which PIL refuses
+//! too).
 //!
 //! Reduced-scale decoding (JPEG DCT scaling, as PIL's `draft`) was measured with
 //! jpeg-decoder's `Decoder::scale` and left out: its entropy decoding is so much slower
@@ -32,6 +38,9 @@ use zune_jpeg::JpegDecoder;
 
 use super::{DatasetLimits, SampleShape, image_header};
 use crate::error::{Error, Result};
+use jpeg_fallback::JpegFallback;
+
+mod jpeg_fallback;
 
 /// The most bytes a thread's scratch buffer keeps between samples (a 21-megapixel RGB
 /// photo decoded); a larger one is freed after the sample that needed it.
@@ -44,6 +53,7 @@ struct Scratch {
     decoded: Vec<u8>,
     resized: Vec<u8>,
     resizer: Resizer,
+    jpeg_fallback: JpegFallback,
 }
 
 thread_local! {
@@ -90,8 +100,9 @@ pub fn decode_sample(
     pixels: &mut [u8],
 ) -> std::result::Result<(), String> {
     SCRATCH.with_borrow_mut(|scratch| {
-        let written =
-            decode(bytes, shape.channels, limits, &mut scratch.decoded).and_then(|size| {
+        let written = scratch
+            .decode(bytes, shape.channels, limits)
+            .and_then(|size| {
                 write_sample(scratch, size, shape, pixels)
                     .map_err(|message| format!("cannot resize: {message}"))
             });
@@ -101,6 +112,35 @@ pub fn decode_sample(
 }
 
 impl Scratch {
+    /// Decodes `bytes` into [`Scratch::decoded`] as `channels` interleaved bytes per
+    /// pixel; the problem (a header over `limits.image_pixels`, or what the decoder said)
+    /// otherwise.
+    fn decode(
+        &mut self,
+        bytes: &[u8],
+        channels: usize,
+        limits: &DatasetLimits,
+    ) -> std::result::Result<Decoded, String> {
+        if !bytes.starts_with(&[0xFF, 0xD8]) {
+            return decode_other(bytes, channels, limits, &mut self.decoded);
+        }
+        match decode_jpeg(bytes, channels, limits, &mut self.decoded)? {
+            FastJpeg::Decoded(size) => Ok(size),
+            FastJpeg::LeftToImage => decode_other(bytes, channels, limits, &mut self.decoded),
+            FastJpeg::Refused => {
+                let fallback = &mut self.jpeg_fallback;
+                match fallback.decode(bytes, channels, limits, &mut self.decoded) {
+                    Ok((width, height)) => Ok(Decoded { width, height }),
+                    // A header that is the problem (a 12-bit JPEG) in the words of the
+                    // check at open.
+                    Err(problem) => Err(image_header::check_reader(&mut &bytes[..], limits)
+                        .err()
+                        .map_or(problem, image_header::BadHeader::into_problem)),
+                }
+            }
+        }
+    }
+
     /// Frees the buffers (and the resizer's) that a large image grew past
     /// [`SCRATCH_KEPT_BYTES`].
     fn let_go_of_large_buffers(&mut self) {
@@ -131,60 +171,60 @@ fn read_file(path: &Path, limits: &DatasetLimits, bytes: &mut Vec<u8>) -> Result
     check(bytes.len() as u64)
 }
 
-/// Decodes `bytes` into `out` as `channels` interleaved bytes per pixel; the problem
-/// (a header over `limits.image_pixels`, or what the decoder said) otherwise.
-fn decode(
-    bytes: &[u8],
-    channels: usize,
-    limits: &DatasetLimits,
-    out: &mut Vec<u8>,
-) -> std::result::Result<Decoded, String> {
-    if bytes.starts_with(&[0xFF, 0xD8])
-        && let Some(size) = decode_jpeg(bytes, channels, limits, out)?
-    {
-        return Ok(size);
-    }
-    decode_other(bytes, channels, limits, out)
-}
-
 fn cannot_decode(message: impl std::fmt::Display) -> String {
     format!("cannot decode: {message}")
 }
 
-/// zune-jpeg's decode, or `None` for the rare colour spaces it cannot turn into grey
-/// (CMYK, YCCK), which the `image` crate then handles.
+/// What zune-jpeg made of a JPEG.
+enum FastJpeg {
+    Decoded(Decoded),
+    /// A colour space it cannot turn into grey (CMYK, YCCK): the `image` crate's.
+    LeftToImage,
+    /// A JPEG it does not decode (arithmetic-coded, lossless, damaged), for the fallback.
+    Refused,
+}
+
+/// zune-jpeg's decode into `out`; the problem when the header is over
+/// `limits.image_pixels`.
 fn decode_jpeg(
     bytes: &[u8],
     channels: usize,
     limits: &DatasetLimits,
     out: &mut Vec<u8>,
-) -> std::result::Result<Option<Decoded>, String> {
+) -> std::result::Result<FastJpeg, String> {
     let mut decoder = JpegDecoder::new(ZCursor::new(bytes));
-    decoder.decode_headers().map_err(cannot_decode)?;
+    if decoder.decode_headers().is_err() {
+        return Ok(FastJpeg::Refused);
+    }
     let colour = if channels == 1 {
         let input = decoder.input_colorspace();
         if !matches!(input, Some(ColorSpace::YCbCr | ColorSpace::Luma)) {
-            return Ok(None);
+            return Ok(FastJpeg::LeftToImage);
         }
         ColorSpace::Luma
     } else {
         ColorSpace::RGB
     };
-    // Strict: a truncated or damaged file is an error, as in PIL, not grey pixels.
+    // Strict: a truncated or damaged file is refused, as in PIL, not read as grey pixels.
     let options = DecoderOptions::default()
         .set_strict_mode(true)
         .jpeg_set_out_colorspace(colour);
     decoder.set_options(options);
-    decoder.decode_headers().map_err(cannot_decode)?;
-    let no_size = || cannot_decode("no image size in the header");
-    let (width, height) = decoder.dimensions().ok_or_else(no_size)?;
+    let (Ok(()), Some((width, height)), Some(needed)) = (
+        decoder.decode_headers(),
+        decoder.dimensions(),
+        decoder.output_buffer_size(),
+    ) else {
+        return Ok(FastJpeg::Refused);
+    };
     // zune-jpeg's sides are 16-bit.
     let (width, height) = (width as u32, height as u32);
     image_header::check_pixels(width, height, limits)?;
-    let needed = decoder.output_buffer_size().ok_or_else(no_size)?;
     out.resize(needed, 0);
-    decoder.decode_into(out).map_err(cannot_decode)?;
-    Ok(Some(Decoded { width, height }))
+    if decoder.decode_into(out).is_err() {
+        return Ok(FastJpeg::Refused);
+    }
+    Ok(FastJpeg::Decoded(Decoded { width, height }))
 }
 
 /// Any other format the `image` crate reads (PNG, and JPEGs zune-jpeg leaves to it).
@@ -381,6 +421,16 @@ mod tests {
         let png = dir.path().join("5.png");
         picture(50, 40).save(&png).unwrap();
         paths.push(png);
+        // Two for the fallback decoder, whose decompressor each thread keeps.
+        let rgb = picture(45, 30).into_raw();
+        for (name, arithmetic) in [("6.jpg", true), ("7.jpg", false)] {
+            let jpeg = turbo_jpeg(&rgb, 45, turbojpeg::PixelFormat::RGB, |c| {
+                c.set_arithmetic(arithmetic).unwrap();
+                c.set_lossless(!arithmetic).unwrap();
+            });
+            std::fs::write(dir.path().join(name), jpeg).unwrap();
+            paths.push(dir.path().join(name));
+        }
         let shape = shape(3, 24, 32);
         let forwards: Vec<Vec<u8>> = paths.iter().map(|p| read(p, shape)).collect();
         let backwards = std::thread::scope(|scope| {
@@ -508,5 +558,154 @@ mod tests {
         }
         let kept = SCRATCH.with_borrow(|scratch| scratch.decoded.capacity());
         assert!(kept < 1 << 20, "the scratch holds {kept} bytes");
+    }
+
+    /// `image` encoded by libjpeg-turbo, `configure`d (arithmetic coding, lossless).
+    fn turbo_jpeg(
+        image: &[u8],
+        width: usize,
+        format: turbojpeg::PixelFormat,
+        configure: impl FnOnce(&mut turbojpeg::Compressor),
+    ) -> Vec<u8> {
+        let mut compressor = turbojpeg::Compressor::new().unwrap();
+        compressor.set_quality(90).unwrap();
+        configure(&mut compressor);
+        let depth = format.size();
+        let image = turbojpeg::Image {
+            pixels: image,
+            width,
+            pitch: width * depth,
+            height: image.len() / (width * depth),
+            format,
+        };
+        compressor.compress_to_vec(image).unwrap()
+    }
+
+    /// libjpeg-turbo's own decode of `jpeg` to RGB, channels-first, or as PIL's luma of
+    /// it for 1 channel.
+    fn turbo_decoded(jpeg: &[u8], channels: usize) -> Vec<u8> {
+        let rgb = turbojpeg::decompress(jpeg, turbojpeg::PixelFormat::RGB).unwrap();
+        if channels == 1 {
+            return rgb.pixels.chunks_exact(3).map(rec601_luma).collect();
+        }
+        let mut planes = vec![0; rgb.pixels.len()];
+        to_channels_first(&rgb.pixels, &mut planes);
+        planes
+    }
+
+    fn zune_refuses(jpeg: &[u8]) -> bool {
+        JpegDecoder::new(ZCursor::new(jpeg)).decode().is_err()
+    }
+
+    fn decoded(jpeg: &[u8], shape: SampleShape) -> std::result::Result<Vec<u8>, String> {
+        let mut pixels = vec![0; shape.sample_bytes()];
+        decode_sample(jpeg, shape, &DatasetLimits::DEFAULT, &mut pixels).map(|()| pixels)
+    }
+
+    #[test]
+    fn an_arithmetic_coded_jpeg_decodes_to_the_pixels_of_its_huffman_coded_twin() {
+        use turbojpeg::PixelFormat;
+        let rgb = picture(40, 24).into_raw();
+        let huffman = turbo_jpeg(&rgb, 40, PixelFormat::RGB, |_| {});
+        let arithmetic = turbo_jpeg(&rgb, 40, PixelFormat::RGB, |c| {
+            c.set_arithmetic(true).unwrap();
+        });
+        assert!(zune_refuses(&arithmetic) && !zune_refuses(&huffman));
+        // Arithmetic coding only packs the same coefficients differently.
+        for channels in [3, 1] {
+            assert_eq!(
+                decoded(&arithmetic, shape(channels, 24, 40)).unwrap(),
+                turbo_decoded(&huffman, channels),
+                "{channels} channels"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lossless_jpeg_decodes_to_exactly_its_pixels_in_grey_or_colour() {
+        use turbojpeg::PixelFormat;
+        let rgb = picture(40, 24).into_raw();
+        let lossless = turbo_jpeg(&rgb, 40, PixelFormat::RGB, |c| {
+            c.set_lossless(true).unwrap();
+        });
+        assert!(zune_refuses(&lossless));
+        let mut planes = vec![0; rgb.len()];
+        to_channels_first(&rgb, &mut planes);
+        assert_eq!(decoded(&lossless, shape(3, 24, 40)).unwrap(), planes);
+        let luma: Vec<u8> = rgb.chunks_exact(3).map(rec601_luma).collect();
+        assert_eq!(decoded(&lossless, shape(1, 24, 40)).unwrap(), luma);
+        let grey: Vec<u8> = (0..40 * 24).map(|i| (i * 7 % 251) as u8).collect();
+        let lossless_grey = turbo_jpeg(&grey, 40, PixelFormat::GRAY, |c| {
+            c.set_lossless(true).unwrap();
+        });
+        assert_eq!(
+            decoded(&lossless_grey, shape(3, 24, 40)).unwrap(),
+            [grey.as_slice(), &grey, &grey].concat()
+        );
+    }
+
+    #[test]
+    fn a_truncated_arithmetic_jpeg_is_refused_as_pil_refuses_it() {
+        let rgb = picture(64, 48).into_raw();
+        let arithmetic = turbo_jpeg(&rgb, 64, turbojpeg::PixelFormat::RGB, |c| {
+            c.set_arithmetic(true).unwrap();
+        });
+        let problem = decoded(&arithmetic[..arithmetic.len() / 2], shape(3, 48, 64)).unwrap_err();
+        assert_eq!(problem, "cannot decode: Premature end of JPEG file");
+    }
+
+    #[test]
+    fn a_12_bit_jpeg_is_refused_in_the_words_of_the_header_check() {
+        let mut twelve_bit = turbo_jpeg(
+            &picture(8, 8).into_raw(),
+            8,
+            turbojpeg::PixelFormat::RGB,
+            |_| {},
+        );
+        let sof = twelve_bit
+            .windows(2)
+            .position(|w| w == [0xFF, 0xC0])
+            .unwrap();
+        // SOF1 (extended sequential), the frame a 12-bit JPEG has.
+        twelve_bit[sof + 1] = 0xC1;
+        twelve_bit[sof + 4] = 12;
+        let problem = decoded(&twelve_bit, shape(3, 8, 8)).unwrap_err();
+        assert!(
+            problem.starts_with("a 12-bit JPEG: not supported"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn an_arithmetic_header_over_image_pixels_is_refused_before_the_fallback_decodes() {
+        let mut bomb = turbo_jpeg(
+            &picture(8, 8).into_raw(),
+            8,
+            turbojpeg::PixelFormat::RGB,
+            |c| {
+                c.set_arithmetic(true).unwrap();
+            },
+        );
+        let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC9]).unwrap();
+        bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
+        let limits = DatasetLimits {
+            image_pixels: 500,
+            ..DatasetLimits::DEFAULT
+        };
+        let mut pixels = vec![0; 3 * 8 * 8];
+        let problem = SCRATCH.with_borrow_mut(|scratch| {
+            scratch.decoded = Vec::new();
+            scratch
+                .jpeg_fallback
+                .decode(&bomb, 3, &limits, &mut scratch.decoded)
+        });
+        assert!(
+            problem.is_err_and(|p| p.contains("the image's pixels (16384×16384)")),
+            "the fallback decoded it"
+        );
+        let kept = SCRATCH.with_borrow(|scratch| scratch.decoded.capacity());
+        assert_eq!(kept, 0, "the fallback sized a buffer");
+        let problem = decode_sample(&bomb, shape(3, 8, 8), &limits, &mut pixels).unwrap_err();
+        assert!(problem.contains("dataset.limits.image_pixels"), "{problem}");
     }
 }

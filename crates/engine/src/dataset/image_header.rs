@@ -110,6 +110,11 @@ pub struct BadHeader {
 }
 
 impl BadHeader {
+    /// The problem alone, for a caller that says itself which file or member it is.
+    pub(crate) fn into_problem(self) -> String {
+        self.problem
+    }
+
     /// The error for the file at `path` (or its `member`, in an archive).
     pub fn at(self, path: &Path, member: Option<&str>) -> Error {
         let problem = match member {
@@ -135,11 +140,15 @@ pub fn check_reader(
         source: None,
     };
     match image_size(reader) {
-        Ok(Some((width, height))) if width > 0 && height > 0 => {
+        Ok(Header::Size(width, height)) if width > 0 && height > 0 => {
             check_pixels(width, height, limits).map_err(bad)
         }
-        Ok(Some(_)) => Err(bad("the image has no pixels".to_owned())),
-        Ok(None) => Err(bad("not a readable image: no PNG or JPEG header".to_owned())),
+        Ok(Header::Size(..)) => Err(bad("the image has no pixels".to_owned())),
+        Ok(Header::JpegPrecision(bits)) => Err(bad(format!(
+            "a {bits}-bit JPEG: not supported (only 8-bit JPEGs are read, by our engine and \
+             by PIL alike)"
+        ))),
+        Ok(Header::Unknown) => Err(bad("not a readable image: no PNG or JPEG header".to_owned())),
         Err(err) => Err(BadHeader {
             problem: format!("not a readable image: {err}"),
             source: Some(err),
@@ -162,8 +171,20 @@ pub fn check_pixels(
     )
 }
 
-/// Width and height from a PNG or JPEG header; `None` when the bytes are neither.
-fn image_size(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
+/// What an image file's header says.
+#[derive(Debug, PartialEq, Eq)]
+enum Header {
+    /// A PNG, or a JPEG of 8-bit samples, of this width and height.
+    Size(u32, u32),
+    /// A JPEG whose samples have this many bits (12, or a lossless JPEG's 2 to 16):
+    /// PIL reads none but 8-bit ones, and neither does our engine.
+    JpegPrecision(u8),
+    /// Neither a PNG nor a JPEG with a frame header.
+    Unknown,
+}
+
+/// Width and height from a PNG or JPEG header.
+fn image_size(reader: &mut impl Read) -> io::Result<Header> {
     let mut magic = [0u8; 8];
     let read = read_up_to(reader, &mut magic)?;
     if magic[..read].starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -171,29 +192,29 @@ fn image_size(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
     } else if magic[..read].starts_with(&[0xFF, 0xD8]) {
         jpeg_size(reader, &magic[2..read])
     } else {
-        Ok(None)
+        Ok(Header::Unknown)
     }
 }
 
 /// The IHDR chunk that must follow the PNG signature.
-fn png_size(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
+fn png_size(reader: &mut impl Read) -> io::Result<Header> {
     let mut chunk = [0u8; 16];
     reader.read_exact(&mut chunk)?;
     if &chunk[4..8] != b"IHDR" {
-        return Ok(None);
+        return Ok(Header::Unknown);
     }
     let word =
         |at: usize| u32::from_be_bytes([chunk[at], chunk[at + 1], chunk[at + 2], chunk[at + 3]]);
-    Ok(Some((word(8), word(12))))
+    Ok(Header::Size(word(8), word(12)))
 }
 
 /// Walks a JPEG's markers (after SOI; `already` holds the bytes read past it) to the
-/// frame header (SOFn), which holds the size.
-fn jpeg_size(reader: &mut impl Read, already: &[u8]) -> io::Result<Option<(u32, u32)>> {
+/// frame header (SOFn), which holds the sample precision and the size.
+fn jpeg_size(reader: &mut impl Read, already: &[u8]) -> io::Result<Header> {
     let mut reader = already.chain(reader);
     loop {
         if byte(&mut reader)? != 0xFF {
-            return Ok(None);
+            return Ok(Header::Unknown);
         }
         let mut marker = byte(&mut reader)?;
         while marker == 0xFF {
@@ -203,20 +224,25 @@ fn jpeg_size(reader: &mut impl Read, already: &[u8]) -> io::Result<Option<(u32, 
             // Markers without a segment.
             0x01 | 0xD0..=0xD8 => continue,
             // Entropy-coded data or the end before any frame header.
-            0xD9 | 0xDA => return Ok(None),
-            // SOF0-SOF15 (DHT, JPG and DAC share the range but are not frames).
+            0xD9 | 0xDA => return Ok(Header::Unknown),
+            // SOF0-SOF15: baseline, extended, progressive, lossless, each Huffman or
+            // arithmetic coded (DHT, JPG and DAC share the range but are not frames).
             0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
                 let mut header = [0u8; 7];
                 reader.read_exact(&mut header)?;
+                let precision = header[2];
+                if precision != 8 {
+                    return Ok(Header::JpegPrecision(precision));
+                }
                 let height = u16::from_be_bytes([header[3], header[4]]);
                 let width = u16::from_be_bytes([header[5], header[6]]);
-                return Ok(Some((u32::from(width), u32::from(height))));
+                return Ok(Header::Size(u32::from(width), u32::from(height)));
             }
             _ => {
                 let mut length = [0u8; 2];
                 reader.read_exact(&mut length)?;
                 let Some(rest) = u16::from_be_bytes(length).checked_sub(2) else {
-                    return Ok(None);
+                    return Ok(Header::Unknown);
                 };
                 let skipped = io::copy(&mut (&mut reader).take(u64::from(rest)), &mut io::sink())?;
                 if skipped < u64::from(rest) {
@@ -259,7 +285,7 @@ mod tests {
         bytes
     }
 
-    fn size_of(bytes: &[u8]) -> io::Result<Option<(u32, u32)>> {
+    fn size_of(bytes: &[u8]) -> io::Result<Header> {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("image");
         std::fs::write(&path, bytes).unwrap();
@@ -272,14 +298,14 @@ mod tests {
     #[test]
     fn jpeg_size_is_found_past_segments_larger_than_the_buffer() {
         let plain = jpeg(37, 21);
-        assert_eq!(size_of(&plain).unwrap(), Some((37, 21)));
+        assert_eq!(size_of(&plain).unwrap(), Header::Size(37, 21));
         // An APP1 segment of 20,000 bytes (an EXIF block with a thumbnail) after SOI.
         let mut with_exif = plain[..2].to_vec();
         with_exif.extend([0xFF, 0xE1]);
         with_exif.extend(20_000u16.to_be_bytes());
         with_exif.extend(std::iter::repeat_n(0xAB, 19_998));
         with_exif.extend(&plain[2..]);
-        assert_eq!(size_of(&with_exif).unwrap(), Some((37, 21)));
+        assert_eq!(size_of(&with_exif).unwrap(), Header::Size(37, 21));
     }
 
     #[test]
@@ -288,7 +314,7 @@ mod tests {
         RgbImage::new(5, 3)
             .write_to(&mut bytes, image::ImageFormat::Png)
             .unwrap();
-        assert_eq!(size_of(bytes.get_ref()).unwrap(), Some((5, 3)));
+        assert_eq!(size_of(bytes.get_ref()).unwrap(), Header::Size(5, 3));
     }
 
     #[test]
@@ -299,8 +325,11 @@ mod tests {
             size_of(&plain[..sof + 4]).is_err(),
             "cut inside the frame header"
         );
-        assert_eq!(size_of(b"GIF89a....").unwrap(), None);
-        assert_eq!(size_of(&[0xFF, 0xD8, 0xFF, 0xDA, 0, 2]).unwrap(), None);
+        assert_eq!(size_of(b"GIF89a....").unwrap(), Header::Unknown);
+        assert_eq!(
+            size_of(&[0xFF, 0xD8, 0xFF, 0xDA, 0, 2]).unwrap(),
+            Header::Unknown
+        );
     }
 
     /// 300 good files, two bad ones; `bad` are their positions.
@@ -404,6 +433,25 @@ mod tests {
             ..DatasetLimits::DEFAULT
         };
         assert!(check_reader(&mut &bomb[..], &raised).is_ok());
+    }
+
+    #[test]
+    fn a_jpeg_of_other_than_8_bit_samples_is_refused_by_its_precision() {
+        let mut twelve_bit = jpeg(8, 8);
+        let sof = twelve_bit
+            .windows(2)
+            .position(|w| w == [0xFF, 0xC0])
+            .unwrap();
+        twelve_bit[sof + 4] = 12;
+        assert_eq!(size_of(&twelve_bit).unwrap(), Header::JpegPrecision(12));
+        let problem = match check_reader(&mut &twelve_bit[..], &DatasetLimits::DEFAULT) {
+            Err(bad) => bad.problem,
+            Ok(()) => panic!("a 12-bit JPEG passed"),
+        };
+        assert!(
+            problem.starts_with("a 12-bit JPEG: not supported"),
+            "{problem}"
+        );
     }
 
     #[test]

@@ -1,0 +1,279 @@
+//! Every JPEG coding PIL reads, on both runtimes: an image folder of baseline,
+//! progressive, arithmetic-coded and lossless JPEGs gives on our engine PIL's samples
+//! (the PyTorch runtime's own dataset: torchvision's ImageFolder over PIL) to within 3 in
+//! every value, as RGB (and as grey, where libjpeg-turbo decodes), and a run measures it
+//! on both runtimes at 0 and 2
+//! workers, every sample once per epoch. A 12-bit JPEG, which PIL refuses (shown here),
+//! is refused on the PyTorch runtime too, before Python starts, with one line naming the
+//! file or the shard's member and saying that 12-bit JPEGs are not supported.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
+use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::{Preset, Runtime};
+use loaderbench_engine::transform::PipelineSpec;
+use loaderbench_measure::pytorch::{self, DatasetRequest, Request};
+use loaderbench_present::documents;
+use tempfile::TempDir;
+
+use crate::common;
+use common::jpeg::{self, Coding};
+use common::process::python_turn;
+use common::{assert_error_line, loaderbench, path_str, stderr, wait_with_deadline};
+
+/// Images per coding, and their size (every image the same: read unresized).
+const PER_CODING: u32 = 2;
+const WIDTH: u32 = 20;
+const HEIGHT: u32 = 14;
+
+/// The largest difference the image-folder tests allow between our pixels and PIL's
+/// (the decoders' rounding).
+const TOLERANCE: u8 = 3;
+
+/// Each sample's label and pixels (channels-first bytes).
+type Samples = Vec<(i64, Vec<u8>)>;
+
+fn spec(root: &Path, channels: usize) -> DatasetSpec {
+    DatasetSpec {
+        kind: DatasetKind::ImageFolder,
+        path: Some(root.to_path_buf()),
+        channels,
+        image_size: [HEIGHT as usize, WIDTH as usize],
+        ..DatasetSpec::default()
+    }
+}
+
+/// The folder's samples as our engine reads them, in index order.
+fn ours(root: &Path, channels: usize) -> Samples {
+    let dataset = open(&spec(root, channels), None).unwrap();
+    (0..dataset.len())
+        .map(|index| {
+            let mut pixels = vec![0; dataset.shape().sample_bytes()];
+            let label = dataset.read(index, &mut pixels).unwrap();
+            (label, pixels)
+        })
+        .collect()
+}
+
+/// A preset over the folder at `root` decoding to tensors only (no random op, so pixels
+/// can be compared).
+fn preset(root: &Path, sets: &[(&str, &str)]) -> Preset {
+    let mut preset = Preset {
+        name: "every-jpeg".to_owned(),
+        batch_size: vec![4],
+        dataset: spec(root, 3),
+        pipeline: vec![PipelineSpec::Custom {
+            name: "identity".to_owned(),
+            ops: Vec::new(),
+        }],
+        ..Preset::default()
+    };
+    for (key, value) in sets {
+        preset.set(key, value).unwrap();
+    }
+    preset
+}
+
+/// Reads each request's dataset (the PyTorch runtime's own, built by its script) in
+/// index order and writes every sample's label and bytes, one list per request.
+const SNIPPET: &str = "import json, sys
+sys.path.insert(0, sys.argv[1])
+import pytorch_loader as r
+out = []
+for line in sys.stdin:
+    dataset = r.build_dataset(json.loads(line))
+    samples = (dataset[i] for i in range(len(dataset)))
+    out.append([[label, (image * 255).round().to(r.torch.uint8).flatten().tolist()] for image, label in samples])
+with open(sys.argv[2], 'w') as file:
+    json.dump(out, file)
+";
+
+/// The folder's samples as the PyTorch runtime's dataset gives them, as RGB and as grey.
+fn pils(root: &Path) -> [Samples; 2] {
+    let plan = Plan::from_preset(&preset(root, &[("runtime", "pytorch")]), None).unwrap();
+    let dir = TempDir::new().unwrap();
+    let out = dir.path().join("samples.json");
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
+    let mut child = Command::new(pytorch::python_path())
+        .args(["-c", SNIPPET])
+        .arg(&scripts)
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let mut stdin = child.stdin.take().unwrap();
+    for channels in [3, 1] {
+        let dataset = DatasetRequest::ImageFolder {
+            root: root.to_path_buf(),
+            channels,
+            image_size: [HEIGHT as usize, WIDTH as usize],
+        };
+        let request = Request::new(&plan, &plan.configs[0], dataset);
+        writeln!(stdin, "{}", serde_json::to_string(&request).unwrap()).unwrap();
+    }
+    drop(stdin);
+    let output = wait_with_deadline(child, Duration::from_secs(120));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let read: Vec<Samples> = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    read.try_into().expect("two lists of samples")
+}
+
+#[test]
+fn every_jpeg_coding_decodes_on_our_engine_to_pils_pixels() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    jpeg::folder_of_every_coding(dir.path(), PER_CODING, WIDTH, HEIGHT);
+    let [pil_rgb, pil_grey] = pils(dir.path());
+    for (channels, pil) in [(3, pil_rgb), (1, pil_grey)] {
+        let ours = ours(dir.path(), channels);
+        assert_eq!(ours.len(), Coding::ALL.len() * PER_CODING as usize);
+        assert_eq!(ours.len(), pil.len());
+        for (index, ((label, pixels), (pil_label, pil_pixels))) in ours.iter().zip(&pil).enumerate()
+        {
+            assert_eq!(label, pil_label, "sample {index}");
+            let coding = Coding::ALL[*label as usize];
+            // Grey from zune-jpeg is the JPEG's Y channel, which strays from PIL's luma
+            // of the RGB further than this where RGB clips (6 here); libjpeg-turbo's
+            // decode is converted as PIL converts.
+            if channels == 1 && matches!(coding, Coding::Baseline | Coding::Progressive) {
+                continue;
+            }
+            let most = pixels
+                .iter()
+                .zip(pil_pixels)
+                .map(|(a, b)| a.abs_diff(*b))
+                .max()
+                .unwrap();
+            assert!(
+                most <= TOLERANCE,
+                "{} sample {index}, {channels} channels: {most} from PIL's",
+                coding.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_folder_of_every_jpeg_coding_runs_on_both_runtimes_every_sample_once_per_epoch() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("folder");
+    jpeg::folder_of_every_coding(&folder, PER_CODING, WIDTH, HEIGHT);
+    let file = dir.path().join("every-jpeg.ron");
+    let sets = [
+        ("runtime", "loaderbench,pytorch"),
+        ("num_workers", "0,2"),
+        ("epochs", "2"),
+        ("pin_memory", "false"),
+    ];
+    preset(&folder, &sets).save(&file).unwrap();
+    let json = dir.path().join("run.json");
+    let journal = dir.path().join("run.jsonl");
+    let output = loaderbench(&[
+        "run",
+        path_str(&file),
+        "-q",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = documents::read(&json).unwrap();
+    let measured: Vec<_> = run
+        .results
+        .iter()
+        .map(|r| (r.config.runtime, r.config.num_workers))
+        .collect();
+    for runtime in [Runtime::Loaderbench, Runtime::Pytorch] {
+        for workers in [0, 2] {
+            assert!(measured.contains(&(runtime, workers)), "{measured:?}");
+        }
+    }
+    for result in &run.results {
+        for epoch in &result.epochs {
+            assert_eq!(
+                epoch.samples,
+                Coding::ALL.len() * PER_CODING as usize,
+                "{:?} nw={} epoch {}",
+                result.config.runtime,
+                result.config.num_workers,
+                epoch.epoch
+            );
+        }
+    }
+}
+
+/// What PIL says of the JPEG at `path`: its plugin's reason for refusing it, or `read`.
+fn pil_says(path: &Path) -> String {
+    let snippet = "import sys
+from PIL import JpegImagePlugin
+try:
+    JpegImagePlugin.JpegImageFile(sys.argv[1]).load()
+    print('read')
+except SyntaxError as err:
+    print(err)
+";
+    let output = Command::new(pytorch::python_path())
+        .args(["-c", snippet])
+        .arg(path)
+        .output()
+        .expect("python runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// A tar shard at `path` of a baseline JPEG sample and a 12-bit one, `0001.jpg`.
+fn shard_with_12_bit(path: &Path, twelve_bit: &[u8]) {
+    let baseline = jpeg::encode(&jpeg::picture(0, WIDTH, HEIGHT), Coding::Baseline);
+    let mut tar = tar::Builder::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in [
+        ("0000.jpg", baseline.as_slice()),
+        ("0000.cls", b"0".as_slice()),
+        ("0001.jpg", twelve_bit),
+        ("0001.cls", b"1".as_slice()),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, name, bytes).unwrap();
+    }
+    tar.finish().unwrap();
+}
+
+#[test]
+fn a_12_bit_jpeg_pil_refuses_is_refused_on_the_pytorch_runtime_naming_it() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("folder");
+    jpeg::folder_of_every_coding(&folder, 1, WIDTH, HEIGHT);
+    let twelve_bit = jpeg::twelve_bit(&jpeg::picture(1, WIDTH, HEIGHT));
+    let file = folder.join("baseline/monkey12.jpg");
+    std::fs::write(&file, &twelve_bit).unwrap();
+    assert_eq!(pil_says(&file), "cannot handle 12-bit layers");
+    assert_eq!(pil_says(&folder.join("baseline/0.jpg")), "read");
+    let shard = dir.path().join("with-12-bit.tar");
+    shard_with_12_bit(&shard, &twelve_bit);
+    for (kind, path, named) in [
+        ("image_folder", &folder, vec![path_str(&file)]),
+        ("shards", &shard, vec![path_str(&shard), "0001.jpg"]),
+    ] {
+        let journal = dir.path().join(format!("{kind}.jsonl"));
+        let kind = format!("dataset.kind={kind}");
+        let dataset = format!("dataset.path={}", path_str(path));
+        let mut args = vec!["run", "seed-light", "-q", "--journal", path_str(&journal)];
+        for set in [kind.as_str(), &dataset, "runtime=pytorch", "epochs=1"] {
+            args.extend(["--set", set]);
+        }
+        let mut fragments = named;
+        fragments.push("a 12-bit JPEG: not supported");
+        assert_error_line(&loaderbench(&args), 2, &fragments);
+    }
+}
