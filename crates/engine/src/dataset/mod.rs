@@ -34,6 +34,7 @@ pub use image_folder::{ImageFolderFiles, list as list_image_folder};
 pub use image_header::{BadHeader, check_reader as check_image_header};
 pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
+pub use shards::check_shard_file;
 pub use shards::index_bytes as index_shard_bytes;
 pub use shards::pattern::{ShardLocation, shard_locations};
 pub use synthetic::SYNTHETIC_LEN;
@@ -188,11 +189,13 @@ impl SampleShape {
     }
 }
 
-/// A sample read by [`Dataset::read_timed`]: its label and the time its fetch took.
+/// A sample read by [`Dataset::read_timed`]: its label, the time its fetch took, and
+/// the part of that fetch spent decompressing (a compressed shard's stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimedRead {
     pub label: i64,
     pub fetch: Duration,
+    pub decompress: Duration,
 }
 
 /// A source of labelled samples, shared by all workers.
@@ -220,6 +223,7 @@ pub trait Dataset: Send + Sync {
         Ok(TimedRead {
             label,
             fetch: Duration::ZERO,
+            decompress: Duration::ZERO,
         })
     }
 
