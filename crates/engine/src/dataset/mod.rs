@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use subset::Subset;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;
@@ -37,6 +36,7 @@ pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
 pub use shards::check_shard_file;
 pub use shards::index_bytes as index_shard_bytes;
 pub use shards::pattern::{ShardLocation, shard_locations};
+pub use subset::Subset;
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
@@ -272,6 +272,11 @@ pub trait Dataset: Send + Sync {
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Lets go of what the calling thread holds to read this dataset (a shard dataset's
+    /// open stream and the samples it passed over), so that its next read starts from
+    /// storage: after a pass that stopped partway (the process's warm-up).
+    fn release_thread_reader(&self) {}
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders

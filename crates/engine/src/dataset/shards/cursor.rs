@@ -9,7 +9,8 @@
 //! holds them), then drains it so its HTTP connection serves the next GET. A sample the
 //! stream has passed and does not hold (asked twice, or again in a later epoch on a
 //! stream still open) reopens its shard, which is slow but right. So the held bytes stay
-//! within about a shuffle buffer (plus a batch) of raw images per reading thread.
+//! within about a shuffle buffer (plus a batch) of raw images per reading thread, and a
+//! pass that stops partway lets go of its thread's cursor ([`release`]).
 //! A cursor inherited through `fork` (its process id differs) is abandoned, never used:
 //! the parent's connection and buffers are not the child's to touch. A fetch says how
 //! long it took and how much of that went to decompressing (a compressed shard's
@@ -85,6 +86,19 @@ pub fn read<T>(
         }
         Ok((decoded?, fetch))
     })
+}
+
+/// Drops this thread's cursor on the dataset `id`: its open stream (closing its
+/// connection) and the samples it held.
+pub fn release(id: u64) {
+    CURSORS.with_borrow_mut(|cursors| {
+        if let Some(cursor) = cursors.remove(&id)
+            && cursor.pid != std::process::id()
+        {
+            // Inherited through fork: not this process's to close (see `read`).
+            std::mem::forget(cursor);
+        }
+    });
 }
 
 /// One thread's reading state for one dataset.

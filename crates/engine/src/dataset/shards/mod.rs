@@ -199,6 +199,10 @@ impl Dataset for Shards {
     fn reopen_index(&self) -> Option<serde_json::Value> {
         serde_json::to_value(&self.catalog.shards).ok()
     }
+
+    fn release_thread_reader(&self) {
+        cursor::release(self.id);
+    }
 }
 
 /// Indexes every shard, a few at a time (URLs through `http`, whose cancel token stops
