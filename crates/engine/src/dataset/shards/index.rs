@@ -40,13 +40,20 @@ pub struct SampleEntry {
     pub label: i64,
 }
 
-/// The compression of the shard at `location` and its samples, in member order (a URL
-/// fetched through `http`), within `limits`.
+/// What the index pass found in one shard.
+pub struct Indexed {
+    pub compression: Compression,
+    /// Its samples, in member order.
+    pub samples: Vec<SampleEntry>,
+}
+
+/// The compression of the shard at `location` and its samples (a URL fetched through
+/// `http`), within `limits`.
 pub fn index_shard(
     location: &ShardLocation,
     http: &Http,
     limits: &DatasetLimits,
-) -> Result<(Compression, Vec<SampleEntry>)> {
+) -> Result<Indexed> {
     let unreadable = |err: std::io::Error| location.caused(format!("cannot read: {err}"), err);
     match location {
         ShardLocation::File(path) => {
@@ -62,7 +69,10 @@ pub fn index_shard(
                 }
                 _ => index_stream(location, Box::new(file), compression, limits)?,
             };
-            Ok((compression, samples))
+            Ok(Indexed {
+                compression,
+                samples,
+            })
         }
         ShardLocation::Url(url) => {
             let mut body = http.get(url)?;
@@ -70,7 +80,10 @@ pub fn index_shard(
             let compression = compression::of_shard(location, &head)?;
             let stream = Box::new(Cursor::new(head).chain(body));
             let samples = index_stream(location, stream, compression, limits)?;
-            Ok((compression, samples))
+            Ok(Indexed {
+                compression,
+                samples,
+            })
         }
     }
 }
@@ -318,7 +331,7 @@ mod tests {
             &Http::new(30, CancelToken::new()),
             &DatasetLimits::DEFAULT,
         )
-        .map(|(_, samples)| samples)
+        .map(|indexed| indexed.samples)
     }
     use crate::cancel::CancelToken;
 
@@ -491,7 +504,7 @@ mod tests {
         let location = ShardLocation::File(path);
         let error = |limits| {
             index_shard(&location, &Http::new(30, CancelToken::new()), &limits)
-                .map(|(_, samples)| samples)
+                .map(|indexed| indexed.samples)
                 .unwrap_err()
                 .to_string()
         };

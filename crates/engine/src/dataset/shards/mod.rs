@@ -217,7 +217,7 @@ fn index_all(
     let total = locations.len();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<(Compression, Vec<SampleEntry>)>>>> =
+    let results: Mutex<Vec<Option<Result<index::Indexed>>>> =
         Mutex::new((0..total).map(|_| None).collect());
     let work = || {
         while !http.is_cancelled() {
@@ -260,10 +260,10 @@ fn index_all(
     let mut shards = Vec::with_capacity(total);
     for (location, indexed) in locations.into_iter().zip(results) {
         match indexed {
-            Some(Ok((compression, samples))) => shards.push(Shard {
+            Some(Ok(indexed)) => shards.push(Shard {
                 location,
-                compression,
-                samples,
+                compression: indexed.compression,
+                samples: indexed.samples,
             }),
             Some(Err(error)) => return Err(error),
             // Shards are taken in order, so every slot before the first failure is
