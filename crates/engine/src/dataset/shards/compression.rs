@@ -24,6 +24,12 @@ use crate::error::Result;
 /// longest).
 pub const MAGIC_BYTES: usize = 6;
 
+/// The most memory an xz stream's decoder may take (its dictionary, which the stream's
+/// header names): `xz -9` needs 65 MiB; a larger one is made only by hand, and a stream
+/// asking for more is an error rather than an allocation. gzip (32 KiB) and bzip2
+/// (under 4 MiB) are bounded by their formats.
+pub const XZ_MEMORY_BYTES: u64 = 256 << 20;
+
 /// How a shard's tar is compressed, of those both runtimes read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -245,12 +251,13 @@ impl<D: Read> Read for Decompressed<D> {
 
 /// `raw`, the bytes of a shard compressed with `compression`, read decompressed (as it
 /// is for a plain tar), the time spent decompressing added to `clock`. Concatenated
-/// streams are read as one, as Python's readers do.
+/// streams are read as one, as Python's readers do. An error only where an xz decoder
+/// cannot be made.
 pub fn decompressed(
     raw: Box<dyn Read + Send>,
     compression: Compression,
     clock: &DecompressClock,
-) -> Box<dyn Read + Send> {
+) -> io::Result<Box<dyn Read + Send>> {
     let state = Arc::new(RawState::default());
     let raw = Raw {
         inner: raw,
@@ -264,12 +271,16 @@ pub fn decompressed(
             clock: clock.clone(),
         })
     };
-    match compression {
+    Ok(match compression {
         Compression::None => raw.inner,
         Compression::Gzip => wrap(Box::new(flate2::read::MultiGzDecoder::new(raw))),
         Compression::Bzip2 => wrap(Box::new(bzip2::read::MultiBzDecoder::new(raw))),
-        Compression::Xz => wrap(Box::new(liblzma::read::XzDecoder::new_multi_decoder(raw))),
-    }
+        Compression::Xz => {
+            let flags = liblzma::stream::CONCATENATED;
+            let stream = liblzma::stream::Stream::new_stream_decoder(XZ_MEMORY_BYTES, flags)?;
+            wrap(Box::new(liblzma::read::XzDecoder::new_stream(raw, stream)))
+        }
+    })
 }
 
 #[cfg(test)]
@@ -301,6 +312,7 @@ mod tests {
             let clock = DecompressClock::default();
             let mut out = Vec::new();
             decompressed(Box::new(std::io::Cursor::new(bytes)), compression, &clock)
+                .unwrap()
                 .read_to_end(&mut out)
                 .unwrap();
             assert!(out == plain, "{name} reads back");
@@ -354,6 +366,34 @@ mod tests {
     }
 
     #[test]
+    fn an_xz_stream_asking_for_more_memory_than_the_cap_is_an_error() {
+        let plain: Vec<u8> = (0..1000u32).map(|i| (i % 7) as u8).collect();
+        let mut options = liblzma::stream::LzmaOptions::new_preset(6).unwrap();
+        options.dict_size(300 << 20);
+        let mut filters = liblzma::stream::Filters::new();
+        filters.lzma2(&options);
+        let stream =
+            liblzma::stream::Stream::new_stream_encoder(&filters, liblzma::stream::Check::Crc64)
+                .unwrap();
+        let mut bytes = Vec::new();
+        liblzma::read::XzEncoder::new_stream(&plain[..], stream)
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let clock = DecompressClock::default();
+        let mut out = Vec::new();
+        let err = decompressed(
+            Box::new(std::io::Cursor::new(bytes)),
+            Compression::Xz,
+            &clock,
+        )
+        .unwrap()
+        .read_to_end(&mut out)
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("memory limit reached"), "{err}");
+    }
+
+    #[test]
     fn a_cut_stream_is_an_error_naming_its_compression() {
         let plain: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 253) as u8).collect();
         for compression in [Compression::Gzip, Compression::Bzip2, Compression::Xz] {
@@ -362,6 +402,7 @@ mod tests {
             let mut out = Vec::new();
             let clock = DecompressClock::default();
             let err = decompressed(Box::new(std::io::Cursor::new(cut)), compression, &clock)
+                .unwrap()
                 .read_to_end(&mut out)
                 .unwrap_err()
                 .to_string();

@@ -97,7 +97,9 @@ fn index_stream(
 ) -> Result<Vec<SampleEntry>> {
     // Decompressing at open is no part of any epoch.
     let clock = DecompressClock::default();
-    let mut archive = Archive::new(compression::decompressed(raw, compression, &clock));
+    let stream = compression::decompressed(raw, compression, &clock)
+        .map_err(|err| location.caused(format!("cannot decompress: {err}"), err))?;
+    let mut archive = Archive::new(stream);
     let entries = archive.entries().map_err(broken(location))?;
     let (samples, last) = walk(location, None, limits, entries)?;
     finish(location, samples, last, archive.into_inner())

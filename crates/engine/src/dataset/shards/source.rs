@@ -349,8 +349,11 @@ impl ShardStream {
         compression: Compression,
         clock: &DecompressClock,
     ) -> Result<Self> {
+        let raw = open_raw(location, http)?;
+        let reader = compression::decompressed(raw, compression, clock)
+            .map_err(|err| location.caused(format!("cannot decompress: {err}"), err))?;
         Ok(ShardStream {
-            reader: compression::decompressed(open_raw(location, http)?, compression, clock),
+            reader,
             position: 0,
         })
     }
