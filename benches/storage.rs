@@ -2,7 +2,8 @@
 //! read at 64×64 with the light pipeline) and the same images as 10 tar shards
 //! (`loaderbench shards`), read from disk, and over HTTP from a real nginx on 127.0.0.1
 //! at an unlimited rate and at `limit_rate` 50 MB/s (per connection: this kernel has no
-//! netem, so a rate stands in for a slower link), each warm and cold (`cache`), at
+//! netem, so a rate stands in for a slower link), each warm and cold (`cache`), and as
+//! 10 gzip-compressed `.tar.gz` shards (`--compress gz`) read cold from disk, at
 //! num_workers 0, 2, 4 and 8: our engine against torchvision's ImageFolder (folder rows)
 //! and against WebDataset (shard rows) in PyTorch's DataLoader. Each storage × cache is
 //! one run of both runtimes; the runs are interleaved and repeated (3 rounds), and the
@@ -10,10 +11,11 @@
 //! samples/s, ours/peer, and where the analysis's recommendation for each runtime falls),
 //! then the goals: cold shards on our engine against WebDataset at its best worker count
 //! (at least 2× its throughput) and warm shards against the warm folder on our engine
-//! (within 1.2×). The data is built once and kept under cargo's target/tmp. Run with
-//! `cargo bench --bench storage` (`-- --rounds 1` for a quicker look); under `cargo
-//! test` (no `--bench` argument) 40 images, 2 workers and one round go through every
-//! step, as a smoke test.
+//! (within 1.2×), and what gzip costs: cold gzip shards against cold plain ones, each
+//! runtime at its best. The data is built once and kept under cargo's target/tmp. Run
+//! with `cargo bench --bench storage` (`-- --rounds 1` for a quicker look, `-- --only
+//! TEXT` for the storages whose name holds TEXT); under `cargo test` (no `--bench`
+//! argument) 40 images, 2 workers and one round go through every step, as a smoke test.
 
 mod common;
 
@@ -46,13 +48,15 @@ const SLOW_RATE: u64 = 50_000_000;
 enum Storage {
     Folder,
     ShardsOnDisk,
+    GzipShardsOnDisk,
     ShardsOverHttp,
     ShardsOverSlowHttp,
 }
 
-const STORAGES: [Storage; 4] = [
+const STORAGES: [Storage; 5] = [
     Storage::Folder,
     Storage::ShardsOnDisk,
+    Storage::GzipShardsOnDisk,
     Storage::ShardsOverHttp,
     Storage::ShardsOverSlowHttp,
 ];
@@ -62,8 +66,18 @@ impl Storage {
         match self {
             Storage::Folder => "folder on disk",
             Storage::ShardsOnDisk => "shards on disk",
+            Storage::GzipShardsOnDisk => ".tar.gz shards on disk",
             Storage::ShardsOverHttp => "shards over HTTP",
             Storage::ShardsOverSlowHttp => "shards over HTTP at 50 MB/s",
+        }
+    }
+
+    /// The cache states it is read in: gzip shards cold only, where what decompressing
+    /// costs beside reading from storage shows.
+    fn caches(self) -> &'static [&'static str] {
+        match self {
+            Storage::GzipShardsOnDisk => &["cold"],
+            _ => &CACHES,
         }
     }
 
@@ -88,11 +102,15 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let args: Vec<String> = std::env::args().collect();
     // `-- --rounds N` trades the repeats for time.
-    let rounds = args
-        .iter()
-        .position(|a| a == "--rounds")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
+    let value = |name: &str| {
+        let at = args.iter().position(|a| a == name)?;
+        args.get(at + 1).cloned()
+    };
+    let rounds = value("--rounds")
+        .and_then(|rounds| rounds.parse().ok())
         .unwrap_or(3);
+    // `-- --only TEXT`: the storages whose name holds TEXT.
+    let only = value("--only").unwrap_or_default();
     let scale = if full {
         Scale {
             images: 10_000,
@@ -112,23 +130,32 @@ fn main() {
     let served = Nginx::serve(&data, None).expect("nginx, which this benchmark needs");
     let slow = Nginx::serve(&data, Some(SLOW_RATE)).expect("nginx, which this benchmark needs");
     let pattern = format!("shards/shard-{{000000..{:06}}}.tar", SHARDS - 1);
+    let gzip_pattern = format!("shards-gz/shard-{{000000..{:06}}}.tar.gz", SHARDS - 1);
     let spec = |storage: Storage| match storage {
         Storage::Folder => dataset(DatasetKind::ImageFolder, data.join("folder").display()),
         Storage::ShardsOnDisk => dataset(DatasetKind::Shards, data.join(&pattern).display()),
+        Storage::GzipShardsOnDisk => {
+            dataset(DatasetKind::Shards, data.join(&gzip_pattern).display())
+        }
         Storage::ShardsOverHttp => dataset(DatasetKind::Shards, served.url(&pattern)),
         Storage::ShardsOverSlowHttp => dataset(DatasetKind::Shards, slow.url(&pattern)),
     };
-    // runs[storage][cache]: one result per round.
-    let mut runs = vec![vec![Vec::new(); CACHES.len()]; STORAGES.len()];
+    // Each storage × cache measured, with one result per round.
+    let mut cells: Vec<Cell> = STORAGES
+        .iter()
+        .filter(|storage| storage.name().contains(&only))
+        .flat_map(|&storage| {
+            let caches = storage.caches().iter();
+            caches.map(move |&cache| (storage, cache, Vec::new()))
+        })
+        .collect();
     for _ in 0..scale.rounds {
-        for (s, &storage) in STORAGES.iter().enumerate() {
-            for (c, cache) in CACHES.iter().enumerate() {
-                let preset = preset(spec(storage), cache, &scale);
-                runs[s][c].push(common::run(preset, "storage"));
-            }
+        for (storage, cache, runs) in &mut cells {
+            let preset = preset(spec(*storage), cache, &scale);
+            runs.push(common::run(preset, "storage"));
         }
     }
-    let table = Table::new(&runs);
+    let table = Table::new(&cells);
     table.print(&scale);
     table.print_goals();
 }
@@ -137,7 +164,8 @@ fn main() {
 /// the first time (a marker file says it is complete).
 fn data_folder(images: usize) -> PathBuf {
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("storage-bench-{images}"));
-    let done = root.join(".complete");
+    // Named for what it holds: a folder built before the gzip shards were is built again.
+    let done = root.join(".complete-with-gzip");
     if done.exists() {
         return root;
     }
@@ -153,19 +181,23 @@ fn data_folder(images: usize) -> PathBuf {
         std::fs::write(class.join(format!("{i:06}.jpg")), bytes).expect("the image is written");
     }
     let per_shard = images.div_ceil(SHARDS).to_string();
-    let shards = root.join("shards");
-    let output = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
-        .arg("shards")
-        .arg(&folder)
-        .arg(&shards)
-        .args(["--per-shard", &per_shard])
-        .output()
-        .expect("loaderbench starts");
-    assert!(
-        output.status.success(),
-        "loaderbench shards failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for (out, compress) in [("shards", None), ("shards-gz", Some("gz"))] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+        command
+            .arg("shards")
+            .arg(&folder)
+            .arg(root.join(out))
+            .args(["--per-shard", &per_shard]);
+        if let Some(compress) = compress {
+            command.args(["--compress", compress]);
+        }
+        let output = command.output().expect("loaderbench starts");
+        assert!(
+            output.status.success(),
+            "loaderbench shards failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
     std::fs::write(&done, b"").expect("the marker is written");
     root
 }
@@ -216,6 +248,9 @@ fn preset(dataset: DatasetSpec, cache: &str, scale: &Scale) -> Preset {
     preset
 }
 
+/// A storage, a cache state, and its run of both runtimes in each round.
+type Cell = (Storage, &'static str, Vec<RunResult>);
+
 /// One row: a storage, a cache state and a worker count, both runtimes.
 struct Row {
     storage: Storage,
@@ -233,38 +268,37 @@ struct Table {
 }
 
 impl Table {
-    fn new(runs: &[Vec<Vec<RunResult>>]) -> Table {
+    fn new(cells: &[Cell]) -> Table {
         let mut rows = Vec::new();
-        for (s, &storage) in STORAGES.iter().enumerate() {
-            for (c, &cache) in CACHES.iter().enumerate() {
-                let merged = common::merged(&runs[s][c]);
-                let picks = recommended(&merged);
-                let mut workers: Vec<usize> = merged
-                    .results
+        for (storage, cache, runs) in cells {
+            let (storage, cache) = (*storage, *cache);
+            let merged = common::merged(runs);
+            let picks = recommended(&merged);
+            let mut workers: Vec<usize> = merged
+                .results
+                .iter()
+                .map(|r| r.config.num_workers)
+                .collect();
+            workers.sort_unstable();
+            workers.dedup();
+            for workers in workers {
+                let (ours_s, samples) = epoch(&merged, Runtime::Loaderbench, workers);
+                let (peer_s, _) = epoch(&merged, Runtime::Pytorch, workers);
+                let recommended = picks
                     .iter()
-                    .map(|r| r.config.num_workers)
-                    .collect();
-                workers.sort_unstable();
-                workers.dedup();
-                for workers in workers {
-                    let (ours_s, samples) = epoch(&merged, Runtime::Loaderbench, workers);
-                    let (peer_s, _) = epoch(&merged, Runtime::Pytorch, workers);
-                    let recommended = picks
-                        .iter()
-                        .filter(|(_, nw, _)| *nw == workers)
-                        .map(|(side, _, mark)| format!("{side} {mark}"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    rows.push(Row {
-                        storage,
-                        cache,
-                        workers,
-                        ours_s,
-                        peer_s,
-                        samples,
-                        recommended,
-                    });
-                }
+                    .filter(|(_, nw, _)| *nw == workers)
+                    .map(|(side, _, mark)| format!("{side} {mark}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                rows.push(Row {
+                    storage,
+                    cache,
+                    workers,
+                    ours_s,
+                    peer_s,
+                    samples,
+                    recommended,
+                });
             }
         }
         Table { rows }
@@ -336,7 +370,29 @@ impl Table {
                 shards_s / folder_s
             );
         }
+        for (side, seconds) in [("ours", ours_s as fn(&Row) -> f64), ("WebDataset", peer_s)] {
+            let gzip = fastest(
+                self.rows(Storage::GzipShardsOnDisk, cold).collect(),
+                seconds,
+            );
+            let plain = fastest(self.rows(Storage::ShardsOnDisk, cold).collect(), seconds);
+            if let (Some((gzip_nw, gzip_s)), Some((plain_nw, plain_s))) = (gzip, plain) {
+                println!(
+                    "gzip: cold .tar.gz shards (nw={gzip_nw}) against cold .tar shards \
+                     (nw={plain_nw}) on {side}, best of each: {:.2}× the epoch time",
+                    gzip_s / plain_s
+                );
+            }
+        }
     }
+}
+
+fn ours_s(row: &Row) -> f64 {
+    row.ours_s
+}
+
+fn peer_s(row: &Row) -> f64 {
+    row.peer_s
 }
 
 /// For each runtime's recommendation: the side, the recommended worker count and ★, and

@@ -409,8 +409,11 @@ def sampler_options(request, dataset):
 
 
 def before_epoch(request, loader, epoch):
-    """With ranks: sets the sampler's epoch and waits at the barrier for every rank;
-    returns when this rank left it (time.time, which all ranks share)."""
+    """Sets a shard pipeline's epoch; with ranks, sets the sampler's epoch and waits at
+    the barrier for every rank, and returns when this rank left it (time.time, which all
+    ranks share)."""
+    if request["dataset"]["kind"] == "shards":
+        pytorch_shards.set_epoch(loader.dataset, epoch)
     if not request.get("ranks"):
         return None
     import torch.distributed as dist

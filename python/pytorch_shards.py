@@ -1,6 +1,8 @@
 """Tar shards for loaderbench's PyTorch runtime, read the way users read them: with
-WebDataset (`wds.WebDataset(urls, ...)`, split by node then by worker, shards shuffled
-per epoch and samples through a shuffle buffer when the run shuffles), each image decoded
+WebDataset (`wds.WebDataset(urls, ...)`, plain or compressed as tarfile's stream mode
+reads them, split by node then by worker, shards shuffled per epoch and samples through a
+shuffle buffer when the run shuffles, both seeded from the run's seed and the epoch, so
+that two runs read alike, and the buffer also from the rank and worker), each image decoded
 with PIL and passed through the same torchvision transforms as the image folder, each
 label from `cls` (an integer as text) or `json` (an integer, or an object with an integer
 "label"). Local paths are opened as files, http:// URLs through the curl program (as
@@ -10,6 +12,7 @@ pytorch_loader.py reports as one line.
 
 import io
 import json
+import random
 import urllib.error
 import urllib.request
 
@@ -84,9 +87,42 @@ def shard_dataset(request, transform, mode):
     )
     if spec.get("last_shard_samples") is not None:
         dataset = dataset.compose(LastShardCut(shards[-1], spec["last_shard_samples"]))
-    if shuffle:
-        dataset = dataset.shuffle(spec["shuffle_buffer"])
+    if shuffle and spec["shuffle_buffer"] > 0:
+        dataset = dataset.compose(WorkerShuffle(spec["shuffle_buffer"], request["seed"]))
     return dataset.map(Decode(transform, mode))
+
+
+class WorkerShuffle:
+    """WebDataset's shuffle buffer with a seeded generator, as its `detshuffle` seeds one
+    from the seed and the epoch it counts, here also from the rank and the worker it runs
+    in, so that no two workers draw alike. A plain class (webdataset is imported only
+    once a run has shards), so that spawned workers can unpickle it."""
+
+    def __init__(self, buffer, seed):
+        self.buffer = buffer
+        self.seed = seed
+        self.epoch = -1
+
+    def __call__(self, samples):
+        import webdataset as wds
+
+        self.epoch += 1
+        rank, _, worker, _ = wds.utils.pytorch_worker_info()
+        # A string seeds the same generator in every process (no hash salt).
+        rng = random.Random(f"{self.seed}/{self.epoch}/{rank}/{worker}")
+        return wds.filters.shuffle(self.buffer, rng=rng)(samples)
+
+
+def set_epoch(dataset, epoch):
+    """Tells the seeded shuffles of a shard pipeline (the shards' and the buffer's) which
+    epoch comes next (numbered from 1), as DistributedSampler.set_epoch does: workers
+    that do not persist get a fresh copy of the pipeline each epoch, whose own count
+    would start over. Workers that persist count on in their own copies."""
+    import webdataset as wds
+
+    for stage in getattr(dataset, "pipeline", []):
+        if isinstance(stage, (wds.detshuffle, WorkerShuffle)):
+            stage.epoch = epoch - 1
 
 
 class LastShardCut:

@@ -1,15 +1,17 @@
 //! `loaderbench shards FOLDER OUT`: an image folder (torchvision's ImageFolder layout)
 //! written as tar shards in WebDataset's layout, for `dataset: (kind: shards, ...)`.
 //! Samples go in a seeded shuffled order, so that every shard mixes the classes, as
-//! `OUT/shard-000000.tar`, … of `--per-shard` samples each (the last may hold fewer);
-//! sample `n` is the members `{n:06}.{jpg|jpeg|png}` (the file's own bytes, its
-//! extension lower-cased) and `{n:06}.cls` (its class index). A folder that holds shards
-//! already is refused rather than mixed with new ones.
+//! `OUT/shard-000000.tar`, … of `--per-shard` samples each (the last may hold fewer), or
+//! with `--compress gz` as gzip-compressed `OUT/shard-000000.tar.gz`, …; sample `n` is
+//! the members `{n:06}.{jpg|jpeg|png}` (the file's own bytes, its extension lower-cased)
+//! and `{n:06}.cls` (its class index). A folder that holds shards already is refused
+//! rather than mixed with new ones.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use flate2::write::GzEncoder;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -32,6 +34,24 @@ pub struct ShardsArgs {
     /// Seed of the order the samples are written in.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Compress each shard (`gz`: gzip, as `.tar.gz`, which both runtimes read).
+    #[arg(long, value_enum)]
+    compress: Option<Compress>,
+}
+
+/// How `loaderbench shards` compresses the shards it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Compress {
+    /// gzip, at its default level.
+    Gz,
+}
+
+/// The extension of the shards written with `compress`.
+fn extension(compress: Option<Compress>) -> &'static str {
+    match compress {
+        None => "tar",
+        Some(Compress::Gz) => "tar.gz",
+    }
 }
 
 pub fn shards(args: ShardsArgs) -> Result<()> {
@@ -51,9 +71,11 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     // The per-shard count is at least 1 (clap checked) and a usize on every target.
     let per_shard = usize::try_from(args.per_shard).unwrap_or(usize::MAX);
     let chunks: Vec<&[(PathBuf, i64)]> = samples.chunks(per_shard).collect();
+    let extension = extension(args.compress);
     for (shard, chunk) in chunks.iter().enumerate() {
         let first = shard * per_shard;
-        write_shard(&args.out.join(shard_name(shard)), first, chunk)?;
+        let path = args.out.join(shard_name(shard, extension));
+        write_shard(&path, first, chunk, args.compress)?;
     }
     let last = chunks.len().saturating_sub(1);
     println!(
@@ -65,7 +87,7 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     );
     println!("use in a preset:");
     println!(
-        "    dataset: (kind: shards, path: \"{}/shard-{{000000..{last:06}}}.tar\", channels: 3, \
+        "    dataset: (kind: shards, path: \"{}/shard-{{000000..{last:06}}}.{extension}\", channels: 3, \
          image_size: (64, 64), shuffle_buffer: {}),",
         args.out.display(),
         per_shard.min(1000)
@@ -73,8 +95,8 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     Ok(())
 }
 
-fn shard_name(shard: usize) -> String {
-    format!("shard-{shard:06}.tar")
+fn shard_name(shard: usize, extension: &str) -> String {
+    format!("shard-{shard:06}.{extension}")
 }
 
 /// Fails when `out` already holds shards this command would write among.
@@ -85,7 +107,9 @@ fn refuse_old_shards(out: &Path) -> Result<()> {
     let mut old: Vec<String> = entries
         .flatten()
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("shard-") && name.ends_with(".tar"))
+        .filter(|name| {
+            name.starts_with("shard-") && [".tar", ".tar.gz"].iter().any(|end| name.ends_with(end))
+        })
         .collect();
     old.sort();
     match old.first() {
@@ -100,33 +124,54 @@ fn refuse_old_shards(out: &Path) -> Result<()> {
     }
 }
 
-/// Writes the samples `first..` of `chunk` as the tar at `path`, whole or not at all
-/// (an interrupted run leaves no shard cut short).
-fn write_shard(path: &Path, first: usize, chunk: &[(PathBuf, i64)]) -> Result<()> {
+/// Writes the samples `first..` of `chunk` as the tar at `path`, compressed as `compress`
+/// says, whole or not at all (an interrupted run leaves no shard cut short).
+fn write_shard(
+    path: &Path,
+    first: usize,
+    chunk: &[(PathBuf, i64)],
+    compress: Option<Compress>,
+) -> Result<()> {
     let mut unreadable = None;
-    let written = atomic_file::write_with(path, |out| {
-        let mut tar = tar::Builder::new(out);
-        for (n, (image, label)) in (first..).zip(chunk) {
-            let bytes = std::fs::read(image).inspect_err(|err| {
-                unreadable = Some(Error::file(image, format!("cannot read: {err}")));
-            })?;
-            let extension = image
-                .extension()
-                .map(|ext| ext.to_string_lossy().to_ascii_lowercase())
-                .unwrap_or_default();
-            append(&mut tar, &format!("{n:06}.{extension}"), &bytes)?;
-            append(
-                &mut tar,
-                &format!("{n:06}.cls"),
-                label.to_string().as_bytes(),
-            )?;
+    let written = atomic_file::write_with(path, |out| match compress {
+        None => {
+            let mut tar = tar::Builder::new(out);
+            append_samples(&mut tar, first, chunk, &mut unreadable)?;
+            tar.finish()
         }
-        tar.finish()
+        Some(Compress::Gz) => {
+            let gzip = GzEncoder::new(out, flate2::Compression::default());
+            let mut tar = tar::Builder::new(gzip);
+            append_samples(&mut tar, first, chunk, &mut unreadable)?;
+            tar.into_inner()?.finish().map(drop)
+        }
     });
     match unreadable {
         Some(error) => Err(error),
         None => written,
     }
+}
+
+/// Appends the samples `first..` of `chunk` to `tar`; an image that cannot be read is
+/// put in `unreadable` (named) as well as failing the write.
+fn append_samples(
+    tar: &mut tar::Builder<impl Write>,
+    first: usize,
+    chunk: &[(PathBuf, i64)],
+    unreadable: &mut Option<Error>,
+) -> std::io::Result<()> {
+    for (n, (image, label)) in (first..).zip(chunk) {
+        let bytes = std::fs::read(image).inspect_err(|err| {
+            *unreadable = Some(Error::file(image, format!("cannot read: {err}")));
+        })?;
+        let extension = image
+            .extension()
+            .map(|ext| ext.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        append(tar, &format!("{n:06}.{extension}"), &bytes)?;
+        append(tar, &format!("{n:06}.cls"), label.to_string().as_bytes())?;
+    }
+    Ok(())
 }
 
 /// One member with fixed metadata, so that the same folder and seed give the same bytes.

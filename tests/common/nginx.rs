@@ -92,6 +92,26 @@ impl Nginx {
         }
     }
 
+    /// The body bytes sent for each request served so far, in the order they finished
+    /// (the access log's `$body_bytes_sent`, the field after the status), once the log
+    /// has stopped growing (see [`Nginx::requests`]).
+    pub fn bodies_sent(&self) -> Vec<(String, u64)> {
+        self.requests();
+        let log = std::fs::read_to_string(self.dir.path().join("access.log"));
+        let log = log.unwrap_or_default();
+        log.lines()
+            .filter_map(|line| {
+                // `... "GET /path HTTP/1.1" 200 1234 "-" "agent"`
+                let mut quoted = line.split('"');
+                let request = quoted.nth(1)?;
+                let mut after = quoted.next()?.split_whitespace();
+                let bytes = after.nth(1)?.parse().ok()?;
+                let path = request.split_whitespace().nth(1)?.to_owned();
+                Some((path, bytes))
+            })
+            .collect()
+    }
+
     /// What nginx wrote to its error log.
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()

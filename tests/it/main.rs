@@ -13,6 +13,7 @@ mod analysis;
 mod architecture;
 mod cache;
 mod cli;
+mod compressed_shards;
 mod hostile_data;
 mod hostile_input;
 mod interrupt;

@@ -18,11 +18,16 @@ use common::{loader_settings, loaderbench, path_str, stderr};
 
 /// Samples in the folder: 5 per shard makes 8 shards, the last with 2, so workers get
 /// uneven streams.
-const IMAGES: u32 = 37;
+pub(crate) const IMAGES: u32 = 37;
 
 /// An image folder of three classes, JPEGs and PNGs of assorted sizes, and the same
 /// images as shards of 5 made by `loaderbench shards`.
 fn folder_and_shards() -> (TempDir, String) {
+    folder_and_shards_with(&[])
+}
+
+/// [`folder_and_shards`] with `args` added to `loaderbench shards` (a `--compress`).
+pub(crate) fn folder_and_shards_with(args: &[&str]) -> (TempDir, String) {
     let dir = TempDir::new().unwrap();
     let folder = dir.path().join("folder");
     for i in 0..IMAGES {
@@ -40,19 +45,27 @@ fn folder_and_shards() -> (TempDir, String) {
         picture.save_with_format(class.join(name), format).unwrap();
     }
     let shards = dir.path().join("shards");
-    let output = loaderbench(&[
+    let mut command = vec![
         "shards",
         path_str(&folder),
         path_str(&shards),
         "--per-shard",
         "5",
-    ]);
+    ];
+    command.extend_from_slice(args);
+    let output = loaderbench(&command);
     assert!(output.status.success(), "{}", stderr(&output));
-    let pattern = format!("{}/shard-{{000000..000007}}.tar", path_str(&shards));
-    (dir, pattern)
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let pattern = printed
+        .split("path: \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no pattern in: {printed}"));
+    assert!(pattern.starts_with(path_str(&shards)), "{pattern}");
+    (dir, pattern.to_owned())
 }
 
-fn spec(kind: DatasetKind, path: &str) -> DatasetSpec {
+pub(crate) fn spec(kind: DatasetKind, path: &str) -> DatasetSpec {
     DatasetSpec {
         kind,
         path: Some(path.into()),
@@ -65,7 +78,11 @@ fn spec(kind: DatasetKind, path: &str) -> DatasetSpec {
 
 /// Each sample of one epoch as (label, its normalized pixels' sum in thousandths),
 /// sorted: the epoch's samples as a multiset.
-fn epoch_samples(dataset: &Arc<dyn Dataset>, workers: usize, shard: Shard) -> Vec<(i64, i64)> {
+pub(crate) fn epoch_samples(
+    dataset: &Arc<dyn Dataset>,
+    workers: usize,
+    shard: Shard,
+) -> Vec<(i64, i64)> {
     let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = loader_settings(workers, false);
     settings.batch_size = 4;
@@ -95,7 +112,7 @@ fn epoch_samples(dataset: &Arc<dyn Dataset>, workers: usize, shard: Shard) -> Ve
     samples
 }
 
-fn open(spec: &DatasetSpec) -> Arc<dyn Dataset> {
+pub(crate) fn open(spec: &DatasetSpec) -> Arc<dyn Dataset> {
     dataset::open(spec, None).unwrap()
 }
 
@@ -143,7 +160,7 @@ fn two_ranks_split_the_shards_and_together_hold_the_folder_once() {
 }
 
 /// `loaderbench run` on the shards with `sets` added, its JSON export read back.
-fn run_on_shards(pattern: &str, dir: &Path, sets: &[&str]) -> serde_json::Value {
+pub(crate) fn run_on_shards(pattern: &str, dir: &Path, sets: &[&str]) -> serde_json::Value {
     let json = dir.join("run.json");
     let kind = "dataset.kind=shards".to_owned();
     let path = format!("dataset.path={pattern}");

@@ -1,16 +1,19 @@
 //! Tar shards on the PyTorch runtime, read by the real webdataset package: a sharded copy
 //! of a small image folder gives every sample of the folder exactly once per epoch (the
 //! same labels and the same pixels, after the same decode and transforms) at 0, 2 and 3
-//! workers, split between 2 ranks, and over HTTP from a real nginx; a shard the server
-//! does not have (404) and a malformed member each end the run with one line naming the
-//! shard, as bad input. Python tests take turns; each leaves no process behind.
+//! workers, split between 2 ranks, and over HTTP from a real nginx; so do gzip-compressed
+//! shards (`.tar.gz` from `loaderbench shards --compress gz`, `.tgz` made by hand) at 0
+//! and 2 workers, on disk and over HTTP. Two runs with one seed read the samples in the
+//! same order, a new one each epoch. A shard the server does not have (404), a malformed
+//! member and a zstd shard each end the run with one line naming the shard, as bad
+//! input. Python tests take turns; each leaves no process behind.
 
 use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use image::codecs::jpeg::JpegEncoder;
@@ -170,6 +173,9 @@ fn shards(locations: Vec<String>) -> DatasetRequest {
 /// Each (label, pixel checksum) a sample has, with how often an epoch delivered it.
 type Samples = BTreeMap<(i64, String), usize>;
 
+/// An epoch's samples (label, pixel checksum) in the order it delivered them.
+type Ordered = Vec<(i64, String)>;
+
 /// The script's own dataset and DataLoader for `request`, iterated for two epochs in a
 /// Python process: each epoch's samples and batch count.
 const SNIPPET: &str = "import hashlib, json, sys
@@ -180,6 +186,7 @@ r.join_process_group(request)
 loader = r.build_loader(request, r.build_dataset(request))
 epochs = []
 for epoch in range(2):
+    r.before_epoch(request, loader, epoch + 1)
     samples, batches = [], 0
     for images, labels in loader:
         batches += 1
@@ -213,8 +220,8 @@ fn start_snippet(request: &Request, out: &Path) -> std::process::Child {
     child
 }
 
-/// The epochs a finished snippet wrote: each epoch's samples and batch count.
-fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<(Samples, usize)> {
+/// The epochs a finished snippet wrote: each epoch's samples in order and batch count.
+fn snippet_ordered(child: std::process::Child, out: &Path) -> Vec<(Ordered, usize)> {
     let output = wait_with_deadline(child, Duration::from_secs(180));
     assert!(
         output.status.success(),
@@ -223,17 +230,41 @@ fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<(Samples, usize
     );
     let epochs: serde_json::Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
     let epochs = epochs.as_array().unwrap().iter().map(|epoch| {
-        let mut samples = Samples::new();
-        for sample in epoch["samples"].as_array().unwrap() {
-            let key = (
+        let samples = epoch["samples"].as_array().unwrap().iter().map(|sample| {
+            (
                 sample[0].as_i64().unwrap(),
                 sample[1].as_str().unwrap().to_owned(),
-            );
-            *samples.entry(key).or_default() += 1;
-        }
-        (samples, epoch["batches"].as_u64().unwrap() as usize)
+            )
+        });
+        (
+            samples.collect(),
+            epoch["batches"].as_u64().unwrap() as usize,
+        )
     });
     epochs.collect()
+}
+
+/// The epochs a finished snippet wrote: each epoch's samples and batch count.
+fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<(Samples, usize)> {
+    let epochs = snippet_ordered(child, out).into_iter();
+    epochs
+        .map(|(ordered, batches)| {
+            let mut samples = Samples::new();
+            for key in ordered {
+                *samples.entry(key).or_default() += 1;
+            }
+            (samples, batches)
+        })
+        .collect()
+}
+
+/// Two epochs of `dataset` read through the script with the plan's first config, each
+/// epoch's samples in the order they came.
+fn read_ordered(plan: &Plan, dataset: DatasetRequest) -> Vec<(Ordered, usize)> {
+    let dir = TempDir::new().unwrap();
+    let out = dir.path().join("epochs.json");
+    let request = Request::new(plan, &plan.configs[0], dataset);
+    snippet_ordered(start_snippet(&request, &out), &out)
 }
 
 /// Two epochs of `dataset` read through the script with the plan's first config.
@@ -398,4 +429,120 @@ fn a_member_with_an_unknown_extension_is_one_line_naming_shard_and_member() {
             bad.display()
         )
     );
+}
+
+/// The data's shards gzip-compressed by hand as `tgz/shard-N.tgz`, and the folder written
+/// by `loaderbench shards --compress gz` into `gz/`: both sets' paths, in order.
+fn gzip_shard_sets(data: &Data) -> (Vec<String>, Vec<String>) {
+    let tgz = data.dir.path().join("tgz");
+    std::fs::create_dir(&tgz).unwrap();
+    let handmade = data
+        .shards()
+        .iter()
+        .enumerate()
+        .map(|(shard, plain)| {
+            let mut gzip = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+            gzip.write_all(&std::fs::read(plain).unwrap()).unwrap();
+            let path = tgz.join(format!("shard-{shard}.tgz"));
+            std::fs::write(&path, gzip.finish().unwrap()).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    let written = data.dir.path().join("gz");
+    let output = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+        .arg("shards")
+        .arg(data.folder())
+        .arg(&written)
+        .args(["--per-shard", "7", "--compress", "gz"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let mut from_cli: Vec<String> = std::fs::read_dir(&written)
+        .unwrap()
+        .map(|entry| entry.unwrap().path().display().to_string())
+        .collect();
+    from_cli.sort();
+    assert_eq!(from_cli.len(), (CLASSES * PER_CLASS).div_ceil(7));
+    assert!(from_cli.iter().all(|path| path.ends_with(".tar.gz")));
+    (handmade, from_cli)
+}
+
+#[test]
+fn gzip_shards_give_every_sample_of_the_folder_once_per_epoch_on_disk_and_over_http() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let want = folder_samples(&data);
+    let (handmade, from_cli) = gzip_shard_sets(&data);
+    for shards_set in [&handmade, &from_cli] {
+        for workers in ["0", "2"] {
+            let plan = plan(&[("num_workers", workers)]);
+            for (epoch, (samples, _)) in read_epochs(&plan, shards(shards_set.clone()))
+                .iter()
+                .enumerate()
+            {
+                assert_eq!(
+                    samples, &want,
+                    "{shards_set:?}: nw={workers}, epoch {epoch}"
+                );
+            }
+        }
+    }
+    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+        return;
+    };
+    let urls = (0..SHARDS).map(|shard| server.url(&format!("tgz/shard-{shard}.tgz")));
+    let plan = plan(&[("num_workers", "2")]);
+    for (epoch, (samples, _)) in read_epochs(&plan, shards(urls.collect()))
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(samples, &want, "over HTTP, epoch {epoch}");
+    }
+    drop(server);
+    assert_no_python_left();
+}
+
+#[test]
+fn two_runs_with_one_seed_read_the_shards_samples_in_one_order_a_new_one_each_epoch() {
+    let _turn = python_turn();
+    let data = Data::new();
+    let plan = plan(&[("num_workers", "2"), ("seed", "7")]);
+    let first = read_ordered(&plan, shards(data.shards()));
+    let second = read_ordered(&plan, shards(data.shards()));
+    assert_eq!(first.len(), 2);
+    for (epoch, (a, b)) in first.iter().zip(&second).enumerate() {
+        assert_eq!(a.0.len(), CLASSES * PER_CLASS);
+        assert_eq!(a.0, b.0, "epoch {epoch}: the same order in both runs");
+    }
+    assert_ne!(first[0].0, first[1].0, "each epoch its own order");
+    assert_no_python_left();
+}
+
+#[test]
+fn a_zstd_shard_is_one_line_naming_it_before_python_starts() {
+    let data = Data::new();
+    let shard = data.dir.path().join("shards/shard-000003.tar");
+    let zst = data.dir.path().join("shards/shard-000003.tar.zst");
+    let status = Command::new("zstd")
+        .args(["-q", "--rm"])
+        .arg(&shard)
+        .status()
+        .expect("zstd runs");
+    assert!(status.success());
+    let pattern = format!("{}/shards/shard-*", data.dir.path().display());
+    let plan = plan(&[
+        ("dataset.kind", "shards"),
+        ("dataset.path", &pattern),
+        ("dataset.channels", "3"),
+    ]);
+    let Err(err) = PytorchScript::prepare(&plan, None) else {
+        panic!("the zstd shard is read");
+    };
+    assert!(err.is_bad_input(), "{err}");
+    let line = err.to_string();
+    assert!(
+        line.starts_with(&format!("{}: a zstd-compressed tar: ", zst.display())),
+        "{line}"
+    );
+    assert!(!line.contains('\n'), "{line}");
 }

@@ -1,8 +1,8 @@
 //! What each config costs, as chart descriptions drawn by `plots`: where the time of a
-//! batch goes (the loader's stages stacked, the consumer's wait and the step on top), the memory it
-//! takes (every process's PSS at the config's peak, stacked by kind of process, with what
-//! copy-on-access adds by the end of an epoch of the whole dataset on top; reopen and copy
-//! side by side), and
+//! batch goes (the loader's stages stacked, the fetch in two where a run decompressed
+//! shards, the consumer's wait and the step on top), the memory it takes (every process's
+//! PSS at the config's peak, stacked by kind of process, with what copy-on-access adds by
+//! the end of an epoch of the whole dataset on top; reopen and copy side by side), and
 //! the throughput against `num_workers` (the steady rate beside the whole-epoch rate,
 //! one pair of lines per combination of the other knobs, the knee marked). All read the
 //! finished run's [`RunResult`]; the throughput's knee comes from its [`Analysis`].
@@ -24,16 +24,51 @@ use super::palette::SHADE_STEP;
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Milliseconds per batch in each stage, stacked per config, the wait (and a step's
-/// time) on top.
+/// time) on top; where the run decompressed shards, the fetch is two parts: reading the
+/// stored bytes and decompressing them.
 pub fn stages(result: &RunResult) -> Chart {
-    let bars = (0..result.configs.len())
-        .filter_map(|index| Some((label(result, index), stages::per_batch_ms(result, index)?)))
+    let measured: Vec<usize> = (0..result.configs.len())
+        .filter(|&index| stages::per_batch_ms(result, index).is_some())
         .collect();
-    stacked_stages(
+    let bars = measured
+        .iter()
+        .filter_map(|&index| Some((label(result, index), stages::per_batch_ms(result, index)?)))
+        .collect();
+    let mut chart = stacked_stages(
         "Where the time goes".to_owned(),
         bars,
         stages::shown(result),
-    )
+    );
+    if stages::decompressed(result) {
+        let decompress = measured
+            .iter()
+            .map(|&index| stages::decompress_ms(result, index).unwrap_or(0.0));
+        split_fetch(&mut chart, decompress.collect());
+    }
+    chart
+}
+
+/// Splits the fetch series (the first) of a stages chart into the part spent reading
+/// and, stacked on it, the `decompress` milliseconds of each bar.
+fn split_fetch(chart: &mut Chart, decompress: Vec<f64>) {
+    let fetch = &mut chart.series[0];
+    fetch.name = "fetch: read".to_owned();
+    for (point, ms) in fetch.points.iter_mut().zip(&decompress) {
+        point[1] = (point[1] - ms).max(0.0);
+    }
+    let points = fetch
+        .points
+        .iter()
+        .zip(decompress)
+        .map(|(point, ms)| [point[0], ms])
+        .collect();
+    let series = Series {
+        name: "fetch: decompress".to_owned(),
+        // The colour after every stage's.
+        color: stages::STAGE_COUNT,
+        points,
+    };
+    chart.series.insert(1, series);
 }
 
 /// Milliseconds per batch in each stage, stacked per epoch of each config (the median
@@ -359,6 +394,24 @@ mod tests {
         // The wait: the first batch's 500 ms and ten of 10 ms, over 11 batches.
         let wait = chart.series[7].points[0][1];
         assert!((wait - 600.0 / 11.0).abs() < 1e-9, "{wait}");
+    }
+
+    #[test]
+    fn decompressing_splits_the_fetch_in_two_stacked_parts() {
+        let mut run = finished();
+        assert_eq!(stages(&run).series[0].name, "fetch");
+        for result in &mut run.results {
+            for epoch in &mut result.epochs {
+                epoch.stages.fetch_s = 0.033;
+                epoch.stages.decompress_s = 0.022;
+            }
+        }
+        let chart = stages(&run);
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[..3], ["fetch: read", "fetch: decompress", "decode"]);
+        // Over 11 batches: 3 ms of fetch, 2 of them decompressing.
+        assert!((chart.series[0].points[0][1] - 1.0).abs() < 1e-9);
+        assert!((chart.series[1].points[0][1] - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use subset::Subset;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;
@@ -34,8 +33,10 @@ pub use image_folder::{ImageFolderFiles, list as list_image_folder};
 pub use image_header::{BadHeader, check_reader as check_image_header};
 pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
+pub use shards::check_shard_file;
 pub use shards::index_bytes as index_shard_bytes;
 pub use shards::pattern::{ShardLocation, shard_locations};
+pub use subset::Subset;
 pub use synthetic::SYNTHETIC_LEN;
 
 /// Which reader to use.
@@ -188,11 +189,13 @@ impl SampleShape {
     }
 }
 
-/// A sample read by [`Dataset::read_timed`]: its label and the time its fetch took.
+/// A sample read by [`Dataset::read_timed`]: its label, the time its fetch took, and
+/// the part of that fetch spent decompressing (a compressed shard's stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimedRead {
     pub label: i64,
     pub fetch: Duration,
+    pub decompress: Duration,
 }
 
 /// A source of labelled samples, shared by all workers.
@@ -226,6 +229,7 @@ pub trait Dataset: Send + Sync {
         Ok(TimedRead {
             label,
             fetch: Duration::ZERO,
+            decompress: Duration::ZERO,
         })
     }
 
@@ -274,6 +278,11 @@ pub trait Dataset: Send + Sync {
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Lets go of what the calling thread holds to read this dataset (a shard dataset's
+    /// open stream and the samples it passed over), so that its next read starts from
+    /// storage: after a pass that stopped partway (the process's warm-up).
+    fn release_thread_reader(&self) {}
 }
 
 /// How far opening a dataset has got: `checked` of its `total` files (image folders

@@ -62,6 +62,10 @@ impl Dataset for Subset {
         self.inner.warnings()
     }
 
+    fn release_thread_reader(&self) {
+        self.inner.release_thread_reader();
+    }
+
     fn shards(&self) -> Option<Vec<Range<usize>>> {
         let shards = self.inner.shards()?;
         Some(

@@ -19,6 +19,8 @@ pub struct BuiltBatch {
     pub collate: Duration,
     /// Getting the samples' bytes from storage ([`Dataset::read_timed`]'s fetch).
     pub fetch: Duration,
+    /// The part of `fetch` spent decompressing ([`Dataset::read_timed`]'s decompress).
+    pub decompress: Duration,
     /// The rest of reading the samples: decoding them into the batch.
     pub read: Duration,
     pub transform: Duration,
@@ -44,7 +46,7 @@ pub fn build_batch(
     let collate = started.elapsed();
 
     let started = Instant::now();
-    let (labels, fetch) = read_into(dataset, &raw, indices, shape.sample_bytes())?;
+    let (labels, fetch, decompress) = read_into(dataset, &raw, indices, shape.sample_bytes())?;
     let labels = Tensor::f_from_slice(&labels)?;
     let read = started.elapsed().saturating_sub(fetch);
 
@@ -57,20 +59,21 @@ pub fn build_batch(
         labels,
         collate,
         fetch,
+        decompress,
         read,
         transform,
         transfer: Duration::ZERO,
     })
 }
 
-/// Copies each sample into its slot of `batch`; returns the labels and the time spent
-/// fetching.
+/// Copies each sample into its slot of `batch`; returns the labels, the time spent
+/// fetching and the part of it spent decompressing.
 fn read_into(
     dataset: &dyn Dataset,
     batch: &Tensor,
     indices: &[usize],
     sample_bytes: usize,
-) -> Result<(Vec<i64>, Duration)> {
+) -> Result<(Vec<i64>, Duration, Duration)> {
     let total = indices.len() * sample_bytes;
     if batch.numel() * batch.kind().elt_size_in_bytes() != total || !batch.is_contiguous() {
         return Err(Error::run(
@@ -84,13 +87,15 @@ fn read_into(
     let started = Instant::now();
     let mut labels = Vec::with_capacity(indices.len());
     let mut fetch = Duration::ZERO;
+    let mut decompress = Duration::ZERO;
     for (&index, slot) in indices.iter().zip(bytes.chunks_exact_mut(sample_bytes)) {
         let read = dataset.read_timed(index, slot)?;
         labels.push(read.label);
         fetch += read.fetch;
+        decompress += read.decompress;
     }
     if dataset.read_is_fetch() {
         fetch = started.elapsed();
     }
-    Ok((labels, fetch))
+    Ok((labels, fetch, decompress))
 }

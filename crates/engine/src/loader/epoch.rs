@@ -138,6 +138,7 @@ impl<'a> Epoch<'a> {
         let stages = StageTimes {
             read_s: built.read.as_secs_f64(),
             fetch_s: built.fetch.as_secs_f64(),
+            decompress_s: built.decompress.as_secs_f64(),
             collate_s: built.collate.as_secs_f64(),
             transform_s: built.transform.as_secs_f64(),
             transfer_s: transfer.as_secs_f64(),

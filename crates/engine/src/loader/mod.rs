@@ -147,6 +147,10 @@ pub struct StageTimes {
     /// existed read as zero.
     #[serde(default)]
     pub fetch_s: f64,
+    /// The part of `fetch_s` spent decompressing (compressed tar shards; zero for
+    /// anything else, and not saved then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decompress_s: f64,
     /// Allocating the batch the samples are read into.
     pub collate_s: f64,
     /// Running the pipeline.
@@ -169,6 +173,7 @@ impl StageTimes {
     pub fn add(&mut self, other: &StageTimes) {
         self.read_s += other.read_s;
         self.fetch_s += other.fetch_s;
+        self.decompress_s += other.decompress_s;
         self.collate_s += other.collate_s;
         self.transform_s += other.transform_s;
         self.transfer_s += other.transfer_s;
@@ -183,6 +188,7 @@ impl StageTimes {
         for stage in [
             &mut self.read_s,
             &mut self.fetch_s,
+            &mut self.decompress_s,
             &mut self.collate_s,
             &mut self.transform_s,
             &mut self.transfer_s,
@@ -194,6 +200,11 @@ impl StageTimes {
             *stage *= factor;
         }
     }
+}
+
+/// Whether a stage that most datasets never have took no time (then it is not saved).
+fn is_zero(seconds: &f64) -> bool {
+    *seconds == 0.0
 }
 
 /// A batch on its device.

@@ -1,13 +1,16 @@
 //! The request for a `shards` dataset: the preset's pattern expanded by the engine's
 //! [`shard_locations`] into the shard list that WebDataset opens (local paths, which must
-//! exist, or http(s) URLs). With `samples` set, the list is cut the way our engine cuts
+//! exist and be tars both runtimes read, as [`check_shard_file`] tells from their first
+//! bytes, or http(s) URLs, which the engine's index pass checks). With `samples` set, the list is cut the way our engine cuts
 //! the dataset (its first samples in shard order): the shards that hold them, each with
 //! the number of its samples the run reads, as our engine's view of the dataset says.
 
 use std::sync::Arc;
 
 use super::DatasetRequest;
-use loaderbench_engine::dataset::{Dataset, DatasetSpec, ShardLocation, shard_locations};
+use loaderbench_engine::dataset::{
+    Dataset, DatasetSpec, ShardLocation, check_shard_file, shard_locations,
+};
 use loaderbench_engine::error::{Error, Result};
 
 /// The webdataset request for `spec`; `dataset` is our engine's view of it, already cut
@@ -29,6 +32,10 @@ pub fn shards_request(
         match location {
             ShardLocation::File(path) if !path.is_file() => {
                 return Err(Error::file(path, "no such shard"));
+            }
+            ShardLocation::File(path) => {
+                check_shard_file(&path)?;
+                shards.push(path.display().to_string());
             }
             location => shards.push(location.target()?),
         }

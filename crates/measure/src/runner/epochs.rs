@@ -11,7 +11,7 @@ use crate::meter::Interference;
 use crate::results::{EpochResult, TimelineBudget};
 use crate::storage_reads::ReadCounters;
 use crate::window::WindowRule;
-use loaderbench_engine::dataset::Dataset;
+use loaderbench_engine::dataset::{Dataset, Subset};
 use loaderbench_engine::error::Result;
 use loaderbench_engine::loader::{Loader, Shard, set_intra_op_threads};
 use loaderbench_engine::preset::Runtime;
@@ -27,12 +27,27 @@ use crate::engine_epoch::{build_loader, run_epoch};
 /// The longest the untimed warm-up pass of a process runs.
 const PROCESS_WARMUP_LIMIT: Duration = Duration::from_millis(500);
 
+/// What the warm-up pass reads: a sharded dataset's first shard, else all of it. A
+/// shard is read as one stream however few of its samples are taken (over HTTP, one
+/// GET of the whole shard), and the measured epochs read every shard again, so one
+/// shard is all the pass needs (a shard holds batches; a tiny one still makes one).
+fn warm_up_samples(dataset: &Arc<dyn Dataset>) -> Arc<dyn Dataset> {
+    match dataset.shards().and_then(|shards| shards.first().cloned()) {
+        Some(first) if first.end < dataset.len() => {
+            Arc::new(Subset::new(dataset.clone(), first.end))
+        }
+        _ => dataset.clone(),
+    }
+}
+
 impl Run {
     /// An untimed pass before the first config, once per process: libtorch's first
     /// ops, its thread pool and the allocator warm up here rather than in whichever
     /// config happens to run first (measured: that config's first epoch ran 1.3-2.6×
     /// its second on seed-light). It runs the first config of our engine without
-    /// workers, for one epoch or [`PROCESS_WARMUP_LIMIT`], whichever ends first.
+    /// workers, for one epoch or [`PROCESS_WARMUP_LIMIT`], whichever ends first; over a
+    /// sharded dataset, on its first shard only (see [`warm_up_samples`]). What it held
+    /// to read is let go, so the measured epochs read from storage.
     pub(super) fn warm_up_process(&self, dataset: &Arc<dyn Dataset>) -> Result<()> {
         let Some(index) = self
             .plan
@@ -44,16 +59,21 @@ impl Run {
         };
         let mut plan = self.plan.clone();
         plan.configs[index].num_workers = 0;
-        let mut loader = build_loader(&plan, index, dataset, Shard::WHOLE, &self.cancel)?;
+        let samples = warm_up_samples(dataset);
+        let mut loader = build_loader(&plan, index, &samples, Shard::WHOLE, &self.cancel)?;
         set_intra_op_threads(plan.configs[index].intra_op_threads);
         let deadline = Instant::now() + PROCESS_WARMUP_LIMIT;
-        for batch in loader.epoch()? {
-            batch?;
-            if Instant::now() >= deadline {
-                break;
+        let pass = (|| -> Result<()> {
+            for batch in loader.epoch()? {
+                batch?;
+                if Instant::now() >= deadline {
+                    break;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })();
+        samples.release_thread_reader();
+        pass
     }
 
     /// A config's epochs in order: its warm-up epoch (number 0, when the plan asks for

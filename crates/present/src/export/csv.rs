@@ -41,7 +41,7 @@ const IDENTITY: [Column; 3] = [
 ];
 
 /// The columns after the knobs.
-const COLUMNS: [Column; 31] = [
+const COLUMNS: [Column; 32] = [
     Column {
         name: "pin_memory_effective",
         cell: |r| r.run.pin_memory_effective.to_string(),
@@ -97,6 +97,10 @@ const COLUMNS: [Column; 31] = [
     Column {
         name: "fetch_s",
         cell: |r| format!("{:.6}", r.epoch.stages.fetch_s),
+    },
+    Column {
+        name: "decompress_s",
+        cell: |r| format!("{:.6}", r.epoch.stages.decompress_s),
     },
     Column {
         name: "read_s",

@@ -2,7 +2,8 @@
 //! batch in each stage the loader measures (fetch: getting samples' bytes from storage;
 //! decode; collate, transform, transfer, pin, copy to the device), the consumer's wait and, with a training step, the step's time, the
 //! median over the epochs that stand for a typical epoch (every epoch after the first, or
-//! the first when it is the only one).
+//! the first when it is the only one). Where a run read compressed shards, the part of
+//! the fetch spent decompressing is a column of its own after the fetch's, within it.
 //! Stage times of worker configs are spent on the workers, in parallel with each other,
 //! so they can add up to more than the epoch; the wait is what the consumer felt. The CLI
 //! prints it with `--stages` and the Markdown export includes it; the app charts it per
@@ -46,6 +47,23 @@ pub fn shown(result: &RunResult) -> usize {
     } else {
         STAGE_COUNT
     }
+}
+
+/// True when some epoch of the run spent time decompressing (compressed shards).
+pub fn decompressed(result: &RunResult) -> bool {
+    let mut epochs = result.results.iter().flat_map(|r| &r.epochs);
+    epochs.any(|epoch| epoch.stages.decompress_s > 0.0)
+}
+
+/// Config `index`'s milliseconds per batch spent decompressing, within its fetch, the
+/// median over its typical epochs; `None` when it measured no batch.
+pub fn decompress_ms(result: &RunResult, index: usize) -> Option<f64> {
+    let epochs = runs(result, index).flat_map(ConfigResult::typical_epochs);
+    let per_batch: Vec<f64> = epochs
+        .filter(|epoch| epoch.batches > 0)
+        .map(|e| e.stages.decompress_s / e.batches as f64 * 1e3)
+        .collect();
+    stats::median(&per_batch)
 }
 
 /// Config `index`'s milliseconds per batch in each stage of [`names`], the median over
@@ -102,6 +120,10 @@ pub fn table(result: &RunResult, pipeline: &str) -> String {
     let mut header = vec!["config".to_owned()];
     let shown = shown(result);
     header.extend(names().iter().take(shown).map(|name| format!("{name} ms")));
+    let decompressed = decompressed(result);
+    if decompressed {
+        header.insert(2, "of it decompress ms".to_owned());
+    }
     let rows: Vec<Vec<String>> = (0..result.configs.len())
         .filter(|&index| result.configs[index].pipeline.name() == pipeline)
         .filter_map(|index| {
@@ -109,6 +131,10 @@ pub fn table(result: &RunResult, pipeline: &str) -> String {
             let label = result.labels.get(index).cloned().unwrap_or_default();
             let mut row = vec![label];
             row.extend(stages.iter().take(shown).map(|ms| format!("{ms:.2}")));
+            if decompressed {
+                let ms = decompress_ms(result, index).unwrap_or(0.0);
+                row.insert(2, format!("{ms:.2}"));
+            }
             Some(row)
         })
         .collect();
@@ -169,6 +195,27 @@ mod tests {
             "{text}"
         );
         assert!(lines[2].trim_end().ends_with("| 5.00    |"), "{text}");
+    }
+
+    #[test]
+    fn decompression_is_a_column_within_the_fetch_only_where_a_run_decompressed() {
+        let mut epoch = epoch(1, 0.1, 0.1, 4);
+        epoch.stages.fetch_s = 0.02;
+        let configs = vec![config(0, false)];
+        let mut run = result(
+            configs.clone(),
+            vec![run(0, configs[0].clone(), vec![epoch])],
+        );
+        assert!(!table(&run, "light").contains("decompress"));
+        run.results[0].epochs[0].stages.decompress_s = 0.012;
+        let text = table(&run, "light");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("| config | fetch ms | of it decompress ms | decode ms |"),
+            "{text}"
+        );
+        let cells: Vec<&str> = lines[2].split('|').map(str::trim).collect();
+        assert_eq!(&cells[1..5], ["nw=0", "5.00", "3.00", "0.00"]);
     }
 
     #[test]

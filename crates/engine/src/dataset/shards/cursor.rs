@@ -9,9 +9,12 @@
 //! holds them), then drains it so its HTTP connection serves the next GET. A sample the
 //! stream has passed and does not hold (asked twice, or again in a later epoch on a
 //! stream still open) reopens its shard, which is slow but right. So the held bytes stay
-//! within about a shuffle buffer (plus a batch) of raw images per reading thread.
+//! within about a shuffle buffer (plus a batch) of raw images per reading thread, and a
+//! pass that stops partway lets go of its thread's cursor ([`release`]).
 //! A cursor inherited through `fork` (its process id differs) is abandoned, never used:
-//! the parent's connection and buffers are not the child's to touch.
+//! the parent's connection and buffers are not the child's to touch. A fetch says how
+//! long it took and how much of that went to decompressing (a compressed shard's
+//! streams add their decoders' time to the cursor's clock).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,6 +22,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::Catalog;
+use super::compression::DecompressClock;
 use super::source::{Http, ShardStream};
 use crate::cancel::CancelToken;
 use crate::dataset::image_decode;
@@ -26,6 +30,12 @@ use crate::error::{Error, Result};
 
 thread_local! {
     static CURSORS: RefCell<HashMap<u64, Cursor>> = RefCell::new(HashMap::new());
+}
+
+/// The time a fetch took, and the part of it spent decompressing.
+pub struct Fetched {
+    pub fetch: Duration,
+    pub decompress: Duration,
 }
 
 /// Gets sample `index` of the dataset `id` (whose samples `catalog` lists) on this
@@ -36,7 +46,7 @@ pub fn read<T>(
     catalog: &Arc<Catalog>,
     index: usize,
     decode: impl FnOnce(&[u8]) -> Result<T>,
-) -> Result<(T, Duration)> {
+) -> Result<(T, Fetched)> {
     CURSORS.with_borrow_mut(|cursors| {
         cursors.retain(|_, cursor| cursor.catalog.strong_count() > 0);
         let pid = std::process::id();
@@ -51,16 +61,24 @@ pub fn read<T>(
             .entry(id)
             .or_insert_with(|| Cursor::new(catalog, pid));
         if let Some(bytes) = cursor.held.remove(&index) {
-            return Ok((decode(&bytes)?, Duration::ZERO));
+            let none = Fetched {
+                fetch: Duration::ZERO,
+                decompress: Duration::ZERO,
+            };
+            return Ok((decode(&bytes)?, none));
         }
         let started = Instant::now();
+        let decompressed_before = cursor.clock.total();
         let fetched = cursor.fetch(catalog, index);
         if fetched.is_err() {
             // Where a failed stream stands is unknown: the next read reopens.
             cursor.open = None;
         }
         fetched?;
-        let fetch = started.elapsed();
+        let fetch = Fetched {
+            fetch: started.elapsed(),
+            decompress: cursor.clock.total().saturating_sub(decompressed_before),
+        };
         let decoded = decode(&cursor.bytes);
         if cursor.bytes.capacity() > image_decode::SCRATCH_KEPT_BYTES {
             // One large member must not keep the thread's buffer that large.
@@ -70,11 +88,26 @@ pub fn read<T>(
     })
 }
 
+/// Drops this thread's cursor on the dataset `id`: its open stream (closing its
+/// connection) and the samples it held.
+pub fn release(id: u64) {
+    CURSORS.with_borrow_mut(|cursors| {
+        if let Some(cursor) = cursors.remove(&id)
+            && cursor.pid != std::process::id()
+        {
+            // Inherited through fork: not this process's to close (see `read`).
+            std::mem::forget(cursor);
+        }
+    });
+}
+
 /// One thread's reading state for one dataset.
 struct Cursor {
     catalog: Weak<Catalog>,
     pid: u32,
     http: Http,
+    /// The time this cursor's streams spent decompressing.
+    clock: DecompressClock,
     open: Option<OpenShard>,
     /// Samples passed over, by index, waiting to be asked for.
     held: HashMap<usize, Vec<u8>>,
@@ -96,6 +129,7 @@ impl Cursor {
             pid,
             // A read the run no longer wants ends with its stall window.
             http: Http::new(catalog.http_stall_s, CancelToken::new()),
+            clock: DecompressClock::default(),
             open: None,
             held: HashMap::new(),
             bytes: Vec::new(),
@@ -110,9 +144,10 @@ impl Cursor {
             if self.open.as_ref().is_some_and(|open| open.shard != shard) {
                 self.finish_shard(catalog)?;
             }
-            let location = &catalog.shards[shard].location;
-            let stream = ShardStream::open(location, &self.http)
-                .map_err(|err| Error::run_caused(err.to_string(), err))?;
+            let entry = &catalog.shards[shard];
+            let stream =
+                ShardStream::open(&entry.location, &self.http, entry.compression, &self.clock)
+                    .map_err(|err| Error::run_caused(err.to_string(), err))?;
             self.open = Some(OpenShard {
                 shard,
                 next: 0,

@@ -5,17 +5,19 @@
 //! files are) and one label (`cls`: a decimal integer; `json`: an integer or an object
 //! with an integer `"label"`). What a sample is made of is kept (its image member's
 //! name, offset and size, and its label), so reading needs no second look at the tar
-//! headers. A local shard skips the image bodies by seeking (the index pass only); a URL
-//! is read through. An image member over the dataset's `file_bytes` limit or of more
+//! headers. A local plain shard skips the image bodies by seeking (the index pass only);
+//! a URL or a compressed shard is read through, decompressed, its compression told by its
+//! first bytes ([`compression`](super::compression)). An image member over the dataset's `file_bytes` limit or of more
 //! pixels than `image_pixels`, an extension header too large, a shard without its
 //! end-of-archive blocks ([`members`](super::members)) and anything else in a shard is
 //! an error naming the shard and the member.
 
-use std::io::{BufReader, Read, Seek};
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use tar::{Archive, Entries};
 
+use super::compression::{self, Compression, DecompressClock};
 use super::members;
 use super::pattern::ShardLocation;
 use super::source::{Http, PositionedFile};
@@ -38,27 +40,69 @@ pub struct SampleEntry {
     pub label: i64,
 }
 
-/// The samples of the shard at `location`, in member order (a URL fetched through
+/// What the index pass found in one shard.
+pub struct Indexed {
+    pub compression: Compression,
+    /// Its samples, in member order.
+    pub samples: Vec<SampleEntry>,
+}
+
+/// The compression of the shard at `location` and its samples (a URL fetched through
 /// `http`), within `limits`.
 pub fn index_shard(
     location: &ShardLocation,
     http: &Http,
     limits: &DatasetLimits,
-) -> Result<Vec<SampleEntry>> {
+) -> Result<Indexed> {
+    let unreadable = |err: std::io::Error| location.caused(format!("cannot read: {err}"), err);
     match location {
         ShardLocation::File(path) => {
-            let file = PositionedFile::open(path)
+            let mut file = PositionedFile::open(path)
                 .map_err(|err| location.caused(format!("cannot open: {err}"), err))?;
-            let len = file.len();
-            index_seekable(location, file, len, limits)
+            let head = compression::read_head(&mut file).map_err(unreadable)?;
+            let compression = compression::of_shard(location, &head)?;
+            file.seek(SeekFrom::Start(0)).map_err(unreadable)?;
+            let samples = match compression {
+                Compression::None => {
+                    let len = file.len();
+                    index_seekable(location, file, len, limits)?
+                }
+                _ => index_stream(location, Box::new(file), compression, limits)?,
+            };
+            Ok(Indexed {
+                compression,
+                samples,
+            })
         }
         ShardLocation::Url(url) => {
-            let mut archive = Archive::new(http.get(url)?);
-            let entries = archive.entries().map_err(broken(location))?;
-            let (samples, last) = walk(location, None, limits, entries)?;
-            finish(location, samples, last, archive.into_inner())
+            let mut body = http.get(url)?;
+            let head = compression::read_head(&mut body).map_err(unreadable)?;
+            let compression = compression::of_shard(location, &head)?;
+            let stream = Box::new(Cursor::new(head).chain(body));
+            let samples = index_stream(location, stream, compression, limits)?;
+            Ok(Indexed {
+                compression,
+                samples,
+            })
         }
     }
+}
+
+/// [`index_shard`] of a shard read through from `raw`, its bytes as stored.
+fn index_stream(
+    location: &ShardLocation,
+    raw: Box<dyn Read + Send>,
+    compression: Compression,
+    limits: &DatasetLimits,
+) -> Result<Vec<SampleEntry>> {
+    // Decompressing at open is no part of any epoch.
+    let clock = DecompressClock::default();
+    let stream = compression::decompressed(raw, compression, &clock)
+        .map_err(|err| location.caused(format!("cannot decompress: {err}"), err))?;
+    let mut archive = Archive::new(stream);
+    let entries = archive.entries().map_err(broken(location))?;
+    let (samples, last) = walk(location, None, limits, entries)?;
+    finish(location, samples, last, archive.into_inner())
 }
 
 /// [`index_shard`] of a shard `len` bytes long read from `shard`, which seeks past the
@@ -289,6 +333,7 @@ mod tests {
             &Http::new(30, CancelToken::new()),
             &DatasetLimits::DEFAULT,
         )
+        .map(|indexed| indexed.samples)
     }
     use crate::cancel::CancelToken;
 
@@ -461,6 +506,7 @@ mod tests {
         let location = ShardLocation::File(path);
         let error = |limits| {
             index_shard(&location, &Http::new(30, CancelToken::new()), &limits)
+                .map(|indexed| indexed.samples)
                 .unwrap_err()
                 .to_string()
         };

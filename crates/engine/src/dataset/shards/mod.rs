@@ -3,10 +3,12 @@
 //! indexes every shard once ([`index`]: one pass, several shards at a time, so bad
 //! input is named before a run starts and the dataset knows its length); `read` decodes
 //! a sample's image exactly as the image folder does, its bytes fetched by the reading
-//! thread's cursor ([`cursor`]) from a sequential stream on its shard ([`source`]).
+//! thread's cursor ([`cursor`]) from a sequential stream on its shard ([`source`]),
+//! decompressed where the shard is compressed ([`compression`]: gzip, bzip2, xz).
 //! Samples are numbered shard by shard in member order, and [`Dataset::shards`] says
 //! which indices each shard holds, so the loader hands out whole shards.
 
+mod compression;
 mod cursor;
 mod index;
 mod members;
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
+use compression::Compression;
 use index::SampleEntry;
 use pattern::ShardLocation;
 use source::Http;
@@ -44,10 +47,11 @@ pub struct Catalog {
     http_stall_s: u64,
 }
 
-/// One shard and its samples, in member order.
+/// One shard, how it is compressed, and its samples, in member order.
 #[derive(Serialize, Deserialize)]
 struct Shard {
     location: ShardLocation,
+    compression: Compression,
     samples: Vec<SampleEntry>,
 }
 
@@ -163,13 +167,14 @@ impl Dataset for Shards {
         let (shard, sample) = self.catalog.locate(index);
         let shard = &self.catalog.shards[shard];
         let entry = &shard.samples[sample];
-        let ((), fetch) = cursor::read(self.id, &self.catalog, index, |bytes| {
+        let ((), fetched) = cursor::read(self.id, &self.catalog, index, |bytes| {
             image_decode::decode_sample(bytes, self.shape, &self.limits, pixels)
                 .map_err(|problem| shard.location.bad(format!("{}: {problem}", entry.member)))
         })?;
         Ok(TimedRead {
             label: entry.label,
-            fetch,
+            fetch: fetched.fetch,
+            decompress: fetched.decompress,
         })
     }
 
@@ -194,6 +199,10 @@ impl Dataset for Shards {
     fn reopen_index(&self) -> Option<serde_json::Value> {
         serde_json::to_value(&self.catalog.shards).ok()
     }
+
+    fn release_thread_reader(&self) {
+        cursor::release(self.id);
+    }
 }
 
 /// Indexes every shard, a few at a time (URLs through `http`, whose cancel token stops
@@ -208,7 +217,7 @@ fn index_all(
     let total = locations.len();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Vec<SampleEntry>>>>> =
+    let results: Mutex<Vec<Option<Result<index::Indexed>>>> =
         Mutex::new((0..total).map(|_| None).collect());
     let work = || {
         while !http.is_cancelled() {
@@ -251,7 +260,11 @@ fn index_all(
     let mut shards = Vec::with_capacity(total);
     for (location, indexed) in locations.into_iter().zip(results) {
         match indexed {
-            Some(Ok(samples)) => shards.push(Shard { location, samples }),
+            Some(Ok(indexed)) => shards.push(Shard {
+                location,
+                compression: indexed.compression,
+                samples: indexed.samples,
+            }),
             Some(Err(error)) => return Err(error),
             // Shards are taken in order, so every slot before the first failure is
             // filled; an empty one means an indexer thread died.
@@ -278,6 +291,17 @@ pub fn index_bytes(bytes: &[u8], limits: &DatasetLimits) -> Result<Vec<Range<u64
         .collect())
 }
 
+/// Fails unless the local shard at `path` is a tar that both runtimes read: plain, or
+/// compressed as its name says with gzip, bzip2 or xz (its first bytes are read).
+pub fn check_shard_file(path: &Path) -> Result<()> {
+    let location = ShardLocation::File(path.to_path_buf());
+    let mut file = std::fs::File::open(path)
+        .map_err(|err| location.caused(format!("cannot open: {err}"), err))?;
+    let head = compression::read_head(&mut file)
+        .map_err(|err| location.caused(format!("cannot read: {err}"), err))?;
+    compression::of_shard(&location, &head).map(|_| ())
+}
+
 /// Keeps the first `limit` samples, in shard order.
 fn keep_first(shards: &mut Vec<Shard>, limit: usize) {
     let mut left = limit;
@@ -294,7 +318,9 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use tempfile::TempDir;
 
-    use super::test_tars::{samples, write_tar};
+    use std::time::Duration;
+
+    use super::test_tars::{compressed, samples, write_tar};
     use super::*;
 
     /// Three shards of 4, 5 and 3 samples numbered 0..12 (see `test_tars::samples`).
@@ -404,6 +430,48 @@ mod tests {
             timed.fetch > std::time::Duration::ZERO,
             "7 is read from the stream"
         );
+    }
+
+    #[test]
+    fn gzip_bzip2_and_xz_shards_read_the_same_samples_and_time_their_decompression() {
+        let dir = TempDir::new().unwrap();
+        let kinds = [
+            ("tar.gz", Compression::Gzip),
+            ("tbz2", Compression::Bzip2),
+            ("tar.xz", Compression::Xz),
+        ];
+        let plain = dir.path().join("plain");
+        for (shard, ((first, count), (extension, compression))) in
+            [(0, 4), (4, 5), (9, 3)].into_iter().zip(kinds).enumerate()
+        {
+            write_tar(&plain, &samples(first, count));
+            let bytes = compressed(&std::fs::read(&plain).unwrap(), compression);
+            std::fs::write(dir.path().join(format!("s-{shard}.{extension}")), bytes).unwrap();
+        }
+        std::fs::remove_file(&plain).unwrap();
+        let shards = open(&format!("{}/s-*", dir.path().display()), None);
+        assert_eq!(shards.shards(), Some(vec![0..4, 4..9, 9..12]));
+        let mut pixels = vec![0; 18];
+        for index in 0..12 {
+            let timed = shards.read_timed(index, &mut pixels).unwrap();
+            assert_eq!((pixels.clone(), timed.label), expected(index), "{index}");
+            assert!(timed.decompress <= timed.fetch, "within the fetch");
+            if [0, 4, 9].contains(&index) {
+                assert!(
+                    timed.decompress > Duration::ZERO,
+                    "shard {index} decompressed"
+                );
+            }
+        }
+        let reopened = Shards::from_index(
+            Path::new(""),
+            &DatasetLimits::DEFAULT,
+            3,
+            [2, 3],
+            shards.reopen_index().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(read(&reopened, 10), expected(10), "a worker's reopen");
     }
 
     #[test]

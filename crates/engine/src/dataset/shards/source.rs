@@ -2,7 +2,8 @@
 //! read with positioned reads through a buffer of our own ([`PositionedFile`]: no file
 //! offset is shared, so a forked worker never moves its parent's), or one HTTP GET whose
 //! body streams on an [`Http`] client's kept-alive connection. A [`ShardStream`] only
-//! moves forward: it skips by reading, never seeks and never asks for a range. Every wait
+//! moves forward: it skips by reading, never seeks and never asks for a range; a
+//! compressed shard's stream is its decompressed tar ([`super::compression`]). Every wait
 //! on a server ends: connecting and the answer have a timeout, and the body is read on a
 //! thread of its own while the reader waits in short steps, so that a cancel ends the
 //! wait within a poll, and a body that gives fewer than [`STALL_MIN_BYTES`] in a stall
@@ -20,6 +21,7 @@ use ureq::{Agent, ResponseExt};
 
 use base64::prelude::{BASE64_STANDARD, Engine as _};
 
+use super::compression::{self, Compression, DecompressClock};
 use super::pattern::ShardLocation;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
@@ -331,22 +333,25 @@ impl Read for BodyReader {
     }
 }
 
-/// A shard read from its start, front to back.
+/// A shard's tar read from its start, front to back (decompressed, for a compressed
+/// shard).
 pub struct ShardStream {
     reader: Box<dyn Read + Send>,
     position: u64,
 }
 
 impl ShardStream {
-    /// Opens `location` (a URL through `http`).
-    pub fn open(location: &ShardLocation, http: &Http) -> Result<Self> {
-        let reader: Box<dyn Read + Send> = match location {
-            ShardLocation::File(path) => Box::new(
-                PositionedFile::open(path)
-                    .map_err(|err| location.caused(format!("cannot open: {err}"), err))?,
-            ),
-            ShardLocation::Url(url) => Box::new(http.get(url)?),
-        };
+    /// Opens `location` (a URL through `http`), compressed with `compression`, the time
+    /// spent decompressing it added to `clock`.
+    pub fn open(
+        location: &ShardLocation,
+        http: &Http,
+        compression: Compression,
+        clock: &DecompressClock,
+    ) -> Result<Self> {
+        let raw = open_raw(location, http)?;
+        let reader = compression::decompressed(raw, compression, clock)
+            .map_err(|err| location.caused(format!("cannot decompress: {err}"), err))?;
         Ok(ShardStream {
             reader,
             position: 0,
@@ -381,6 +386,17 @@ impl ShardStream {
     pub fn finish(mut self) {
         let _ = io::copy(&mut (&mut self.reader).take(DRAIN_BYTES), &mut io::sink());
     }
+}
+
+/// The bytes of the shard at `location` as stored (a URL through `http`).
+pub fn open_raw(location: &ShardLocation, http: &Http) -> Result<Box<dyn Read + Send>> {
+    Ok(match location {
+        ShardLocation::File(path) => Box::new(
+            PositionedFile::open(path)
+                .map_err(|err| location.caused(format!("cannot open: {err}"), err))?,
+        ),
+        ShardLocation::Url(url) => Box::new(http.get(url)?),
+    })
 }
 
 fn ended(position: u64) -> io::Error {
@@ -429,7 +445,8 @@ mod tests {
         std::fs::write(&path, b"0123456789").unwrap();
         let location = ShardLocation::File(path);
         let http = Http::new(30, CancelToken::new());
-        let mut stream = ShardStream::open(&location, &http).unwrap();
+        let clock = DecompressClock::default();
+        let mut stream = ShardStream::open(&location, &http, Compression::None, &clock).unwrap();
         let mut out = Vec::new();
         stream.read_at(2, 3, &mut out).unwrap();
         assert_eq!(out, b"234");

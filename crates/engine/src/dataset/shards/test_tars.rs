@@ -1,8 +1,34 @@
-//! Tar shards for the tests: members written with the `tar` crate, and small images.
+//! Tar shards for the tests: members written with the `tar` crate, compressed with each
+//! compression shards may have, and small images.
 
+use std::io::Write;
 use std::path::Path;
 
 use image::{Rgb, RgbImage};
+
+use super::compression::Compression;
+
+/// `bytes` compressed with `compression`, as its command-line tool writes it.
+pub fn compressed(bytes: &[u8], compression: Compression) -> Vec<u8> {
+    match compression {
+        Compression::None => bytes.to_vec(),
+        Compression::Gzip => {
+            let mut out = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+            out.write_all(bytes).unwrap();
+            out.finish().unwrap()
+        }
+        Compression::Bzip2 => {
+            let mut out = bzip2::write::BzEncoder::new(Vec::new(), Default::default());
+            out.write_all(bytes).unwrap();
+            out.finish().unwrap()
+        }
+        Compression::Xz => {
+            let mut out = liblzma::write::XzEncoder::new(Vec::new(), 6);
+            out.write_all(bytes).unwrap();
+            out.finish().unwrap()
+        }
+    }
+}
 
 /// Writes a tar at `path` holding `members` (name, bytes) in order.
 pub fn write_tar(path: &Path, members: &[(String, Vec<u8>)]) {

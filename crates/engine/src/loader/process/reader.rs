@@ -159,6 +159,7 @@ impl Reader {
             collate: seconds(header.collate_s),
             read: seconds(header.read_s),
             fetch: seconds(header.fetch_s),
+            decompress: seconds(header.decompress_s),
             transform: seconds(header.transform_s),
             transfer: seconds(header.put_s) + started.elapsed(),
         })

@@ -316,6 +316,7 @@ impl<R: Read> Server<'_, R> {
             segment: None,
             read_s: built.read.as_secs_f64(),
             fetch_s: built.fetch.as_secs_f64(),
+            decompress_s: built.decompress.as_secs_f64(),
             collate_s: built.collate.as_secs_f64(),
             transform_s: built.transform.as_secs_f64(),
             put_s: 0.0,

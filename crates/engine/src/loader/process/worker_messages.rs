@@ -96,6 +96,7 @@ pub struct BatchHeader {
     pub segment: Option<usize>,
     pub read_s: f64,
     pub fetch_s: f64,
+    pub decompress_s: f64,
     pub collate_s: f64,
     pub transform_s: f64,
     /// The worker's part of the crossing: writing the pixels out.
