@@ -455,9 +455,13 @@ fn cli_runs_a_sweep_with_spawned_workers() {
     assert!(!results.is_empty());
     for run in results {
         assert_eq!(run["config"]["worker_kind"], "spawn");
-        let workers = run["workers"].as_array().unwrap();
+        // Each worker sampled as a process of its config, with its own memory.
+        let processes = run["processes"].as_array().unwrap();
+        let workers: Vec<&serde_json::Value> =
+            processes.iter().filter(|p| p["kind"] == "worker").collect();
         assert_eq!(workers.len(), 2, "{run}");
-        assert!(workers[0]["pss_bytes"].as_u64().unwrap() > 0, "{run}");
+        let peak = &workers[0]["epochs"][0]["peak_pss_bytes"];
+        assert!(peak.as_u64().unwrap() > 0, "{run}");
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -85,11 +85,14 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
         chunks.len(),
         args.out.display()
     );
+    // Absolute: a preset's relative paths are read against the preset's own folder,
+    // which need not be this one.
+    let out = std::path::absolute(&args.out).map_err(|err| Error::io(&args.out, err))?;
     println!("use in a preset:");
     println!(
         "    dataset: (kind: shards, path: \"{}/shard-{{000000..{last:06}}}.{extension}\", channels: 3, \
          image_size: (64, 64), shuffle_buffer: {}),",
-        args.out.display(),
+        out.display(),
         per_shard.min(1000)
     );
     Ok(())

@@ -196,6 +196,24 @@ fn tar_members(path: &Path) -> Vec<String> {
 }
 
 #[test]
+fn the_pattern_to_paste_is_absolute_whatever_folder_it_was_written_from() {
+    // A preset's relative paths are read against the preset's folder, so a pattern
+    // printed relative to this one would break once pasted into a preset elsewhere.
+    let folder = image_folder(2, 2, 20);
+    let here = TempDir::new().unwrap();
+    let output = common::loaderbench_command(&["shards", path_str(folder.path()), "out"])
+        .current_dir(here.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let expected = format!(
+        "path: \"{}/shard-{{000000..",
+        here.path().join("out").display()
+    );
+    assert!(stdout(&output).contains(&expected), "{}", stdout(&output));
+}
+
+#[test]
 fn converting_into_a_folder_that_holds_shards_is_refused() {
     let folder = image_folder(2, 2, 20);
     let out = TempDir::new().unwrap();

@@ -278,22 +278,18 @@ pub struct ConfigResult {
     /// The Python that measured a pytorch config, with its versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonEnvironment>,
-    /// For a `cache: cold` config whose files could not all leave the page cache before
-    /// every epoch: the first file and why (on tmpfs, held mapped by another process…).
-    /// Its epochs were measured (partly) warm, and are never shown as cold.
+    /// For a `cache: cold` config whose files could not all leave the page cache: the
+    /// first file and why (on tmpfs, held mapped…). Its epochs are never shown as cold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stayed_warm: Option<String>,
-    /// For a `cache: warm` config whose files could not all be loaded into the page
-    /// cache before every epoch: why (more than the memory available, or reclaimed as
-    /// they came in). Its epochs read (partly) from storage.
+    /// For a `cache: warm` config whose files could not all be held in the page cache:
+    /// why (more than the memory available, or reclaimed as they came in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partly_cold: Option<String>,
-    /// Samples in the whole dataset (more than an epoch's where `samples` cut it), where
-    /// the runtime knows them.
+    /// Samples in the whole dataset (more than an epoch's where `samples` cut it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_samples: Option<usize>,
-    /// The bytes of Python objects the dataset holds (lists, dicts, strings: what a
-    /// forked worker copies as it reads them), estimated by the PyTorch runtime.
+    /// Bytes of Python objects the dataset holds (what forked workers copy as they read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_object_bytes: Option<u64>,
     /// Every process of the config (main, workers, ranks), sampled through each epoch.

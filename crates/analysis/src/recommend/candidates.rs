@@ -41,6 +41,11 @@ impl Candidate<'_> {
         self.runs.iter().find_map(|r| r.stayed_warm.as_deref())
     }
 
+    /// Why a warm config's files could not all be held in the page cache in some repeat.
+    pub(super) fn partly_cold(&self) -> Option<&str> {
+        self.runs.iter().find_map(|r| r.partly_cold.as_deref())
+    }
+
     pub(super) fn other_load_cores(&self) -> Option<f64> {
         self.runs
             .iter()

@@ -15,7 +15,9 @@
 //! every measurement was disturbed (the verdict hinges on it, so that it is measured
 //! again). Warm and cold page caches are separate
 //! questions, and a cold question names no config when one of its configs stayed warm
-//! (its files could not be evicted), so a warm figure never answers it. The paragraph is
+//! (its files could not be evicted), nor a warm one when one of its configs was partly
+//! cold (its files could not all be held), so a figure of the one never answers the
+//! other. The paragraph is
 //! written in [`text`], the code to paste in [`snippet`].
 
 use serde::{Deserialize, Serialize};
@@ -177,6 +179,19 @@ fn recommend_one(
         );
         let verdict = Verdict::none_named(
             "a cold config stayed warm, so no cold figure answers it",
+            Vec::new(),
+        );
+        return Some(no_winner(group, samples, text, verdict));
+    }
+    if let Some(cold) = candidates.iter().find(|c| c.partly_cold().is_some()) {
+        let text = format!(
+            "No config is named for a warm page cache: {} read part of its files from \
+             storage ({}), so its times are not warm ones.",
+            cold.label,
+            cold.partly_cold().unwrap_or_default()
+        );
+        let verdict = Verdict::none_named(
+            "a warm config read from storage, so no warm figure answers it",
             Vec::new(),
         );
         return Some(no_winner(group, samples, text, verdict));
@@ -628,6 +643,30 @@ mod tests {
             all[1].text.contains("nw=2 stayed warm (x.png: on tmpfs)"),
             "{}",
             all[1].text
+        );
+    }
+
+    #[test]
+    fn a_warm_config_that_read_from_storage_answers_no_warm_question() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut results: Vec<ConfigResult> = [(0, 1.0), (1, 0.5)]
+            .into_iter()
+            .flat_map(|(index, s)| repeats(index, &configs[index], &[s, s, s]))
+            .collect();
+        assert_eq!(
+            Analysis::of(&result(configs.clone(), results.clone())).recommendations[0].config,
+            Some(1),
+            "held in memory, nw=2 answers"
+        );
+        results[4].partly_cold = Some("12.0 GB of files, 8.0 GB available".to_owned());
+        let all = Analysis::of(&result(configs, results)).recommendations;
+        assert_eq!((all[0].outcome, all[0].config), (Outcome::Undecided, None));
+        assert!(
+            all[0].text.contains(
+                "nw=2 read part of its files from storage (12.0 GB of files, 8.0 GB available)"
+            ),
+            "{}",
+            all[0].text
         );
     }
 
