@@ -1,5 +1,7 @@
 //! Processes as /proc shows them, for the tests that check that nothing a run started
-//! is left behind: whether a process still runs, a process's children, and the
+//! is left behind: whether a process still runs (and whether it is still the process
+//! that was seen, since pids come round again: at 32768 on these machines, within
+//! seconds of a busy test run), a process's children, and the
 //! processes a run started, found by the environment mark they inherit; and the turns
 //! that tests running the PyTorch runtime in this process take; the Python a test runs
 //! itself, with a temporary directory the test removes; and a child's address space
@@ -55,6 +57,41 @@ pub fn running(pid: u32) -> bool {
         .ok()
         .and_then(|stat| state(&stat))
         .is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x'))
+}
+
+/// A process as it was seen: its pid and when it started, so that another process given
+/// the same pid later is not taken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub pid: u32,
+    started: u64,
+}
+
+impl Seen {
+    /// Process `pid` now; `None` when it is gone.
+    pub fn now(pid: u32) -> Option<Seen> {
+        Some(Seen {
+            pid,
+            started: start_ticks(pid)?,
+        })
+    }
+
+    /// Whether the process seen still runs: the same pid, started at the same time.
+    pub fn running(&self) -> bool {
+        running(self.pid) && start_ticks(self.pid) == Some(self.started)
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields from the state (field 3) on, after the parenthesised command name.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(22 - 3)?
+        .parse()
+        .ok()
 }
 
 /// The state letter of a /proc/PID/stat line: the first field after the command name,

@@ -24,7 +24,7 @@ use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{children_of, python_in, python_turn, running};
+use common::process::{Seen, children_of, python_in, python_turn};
 use common::runs::shared_dir;
 use common::{
     assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
@@ -388,9 +388,12 @@ fn descendants_of(root: i32) -> Vec<i32> {
     found
 }
 
-/// Whether `pid` (a pid as libc gives it) still runs.
-fn alive(pid: i32) -> bool {
-    u32::try_from(pid).is_ok_and(running)
+/// The processes `pids` as they are now (those already gone left out), to be asked
+/// later whether they still run.
+fn seen(pids: &[i32]) -> Vec<Seen> {
+    pids.iter()
+        .filter_map(|&pid| Seen::now(u32::try_from(pid).ok()?))
+        .collect()
 }
 
 #[test]
@@ -412,17 +415,17 @@ fn python_and_its_workers_end_when_loaderbench_is_killed() {
     // Python and its two DataLoader workers.
     let what = "Python and its two DataLoader workers";
     let processes = common::wait_for(Duration::from_secs(120), what, || {
-        let processes = descendants_of(cli_pid);
+        let processes = seen(&descendants_of(cli_pid));
         (processes.len() >= 3).then_some(processes)
     });
     cli.kill().unwrap();
     cli.wait().unwrap();
     // PyTorch's workers notice their parent is gone within its 5 s status interval.
     let killed = Instant::now();
-    while processes.iter().any(|&p| alive(p)) && killed.elapsed() < Duration::from_secs(10) {
+    while processes.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let left: Vec<i32> = processes.into_iter().filter(|&p| alive(p)).collect();
+    let left: Vec<Seen> = processes.into_iter().filter(Seen::running).collect();
     assert!(left.is_empty(), "{left:?} outlived the killed loaderbench");
 }
 
@@ -465,17 +468,17 @@ fn cancelling_kills_python_and_its_workers_within_a_second() {
     let dir = TempDir::new().unwrap();
     let handle = long_run(&dir);
     events_until_batch(&handle, Duration::from_secs(120));
-    let processes = script_processes();
+    let processes = seen(&script_processes());
     assert!(processes.len() >= 3, "{processes:?}");
     let cancelled = Instant::now();
     handle.cancel();
     let events = events_until_end(&handle, Duration::from_secs(5));
     assert!(matches!(events.last(), Some(Event::Cancelled { .. })));
-    while processes.iter().any(|&pid| alive(pid)) {
+    while processes.iter().any(Seen::running) {
         assert!(
             cancelled.elapsed() < Duration::from_secs(1),
             "still running: {:?}",
-            processes.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+            processes.iter().filter(|p| p.running()).collect::<Vec<_>>()
         );
         std::thread::sleep(Duration::from_millis(10));
     }
