@@ -28,8 +28,8 @@ use std::time::Instant;
 
 use loaderbench_analysis::Analysis;
 use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
-use loaderbench_present::documents;
 
 use common::{best_set, loaderbench, names, paired_ratio};
 
@@ -75,7 +75,7 @@ fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usiz
         let mut args = vec!["run", preset, "--quiet"];
         args.extend_from_slice(sets);
         loaderbench(&args, &json);
-        reference_runs.push(documents::read(&json).expect("a reference round"));
+        reference_runs.push(results_file::read(&json).expect("a reference round"));
     }
     let reference = common::merged(&reference_runs);
     println!(
@@ -96,7 +96,7 @@ fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usiz
         let started = Instant::now();
         loaderbench(&args, &json);
         walls.push(started.elapsed().as_secs_f64());
-        let run = documents::read(&json).expect("the run");
+        let run = results_file::read(&json).expect("the run");
         let recommendations = Analysis::of(&undisturbed(&run)).recommendations;
         for (question, recommendation) in recommendations.iter().enumerate().take(questions) {
             let label = recommendation.label.clone().unwrap_or("nothing".to_owned());
@@ -245,7 +245,7 @@ fn mnist_job(dir: &Path) {
     ];
     let started = Instant::now();
     loaderbench(&args, &whole_json);
-    let whole = undisturbed(&documents::read(&whole_json).expect("whole epochs"));
+    let whole = undisturbed(&results_file::read(&whole_json).expect("whole epochs"));
     println!(
         "resolve: MNIST-shaped job: whole epochs, 3 rounds, in {:.0} s",
         started.elapsed().as_secs_f64()
@@ -255,7 +255,7 @@ fn mnist_job(dir: &Path) {
         &["tune", preset_arg, "--quiet", "--budget", "5m"],
         &tuned_json,
     );
-    let tuned = undisturbed(&documents::read(&tuned_json).expect("the tune"));
+    let tuned = undisturbed(&results_file::read(&tuned_json).expect("the tune"));
     let trail = tuned.tune.as_ref().expect("a trail");
     let measured = trail.configs.iter().filter(|c| c.rounds > 0).count();
     let (best, _) = best_set(&whole);

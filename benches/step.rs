@@ -25,8 +25,8 @@ use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Preset, Runtime};
 use loaderbench_measure::pytorch::{self, DatasetRequest, PytorchScript, Request};
 use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
-use loaderbench_present::documents;
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
@@ -133,7 +133,7 @@ fn step_on_both(condition: &Condition, model: &Path, dir: &Path, round: usize) -
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let result = documents::read(&json).expect("the round's results");
+    let result = results_file::read(&json).expect("the round's results");
     (
         step_ms(&result, Runtime::Loaderbench),
         step_ms(&result, Runtime::Pytorch),

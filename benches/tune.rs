@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
-use loaderbench_present::documents;
 
 use common::{best_set, loaderbench, merged, names, paired_ratio};
 
@@ -55,7 +55,7 @@ fn against_the_grid(dir: &Path, preset: &str, full: bool) {
         args.extend_from_slice(sets);
         loaderbench(&args, &json);
         grid_s.push(started.elapsed().as_secs_f64());
-        let mut run = documents::read(&json).expect("the grid's results");
+        let mut run = results_file::read(&json).expect("the grid's results");
         for result in &mut run.results {
             result.repeat = round;
         }
@@ -79,7 +79,7 @@ fn against_the_grid(dir: &Path, preset: &str, full: bool) {
         let mut args = vec!["tune", preset, "--quiet", "--budget", &budget];
         args.extend_from_slice(sets);
         loaderbench(&args, &json);
-        let tuned = documents::read(&json).expect("the tune's results");
+        let tuned = results_file::read(&json).expect("the tune's results");
         let trail = tuned.tune.as_ref().expect("a tune's trail");
         used.push(trail.used_s);
         for config in &trail.configs {

@@ -11,6 +11,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_measure::read_journal;
 use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results_file;
 
 #[derive(Debug, Subcommand)]
 pub enum BaselineCommand {
@@ -49,14 +50,14 @@ pub fn run(command: BaselineCommand) -> Result<()> {
                     }
                     kept
                 }
-                (Some(path), None) => baseline::read_result(&path)?,
+                (Some(path), None) => results_file::read(&path)?,
                 (None, None) => return Err(Error::value("give a result file or --from-journal")),
             };
             save(&name, &result)
         }
         BaselineCommand::Compare { name, result } => {
             let before = baseline::load(&name)?;
-            let after = baseline::read_result(&result)?;
+            let after = results_file::read(&result)?;
             print_comparison(&name, &before, &after);
             Ok(())
         }

@@ -11,7 +11,7 @@ use clap::Args;
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_measure::results::RunResult;
-use loaderbench_present::documents;
+use loaderbench_measure::results_file;
 use loaderbench_present::overlay;
 
 use super::output::{self, ExportArgs};
@@ -88,7 +88,7 @@ pub fn merge(args: MergeArgs) -> Result<()> {
 
 /// The runs saved in `files`.
 fn read_all(files: &[PathBuf]) -> Result<Vec<RunResult>> {
-    files.iter().map(|path| documents::read(path)).collect()
+    files.iter().map(|path| results_file::read(path)).collect()
 }
 
 /// `runs`, read from `files`, as one (overlaid when there are several).

@@ -14,7 +14,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Journal;
-use loaderbench_present::documents;
+use loaderbench_measure::results_file;
 
 use super::interrupt;
 use super::output::{self, ExportArgs};
@@ -51,7 +51,7 @@ impl ResolveArgs {
 }
 
 pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
-    let mut result = documents::read(&args.run)?;
+    let mut result = results_file::read(&args.run)?;
     let setup = result.setup.clone().ok_or_else(|| {
         Error::file(
             &args.run,

@@ -274,7 +274,7 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         .map(|entry| entry.path())
         .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
         .expect("the run's journal");
-    let journaled = loaderbench_present::documents::read(&journal).unwrap();
+    let journaled = loaderbench_measure::results_file::read(&journal).unwrap();
     assert_eq!(
         journaled.results.len(),
         result.results.len(),

@@ -276,7 +276,7 @@ fn plan_line(configs: usize, repeats: usize, epochs: usize) -> String {
 fn an_opened_run_shows_the_preset_it_was_measured_with() {
     let dir = tempfile::tempdir().unwrap();
     let (json, journal) = (two_configs().json.clone(), two_configs().journal.clone());
-    let measured = loaderbench_present::documents::read(&json).unwrap();
+    let measured = loaderbench_measure::results_file::read(&json).unwrap();
     let setup = measured.setup.clone().expect("the run saved its preset");
     let line = plan_line(2, measured.repeats, measured.epochs);
 
@@ -403,7 +403,7 @@ fn the_analysis_png_holds_the_whole_snippet_and_its_copy_button() {
 fn a_name_egui_s_fonts_lack_draws_as_a_box_in_the_png() {
     let dir = tempfile::tempdir().unwrap();
     let json = two_configs().json.clone();
-    let mut named = loaderbench_present::documents::read(&json).unwrap();
+    let mut named = loaderbench_measure::results_file::read(&json).unwrap();
     named.labels[0] = format!("{} ● 模型", named.labels[0]);
     let png = loaderbench_gui::render_png(
         vec![(dir.path().join("named.json"), named)],

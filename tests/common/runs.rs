@@ -67,7 +67,7 @@ pub fn saved_run(dir: &Path, sets: &[&str]) -> SavedRun {
 /// they made; the file written again as the CLI writes it, analysis and all) and in its
 /// journal's config lines.
 fn as_measured_quietly(saved: &SavedRun) {
-    let mut run = loaderbench_analysis::baseline::read_result(&saved.json).unwrap();
+    let mut run = loaderbench_measure::results_file::read(&saved.json).unwrap();
     for result in &mut run.results {
         result.disturbed = false;
     }

@@ -343,7 +343,7 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
     let output = in_data_dir(dir.path(), &args);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(journaled_repeats(&journal).len(), 3);
-    let mut once = loaderbench_present::documents::read(&journal).unwrap();
+    let mut once = loaderbench_measure::results_file::read(&journal).unwrap();
     for run in &mut once.results {
         run.disturbed = false;
     }
@@ -488,7 +488,7 @@ fn a_file_that_is_not_a_result_is_not_saved_as_a_baseline() {
     );
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("x.json: not a result"),
+        stderr(&output).contains("x.json: not a loaderbench results file"),
         "{}",
         stderr(&output)
     );

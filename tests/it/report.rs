@@ -114,7 +114,7 @@ fn json_to_standard_output_is_the_results_alone() {
 
 #[test]
 fn the_results_hold_the_preset_as_run() {
-    let setup = loaderbench_present::documents::read(&Measured::get().json)
+    let setup = loaderbench_measure::results_file::read(&Measured::get().json)
         .unwrap()
         .setup;
     let setup = setup.expect("the results hold the preset as run");
@@ -217,7 +217,7 @@ fn report_of_two_machines_recommends_per_run() {
 
 #[test]
 fn merge_writes_two_machines_runs_as_one_file_with_the_warning() {
-    let run = loaderbench_present::documents::read(merged()).unwrap();
+    let run = loaderbench_measure::results_file::read(merged()).unwrap();
     assert_eq!(run.labels.len(), 4);
     assert_eq!(run.configs[2].run.as_deref(), Some("server"));
     assert!(

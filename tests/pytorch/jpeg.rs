@@ -17,7 +17,7 @@ use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Preset, Runtime};
 use loaderbench_engine::transform::PipelineSpec;
 use loaderbench_measure::pytorch::{self, DatasetRequest, Request};
-use loaderbench_present::documents;
+use loaderbench_measure::results_file;
 use tempfile::TempDir;
 
 use crate::common;
@@ -185,7 +185,7 @@ fn a_folder_of_every_jpeg_coding_runs_on_both_runtimes_every_sample_once_per_epo
         path_str(&journal),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let run = documents::read(&json).unwrap();
+    let run = results_file::read(&json).unwrap();
     let measured: Vec<_> = run
         .results
         .iter()

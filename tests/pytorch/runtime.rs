@@ -14,12 +14,12 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use loaderbench_analysis::Analysis;
-use loaderbench_analysis::baseline;
 use loaderbench_engine::dataset::{DatasetSpec, open};
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Cache, Preset};
 use loaderbench_engine::transform::PipelineSpec;
 use loaderbench_measure::pytorch::{self, DatasetRequest, Request};
+use loaderbench_measure::results_file;
 use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
@@ -545,7 +545,7 @@ fn seed_light_pytorch_recommends_per_runtime() {
     let _turn = python_turn();
     let (dir, output) = seed_light_pytorch();
     let out = succeeded(output);
-    let result = baseline::read_result(&dir.path().join("run.json")).unwrap();
+    let result = results_file::read(&dir.path().join("run.json")).unwrap();
     let groups: Vec<String> = Analysis::of(&result)
         .recommendations
         .into_iter()
@@ -568,7 +568,7 @@ fn seed_light_pytorch_s_snippet_builds_a_working_dataloader() {
     let (shared, output) = seed_light_pytorch();
     succeeded(output);
     let dir = TempDir::new().unwrap();
-    let mut result = baseline::read_result(&shared.path().join("run.json")).unwrap();
+    let mut result = results_file::read(&shared.path().join("run.json")).unwrap();
     // A busy machine (other tests, other builds) may leave the question undecided; the
     // snippet is then the one the same measurements give on a quiet machine.
     for run in &mut result.results {

@@ -17,7 +17,7 @@ use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
 use loaderbench_measure::pytorch::{DatasetRequest, Request, write_idx};
 use loaderbench_measure::results::RunResult;
-use loaderbench_present::documents;
+use loaderbench_measure::results_file;
 
 use crate::common;
 use common::{loaderbench, path_str, stderr};
@@ -47,7 +47,7 @@ fn measured(dir: &Path, preset: &str, sets: &[String]) -> RunResult {
     }
     let output = loaderbench(&args);
     assert!(output.status.success(), "{}", stderr(&output));
-    documents::read(&json).expect("the JSON export reads back")
+    results_file::read(&json).expect("the JSON export reads back")
 }
 
 /// The snippet of each config `result` measured.

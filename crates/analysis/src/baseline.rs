@@ -5,7 +5,7 @@
 //! beyond the noise.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,7 @@ use crate::measured_configs;
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::data_dir;
 use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results_file;
 
 /// Below this change, a comparison of single measurements (which carry no noise
 /// estimate) counts as noise.
@@ -66,16 +67,7 @@ pub fn load(name: &str) -> Result<RunResult> {
             ),
         ));
     }
-    read_result(&path)
-}
-
-/// Reads a run's results from a JSON export or a saved baseline.
-pub fn read_result(path: &Path) -> Result<RunResult> {
-    let text = fs::read_to_string(path).map_err(|err| Error::io(path, err))?;
-    let run: RunResult = serde_json::from_str(&text)
-        .map_err(|err| Error::file_caused(path, format!("not a result: {err}"), err))?;
-    run.check_claims(path)?;
-    Ok(run)
+    results_file::read(&path)
 }
 
 /// The saved baselines' names, sorted.

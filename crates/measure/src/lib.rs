@@ -20,6 +20,7 @@ pub mod pytorch;
 pub mod rank_merge;
 mod ranks;
 pub mod results;
+pub mod results_file;
 pub mod run_header;
 mod runner;
 pub mod stats;

@@ -11,6 +11,7 @@ use crate::actions::Action;
 use crate::live::RunData;
 use loaderbench_measure::Event;
 use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_measure::results_file;
 use loaderbench_present::documents;
 use loaderbench_present::overlay;
 
@@ -86,7 +87,7 @@ impl App {
             self.error("Stop the run before opening saved results.");
             return;
         }
-        match documents::read(path) {
+        match results_file::read(path) {
             Ok(result) => {
                 if !add {
                     self.shown.clear();

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use loaderbench_analysis::resolve::ResolveEvent;
 use loaderbench_analysis::{Analysis, warnings};
-use loaderbench_present::documents;
+use loaderbench_measure::results_file;
 
 use super::event_child::EventChild;
 use super::{App, WARNING};
@@ -124,7 +124,7 @@ impl App {
         let Some(ended) = ended else {
             return;
         };
-        let read = documents::read(&resolve.json);
+        let read = results_file::read(&resolve.json);
         let Some(run) = self.run.as_mut() else {
             return;
         };

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::tune_view::TuneProgress;
 use loaderbench_analysis::tune::TuneEvent;
-use loaderbench_present::documents;
+use loaderbench_measure::results_file;
 
 use super::App;
 use super::event_child::EventChild;
@@ -104,7 +104,7 @@ impl App {
         let Some(ended) = tune.child.drain(|event| progress.apply(&event)) else {
             return;
         };
-        let read = documents::read(&tune.json);
+        let read = results_file::read(&tune.json);
         tune.progress
             .finish(read.as_ref().ok().and_then(|r| r.tune.as_ref()));
         match read {

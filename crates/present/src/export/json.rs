@@ -1,6 +1,7 @@
 //! JSON export: the whole [`RunResult`], pretty-printed, with its [`Analysis`] beside
 //! the measurements under `analysis`, and the results format's `version`; what the other
-//! tools read. The file reads back as a `RunResult` (see [`crate::documents`]).
+//! tools read. The file reads back as a `RunResult`
+//! ([`loaderbench_measure::results_file::read`]).
 
 use serde::Serialize;
 
@@ -8,12 +9,9 @@ use super::Exporter;
 use loaderbench_analysis::Analysis;
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results_file::VERSION;
 
 pub struct Json;
-
-/// The results format this build writes and reads; bumped when a change would make an
-/// older loaderbench misread a file.
-pub const VERSION: u32 = 1;
 
 /// The exported document: the format version, the result's fields, then `analysis`.
 #[derive(Serialize)]

@@ -10,7 +10,7 @@ use loaderbench_engine::error::Result;
 use loaderbench_measure::results::RunResult;
 
 pub use self::csv::Csv;
-pub use self::json::{Json, VERSION as RESULTS_VERSION};
+pub use self::json::Json;
 pub use self::markdown::Markdown;
 
 /// A results file format.
