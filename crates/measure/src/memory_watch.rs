@@ -119,11 +119,10 @@ impl MemoryWatch {
         let mut state = self.shared.lock();
         state.sweep();
         let open = state.open.take()?;
-        let mut pids: Vec<u32> = open.series.keys().copied().collect();
-        pids.sort_unstable();
-        let mut series = open.series;
-        for pid in pids {
-            let (kind, builder) = series.remove(&pid).expect("the pid was listed");
+        let mut series: Vec<(u32, (ProcessKind, SeriesBuilder))> =
+            open.series.into_iter().collect();
+        series.sort_unstable_by_key(|(pid, _)| *pid);
+        for (pid, (kind, builder)) in series {
             let epoch = builder.finish(open.number);
             match state.processes.iter_mut().find(|p| p.pid == pid) {
                 Some(process) => {
