@@ -753,6 +753,9 @@ def main():
     except ValueError as err:
         fail(f"the request is not JSON: {err}")
     check_knobs(request)
+    # PIL refuses images past twice its own limit, and warns past it: it reads what our
+    # engine reads when the limit is the dataset's (whose images were checked against it).
+    Image.MAX_IMAGE_PIXELS = request["image_pixels"]
     knobs = request["knobs"]
     loader = None
     try:

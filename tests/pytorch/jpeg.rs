@@ -5,7 +5,9 @@
 //! on both runtimes at 0 and 2
 //! workers, every sample once per epoch. A 12-bit JPEG, which PIL refuses (shown here),
 //! is refused on the PyTorch runtime too, before Python starts, with one line naming the
-//! file or the shard's member and saying that 12-bit JPEGs are not supported.
+//! file or the shard's member and saying that 12-bit JPEGs are not supported. An image
+//! past PIL's own pixel limit but within a raised `dataset.limits.image_pixels` is read
+//! on both runtimes.
 
 use std::io::Write;
 use std::path::Path;
@@ -275,5 +277,45 @@ fn a_12_bit_jpeg_pil_refuses_is_refused_on_the_pytorch_runtime_naming_it() {
         let mut fragments = named;
         fragments.push("a 12-bit JPEG: not supported");
         assert_error_line(&loaderbench(&args), 2, &fragments);
+    }
+}
+
+#[test]
+fn an_image_past_pil_s_own_limit_within_the_dataset_s_is_read_on_both_runtimes() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("folder");
+    let class = folder.join("big");
+    std::fs::create_dir_all(&class).unwrap();
+    // 180.9 million pixels: past twice PIL's default MAX_IMAGE_PIXELS (89.5 million),
+    // where PIL refuses an image as a decompression bomb. A grey PNG of one value is small.
+    let (width, height) = (13_450, 13_450);
+    let big = image::GrayImage::from_pixel(width, height, image::Luma([90]));
+    big.save(class.join("big.png")).unwrap();
+    let file = dir.path().join("big.ron");
+    let sets = [
+        ("runtime", "loaderbench,pytorch"),
+        ("dataset.limits.image_pixels", "200000000"),
+        ("epochs", "1"),
+        ("pin_memory", "false"),
+    ];
+    preset(&folder, &sets).save(&file).unwrap();
+    let json = dir.path().join("run.json");
+    let journal = dir.path().join("run.jsonl");
+    let output = loaderbench(&[
+        "run",
+        path_str(&file),
+        "-q",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = results_file::read(&json).unwrap();
+    let runtimes: Vec<Runtime> = run.results.iter().map(|r| r.config.runtime).collect();
+    assert_eq!(runtimes, [Runtime::Loaderbench, Runtime::Pytorch]);
+    for result in &run.results {
+        assert_eq!(result.epochs[0].samples, 1, "{:?}", result.config.runtime);
     }
 }

@@ -104,6 +104,9 @@ impl From<&StepSpec> for StepRequest {
 pub struct Request {
     pub dataset: DatasetRequest,
     pub samples: Option<usize>,
+    /// The most pixels an image may have (the dataset's `image_pixels` limit): PIL's
+    /// `MAX_IMAGE_PIXELS` is set to it, so that PIL reads what our engine reads.
+    pub image_pixels: u64,
     pub normalize: Normalize,
     pub shuffle: bool,
     pub seed: u64,
@@ -135,6 +138,7 @@ impl Request {
         Request {
             dataset,
             samples: plan.samples,
+            image_pixels: plan.dataset.limits.image_pixels,
             normalize: plan.normalize.clone(),
             shuffle: plan.shuffle,
             seed: plan.seed,
