@@ -36,7 +36,7 @@ const SAMPLES: usize = 100;
 
 mod common;
 use common::loader_settings as settings;
-use common::process::{children_of, running};
+use common::process::{Seen, children_of};
 
 fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -> ProcessWorkers {
     ProcessWorkers {
@@ -490,16 +490,19 @@ fn workers_exit_when_the_loader_process_is_killed() {
         .spawn()
         .unwrap();
     let workers = common::wait_for(Duration::from_secs(60), "the run's two workers", || {
-        let workers = children_of(cli.id());
+        let workers: Vec<Seen> = children_of(cli.id())
+            .into_iter()
+            .filter_map(Seen::now)
+            .collect();
         (workers.len() == 2).then_some(workers)
     });
     cli.kill().unwrap();
     cli.wait().unwrap();
     let killed = Instant::now();
-    while workers.iter().any(|&w| running(w)) && killed.elapsed() < Duration::from_secs(2) {
+    while workers.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let left: Vec<u32> = workers.into_iter().filter(|&w| running(w)).collect();
+    let left: Vec<Seen> = workers.into_iter().filter(Seen::running).collect();
     assert!(
         left.is_empty(),
         "workers {left:?} outlived their killed parent"

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{children_of, running};
+use common::process::{Seen, children_of, running};
 use common::runs::shared_dir;
 use common::{loaderbench_command, path_str, stderr, wait_with_deadline};
 
@@ -108,11 +108,16 @@ impl Interrupted {
                 }
                 std::thread::sleep(Duration::from_millis(10));
             };
+            let seen: Vec<Seen> = workers.iter().filter_map(|&w| Seen::now(w)).collect();
             signal_group(&child, libc::SIGINT);
             let pid = child.id();
             let output = wait_with_deadline(child, Duration::from_secs(20));
             let workers_after = workers_of(pid);
-            let left = workers.iter().copied().filter(|&w| running(w)).collect();
+            let left = seen
+                .into_iter()
+                .filter(Seen::running)
+                .map(|s| s.pid)
+                .collect();
             Interrupted {
                 dir,
                 workers,

@@ -16,7 +16,7 @@ use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::running;
+use common::process::Seen;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr, wait_with_deadline};
 
 fn read_result(path: &Path) -> RunResult {
@@ -325,6 +325,11 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
         .flat_map(|&r| children(r))
         .map(|(pid, _)| pid)
         .collect();
+    let seen: Vec<Seen> = ranks
+        .iter()
+        .chain(&workers)
+        .filter_map(|&p| Seen::now(p))
+        .collect();
     // Children are listed in /proc order, which is pid order: rank 1 started second.
     let rank_1 = *ranks.iter().max().unwrap();
     // SAFETY: kill takes a pid and a signal; the pid is a child of the CLI we started.
@@ -338,7 +343,7 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
     let result = read_result(&json);
     assert_eq!(result.results.len(), 1, "config 0 is kept");
     assert_eq!(result.results[0].config.ranks, 1);
-    let left = || ranks.iter().chain(&workers).any(|&pid| running(pid));
+    let left = || seen.iter().any(Seen::running);
     common::wait_until(
         Duration::from_secs(5),
         "every rank and worker to end",
