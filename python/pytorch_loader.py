@@ -253,8 +253,26 @@ def whole_len(dataset):
         return None
 
 
-def announce_ready(worker_id):
+def announce_ready(parent, worker_id):
+    die_with_parent_process(parent)
     emit(kind="worker_ready", worker=worker_id, at=time.perf_counter())
+
+
+def die_with_parent_process(parent):
+    """Ends this DataLoader worker the moment the process that started it ends (Linux's
+    parent-death signal), not at DataLoader's next status check, seconds later: when
+    loaderbench is killed, its own parent-death signal can end the script before the
+    script ends its process group, and the workers would outlive both. `parent` is the
+    script's pid where the script starts its workers itself (fork, spawn), so that one
+    whose script ended before the signal was asked for ends too; `None` under a fork
+    server, which starts them and ends after the script."""
+    if sys.platform == "linux":
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 def build_loader(request, dataset):
@@ -279,7 +297,10 @@ def build_loader(request, dataset):
             prefetch_factor=knobs["prefetch_factor"],
             multiprocessing_context=knobs["start_method"],
             timeout=request["worker_timeout_s"],
-            worker_init_fn=announce_ready,
+            worker_init_fn=functools.partial(
+                announce_ready,
+                None if knobs["start_method"] == "forkserver" else os.getpid(),
+            ),
         )
     options.update(user_loader_options(request, dataset))
     return DataLoader(dataset, **options)

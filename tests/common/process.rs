@@ -80,6 +80,25 @@ impl Seen {
     pub fn running(&self) -> bool {
         running(self.pid) && start_ticks(self.pid) == Some(self.started)
     }
+
+    /// What /proc says of it, for a failure message: its command line and its stat line
+    /// (state, parent, process group).
+    pub fn describe(&self) -> String {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.pid)).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace()
+            .take(4)
+            .collect();
+        format!(
+            "{} `{}` (state, parent, group, session: {})",
+            self.pid,
+            String::from_utf8_lossy(&cmdline).replace('\0', " ").trim(),
+            fields.join(" ")
+        )
+    }
 }
 
 /// When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat).
