@@ -19,6 +19,7 @@ use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Preset, Runtime};
 use loaderbench_engine::transform::PipelineSpec;
 use loaderbench_measure::pytorch::{self, DatasetRequest, Request};
+use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
 use tempfile::TempDir;
 
@@ -161,20 +162,11 @@ fn every_jpeg_coding_decodes_on_our_engine_to_pils_pixels() {
     }
 }
 
-#[test]
-fn a_folder_of_every_jpeg_coding_runs_on_both_runtimes_every_sample_once_per_epoch() {
-    let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let folder = dir.path().join("folder");
-    jpeg::folder_of_every_coding(&folder, PER_CODING, WIDTH, HEIGHT);
-    let file = dir.path().join("every-jpeg.ron");
-    let sets = [
-        ("runtime", "loaderbench,pytorch"),
-        ("num_workers", "0,2"),
-        ("epochs", "2"),
-        ("pin_memory", "false"),
-    ];
-    preset(&folder, &sets).save(&file).unwrap();
+/// `loaderbench run` on the folder at `folder` with `sets`, its preset and outputs in
+/// `dir`; the results, once the run has succeeded.
+fn run_folder(dir: &TempDir, folder: &Path, sets: &[(&str, &str)]) -> RunResult {
+    let file = dir.path().join("folder.ron");
+    preset(folder, sets).save(&file).unwrap();
     let json = dir.path().join("run.json");
     let journal = dir.path().join("run.jsonl");
     let output = loaderbench(&[
@@ -187,7 +179,22 @@ fn a_folder_of_every_jpeg_coding_runs_on_both_runtimes_every_sample_once_per_epo
         path_str(&journal),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let run = results_file::read(&json).unwrap();
+    results_file::read(&json).unwrap()
+}
+
+#[test]
+fn a_folder_of_every_jpeg_coding_runs_on_both_runtimes_every_sample_once_per_epoch() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("folder");
+    jpeg::folder_of_every_coding(&folder, PER_CODING, WIDTH, HEIGHT);
+    let sets = [
+        ("runtime", "loaderbench,pytorch"),
+        ("num_workers", "0,2"),
+        ("epochs", "2"),
+        ("pin_memory", "false"),
+    ];
+    let run = run_folder(&dir, &folder, &sets);
     let measured: Vec<_> = run
         .results
         .iter()
@@ -292,27 +299,13 @@ fn an_image_past_pil_s_own_limit_within_the_dataset_s_is_read_on_both_runtimes()
     let (width, height) = (13_450, 13_450);
     let big = image::GrayImage::from_pixel(width, height, image::Luma([90]));
     big.save(class.join("big.png")).unwrap();
-    let file = dir.path().join("big.ron");
     let sets = [
         ("runtime", "loaderbench,pytorch"),
         ("dataset.limits.image_pixels", "200000000"),
         ("epochs", "1"),
         ("pin_memory", "false"),
     ];
-    preset(&folder, &sets).save(&file).unwrap();
-    let json = dir.path().join("run.json");
-    let journal = dir.path().join("run.jsonl");
-    let output = loaderbench(&[
-        "run",
-        path_str(&file),
-        "-q",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let run = results_file::read(&json).unwrap();
+    let run = run_folder(&dir, &folder, &sets);
     let runtimes: Vec<Runtime> = run.results.iter().map(|r| r.config.runtime).collect();
     assert_eq!(runtimes, [Runtime::Loaderbench, Runtime::Pytorch]);
     for result in &run.results {
