@@ -338,7 +338,25 @@ def window_done(rule, at_s):
     return not window_slowing(first - 1, at_s)
 
 
-def measure_epoch(loader, epoch, device, step, rule):
+def window_done_on_every_rank(rule, at_s, ranked):
+    """`window_done`; with ranks, true on every rank at the same batch, once every rank's
+    window is done (the flag all-reduced to its minimum), so that a step that talks to
+    the other ranks never waits on one that stopped. Every rank asks from the same
+    batch on (the first where a window can be done), since a DistributedSampler gives
+    each rank as many batches."""
+    if len(at_s) < 1 + rule["warmup_batches"] + rule["min_batches"]:
+        return False
+    done = window_done(rule, at_s)
+    if not ranked:
+        return done
+    import torch.distributed as dist
+
+    flag = torch.tensor([int(done)])
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
+
+
+def measure_epoch(loader, epoch, device, step, rule, ranked):
     cuda = device.type == "cuda"
     whole = epoch_batches(loader) if rule is not None else None
     start = time.perf_counter()
@@ -374,7 +392,7 @@ def measure_epoch(loader, epoch, device, step, rule):
         )
         index += 1
         at_s.append(at - start)
-        if whole is not None and window_done(rule, at_s):
+        if whole is not None and window_done_on_every_rank(rule, at_s, ranked):
             break
     # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
     del batches
@@ -801,7 +819,9 @@ def main():
         for epoch in range(first, request["epochs"] + 1):
             wait_for_page_cache(request, dataset, epoch)
             started = before_epoch(request, loader, epoch)
-            measure_epoch(loader, epoch, device, step, request["window"])
+            measure_epoch(
+                loader, epoch, device, step, request["window"], bool(request.get("ranks"))
+            )
             after_epoch(request, epoch, started)
         # Ends persistent workers; `loader` stays bound for the error handlers below.
         loader = None

@@ -194,6 +194,65 @@ fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
     );
 }
 
+/// Ranks measure windows too: each rank's epoch is cut once its window is done and
+/// projected, and the job's epoch is the slowest rank's projection over every rank's
+/// samples. On the PyTorch runtime every rank cuts at the same batch, so a step that
+/// all-reduces on every batch (as DDP does) never waits on a rank that stopped.
+#[test]
+fn ranks_cut_their_epochs_at_a_window_on_both_runtimes() {
+    let step = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/step/all_reduce_step.py");
+    let all_reduce = format!(
+        "python(path: \"{}\", factory: \"make_step\", args: {{\"ms\": \"5\"}})",
+        step.display()
+    );
+    let runs = [
+        ("loaderbench", "fixed(5.0)".to_owned()),
+        ("pytorch", all_reduce),
+    ];
+    for (runtime, step) in runs {
+        let dir = TempDir::new().unwrap();
+        let result = sweep(
+            &dir,
+            &[
+                "samples=2048",
+                "batch_size=8",
+                "ranks=2",
+                "num_workers=0",
+                "window_s=0.1",
+                &format!("runtime={runtime}"),
+                &format!("step={step}"),
+            ],
+        );
+        let [measured] = &result.results[..] else {
+            panic!("{runtime}: one config, not {}", result.results.len());
+        };
+        for epoch in &measured.epochs {
+            let projection = epoch.projected.as_ref().unwrap_or_else(|| {
+                panic!(
+                    "{runtime}: epoch {} was not cut: {:?}",
+                    epoch.epoch, epoch.whole_because
+                )
+            });
+            assert!(
+                projection.measured_batches < 128,
+                "{runtime}: {projection:?}"
+            );
+            assert_eq!(
+                epoch.samples, 2048,
+                "{runtime}: every rank's samples, projected"
+            );
+            assert_eq!(epoch.ranks.len(), 2, "{runtime}");
+            for part in &epoch.ranks {
+                assert_eq!(part.samples, 1024, "{runtime} rank {}", part.rank);
+                assert!(
+                    part.seconds <= epoch.seconds,
+                    "{runtime}: the slowest rank's"
+                );
+            }
+        }
+    }
+}
+
 /// The indices each of `world` pytorch ranks' DistributedSampler yielded in each epoch
 /// (0 to 2), as the script traced them in `dir`: together they hold every sample once,
 /// plus the padding (the epoch's first samples again) or, with `drop_last`, minus the

@@ -10,7 +10,7 @@ use crate::window::WindowRule;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::Result;
-use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup};
+use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup, epoch_batch_count};
 use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_engine::preset::{Cache, Measure};
 use loaderbench_engine::step::Step;
@@ -45,6 +45,20 @@ pub fn window_rule(plan: &Plan, config: &Config) -> Option<WindowRule> {
     }
     let queue = config.num_workers * config.prefetch_factor;
     Some(WindowRule::new(plan.preset.window_s, queue))
+}
+
+/// The window an epoch of config `config` of `plan` over `shard` of `dataset` is cut
+/// by, with the batches a whole epoch of that shard has; `None` where it is measured
+/// whole (see [`window_rule`]).
+pub(crate) fn epoch_window(
+    plan: &Plan,
+    config: &Config,
+    dataset: &dyn Dataset,
+    shard: Shard,
+) -> Option<(WindowRule, usize)> {
+    let rule = window_rule(plan, config)?;
+    let settings = loader_settings(plan, config, shard);
+    Some((rule, epoch_batch_count(dataset, &settings)))
 }
 
 /// The loader config `index` of `plan` measures with, loading `shard` of every epoch.

@@ -114,7 +114,7 @@ pub struct Request {
     pub epochs: usize,
     pub warmup: bool,
     /// When an epoch is cut and projected (see [`window`](crate::window)); `None`
-    /// measures every epoch whole (and ranks always do).
+    /// measures every epoch whole. With ranks, every rank cuts at the same batch.
     pub window: Option<WindowRule>,
     pub worker_timeout_s: f64,
     pub knobs: BTreeMap<&'static str, serde_json::Value>,
@@ -145,7 +145,7 @@ impl Request {
             drop_last: plan.drop_last,
             epochs: plan.epochs,
             warmup: plan.warmup,
-            window: window_rule(plan, config).filter(|_| config.ranks <= 1),
+            window: window_rule(plan, config),
             worker_timeout_s: plan.worker_timeout_s,
             knobs: KNOBS
                 .iter()

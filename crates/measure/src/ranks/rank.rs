@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::rank_messages::{FromRank, GO, RankJob};
-use crate::engine_epoch::{build_loader, run_epoch};
+use crate::engine_epoch::{build_loader, epoch_window, run_epoch};
 use crate::rank_merge::RanksSummary;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset;
@@ -55,6 +55,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
     let cancel = CancelToken::new();
     let dataset = dataset::open(&plan.dataset, plan.samples)?;
     let mut loader = build_loader(plan, job.config, &dataset, job.shard, &cancel)?;
+    let window = epoch_window(plan, config, &*dataset, job.shard);
     let mut step = Step::new(&plan.step, config.device.resolve()?)?;
     set_intra_op_threads(rank_threads(config.intra_op_threads, job.shard.world));
     memory::reset_peak_rss();
@@ -81,7 +82,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
         }
         let started_unix_s = unix_now();
         let mut unsent = None;
-        let result = run_epoch(&mut loader, &mut step, epoch, None, |batch, startups| {
+        let result = run_epoch(&mut loader, &mut step, epoch, window, |batch, startups| {
             let messages = startups
                 .into_iter()
                 .map(|startup| FromRank::WorkerReady { startup })

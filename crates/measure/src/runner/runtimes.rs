@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use loaderbench_engine::dataset::{self, Dataset};
 use loaderbench_engine::error::{Error, Result};
-use loaderbench_engine::loader::{Shard, epoch_batch_count, set_intra_op_threads};
+use loaderbench_engine::loader::{Shard, set_intra_op_threads};
 use loaderbench_engine::memory;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::Runtime;
@@ -16,7 +16,7 @@ use loaderbench_engine::step::Step;
 
 use super::Run;
 use super::cache::EpochCache;
-use crate::engine_epoch::{build_loader, loader_settings, window_rule};
+use crate::engine_epoch::{build_loader, epoch_window};
 use crate::events::Event;
 use crate::memory_watch::MemoryWatch;
 use crate::process_memory::ProcessKind;
@@ -85,10 +85,7 @@ impl ConfigRuntime for OurLoader {
         let rss_before_bytes = memory::rss_bytes();
         let mut cache = EpochCache::new(config, Some(&self.dataset));
         let watch = MemoryWatch::start(vec![(std::process::id(), ProcessKind::Main)]);
-        let window = window_rule(&run.plan, config).map(|rule| {
-            let settings = loader_settings(&run.plan, config, Shard::WHOLE);
-            (rule, epoch_batch_count(&*self.dataset, &settings))
-        });
+        let window = epoch_window(&run.plan, config, &*self.dataset, Shard::WHOLE);
         let (warmup, measured) = run.warmup_and_measured(|epoch| {
             run.measure_epoch(
                 &mut loader,
