@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytorch_loader  # noqa: E402
+import pytorch_steps  # noqa: E402
 
 
 def user_factory(spec):
@@ -28,10 +29,10 @@ def user_factory(spec):
 
 def user_step(request):
     """The user's step, factory(**args), or None without a python step."""
-    spec = request.get("step") or {}
-    if spec.get("kind") != "python":
+    kind, spec = pytorch_steps.step_spec(request)
+    if kind != "python":
         return None
-    return user_factory(spec)(**spec["args"])
+    return user_factory(spec)(**spec.get("args", {}))
 
 
 def user_dataset(request):

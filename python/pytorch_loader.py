@@ -668,8 +668,10 @@ def in_user_code(file, folder):
 
 def user_modules(request):
     """The user's modules as the preset names them: a python dataset's, a python step's."""
-    specs = [request.get("dataset") or {}, request.get("step") or {}]
-    return [spec["path"] for spec in specs if spec.get("kind") == "python"]
+    dataset = request.get("dataset") or {}
+    modules = [dataset["path"]] if dataset.get("kind") == "python" else []
+    kind, step = pytorch_steps.step_spec(request)
+    return modules + ([step["path"]] if kind == "python" else [])
 
 
 def as_named(file, named):

@@ -26,9 +26,19 @@ MLP_CLASSES = 10
 MLP_LEARNING_RATE = 0.01
 
 
+def step_spec(request):
+    """The request's step as loaderbench's StepSpec serializes it (`"none"`,
+    `{"fixed": ms}`, `{"mlp": {"hidden": n}}`, `{"model": {"path", "lr"}}`,
+    `{"python": {"path", "factory", "args"}}`): its kind and its fields."""
+    step = request.get("step") or "none"
+    if isinstance(step, str):
+        return step, {}
+    ((kind, fields),) = step.items()
+    return kind, fields if isinstance(fields, dict) else {"ms": fields}
+
+
 def build_step(request, device, user):
-    step = request.get("step") or {"kind": "none"}
-    kind = step["kind"]
+    kind, step = step_spec(request)
     if kind == "none":
         return None
     if kind == "fixed":
@@ -40,7 +50,7 @@ def build_step(request, device, user):
     if kind == "python":
         module = user.module(step["path"])
         factory = user.function(module, step, "factory", "step")
-        return factory(**step["args"])
+        return factory(**step.get("args", {}))
     raise ValueError(f"unknown step kind {kind}")
 
 

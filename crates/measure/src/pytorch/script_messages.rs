@@ -51,52 +51,6 @@ pub enum DatasetRequest {
     },
 }
 
-/// The training step the script runs on every batch, as it reads it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum StepRequest {
-    None,
-    /// Busy for `ms` milliseconds.
-    Fixed {
-        ms: f64,
-    },
-    /// The same two-layer perceptron as our engine's, made on the first batch.
-    Mlp {
-        hidden: usize,
-    },
-    /// A TorchScript file, trained with cross-entropy and SGD at `lr`.
-    Model {
-        path: PathBuf,
-        lr: f64,
-    },
-    /// `factory(**args)` from the user's module at `path` (as the preset names it).
-    Python {
-        path: PathBuf,
-        factory: String,
-        args: BTreeMap<String, serde_json::Value>,
-    },
-}
-
-impl From<&StepSpec> for StepRequest {
-    fn from(step: &StepSpec) -> StepRequest {
-        match step.clone() {
-            StepSpec::None => StepRequest::None,
-            StepSpec::Fixed(ms) => StepRequest::Fixed { ms },
-            StepSpec::Mlp { hidden } => StepRequest::Mlp { hidden },
-            StepSpec::Model { path, lr } => StepRequest::Model { path, lr },
-            StepSpec::Python {
-                path,
-                factory,
-                args,
-            } => StepRequest::Python {
-                path,
-                factory,
-                args,
-            },
-        }
-    }
-}
-
 /// One config to measure: the dataset, how samples are drawn, the epochs, and the value
 /// of each knob the PyTorch runtime takes (under the knob's name; see [`Knob::script_value`]
 /// and `KNOBS` in the script).
@@ -119,7 +73,7 @@ pub struct Request {
     pub worker_timeout_s: f64,
     pub knobs: BTreeMap<&'static str, serde_json::Value>,
     /// The training step run on every batch.
-    pub step: StepRequest,
+    pub step: StepSpec,
     /// Which rank of a distributed job this script is; `None` with one rank.
     pub ranks: Option<RankRequest>,
 }
@@ -151,7 +105,7 @@ impl Request {
                 .iter()
                 .filter_map(|knob| Some((knob.field, (knob.script_value?)(config))))
                 .collect(),
-            step: StepRequest::from(&plan.step),
+            step: plan.step.clone(),
             ranks: None,
         }
     }
@@ -339,14 +293,15 @@ mod tests {
         );
         assert_eq!(knobs["batch_size"], 64);
         assert_eq!(json["ranks"], serde_json::Value::Null);
-        assert_eq!(json["step"], serde_json::json!({"kind": "none"}));
+        // The step as the preset's StepSpec writes it, which pytorch_steps.step_spec reads.
+        assert_eq!(json["step"], serde_json::json!("none"));
         let step = StepSpec::Model {
             path: "m.pt".into(),
             lr: 0.5,
         };
         assert_eq!(
-            serde_json::to_value(StepRequest::from(&step)).unwrap(),
-            serde_json::json!({"kind": "model", "path": "m.pt", "lr": 0.5})
+            serde_json::to_value(&step).unwrap(),
+            serde_json::json!({"model": {"path": "m.pt", "lr": 0.5}})
         );
     }
 
