@@ -18,6 +18,7 @@ mod named_values;
 pub mod page_cache;
 pub mod plan;
 pub mod preset;
+pub mod python_call;
 pub mod secrets;
 mod splitmix;
 pub mod step;

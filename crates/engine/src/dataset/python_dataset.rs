@@ -4,76 +4,48 @@
 //! runtime's process tree, never in ours), so this module only checks the fields and
 //! describes the dataset; `measure::pytorch` imports and runs it.
 
+use std::path::Path;
+
 use super::DatasetSpec;
 use crate::error::FieldError;
+use crate::python_call::{PythonCall, is_identifier};
 
 /// Why our engine cannot load a python dataset, and what to use instead.
 pub const ENGINE_REFUSAL: &str = "a python dataset is the user's own PyTorch Dataset, which \
     only PyTorch's DataLoader can load; use runtime: [pytorch]";
 
+/// The dataset's call: `factory(**args)` from the module at `path` (empty fields where
+/// the preset has none, which [`check`] refuses).
+pub fn call(spec: &DatasetSpec) -> PythonCall<'_> {
+    PythonCall {
+        path: spec.path.as_deref().unwrap_or(Path::new("")),
+        factory: spec.factory.as_deref().unwrap_or_default(),
+        args: &spec.args,
+    }
+}
+
 /// Checks the fields a python dataset needs (the module's existence is checked when a
 /// run starts, like every dataset file).
 pub fn check(spec: &DatasetSpec) -> Result<(), FieldError> {
     let bad = |field: &str, problem: String| FieldError::new(None, field, problem);
-    if spec
-        .path
-        .as_deref()
-        .is_none_or(|p| p.as_os_str().is_empty())
-    {
+    if let Some((field, problem)) = call(spec).problem("the Dataset") {
         return Err(bad(
-            "dataset.path",
-            "a python dataset needs the path of its module (a .py file)".to_owned(),
+            &format!("dataset.{}", field.name()),
+            format!("a python dataset: {problem}"),
         ));
     }
-    let factory = spec.factory.as_deref().unwrap_or_default();
-    if !is_identifier(factory) {
-        return Err(bad(
-            "dataset.factory",
-            format!(
-                "`{factory}` is not a Python function name; name the function that returns the Dataset"
-            ),
-        ));
-    }
-    if let Some(collate) = spec.collate.as_deref().filter(|c| !is_identifier(c)) {
-        return Err(bad(
+    match spec.collate.as_deref().filter(|c| !is_identifier(c)) {
+        Some(collate) => Err(bad(
             "dataset.collate",
             format!("`{collate}` is not a Python function name"),
-        ));
+        )),
+        None => Ok(()),
     }
-    if let Some(key) = spec.args.keys().find(|key| !is_identifier(key)) {
-        return Err(bad(
-            "dataset.args",
-            format!("`{key}` is not a Python keyword argument name"),
-        ));
-    }
-    Ok(())
 }
 
 /// One line for tables: `mnist_user.py: make_dataset(root="/data")`.
 pub fn describe(spec: &DatasetSpec) -> String {
-    let args: Vec<String> = spec
-        .args
-        .iter()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect();
-    format!(
-        "{}: {}({})",
-        spec.path
-            .as_deref()
-            .unwrap_or(std::path::Path::new("?"))
-            .display(),
-        spec.factory.as_deref().unwrap_or("?"),
-        args.join(", ")
-    )
-}
-
-/// A Python identifier in its ASCII form: a letter or `_`, then letters, digits or `_`.
-pub(crate) fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    call(spec).describe()
 }
 
 #[cfg(test)]

@@ -5,16 +5,15 @@
 //! describes the step; `measure::pytorch` imports and runs it.
 
 use super::StepSpec;
-use crate::dataset::python_dataset::is_identifier;
+use crate::python_call::PythonCall;
 
 /// Why our engine cannot run a python step, and what to use instead.
 pub const ENGINE_REFUSAL: &str = "a python step is the user's own Python code, which only the \
     PyTorch runtime runs; use runtime: [pytorch] (or a model step, a TorchScript file, which \
     both runtimes train)";
 
-/// Why a python step cannot be used, or `None` when it can (the module's existence is
-/// checked when a run starts, like every file).
-pub fn problem(step: &StepSpec) -> Option<String> {
+/// The step's call, for a python step.
+fn call(step: &StepSpec) -> Option<PythonCall<'_>> {
     let StepSpec::Python {
         path,
         factory,
@@ -23,35 +22,26 @@ pub fn problem(step: &StepSpec) -> Option<String> {
     else {
         return None;
     };
-    if path.as_os_str().is_empty() {
-        return Some("python: give the path of the step's module (a .py file)".to_owned());
-    }
-    if !is_identifier(factory) {
-        return Some(format!(
-            "python: `{factory}` is not a Python function name; name the function that \
-             returns the step"
-        ));
-    }
-    args.keys()
-        .find(|key| !is_identifier(key))
-        .map(|key| format!("python: `{key}` is not a Python keyword argument name"))
-}
-
-/// One line for tables: `my_step.py: make_step(lr="0.05")`.
-pub fn describe(step: &StepSpec) -> String {
-    let StepSpec::Python {
+    Some(PythonCall {
         path,
         factory,
         args,
-    } = step
-    else {
-        return step.describe();
-    };
-    let args: Vec<String> = args
-        .iter()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect();
-    format!("python {}: {factory}({})", path.display(), args.join(", "))
+    })
+}
+
+/// Why a python step cannot be used, or `None` when it can (the module's existence is
+/// checked when a run starts, like every file).
+pub fn problem(step: &StepSpec) -> Option<String> {
+    let (_, problem) = call(step)?.problem("the step")?;
+    Some(format!("python: {problem}"))
+}
+
+/// One line for tables: `python my_step.py: make_step(lr="0.05")`.
+pub fn describe(step: &StepSpec) -> String {
+    call(step).map_or_else(
+        || step.describe(),
+        |call| format!("python {}", call.describe()),
+    )
 }
 
 #[cfg(test)]
@@ -86,7 +76,7 @@ mod tests {
             with(|s| if let StepSpec::Python { path, .. } = s {
                 *path = "".into()
             })
-            .contains("path of the step's module")
+            .contains("path of its module")
         );
         assert!(
             with(|s| if let StepSpec::Python { factory, .. } = s {

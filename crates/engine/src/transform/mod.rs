@@ -68,6 +68,42 @@ pub enum Op {
     Normalize,
 }
 
+impl Op {
+    /// One op of each kind, with the parameters a newly added op starts from: the heavy
+    /// pipeline's own for the ops it has (what the app's "add op" buttons add).
+    pub fn templates() -> Vec<Op> {
+        let mut ops = PipelineSpec::Heavy.ops();
+        ops.retain(|op| *op != Op::Normalize);
+        ops.extend([
+            Op::Flip { p: 0.5 },
+            Op::Crop {
+                size: [28, 28],
+                padding: 4,
+            },
+            Op::Resize { size: [32, 32] },
+            Op::Cost {
+                micros_per_sample: 100,
+            },
+            Op::Normalize,
+        ]);
+        ops
+    }
+
+    /// The op's name in words, as the app lists it.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Op::Rotate { .. } => "rotate",
+            Op::Elastic { .. } => "elastic",
+            Op::GaussianBlur { .. } => "gaussian blur",
+            Op::Flip { .. } => "flip",
+            Op::Crop { .. } => "crop",
+            Op::Resize { .. } => "resize",
+            Op::Cost { .. } => "cost",
+            Op::Normalize => "normalize",
+        }
+    }
+}
+
 /// Per-channel mean and standard deviation (one value applies to every channel).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -117,8 +117,8 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
             ops.remove(index);
         }
         ui.menu_button("+ add op", |ui| {
-            for op in op_templates() {
-                if ui.button(op_name(&op)).clicked() {
+            for op in Op::templates() {
+                if ui.button(op.label()).clicked() {
                     ops.push(op);
                 }
             }
@@ -126,46 +126,9 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
     });
 }
 
-fn op_templates() -> Vec<Op> {
-    vec![
-        Op::Rotate { degrees: 30.0 },
-        Op::Elastic {
-            alpha: 50.0,
-            sigma: 5.0,
-        },
-        Op::GaussianBlur {
-            kernel: 5,
-            sigma: [0.1, 2.0],
-        },
-        Op::Flip { p: 0.5 },
-        Op::Crop {
-            size: [28, 28],
-            padding: 4,
-        },
-        Op::Resize { size: [32, 32] },
-        Op::Cost {
-            micros_per_sample: 100,
-        },
-        Op::Normalize,
-    ]
-}
-
-fn op_name(op: &Op) -> &'static str {
-    match op {
-        Op::Rotate { .. } => "rotate",
-        Op::Elastic { .. } => "elastic",
-        Op::GaussianBlur { .. } => "gaussian blur",
-        Op::Flip { .. } => "flip",
-        Op::Crop { .. } => "crop",
-        Op::Resize { .. } => "resize",
-        Op::Cost { .. } => "cost",
-        Op::Normalize => "normalize",
-    }
-}
-
 /// The op's name and a drag value per parameter.
 fn op_editor(ui: &mut Ui, op: &mut Op) {
-    ui.label(op_name(op));
+    ui.label(op.label());
     match op {
         Op::Rotate { degrees } => {
             ui.add(DragValue::new(degrees).range(0.0..=180.0).suffix("°"));
