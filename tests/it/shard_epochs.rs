@@ -116,6 +116,41 @@ pub(crate) fn open(spec: &DatasetSpec) -> Arc<dyn Dataset> {
     dataset::open(spec, None).unwrap()
 }
 
+/// The files under `dir` this process has open.
+fn open_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let fds = std::fs::read_dir("/proc/self/fd").unwrap();
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .collect()
+}
+
+/// An epoch cut partway at `num_workers = 0` (as a window cuts it) lets go of the shard
+/// stream this thread had open, and of the samples it passed over, so that the next
+/// epoch reads from storage as the first did.
+#[test]
+#[cfg(target_os = "linux")]
+fn an_epoch_cut_partway_at_0_workers_closes_its_shard_stream() {
+    let (dir, pattern) = folder_and_shards();
+    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
+    let mut settings = loader_settings(0, false);
+    settings.batch_size = 4;
+    let mut loader = Loader::new(shards, Arc::new(pipeline), settings, CancelToken::new()).unwrap();
+    let mut epoch = loader.epoch().unwrap();
+    epoch.next().unwrap().unwrap();
+    let shard_dir = dir.path().join("shards");
+    assert_eq!(
+        open_files_under(&shard_dir).len(),
+        1,
+        "one shard is being read"
+    );
+    drop(epoch);
+    assert_eq!(
+        open_files_under(&shard_dir),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
 #[test]
 fn every_epoch_over_the_shards_holds_the_folder_s_samples_once_at_0_2_and_3_workers() {
     let (dir, pattern) = folder_and_shards();

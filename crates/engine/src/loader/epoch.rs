@@ -322,6 +322,11 @@ impl Drop for Epoch<'_> {
             // An abandoned epoch leaves tasks in flight; fresh workers are simpler than
             // draining them.
             self.loader.pool = None;
+            if self.loader.settings.num_workers == 0 {
+                // This thread read the samples: a shard stream it left partway (and the
+                // samples it passed over) would serve the next epoch from memory.
+                self.loader.dataset.release_thread_reader();
+            }
         }
     }
 }
