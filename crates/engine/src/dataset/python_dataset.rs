@@ -5,7 +5,7 @@
 //! describes the dataset; `measure::pytorch` imports and runs it.
 
 use super::DatasetSpec;
-use crate::error::FieldError;
+use crate::error::{FieldError, FieldPath};
 
 /// Why our engine cannot load a python dataset, and what to use instead.
 pub const ENGINE_REFUSAL: &str = "a python dataset is the user's own PyTorch Dataset, which \
@@ -14,21 +14,21 @@ pub const ENGINE_REFUSAL: &str = "a python dataset is the user's own PyTorch Dat
 /// Checks the fields a python dataset needs (the module's existence is checked when a
 /// run starts, like every dataset file).
 pub fn check(spec: &DatasetSpec) -> Result<(), FieldError> {
-    let bad = |field: &str, problem: String| FieldError::new(None, field, problem);
+    let bad = |field: FieldPath, problem: String| FieldError::new(None, field, problem);
     if spec
         .path
         .as_deref()
         .is_none_or(|p| p.as_os_str().is_empty())
     {
         return Err(bad(
-            "dataset.path",
+            FieldPath::DATASET_PATH,
             "a python dataset needs the path of its module (a .py file)".to_owned(),
         ));
     }
     let factory = spec.factory.as_deref().unwrap_or_default();
     if !is_identifier(factory) {
         return Err(bad(
-            "dataset.factory",
+            FieldPath::DATASET_FACTORY,
             format!(
                 "`{factory}` is not a Python function name; name the function that returns the Dataset"
             ),
@@ -36,13 +36,13 @@ pub fn check(spec: &DatasetSpec) -> Result<(), FieldError> {
     }
     if let Some(collate) = spec.collate.as_deref().filter(|c| !is_identifier(c)) {
         return Err(bad(
-            "dataset.collate",
+            FieldPath::DATASET_COLLATE,
             format!("`{collate}` is not a Python function name"),
         ));
     }
     if let Some(key) = spec.args.keys().find(|key| !is_identifier(key)) {
         return Err(bad(
-            "dataset.args",
+            FieldPath::DATASET_ARGS,
             format!("`{key}` is not a Python keyword argument name"),
         ));
     }
