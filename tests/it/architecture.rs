@@ -3,10 +3,10 @@
 //! cli), no crate's Cargo.toml depends on a crate of its own layer or above, the
 //! modules inside each crate import each other without a cycle (the top-level ones, and
 //! the children of any one module, such as the app's parts), no module outgrows about
-//! 400 lines of non-test code, and no function of the app (the gui crate) is longer
-//! than 80 lines. The checker reads the sources as text:
-//! `crate::`, `super::` and `loaderbench_*::` paths (test modules at the end of a file
-//! are left out, since a test may reach for any fixture). Tests plant an upward import,
+//! 400 lines of non-test code, no function of the app (the gui crate) is longer than
+//! 80 lines, and the app's `App` composes at most 12 parts. The checker reads the
+//! sources as text: `crate::`, `super::` and `loaderbench_*::` paths (test modules at
+//! the end of a file are left out, since a test may reach for any fixture). Tests plant an upward import,
 //! cycles and a long function in a scratch tree, so the checker is shown to catch them.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -655,6 +655,34 @@ fn the_checker_catches_a_planted_long_function() {
     let found = long_functions(dir.path());
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].ends_with("lib.rs:1 fn long: 81 lines"), "{found:?}");
+}
+
+/// The fields of `pub struct NAME` in `code`, one per line that declares one.
+fn struct_fields(code: &str, name: &str) -> Vec<String> {
+    let Some(start) = code.find(&format!("pub struct {name} {{")) else {
+        return Vec::new();
+    };
+    code[start..]
+        .lines()
+        .skip(1)
+        .take_while(|line| line.trim() != "}")
+        .filter_map(|line| line.trim().split_once(':'))
+        .map(|(field, _)| field.trim().to_owned())
+        .collect()
+}
+
+/// The app composes its parts, each owning its state, rather than holding their state
+/// itself.
+#[test]
+fn the_app_composes_at_most_12_parts() {
+    let code = without_tests(
+        &fs::read_to_string(root().join("crates/gui/src/app/mod.rs")).unwrap_or_default(),
+    );
+    let fields = struct_fields(&code, "App");
+    assert!(!fields.is_empty(), "the checker found App's fields");
+    assert!(fields.len() <= 12, "App has {} fields: {fields:?}", fields.len());
+    let planted = "pub struct App {\n    a: A,\n    /// b: a note\n    b: Vec<(B, C)>,\n}\n";
+    assert_eq!(struct_fields(&without_tests(planted), "App"), ["a", "b"]);
 }
 
 /// A scratch tree of two crates, `engine` (with modules `a` and `b`) and `measure`.
