@@ -530,7 +530,11 @@ fn blank_literals(code: &str) -> String {
             out.push(chars[i]);
             i += 1;
         } else {
-            out.extend(chars[i..end].iter().map(|&c| if c == '\n' { c } else { ' ' }));
+            out.extend(
+                chars[i..end]
+                    .iter()
+                    .map(|&c| if c == '\n' { c } else { ' ' }),
+            );
             i = end;
         }
     }
@@ -627,7 +631,10 @@ fn long_functions(root: &Path) -> Vec<String> {
         let text = fs::read_to_string(&path).unwrap_or_default();
         for (name, line, lines) in function_spans(&blank_literals(&before_tests(&text))) {
             if lines > FUNCTION_LINES {
-                found.push(format!("{}:{line} fn {name}: {lines} lines", path.display()));
+                found.push(format!(
+                    "{}:{line} fn {name}: {lines} lines",
+                    path.display()
+                ));
             }
         }
     }
@@ -637,7 +644,11 @@ fn long_functions(root: &Path) -> Vec<String> {
 #[test]
 fn no_function_of_the_app_is_longer_than_80_lines() {
     let found = long_functions(&root());
-    assert!(found.is_empty(), "functions to split:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "functions to split:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -649,12 +660,19 @@ fn the_checker_catches_a_planted_long_function() {
     let body = "    let s = \"}}\"; let c = '{'; let r = r#\"}\"#; // }\n".repeat(79);
     let long = format!("fn long<'a>(x: &'a str) {{\n{body}}}\n");
     let short = format!("fn short() {{\n{}}}\n", "    f();\n".repeat(78));
-    let tests = format!("#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}{body}    }}\n}}\n");
-    fs::write(src.join("lib.rs"), format!("{long}{short}trait T {{ fn f(); }}\n{tests}"))
-        .expect("a file");
+    let tests =
+        format!("#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}{body}    }}\n}}\n");
+    fs::write(
+        src.join("lib.rs"),
+        format!("{long}{short}trait T {{ fn f(); }}\n{tests}"),
+    )
+    .expect("a file");
     let found = long_functions(dir.path());
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].ends_with("lib.rs:1 fn long: 81 lines"), "{found:?}");
+    assert!(
+        found[0].ends_with("lib.rs:1 fn long: 81 lines"),
+        "{found:?}"
+    );
 }
 
 /// The fields of `pub struct NAME` in `code`, one per line that declares one.
@@ -680,7 +698,11 @@ fn the_app_composes_at_most_12_parts() {
     );
     let fields = struct_fields(&code, "App");
     assert!(!fields.is_empty(), "the checker found App's fields");
-    assert!(fields.len() <= 12, "App has {} fields: {fields:?}", fields.len());
+    assert!(
+        fields.len() <= 12,
+        "App has {} fields: {fields:?}",
+        fields.len()
+    );
     let planted = "pub struct App {\n    a: A,\n    /// b: a note\n    b: Vec<(B, C)>,\n}\n";
     assert_eq!(struct_fields(&without_tests(planted), "App"), ["a", "b"]);
 }

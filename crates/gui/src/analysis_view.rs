@@ -80,8 +80,7 @@ fn draw_texts(ui: &mut Ui, result: &RunResult, analysis: &Analysis) {
         ui.label(RichText::new("Warnings").strong());
         for warning in warnings {
             ui.add(
-                egui::Label::new(RichText::new(warning).color(ui.visuals().warn_fg_color))
-                    .wrap(),
+                egui::Label::new(RichText::new(warning).color(ui.visuals().warn_fg_color)).wrap(),
             );
         }
     }

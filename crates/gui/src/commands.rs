@@ -90,7 +90,11 @@ mod tests {
         for command in Command::ALL {
             let others = Command::ALL.iter().filter(|&&other| other != command);
             for other in others {
-                assert_ne!(command.shortcut(), other.shortcut(), "{command:?}, {other:?}");
+                assert_ne!(
+                    command.shortcut(),
+                    other.shortcut(),
+                    "{command:?}, {other:?}"
+                );
                 assert_ne!(command.label(), other.label());
             }
         }

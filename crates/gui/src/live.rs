@@ -140,7 +140,6 @@ impl RunData {
         data
     }
 
-
     /// Whether config `index` was measured while other load disturbed it (any repeat
     /// so far).
     pub fn is_disturbed(&self, index: usize) -> bool {

@@ -120,7 +120,6 @@ impl Drawing<'_> {
     }
 }
 
-
 /// The name of the group at integer position `x`: its own name, else the category and
 /// the number.
 pub fn group_name(axis: &Axis, x: f64) -> String {

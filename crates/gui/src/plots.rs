@@ -12,11 +12,11 @@ use egui_plot::{AxisHints, GridMark, HoverPosition, Plot};
 
 use super::charts::{Axis, Chart, Mark};
 use super::palette::color;
-use super::plot_series::{Drawing, group_name};
 use super::plot_scale::{
     NUMBER_SPACING, Scale, can_be_log, linear_marks, log_marks, number, spaced_whole_marks,
     spans_widely, whole_marks,
 };
+use super::plot_series::{Drawing, group_name};
 use loaderbench_present::views::ChartId;
 
 /// The legend's width beside the plot, in points.

@@ -43,7 +43,12 @@ impl PngExport {
 
     /// Called at the end of the results view, inside its scroll area: scrolls a chart
     /// being exported into view, then asks for the screenshot of the frame that shows it.
-    pub(super) fn advance(&mut self, ui: &mut egui::Ui, areas: &DrawnAreas, background: &Background) {
+    pub(super) fn advance(
+        &mut self,
+        ui: &mut egui::Ui,
+        areas: &DrawnAreas,
+        background: &Background,
+    ) {
         let visible = ui.clip_rect();
         let Some(pending) = self.pending.as_mut().filter(|p| !p.screenshot_asked) else {
             return;

@@ -40,8 +40,10 @@ pub(super) fn samples_field(
                         form.errors.remove(&FieldPath::SAMPLES);
                     }
                     Err(_) => {
-                        form.errors
-                            .insert(FieldPath::SAMPLES, format!("`{text}` is not a whole number"));
+                        form.errors.insert(
+                            FieldPath::SAMPLES,
+                            format!("`{text}` is not a whole number"),
+                        );
                     }
                 }
             }

@@ -95,7 +95,10 @@ pub fn dataset_extras(
                 .as_ref()
                 .filter(|p| !p.exists())
                 .map(|p| format!("{} does not exist", p.display()));
-            mark(ui, missing.or_else(|| problem(errors, &FieldPath::DATASET_LABELS)));
+            mark(
+                ui,
+                missing.or_else(|| problem(errors, &FieldPath::DATASET_LABELS)),
+            );
         });
         ui.end_row();
     }

@@ -130,7 +130,15 @@ fn value_field(
         };
         step.problem().map_or(Ok(step), Err)
     };
-    if let Some(step) = text_row(ui, title, FieldPath::STEP, &mut text.value, errors, problem, parse) {
+    if let Some(step) = text_row(
+        ui,
+        title,
+        FieldPath::STEP,
+        &mut text.value,
+        errors,
+        problem,
+        parse,
+    ) {
         edited.step = step;
     }
 }

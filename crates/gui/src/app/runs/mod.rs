@@ -25,9 +25,9 @@ use crate::live::{Phase, RunData};
 use crate::tune_view::TuneProgress;
 use crate::{analysis_charts, analysis_view, cost_charts};
 
-use super::messages::Messages;
 use self::live_run::LiveRun;
 use self::tune_run::TuneRun;
+use super::messages::Messages;
 
 /// The tune budget field's first value, in seconds.
 const DEFAULT_TUNE_BUDGET_S: u32 = 60;
@@ -221,9 +221,11 @@ impl Runs {
     /// Compares the first open run with open run `index`, as with a saved baseline.
     pub(super) fn compare_open_run(&mut self, index: usize, messages: &mut Messages) {
         let names = self.open_run_names();
-        let (Some((_, after)), Some((_, before)), Some(run)) =
-            (self.shown.first(), self.shown.get(index), self.live.as_mut())
-        else {
+        let (Some((_, after)), Some((_, before)), Some(run)) = (
+            self.shown.first(),
+            self.shown.get(index),
+            self.live.as_mut(),
+        ) else {
             return;
         };
         let changes = baseline::compare(before, after);

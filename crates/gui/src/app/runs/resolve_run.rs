@@ -85,10 +85,7 @@ impl Runs {
         let Some(seconds) = result.setup.as_ref().map(|preset| preset.resolve_for_s) else {
             return;
         };
-        if seconds <= 0.0
-            || scripted
-            || loaderbench_analysis::resolve::hinges(result).is_empty()
-        {
+        if seconds <= 0.0 || scripted || loaderbench_analysis::resolve::hinges(result).is_empty() {
             return;
         }
         let program = match &self.measurer.program {
