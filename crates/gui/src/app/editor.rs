@@ -145,8 +145,21 @@ impl PresetEditor {
         }
     }
 
+    /// Takes one of the editor's own actions: the setup panel's edit, a new, built-in,
+    /// opened or saved preset. Any other action leaves the editor as it is.
+    pub(super) fn apply(&mut self, action: Action, messages: &mut Messages) {
+        match action {
+            Action::Edit(preset) => self.edit(*preset),
+            Action::NewPreset => self.new_preset(),
+            Action::LoadBuiltin(name) => self.load_builtin(name, messages),
+            Action::OpenPreset(path) => self.open_preset(path, messages),
+            Action::SavePreset(path) => self.save_preset(path, messages),
+            _ => {}
+        }
+    }
+
     /// Takes the setup panel's edit.
-    pub(super) fn edit(&mut self, preset: Preset) {
+    fn edit(&mut self, preset: Preset) {
         self.saved.preset = preset;
         self.revalidate();
     }
@@ -165,19 +178,19 @@ impl PresetEditor {
         self.revalidate();
     }
 
-    pub(super) fn new_preset(&mut self) {
+    fn new_preset(&mut self) {
         self.replace(Preset::default(), None);
         self.saved.clean = None;
     }
 
-    pub(super) fn load_builtin(&mut self, name: &str, messages: &mut Messages) {
+    fn load_builtin(&mut self, name: &str, messages: &mut Messages) {
         match builtin::load(name) {
             Ok((preset, _)) => self.replace(preset, None),
             Err(err) => messages.error(err.to_string()),
         }
     }
 
-    pub(super) fn open_preset(&mut self, path: PathBuf, messages: &mut Messages) {
+    fn open_preset(&mut self, path: PathBuf, messages: &mut Messages) {
         match Preset::load(&path) {
             Ok(preset) => {
                 messages.note(format!("Opened {}", path.display()));
@@ -187,7 +200,7 @@ impl PresetEditor {
         }
     }
 
-    pub(super) fn save_preset(&mut self, path: PathBuf, messages: &mut Messages) {
+    fn save_preset(&mut self, path: PathBuf, messages: &mut Messages) {
         match self.saved.preset.save(&path) {
             Ok(()) => {
                 messages.note(format!("Saved {}", path.display()));

@@ -261,15 +261,26 @@ impl App {
         self.editor.plan_to_measure(&mut self.messages)
     }
 
-    /// Applies one action, after the frame that asked for it was drawn.
+    /// Applies one action, after the frame that asked for it was drawn: a part's own
+    /// goes to the part; one that spans parts is composed here.
     fn apply(&mut self, ctx: &egui::Context, action: Action) {
-        let messages = &mut self.messages;
         match action {
-            Action::Edit(preset) => self.editor.edit(*preset),
-            Action::NewPreset => self.editor.new_preset(),
-            Action::LoadBuiltin(name) => self.editor.load_builtin(name, messages),
-            Action::OpenPreset(path) => self.editor.open_preset(path, messages),
-            Action::SavePreset(path) => self.editor.save_preset(path, messages),
+            Action::Edit(_)
+            | Action::NewPreset
+            | Action::LoadBuiltin(_)
+            | Action::OpenPreset(_)
+            | Action::SavePreset(_) => self.editor.apply(action, &mut self.messages),
+            Action::TuneBudget(_)
+            | Action::CancelRun
+            | Action::SelectConfig(_)
+            | Action::StagesPerEpoch(_)
+            | Action::CompareBaseline(_)
+            | Action::CompareOpenRun(_) => self.runs.apply(action, &mut self.messages),
+            Action::DismissMessage(index) => self.messages.dismiss(index),
+            Action::SaveBaseline(name) => {
+                let result = self.runs.result();
+                self.baselines.save(&name, result, &mut self.messages);
+            }
             Action::Save => {
                 let save = self.editor.save_action();
                 self.apply(ctx, save);
@@ -289,20 +300,9 @@ impl App {
                     self.runs.start_tune(ctx, &plan, &mut self.messages);
                 }
             }
-            Action::TuneBudget(seconds) => self.runs.set_tune_budget(seconds),
-            Action::CancelRun => self.runs.cancel(),
-            Action::SelectConfig(index) => self.runs.select(index),
-            Action::StagesPerEpoch(per_epoch) => self.runs.set_stages_per_epoch(per_epoch),
             Action::CopyMarkdown => self.copy_markdown(ctx),
             Action::ExportPng(area) => self.export_png(area),
             Action::ExportData(format) => self.export_data(format),
-            Action::DismissMessage(index) => messages.dismiss(index),
-            Action::SaveBaseline(name) => {
-                self.baselines
-                    .save(&name, self.runs.result(), &mut self.messages);
-            }
-            Action::CompareBaseline(name) => self.runs.compare_baseline(&name, messages),
-            Action::CompareOpenRun(index) => self.runs.compare_open_run(index, messages),
         }
     }
 

@@ -20,6 +20,7 @@ use loaderbench_analysis::Analysis;
 use loaderbench_analysis::baseline;
 use loaderbench_measure::results::RunResult;
 
+use crate::actions::Action;
 use crate::charts::{self, Chart};
 use crate::live::{Phase, RunData};
 use crate::tune_view::TuneProgress;
@@ -172,16 +173,19 @@ impl Runs {
         }
     }
 
-    pub(super) fn select(&mut self, config: usize) {
-        self.selected = Some(config);
-    }
-
-    pub(super) fn set_stages_per_epoch(&mut self, per_epoch: bool) {
-        self.stages_per_epoch = per_epoch;
-    }
-
-    pub(super) fn set_tune_budget(&mut self, seconds: u32) {
-        self.tune_budget_s = seconds;
+    /// Takes one of the runs' own actions: the tune budget, cancelling, the timeline's
+    /// config, the "per epoch" switch, a comparison with a baseline or an open run. Any
+    /// other action leaves the runs as they are.
+    pub(super) fn apply(&mut self, action: Action, messages: &mut Messages) {
+        match action {
+            Action::TuneBudget(seconds) => self.tune_budget_s = seconds,
+            Action::CancelRun => self.cancel(),
+            Action::SelectConfig(config) => self.selected = Some(config),
+            Action::StagesPerEpoch(per_epoch) => self.stages_per_epoch = per_epoch,
+            Action::CompareBaseline(name) => self.compare_baseline(&name, messages),
+            Action::CompareOpenRun(index) => self.compare_open_run(index, messages),
+            _ => {}
+        }
     }
 
     /// Forgets the last tune, as a run started in its place does.
@@ -190,14 +194,14 @@ impl Runs {
     }
 
     /// Stops the run, its resolve and the tune.
-    pub(super) fn cancel(&mut self) {
+    fn cancel(&mut self) {
         self.cancel_run();
         self.cancel_resolve();
         self.cancel_tune();
     }
 
     /// Compares the shown run with the baseline called `name`.
-    pub(super) fn compare_baseline(&mut self, name: &str, messages: &mut Messages) {
+    fn compare_baseline(&mut self, name: &str, messages: &mut Messages) {
         let loaded = baseline::load(name);
         let Some(run) = &mut self.live else {
             return;
@@ -219,7 +223,7 @@ impl Runs {
     }
 
     /// Compares the first open run with open run `index`, as with a saved baseline.
-    pub(super) fn compare_open_run(&mut self, index: usize, messages: &mut Messages) {
+    fn compare_open_run(&mut self, index: usize, messages: &mut Messages) {
         let names = self.open_run_names();
         let (Some((_, after)), Some((_, before)), Some(run)) = (
             self.shown.first(),
