@@ -1,11 +1,13 @@
 //! The architecture, checked: every `use` across the tree goes down the layers that
 //! ARCHITECTURE.md names (engine, measure, analysis, present, gui, then the binary's
 //! cli), no crate's Cargo.toml depends on a crate of its own layer or above, the
-//! top-level modules inside each crate import each other without a cycle, and no module
-//! outgrows about 400 lines of non-test code. The checker reads the sources as text:
-//! `crate::`, `super::` and `loaderbench_*::` paths (test modules at the end of a file
-//! are left out, since a test may reach for any fixture). Two tests plant an upward
-//! import and a cycle in a scratch tree, so the checker is shown to catch both.
+//! modules inside each crate import each other without a cycle (the top-level ones, and
+//! the children of any one module, such as the app's parts), no module outgrows about
+//! 400 lines of non-test code, no function of the app (the gui crate) is longer than
+//! 80 lines, and the app's `App` composes at most 12 parts. The checker reads the
+//! sources as text: `crate::`, `super::` and `loaderbench_*::` paths (test modules at
+//! the end of a file are left out, since a test may reach for any fixture). Tests plant an upward import,
+//! cycles and a long function in a scratch tree, so the checker is shown to catch them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -24,6 +26,9 @@ const LAYERS: [&str; 6] = [
 /// Non-test lines a module may have before it should be split.
 const MODULE_LINES: usize = 420;
 
+/// Lines a function of the app may span, from its `fn` to its closing brace.
+const FUNCTION_LINES: usize = 80;
+
 /// One source file: its crate, its module path inside the crate, its code (tests cut).
 struct Source {
     path: PathBuf,
@@ -40,6 +45,10 @@ struct Import {
     from_top: String,
     to_crate: String,
     to_top: String,
+    /// The importing module's path inside its crate.
+    from_module: Vec<String>,
+    /// The path imported, inside `to_crate` (its last segments may name an item).
+    to_path: Vec<String>,
 }
 
 fn root() -> PathBuf {
@@ -90,8 +99,8 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// The code before the file's test module: tests come last in every file here.
-fn without_tests(text: &str) -> String {
+/// The text before the file's test module: tests come last in every file here.
+fn before_tests(text: &str) -> String {
     let mut code = String::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
@@ -100,11 +109,18 @@ fn without_tests(text: &str) -> String {
         {
             break;
         }
-        let line = line.split("//").next().unwrap_or("");
         code.push_str(line);
         code.push('\n');
     }
     code
+}
+
+/// The code before the file's test module, line comments cut.
+fn without_tests(text: &str) -> String {
+    before_tests(text)
+        .lines()
+        .map(|line| format!("{}\n", line.split("//").next().unwrap_or("")))
+        .collect()
 }
 
 fn sources(root: &Path) -> Vec<Source> {
@@ -236,6 +252,8 @@ fn imports(sources: &[Source]) -> Vec<Import> {
                     from_top: from_top.clone(),
                     to_crate: to_crate.to_owned(),
                     to_top,
+                    from_module: source.module.clone(),
+                    to_path: segments.to_vec(),
                 });
             }
         };
@@ -262,6 +280,8 @@ fn imports(sources: &[Source]) -> Vec<Import> {
                     from_top: from_top.clone(),
                     to_crate: layer.to_owned(),
                     to_top: segments.first().cloned().unwrap_or_default(),
+                    from_module: source.module.clone(),
+                    to_path: segments,
                 });
             }
         }
@@ -295,36 +315,64 @@ fn upward(imports: &[Import]) -> Vec<String> {
         .collect()
 }
 
-/// The cycles among each crate's top-level modules, each as `crate: a -> b -> a` with
-/// the files that make its edges.
+/// Where an import inside one crate runs between two children of one module: the
+/// module (the crate root for top-level modules) and the two children, the importing
+/// one first. `None` when one path lies inside the other (a module uses its parent or
+/// its own child).
+fn sibling_edge(i: &Import) -> Option<(Vec<String>, String, String)> {
+    if i.from_crate != i.to_crate {
+        return None;
+    }
+    let common = i
+        .from_module
+        .iter()
+        .zip(&i.to_path)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let from = i.from_module.get(common)?;
+    let to = i.to_path.get(common)?;
+    Some((i.from_module[..common].to_vec(), from.clone(), to.clone()))
+}
+
+/// The cycles among the children of each module of each crate (its top-level modules,
+/// and the submodules of any one module), each as `crate: a, b import each other` (with
+/// `::parent` after the crate for submodules) with the files that make its edges.
 fn cycles(imports: &[Import]) -> Vec<String> {
-    let mut graphs: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+    type Graph = BTreeMap<String, BTreeSet<String>>;
+    let mut graphs: BTreeMap<(String, Vec<String>), Graph> = BTreeMap::new();
     for i in imports {
-        if i.from_crate == i.to_crate && i.from_top != i.to_top && !i.from_top.is_empty() {
+        if let Some((parent, from, to)) = sibling_edge(i) {
             graphs
-                .entry(&i.from_crate)
+                .entry((i.from_crate.clone(), parent))
                 .or_default()
-                .entry(&i.from_top)
+                .entry(from)
                 .or_default()
-                .insert(&i.to_top);
+                .insert(to);
         }
     }
     let mut found = Vec::new();
-    for (krate, graph) in &graphs {
-        for component in strongly_connected(graph) {
+    for ((krate, parent), graph) in &graphs {
+        let graph: BTreeMap<&str, BTreeSet<&str>> = graph
+            .iter()
+            .map(|(from, to)| (from.as_str(), to.iter().map(String::as_str).collect()))
+            .collect();
+        for component in strongly_connected(&graph) {
             if component.len() > 1 {
                 let files: BTreeSet<&str> = imports
                     .iter()
                     .filter(|i| {
-                        i.from_crate == *krate
-                            && component.contains(&i.from_top.as_str())
-                            && component.contains(&i.to_top.as_str())
-                            && i.from_top != i.to_top
+                        sibling_edge(i).is_some_and(|(p, from, to)| {
+                            i.from_crate == *krate
+                                && p == *parent
+                                && component.contains(&from.as_str())
+                                && component.contains(&to.as_str())
+                        })
                     })
                     .map(|i| i.file.as_str())
                     .collect();
+                let within: String = parent.iter().map(|p| format!("::{p}")).collect();
                 found.push(format!(
-                    "{krate}: {} import each other ({})",
+                    "{krate}{within}: {} import each other ({})",
                     component.join(", "),
                     files.into_iter().collect::<Vec<_>>().join(", ")
                 ));
@@ -470,6 +518,195 @@ fn no_module_outgrows_its_job() {
     assert!(long.is_empty(), "modules to split:\n{}", long.join("\n"));
 }
 
+/// `code` with its comments, string literals and character literals blanked (their
+/// newlines kept), so that the braces left are the code's own.
+fn blank_literals(code: &str) -> String {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = String::with_capacity(code.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let end = literal_end(&chars, i);
+        if end == i {
+            out.push(chars[i]);
+            i += 1;
+        } else {
+            out.extend(
+                chars[i..end]
+                    .iter()
+                    .map(|&c| if c == '\n' { c } else { ' ' }),
+            );
+            i = end;
+        }
+    }
+    out
+}
+
+/// Where the comment or literal starting at `i` ends (`i` itself when none starts there).
+fn literal_end(chars: &[char], i: usize) -> usize {
+    let at = |k: usize| chars.get(k).copied().unwrap_or('\0');
+    let find = |from: usize, what: &[char]| {
+        (from..chars.len())
+            .find(|&k| chars[k..].starts_with(what))
+            .map_or(chars.len(), |k| k + what.len())
+    };
+    let after_ident = i > 0 && is_ident(at(i - 1));
+    match at(i) {
+        '/' if at(i + 1) == '/' => find(i, &['\n']) - 1,
+        '/' if at(i + 1) == '*' => find(i + 2, &['*', '/']),
+        '"' => {
+            let mut k = i + 1;
+            while k < chars.len() && chars[k] != '"' {
+                k += if chars[k] == '\\' { 2 } else { 1 };
+            }
+            k + 1
+        }
+        'r' if !after_ident || (at(i - 1) == 'b' && (i < 2 || !is_ident(at(i - 2)))) => {
+            let hashes = chars[i + 1..].iter().take_while(|&&c| c == '#').count();
+            if at(i + 1 + hashes) != '"' {
+                return i;
+            }
+            let close: Vec<char> = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            find(i + 2 + hashes, &close)
+        }
+        '\'' if at(i + 1) == '\\' => find(i + 3, &['\'']),
+        '\'' if at(i + 2) == '\'' => i + 3,
+        _ => i,
+    }
+}
+
+/// Each function in `code` (literals blanked): its name, the line of its `fn` (from 1)
+/// and the lines it spans to its closing brace. Declarations without a body are left out.
+fn function_spans(code: &str) -> Vec<(String, usize, usize)> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut line_of = Vec::with_capacity(chars.len());
+    let mut line = 0;
+    for &c in &chars {
+        line_of.push(line);
+        line += usize::from(c == '\n');
+    }
+    let mut found = Vec::new();
+    for start in 0..chars.len() {
+        let keyword = chars[start..].starts_with(&['f', 'n'])
+            && chars.get(start + 2).is_some_and(|c| c.is_whitespace())
+            && (start == 0 || !is_ident(chars[start - 1]));
+        if !keyword {
+            continue;
+        }
+        let name: String = chars[start + 2..]
+            .iter()
+            .skip_while(|c| c.is_whitespace())
+            .take_while(|c| is_ident(**c))
+            .collect();
+        let body = (start..chars.len()).find(|&k| chars[k] == '{' || chars[k] == ';');
+        let Some(open) = body.filter(|&k| chars[k] == '{' && !name.is_empty()) else {
+            continue;
+        };
+        let mut depth = 0_usize;
+        let close = (open..chars.len()).find(|&k| {
+            match chars[k] {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            depth == 0
+        });
+        if let Some(close) = close {
+            let lines = line_of[close] - line_of[start] + 1;
+            found.push((name, line_of[start] + 1, lines));
+        }
+    }
+    found
+}
+
+/// The functions of the gui crate under `root` longer than [`FUNCTION_LINES`], as
+/// `file:line fn name: N lines`.
+fn long_functions(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&root.join("crates/gui/src"), &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for path in files {
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        for (name, line, lines) in function_spans(&blank_literals(&before_tests(&text))) {
+            if lines > FUNCTION_LINES {
+                found.push(format!(
+                    "{}:{line} fn {name}: {lines} lines",
+                    path.display()
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_of_the_app_is_longer_than_80_lines() {
+    let found = long_functions(&root());
+    assert!(
+        found.is_empty(),
+        "functions to split:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_catches_a_planted_long_function() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = dir.path().join("crates/gui/src");
+    fs::create_dir_all(&src).expect("a folder");
+    // Braces in a string, a character, a raw string and a comment are not the code's.
+    let body = "    let s = \"}}\"; let c = '{'; let r = r#\"}\"#; // }\n".repeat(79);
+    let long = format!("fn long<'a>(x: &'a str) {{\n{body}}}\n");
+    let short = format!("fn short() {{\n{}}}\n", "    f();\n".repeat(78));
+    let tests =
+        format!("#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}{body}    }}\n}}\n");
+    fs::write(
+        src.join("lib.rs"),
+        format!("{long}{short}trait T {{ fn f(); }}\n{tests}"),
+    )
+    .expect("a file");
+    let found = long_functions(dir.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].ends_with("lib.rs:1 fn long: 81 lines"),
+        "{found:?}"
+    );
+}
+
+/// The fields of `pub struct NAME` in `code`, one per line that declares one.
+fn struct_fields(code: &str, name: &str) -> Vec<String> {
+    let Some(start) = code.find(&format!("pub struct {name} {{")) else {
+        return Vec::new();
+    };
+    code[start..]
+        .lines()
+        .skip(1)
+        .take_while(|line| line.trim() != "}")
+        .filter_map(|line| line.trim().split_once(':'))
+        .map(|(field, _)| field.trim().to_owned())
+        .collect()
+}
+
+/// The app composes its parts, each owning its state, rather than holding their state
+/// itself.
+#[test]
+fn the_app_composes_at_most_12_parts() {
+    let code = without_tests(
+        &fs::read_to_string(root().join("crates/gui/src/app/mod.rs")).unwrap_or_default(),
+    );
+    let fields = struct_fields(&code, "App");
+    assert!(!fields.is_empty(), "the checker found App's fields");
+    assert!(
+        fields.len() <= 12,
+        "App has {} fields: {fields:?}",
+        fields.len()
+    );
+    let planted = "pub struct App {\n    a: A,\n    /// b: a note\n    b: Vec<(B, C)>,\n}\n";
+    assert_eq!(struct_fields(&without_tests(planted), "App"), ["a", "b"]);
+}
+
 /// A scratch tree of two crates, `engine` (with modules `a` and `b`) and `measure`.
 fn scratch_tree(engine_a: &str, engine_b: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -530,6 +767,20 @@ fn the_checker_reads_groups_and_nested_supers() {
         found
             .iter()
             .any(|i| i.from_top == "b" && i.to_top == "a" && i.to_crate == "engine"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn the_checker_catches_a_planted_cycle_between_submodules() {
+    let tree = scratch_tree("fn f() {}\n", "mod c;\nmod d;\n");
+    let b = tree.path().join("crates/engine/src/b");
+    fs::write(b.join("c.rs"), "use super::d::Thing;\n").expect("a file");
+    fs::write(b.join("d.rs"), "use crate::b::c::Other;\n").expect("a file");
+    let found = cycles(&imports(&sources(tree.path())));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("engine::b: c, d import each other"),
         "{found:?}"
     );
 }

@@ -1,6 +1,7 @@
 //! The library's error type. Every error says what went wrong and, where a file is to
 //! blame, names it; a preset value that fails validation is a [`FieldError`] that names
-//! the file and the field, so a form can mark the field without reading the message.
+//! the file and the field ([`FieldPath`], the one key a form marks its fields by), so a
+//! form can mark the field without reading the message.
 //! Errors are split by who must act: [`Error::is_bad_input`] is true when the user's
 //! input (a preset, a dataset file, a command-line value) is wrong, which the CLI reports
 //! with exit code 2; everything else is a failed run (exit code 1). An error caused by
@@ -9,6 +10,7 @@
 //! dataset is a [`UserCodeError`]: their file, line and exception. Every message hides
 //! the secrets of the URLs it names ([`crate::secrets::redact`]).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -117,7 +119,7 @@ impl Error {
     }
 
     /// The preset field at fault, when the error is about one.
-    pub fn field(&self) -> Option<&str> {
+    pub fn field(&self) -> Option<&FieldPath> {
         match self {
             Error::BadField(error) => Some(&error.field),
             _ => None,
@@ -138,14 +140,18 @@ pub struct FieldError {
     /// The preset file, when the preset came from one.
     pub path: Option<PathBuf>,
     /// The field, as the preset names it.
-    pub field: String,
+    pub field: FieldPath,
     /// What is wrong with the value.
     pub problem: String,
 }
 
 impl FieldError {
     /// A problem with `field` of the preset read from `path`.
-    pub fn new(path: Option<&Path>, field: impl Into<String>, problem: impl Into<String>) -> Self {
+    pub fn new(
+        path: Option<&Path>,
+        field: impl Into<FieldPath>,
+        problem: impl Into<String>,
+    ) -> Self {
         FieldError {
             path: path.map(Path::to_path_buf),
             field: field.into(),
@@ -160,6 +166,78 @@ impl fmt::Display for FieldError {
             write!(f, "{}: ", path.display())?;
         }
         write!(f, "field `{}`: {}", self.field, redact(&self.problem))
+    }
+}
+
+/// A preset field as the preset (and `--set`) names it: `batch_size`, `dataset.path`,
+/// `extra_configs[2]`. It is how a [`FieldError`] names its field and how a form keys the
+/// marks beside its fields, so the two meet on one type; the fields a form marks by name
+/// are the constants here, which the checks that find their problems use too.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FieldPath(Cow<'static, str>);
+
+impl FieldPath {
+    pub const NAME: FieldPath = FieldPath::of("name");
+    /// The dataset as a whole (its kind and what the kind needs).
+    pub const DATASET: FieldPath = FieldPath::of("dataset");
+    pub const DATASET_PATH: FieldPath = FieldPath::of("dataset.path");
+    pub const DATASET_LABELS: FieldPath = FieldPath::of("dataset.labels");
+    pub const DATASET_FACTORY: FieldPath = FieldPath::of("dataset.factory");
+    pub const DATASET_ARGS: FieldPath = FieldPath::of("dataset.args");
+    pub const DATASET_COLLATE: FieldPath = FieldPath::of("dataset.collate");
+    pub const DATASET_IMAGE_SIZE: FieldPath = FieldPath::of("dataset.image_size");
+    pub const PIPELINE: FieldPath = FieldPath::of("pipeline");
+    pub const SAMPLES: FieldPath = FieldPath::of("samples");
+    pub const EPOCHS: FieldPath = FieldPath::of("epochs");
+    pub const REPEATS: FieldPath = FieldPath::of("repeats");
+    pub const PLANNED_EPOCHS: FieldPath = FieldPath::of("planned_epochs");
+    pub const SEED: FieldPath = FieldPath::of("seed");
+    pub const NORMALIZE_MEAN: FieldPath = FieldPath::of("normalize.mean");
+    pub const NORMALIZE_STD: FieldPath = FieldPath::of("normalize.std");
+    pub const WORKER_TIMEOUT_S: FieldPath = FieldPath::of("worker_timeout_s");
+    pub const STEP: FieldPath = FieldPath::of("step");
+    pub const STEP_LR: FieldPath = FieldPath::of("step.lr");
+    pub const STEP_ARGS: FieldPath = FieldPath::of("step.args");
+
+    /// The field named `path` (a knob's field from the knob table, a constant above).
+    pub const fn of(path: &'static str) -> FieldPath {
+        FieldPath(Cow::Borrowed(path))
+    }
+
+    /// The path as the preset writes it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this is `parent` or a field inside it (`step.lr` is within `step`).
+    pub fn is_within(&self, parent: &FieldPath) -> bool {
+        self.as_str()
+            .strip_prefix(parent.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for FieldPath {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl From<&str> for FieldPath {
+    fn from(path: &str) -> Self {
+        FieldPath(Cow::Owned(path.to_owned()))
+    }
+}
+
+impl From<String> for FieldPath {
+    fn from(path: String) -> Self {
+        FieldPath(Cow::Owned(path))
     }
 }
 
@@ -208,10 +286,22 @@ mod tests {
             err.to_string(),
             "p.ron: field `batch_size`: must be at least 1"
         );
-        assert_eq!(err.field(), Some("batch_size"));
+        assert_eq!(err.field(), Some(&FieldPath::of("batch_size")));
         assert!(err.is_bad_input());
         let err = Error::from(FieldError::new(None, "epochs", "must be at least 1"));
         assert_eq!(err.to_string(), "field `epochs`: must be at least 1");
+    }
+
+    #[test]
+    fn a_field_is_within_itself_and_its_parents_only() {
+        let lr = FieldPath::STEP_LR;
+        assert!(lr.is_within(&FieldPath::STEP));
+        assert!(lr.is_within(&lr));
+        assert!(!FieldPath::STEP.is_within(&lr));
+        assert!(!FieldPath::of("steps").is_within(&FieldPath::STEP));
+        assert!(FieldPath::of("extra_configs[2]").is_within(&FieldPath::of("extra_configs")));
+        // A path built from text is the same key as the constant.
+        assert_eq!(FieldPath::from("dataset.path"), FieldPath::DATASET_PATH);
     }
 
     #[test]

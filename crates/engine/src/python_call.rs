@@ -25,17 +25,6 @@ pub enum CallField {
     Args,
 }
 
-impl CallField {
-    /// The field's name in the preset, under the section that holds the call.
-    pub fn name(self) -> &'static str {
-        match self {
-            CallField::Path => "path",
-            CallField::Factory => "factory",
-            CallField::Args => "args",
-        }
-    }
-}
-
 impl PythonCall<'_> {
     /// The first field that cannot be used and why, or `None`; `returns` says what the
     /// factory returns ("the Dataset", "the step").

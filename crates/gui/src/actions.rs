@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::preset::Preset;
+use loaderbench_present::documents;
 use loaderbench_present::export::Format;
 use loaderbench_present::views::PngArea;
 
@@ -43,6 +44,8 @@ pub enum Action {
     /// Put the shown run's preset into the setup panel, to run it again here.
     LoadRunPreset,
     SavePreset(PathBuf),
+    /// Save the preset to its file, or ask where when it has none.
+    Save,
     /// Open a file dialog (on a background thread).
     Browse(Pick),
     StartRun,
@@ -65,4 +68,15 @@ pub enum Action {
     CompareBaseline(String),
     /// Compare the first open run with the open run at this index.
     CompareOpenRun(usize),
+}
+
+impl Action {
+    /// What opening `path` means: a saved run by its extension, else a preset.
+    pub fn open(path: PathBuf) -> Action {
+        if documents::is_results_file(&path) {
+            Action::OpenResults(path)
+        } else {
+            Action::OpenPreset(path)
+        }
+    }
 }

@@ -23,6 +23,7 @@ mod offscreen_gl;
 mod pacing;
 mod palette;
 mod plot_scale;
+mod plot_series;
 mod plots;
 mod setup;
 mod table_view;

@@ -1,13 +1,15 @@
 //! A run as the app sees it: [`RunData`] folds the runner's events into what the plots,
 //! the table and the progress line show (per config and epoch, every repeat's first-batch
-//! latency and epoch time; the stall of every batch; how far the run has got). It is
-//! plain data with no egui in it, so it is tested without a window.
+//! latency and epoch time; the stall of every batch; how far the run has got). A saved
+//! run is replayed into the same data ([`RunData::replayed`]), so it shows exactly as a
+//! run measured here. It is plain data with no egui in it, so it is tested without a
+//! window.
 
 use std::time::Duration;
 
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::Event;
-use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results::{RunResult, RunStatus};
 
 use super::palette::SHADE_STEP;
 
@@ -95,6 +97,47 @@ impl RunData {
             warnings: Vec::new(),
             labels,
         }
+    }
+
+    /// Rebuilds the live data of a finished run from its result, by replaying the events
+    /// a run sends: each epoch of each config, its warnings, then how the run ended.
+    pub fn replayed(result: RunResult) -> RunData {
+        let warmup = result.results.iter().any(|r| r.warmup.is_some());
+        let mut data = RunData::new(result.labels.clone(), result.epochs, result.repeats, warmup);
+        let mut header = result.clone();
+        header.results.clear();
+        header.status = RunStatus::Running;
+        let batches_per_epoch = result
+            .results
+            .iter()
+            .flat_map(|r| r.epochs.first())
+            .map(|epoch| epoch.batches)
+            .next()
+            .unwrap_or(0);
+        data.apply(Event::Started {
+            result: Box::new(header),
+            batches_per_epoch,
+        });
+        for config in &result.results {
+            for epoch in config.warmup.iter().chain(&config.epochs) {
+                data.apply(Event::EpochFinished {
+                    config: config.config_index,
+                    repeat: config.repeat,
+                    result: Box::new(epoch.clone()),
+                });
+            }
+            data.apply(Event::ConfigFinished {
+                result: Box::new(config.clone()),
+            });
+        }
+        for message in &result.warnings {
+            data.apply(Event::Warning {
+                config: None,
+                message: message.clone(),
+            });
+        }
+        data.apply(ending(result));
+        data
     }
 
     /// Whether config `index` was measured while other load disturbed it (any repeat
@@ -293,6 +336,28 @@ impl RunData {
         }
         let per_batch = elapsed.as_secs_f64() / p.batches_done as f64;
         Some(per_batch * p.batches_total.saturating_sub(p.batches_done) as f64)
+    }
+}
+
+/// The event that ends a run with `result`'s status; a journal with no end failed.
+fn ending(result: RunResult) -> Event {
+    match result.status.clone() {
+        RunStatus::Finished => Event::Finished {
+            result: Box::new(result),
+        },
+        RunStatus::Cancelled => Event::Cancelled {
+            result: Box::new(result),
+        },
+        RunStatus::Failed { error } => Event::Failed {
+            error,
+            bad_input: false,
+            result: Box::new(result),
+        },
+        RunStatus::Running => Event::Failed {
+            error: "the run stopped before it ended (its journal has no end)".to_owned(),
+            bad_input: false,
+            result: Box::new(result),
+        },
     }
 }
 

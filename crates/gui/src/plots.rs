@@ -2,14 +2,13 @@
 //! the palette colours (darkened on a light theme), a legend beside the plot (never over
 //! the data) that hides and shows series, a log scale toggle (`plot_scale`), axis titles
 //! with units, config names under their groups or, where they do not fit, numbers with a
-//! key under the plot, and hover labels with the exact values. It reads the description
+//! key under the plot, and hover labels with the exact values (the series themselves
+//! are drawn by [`plot_series`](crate::plot_series)). It reads the description
 //! and nothing else; what the user chose (log scale, hidden series) lives in egui's memory
 //! under the chart's id, and [`view`] reads it back.
 
-use egui::{Color32, Rangef, Rect, Stroke, Ui};
-use egui_plot::{
-    AxisHints, Bar, BarChart, GridMark, HoverPosition, Line, MarkerShape, Plot, Points,
-};
+use egui::{Color32, Rangef, Rect, Ui};
+use egui_plot::{AxisHints, GridMark, HoverPosition, Plot};
 
 use super::charts::{Axis, Chart, Mark};
 use super::palette::color;
@@ -17,13 +16,8 @@ use super::plot_scale::{
     NUMBER_SPACING, Scale, can_be_log, linear_marks, log_marks, number, spaced_whole_marks,
     spans_widely, whole_marks,
 };
+use super::plot_series::{Drawing, group_name};
 use loaderbench_present::views::ChartId;
-
-/// The opacity of a bar's fill.
-const BAR_FILL: f32 = 0.7;
-
-/// Lines of at most this many points get a dot on each.
-const MAX_DOTTED_POINTS: usize = 40;
 
 /// The legend's width beside the plot, in points.
 const LEGEND_WIDTH: f32 = 170.0;
@@ -154,12 +148,38 @@ fn plot(
     hidden: &[String],
     ticks: GroupTicks,
 ) {
+    let dark_mode = ui.visuals().dark_mode;
+    let shown = |name: &String| !hidden.contains(name);
+    plot_frame(chart, height, scale, ticks).show(ui, |plot_ui| {
+        // The top of each stacked bar so far, by group.
+        let mut tops: Vec<f64> = Vec::new();
+        let base = scale.bar_base(chart);
+        let draw = Drawing {
+            chart,
+            scale,
+            base,
+            dark_mode,
+        };
+        for series in chart.series.iter().filter(|s| shown(&s.name)) {
+            match chart.mark {
+                Mark::Bars { width } => draw.bars(plot_ui, series, width, None),
+                Mark::Stacked { width } => draw.bars(plot_ui, series, width, Some(&mut tops)),
+                Mark::Lines => draw.line(plot_ui, series),
+            }
+        }
+        for highlight in chart.highlights.iter().filter(|s| shown(&s.name)) {
+            draw.highlight(plot_ui, highlight);
+        }
+    });
+}
+
+/// The plot's axes, their titles and ticks, its hover label and the range it shows.
+fn plot_frame(chart: &Chart, height: f32, scale: Scale, ticks: GroupTicks) -> Plot<'static> {
     let y_unit = chart.y.unit;
     let x_axis = chart.x.clone();
-    let dark_mode = ui.visuals().dark_mode;
     // Numbers need less room than egui_plot's default spacing of x tick texts.
     let x_hints = AxisHints::new_x().label_spacing(Rangef::new(14.0, 18.0));
-    let mut plot = Plot::new(chart.id.name())
+    let plot = Plot::new(chart.id.name())
         .height(height)
         .custom_x_axes(vec![x_hints])
         .x_axis_label(chart.x.title())
@@ -169,109 +189,19 @@ fn plot(
         .include_y(scale.bar_base(chart))
         .allow_scroll(false)
         .label_formatter(move |position| hover(position, y_unit, scale));
-    plot = if scale.log {
+    let plot = if scale.log {
         plot.y_grid_spacer(log_marks)
             .include_y(scale.plot(tallest(chart)) + 0.1)
     } else {
         plot.y_grid_spacer(linear_marks)
             .include_y(tallest(chart) * 1.05)
     };
-    let plot = match chart.mark {
+    match chart.mark {
         Mark::Bars { .. } | Mark::Stacked { .. } => {
             plot.x_grid_spacer(integer_marks).include_x(0.5)
         }
         Mark::Lines => plot.x_grid_spacer(whole_marks),
-    };
-    let shown = |name: &String| !hidden.contains(name);
-    plot.show(ui, |plot_ui| {
-        // The top of each stacked bar so far, by group.
-        let mut tops: Vec<f64> = Vec::new();
-        let base = scale.bar_base(chart);
-        for series in chart.series.iter().filter(|s| shown(&s.name)) {
-            let (width, stacked) = match chart.mark {
-                Mark::Bars { width } => (width, false),
-                Mark::Stacked { width } => (width, true),
-                Mark::Lines => {
-                    let points: Vec<[f64; 2]> = series
-                        .points
-                        .iter()
-                        .map(|&[x, y]| [x, scale.plot_above(y, base)])
-                        .collect();
-                    plot_ui.line(
-                        Line::new(series.name.clone(), points.clone())
-                            .color(color(series.color, dark_mode))
-                            .width(1.5),
-                    );
-                    // A dot on each measured point, so a line of one point shows too
-                    // (not on a timeline of hundreds of batches).
-                    if points.len() <= MAX_DOTTED_POINTS {
-                        plot_ui.add(
-                            Points::new(series.name.clone(), points)
-                                .color(color(series.color, dark_mode))
-                                .radius(2.5),
-                        );
-                    }
-                    continue;
-                }
-            };
-            // Filled enough to read on either background (egui_plot's default fill is
-            // faint, and vanishes on white).
-            let stroke = color(series.color, dark_mode);
-            let fill = stroke.gamma_multiply(BAR_FILL);
-            let bars = series
-                .points
-                .iter()
-                .map(|&[x, y]| {
-                    let bar = Bar::new(x, scale.plot_above(y, base) - base)
-                        .width(width * 0.95)
-                        .fill(fill)
-                        .stroke(Stroke::new(1.0, stroke));
-                    if !stacked {
-                        return bar.base_offset(base);
-                    }
-                    let group = x.round().max(0.0) as usize;
-                    if tops.len() <= group {
-                        tops.resize(group + 1, 0.0);
-                    }
-                    let below = tops[group];
-                    tops[group] += y;
-                    bar.base_offset(below)
-                })
-                .collect();
-            let name = series.name.clone();
-            let x_axis = chart.x.clone();
-            plot_ui.add(
-                BarChart::new(series.name.clone(), bars)
-                    .color(color(series.color, dark_mode))
-                    .element_formatter(Box::new(move |bar, _| {
-                        let value = if stacked {
-                            bar.value
-                        } else {
-                            scale.value(bar.value + base)
-                        };
-                        format!(
-                            "{name}\n{}: {} {y_unit}",
-                            group_name(&x_axis, bar.argument.round()),
-                            number(value)
-                        )
-                    })),
-            );
-        }
-        for highlight in chart.highlights.iter().filter(|s| shown(&s.name)) {
-            let points = highlight
-                .points
-                .iter()
-                .map(|&[x, y]| [x, scale.plot_above(y, base)])
-                .collect::<Vec<_>>();
-            plot_ui.add(
-                Points::new(highlight.name.clone(), points)
-                    .color(color(highlight.color, dark_mode))
-                    .shape(MarkerShape::Diamond)
-                    .radius(7.0)
-                    .filled(true),
-            );
-        }
-    });
+    }
 }
 
 /// The legend beside the plot: a collapsible list of the series in their colours, a
@@ -337,17 +267,6 @@ fn legend_entry(ui: &mut Ui, name: &str, fill: Color32, off: bool) -> egui::Resp
         .on_hover_text(format!("{name}\nClick to hide or show"))
     })
     .inner
-}
-
-/// The name of the group at integer position `x`: its own name, else the category and
-/// the number.
-fn group_name(axis: &Axis, x: f64) -> String {
-    let named = (x >= 1.0).then(|| axis.names.get(x as usize - 1)).flatten();
-    match (named, axis.category) {
-        (Some(name), _) => name.clone(),
-        (None, Some(category)) => format!("{category} {x}"),
-        (None, None) => format!("{x}"),
-    }
 }
 
 /// The tallest point, markers included (the tallest stack of stacked bars).

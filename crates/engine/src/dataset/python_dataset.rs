@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use super::DatasetSpec;
-use crate::error::FieldError;
-use crate::python_call::{PythonCall, is_identifier};
+use crate::error::{FieldError, FieldPath};
+use crate::python_call::{CallField, PythonCall, is_identifier};
 
 /// Why our engine cannot load a python dataset, and what to use instead.
 pub const ENGINE_REFUSAL: &str = "a python dataset is the user's own PyTorch Dataset, which \
@@ -27,16 +27,18 @@ pub fn call(spec: &DatasetSpec) -> PythonCall<'_> {
 /// Checks the fields a python dataset needs (the module's existence is checked when a
 /// run starts, like every dataset file).
 pub fn check(spec: &DatasetSpec) -> Result<(), FieldError> {
-    let bad = |field: &str, problem: String| FieldError::new(None, field, problem);
+    let bad = |field: FieldPath, problem: String| FieldError::new(None, field, problem);
     if let Some((field, problem)) = call(spec).problem("the Dataset") {
-        return Err(bad(
-            &format!("dataset.{}", field.name()),
-            format!("a python dataset: {problem}"),
-        ));
+        let field = match field {
+            CallField::Path => FieldPath::DATASET_PATH,
+            CallField::Factory => FieldPath::DATASET_FACTORY,
+            CallField::Args => FieldPath::DATASET_ARGS,
+        };
+        return Err(bad(field, format!("a python dataset: {problem}")));
     }
     match spec.collate.as_deref().filter(|c| !is_identifier(c)) {
         Some(collate) => Err(bad(
-            "dataset.collate",
+            FieldPath::DATASET_COLLATE,
             format!("`{collate}` is not a Python function name"),
         )),
         None => Ok(()),

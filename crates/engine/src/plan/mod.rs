@@ -185,6 +185,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::FieldPath;
     use crate::preset::{ConfigPoint, TransformAt};
     use crate::transform::PipelineSpec;
 
@@ -262,7 +263,7 @@ mod tests {
             err.to_string(),
             "p.ron: field `batch_size`: must be at least 1"
         );
-        assert_eq!(err.field(), Some("batch_size"));
+        assert_eq!(err.field().map(FieldPath::as_str), Some("batch_size"));
     }
 
     #[test]
@@ -270,7 +271,7 @@ mod tests {
         let mut preset = preset();
         preset.device = vec!["tpu".to_owned()];
         let err = Plan::from_preset(&preset, None).unwrap_err();
-        assert_eq!(err.field(), Some("device"));
+        assert_eq!(err.field().map(FieldPath::as_str), Some("device"));
         assert_eq!(
             err.to_string(),
             "field `device`: `tpu` is not a device; use cpu, cuda or cuda:N"
@@ -424,7 +425,7 @@ mod tests {
         preset.set("dataset.args.root", "/data/mnist").unwrap();
         assert_eq!(preset.dataset.args["root"], "/data/mnist");
         let err = Plan::from_preset(&preset, Some(Path::new("p.ron"))).unwrap_err();
-        assert_eq!(err.field(), Some("runtime"));
+        assert_eq!(err.field().map(FieldPath::as_str), Some("runtime"));
         assert!(err.to_string().contains("use runtime: [pytorch]"), "{err}");
         preset.set("runtime", "pytorch").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
@@ -436,11 +437,11 @@ mod tests {
         );
         preset.set("pipeline", "heavy").unwrap();
         let err = Plan::from_preset(&preset, None).unwrap_err();
-        assert_eq!(err.field(), Some("pipeline"));
+        assert_eq!(err.field().map(FieldPath::as_str), Some("pipeline"));
         preset.set("pipeline", "light").unwrap();
         preset.dataset.factory = None;
         let err = Plan::from_preset(&preset, None).unwrap_err();
-        assert_eq!(err.field(), Some("dataset.factory"));
+        assert_eq!(err.field().map(FieldPath::as_str), Some("dataset.factory"));
     }
 
     #[test]

@@ -12,8 +12,6 @@ use crate::preset::{IntraOpThreads, Preset};
 use crate::step::StepSpec;
 use crate::transform::Op;
 
-use super::checks::field;
-
 /// Where a number may lie: from `min` to `max` inclusive, in `unit`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NumberRange {
@@ -119,7 +117,8 @@ pub fn check_number(field_name: &str, what: &str, value: f64) -> Result<(), Fiel
     } else {
         format!("{} ", range.what)
     };
-    Err(field(
+    Err(FieldError::new(
+        None,
         field_name,
         format!(
             "{thing}{value} is out of range: it must be from {} to {}{}{} (see docs/limits.md)",
@@ -177,7 +176,8 @@ pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
             .iter()
             .max_by_key(|(_, values)| values.len())
             .map_or("num_workers", |(name, _)| name);
-        return Err(field(
+        return Err(FieldError::new(
+            None,
             longest,
             format!(
                 "the sweep's lists make more than {MOST_CONFIGS} configs (the product of \

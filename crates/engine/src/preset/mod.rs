@@ -22,6 +22,7 @@ mod overrides;
 mod paths;
 mod values;
 
+pub use crate::error::FieldPath;
 pub use crate::named_values::KnobValue;
 pub use crate::transform::TransformAt;
 pub use knobs::{ConfigPoint, KnobLists, knob_defaults};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use egui::{ComboBox, DragValue, Ui};
 
 use loaderbench_engine::plan::knob;
-use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, RunOrder};
+use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, RunOrder};
 
 use super::{Errors, Form, Problem, mark, parse_list};
 
@@ -32,16 +32,18 @@ pub(super) fn samples_field(
             let text = form.samples.trim();
             if text.is_empty() {
                 edited.samples = None;
-                form.errors.remove("samples");
+                form.errors.remove(&FieldPath::SAMPLES);
             } else {
                 match text.replace('_', "").parse::<usize>() {
                     Ok(n) => {
                         edited.samples = Some(n);
-                        form.errors.remove("samples");
+                        form.errors.remove(&FieldPath::SAMPLES);
                     }
                     Err(_) => {
-                        form.errors
-                            .insert("samples", format!("`{text}` is not a whole number"));
+                        form.errors.insert(
+                            FieldPath::SAMPLES,
+                            format!("`{text}` is not a whole number"),
+                        );
                     }
                 }
             }
@@ -72,7 +74,7 @@ impl KnobLists for KnobFields<'_, '_> {
         let Some(knob) = knob(field).filter(|_| field != "pipeline") else {
             return;
         };
-        let problem = (self.problem)(self.errors, field);
+        let problem = (self.problem)(self.errors, &FieldPath::of(field));
         if field == "device"
             && let Some(devices) = (values as &mut dyn Any).downcast_mut::<Vec<String>>()
         {
@@ -84,7 +86,7 @@ impl KnobLists for KnobFields<'_, '_> {
             list_field(
                 self.ui,
                 knob.label,
-                field,
+                FieldPath::of(field),
                 text,
                 self.errors,
                 values,
@@ -113,7 +115,7 @@ impl KnobLists for KnobFields<'_, '_> {
 fn list_field<T: KnobValue>(
     ui: &mut Ui,
     title: &str,
-    key: &'static str,
+    key: FieldPath,
     text: &mut String,
     errors: &mut Errors,
     values: &mut Vec<T>,
@@ -133,7 +135,7 @@ fn list_field<T: KnobValue>(
             match parse_list(text) {
                 Ok(parsed) => {
                     *values = parsed;
-                    errors.remove(key);
+                    errors.remove(&key);
                 }
                 Err(problem) => {
                     errors.insert(key, problem);

@@ -13,7 +13,7 @@ use egui::{ComboBox, RichText, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::error::Error;
-use loaderbench_engine::preset::{KnobLists, KnobValue, Preset, Runtime};
+use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, Runtime};
 
 use super::actions::{Action, Pick};
 
@@ -45,7 +45,7 @@ pub struct Form {
     run: RunText,
     step: StepText,
     shards: ShardCheck,
-    errors: BTreeMap<&'static str, String>,
+    errors: Errors,
 }
 
 impl Form {
@@ -92,10 +92,10 @@ impl Form {
 }
 
 /// The parse errors of the form, by field.
-type Errors = BTreeMap<&'static str, String>;
+type Errors = BTreeMap<FieldPath, String>;
 
 /// The field named `key`'s problem: its text's, else the plan's.
-type Problem<'a> = &'a dyn Fn(&Errors, &str) -> Option<String>;
+type Problem<'a> = &'a dyn Fn(&Errors, &FieldPath) -> Option<String>;
 
 /// What the panel needs to know besides the preset.
 pub struct Context<'a> {
@@ -151,7 +151,7 @@ pub fn draw(
     let plan_field = cx.plan_error.and_then(Error::field);
     // Whether the plan's error was marked beside its field; if not, it goes at the end.
     let marked = std::cell::Cell::new(false);
-    let error = |errors: &Errors, field: &str| -> Option<String> {
+    let error = |errors: &Errors, field: &FieldPath| -> Option<String> {
         errors.get(field).cloned().or_else(|| {
             let problem = cx
                 .plan_error
@@ -163,138 +163,29 @@ pub fn draw(
     };
 
     section(ui, "Preset");
-    egui::Grid::new("preset_grid")
-        .num_columns(2)
-        .spacing([10.0, 6.0])
-        .show(ui, |ui| identity(ui, &mut edited, &mut form.errors, &error));
-
+    grid(ui, "preset_grid", |ui| {
+        identity(ui, &mut edited, &mut form.errors, &error);
+    });
     section(ui, "Dataset");
-    egui::Grid::new("dataset_grid")
-        .num_columns(2)
-        .spacing([10.0, 6.0])
-        .show(ui, |ui| {
-            let label = ui.label("kind");
-            ComboBox::from_id_salt("dataset_kind")
-                .selected_text(edited.dataset.kind.label())
-                .show_ui(ui, |ui| {
-                    for kind in DatasetKind::ALL {
-                        ui.selectable_value(&mut edited.dataset.kind, kind, kind.label());
-                    }
-                })
-                .response
-                .labelled_by(label.id);
-            ui.end_row();
-
-            let label = ui.label("path");
-            ui.vertical(|ui| {
-                let synthetic = edited.dataset.kind == DatasetKind::Synthetic;
-                let python = edited.dataset.kind == DatasetKind::Python;
-                ui.horizontal(|ui| {
-                    let field = ui
-                        .add_enabled(
-                            !synthetic,
-                            egui::TextEdit::singleline(&mut form.dataset_path)
-                                .hint_text(match edited.dataset.kind {
-                                    DatasetKind::Python => "module (.py)",
-                                    DatasetKind::Shards => "shard-{000000..000009}.tar or URL",
-                                    _ => "file or directory",
-                                })
-                                .desired_width(150.0),
-                        )
-                        .labelled_by(label.id)
-                        .on_disabled_hover_text("The synthetic dataset needs no files");
-                    if field.changed() {
-                        let text = form.dataset_path.trim();
-                        edited.dataset.path = (!text.is_empty()).then(|| PathBuf::from(text));
-                    }
-                    if ui
-                        .add_enabled(!synthetic, egui::Button::new("Browse…"))
-                        .clicked()
-                    {
-                        let pick = if python {
-                            Pick::PythonModule
-                        } else {
-                            Pick::Dataset(edited.dataset.kind)
-                        };
-                        actions.push(Action::Browse(pick));
-                    }
-                });
-                mark(
-                    ui,
-                    dataset_path_error(ui.ctx(), &edited, &mut form.shards)
-                        .or_else(|| error(&form.errors, "dataset"))
-                        .or_else(|| error(&form.errors, "dataset.path")),
-                );
-            });
-            ui.end_row();
-            if edited.dataset.kind == DatasetKind::Python {
-                python_fields(ui, form, &mut edited, &error);
-            }
-            dataset_extras(ui, &mut form.run, &mut edited, &mut form.errors, &error);
-        });
-
+    grid(ui, "dataset_grid", |ui| {
+        dataset_fields(ui, form, &mut edited, &error, actions);
+    });
     section(ui, "Pipeline");
     pipelines(ui, &mut edited);
-    mark(ui, error(&form.errors, "pipeline"));
-
+    mark(ui, error(&form.errors, &FieldPath::PIPELINE));
     section(ui, "Loader");
-    egui::Grid::new("loader_grid")
-        .num_columns(2)
-        .spacing([10.0, 6.0])
-        .show(ui, |ui| {
-            samples_field(ui, form, &mut edited, error(&form.errors, "samples"));
-            count_field(
-                ui,
-                "epochs",
-                &mut edited.epochs,
-                error(&form.errors, "epochs"),
-            );
-            let pytorch = edited.runtime.contains(&Runtime::Pytorch);
-            edited.each_knob(&mut KnobFields {
-                ui,
-                texts: &mut form.knobs,
-                errors: &mut form.errors,
-                problem: &error,
-                cuda_devices: cx.cuda_devices,
-                pytorch,
-            });
-            count_field(
-                ui,
-                "repeats",
-                &mut edited.repeats,
-                error(&form.errors, "repeats"),
-            );
-            let label = ui.label("warm-up");
-            ui.checkbox(&mut edited.warmup, "one unmeasured epoch first")
-                .labelled_by(label.id);
-            ui.end_row();
-            order_field(ui, &mut edited.order);
-            python_path_field(ui, &mut form.python, &mut edited.python);
-        });
-
+    grid(ui, "loader_grid", |ui| {
+        loader_fields(ui, form, &mut edited, cx, &error);
+    });
     section(ui, "Samples and training");
-    egui::Grid::new("run_grid")
-        .num_columns(2)
-        .spacing([10.0, 6.0])
-        .show(ui, |ui| {
-            run_fields(ui, &mut form.run, &mut edited, &mut form.errors, &error)
-        });
-
+    grid(ui, "run_grid", |ui| {
+        run_fields(ui, &mut form.run, &mut edited, &mut form.errors, &error);
+    });
     section(ui, "Training step");
-    egui::Grid::new("step_grid")
-        .num_columns(2)
-        .spacing([10.0, 6.0])
-        .show(ui, |ui| {
-            step_fields(
-                ui,
-                &mut form.step,
-                &mut edited,
-                &mut form.errors,
-                &error,
-                actions,
-            )
-        });
-
+    grid(ui, "step_grid", |ui| {
+        let (text, errors) = (&mut form.step, &mut form.errors);
+        step_fields(ui, text, &mut edited, errors, &error, actions);
+    });
     extra_configs(ui, &mut edited);
 
     if let Some(problem) = cx.plan_error.filter(|_| !marked.get()) {
@@ -303,6 +194,123 @@ pub fn draw(
     if edited != *preset {
         actions.push(Action::Edit(Box::new(edited)));
     }
+}
+
+/// A section's grid: labels on the left, fields on the right.
+fn grid(ui: &mut Ui, id: &str, fields: impl FnOnce(&mut Ui)) {
+    egui::Grid::new(id)
+        .num_columns(2)
+        .spacing([10.0, 6.0])
+        .show(ui, fields);
+}
+
+/// The dataset's kind, its path (with Browse), a python dataset's call, and what the
+/// kind needs besides.
+fn dataset_fields(
+    ui: &mut Ui,
+    form: &mut Form,
+    edited: &mut Preset,
+    error: Problem<'_>,
+    actions: &mut Vec<Action>,
+) {
+    let label = ui.label("kind");
+    ComboBox::from_id_salt("dataset_kind")
+        .selected_text(edited.dataset.kind.label())
+        .show_ui(ui, |ui| {
+            for kind in DatasetKind::ALL {
+                ui.selectable_value(&mut edited.dataset.kind, kind, kind.label());
+            }
+        })
+        .response
+        .labelled_by(label.id);
+    ui.end_row();
+
+    let label = ui.label("path");
+    ui.vertical(|ui| {
+        ui.horizontal(|ui| dataset_path_field(ui, label.id, form, edited, actions));
+        mark(
+            ui,
+            dataset_path_error(ui.ctx(), edited, &mut form.shards)
+                .or_else(|| error(&form.errors, &FieldPath::DATASET))
+                .or_else(|| error(&form.errors, &FieldPath::DATASET_PATH)),
+        );
+    });
+    ui.end_row();
+    if edited.dataset.kind == DatasetKind::Python {
+        python_fields(ui, form, edited, error);
+    }
+    dataset_extras(ui, &mut form.run, edited, &mut form.errors, error);
+}
+
+/// The dataset's path field, labelled by `label`, and its Browse button (neither for
+/// the synthetic dataset, which needs no files).
+fn dataset_path_field(
+    ui: &mut Ui,
+    label: egui::Id,
+    form: &mut Form,
+    edited: &mut Preset,
+    actions: &mut Vec<Action>,
+) {
+    let synthetic = edited.dataset.kind == DatasetKind::Synthetic;
+    let field = ui
+        .add_enabled(
+            !synthetic,
+            egui::TextEdit::singleline(&mut form.dataset_path)
+                .hint_text(match edited.dataset.kind {
+                    DatasetKind::Python => "module (.py)",
+                    DatasetKind::Shards => "shard-{000000..000009}.tar or URL",
+                    _ => "file or directory",
+                })
+                .desired_width(150.0),
+        )
+        .labelled_by(label)
+        .on_disabled_hover_text("The synthetic dataset needs no files");
+    if field.changed() {
+        let text = form.dataset_path.trim();
+        edited.dataset.path = (!text.is_empty()).then(|| PathBuf::from(text));
+    }
+    if ui
+        .add_enabled(!synthetic, egui::Button::new("Browse…"))
+        .clicked()
+    {
+        let pick = if edited.dataset.kind == DatasetKind::Python {
+            Pick::PythonModule
+        } else {
+            Pick::Dataset(edited.dataset.kind)
+        };
+        actions.push(Action::Browse(pick));
+    }
+}
+
+/// The Loader grid: samples, epochs, each knob of the table, repeats, warm-up, order and
+/// the Python that runs the pytorch runtime.
+fn loader_fields(
+    ui: &mut Ui,
+    form: &mut Form,
+    edited: &mut Preset,
+    cx: &Context,
+    error: Problem<'_>,
+) {
+    samples_field(ui, form, edited, error(&form.errors, &FieldPath::SAMPLES));
+    let problem = error(&form.errors, &FieldPath::EPOCHS);
+    count_field(ui, "epochs", &mut edited.epochs, problem);
+    let pytorch = edited.runtime.contains(&Runtime::Pytorch);
+    edited.each_knob(&mut KnobFields {
+        ui,
+        texts: &mut form.knobs,
+        errors: &mut form.errors,
+        problem: error,
+        cuda_devices: cx.cuda_devices,
+        pytorch,
+    });
+    let problem = error(&form.errors, &FieldPath::REPEATS);
+    count_field(ui, "repeats", &mut edited.repeats, problem);
+    let label = ui.label("warm-up");
+    ui.checkbox(&mut edited.warmup, "one unmeasured epoch first")
+        .labelled_by(label.id);
+    ui.end_row();
+    order_field(ui, &mut edited.order);
+    python_path_field(ui, &mut form.python, &mut edited.python);
 }
 
 fn section(ui: &mut Ui, title: &str) {

@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use egui::Ui;
 use serde_json::Value;
 
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::preset::{FieldPath, Preset};
 
 use super::{Form, Problem, mark};
 
 /// The rows of the dataset grid for a python dataset. `error` gives the problem to mark
 /// beside a field, from the form or the plan.
 pub(super) fn python_fields(ui: &mut Ui, form: &mut Form, edited: &mut Preset, error: Problem<'_>) {
-    let problem = error(&form.errors, "dataset.factory");
+    let problem = error(&form.errors, &FieldPath::DATASET_FACTORY);
     if name_field(ui, "factory", "make_dataset", &mut form.factory, problem) {
         edited.dataset.factory = optional(&form.factory);
     }
@@ -35,18 +35,18 @@ pub(super) fn python_fields(ui: &mut Ui, form: &mut Form, edited: &mut Preset, e
             match parse_args(&form.args) {
                 Ok(args) => {
                     edited.dataset.args = args;
-                    form.errors.remove("dataset.args");
+                    form.errors.remove(&FieldPath::DATASET_ARGS);
                 }
                 Err(problem) => {
-                    form.errors.insert("dataset.args", problem);
+                    form.errors.insert(FieldPath::DATASET_ARGS, problem);
                 }
             }
         }
-        mark(ui, error(&form.errors, "dataset.args"));
+        mark(ui, error(&form.errors, &FieldPath::DATASET_ARGS));
     });
     ui.end_row();
 
-    let problem = error(&form.errors, "dataset.collate");
+    let problem = error(&form.errors, &FieldPath::DATASET_COLLATE);
     if name_field(ui, "collate", "none", &mut form.collate, problem) {
         edited.dataset.collate = optional(&form.collate);
     }

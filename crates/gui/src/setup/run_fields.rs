@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use egui::{ComboBox, DragValue, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::preset::{FieldPath, Preset};
 
 use super::{Errors, Problem, mark};
 
@@ -49,11 +49,11 @@ pub fn identity(ui: &mut Ui, edited: &mut Preset, errors: &mut Errors, problem: 
         ui.add(egui::TextEdit::singleline(&mut edited.name).desired_width(180.0))
             .labelled_by(label.id);
         if edited.name.trim().is_empty() {
-            errors.insert("name", "give the preset a name".to_owned());
+            errors.insert(FieldPath::NAME, "give the preset a name".to_owned());
         } else {
-            errors.remove("name");
+            errors.remove(&FieldPath::NAME);
         }
-        mark(ui, problem(errors, "name"));
+        mark(ui, problem(errors, &FieldPath::NAME));
     });
     ui.end_row();
     let label = ui.label("description");
@@ -95,7 +95,10 @@ pub fn dataset_extras(
                 .as_ref()
                 .filter(|p| !p.exists())
                 .map(|p| format!("{} does not exist", p.display()));
-            mark(ui, missing.or_else(|| problem(errors, "dataset.labels")));
+            mark(
+                ui,
+                missing.or_else(|| problem(errors, &FieldPath::DATASET_LABELS)),
+            );
         });
         ui.end_row();
     }
@@ -122,7 +125,7 @@ pub fn dataset_extras(
             ui,
             Field {
                 title: "image size",
-                key: "dataset.image_size",
+                key: FieldPath::DATASET_IMAGE_SIZE,
                 hint: "height,width",
             },
             &mut text.image_size,
@@ -156,7 +159,7 @@ pub fn run_fields(
         ui,
         Field {
             title: "seed",
-            key: "seed",
+            key: FieldPath::SEED,
             hint: "0",
         },
         &mut text.seed,
@@ -173,6 +176,26 @@ pub fn run_fields(
     ui.checkbox(&mut edited.drop_last, "drop a last, smaller batch")
         .labelled_by(label.id);
     ui.end_row();
+    normalize_fields(ui, text, edited, errors, problem);
+    worker_timeout_field(ui, text, edited, errors, problem);
+    let label = ui.label("planned epochs");
+    ui.vertical(|ui| {
+        ui.add(DragValue::new(&mut edited.planned_epochs).range(1..=100_000))
+            .labelled_by(label.id)
+            .on_hover_text("The epochs a training run takes: the break-even and the recommendation plan for them");
+        mark(ui, problem(errors, &FieldPath::PLANNED_EPOCHS));
+    });
+    ui.end_row();
+}
+
+/// The mean and standard deviation the samples are normalized with, one per channel.
+fn normalize_fields(
+    ui: &mut Ui,
+    text: &mut RunText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
     let per_channel = |t: &str| {
         let values = parse_numbers(t)?;
         if values.is_empty() {
@@ -185,7 +208,7 @@ pub fn run_fields(
         ui,
         Field {
             title: "normalize mean",
-            key: "normalize.mean",
+            key: FieldPath::NORMALIZE_MEAN,
             hint: "0.286",
         },
         &mut text.mean,
@@ -199,7 +222,7 @@ pub fn run_fields(
         ui,
         Field {
             title: "normalize std",
-            key: "normalize.std",
+            key: FieldPath::NORMALIZE_STD,
             hint: "0.353",
         },
         &mut text.std,
@@ -215,11 +238,21 @@ pub fn run_fields(
     ) {
         edited.normalize.std = std;
     }
+}
+
+/// How long a worker may take over a batch before the run fails.
+fn worker_timeout_field(
+    ui: &mut Ui,
+    text: &mut RunText,
+    edited: &mut Preset,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) {
     if let Some(seconds) = parsed(
         ui,
         Field {
             title: "worker timeout (s)",
-            key: "worker_timeout_s",
+            key: FieldPath::WORKER_TIMEOUT_S,
             hint: "60",
         },
         &mut text.timeout,
@@ -232,21 +265,13 @@ pub fn run_fields(
     ) {
         edited.worker_timeout_s = seconds;
     }
-    let label = ui.label("planned epochs");
-    ui.vertical(|ui| {
-        ui.add(DragValue::new(&mut edited.planned_epochs).range(1..=100_000))
-            .labelled_by(label.id)
-            .on_hover_text("The epochs a training run takes: the break-even and the recommendation plan for them");
-        mark(ui, problem(errors, "planned_epochs"));
-    });
-    ui.end_row();
 }
 
 /// A text field: its label, the preset field it sets (which names its problems) and the
 /// hint shown while it is empty.
 struct Field<'a> {
     title: &'a str,
-    key: &'static str,
+    key: FieldPath,
     hint: &'a str,
 }
 
@@ -274,18 +299,18 @@ fn parsed<T>(
             let value = if edit.changed() {
                 match parse(text.trim()) {
                     Ok(value) => {
-                        errors.remove(key);
+                        errors.remove(&key);
                         Some(value)
                     }
                     Err(why) => {
-                        errors.insert(key, why);
+                        errors.insert(key.clone(), why);
                         None
                     }
                 }
             } else {
                 None
             };
-            mark(ui, problem(errors, key));
+            mark(ui, problem(errors, &key));
             value
         })
         .inner;

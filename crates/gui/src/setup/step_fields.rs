@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use egui::{ComboBox, Ui};
 
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::preset::{FieldPath, Preset};
 use loaderbench_engine::step::{StepKind, StepSpec};
 
 use super::python_fields::{args_text, parse_args};
@@ -83,7 +83,7 @@ pub fn step_fields(
                 if ui.selectable_label(kind == other, other.name()).clicked() && kind != other {
                     edited.step = other.fresh();
                     *text = StepText::from_step(&edited.step);
-                    errors.retain(|key, _| !key.starts_with("step"));
+                    errors.retain(|key, _| !key.is_within(&FieldPath::STEP));
                 }
             }
         })
@@ -93,11 +93,11 @@ pub fn step_fields(
     match edited.step.kind() {
         StepKind::Fixed | StepKind::Mlp => value_field(ui, text, edited, errors, problem),
         StepKind::Model => {
-            file_field(ui, text, edited, problem(errors, "step"), actions);
+            file_field(ui, text, edited, problem(errors, &FieldPath::STEP), actions);
             lr_field(ui, text, edited, errors, problem);
         }
         StepKind::Python => {
-            file_field(ui, text, edited, problem(errors, "step"), actions);
+            file_field(ui, text, edited, problem(errors, &FieldPath::STEP), actions);
             python_fields(ui, text, edited, errors, problem);
         }
         StepKind::None => {}
@@ -130,7 +130,15 @@ fn value_field(
         };
         step.problem().map_or(Ok(step), Err)
     };
-    if let Some(step) = text_row(ui, title, "step", &mut text.value, errors, problem, parse) {
+    if let Some(step) = text_row(
+        ui,
+        title,
+        FieldPath::STEP,
+        &mut text.value,
+        errors,
+        problem,
+        parse,
+    ) {
         edited.step = step;
     }
 }
@@ -158,7 +166,7 @@ fn lr_field(
     if let Some(step) = text_row(
         ui,
         "learning rate",
-        "step.lr",
+        FieldPath::STEP_LR,
         &mut text.lr,
         errors,
         problem,
@@ -209,14 +217,14 @@ fn python_fields(
                     if let StepSpec::Python { args, .. } = &mut edited.step {
                         *args = parsed;
                     }
-                    errors.remove("step.args");
+                    errors.remove(&FieldPath::STEP_ARGS);
                 }
                 Err(why) => {
-                    errors.insert("step.args", why);
+                    errors.insert(FieldPath::STEP_ARGS, why);
                 }
             }
         }
-        mark(ui, problem(errors, "step.args"));
+        mark(ui, problem(errors, &FieldPath::STEP_ARGS));
     });
     ui.end_row();
 }
@@ -268,7 +276,7 @@ fn file_field(
 fn text_row<T>(
     ui: &mut Ui,
     title: &str,
-    key: &'static str,
+    key: FieldPath,
     text: &mut String,
     errors: &mut Errors,
     problem: Problem<'_>,
@@ -283,18 +291,18 @@ fn text_row<T>(
             let value = if edit.changed() {
                 match parse(text.trim()) {
                     Ok(value) => {
-                        errors.remove(key);
+                        errors.remove(&key);
                         Some(value)
                     }
                     Err(why) => {
-                        errors.insert(key, why);
+                        errors.insert(key.clone(), why);
                         None
                     }
                 }
             } else {
                 None
             };
-            mark(ui, problem(errors, key));
+            mark(ui, problem(errors, &key));
             value
         })
         .inner;

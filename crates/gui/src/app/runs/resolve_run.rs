@@ -14,8 +14,11 @@ use loaderbench_analysis::resolve::ResolveEvent;
 use loaderbench_analysis::{Analysis, warnings};
 use loaderbench_measure::results_file;
 
+use crate::live::RunData;
+
+use super::super::messages::Messages;
+use super::Runs;
 use super::event_child::EventChild;
-use super::{App, WARNING};
 
 /// A resolve in its child process, or ended.
 pub(super) struct ResolveRun {
@@ -63,44 +66,49 @@ impl ResolveRun {
     }
 }
 
-impl App {
-    /// When the run just ended finished, measured here, not scripted, and its
+impl Runs {
+    /// When the run just ended finished, measured here, not `scripted`, and its
     /// recommendation hinges on configs to measure further: starts resolving it.
-    pub(super) fn resolve_if_open(&mut self, journal: PathBuf, ctx: &egui::Context) {
-        let Some(result) = self.run.as_ref().and_then(|run| run.data.result.as_ref()) else {
+    pub(in super::super) fn resolve_if_open(
+        &mut self,
+        ctx: &egui::Context,
+        scripted: bool,
+        messages: &mut Messages,
+    ) {
+        let Some(journal) = self.live.as_mut().and_then(|run| run.to_resolve.take()) else {
+            return;
+        };
+        let Some(result) = self.result() else {
             return;
         };
         // The preset the run measured, not the one being edited since.
         let Some(seconds) = result.setup.as_ref().map(|preset| preset.resolve_for_s) else {
             return;
         };
-        if seconds <= 0.0
-            || self.script.exit.is_some()
-            || loaderbench_analysis::resolve::hinges(result).is_empty()
-        {
+        if seconds <= 0.0 || scripted || loaderbench_analysis::resolve::hinges(result).is_empty() {
             return;
         }
-        let program = match &self.measurer {
+        let program = match &self.measurer.program {
             Some(program) => program.clone(),
             None => match std::env::current_exe() {
                 Ok(program) => program,
-                Err(err) => return self.error(format!("Resolving could not start: {err}")),
+                Err(err) => return messages.error(format!("Resolving could not start: {err}")),
             },
         };
         match ResolveRun::spawn(&program, &journal, seconds, result.labels.clone(), ctx) {
             Ok(resolve) => {
-                if let Some(run) = &mut self.run {
+                if let Some(run) = &mut self.live {
                     run.resolving = Some(resolve);
                 }
             }
-            Err(err) => self.error(format!("Resolving could not start: {err}")),
+            Err(err) => messages.error(format!("Resolving could not start: {err}")),
         }
     }
 
     /// Folds in the resolve's events; when its process has ended, shows the run again
     /// with what it measured.
-    pub(super) fn drain_resolve(&mut self) {
-        let Some(resolve) = self.run.as_mut().and_then(|run| run.resolving.as_mut()) else {
+    pub(in super::super) fn drain_resolve(&mut self, messages: &mut Messages) {
+        let Some(resolve) = self.live.as_mut().and_then(|run| run.resolving.as_mut()) else {
             return;
         };
         let (labels, status) = (&resolve.labels, &mut resolve.status);
@@ -125,26 +133,26 @@ impl App {
             return;
         };
         let read = results_file::read(&resolve.json);
-        let Some(run) = self.run.as_mut() else {
+        let Some(run) = self.live.as_mut() else {
             return;
         };
         run.resolving = None;
         if let Ok(mut result) = read {
             let found = warnings::attach(&mut result);
             run.analysis = Some(Analysis::of(&result));
-            run.data = super::open_runs::replay(result);
+            run.data = RunData::replayed(result);
             for warning in found {
-                self.note(format!("{WARNING}{warning}"));
+                messages.warning(&warning);
             }
         }
         if let Some(failure) = ended.failure {
-            self.error(format!("Measuring further failed: {failure}"));
+            messages.error(format!("Measuring further failed: {failure}"));
         }
     }
 
     /// Stops the resolve as Ctrl-C would: it keeps every round it finished.
     pub(super) fn cancel_resolve(&mut self) {
-        if let Some(resolve) = self.run.as_mut().and_then(|run| run.resolving.as_mut()) {
+        if let Some(resolve) = self.live.as_mut().and_then(|run| run.resolving.as_mut()) {
             resolve.child.interrupt();
         }
     }

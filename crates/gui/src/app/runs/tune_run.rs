@@ -16,9 +16,10 @@ use crate::tune_view::TuneProgress;
 use loaderbench_analysis::tune::TuneEvent;
 use loaderbench_measure::results_file;
 
-use super::App;
+use super::super::messages::Messages;
 use super::event_child::EventChild;
-use super::run_lifecycle::LiveRun;
+use super::live_run::LiveRun;
+use super::{RunEnded, Runs};
 
 /// A tune the window shows: running in its child, or ended.
 pub(super) struct TuneRun {
@@ -35,11 +36,14 @@ impl TuneRun {
     }
 }
 
-impl App {
-    pub(super) fn start_tune(&mut self, ctx: &egui::Context) {
-        let Some(plan) = self.plan_to_measure() else {
-            return;
-        };
+impl Runs {
+    /// Starts tuning `plan`'s preset within the budget field's seconds.
+    pub(in super::super) fn start_tune(
+        &mut self,
+        ctx: &egui::Context,
+        plan: &loaderbench_engine::plan::Plan,
+        messages: &mut Messages,
+    ) {
         let budget = Duration::from_secs(u64::from(self.tune_budget_s.max(1)));
         match self.spawn_tune(&plan.preset, budget, ctx) {
             Ok(mut tune) => {
@@ -47,10 +51,10 @@ impl App {
                     (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
                     budget,
                 );
-                self.messages.retain(|m| !m.error);
+                messages.clear_errors();
                 self.tune = Some(tune);
             }
-            Err(err) => self.error(format!("The tune could not start: {err}")),
+            Err(err) => messages.error(format!("The tune could not start: {err}")),
         }
     }
 
@@ -68,7 +72,7 @@ impl App {
             .save(&preset_path)
             .map_err(|err| std::io::Error::other(err.to_string()))?;
         let json = scratch.path().join("tune.json");
-        let program = match &self.measurer {
+        let program = match &self.measurer.program {
             Some(program) => program.clone(),
             None => std::env::current_exe()?,
         };
@@ -81,7 +85,7 @@ impl App {
             .arg("--json")
             .arg(&json)
             .args(["--events", "--quiet"]);
-        if let Some(dir) = &self.journal_dir {
+        if let Some(dir) = &self.measurer.journal_dir {
             // Made here, so the tune appends to it.
             let journal = loaderbench_measure::new_journal(dir, &format!("{}-tune", preset.name))
                 .map_err(|err| std::io::Error::other(err.to_string()))?;
@@ -95,33 +99,32 @@ impl App {
         })
     }
 
-    /// Folds in the tune's events; when its process has ended, shows its results.
-    pub(super) fn drain_tune(&mut self) {
-        let Some(tune) = &mut self.tune else {
-            return;
-        };
+    /// Folds in the tune's events; when its process has ended, shows its results (the
+    /// run's end reported as a live run's is).
+    pub(in super::super) fn drain_tune(&mut self, messages: &mut Messages) -> Option<RunEnded> {
+        let tune = self.tune.as_mut()?;
         let progress = &mut tune.progress;
-        let Some(ended) = tune.child.drain(|event| progress.apply(&event)) else {
-            return;
-        };
+        let ended = tune.child.drain(|event| progress.apply(&event))?;
         let read = results_file::read(&tune.json);
         tune.progress
             .finish(read.as_ref().ok().and_then(|r| r.tune.as_ref()));
+        let mut run_ended = None;
         match read {
             Ok(result) => {
-                self.run = Some(LiveRun::replayed(result));
-                self.drain_events();
+                self.live = Some(LiveRun::replayed(result));
+                run_ended = self.end_of_run(messages);
             }
             Err(err) if ended.failure.is_none() => {
-                self.error(format!("The tune's results could not be read: {err}"));
+                messages.error(format!("The tune's results could not be read: {err}"));
             }
             Err(_) => {}
         }
         if let Some(failure) = ended.failure {
-            self.error(format!("The tune failed: {failure}"));
+            messages.error(format!("The tune failed: {failure}"));
         } else if ended.stopped() {
-            self.note("The tune was stopped; what it measured is kept.");
+            messages.note("The tune was stopped; what it measured is kept.");
         }
+        run_ended
     }
 
     /// Stops the tune as Ctrl-C would: it ends its round early and keeps the rest.
