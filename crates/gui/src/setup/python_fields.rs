@@ -10,45 +10,119 @@ use serde_json::Value;
 
 use loaderbench_engine::preset::{FieldPath, Preset};
 
-use super::{Form, Problem, mark};
+use super::{Errors, Form, Problem, mark};
 
-/// The rows of the dataset grid for a python dataset. `error` gives the problem to mark
-/// beside a field, from the form or the plan.
-pub(super) fn python_fields(ui: &mut Ui, form: &mut Form, edited: &mut Preset, error: Problem<'_>) {
-    let problem = error(&form.errors, &FieldPath::DATASET_FACTORY);
-    if name_field(ui, "factory", "make_dataset", &mut form.factory, problem) {
-        edited.dataset.factory = optional(&form.factory);
+/// The labels, hints and field paths of one call's rows: the dataset's or the step's.
+pub(super) struct CallRows {
+    factory: &'static str,
+    factory_hint: &'static str,
+    /// Where the plan marks a bad factory (the step's are marked on the whole step).
+    factory_field: Option<FieldPath>,
+    args: &'static str,
+    args_hint: &'static str,
+    args_field: FieldPath,
+}
+
+/// The user's Dataset's call.
+const DATASET_CALL: CallRows = CallRows {
+    factory: "factory",
+    factory_hint: "make_dataset",
+    factory_field: Some(FieldPath::DATASET_FACTORY),
+    args: "args",
+    args_hint: "root = /data/mnist",
+    args_field: FieldPath::DATASET_ARGS,
+};
+
+/// The user's step's call.
+pub(super) const STEP_CALL: CallRows = CallRows {
+    factory: "step factory",
+    factory_hint: "make_step",
+    factory_field: None,
+    args: "step args",
+    args_hint: "lr = 0.05",
+    args_field: FieldPath::STEP_ARGS,
+};
+
+/// What the user changed in a call's rows this frame: the factory's name (trimmed),
+/// the arguments when they parse.
+#[derive(Default)]
+pub(super) struct CallEdit {
+    pub factory: Option<String>,
+    pub args: Option<BTreeMap<String, Value>>,
+}
+
+/// The rows of a call of the user's Python function (`PythonCall`: the dataset's and
+/// the step's), its factory and its keyword arguments as `key = value` lines; the
+/// module's path is the caller's file field. Arguments that do not parse are marked and
+/// kept out of the preset.
+pub(super) fn call_fields(
+    ui: &mut Ui,
+    rows: &CallRows,
+    factory: &mut String,
+    args: &mut String,
+    errors: &mut Errors,
+    problem: Problem<'_>,
+) -> CallEdit {
+    let mut edit = CallEdit::default();
+    let factory_problem = rows.factory_field.as_ref().and_then(|f| problem(errors, f));
+    if name_field(
+        ui,
+        rows.factory,
+        rows.factory_hint,
+        factory,
+        factory_problem,
+    ) {
+        edit.factory = Some(factory.trim().to_owned());
     }
-
-    let label = ui.label("args");
+    let label = ui.label(rows.args);
     ui.vertical(|ui| {
         let field = ui
             .add(
-                egui::TextEdit::multiline(&mut form.args)
-                    .hint_text("root = /data/mnist")
+                egui::TextEdit::multiline(args)
+                    .hint_text(rows.args_hint)
                     .desired_rows(2)
                     .desired_width(150.0),
             )
             .labelled_by(label.id)
             .on_hover_text("The factory's keyword arguments, one `key = value` a line");
         if field.changed() {
-            match parse_args(&form.args) {
-                Ok(args) => {
-                    edited.dataset.args = args;
-                    form.errors.remove(&FieldPath::DATASET_ARGS);
+            match parse_args(args) {
+                Ok(parsed) => {
+                    edit.args = Some(parsed);
+                    errors.remove(&rows.args_field);
                 }
-                Err(problem) => {
-                    form.errors.insert(FieldPath::DATASET_ARGS, problem);
+                Err(why) => {
+                    errors.insert(rows.args_field.clone(), why);
                 }
             }
         }
-        mark(ui, error(&form.errors, &FieldPath::DATASET_ARGS));
+        mark(ui, problem(errors, &rows.args_field));
     });
     ui.end_row();
+    edit
+}
 
+/// The rows of the dataset grid for a python dataset: its call and the collate
+/// function. `error` gives the problem to mark beside a field, from the form or the plan.
+pub(super) fn python_fields(ui: &mut Ui, form: &mut Form, edited: &mut Preset, error: Problem<'_>) {
+    let edit = call_fields(
+        ui,
+        &DATASET_CALL,
+        &mut form.factory,
+        &mut form.args,
+        &mut form.errors,
+        error,
+    );
+    if let Some(factory) = edit.factory {
+        edited.dataset.factory = (!factory.is_empty()).then_some(factory);
+    }
+    if let Some(args) = edit.args {
+        edited.dataset.args = args;
+    }
     let problem = error(&form.errors, &FieldPath::DATASET_COLLATE);
     if name_field(ui, "collate", "none", &mut form.collate, problem) {
-        edited.dataset.collate = optional(&form.collate);
+        let collate = form.collate.trim();
+        edited.dataset.collate = (!collate.is_empty()).then(|| collate.to_owned());
     }
 }
 
@@ -77,11 +151,6 @@ fn name_field(
         .inner;
     ui.end_row();
     changed
-}
-
-fn optional(text: &str) -> Option<String> {
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// The arguments as `key = value` lines.

@@ -13,7 +13,7 @@ use egui::{ComboBox, Ui};
 use loaderbench_engine::preset::{FieldPath, Preset};
 use loaderbench_engine::step::{StepKind, StepSpec};
 
-use super::python_fields::{args_text, parse_args};
+use super::python_fields::{STEP_CALL, args_text, call_fields};
 use super::{Errors, Problem, mark};
 use crate::actions::{Action, Pick};
 
@@ -176,7 +176,7 @@ fn lr_field(
     }
 }
 
-/// A python step's factory and its keyword arguments (`key = value` lines).
+/// A python step's factory and its keyword arguments, in the rows every call has.
 fn python_fields(
     ui: &mut Ui,
     text: &mut StepText,
@@ -184,49 +184,22 @@ fn python_fields(
     errors: &mut Errors,
     problem: Problem<'_>,
 ) {
-    let label = ui.label("step factory");
-    ui.vertical(|ui| {
-        let field = ui
-            .add(
-                egui::TextEdit::singleline(&mut text.factory)
-                    .hint_text("make_step")
-                    .desired_width(150.0),
-            )
-            .labelled_by(label.id);
-        if field.changed()
-            && let StepSpec::Python { factory, .. } = &mut edited.step
-        {
-            *factory = text.factory.trim().to_owned();
+    let edit = call_fields(
+        ui,
+        &STEP_CALL,
+        &mut text.factory,
+        &mut text.args,
+        errors,
+        problem,
+    );
+    if let StepSpec::Python { factory, args, .. } = &mut edited.step {
+        if let Some(edited_factory) = edit.factory {
+            *factory = edited_factory;
         }
-    });
-    ui.end_row();
-    let label = ui.label("step args");
-    ui.vertical(|ui| {
-        let field = ui
-            .add(
-                egui::TextEdit::multiline(&mut text.args)
-                    .hint_text("lr = 0.05")
-                    .desired_rows(2)
-                    .desired_width(150.0),
-            )
-            .labelled_by(label.id)
-            .on_hover_text("The factory's keyword arguments, one `key = value` a line");
-        if field.changed() {
-            match parse_args(&text.args) {
-                Ok(parsed) => {
-                    if let StepSpec::Python { args, .. } = &mut edited.step {
-                        *args = parsed;
-                    }
-                    errors.remove(&FieldPath::STEP_ARGS);
-                }
-                Err(why) => {
-                    errors.insert(FieldPath::STEP_ARGS, why);
-                }
-            }
+        if let Some(edited_args) = edit.args {
+            *args = edited_args;
         }
-        mark(ui, problem(errors, &FieldPath::STEP_ARGS));
-    });
-    ui.end_row();
+    }
 }
 
 /// The model's file or the python step's module: typed, or picked with Browse (a
