@@ -269,15 +269,15 @@ fn worker_timeout_field(
 
 /// A text field: its label, the preset field it sets (which names its problems) and the
 /// hint shown while it is empty.
-struct Field<'a> {
-    title: &'a str,
-    key: FieldPath,
-    hint: &'a str,
+pub(super) struct Field<'a> {
+    pub title: &'a str,
+    pub key: FieldPath,
+    pub hint: &'a str,
 }
 
 /// A text field whose text `parse` reads; `Some(value)` when it was edited to a valid
 /// value, and its problem marked beside it (the text's, else the plan's).
-fn parsed<T>(
+pub(super) fn parsed<T>(
     ui: &mut Ui,
     field: Field<'_>,
     text: &mut String,

@@ -14,6 +14,7 @@ use loaderbench_engine::preset::{FieldPath, Preset};
 use loaderbench_engine::step::{StepKind, StepSpec};
 
 use super::python_fields::{STEP_CALL, args_text, call_fields};
+use super::run_fields::{Field, parsed};
 use super::{Errors, Problem, mark};
 use crate::actions::{Action, Pick};
 
@@ -130,15 +131,12 @@ fn value_field(
         };
         step.problem().map_or(Ok(step), Err)
     };
-    if let Some(step) = text_row(
-        ui,
+    let field = Field {
         title,
-        FieldPath::STEP,
-        &mut text.value,
-        errors,
-        problem,
-        parse,
-    ) {
+        key: FieldPath::STEP,
+        hint: "",
+    };
+    if let Some(step) = parsed(ui, field, &mut text.value, errors, problem, parse) {
         edited.step = step;
     }
 }
@@ -163,15 +161,12 @@ fn lr_field(
         };
         step.problem().map_or(Ok(step), Err)
     };
-    if let Some(step) = text_row(
-        ui,
-        "learning rate",
-        FieldPath::STEP_LR,
-        &mut text.lr,
-        errors,
-        problem,
-        parse,
-    ) {
+    let field = Field {
+        title: "learning rate",
+        key: FieldPath::STEP_LR,
+        hint: "",
+    };
+    if let Some(step) = parsed(ui, field, &mut text.lr, errors, problem, parse) {
         edited.step = step;
     }
 }
@@ -242,45 +237,6 @@ fn file_field(
         mark(ui, missing.or(plan_problem));
     });
     ui.end_row();
-}
-
-/// A one-line text field read by `parse`; `Some(value)` when it was edited to a valid
-/// value, and its problem marked beside it (the text's, else the plan's).
-fn text_row<T>(
-    ui: &mut Ui,
-    title: &str,
-    key: FieldPath,
-    text: &mut String,
-    errors: &mut Errors,
-    problem: Problem<'_>,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Option<T> {
-    let label = ui.label(title);
-    let value = ui
-        .vertical(|ui| {
-            let edit = ui
-                .add(egui::TextEdit::singleline(text).desired_width(120.0))
-                .labelled_by(label.id);
-            let value = if edit.changed() {
-                match parse(text.trim()) {
-                    Ok(value) => {
-                        errors.remove(&key);
-                        Some(value)
-                    }
-                    Err(why) => {
-                        errors.insert(key.clone(), why);
-                        None
-                    }
-                }
-            } else {
-                None
-            };
-            mark(ui, problem(errors, &key));
-            value
-        })
-        .inner;
-    ui.end_row();
-    value
 }
 
 #[cfg(test)]
