@@ -1,6 +1,7 @@
 //! The search space of `tune --space wide`: the preset's lists widened to the ranges
 //! worth trying on this machine. num_workers from 0 to twice the cores in powers of two;
-//! persistent workers on and off; prefetch 1 to 8; pin_memory on and off where CUDA is
+//! persistent workers on and off (off only where the spdl runtime, which refuses them, is
+//! in the preset); prefetch 1 to 8; pin_memory on and off where CUDA is
 //! present; the worker kinds (our engine) and start methods (PyTorch) this OS has. The
 //! batch size, the pipeline and everything else stay as the preset has them.
 
@@ -20,7 +21,12 @@ pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
     let workers: Vec<String> = workers.iter().map(usize::to_string).collect();
     let workers: Vec<&str> = workers.iter().map(String::as_str).collect();
     preset.set("num_workers", &list(&workers))?;
-    preset.set("persistent_workers", "[false, true]")?;
+    // SPDL builds its threads every epoch: persistent workers are refused there.
+    if preset.runtime.contains(&Runtime::Spdl) {
+        preset.set("persistent_workers", "[false]")?;
+    } else {
+        preset.set("persistent_workers", "[false, true]")?;
+    }
     preset.set("prefetch_factor", "[1, 2, 4, 8]")?;
     preset.set("pin_memory", if cuda { "[false, true]" } else { "[false]" })?;
     if preset.runtime.contains(&Runtime::Loaderbench) {
@@ -93,6 +99,15 @@ mod tests {
         );
         assert!(plan.configs.iter().any(|c| c.persistent_workers));
         assert!(plan.configs.iter().any(|c| c.prefetch_factor == 8));
+    }
+
+    #[test]
+    fn the_wide_space_of_an_spdl_preset_is_a_plan_spdl_runs() {
+        let mut preset = Preset::default();
+        preset.set("runtime", "[pytorch, spdl]").unwrap();
+        widen(&mut preset, 2, false).unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert!(plan.configs.iter().any(|c| c.runtime == Runtime::Spdl));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The PyTorch runtime: configs with `runtime: pytorch` are measured by the real
-//! `torch.utils.data.DataLoader`. [`PytorchScript::prepare`] writes the script shipped in
+//! `torch.utils.data.DataLoader`, and those with `runtime: spdl` by an SPDL pipeline, in
+//! the same script. [`PytorchScript::prepare`] writes the script shipped in
 //! the binary (`python/pytorch_loader.py`, with the training steps of
-//! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py` and the
-//! Python-object estimate of `python/pytorch_objects.py` beside it) and, for the synthetic dataset, the very
+//! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py`, the
+//! Python-object estimate of `python/pytorch_objects.py` and the SPDL pipeline of
+//! `python/spdl_pipeline.py` beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`PytorchScript::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
@@ -31,6 +33,7 @@ use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::WorkerStartup;
 use loaderbench_engine::plan::Plan;
+use loaderbench_engine::preset::Runtime;
 
 pub use idx_file::write_idx;
 pub use python_process::{PYTHON_VAR, python_path};
@@ -45,8 +48,8 @@ use session::Session;
 const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
 /// The modules the script imports, written beside it: its training steps, how it reads
-/// tar shards, and how much of a dataset is Python objects.
-const SIBLINGS: [(&str, &str); 3] = [
+/// tar shards, how much of a dataset is Python objects, and the SPDL runtime's pipeline.
+const SIBLINGS: [(&str, &str); 4] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -58,6 +61,10 @@ const SIBLINGS: [(&str, &str); 3] = [
     (
         "pytorch_objects.py",
         include_str!("../../../../python/pytorch_objects.py"),
+    ),
+    (
+        "spdl_pipeline.py",
+        include_str!("../../../../python/spdl_pipeline.py"),
     ),
 ];
 
@@ -73,6 +80,14 @@ fn script_knobs() -> Vec<&'static str> {
         .map(|name| name.trim().trim_matches('"'))
         .filter(|name| !name.is_empty())
         .collect()
+}
+
+/// What measures a config of `runtime`, as errors name it.
+fn loader_name(runtime: Runtime) -> &'static str {
+    match runtime {
+        Runtime::Spdl => "SPDL pipeline",
+        Runtime::Pytorch | Runtime::Loaderbench => "PyTorch DataLoader",
+    }
 }
 
 /// What a measurement reports as it goes.
@@ -181,7 +196,14 @@ impl PytorchScript {
                     &self.folder.python_temp(),
                     &request,
                 )?;
-                Ok(Session::new(rank, world, process, self.batches.get()))
+                let loader = loader_name(config.runtime);
+                Ok(Session::new(
+                    rank,
+                    world,
+                    process,
+                    loader,
+                    self.batches.get(),
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         let mut job = Job::new(sessions, &self.python);

@@ -33,6 +33,8 @@ pub struct Session {
     pub rank: usize,
     world: usize,
     pub process: PythonProcess,
+    /// What it measures ("PyTorch DataLoader", "SPDL pipeline"), as errors name it.
+    pub loader: &'static str,
     pub ready: Option<Ready>,
     /// The current epoch's start on the script's clock.
     t0: f64,
@@ -83,11 +85,18 @@ impl Session {
     }
 
     /// A session for `rank` of `world`, in a run that has delivered `batches` so far.
-    pub fn new(rank: usize, world: usize, process: PythonProcess, batches: usize) -> Session {
+    pub fn new(
+        rank: usize,
+        world: usize,
+        process: PythonProcess,
+        loader: &'static str,
+        batches: usize,
+    ) -> Session {
         Session {
             rank,
             world,
             process,
+            loader,
             ready: None,
             t0: 0.0,
             timeline: Vec::new(),
@@ -217,11 +226,11 @@ impl Session {
                     Error::value(format!("pytorch runtime: {message}"))
                 } else if self.world > 1 {
                     Error::run(format!(
-                        "rank {} failed: PyTorch DataLoader: {message}",
-                        self.rank
+                        "rank {} failed: {}: {message}",
+                        self.rank, self.loader
                     ))
                 } else {
-                    Error::run(format!("PyTorch DataLoader: {message}"))
+                    Error::run(format!("{}: {message}", self.loader))
                 });
             }
         }
