@@ -279,3 +279,53 @@ fn ron<T: Serialize>(value: &T) -> String {
     // serializes.
     ron::to_string(value).expect("a knob value serializes to RON")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loaderbench_measure::fixtures::{config, result};
+
+    fn spdl(num_workers: usize, change: impl FnOnce(&mut Config)) -> (RunResult, Config) {
+        let mut config = Config {
+            runtime: Runtime::Spdl,
+            ..config(num_workers, false)
+        };
+        change(&mut config);
+        let mut run = result(vec![config.clone()], Vec::new());
+        run.shuffle = true;
+        run.setup = Some(loaderbench_engine::preset::Preset::default());
+        (run, config)
+    }
+
+    #[test]
+    fn spdl_s_snippet_is_the_pipeline_it_measured() {
+        let (run, config) = spdl(4, |c| {
+            c.in_order = false;
+            c.pin_memory = true;
+            c.prefetch_factor = 3;
+        });
+        let code = snippet(&run, &config, Some(2));
+        for fragment in [
+            "torch.set_num_threads(2)",
+            "sampler = RandomSampler(dataset, generator=generator)",
+            ".pipe(dataset.__getitem__, concurrency=4, output_order=\"completion\")",
+            ".pipe(default_collate)\n        .pipe(pin_memory)",
+            ".add_sink(12)",
+            ".build(num_threads=4, max_failures=0)",
+            "loader = make_loader()",
+        ] {
+            assert!(code.contains(fragment), "{fragment} missing from:\n{code}");
+        }
+    }
+
+    #[test]
+    fn spdl_without_workers_is_dataloader_s_loop_and_with_ranks_a_distributed_sampler() {
+        let (run, config) = spdl(0, |_| {});
+        let code = snippet(&run, &config, None);
+        assert!(code.contains("DataLoader(dataset,"), "{code}");
+        assert!(!code.contains("PipelineBuilder"), "{code}");
+        let (run, config) = spdl(2, |c| c.ranks = 2);
+        let code = snippet(&run, &config, None);
+        assert!(code.contains("sampler = DistributedSampler(dataset"), "{code}");
+    }
+}
