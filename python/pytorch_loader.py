@@ -671,12 +671,21 @@ def batch_samples(batch):
     return 0
 
 
-def versions():
-    return {
+def versions(request):
+    found = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
     }
+    if request["knobs"]["runtime"] == "spdl":
+        from importlib.metadata import PackageNotFoundError, version
+
+        # spdl.__version__ says "unknown"; PyPI's spdl-core (or spdl) knows.
+        try:
+            found["spdl"] = version("spdl-core")
+        except PackageNotFoundError:
+            found["spdl"] = version("spdl")
+    return found
 
 
 def in_user_code(file, folder):
@@ -833,7 +842,7 @@ def main():
             intra_op_threads=torch.get_num_threads(),
             pin_memory_effective=bool(knobs["pin_memory"] and torch.cuda.is_available()),
             rss_bytes=rss_bytes(),
-            versions=versions(),
+            versions=versions(request),
             dataset_samples=whole_len(dataset),
             dataset_object_bytes=pytorch_objects.python_object_bytes(dataset),
         )

@@ -221,6 +221,7 @@ fn the_table_the_json_and_the_csv_name_the_spdl_runtime() {
         .collect();
     let expected: Vec<&str> = CONFIGS.iter().map(|c| c.0).collect();
     assert_eq!(runtimes, expected);
+    assert!(table.contains(" · spdl 0."), "spdl's version: {table}");
     let csv = std::fs::read_to_string(data.path("run.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let column = header

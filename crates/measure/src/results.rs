@@ -305,13 +305,21 @@ pub struct PythonEnvironment {
     pub python: String,
     pub torch: String,
     pub torchvision: String,
+    /// spdl-core's version, where the SPDL runtime measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spdl: Option<String>,
 }
 
 impl PythonEnvironment {
-    /// One line for tables: `Python 3.11.2 · torch 2.13.0 · torchvision 0.28.0 (path)`.
+    /// One line for tables: `Python 3.11.2 · torch 2.13.0 · torchvision 0.28.0 (path)`,
+    /// with `· spdl 0.8.0` after torchvision where the SPDL runtime measured.
     pub fn summary(&self) -> String {
+        let spdl = self
+            .spdl
+            .as_ref()
+            .map_or_else(String::new, |version| format!(" · spdl {version}"));
         format!(
-            "Python {} · torch {} · torchvision {} ({})",
+            "Python {} · torch {} · torchvision {}{spdl} ({})",
             self.python,
             self.torch,
             self.torchvision,
@@ -400,9 +408,17 @@ fn default_planned_epochs() -> usize {
 }
 
 impl RunResult {
-    /// The Python environment that measured the run's pytorch configs, if any.
+    /// The Python environment that measured the run's pytorch and spdl configs, if any
+    /// (one that names spdl's version where there is one).
     pub fn python(&self) -> Option<&PythonEnvironment> {
-        self.results.iter().find_map(|r| r.python.as_ref())
+        let mut environments = self.results.iter().filter_map(|r| r.python.as_ref());
+        let first = environments.next()?;
+        Some(
+            std::iter::once(first)
+                .chain(environments)
+                .find(|environment| environment.spdl.is_some())
+                .unwrap_or(first),
+        )
     }
 
     /// The pipelines in the order the configs use them.

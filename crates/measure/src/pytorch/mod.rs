@@ -242,6 +242,7 @@ impl PytorchScript {
                 python: v.python,
                 torch: v.torch,
                 torchvision: v.torchvision,
+                spdl: v.spdl,
             }),
             // The runner marks it when the files stayed.
             stayed_warm: None,
