@@ -184,10 +184,6 @@ fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_b
 /// batches are compared without random transforms.
 #[test]
 fn an_spdl_snippet_builds_the_measured_pipeline_over_the_user_s_dataset() {
-    let expected = [
-        "PipelineBuilder()",
-        "concurrency=2",
-        ".pipe(collate_fn)",
-    ];
+    let expected = ["PipelineBuilder()", "concurrency=2", ".pipe(collate_fn)"];
     assert_user_dataset_snippets(false, &["runtime=spdl"], &expected);
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meter::Interference;
 use crate::process_memory::{EpochMemory, ProcessMemory};
+pub use crate::python_environment::PythonEnvironment;
 use crate::tune_trail::TuneTrail;
 use crate::window::{Projection, WindowRule};
 use loaderbench_engine::loader::{StageTimes, WorkerStartup};
@@ -295,37 +296,6 @@ pub struct ConfigResult {
     /// Every process of the config (main, workers, ranks), sampled through each epoch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<ProcessMemory>,
-}
-
-/// The Python environment of the PyTorch runtime.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PythonEnvironment {
-    /// The interpreter loaderbench ran.
-    pub executable: std::path::PathBuf,
-    pub python: String,
-    pub torch: String,
-    pub torchvision: String,
-    /// spdl-core's version, where the SPDL runtime measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spdl: Option<String>,
-}
-
-impl PythonEnvironment {
-    /// One line for tables: `Python 3.11.2 · torch 2.13.0 · torchvision 0.28.0 (path)`,
-    /// with `· spdl 0.8.0` after torchvision where the SPDL runtime measured.
-    pub fn summary(&self) -> String {
-        let spdl = self
-            .spdl
-            .as_ref()
-            .map_or_else(String::new, |version| format!(" · spdl {version}"));
-        format!(
-            "Python {} · torch {} · torchvision {}{spdl} ({})",
-            self.python,
-            self.torch,
-            self.torchvision,
-            self.executable.display()
-        )
-    }
 }
 
 impl ConfigResult {

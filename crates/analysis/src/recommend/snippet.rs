@@ -326,6 +326,9 @@ mod tests {
         assert!(!code.contains("PipelineBuilder"), "{code}");
         let (run, config) = spdl(2, |c| c.ranks = 2);
         let code = snippet(&run, &config, None);
-        assert!(code.contains("sampler = DistributedSampler(dataset"), "{code}");
+        assert!(
+            code.contains("sampler = DistributedSampler(dataset"),
+            "{code}"
+        );
     }
 }
