@@ -191,7 +191,7 @@ impl<'a> Job<'a> {
     /// are the hung ones (the rest wait for them at the barrier).
     fn silent(&self, limit: Duration) -> Error {
         let seconds = limit.as_secs_f64();
-        let loader = self.sessions[0].loader;
+        let loader = self.sessions[0].loader();
         if self.sessions.len() == 1 {
             return Error::run(format!(
                 "the {loader} reported nothing for {seconds:.0} s; stopped it"

@@ -33,7 +33,6 @@ use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::WorkerStartup;
 use loaderbench_engine::plan::Plan;
-use loaderbench_engine::preset::Runtime;
 
 pub use idx_file::write_idx;
 pub use python_process::{PYTHON_VAR, python_path};
@@ -80,14 +79,6 @@ fn script_knobs() -> Vec<&'static str> {
         .map(|name| name.trim().trim_matches('"'))
         .filter(|name| !name.is_empty())
         .collect()
-}
-
-/// What measures a config of `runtime`, as errors name it.
-fn loader_name(runtime: Runtime) -> &'static str {
-    match runtime {
-        Runtime::Spdl => "SPDL pipeline",
-        Runtime::Pytorch | Runtime::Loaderbench => "PyTorch DataLoader",
-    }
 }
 
 /// What a measurement reports as it goes.
@@ -196,12 +187,12 @@ impl PytorchScript {
                     &self.folder.python_temp(),
                     &request,
                 )?;
-                let loader = loader_name(config.runtime);
+                let runtime = config.runtime;
                 Ok(Session::new(
                     rank,
                     world,
                     process,
-                    loader,
+                    runtime,
                     self.batches.get(),
                 ))
             })
