@@ -2,9 +2,10 @@
 //! the knob and the runtime. The `spdl` runtime maps the sampler's indices through a
 //! map-style dataset's `__getitem__` on `num_workers` threads of one pipeline that is
 //! built for every epoch (`python/spdl_pipeline.py`): it has no worker processes, so
-//! worker process kinds, start methods and our engine's process transfers do not apply,
-//! its threads cannot persist between epochs, and a stream of tar shards has no
-//! indices to map.
+//! worker process kinds and our engine's process transfers do not apply (nor start
+//! methods, refused where no pytorch config takes them: [`check_start_methods`]), its
+//! threads cannot persist between epochs, and a stream of tar shards has no indices to
+//! map.
 
 use super::Config;
 use super::checks::field;
