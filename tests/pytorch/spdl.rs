@@ -8,7 +8,8 @@
 //! runtime in the table, the JSON and the CSV, and its memory (one process: its workers
 //! are threads). An epoch cut after its window stops its pipeline and the next epoch
 //! runs; a knob SPDL cannot honour, an IterableDataset and an error in `__getitem__` on
-//! a pipeline thread each end the run in one line naming the knob or the user's file.
+//! a pipeline thread each end the run in one line naming the knob or the user's file,
+//! and a pipeline that delivers nothing within the worker timeout in one naming SPDL.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -359,4 +360,13 @@ fn an_error_in_getitem_on_a_pipeline_thread_names_the_user_s_file_and_line() {
         &format!("mnist_user.py:{line}: ValueError: sample 0 is broken"),
         2,
     );
+}
+
+#[test]
+fn a_pipeline_that_delivers_nothing_within_the_worker_timeout_ends_the_run_naming_spdl() {
+    let data = Data::new(TempDir::new().unwrap());
+    let fields = "    runtime: [spdl],\n    num_workers: [2],\n    worker_timeout_s: 1.0,";
+    let preset = data.preset("spdl-silent", fields);
+    let output = data.run(&preset, &["dataset.args.delay_s=30"]);
+    assert_error_line(&output, 1, &["SPDL pipeline", "TimeoutError"]);
 }
