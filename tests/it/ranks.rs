@@ -171,6 +171,16 @@ fn drop_last_gives_equal_shards_without_padding() {
 }
 
 #[test]
+fn spdl_ranks_are_a_distributed_job_each_piping_its_sampler_s_shard() {
+    let dir = TempDir::new().unwrap();
+    let sets = ["samples=251", "ranks=2", "num_workers=2", "runtime=spdl"];
+    let result = sweep(&dir, &sets);
+    assert_eq!(result.results.len(), 1);
+    check_shards(&result, 251, false);
+    check_traced_shards(dir.path(), 251, 2, false);
+}
+
+#[test]
 fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
     let dir = TempDir::new().unwrap();
     let result = sweep(
@@ -192,16 +202,6 @@ fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
         two.intra_op_threads, 1,
         "one thread per rank, as under torchrun"
     );
-}
-
-#[test]
-fn spdl_ranks_are_a_distributed_job_each_piping_its_sampler_s_shard() {
-    let dir = TempDir::new().unwrap();
-    let sets = ["samples=251", "ranks=2", "num_workers=2", "runtime=spdl"];
-    let result = sweep(&dir, &sets);
-    assert_eq!(result.results.len(), 1);
-    check_shards(&result, 251, false);
-    check_traced_shards(dir.path(), 251, 2, false);
 }
 
 /// The indices each of `world` pytorch ranks' DistributedSampler yielded in each epoch
