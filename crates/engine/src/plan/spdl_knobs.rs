@@ -8,7 +8,6 @@
 //! map.
 
 use super::Config;
-use super::checks::field;
 use crate::dataset::DatasetKind;
 use crate::error::FieldError;
 use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind};
@@ -72,7 +71,8 @@ pub(super) fn check_start_methods(preset: &Preset) -> Result<(), FieldError> {
 /// which finds out.)
 pub(super) fn check_dataset(kind: DatasetKind, configs: &[Config]) -> Result<(), FieldError> {
     if kind == DatasetKind::Shards && configs.iter().any(|c| c.runtime == Runtime::Spdl) {
-        return Err(field(
+        return Err(FieldError::new(
+            None,
             "runtime",
             "spdl maps a sampler's indices through a map-style dataset, and shards are read \
              as a stream; use runtime: pytorch or loaderbench for shards",
@@ -82,10 +82,8 @@ pub(super) fn check_dataset(kind: DatasetKind, configs: &[Config]) -> Result<(),
 }
 
 fn refused(knob: &str, value: &str, why: &str) -> FieldError {
-    field(
-        knob,
-        format!("{value} does not apply to the spdl runtime ({why})"),
-    )
+    let problem = format!("{value} does not apply to the spdl runtime ({why})");
+    FieldError::new(None, knob, problem)
 }
 
 /// The refusal of one of our engine's process-worker knobs.
