@@ -411,7 +411,8 @@ fn recommended(result: &RunResult) -> Vec<(&'static str, usize, &'static str)> {
         };
         let side = match best.runtime {
             Runtime::Loaderbench => "ours",
-            Runtime::Pytorch => "peer",
+            // The benchmark measures ours beside DataLoader only.
+            Runtime::Pytorch | Runtime::Spdl => "peer",
         };
         picks.push((side, best.num_workers, "★"));
         for label in &recommendation.equally_fast {

@@ -1,4 +1,5 @@
-"""loaderbench's PyTorch runtime: one config measured with the real PyTorch DataLoader.
+"""loaderbench's PyTorch runtime: one config measured with the real PyTorch DataLoader
+(or, when the request's runtime is spdl, an SPDL pipeline: spdl_pipeline.py).
 
 loaderbench runs this script as a child process through the Python that scripts/setup
 installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
@@ -65,6 +66,7 @@ KNOBS = (
     "start_method",
     "intra_op_threads",
     "cache",
+    "runtime",
 )
 
 # One release per `go` line loaderbench sends on stdin (see die_with_parent).
@@ -280,6 +282,19 @@ def build_loader(request, dataset):
     generator.manual_seed(request["seed"])
     knobs = request["knobs"]
     workers = knobs["num_workers"]
+    if knobs["runtime"] == "spdl":
+        spdl = spdl_pipeline(request, dataset)
+        # Without workers, DataLoader's main-process loop (see spdl_pipeline.py).
+        if workers > 0:
+            return spdl.SpdlLoader(
+                dataset,
+                knobs,
+                request,
+                sampler_options(request, dataset).get("sampler"),
+                user_loader_options(request, dataset).get("collate_fn"),
+                generator,
+                emit,
+            )
     options = dict(
         batch_size=knobs["batch_size"],
         # An IterableDataset (shards) shuffles itself; the DataLoader refuses to.
@@ -304,6 +319,27 @@ def build_loader(request, dataset):
         )
     options.update(user_loader_options(request, dataset))
     return DataLoader(dataset, **options)
+
+
+def spdl_pipeline(request, dataset):
+    """The SPDL runtime's module, for a map-style dataset (SPDL maps the sampler's
+    indices through it)."""
+    if isinstance(dataset, IterableDataset):
+        spec = request["dataset"]
+        raise UserInputError(
+            f"{spec['factory']}() gives an IterableDataset, and the spdl runtime maps a "
+            "sampler's indices through a map-style Dataset; use runtime: pytorch",
+            spec["path"],
+        )
+    try:
+        import spdl_pipeline
+    except ImportError as err:
+        fail(
+            f"cannot import spdl.pipeline ({err}) in {sys.executable}: scripts/setup "
+            "installs it (PyPI spdl-core)",
+            environment=True,
+        )
+    return spdl_pipeline
 
 
 def epoch_batches(loader):
@@ -653,12 +689,21 @@ def batch_samples(batch):
     return 0
 
 
-def versions():
-    return {
+def versions(request):
+    found = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
     }
+    if request["knobs"]["runtime"] == "spdl":
+        from importlib.metadata import PackageNotFoundError, version
+
+        # spdl.__version__ says "unknown"; PyPI's spdl-core (or spdl) knows.
+        try:
+            found["spdl"] = version("spdl-core")
+        except PackageNotFoundError:
+            found["spdl"] = version("spdl")
+    return found
 
 
 def in_user_code(file, folder):
@@ -731,7 +776,11 @@ def fail_unpicklable(err, request, loader):
     worker; PyTorch re-raises pickle's error). Returns when neither is at fault."""
     spec = request.get("dataset", {})
     knobs = request["knobs"]
-    pickles = knobs["num_workers"] > 0 and knobs["start_method"] != "fork"
+    pickles = (
+        knobs["runtime"] == "pytorch"
+        and knobs["num_workers"] > 0
+        and knobs["start_method"] != "fork"
+    )
     pickling_error = isinstance(err, (TypeError, AttributeError, pickle.PicklingError))
     if spec.get("kind") != "python" or loader is None or not (pickles and pickling_error):
         return
@@ -813,7 +862,7 @@ def main():
             intra_op_threads=torch.get_num_threads(),
             pin_memory_effective=bool(knobs["pin_memory"] and torch.cuda.is_available()),
             rss_bytes=rss_bytes(),
-            versions=versions(),
+            versions=versions(request),
             dataset_samples=whole_len(dataset),
             dataset_object_bytes=pytorch_objects.python_object_bytes(dataset),
         )

@@ -1,6 +1,6 @@
-//! Ranks end to end on both runtimes, through the CLI as a process (loaderbench's rank
-//! processes are this program's hidden `__rank` command; the PyTorch runtime's are its
-//! script joined in a torch.distributed job): every rank loads its
+//! Ranks end to end on every runtime, through the CLI as a process (loaderbench's rank
+//! processes are this program's hidden `__rank` command; the PyTorch and SPDL runtimes'
+//! are their script joined in a torch.distributed job): every rank loads its
 //! DistributedSampler shard, so the shards cover each epoch once (padding counted as
 //! DistributedSampler counts it; the script writes the indices its sampler yields where
 //! LOADERBENCH_TRACE_INDICES says); no rank starts an epoch before every rank has
@@ -168,6 +168,16 @@ fn drop_last_gives_equal_shards_without_padding() {
     assert_eq!(result.results.len(), 2);
     check_shards(&result, 251, true);
     check_traced_shards(dir.path(), 251, 2, true);
+}
+
+#[test]
+fn spdl_ranks_are_a_distributed_job_each_piping_its_sampler_s_shard() {
+    let dir = TempDir::new().unwrap();
+    let sets = ["samples=251", "ranks=2", "num_workers=2", "runtime=spdl"];
+    let result = sweep(&dir, &sets);
+    assert_eq!(result.results.len(), 1);
+    check_shards(&result, 251, false);
+    check_traced_shards(dir.path(), 251, 2, false);
 }
 
 #[test]

@@ -14,5 +14,6 @@ mod memory;
 mod runtime;
 mod shards;
 mod snippet;
+mod spdl;
 mod step;
 mod user_dataset;

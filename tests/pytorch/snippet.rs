@@ -5,7 +5,8 @@
 //! tests/data/snippet/check_snippet.py beside the loader the runtime builds from that
 //! config's request (python/pytorch_loader.py, as the runtime ran it), and the first
 //! batches of the two must be equal in shapes and values. Once for a built-in preset,
-//! once for a user's dataset with its own collate and random augmentation.
+//! once for a user's dataset with its own collate and random augmentation, and once for
+//! that dataset on the SPDL runtime, whose snippet is an SPDL pipeline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -119,8 +120,11 @@ fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
     }
 }
 
-#[test]
-fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_batches() {
+/// The user's dataset (tests/data/user_dataset/mnist_user.py) over 512 synthetic
+/// samples, random rotation or not, measured at 0 and 2 workers with `sets` too; each
+/// config's snippet must name the user's dataset and collate_fn, hold `expected` and
+/// yield the measured batches.
+fn assert_user_dataset_snippets(augment: bool, sets: &[&str], expected: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
@@ -129,7 +133,7 @@ fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_b
     let module = repo("tests/data/user_dataset/mnist_user.py");
     let args: BTreeMap<String, serde_json::Value> = [
         ("root".to_owned(), serde_json::Value::from(path_str(&data))),
-        ("augment".to_owned(), serde_json::Value::from(true)),
+        ("augment".to_owned(), serde_json::Value::from(augment)),
     ]
     .into();
     let preset = Preset {
@@ -148,13 +152,18 @@ fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_b
     preset.save(&preset_path).unwrap();
     let sets: Vec<String> = SETS
         .iter()
+        .chain(&["num_workers=0,2"])
+        .chain(sets)
         .map(|s| (*s).to_owned())
-        .chain(["num_workers=0,2".to_owned()])
         .collect();
     let result = measured(dir.path(), path_str(&preset_path), &sets);
     let plan = plan(preset, &sets);
     for (config, snippet) in snippets(&result) {
-        assert!(snippet.contains("collate_fn=collate_fn"), "{snippet}");
+        let workers = plan.configs[config].num_workers > 0;
+        for fragment in expected.iter().filter(|_| workers) {
+            assert!(snippet.contains(fragment), "{snippet}");
+        }
+        assert!(snippet.contains("collate_fn"), "{snippet}");
         assert!(snippet.contains("dataset = make_dataset("), "{snippet}");
         let dataset = DatasetRequest::Python {
             path: module.clone(),
@@ -164,4 +173,17 @@ fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_b
         };
         assert_same_batches(dir.path(), &plan, config, dataset, &snippet);
     }
+}
+
+#[test]
+fn a_user_dataset_s_snippet_builds_it_with_its_collate_and_yields_the_measured_batches() {
+    assert_user_dataset_snippets(true, &[], &["collate_fn=collate_fn"]);
+}
+
+/// SPDL's threads draw from one random generator in whatever order they run, so its
+/// batches are compared without random transforms.
+#[test]
+fn an_spdl_snippet_builds_the_measured_pipeline_over_the_user_s_dataset() {
+    let expected = ["PipelineBuilder()", "concurrency=2", ".pipe(collate_fn)"];
+    assert_user_dataset_snippets(false, &["runtime=spdl"], &expected);
 }

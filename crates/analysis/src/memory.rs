@@ -266,6 +266,8 @@ fn forked(runs: &ConfigRuns<'_>) -> bool {
         && match config.runtime {
             Runtime::Pytorch => config.start_method == StartMethod::Fork,
             Runtime::Loaderbench => config.worker_kind == WorkerKind::Fork,
+            // Its workers are threads (without workers, DataLoader's loop forks none).
+            Runtime::Spdl => false,
         }
 }
 

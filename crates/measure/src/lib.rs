@@ -1,6 +1,6 @@
 //! Measurement, the layer above the engine: the runner sweeps a plan's configs on a
-//! background thread through a runtime (our loader, the real PyTorch DataLoader in
-//! [`pytorch`], or several ranks), reads the interference meter around every epoch (a
+//! background thread through a runtime (our loader, the real PyTorch DataLoader or an
+//! SPDL pipeline in [`pytorch`], or several ranks), reads the interference meter around every epoch (a
 //! long epoch cut after a window of its batches and projected: [`window`]) and streams
 //! [`Event`]s; the records it produces ([`results`]) are journalled as each
 //! config finishes. The measuring child process the app uses lives here too. It never
@@ -16,6 +16,7 @@ pub mod measuring_child;
 pub mod memory_watch;
 pub mod meter;
 pub mod process_memory;
+mod python_environment;
 pub mod pytorch;
 pub mod rank_merge;
 mod ranks;

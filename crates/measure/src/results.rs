@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::meter::Interference;
 use crate::process_memory::{EpochMemory, ProcessMemory};
+pub use crate::python_environment::PythonEnvironment;
 use crate::tune_trail::TuneTrail;
 use crate::window::{Projection, WindowRule};
 use loaderbench_engine::loader::{StageTimes, WorkerStartup};
@@ -297,29 +298,6 @@ pub struct ConfigResult {
     pub processes: Vec<ProcessMemory>,
 }
 
-/// The Python environment of the PyTorch runtime.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PythonEnvironment {
-    /// The interpreter loaderbench ran.
-    pub executable: std::path::PathBuf,
-    pub python: String,
-    pub torch: String,
-    pub torchvision: String,
-}
-
-impl PythonEnvironment {
-    /// One line for tables: `Python 3.11.2 · torch 2.13.0 · torchvision 0.28.0 (path)`.
-    pub fn summary(&self) -> String {
-        format!(
-            "Python {} · torch {} · torchvision {} ({})",
-            self.python,
-            self.torch,
-            self.torchvision,
-            self.executable.display()
-        )
-    }
-}
-
 impl ConfigResult {
     /// The epochs that stand for a typical epoch: all but the first, or the first when
     /// it is the only one.
@@ -400,9 +378,17 @@ fn default_planned_epochs() -> usize {
 }
 
 impl RunResult {
-    /// The Python environment that measured the run's pytorch configs, if any.
+    /// The Python environment that measured the run's pytorch and spdl configs, if any
+    /// (one that names spdl's version where there is one).
     pub fn python(&self) -> Option<&PythonEnvironment> {
-        self.results.iter().find_map(|r| r.python.as_ref())
+        let mut environments = self.results.iter().filter_map(|r| r.python.as_ref());
+        let first = environments.next()?;
+        Some(
+            std::iter::once(first)
+                .chain(environments)
+                .find(|environment| environment.spdl.is_some())
+                .unwrap_or(first),
+        )
     }
 
     /// The pipelines in the order the configs use them.

@@ -6,10 +6,12 @@ A map-style Dataset over MNIST-format IDX files (`train-images-idx3-ubyte` and
 `train-labels-idx1-ubyte` in `root`), each sample a PIL image through torchvision
 transforms, as a training script would write it. `fail_at` ("factory", "len" or
 "getitem"), `fail_index` and `only_in_workers` make it raise where the tests need an
-error in user code.
+error in user code; `delay_s` makes every `__getitem__` that slow, for the tests of a
+loader that delivers nothing in time.
 """
 
 import os
+import time
 
 import numpy as np
 import torch
@@ -27,13 +29,14 @@ def read_idx(path):
 
 
 class MnistUser(Dataset):
-    def __init__(self, root, transform, fail_at, fail_index, only_in_workers):
+    def __init__(self, root, transform, fail_at, fail_index, only_in_workers, delay_s):
         self.images = read_idx(os.path.join(root, "train-images-idx3-ubyte"))
         self.labels = read_idx(os.path.join(root, "train-labels-idx1-ubyte"))
         self.transform = transform
         self.fail_at = fail_at
         self.fail_index = fail_index
         self.only_in_workers = only_in_workers
+        self.delay_s = delay_s
 
     def __len__(self):
         if self.fail_at == "len":
@@ -44,16 +47,19 @@ class MnistUser(Dataset):
         failing = self.fail_at == "getitem" and index == self.fail_index
         if failing and (get_worker_info() is not None or not self.only_in_workers):
             raise ValueError(f"sample {index} is broken")
+        time.sleep(self.delay_s)
         image = Image.fromarray(self.images[index])
         return self.transform(image), int(self.labels[index])
 
 
-def make_dataset(root, augment=False, fail_at=None, fail_index=0, only_in_workers=False):
+def make_dataset(
+    root, augment=False, fail_at=None, fail_index=0, only_in_workers=False, delay_s=0.0
+):
     if fail_at == "factory":
         raise ValueError(f"cannot read {root}")
     steps = [T.RandomRotation(15)] if augment else []
     steps += [T.ToTensor(), T.Normalize((0.2860,), (0.3530,))]
-    return MnistUser(root, T.Compose(steps), fail_at, fail_index, only_in_workers)
+    return MnistUser(root, T.Compose(steps), fail_at, fail_index, only_in_workers, float(delay_s))
 
 
 def collate(samples):

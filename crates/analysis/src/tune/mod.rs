@@ -292,7 +292,7 @@ mod tests {
     fn each_runtime_has_its_own_anchors() {
         let preset = Preset {
             num_workers: vec![0, 1, 2, 4],
-            runtime: vec![Runtime::Loaderbench, Runtime::Pytorch],
+            runtime: vec![Runtime::Loaderbench, Runtime::Pytorch, Runtime::Spdl],
             ..Preset::default()
         };
         let plan = Plan::from_preset(&preset, None).unwrap();
@@ -300,7 +300,7 @@ mod tests {
             .into_iter()
             .map(|i| (plan.configs[i].runtime, plan.configs[i].num_workers))
             .collect();
-        for runtime in [Runtime::Loaderbench, Runtime::Pytorch] {
+        for runtime in [Runtime::Loaderbench, Runtime::Pytorch, Runtime::Spdl] {
             for workers in [0, 2, 4] {
                 assert!(
                     chosen.contains(&(runtime, workers)),
@@ -308,6 +308,6 @@ mod tests {
                 );
             }
         }
-        assert_eq!(chosen.len(), 6, "{chosen:?}");
+        assert_eq!(chosen.len(), 9, "{chosen:?}");
     }
 }

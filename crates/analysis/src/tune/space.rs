@@ -1,8 +1,10 @@
 //! The search space of `tune --space wide`: the preset's lists widened to the ranges
 //! worth trying on this machine. num_workers from 0 to twice the cores in powers of two;
 //! persistent workers on and off; prefetch 1 to 8; pin_memory on and off where CUDA is
-//! present; the worker kinds (our engine) and start methods (PyTorch) this OS has. The
-//! batch size, the pipeline and everything else stay as the preset has them.
+//! present; the worker kinds (our engine) and start methods (PyTorch) this OS has. Where
+//! the preset measures the spdl runtime, which refuses persistent workers and worker
+//! processes, those two stay as the preset has them, as the batch size, the pipeline
+//! and everything else do.
 
 use loaderbench_engine::error::Result;
 use loaderbench_engine::plan::Plan;
@@ -20,10 +22,15 @@ pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
     let workers: Vec<String> = workers.iter().map(usize::to_string).collect();
     let workers: Vec<&str> = workers.iter().map(String::as_str).collect();
     preset.set("num_workers", &list(&workers))?;
-    preset.set("persistent_workers", "[false, true]")?;
+    // SPDL's threads are built every epoch and are threads only: the plan refuses
+    // persistent workers and process kinds there, so a preset with spdl keeps its own.
+    let spdl = preset.runtime.contains(&Runtime::Spdl);
+    if !spdl {
+        preset.set("persistent_workers", "[false, true]")?;
+    }
     preset.set("prefetch_factor", "[1, 2, 4, 8]")?;
     preset.set("pin_memory", if cuda { "[false, true]" } else { "[false]" })?;
-    if preset.runtime.contains(&Runtime::Loaderbench) {
+    if preset.runtime.contains(&Runtime::Loaderbench) && !spdl {
         preset.set("worker_kind", &list(worker_kinds()))?;
     }
     if preset.runtime.contains(&Runtime::Pytorch) {
@@ -93,6 +100,17 @@ mod tests {
         );
         assert!(plan.configs.iter().any(|c| c.persistent_workers));
         assert!(plan.configs.iter().any(|c| c.prefetch_factor == 8));
+    }
+
+    #[test]
+    fn the_wide_space_of_an_spdl_preset_is_a_plan_spdl_runs() {
+        let mut preset = Preset::default();
+        preset
+            .set("runtime", "[loaderbench, pytorch, spdl]")
+            .unwrap();
+        widen(&mut preset, 2, false).unwrap();
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        assert!(plan.configs.iter().any(|c| c.runtime == Runtime::Spdl));
     }
 
     #[test]

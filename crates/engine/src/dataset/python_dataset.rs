@@ -1,7 +1,7 @@
 //! The user's own PyTorch Dataset (`kind: python`) as a preset names it: a module's
 //! path, the factory that returns the Dataset, its keyword arguments and an optional
-//! collate function. Only the PyTorch runtime loads it (user code runs in the PyTorch
-//! runtime's process tree, never in ours), so this module only checks the fields and
+//! collate function. Only the Python runtimes (`pytorch`, `spdl`) load it (user code runs
+//! in their script's process tree, never in ours), so this module only checks the fields and
 //! describes the dataset; `measure::pytorch` imports and runs it.
 
 use std::path::Path;
@@ -12,7 +12,8 @@ use crate::python_call::{CallField, PythonCall, is_identifier};
 
 /// Why our engine cannot load a python dataset, and what to use instead.
 pub const ENGINE_REFUSAL: &str = "a python dataset is the user's own PyTorch Dataset, which \
-    only PyTorch's DataLoader can load; use runtime: [pytorch]";
+    only the Python runtimes load (PyTorch's DataLoader, SPDL); use runtime: [pytorch] or \
+    [spdl]";
 
 /// The dataset's call: `factory(**args)` from the module at `path` (empty fields where
 /// the preset has none, which [`check`] refuses).

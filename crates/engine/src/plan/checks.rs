@@ -4,7 +4,7 @@
 
 use crate::dataset::python_dataset;
 use crate::error::{FieldError, Result};
-use crate::preset::{Cache, Preset, Runtime, WorkerKind};
+use crate::preset::{Cache, Preset, WorkerKind};
 use crate::transform::PipelineSpec;
 
 use super::{Config, knobs};
@@ -98,22 +98,23 @@ pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldErro
             "cold is supported on Linux only (posix_fadvise and mincore); use warm",
         ));
     }
-    if config.runtime == Runtime::Pytorch {
+    super::spdl_knobs::check(config)?;
+    if config.runtime.runs_python() {
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;
     }
     super::ranges::check_config_numbers(config)
 }
 
-/// Checks a python dataset's configs: its fields, the pytorch runtime (the only one
-/// that loads user code) and no pipeline of ours (its own code transforms the samples).
+/// Checks a python dataset's configs: its fields, the runtimes that run the python
+/// script (the only ones that load user code) and no pipeline of ours (its own code transforms the samples).
 /// The configs' pipeline becomes the factory's name, which tables and groups show.
 pub(super) fn user_dataset_configs(
     preset: &Preset,
     configs: &mut [Config],
 ) -> Result<(), FieldError> {
     python_dataset::check(&preset.dataset)?;
-    if configs.iter().any(|c| c.runtime != Runtime::Pytorch) {
+    if configs.iter().any(|c| !c.runtime.runs_python()) {
         return Err(field("runtime", python_dataset::ENGINE_REFUSAL));
     }
     if preset.pipeline != [PipelineSpec::Light] {

@@ -133,7 +133,7 @@ impl Config {
         if !self.uses_start_method() {
             self.start_method = StartMethod::platform_default();
         }
-        if self.runtime == Runtime::Pytorch {
+        if self.runtime.runs_python() {
             self.transform_at = TransformAt::default();
         }
         self

@@ -8,6 +8,7 @@ mod config;
 pub mod knob_table;
 mod knobs;
 mod ranges;
+mod spdl_knobs;
 
 pub use config::Config;
 pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
@@ -70,6 +71,7 @@ impl Plan {
             Error::from(err)
         };
         check_preset(preset).map_err(in_file)?;
+        spdl_knobs::check_start_methods(preset).map_err(in_file)?;
         for device in &preset.device {
             device
                 .parse::<DeviceSpec>()
@@ -98,11 +100,12 @@ impl Plan {
         for config in &configs {
             check_config(config).map_err(in_file)?;
         }
+        spdl_knobs::check_dataset(preset.dataset.kind, &configs).map_err(in_file)?;
         if preset.dataset.kind == DatasetKind::Python {
             user_dataset_configs(preset, &mut configs).map_err(in_file)?;
         }
         if matches!(preset.step, StepSpec::Python { .. })
-            && configs.iter().any(|c| c.runtime != Runtime::Pytorch)
+            && configs.iter().any(|c| !c.runtime.runs_python())
         {
             return Err(bad("runtime", &crate::step::user_step::ENGINE_REFUSAL));
         }
@@ -135,13 +138,9 @@ impl Plan {
     pub fn common_config(&self) -> Config {
         let mut common = knobs::most_common(&self.configs)
             .expect("the most common values are values of the plan's configs");
-        // `pytorch` is named wherever our loader is in the plan too, even when it
-        // measures fewer configs.
-        if self
-            .configs
-            .iter()
-            .any(|c| c.runtime == Runtime::Loaderbench)
-        {
+        // Our loader is the common runtime wherever the plan has several, even when it
+        // measures fewer configs or none: every other runtime is then named.
+        if self.configs.iter().any(|c| c.runtime != common.runtime) {
             common.runtime = Runtime::Loaderbench;
         }
         // One rank is the plain case: where the plan has several ranks values, every

@@ -54,6 +54,20 @@ named_values! {
         Loaderbench = "loaderbench",
         /// The real `torch.utils.data.DataLoader`, run by the Python that setup installs.
         Pytorch = "pytorch",
+        /// An SPDL pipeline (`spdl.pipeline`) over a map-style dataset, its workers threads
+        /// of the same Python script as the `pytorch` runtime's.
+        Spdl = "spdl",
+    }
+}
+
+impl Runtime {
+    /// True for the runtimes that run `python/pytorch_loader.py`: they load the user's
+    /// Python code and transform with torchvision.
+    pub fn runs_python(self) -> bool {
+        match self {
+            Runtime::Loaderbench => false,
+            Runtime::Pytorch | Runtime::Spdl => true,
+        }
     }
 }
 

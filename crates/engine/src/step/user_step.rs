@@ -1,7 +1,7 @@
 //! The user's own training step in Python (`python(path, factory, args)`) as a preset
 //! names it: a module's path, the factory that returns the step, and its keyword
-//! arguments. Only the PyTorch runtime runs it (user code runs in the PyTorch
-//! runtime's process, never in ours), so this module only checks the fields and
+//! arguments. Only the Python runtimes (`pytorch`, `spdl`) run it (user code runs in
+//! their script's process, never in ours), so this module only checks the fields and
 //! describes the step; `measure::pytorch` imports and runs it.
 
 use super::StepSpec;
@@ -9,8 +9,8 @@ use crate::python_call::PythonCall;
 
 /// Why our engine cannot run a python step, and what to use instead.
 pub const ENGINE_REFUSAL: &str = "a python step is the user's own Python code, which only the \
-    PyTorch runtime runs; use runtime: [pytorch] (or a model step, a TorchScript file, which \
-    both runtimes train)";
+    Python runtimes run; use runtime: [pytorch] or [spdl] (or a model step, a TorchScript \
+    file, which every runtime trains)";
 
 /// The step's call, for a python step.
 fn call(step: &StepSpec) -> Option<PythonCall<'_>> {

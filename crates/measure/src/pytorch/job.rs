@@ -191,9 +191,10 @@ impl<'a> Job<'a> {
     /// are the hung ones (the rest wait for them at the barrier).
     fn silent(&self, limit: Duration) -> Error {
         let seconds = limit.as_secs_f64();
+        let loader = self.sessions[0].loader();
         if self.sessions.len() == 1 {
             return Error::run(format!(
-                "the PyTorch DataLoader reported nothing for {seconds:.0} s; stopped it"
+                "the {loader} reported nothing for {seconds:.0} s; stopped it"
             ));
         }
         let least = self.sessions.iter().map(|s| s.epochs.len()).min();
@@ -204,8 +205,8 @@ impl<'a> Job<'a> {
             .map(|s| s.rank.to_string())
             .collect();
         Error::run(format!(
-            "rank {} of the PyTorch DataLoader reported nothing for {seconds:.0} s; it is \
-             hung, and the job was stopped",
+            "rank {} of the {loader} reported nothing for {seconds:.0} s; it is hung, and \
+             the job was stopped",
             behind.join(", ")
         ))
     }

@@ -204,6 +204,9 @@ pub struct Versions {
     pub python: String,
     pub torch: String,
     pub torchvision: String,
+    /// spdl-core's, for the SPDL runtime.
+    #[serde(default)]
+    pub spdl: Option<String>,
 }
 
 /// A place in the user's code: the file as the preset names it, and the line.

@@ -12,6 +12,7 @@ use crate::meter::{self, Interference};
 use crate::results::{BatchRecord, EpochResult, TimelineBudget};
 use loaderbench_engine::error::{Error, Result, UserCodeError};
 use loaderbench_engine::loader::{StageTimes, WorkerStartup};
+use loaderbench_engine::preset::Runtime;
 
 /// What the script said once it was ready.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +34,8 @@ pub struct Session {
     pub rank: usize,
     world: usize,
     pub process: PythonProcess,
+    /// The runtime it measures: its errors name it.
+    pub runtime: Runtime,
     pub ready: Option<Ready>,
     /// The current epoch's start on the script's clock.
     t0: f64,
@@ -69,6 +72,14 @@ pub enum ScriptState {
 }
 
 impl Session {
+    /// What measures, as errors name it.
+    pub fn loader(&self) -> &'static str {
+        match self.runtime {
+            Runtime::Spdl => "SPDL pipeline",
+            Runtime::Pytorch | Runtime::Loaderbench => "PyTorch DataLoader",
+        }
+    }
+
     /// Whether the script is still running (has not said it is done).
     pub fn running(&self) -> bool {
         self.state == ScriptState::Running
@@ -83,11 +94,18 @@ impl Session {
     }
 
     /// A session for `rank` of `world`, in a run that has delivered `batches` so far.
-    pub fn new(rank: usize, world: usize, process: PythonProcess, batches: usize) -> Session {
+    pub fn new(
+        rank: usize,
+        world: usize,
+        process: PythonProcess,
+        runtime: Runtime,
+        batches: usize,
+    ) -> Session {
         Session {
             rank,
             world,
             process,
+            runtime,
             ready: None,
             t0: 0.0,
             timeline: Vec::new(),
@@ -214,14 +232,15 @@ impl Session {
                 } else if environment {
                     Error::file(python, message)
                 } else if bad_input {
-                    Error::value(format!("pytorch runtime: {message}"))
+                    Error::value(format!("{} runtime: {message}", self.runtime.name()))
                 } else if self.world > 1 {
                     Error::run(format!(
-                        "rank {} failed: PyTorch DataLoader: {message}",
-                        self.rank
+                        "rank {} failed: {}: {message}",
+                        self.rank,
+                        self.loader()
                     ))
                 } else {
-                    Error::run(format!("PyTorch DataLoader: {message}"))
+                    Error::run(format!("{}: {message}", self.loader()))
                 });
             }
         }

@@ -1,7 +1,8 @@
 //! The runtimes a config is measured with, behind one trait so that the runner's sweep
 //! is written once: our loader in this process ([`OurLoader`]), several rank processes
-//! of it behind a barrier ([`Ranked`]), and PyTorch's DataLoader in a Python child
-//! process ([`Pytorch`], prepared when the first pytorch config comes and then shared).
+//! of it behind a barrier ([`Ranked`]), and PyTorch's DataLoader or an SPDL pipeline in
+//! a Python child process ([`Pytorch`], prepared when the first config of either comes
+//! and then shared).
 //! [`Runtimes::for_config`] picks the one a config names.
 
 use std::sync::Arc;
@@ -64,7 +65,8 @@ impl Runtimes {
                 .ours
                 .as_mut()
                 .ok_or_else(|| Error::value(dataset::python_dataset::ENGINE_REFUSAL))?,
-            Runtime::Pytorch => &mut self.pytorch,
+            // One script runs both: the request names the runtime.
+            Runtime::Pytorch | Runtime::Spdl => &mut self.pytorch,
         })
     }
 }

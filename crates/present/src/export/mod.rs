@@ -81,6 +81,7 @@ mod tests {
             python: "3.11.2".to_owned(),
             torch: "2.13.0".to_owned(),
             torchvision: "0.28.0".to_owned(),
+            spdl: None,
         });
         let results = vec![
             run(

@@ -32,7 +32,7 @@ pub(super) const TRANSFORM_AT: Knob = Knob {
     column: Column::Where(
         |c| match c.runtime {
             Runtime::Loaderbench => c.transform_at.name().to_owned(),
-            Runtime::Pytorch => "-".to_owned(),
+            Runtime::Pytorch | Runtime::Spdl => "-".to_owned(),
         },
         |configs| {
             let ours = |c: &&Config| c.runtime == Runtime::Loaderbench;
@@ -183,20 +183,21 @@ pub(super) const BATCH_TRANSFER: Knob = Knob {
     script_value: None,
 };
 
-/// Which data loader measures: loaderbench's engine or PyTorch's DataLoader.
+/// Which data loader measures: loaderbench's engine, PyTorch's DataLoader or SPDL.
 pub(super) const RUNTIME: Knob = Knob {
     field: "runtime",
     label: "runtime",
     value: |c| c.runtime.name().to_owned(),
+    // Our engine is never named (`Plan::common_config` makes it the common runtime
+    // wherever the plan has several).
     tag: |c, common| {
-        (c.runtime != common.runtime)
-            .then(|| "pytorch".to_owned())
-            .filter(|_| c.runtime == Runtime::Pytorch)
+        (c.runtime != common.runtime && c.runtime != Runtime::Loaderbench)
+            .then(|| c.runtime.name().to_owned())
     },
     column: Column::WhereVaries(|c| c.runtime.name().to_owned()),
-    // It picks the runtime that runs the script.
     python: None,
-    script_value: None,
+    // The script builds a DataLoader or an SPDL pipeline by it.
+    script_value: Some(|c| json(&c.runtime.name())),
 };
 
 /// How PyTorch starts its worker processes (only the pytorch runtime).
