@@ -2,9 +2,9 @@
 //! the factory in it, and the factory's keyword arguments. The user's Dataset (`kind:
 //! python`) and their training step (`python(path, factory, args)`) are both one; this
 //! module checks the three fields and writes the call in one line the same way for
-//! both. Only the PyTorch runtime imports and calls it (user code runs in the PyTorch
-//! runtime's process tree, never in ours); the module's existence is checked when a run
-//! starts, like every file.
+//! both. Only the Python runtimes (`pytorch`, `spdl`) import and call it (user code runs
+//! in their script's process tree, never in ours); the module's existence is checked
+//! when a run starts, like every file.
 
 use std::collections::BTreeMap;
 use std::path::Path;
