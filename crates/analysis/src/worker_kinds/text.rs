@@ -70,7 +70,7 @@ fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> S
         }
     };
     let epochs = match (p.threads_epoch_s, p.processes_epoch_s) {
-        (Some(t), Some(q)) => Some(format!("{t:.2} s against {q:.2} s per epoch")),
+        (Some(t), Some(q)) => Some(format!("{} against {} per epoch", seconds(t), seconds(q))),
         _ => None,
     };
     let details: Vec<String> = [epochs, ratio].into_iter().flatten().collect();
@@ -108,13 +108,13 @@ fn memory_clause(p: &KindPoint) -> Option<String> {
 /// the tie margin.
 fn cpu_clause(p: &KindPoint, tie_margin: f64) -> Option<String> {
     let (t, q) = (p.threads_cpu_s?, p.processes_cpu_s?);
-    let both = format!("({t:.2} s against {q:.2} s)");
+    let both = format!("({} against {})", seconds(t), seconds(q));
     let difference = (t - q).abs();
     Some(if difference <= tie_margin * t.max(q) {
         format!("about the same CPU time per epoch {both}")
     } else {
         let less = if t < q { "less" } else { "more" };
-        format!("{difference:.2} s {less} CPU time per epoch {both}")
+        format!("{} {less} CPU time per epoch {both}", seconds(difference))
     })
 }
 
@@ -158,6 +158,15 @@ fn gil_sentence(gil: &GilShare, c: &WorkerKindComparison, cores: usize) -> Strin
              does not wait on the items' work.",
             c.processes
         ),
+    }
+}
+
+/// Seconds with two decimals, three under a second: `1.30 s`, `0.016 s`.
+fn seconds(s: f64) -> String {
+    if s.abs() < 1.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{s:.2} s")
     }
 }
 
