@@ -181,6 +181,14 @@ struct Side<'c, 'a> {
 /// The comparisons of one group of comparable configs: each side that runs threads
 /// against each that runs processes.
 fn compare_group(result: &RunResult, members: &[&ConfigRuns<'_>]) -> Vec<WorkerKindComparison> {
+    let runs = |workers: Workers| {
+        members
+            .iter()
+            .any(|m| side_of(m.config).is_some_and(|(w, _)| w == workers))
+    };
+    if !runs(Workers::Threads) || !runs(Workers::Processes) {
+        return Vec::new();
+    }
     let candidates = candidates(members, result.planned_epochs);
     let noise = NoiseModel::fit(
         &noise_input(members, &candidates, result.planned_epochs),
