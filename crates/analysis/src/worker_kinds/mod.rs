@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(
             c.text,
             "At 2 workers, threads are as fast as fork workers within the 5% tie margin \
-             (2.00 s against 2.02 s per epoch, 1.01×); they use 400.0 MiB less memory \
+             (2.00 s against 2.02 s per epoch, 1.01× as fast); they use 400.0 MiB less memory \
              (400.0 MiB against 800.0 MiB) and 0.500 s less CPU time per epoch (3.00 s \
              against 3.50 s). At 4 workers, threads are 1.30× as fast as fork workers \
              beyond the noise (1.00 s against 1.30 s per epoch); they use 900.0 MiB less \
@@ -598,7 +598,7 @@ mod tests {
         assert!(
             c.text.starts_with(
                 "At 2 workers, torchdata.nodes threads are as fast as DataLoader's fork \
-                 workers within the 5% tie margin (2.22 s against 2.20 s per epoch, 0.99×); \
+                 workers within the 5% tie margin (2.22 s against 2.20 s per epoch, 0.99× as fast); \
                  they use about the same memory (700.0 MiB against 720.0 MiB) and about the \
                  same CPU time per epoch (4.00 s against 4.00 s)."
             ),
@@ -633,7 +633,7 @@ mod tests {
         assert_eq!(
             c.text,
             "At 4 workers, threads against fork workers is not resolved yet (1.00 s against \
-             1.10 s per epoch, 1.10×, one round shows nothing of the noise); they use 300.0 \
+             1.10 s per epoch, 1.10× as fast, one round shows nothing of the noise); they use 300.0 \
              MiB less memory (300.0 MiB against 600.0 MiB) and about the same CPU time per \
              epoch (2.00 s against 2.00 s). To decide, re-run with `repeats: 5` on a quiet \
              machine."

@@ -31,7 +31,8 @@ pub(super) fn paragraph(
 /// time per epoch (…).`
 fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> String {
     let (threads, processes) = (&c.threads, &c.processes);
-    // The ratio goes in the parentheses where the clause does not say it.
+    // The ratio goes in the parentheses where the clause does not say it: how fast the
+    // threads are, as a multiple of the processes' speed.
     let (speed, ratio) = match p.threads_are {
         Standing::Faster => (
             format!(
@@ -52,13 +53,18 @@ fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> S
                 "{threads} are as fast as {processes} within the {:.0}% tie margin",
                 tie_margin * 100.0
             ),
-            Some(format!("{:.2}×", p.speedup)),
+            Some(format!("{:.2}× as fast", p.speedup)),
         ),
         Standing::NotResolved => (
             format!("{threads} against {processes} is not resolved yet"),
             Some(match p.plus_minus {
-                Some(plus_minus) => format!("{:.2}× ± {:.0}%", p.speedup, plus_minus * 100.0),
-                None => format!("{:.2}×, one round shows nothing of the noise", p.speedup),
+                Some(plus_minus) => {
+                    format!("{:.2}× as fast ± {:.0}%", p.speedup, plus_minus * 100.0)
+                }
+                None => format!(
+                    "{:.2}× as fast, one round shows nothing of the noise",
+                    p.speedup
+                ),
             }),
         ),
         Standing::Disturbed => {
