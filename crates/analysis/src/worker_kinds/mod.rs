@@ -6,7 +6,8 @@
 //! CPU time. Which configs run threads, which processes, and what each is called belongs
 //! to the runtime ([`side_of`]). Where a Python `__getitem__` runs, the comparison also
 //! estimates the share of its time with the GIL held ([`gil`]); our engine runs no
-//! Python, so there it says speed and memory only. The paragraph is written in [`text`].
+//! Python, so there it says speed, memory and CPU time only. The paragraph is written in
+//! [`text`].
 
 use serde::{Deserialize, Serialize};
 
