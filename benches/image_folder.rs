@@ -22,8 +22,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use common::photo_like;
+use image::RgbImage;
 use image::codecs::jpeg::JpegEncoder;
-use image::{Rgb, RgbImage};
 use loaderbench_engine::dataset::{DatasetKind, DatasetSpec};
 use loaderbench_engine::preset::{Preset, Runtime};
 use loaderbench_measure::results::RunResult;
@@ -88,45 +89,7 @@ fn main() {
 
 /// Writes `variant`'s images as JPEGs (quality 90) into `CLASSES` class folders.
 fn write_folder(root: &Path, variant: &Variant) -> Vec<PathBuf> {
-    (0..variant.images)
-        .map(|i| {
-            let folder = root.join(format!("class{}", i % CLASSES));
-            std::fs::create_dir_all(&folder).expect("a class folder");
-            let (width, height) = (variant.size)(i);
-            let path = folder.join(format!("{i:06}.jpg"));
-            let mut bytes = Vec::new();
-            JpegEncoder::new_with_quality(&mut bytes, 90)
-                .encode_image(&photo_like(width, height, i as u32))
-                .expect("JPEG encoding");
-            std::fs::write(&path, bytes).expect("the image is written");
-            path
-        })
-        .collect()
-}
-
-/// A smooth picture with some detail: a colour gradient, a disc of the inverse colours
-/// and mild noise, different for every `seed`.
-fn photo_like(width: u32, height: u32, seed: u32) -> RgbImage {
-    let mut state = seed.wrapping_mul(2_654_435_761) | 1;
-    let mut random = move || {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        state
-    };
-    let (cx, cy) = ((random() % width) as f32, (random() % height) as f32);
-    let radius = (random() % (width / 2) + 8) as f32;
-    let base = [random() % 256, random() % 256, random() % 256].map(|c| c as f32);
-    RgbImage::from_fn(width, height, |x, y| {
-        let (fx, fy) = (x as f32 / width as f32, y as f32 / height as f32);
-        let inside = (x as f32 - cx).hypot(y as f32 - cy) < radius;
-        let noise = (random() % 7) as f32 - 3.0;
-        Rgb(base.map(|c| {
-            let value = c * fx + (255.0 - c) * fy * 0.5;
-            let value = if inside { 255.0 - value } else { value };
-            (value + noise).clamp(0.0, 255.0) as u8
-        }))
-    })
+    common::write_jpeg_folder(root, variant.images, CLASSES, variant.size)
 }
 
 /// Times and prints one variant: per round, ours and torchvision's (one run, configs

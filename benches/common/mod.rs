@@ -1,13 +1,15 @@
 //! What the benchmarks share: running a preset in-process on the runner, as the CLI
 //! does, and taking its finished result; several rounds' results as one; running the
 //! CLI as a process and reading its pick, its best set and paired ratios the way the
-//! recommendation does. Each benchmark uses some of them.
+//! recommendation does; folders of photo-like JPEGs. Each benchmark uses some of them.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use image::codecs::jpeg::JpegEncoder;
+use image::{Rgb, RgbImage};
 use loaderbench_analysis::Analysis;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
@@ -128,4 +130,53 @@ pub fn paired_ratio(result: &RunResult, a: usize, b: usize) -> Option<f64> {
 pub fn names(result: &RunResult, configs: &[usize]) -> String {
     let names: Vec<&str> = configs.iter().map(|&i| result.labels[i].as_str()).collect();
     names.join(", ")
+}
+
+/// Writes `images` JPEGs (quality 90) of `size(i)` pixels for image `i` into `classes`
+/// class folders under `root`; returns their paths.
+pub fn write_jpeg_folder(
+    root: &Path,
+    images: usize,
+    classes: usize,
+    size: fn(usize) -> (u32, u32),
+) -> Vec<PathBuf> {
+    (0..images)
+        .map(|i| {
+            let folder = root.join(format!("class{}", i % classes));
+            std::fs::create_dir_all(&folder).expect("a class folder");
+            let (width, height) = size(i);
+            let path = folder.join(format!("{i:06}.jpg"));
+            let mut bytes = Vec::new();
+            JpegEncoder::new_with_quality(&mut bytes, 90)
+                .encode_image(&photo_like(width, height, i as u32))
+                .expect("JPEG encoding");
+            std::fs::write(&path, bytes).expect("the image is written");
+            path
+        })
+        .collect()
+}
+
+/// A smooth picture with some detail: a colour gradient, a disc of the inverse colours
+/// and mild noise, different for every `seed`.
+pub fn photo_like(width: u32, height: u32, seed: u32) -> RgbImage {
+    let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+    let mut random = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    let (cx, cy) = ((random() % width) as f32, (random() % height) as f32);
+    let radius = (random() % (width / 2) + 8) as f32;
+    let base = [random() % 256, random() % 256, random() % 256].map(|c| c as f32);
+    RgbImage::from_fn(width, height, |x, y| {
+        let (fx, fy) = (x as f32 / width as f32, y as f32 / height as f32);
+        let inside = (x as f32 - cx).hypot(y as f32 - cy) < radius;
+        let noise = (random() % 7) as f32 - 3.0;
+        Rgb(base.map(|c| {
+            let value = c * fx + (255.0 - c) * fy * 0.5;
+            let value = if inside { 255.0 - value } else { value };
+            (value + noise).clamp(0.0, 255.0) as u8
+        }))
+    })
 }

@@ -288,3 +288,38 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         "the verdict is shown"
     );
 }
+
+/// A saved run that measured thread and fork workers at 2 shows their comparison under
+/// its title, the analysis' own paragraph.
+#[test]
+fn thread_and_fork_workers_are_compared_in_the_analysis_section() {
+    use loaderbench_engine::plan::Config;
+    use loaderbench_engine::preset::WorkerKind;
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    let fork = Config {
+        worker_kind: WorkerKind::Fork,
+        ..config(2, false)
+    };
+    let configs = vec![config(2, false), fork];
+    let runs = vec![
+        run(0, configs[0].clone(), vec![epoch(1, 0.1, 0.01, 11)]),
+        run(1, configs[1].clone(), vec![epoch(1, 0.2, 0.02, 11)]),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("kinds.json");
+    std::fs::write(&json, serde_json::to_vec(&result(configs, runs)).unwrap()).unwrap();
+    let harness = app_on_saved_runs(dir.path(), vec![json], [1280.0, 2600.0]);
+    let analysis = harness.state().analysis().expect("analysed").clone();
+    let [comparison] = &analysis.worker_kinds[..] else {
+        panic!("{:?}", analysis.worker_kinds);
+    };
+    assert!(
+        comparison
+            .text
+            .starts_with("At 2 workers, threads against fork workers"),
+        "{}",
+        comparison.text
+    );
+    harness.get_by_label(&format!("Worker kinds: {}", comparison.title));
+    harness.get_by_label(&comparison.text);
+}

@@ -567,3 +567,85 @@ fn a_model_step_exports_the_step_and_the_stall_share() {
         .unwrap();
     assert!((0.0..=1.0).contains(&share), "{share}");
 }
+
+/// Thread and fork workers at 2 on our engine, read back as a quiet machine's (as
+/// [`Recommended`] does): the analysis compares them in the text and the JSON, speed,
+/// memory and CPU time, without a GIL line, since our engine runs no Python.
+#[test]
+fn thread_and_fork_workers_are_compared_in_the_text_and_the_json() {
+    let dir = TempDir::new().unwrap();
+    let measured = dir.path().join("measured.json");
+    let args = [
+        "run",
+        "seed-light",
+        "-q",
+        "--set",
+        "samples=512",
+        "--set",
+        "batch_size=128",
+        "--set",
+        "num_workers=2",
+        "--set",
+        "worker_kind=thread,fork",
+        "--set",
+        "pin_memory=false",
+        "--json",
+        path_str(&measured),
+    ];
+    let output = in_data_dir(dir.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&measured).unwrap()).unwrap();
+    for result in run["results"].as_array_mut().unwrap() {
+        result["disturbed"] = false.into();
+    }
+    let quiet = dir.path().join("quiet.json");
+    std::fs::write(&quiet, serde_json::to_vec(&run).unwrap()).unwrap();
+    let json = dir.path().join("r.json");
+    let report = [
+        "report",
+        path_str(&quiet),
+        "--recommend",
+        "--json",
+        path_str(&json),
+    ];
+    let output = in_data_dir(dir.path(), &report);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let text = stdout(&output);
+    let heading = "\nWorker kinds: threads against fork workers (synthetic ";
+    let paragraph = text
+        .split_once(heading)
+        .and_then(|(_, rest)| rest.lines().nth(1))
+        .unwrap_or_else(|| panic!("no comparison in: {text}"));
+    assert!(
+        paragraph.starts_with("At 2 workers, threads "),
+        "{paragraph}"
+    );
+    assert!(
+        paragraph.contains("; they use ") && paragraph.contains(" CPU time per epoch ("),
+        "memory and CPU time: {paragraph}"
+    );
+    assert!(!text.contains("GIL"), "our engine runs no Python: {text}");
+
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let comparisons = exported["analysis"]["worker_kinds"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 1, "{comparisons:?}");
+    let comparison = &comparisons[0];
+    assert_eq!(
+        comparison["text"], paragraph,
+        "the JSON holds the printed paragraph"
+    );
+    assert_eq!(comparison["threads"], "threads");
+    assert_eq!(comparison["processes"], "fork workers");
+    assert!(comparison["gil"].is_null(), "{comparison}");
+    let point = &comparison["points"][0];
+    assert_eq!(point["num_workers"], 2);
+    for side in ["threads", "processes"] {
+        let memory = point[format!("{side}_memory_bytes")].as_u64().unwrap();
+        assert!(memory > 1 << 20, "{side}: {point}");
+        let cpu = point[format!("{side}_cpu_s")].as_f64().unwrap();
+        assert!(cpu > 0.0, "{side}: {point}");
+    }
+}

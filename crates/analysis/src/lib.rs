@@ -4,8 +4,9 @@
 //! measurements call for ([`warnings`]); the start-up ledger and the break-even of
 //! persistent workers ([`ledger`]); the scaling curve against `num_workers` with its knee
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]) and
-//! how much loader workers slow the training step ([`contention`]); the
-//! recommendation per question ([`recommend`]). Its text for the CLI is the
+//! how much loader workers slow the training step ([`contention`]); thread workers
+//! against process workers at the same counts, with the GIL's share of a Python
+//! `__getitem__` ([`worker_kinds`]); the recommendation per question ([`recommend`]). Its text for the CLI is the
 //! presentation layer's (`loaderbench_present::analysis_text`).
 //! Two parts measure as they analyse: [`tune`], the best settings within a budget, and
 //! [`resolve`], which measures a finished run's undecided configs further; both measure
@@ -23,6 +24,7 @@ mod rounds;
 pub mod scaling;
 pub mod tune;
 pub mod warnings;
+pub mod worker_kinds;
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +70,10 @@ pub struct Analysis {
     /// too, and whether it fits the limit.
     #[serde(default)]
     pub memory: memory::MemoryReport,
+    /// Thread workers against process workers where the run measured both at the same
+    /// counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_kinds: Vec<worker_kinds::WorkerKindComparison>,
 }
 
 impl Analysis {
@@ -86,6 +92,7 @@ impl Analysis {
         let recommendations = recommend::recommend(result, &configs, &input_bound, &memory);
         let contention = contention::contention(&configs, &result.step);
         Analysis {
+            worker_kinds: worker_kinds::compare(result, &configs),
             planned_epochs: result.planned_epochs,
             scaling: scaling::curves(&configs),
             estimates,

@@ -1,6 +1,6 @@
 //! The analysis section under the results table, once a run has ended: the
-//! recommendations (each with its snippet and a Copy button), the run's warnings, the
-//! break-even of persistent workers, the ledger and scaling charts side by side, where
+//! recommendations (each with its snippet and a Copy button), the run's warnings, what
+//! memory says, thread workers against process workers, the break-even of persistent workers, the ledger and scaling charts side by side, where
 //! the time goes beside the memory (each worker's RSS and PSS under it), the throughput,
 //! the stall chart with a training step, and the comparison with a baseline. It only reads
 //! (Copy only hands text to the clipboard; the "per epoch" switch of where the time goes
@@ -87,6 +87,11 @@ fn draw_texts(ui: &mut Ui, result: &RunResult, analysis: &Analysis) {
     for paragraph in analysis.memory.paragraphs(analysis.planned_epochs) {
         ui.add_space(4.0);
         ui.add(egui::Label::new(paragraph).wrap());
+    }
+    for comparison in &analysis.worker_kinds {
+        ui.add_space(4.0);
+        ui.label(RichText::new(format!("Worker kinds: {}", comparison.title)).strong());
+        ui.add(egui::Label::new(&comparison.text).wrap());
     }
     if !analysis.break_even.is_empty() {
         ui.add_space(4.0);

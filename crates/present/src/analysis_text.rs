@@ -1,7 +1,8 @@
 //! The analysis as text, for `loaderbench run --recommend`: the start-up ledger as a
 //! table, the break-even sentences, one line per scaling curve, the input-bound
 //! verdicts, what memory says (copy-on-access, growth across epochs, configs over the
-//! limit) and each recommendation with its snippet.
+//! limit), thread workers against process workers, and each recommendation with its
+//! snippet.
 
 use std::fmt::Write;
 
@@ -38,6 +39,13 @@ pub fn text(analysis: &Analysis) -> String {
         for paragraph in memory {
             let _ = writeln!(text, "{paragraph}");
         }
+    }
+    for comparison in &analysis.worker_kinds {
+        let _ = writeln!(
+            text,
+            "\nWorker kinds: {}\n{}",
+            comparison.title, comparison.text
+        );
     }
     for recommendation in &analysis.recommendations {
         let _ = writeln!(text, "\n{}", recommendation_text(recommendation));

@@ -16,7 +16,7 @@ use super::noise::NoiseInput;
 /// One config as the recommendation sees it: configs that differ only in a no-op knob
 /// are folded into one, their repeats pooled.
 #[derive(Clone)]
-pub(super) struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     pub index: usize,
     pub label: &'a str,
     /// With pin_memory as measured: off where it had no effect.
@@ -32,7 +32,7 @@ pub(super) struct Candidate<'a> {
 
 impl Candidate<'_> {
     /// Every measurement of it was disturbed by other load.
-    pub(super) fn disturbed(&self) -> bool {
+    pub(crate) fn disturbed(&self) -> bool {
         self.runs.iter().all(|r| r.disturbed)
     }
 
@@ -74,13 +74,13 @@ impl Candidate<'_> {
         self.median_of(|r| r.epochs.first().map(|e| e.seconds))
     }
 
-    pub(super) fn epoch_s(&self) -> Option<f64> {
+    pub(crate) fn epoch_s(&self) -> Option<f64> {
         self.median_of(typical_epoch_s)
     }
 
     /// What it costs in memory, the median over its runs (see
     /// [`ConfigResult::memory_bytes`]).
-    pub(super) fn memory_bytes(&self) -> Option<u64> {
+    pub(crate) fn memory_bytes(&self) -> Option<u64> {
         self.median_of(|r| r.memory_bytes().map(|b| b as f64))
             .map(|b| b as u64)
     }
@@ -118,7 +118,7 @@ fn by_round<'r>(
 
 /// What the noise model of a question is fitted to: each candidate's rounds, each
 /// repeat's later epochs, and an A/A check's copies against their originals.
-pub(super) fn noise_input(
+pub(crate) fn noise_input(
     members: &[&ConfigRuns<'_>],
     candidates: &[Candidate<'_>],
     planned_epochs: usize,
@@ -169,7 +169,7 @@ pub(super) fn measured_s(candidates: &[Candidate<'_>]) -> f64 {
         .sum()
 }
 
-pub(super) fn candidates<'a>(
+pub(crate) fn candidates<'a>(
     members: &[&ConfigRuns<'a>],
     planned_epochs: usize,
 ) -> Vec<Candidate<'a>> {

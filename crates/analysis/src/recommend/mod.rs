@@ -38,8 +38,8 @@ mod text;
 mod tie;
 pub mod verdict;
 
-pub(crate) use candidates::projected_s;
-use candidates::{Candidate, candidates, measured_s, noise_input};
+use candidates::measured_s;
+pub(crate) use candidates::{Candidate, candidates, noise_input, projected_s};
 use noise::NoiseModel;
 pub use snippet::snippet;
 use text::paragraph;
@@ -200,15 +200,11 @@ fn recommend_one(
     if !disturbed.is_empty() {
         return Some(undecided(group, &disturbed, samples));
     }
-    let tie_margin = result
-        .setup
-        .as_ref()
-        .map_or(DEFAULT_TIE_MARGIN, |preset| preset.tie_margin);
     let question = Question {
         candidates: &candidates,
         noise: NoiseModel::fit(
             &noise_input(members, &candidates, result.planned_epochs),
-            tie_margin,
+            tie_margin(result),
         ),
     };
     let best = question.best_set();
@@ -266,6 +262,15 @@ fn recommend_one(
         text.insert_str(at, &format!(" {too_big}."));
     }
     Some(recommendation)
+}
+
+/// The run's tie margin, as a share: its preset's, or the default for results saved
+/// without one.
+pub(crate) fn tie_margin(result: &RunResult) -> f64 {
+    result
+        .setup
+        .as_ref()
+        .map_or(DEFAULT_TIE_MARGIN, |preset| preset.tie_margin)
 }
 
 /// The chosen config's intra-op threads where they were set or the group measured more

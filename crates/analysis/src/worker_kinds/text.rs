@@ -1,0 +1,188 @@
+//! The comparison's paragraph: a sentence per worker count (how the threads stand
+//! against the processes, their typical epochs, memory and CPU time), what to do where
+//! the noise leaves a count open, then what the GIL estimate says and how it was made.
+
+use super::super::mib;
+use super::super::recommend::{MEMORY_TIE_SHARE, RERUN};
+use super::{GilShare, KindPoint, Standing, WorkerKindComparison};
+
+pub(super) fn paragraph(
+    comparison: &WorkerKindComparison,
+    tie_margin: f64,
+    cores: usize,
+) -> String {
+    let mut sentences: Vec<String> = comparison
+        .points
+        .iter()
+        .map(|p| count_sentence(comparison, p, tie_margin))
+        .collect();
+    let open = |p: &KindPoint| matches!(p.threads_are, Standing::NotResolved | Standing::Disturbed);
+    if comparison.points.iter().any(open) {
+        sentences.push(format!("To decide, {RERUN}."));
+    }
+    if let Some(gil) = &comparison.gil {
+        sentences.push(gil_sentence(gil, comparison, cores));
+    }
+    sentences.join(" ")
+}
+
+/// `At 4 workers, threads are 1.30× as fast as fork workers beyond the noise (0.85 s
+/// against 1.10 s per epoch); they use 900.0 MiB less memory (…) and 2.10 s less CPU
+/// time per epoch (…).`
+fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> String {
+    let (threads, processes) = (&c.threads, &c.processes);
+    // The ratio goes in the parentheses where the clause does not say it: how fast the
+    // threads are, as a multiple of the processes' speed.
+    let (speed, ratio) = match p.threads_are {
+        Standing::Faster => (
+            format!(
+                "{threads} are {:.2}× as fast as {processes} beyond the noise",
+                p.speedup
+            ),
+            None,
+        ),
+        Standing::Slower => (
+            format!(
+                "{threads} take {:.2}× as long as {processes} beyond the noise",
+                1.0 / p.speedup
+            ),
+            None,
+        ),
+        Standing::AsFast => (
+            format!(
+                "{threads} are as fast as {processes} within the {:.0}% tie margin",
+                tie_margin * 100.0
+            ),
+            Some(format!("{:.2}× as fast", p.speedup)),
+        ),
+        Standing::NotResolved => (
+            format!("{threads} against {processes} is not resolved yet"),
+            Some(match p.plus_minus {
+                Some(plus_minus) => {
+                    format!("{:.2}× as fast ± {:.0}%", p.speedup, plus_minus * 100.0)
+                }
+                None => format!(
+                    "{:.2}× as fast, one round shows nothing of the noise",
+                    p.speedup
+                ),
+            }),
+        ),
+        Standing::Disturbed => {
+            return format!(
+                "At {} workers, {threads} against {processes} is not compared: one side ran \
+                 while other work kept the machine busy.",
+                p.num_workers
+            );
+        }
+    };
+    let epochs = match (p.threads_epoch_s, p.processes_epoch_s) {
+        (Some(t), Some(q)) => Some(format!("{} against {} per epoch", seconds(t), seconds(q))),
+        _ => None,
+    };
+    let details: Vec<String> = [epochs, ratio].into_iter().flatten().collect();
+    let mut sentence = format!("At {} workers, {speed}", p.num_workers);
+    if !details.is_empty() {
+        sentence.push_str(&format!(" ({})", details.join(", ")));
+    }
+    let costs: Vec<String> = [memory_clause(p), cpu_clause(p, tie_margin)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !costs.is_empty() {
+        sentence.push_str(&format!("; they use {}", costs.join(" and ")));
+    }
+    sentence.push('.');
+    sentence
+}
+
+/// `900.0 MiB less memory (312.0 MiB against 1212.0 MiB)`, or about the same within
+/// [`MEMORY_TIE_SHARE`].
+fn memory_clause(p: &KindPoint) -> Option<String> {
+    let (t, q) = (p.threads_memory_bytes?, p.processes_memory_bytes?);
+    let both = format!("({} against {})", mib(t), mib(q));
+    let difference = t.abs_diff(q);
+    Some(if difference as f64 <= MEMORY_TIE_SHARE * t.max(q) as f64 {
+        format!("about the same memory {both}")
+    } else if t < q {
+        format!("{} less memory {both}", mib(difference))
+    } else {
+        format!("{} more memory {both}", mib(difference))
+    })
+}
+
+/// `2.10 s less CPU time per epoch (3.00 s against 5.10 s)`, or about the same within
+/// the tie margin.
+fn cpu_clause(p: &KindPoint, tie_margin: f64) -> Option<String> {
+    let (t, q) = (p.threads_cpu_s?, p.processes_cpu_s?);
+    let both = format!("({} against {})", seconds(t), seconds(q));
+    let difference = (t - q).abs();
+    Some(if difference <= tie_margin * t.max(q) {
+        format!("about the same CPU time per epoch {both}")
+    } else {
+        let less = if t < q { "less" } else { "more" };
+        format!("{} {less} CPU time per epoch {both}", seconds(difference))
+    })
+}
+
+/// What the estimate of the GIL's share says, and how it was made or why it could not be.
+fn gil_sentence(gil: &GilShare, c: &WorkerKindComparison, cores: usize) -> String {
+    let cannot = "How long your `__getitem__` holds the GIL cannot be estimated";
+    match gil {
+        GilShare::About { share, workers } => format!(
+            "Your `__getitem__` holds the GIL for about {:.0}% of its time: estimated from \
+             how {} fall behind {} at {} on this machine's {cores} cores (process workers \
+             spread all of an item's time, threads only the part without the GIL; busy time \
+             alone cannot say, as PIL and torch release it).",
+            share * 100.0,
+            c.threads,
+            c.processes,
+            workers_list(workers)
+        ),
+        GilShare::AtMost { share, workers } => format!(
+            "At every count, {} keep up with {}, so your `__getitem__` holds the GIL for at \
+             most about {:.0}% of its time (more would hold {workers} threads back); how much \
+             less cannot be estimated.",
+            c.threads,
+            c.processes,
+            share * 100.0
+        ),
+        GilShare::NotResolved => format!(
+            "{cannot} yet: {} are slower than {} at no count beyond the noise, nor shown to \
+             keep up at all.",
+            c.threads, c.processes
+        ),
+        GilShare::OneCount => format!(
+            "{cannot} from one worker count: measure both at two counts or more \
+             (num_workers: [2, 4])."
+        ),
+        GilShare::FewerCores { cores } => format!(
+            "{cannot}: the counts measured differ only past this machine's {cores} cores, \
+             where process workers get no faster either."
+        ),
+        GilShare::ProcessesDoNotScale => format!(
+            "{cannot}: {} were not faster with more of them beyond the noise, so the epoch \
+             does not wait on the items' work.",
+            c.processes
+        ),
+    }
+}
+
+/// Seconds with two decimals, three under a second: `1.30 s`, `0.016 s`.
+fn seconds(s: f64) -> String {
+    if s.abs() < 1.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+/// `2 and 4 workers`, `2, 4 and 8 workers`.
+fn workers_list(workers: &[usize]) -> String {
+    let names: Vec<String> = workers.iter().map(usize::to_string).collect();
+    let listed = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    };
+    let plural = if workers == [1] { "worker" } else { "workers" };
+    format!("{listed} {plural}")
+}
