@@ -57,6 +57,7 @@ KNOBS = (
     "pipeline",
     "batch_size",
     "num_workers",
+    "worker_kind",
     "persistent_workers",
     "prefetch_factor",
     "pin_memory",
