@@ -1,4 +1,6 @@
-"""loaderbench's PyTorch runtime: one config measured with the real PyTorch DataLoader.
+"""loaderbench's PyTorch runtime: one config measured with the real PyTorch DataLoader
+(or, for `worker_kind: thread` with workers, torchdata.nodes threads over what that
+DataLoader would load: pytorch_nodes.py, beside this script).
 
 loaderbench runs this script as a child process through the Python that scripts/setup
 installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
@@ -13,7 +15,8 @@ single os.write so that lines from worker processes never interleave:
   ready         imports done and dataset built (not timed)
   epoch_ready   waiting for `go` before this epoch (the page cache made cold or warm)
   epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
-  worker_ready  a worker ran worker_init_fn, at this perf_counter time
+  worker_ready  a worker ran worker_init_fn (a torchdata.nodes thread, see
+                pytorch_nodes.py: started on its first sample), at this perf_counter time
   batch         a batch is on the device and its step done: its time since t0 (on the
                 device), its wait, its copy and its step
   epoch         an epoch ended, its seconds
@@ -93,6 +96,7 @@ try:
     from torch.utils.data import DataLoader, Dataset, Subset
     from torchvision import transforms as T
 
+    import pytorch_nodes
     import pytorch_objects
     import pytorch_shards
     import pytorch_steps
@@ -304,7 +308,27 @@ def build_loader(request, dataset):
             ),
         )
     options.update(user_loader_options(request, dataset))
-    return DataLoader(dataset, **options)
+    loader = DataLoader(dataset, **options)
+    if knobs["worker_kind"] == "thread" and workers > 0:
+        return thread_loader(request, loader)
+    return loader
+
+
+def thread_loader(request, loader):
+    """torchdata.nodes threads over what DataLoader `loader` would load (pytorch_nodes.py)."""
+    if isinstance(loader.dataset, IterableDataset):
+        spec = request["dataset"]
+        raise UserInputError(
+            f"{spec['factory']}() gives an IterableDataset, and worker_kind: thread on the pytorch "
+            "runtime maps a sampler's indices through a map-style Dataset (torchdata.nodes); "
+            "use worker_kind: auto",
+            spec["path"],
+        )
+    return pytorch_nodes.ThreadLoader(loader, request["knobs"], announce_thread)
+
+
+def announce_thread(worker_id, at):
+    emit(kind="worker_ready", worker=worker_id, at=at)
 
 
 def epoch_batches(loader):
@@ -811,7 +835,7 @@ def main():
     except pytorch_shards.ShardError as err:
         shard = pytorch_shards.described(err)
         fail(shard["problem"], bad_input=shard["bad_input"], shard=shard["shard"])
-    except pytorch_shards.MissingWebDataset as err:
+    except (pytorch_shards.MissingWebDataset, pytorch_nodes.MissingTorchdata) as err:
         fail(str(err), environment=True)
     except (UnsupportedOp, pytorch_steps.StepInputError) as err:
         fail(str(err), bad_input=True)

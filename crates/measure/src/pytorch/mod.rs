@@ -1,8 +1,9 @@
 //! The PyTorch runtime: configs with `runtime: pytorch` are measured by the real
 //! `torch.utils.data.DataLoader`. [`PytorchScript::prepare`] writes the script shipped in
 //! the binary (`python/pytorch_loader.py`, with the training steps of
-//! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py` and the
-//! Python-object estimate of `python/pytorch_objects.py` beside it) and, for the synthetic dataset, the very
+//! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py`, the
+//! Python-object estimate of `python/pytorch_objects.py` and the torchdata.nodes thread
+//! workers of `python/pytorch_nodes.py` beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`PytorchScript::measure`] runs one config (one repeat) as a Python child process and
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
@@ -45,8 +46,8 @@ use session::Session;
 const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
 /// The modules the script imports, written beside it: its training steps, how it reads
-/// tar shards, and how much of a dataset is Python objects.
-const SIBLINGS: [(&str, &str); 3] = [
+/// tar shards, how much of a dataset is Python objects, and torchdata.nodes' threads.
+const SIBLINGS: [(&str, &str); 4] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -58,6 +59,10 @@ const SIBLINGS: [(&str, &str); 3] = [
     (
         "pytorch_objects.py",
         include_str!("../../../../python/pytorch_objects.py"),
+    ),
+    (
+        "pytorch_nodes.py",
+        include_str!("../../../../python/pytorch_nodes.py"),
     ),
 ];
 
