@@ -11,9 +11,10 @@ Each epoch is a graph of its own, as DataLoader's non-persistent workers are:
     -> PinMemory (with pin_memory, where CUDA is there to pin for)
     -> Prefetcher(prefetch_factor * num_workers) -> Loader
 
-Before the sampler runs, the DataLoader's generator gives one number, as DataLoader's
-iterator takes its workers' base seed from it, so that the same seed gives the same
-sample order as its process workers, epoch after epoch. Each thread reports
+A shuffling sampler is wrapped in DataLoaderOrder: before it runs, the DataLoader's
+generator gives one number, as DataLoader's iterator takes its workers' base seed from
+it, so that the same seed gives the same sample order as its process workers, epoch
+after epoch (the snippet a recommendation hands over builds it the same way). Each thread reports
 worker_ready when it starts on its first sample (DataLoader's workers report it from
 worker_init_fn, which threads have none of). When the epoch ends, whole or cut after
 its window, its threads are stopped and joined before the next one starts.
@@ -23,6 +24,7 @@ import threading
 import time
 
 import torch
+from torch.utils.data import RandomSampler, Sampler
 
 # What torchdata.nodes needs and scripts/setup installs; named in the error when missing.
 TORCHDATA = "torchdata==0.11.0"
@@ -70,8 +72,6 @@ class ThreadLoader:
         return self.batches
 
     def __iter__(self):
-        # DataLoader's iterator takes its workers' base seed from the generator first.
-        torch.empty((), dtype=torch.int64).random_(generator=self.generator)
         fetch = Fetch(self.dataset, self.announce)
         mapper, root = self.graph(fetch)
         try:
@@ -86,7 +86,10 @@ class ThreadLoader:
         n = self.nodes
         # SamplerWrapper sets the epoch it is given on a sampler that has one.
         epoch = getattr(self.sampler, "epoch", 0)
-        indices = n.SamplerWrapper(self.sampler, initial_epoch=epoch)
+        sampler = self.sampler
+        if isinstance(sampler, RandomSampler):
+            sampler = DataLoaderOrder(sampler, self.generator)
+        indices = n.SamplerWrapper(sampler, initial_epoch=epoch)
         mapper = n.ParallelMapper(
             indices, map_fn=fetch, num_workers=self.workers, method="thread", in_order=self.in_order
         )
@@ -95,6 +98,23 @@ class ThreadLoader:
         if self.pin_memory:
             node = n.PinMemory(node)
         return mapper, n.Prefetcher(node, prefetch_factor=self.prefetch)
+
+
+class DataLoaderOrder(Sampler):
+    """A RandomSampler in the order DataLoader gives it: DataLoader's iterator takes a
+    number from the generator (its workers' base seed) before the sampler shuffles,
+    every epoch."""
+
+    def __init__(self, sampler, generator):
+        self.sampler = sampler
+        self.generator = generator
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def __iter__(self):
+        torch.empty((), dtype=torch.int64).random_(generator=self.generator)
+        return iter(self.sampler)
 
 
 class Fetch:

@@ -33,6 +33,7 @@ use super::memory::MemoryReport;
 
 mod candidates;
 pub mod noise;
+mod nodes_snippet;
 mod snippet;
 mod text;
 mod tie;
@@ -337,7 +338,7 @@ mod tests {
     use super::*;
     use loaderbench_engine::plan::KNOBS;
     use loaderbench_engine::plan::Plan;
-    use loaderbench_engine::preset::{Preset, Runtime, StartMethod};
+    use loaderbench_engine::preset::{Preset, Runtime, StartMethod, WorkerKind};
     use loaderbench_measure::fixtures::{config, epoch, result, run};
     use loaderbench_measure::results::ConfigResult;
 
@@ -739,6 +740,7 @@ mod tests {
     fn pytorch(workers: usize, persistent: bool, start_method: StartMethod) -> Config {
         Config {
             runtime: Runtime::Pytorch,
+            worker_kind: WorkerKind::Auto,
             start_method,
             batch_size: 256,
             ..config(workers, persistent)

@@ -1,7 +1,8 @@
 //! The code a recommendation hands over, for the runtime that measured the config: for
 //! PyTorch, the `DataLoader(...)` that was measured, with how the user's dataset was
-//! built (over a DistributedSampler with several ranks); for loaderbench's engine, the
-//! preset lines that make it measure exactly that config.
+//! built (over a DistributedSampler with several ranks), or for its thread workers the
+//! torchdata.nodes graph (`nodes_snippet`); for loaderbench's engine, the preset lines
+//! that make it measure exactly that config.
 
 use std::path::Path;
 
@@ -9,12 +10,17 @@ use serde::Serialize;
 
 use loaderbench_engine::dataset::{DatasetKind, DatasetSpec};
 use loaderbench_engine::plan::{Config, KNOBS, KNOBS_IN_CONFIG_ORDER};
-use loaderbench_engine::preset::Runtime;
+use loaderbench_engine::preset::{Runtime, WorkerKind};
 use loaderbench_measure::results::RunResult;
+
+use super::nodes_snippet::nodes_snippet;
 
 /// The code that sets `config` up, for the runtime that measured it.
 pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
     match config.runtime {
+        Runtime::Pytorch if config.worker_kind == WorkerKind::Thread && config.num_workers > 0 => {
+            nodes_snippet(result, config, intra_op_threads)
+        }
         Runtime::Pytorch => pytorch_snippet(result, config, intra_op_threads),
         Runtime::Loaderbench => preset_lines(result, config),
     }
@@ -93,7 +99,7 @@ fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option
 
 /// How the user's dataset was built: its module imported from its folder, the factory
 /// called with the preset's arguments, the first `samples` kept, and the collate_fn made.
-fn user_dataset_lines(spec: &DatasetSpec, samples: Option<usize>) -> String {
+pub(super) fn user_dataset_lines(spec: &DatasetSpec, samples: Option<usize>) -> String {
     let path = spec.path.clone().unwrap_or_default();
     let folder = path.parent().unwrap_or(Path::new("."));
     let module = path.file_stem().unwrap_or_default().to_string_lossy();
@@ -127,7 +133,7 @@ fn user_dataset_lines(spec: &DatasetSpec, samples: Option<usize>) -> String {
     code
 }
 
-fn python_bool(b: bool) -> &'static str {
+pub(super) fn python_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 
