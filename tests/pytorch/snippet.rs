@@ -112,7 +112,10 @@ fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
     let sets: Vec<String> = SETS
         .iter()
         .map(|s| (*s).to_owned())
-        .chain(["num_workers=0,2".to_owned(), "worker_kind=auto,thread".to_owned()])
+        .chain([
+            "num_workers=0,2".to_owned(),
+            "worker_kind=auto,thread".to_owned(),
+        ])
         .collect();
     let result = measured(dir.path(), "seed-light", &sets);
     let (preset, _) = builtin::load("seed-light").unwrap();
@@ -122,7 +125,11 @@ fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
     let (images, labels) = write_idx(synthetic.as_ref(), dir.path()).unwrap();
     let snippets = snippets(&result);
     assert_eq!(snippets.len(), 3, "nw=0, and nw=2 of each kind");
-    assert!(snippets[2].1.contains("tn.ParallelMapper("), "{}", snippets[2].1);
+    assert!(
+        snippets[2].1.contains("tn.ParallelMapper("),
+        "{}",
+        snippets[2].1
+    );
     for (config, snippet) in snippets {
         let dataset = DatasetRequest::Idx {
             images: images.clone(),

@@ -124,7 +124,10 @@ mod tests {
         dataloader.runtime = Runtime::Pytorch;
         dataloader.worker_kind = WorkerKind::Thread;
         let epochs = || vec![epoch(1, 0.1, 0.01, 4)];
-        let results = vec![run(0, ours.clone(), epochs()), run(1, dataloader.clone(), epochs())];
+        let results = vec![
+            run(0, ours.clone(), epochs()),
+            run(1, dataloader.clone(), epochs()),
+        ];
         let mut saved = result(vec![ours, dataloader], results);
         let mut preset = Preset::default();
         preset.set("runtime", "[loaderbench, pytorch]").unwrap();
@@ -146,7 +149,10 @@ mod tests {
         };
         let expected = [WorkerKind::Thread, WorkerKind::Auto];
         assert_eq!(kinds(run.configs.iter().collect()), expected);
-        assert_eq!(kinds(run.results.iter().map(|r| &r.config).collect()), expected);
+        assert_eq!(
+            kinds(run.results.iter().map(|r| &r.config).collect()),
+            expected
+        );
         assert_eq!(run.setup.unwrap().worker_kind, [WorkerKind::Auto]);
     }
 }

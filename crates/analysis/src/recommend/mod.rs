@@ -32,8 +32,8 @@ use super::input::InputBound;
 use super::memory::MemoryReport;
 
 mod candidates;
-pub mod noise;
 mod nodes_snippet;
+pub mod noise;
 mod snippet;
 mod text;
 mod tie;

@@ -134,7 +134,10 @@ mod tests {
         let mut run = result(vec![c.clone()], vec![]);
         run.shuffle = true;
         let code = super::super::snippet(&run, &c, Some(2));
-        assert!(code.starts_with("import torch\ntorch.set_num_threads(2)\n"), "{code}");
+        assert!(
+            code.starts_with("import torch\ntorch.set_num_threads(2)\n"),
+            "{code}"
+        );
         for line in [
             "node = tn.SamplerWrapper(sampler)\n",
             "node = tn.ParallelMapper(node, map_fn=dataset.__getitem__, num_workers=4, \

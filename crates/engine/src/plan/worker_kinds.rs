@@ -43,10 +43,10 @@ pub(super) fn label_kind(config: &Config) -> Option<WorkerKind> {
 pub(super) fn common_kind(configs: &[Config], runtime: Runtime) -> WorkerKind {
     let kinds: Vec<Option<WorkerKind>> = configs.iter().map(label_kind).collect();
     let count = |kind: &Option<WorkerKind>| kinds.iter().filter(|k| *k == kind).count();
-    let most = kinds.iter().max_by_key(|kind| (count(kind), kind.is_none()));
-    most.copied()
-        .flatten()
-        .unwrap_or(runtime_default(runtime))
+    let most = kinds
+        .iter()
+        .max_by_key(|kind| (count(kind), kind.is_none()));
+    most.copied().flatten().unwrap_or(runtime_default(runtime))
 }
 
 /// Refuses what a settled `config`'s runtime and worker kind cannot honour.
@@ -55,7 +55,10 @@ pub(super) fn check(config: &Config) -> Result<(), FieldError> {
         return Ok(());
     }
     if config.dataset_transfer != DatasetTransfer::default() {
-        return Err(engine_only("dataset_transfer", config.dataset_transfer.name()));
+        return Err(engine_only(
+            "dataset_transfer",
+            config.dataset_transfer.name(),
+        ));
     }
     if config.batch_transfer != BatchTransfer::default() {
         return Err(engine_only("batch_transfer", config.batch_transfer.name()));
@@ -138,7 +141,11 @@ mod tests {
     #[test]
     fn auto_is_thread_on_our_engine_and_stays_auto_on_pytorch() {
         let ours = plan(&[("num_workers", "[0, 2]")]).unwrap();
-        assert!(ours.configs.iter().all(|c| c.worker_kind == WorkerKind::Thread));
+        assert!(
+            ours.configs
+                .iter()
+                .all(|c| c.worker_kind == WorkerKind::Thread)
+        );
         let pytorch = plan(&[("runtime", "[pytorch]"), ("num_workers", "[2]")]).unwrap();
         assert_eq!(pytorch.configs[0].worker_kind, WorkerKind::Auto);
         assert!(pytorch.configs[0].uses_start_method());
@@ -149,7 +156,10 @@ mod tests {
         let labels = |plan: Plan| -> Vec<String> {
             (0..plan.configs.len()).map(|i| plan.label(i)).collect()
         };
-        let mixed = plan(&[("runtime", "[loaderbench, pytorch]"), ("num_workers", "[2]")]);
+        let mixed = plan(&[
+            ("runtime", "[loaderbench, pytorch]"),
+            ("num_workers", "[2]"),
+        ]);
         assert_eq!(labels(mixed.unwrap()), ["nw=2", "nw=2 pytorch"]);
         let pytorch = plan(&[
             ("runtime", "[pytorch]"),
@@ -233,11 +243,16 @@ mod tests {
     fn our_engines_transfers_are_refused_on_pytorch() {
         let refused = refusal(&[("runtime", "[pytorch]"), ("dataset_transfer", "[copy]")]);
         assert!(
-            refused.starts_with("field `dataset_transfer`: copy does not apply to the pytorch runtime"),
+            refused.starts_with(
+                "field `dataset_transfer`: copy does not apply to the pytorch runtime"
+            ),
             "{refused}"
         );
         let refused = refusal(&[("runtime", "[pytorch]"), ("batch_transfer", "[pipe]")]);
-        assert!(refused.starts_with("field `batch_transfer`: pipe"), "{refused}");
+        assert!(
+            refused.starts_with("field `batch_transfer`: pipe"),
+            "{refused}"
+        );
     }
 
     #[test]
