@@ -324,7 +324,8 @@ def thread_loader(request, loader):
             "use worker_kind: auto",
             spec["path"],
         )
-    return pytorch_nodes.ThreadLoader(loader, request["knobs"], announce_thread)
+    timeout_s = request["worker_timeout_s"]
+    return pytorch_nodes.ThreadLoader(loader, request["knobs"], timeout_s, announce_thread)
 
 
 def announce_thread(worker_id, at):
@@ -401,7 +402,10 @@ def measure_epoch(loader, epoch, device, step, rule):
         at_s.append(at - start)
         if whole is not None and window_done(rule, at_s):
             break
-    # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
+    # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end);
+    # a torchdata.nodes epoch is closed, so that what its threads left wrong is raised.
+    if hasattr(batches, "close"):
+        batches.close()
     del batches
     emit(
         kind="epoch",

@@ -14,10 +14,11 @@ Each epoch is a graph of its own, as DataLoader's non-persistent workers are:
 A shuffling sampler is wrapped in DataLoaderOrder: before it runs, the DataLoader's
 generator gives one number, as DataLoader's iterator takes its workers' base seed from
 it, so that the same seed gives the same sample order as its process workers, epoch
-after epoch (the snippet a recommendation hands over builds it the same way). Each thread reports
-worker_ready when it starts on its first sample (DataLoader's workers report it from
-worker_init_fn, which threads have none of). When the epoch ends, whole or cut after
-its window, its threads are stopped and joined before the next one starts.
+after epoch (the snippet a recommendation hands over builds it the same way). Each
+thread reports worker_ready when it starts on its first sample (DataLoader's workers
+report it from worker_init_fn, which threads have none of). When the epoch ends, whole
+or cut after its window (its iterator closed), its threads are stopped and joined before
+the next one starts; one still in `__getitem__` after the worker timeout is an error.
 """
 
 import threading
@@ -32,6 +33,10 @@ TORCHDATA = "torchdata==0.11.0"
 
 class MissingTorchdata(Exception):
     """The Python running the script lacks torchdata."""
+
+
+class ThreadTimeout(Exception):
+    """A thread outlived its epoch by more than the worker timeout."""
 
 
 def nodes():
@@ -53,8 +58,9 @@ class ThreadLoader:
     one epoch, len() its batches, `sampler` the sampler (before_epoch sets its epoch
     with ranks), `dataset` the dataset."""
 
-    def __init__(self, dataloader, knobs, announce):
+    def __init__(self, dataloader, knobs, timeout_s, announce):
         self.nodes = nodes()
+        self.timeout_s = timeout_s
         self.dataset = dataloader.dataset
         self.sampler = dataloader.sampler
         self.generator = dataloader.generator
@@ -78,7 +84,7 @@ class ThreadLoader:
             yield from self.nodes.Loader(root)
         finally:
             stop(root, mapper)
-            fetch.join()
+            fetch.join(self.timeout_s)
 
     def graph(self, fetch):
         """This epoch's graph: its ParallelMapper (whose threads run the user's code)
@@ -137,11 +143,17 @@ class Fetch:
             self.announce(self.local.worker, time.perf_counter())
         return self.dataset[index]
 
-    def join(self):
+    def join(self, timeout_s):
         """Waits for every thread that ran the user's code (one in the middle of a
-        sample finishes it first)."""
+        sample finishes it first), `timeout_s` in all."""
+        deadline = time.monotonic() + timeout_s
         for thread in self.threads:
-            thread.join()
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in self.threads):
+            raise ThreadTimeout(
+                f"a torchdata.nodes thread was still in the dataset's __getitem__ {timeout_s:g} s "
+                "after its epoch ended (worker_timeout_s)"
+            )
 
 
 def stop(root, mapper):
