@@ -1,5 +1,7 @@
 """loaderbench's PyTorch runtime: one config measured with the real PyTorch DataLoader
-(or, when the request's runtime is spdl, an SPDL pipeline: spdl_pipeline.py).
+(or, for `worker_kind: thread` with workers, torchdata.nodes threads over what that
+DataLoader would load: pytorch_nodes.py; or, when the request's runtime is spdl, an SPDL
+pipeline: spdl_pipeline.py; both beside this script).
 
 loaderbench runs this script as a child process through the Python that scripts/setup
 installs. The request (one JSON object: dataset, epochs, and under "knobs" the DataLoader
@@ -14,7 +16,8 @@ single os.write so that lines from worker processes never interleave:
   ready         imports done and dataset built (not timed)
   epoch_ready   waiting for `go` before this epoch (the page cache made cold or warm)
   epoch_start   an epoch's t0 (perf_counter, a system-wide clock on Linux and macOS)
-  worker_ready  a worker ran worker_init_fn, at this perf_counter time
+  worker_ready  a worker ran worker_init_fn (a torchdata.nodes thread, see
+                pytorch_nodes.py: started on its first sample), at this perf_counter time
   batch         a batch is on the device and its step done: its time since t0 (on the
                 device), its wait, its copy and its step
   epoch         an epoch ended, its seconds
@@ -58,6 +61,7 @@ KNOBS = (
     "pipeline",
     "batch_size",
     "num_workers",
+    "worker_kind",
     "persistent_workers",
     "prefetch_factor",
     "pin_memory",
@@ -94,6 +98,7 @@ try:
     from torch.utils.data import DataLoader, Dataset, Subset
     from torchvision import transforms as T
 
+    import pytorch_nodes
     import pytorch_objects
     import pytorch_shards
     import pytorch_steps
@@ -318,7 +323,28 @@ def build_loader(request, dataset):
             ),
         )
     options.update(user_loader_options(request, dataset))
-    return DataLoader(dataset, **options)
+    loader = DataLoader(dataset, **options)
+    if knobs["worker_kind"] == "thread" and workers > 0:
+        return thread_loader(request, loader)
+    return loader
+
+
+def thread_loader(request, loader):
+    """torchdata.nodes threads over what DataLoader `loader` would load (pytorch_nodes.py)."""
+    if isinstance(loader.dataset, IterableDataset):
+        spec = request["dataset"]
+        raise UserInputError(
+            f"{spec['factory']}() gives an IterableDataset, and worker_kind: thread on the pytorch "
+            "runtime maps a sampler's indices through a map-style Dataset (torchdata.nodes); "
+            "use worker_kind: auto",
+            spec["path"],
+        )
+    timeout_s = request["worker_timeout_s"]
+    return pytorch_nodes.ThreadLoader(loader, request["knobs"], timeout_s, announce_thread)
+
+
+def announce_thread(worker_id, at):
+    emit(kind="worker_ready", worker=worker_id, at=at)
 
 
 def spdl_pipeline(request, dataset):
@@ -430,7 +456,10 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
         at_s.append(at - start)
         if whole is not None and window_done_on_every_rank(rule, at_s, ranked):
             break
-    # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
+    # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end);
+    # a torchdata.nodes epoch is closed, so that what its threads left wrong is raised.
+    if hasattr(batches, "close"):
+        batches.close()
     del batches
     emit(
         kind="epoch",
@@ -881,7 +910,7 @@ def main():
     except pytorch_shards.ShardError as err:
         shard = pytorch_shards.described(err)
         fail(shard["problem"], bad_input=shard["bad_input"], shard=shard["shard"])
-    except pytorch_shards.MissingWebDataset as err:
+    except (pytorch_shards.MissingWebDataset, pytorch_nodes.MissingTorchdata) as err:
         fail(str(err), environment=True)
     except (UnsupportedOp, pytorch_steps.StepInputError) as err:
         fail(str(err), bad_input=True)

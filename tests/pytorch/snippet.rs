@@ -4,9 +4,10 @@
 //! the test does not depend on which config this machine's noise favours) is run by
 //! tests/data/snippet/check_snippet.py beside the loader the runtime builds from that
 //! config's request (python/pytorch_loader.py, as the runtime ran it), and the first
-//! batches of the two must be equal in shapes and values. Once for a built-in preset,
-//! once for a user's dataset with its own collate and random augmentation, and once for
-//! that dataset on the SPDL runtime, whose snippet is an SPDL pipeline.
+//! batches of the two must be equal in shapes and values. Once for a built-in preset
+//! (DataLoader with and without workers, and torchdata.nodes threads), once for a user's
+//! dataset with its own collate and random augmentation, and once for that dataset on
+//! the SPDL runtime, whose snippet is an SPDL pipeline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -100,10 +101,15 @@ fn assert_same_batches(
 #[test]
 fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
     let dir = tempfile::tempdir().unwrap();
+    // DataLoader without workers and with its process workers, and torchdata.nodes
+    // threads (whose snippet is their graph).
     let sets: Vec<String> = SETS
         .iter()
         .map(|s| (*s).to_owned())
-        .chain(["num_workers=0,2".to_owned()])
+        .chain([
+            "num_workers=0,2".to_owned(),
+            "worker_kind=auto,thread".to_owned(),
+        ])
         .collect();
     let result = measured(dir.path(), "seed-light", &sets);
     let (preset, _) = builtin::load("seed-light").unwrap();
@@ -111,7 +117,14 @@ fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
     // The runtime reads the synthetic samples as IDX files, written as it writes them.
     let synthetic = open(&plan.dataset, plan.samples).unwrap();
     let (images, labels) = write_idx(synthetic.as_ref(), dir.path()).unwrap();
-    for (config, snippet) in snippets(&result) {
+    let snippets = snippets(&result);
+    assert_eq!(snippets.len(), 3, "nw=0, and nw=2 of each kind");
+    assert!(
+        snippets[2].1.contains("tn.ParallelMapper("),
+        "{}",
+        snippets[2].1
+    );
+    for (config, snippet) in snippets {
         let dataset = DatasetRequest::Idx {
             images: images.clone(),
             labels: labels.clone(),

@@ -5,7 +5,7 @@
 //! their own; an IterableDataset that shards itself across workers) giving every sample
 //! once per epoch; and each way user code can fail (a missing file or factory, an import
 //! error, an exception in the factory, in `__len__`, in `__getitem__` in the main
-//! process or in a worker, a collate_fn that spawned workers cannot be sent) ending in
+//! process, in a worker or in a torchdata.nodes thread, a collate_fn that spawned workers cannot be sent) ending in
 //! one line naming the user's file and line, with exit code 2 before the run's first
 //! batch and 1 after, no Python process left behind and the configs measured before
 //! kept. A worker killed by SIGKILL ends the run at once, naming its pid. A dataset that
@@ -310,6 +310,16 @@ fn getitem_failing_after_the_first_batch_in_the_main_process_is_a_failed_run() {
 #[test]
 fn getitem_failing_after_the_first_batch_in_a_worker_is_a_failed_run() {
     assert_getitem_fails(&["dataset.args.fail_index=200", "num_workers=2"], 200, 1);
+}
+
+#[test]
+fn getitem_failing_after_the_first_batch_in_a_torchdata_thread_is_a_failed_run() {
+    let sets = [
+        "dataset.args.fail_index=200",
+        "num_workers=2",
+        "worker_kind=thread",
+    ];
+    assert_getitem_fails(&sets, 200, 1);
 }
 
 #[test]

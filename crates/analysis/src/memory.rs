@@ -19,7 +19,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
 use loaderbench_measure::process_memory::{ProcessKind, ProcessMemory};
 use loaderbench_measure::results::{ConfigResult, RunResult};
 use loaderbench_measure::stats;
@@ -261,14 +260,7 @@ impl GrowthAcrossEpochs {
 
 /// Whether a config's workers are forked from its main process.
 fn forked(runs: &ConfigRuns<'_>) -> bool {
-    let config = runs.config;
-    config.num_workers > 0
-        && match config.runtime {
-            Runtime::Pytorch => config.start_method == StartMethod::Fork,
-            Runtime::Loaderbench => config.worker_kind == WorkerKind::Fork,
-            // Its workers are threads (without workers, DataLoader's loop forks none).
-            Runtime::Spdl => false,
-        }
+    runs.config.forks_workers()
 }
 
 fn median(values: impl Iterator<Item = u64>) -> Option<u64> {
@@ -422,7 +414,7 @@ mod tests {
     use super::*;
     use crate::Analysis;
     use loaderbench_engine::plan::Config;
-    use loaderbench_engine::preset::Preset;
+    use loaderbench_engine::preset::{Preset, WorkerKind};
     use loaderbench_measure::fixtures::{config, epoch, result, run};
     use loaderbench_measure::process_memory::{EpochMemory, MemoryPoint, ProcessEpoch};
 

@@ -87,7 +87,9 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
         use loaderbench_engine::loader::process::{ProcessKind, ProcessWorkers};
         use loaderbench_engine::preset::WorkerKind;
         let kind = match config.worker_kind {
-            WorkerKind::Thread => return loader,
+            // A plan settles `auto` into thread on our engine; a config built by hand
+            // may still say it.
+            WorkerKind::Auto | WorkerKind::Thread => return loader,
             WorkerKind::Spawn => ProcessKind::Spawn,
             WorkerKind::Fork => ProcessKind::Fork,
         };

@@ -4,7 +4,8 @@
 //! command, the app and the baselines use: a file from a newer loaderbench, a truncated
 //! or a corrupt one gets an error naming the file and the problem (a journal whose last
 //! line alone is cut is read, with a warning naming the line), and what a file claims is
-//! checked before it is believed ([`run_header`](crate::run_header)).
+//! checked before it is believed ([`run_header`](crate::run_header)). A run saved before
+//! `worker_kind: auto` reads its PyTorch configs' kinds as `auto`, which they meant.
 
 use std::path::Path;
 
@@ -13,10 +14,11 @@ use serde::Deserialize;
 use crate::journal::read_journal;
 use crate::results::RunResult;
 use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::preset::{Runtime, WorkerKind};
 
 /// The results format this build writes and reads; bumped when a change would make an
 /// older loaderbench misread a file.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Only the format version of a JSON export (files from before it was written have none).
 #[derive(Deserialize)]
@@ -48,10 +50,39 @@ pub fn read(path: &Path) -> Result<RunResult> {
             ),
         ));
     }
-    let run: RunResult =
+    let mut run: RunResult =
         serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))?;
     run.check_claims(path)?;
+    if version < WORKER_KINDS_SINCE {
+        worker_kinds_before_auto(&mut run);
+    }
     Ok(run)
+}
+
+/// The first results version whose PyTorch configs' `worker_kind` says what ran (the
+/// version the change that brought `auto` and torchdata.nodes threads was released at).
+pub const WORKER_KINDS_SINCE: u32 = 2;
+
+/// A run saved before `worker_kind: auto` existed, as it reads now: the PyTorch
+/// runtime ignored the knob (its DataLoader started process workers by `start_method`,
+/// whatever the config said, `thread` by default), which `auto` now means; its saved
+/// preset, run again, asks for the same. Our engine's kinds meant what they say.
+fn worker_kinds_before_auto(run: &mut RunResult) {
+    let configs = run.configs.iter_mut();
+    for config in configs.chain(run.results.iter_mut().map(|r| &mut r.config)) {
+        if config.runtime == Runtime::Pytorch {
+            config.worker_kind = WorkerKind::Auto;
+        }
+    }
+    if let Some(preset) = &mut run.setup
+        && preset.runtime.contains(&Runtime::Pytorch)
+    {
+        for kind in &mut preset.worker_kind {
+            if *kind == WorkerKind::Thread {
+                *kind = WorkerKind::Auto;
+            }
+        }
+    }
 }
 
 /// A JSON error as one line: truncated files and wrong contents told apart. A file cut
@@ -78,4 +109,50 @@ fn at_end(bytes: &[u8], line: usize, column: usize) -> bool {
         .map_or(0, |(at, _)| at + 1);
     let offset = if line <= 1 { 0 } else { line_start } + column;
     line >= 1 && offset >= content.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{config, epoch, result, run};
+    use loaderbench_engine::preset::Preset;
+
+    /// A JSON export at `version` of a run on both runtimes whose configs say `thread`.
+    fn saved_at(version: u32, dir: &Path) -> std::path::PathBuf {
+        let ours = config(2, false);
+        let mut dataloader = config(2, false);
+        dataloader.runtime = Runtime::Pytorch;
+        dataloader.worker_kind = WorkerKind::Thread;
+        let epochs = || vec![epoch(1, 0.1, 0.01, 4)];
+        let results = vec![
+            run(0, ours.clone(), epochs()),
+            run(1, dataloader.clone(), epochs()),
+        ];
+        let mut saved = result(vec![ours, dataloader], results);
+        let mut preset = Preset::default();
+        preset.set("runtime", "[loaderbench, pytorch]").unwrap();
+        preset.set("worker_kind", "[thread]").unwrap();
+        saved.setup = Some(preset);
+        let mut json = serde_json::to_value(&saved).unwrap();
+        json["version"] = version.into();
+        let path = dir.join(format!("v{version}.json"));
+        std::fs::write(&path, json.to_string()).unwrap();
+        path
+    }
+
+    #[test]
+    fn pytorch_configs_saved_before_auto_read_as_auto() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let run = read(&saved_at(1, dir.path())).unwrap();
+        let kinds = |configs: Vec<&loaderbench_engine::plan::Config>| -> Vec<WorkerKind> {
+            configs.iter().map(|c| c.worker_kind).collect()
+        };
+        let expected = [WorkerKind::Thread, WorkerKind::Auto];
+        assert_eq!(kinds(run.configs.iter().collect()), expected);
+        assert_eq!(
+            kinds(run.results.iter().map(|r| &r.config).collect()),
+            expected
+        );
+        assert_eq!(run.setup.unwrap().worker_kind, [WorkerKind::Auto]);
+    }
 }

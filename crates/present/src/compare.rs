@@ -5,7 +5,7 @@
 
 use crate::tables::{render, seconds};
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::{Runtime, StartMethod};
+use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::summary::SummaryRow;
 
@@ -57,11 +57,17 @@ pub fn rows(result: &RunResult) -> Vec<CompareRow> {
         .collect()
 }
 
-/// The loaderbench config with the same knobs (ours has no start method).
+/// The loaderbench config with the same knobs (ours has no start method, and its
+/// default workers are threads where PyTorch's `auto` are DataLoader's processes).
 fn counterpart(pytorch: &Config) -> Config {
+    let worker_kind = match pytorch.worker_kind {
+        WorkerKind::Auto => WorkerKind::Thread,
+        kind => kind,
+    };
     Config {
         runtime: Runtime::Loaderbench,
         start_method: StartMethod::platform_default(),
+        worker_kind,
         ..pytorch.clone()
     }
 }

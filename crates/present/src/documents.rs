@@ -143,7 +143,7 @@ mod tests {
                 "future.json",
                 String::from_utf8(bytes.clone())
                     .unwrap()
-                    .replacen("\"version\": 1", "\"version\": 99", 1)
+                    .replacen("\"version\": 2", "\"version\": 99", 1)
                     .into_bytes(),
                 "newer loaderbench (results version 99",
             ),

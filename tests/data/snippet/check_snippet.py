@@ -31,11 +31,22 @@ def load_pytorch_loader(path):
 
 def first_batches(loader, count):
     batches = []
-    for batch in loader:
+    iterator = iter(loader)
+    for batch in iterator:
         batches.append(batch)
         if len(batches) == count:
             break
+    # The runtime's torchdata.nodes epoch stops its threads when closed.
+    if hasattr(iterator, "close"):
+        iterator.close()
     return batches
+
+
+def finish(code):
+    """Exits with `code` at once: a snippet's torchdata.nodes threads may still be in
+    the middle of a sample, and torch aborts an interpreter shutting down under them."""
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def difference(expected, got, where="batch"):
@@ -87,13 +98,14 @@ def main():
 
     if len(got) != len(expected):
         print(f"the snippet's loader gave {len(got)} batches, the measured one {len(expected)}")
-        sys.exit(1)
+        finish(1)
     for index, (a, b) in enumerate(zip(expected, got)):
         found = difference(a, b, f"batch {index}")
         if found:
             print(f"differs: {found}")
-            sys.exit(1)
+            finish(1)
     print(f"same: {len(got)} batches")
+    finish(0)
 
 
 if __name__ == "__main__":

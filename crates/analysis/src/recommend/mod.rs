@@ -32,6 +32,7 @@ use super::input::InputBound;
 use super::memory::MemoryReport;
 
 mod candidates;
+mod nodes_snippet;
 pub mod noise;
 mod snippet;
 mod text;
@@ -342,7 +343,7 @@ mod tests {
     use super::*;
     use loaderbench_engine::plan::KNOBS;
     use loaderbench_engine::plan::Plan;
-    use loaderbench_engine::preset::{Preset, Runtime, StartMethod};
+    use loaderbench_engine::preset::{Preset, Runtime, StartMethod, WorkerKind};
     use loaderbench_measure::fixtures::{config, epoch, result, run};
     use loaderbench_measure::results::ConfigResult;
 
@@ -744,6 +745,7 @@ mod tests {
     fn pytorch(workers: usize, persistent: bool, start_method: StartMethod) -> Config {
         Config {
             runtime: Runtime::Pytorch,
+            worker_kind: WorkerKind::Auto,
             start_method,
             batch_size: 256,
             ..config(workers, persistent)

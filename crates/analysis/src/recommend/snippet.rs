@@ -1,8 +1,9 @@
 //! The code a recommendation hands over, for the runtime that measured the config: for
 //! PyTorch, the `DataLoader(...)` that was measured, with how the user's dataset was
-//! built (over a DistributedSampler with several ranks); for SPDL, the `spdl.pipeline`
-//! pipeline that was measured, over the same dataset and sampler; for loaderbench's
-//! engine, the preset lines that make it measure exactly that config.
+//! built (over a DistributedSampler with several ranks), or for its thread workers the
+//! torchdata.nodes graph (`nodes_snippet`); for SPDL, the `spdl.pipeline` pipeline that
+//! was measured, over the same dataset and sampler; for loaderbench's engine, the preset
+//! lines that make it measure exactly that config.
 
 use std::path::Path;
 
@@ -10,12 +11,17 @@ use serde::Serialize;
 
 use loaderbench_engine::dataset::{DatasetKind, DatasetSpec};
 use loaderbench_engine::plan::{Config, KNOBS, KNOBS_IN_CONFIG_ORDER};
-use loaderbench_engine::preset::Runtime;
+use loaderbench_engine::preset::{Runtime, WorkerKind};
 use loaderbench_measure::results::RunResult;
+
+use super::nodes_snippet::nodes_snippet;
 
 /// The code that sets `config` up, for the runtime that measured it.
 pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
     match config.runtime {
+        Runtime::Pytorch if config.worker_kind == WorkerKind::Thread && config.num_workers > 0 => {
+            nodes_snippet(result, config, intra_op_threads)
+        }
         Runtime::Pytorch => pytorch_snippet(result, config, intra_op_threads),
         Runtime::Spdl if config.num_workers == 0 => format!(
             "# spdl without workers is DataLoader's own loop, as measured (SPDL's stages \
@@ -188,7 +194,7 @@ fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option
 
 /// How the user's dataset was built: its module imported from its folder, the factory
 /// called with the preset's arguments, the first `samples` kept, and the collate_fn made.
-fn user_dataset_lines(spec: &DatasetSpec, samples: Option<usize>) -> String {
+pub(super) fn user_dataset_lines(spec: &DatasetSpec, samples: Option<usize>) -> String {
     let path = spec.path.clone().unwrap_or_default();
     let folder = path.parent().unwrap_or(Path::new("."));
     let module = path.file_stem().unwrap_or_default().to_string_lossy();
@@ -222,7 +228,7 @@ fn user_dataset_lines(spec: &DatasetSpec, samples: Option<usize>) -> String {
     code
 }
 
-fn python_bool(b: bool) -> &'static str {
+pub(super) fn python_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 

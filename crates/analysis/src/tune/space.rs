@@ -1,14 +1,14 @@
 //! The search space of `tune --space wide`: the preset's lists widened to the ranges
 //! worth trying on this machine. num_workers from 0 to twice the cores in powers of two;
 //! persistent workers on and off; prefetch 1 to 8; pin_memory on and off where CUDA is
-//! present; the worker kinds (our engine) and start methods (PyTorch) this OS has. Where
-//! the preset measures the spdl runtime, which refuses persistent workers and worker
-//! processes, those two stay as the preset has them, as the batch size, the pipeline
-//! and everything else do.
+//! present; the worker kinds (for a preset of our engine alone) and start methods (PyTorch,
+//! unless a kind pins one) this OS has. Where the preset measures the spdl runtime, which
+//! refuses persistent workers and worker processes, those two stay as the preset has
+//! them, as the batch size, the pipeline and everything else do.
 
 use loaderbench_engine::error::Result;
 use loaderbench_engine::plan::Plan;
-use loaderbench_engine::preset::{Preset, Runtime};
+use loaderbench_engine::preset::{Preset, Runtime, WorkerKind};
 
 /// Widens `preset`'s lists for a machine with `cores` logical cores, with CUDA or not.
 pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
@@ -22,18 +22,30 @@ pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
     let workers: Vec<String> = workers.iter().map(usize::to_string).collect();
     let workers: Vec<&str> = workers.iter().map(String::as_str).collect();
     preset.set("num_workers", &list(&workers))?;
+    let pytorch = preset.runtime.contains(&Runtime::Pytorch);
     // SPDL's threads are built every epoch and are threads only: the plan refuses
     // persistent workers and process kinds there, so a preset with spdl keeps its own.
     let spdl = preset.runtime.contains(&Runtime::Spdl);
+    let kinds = preset.worker_kind.clone();
+    // torchdata.nodes' threads start anew every epoch: the plan refuses them persistent.
     if !spdl {
-        preset.set("persistent_workers", "[false, true]")?;
+        let persistent = if pytorch && kinds.contains(&WorkerKind::Thread) {
+            "[false]"
+        } else {
+            "[false, true]"
+        };
+        preset.set("persistent_workers", persistent)?;
     }
     preset.set("prefetch_factor", "[1, 2, 4, 8]")?;
     preset.set("pin_memory", if cuda { "[false, true]" } else { "[false]" })?;
-    if preset.runtime.contains(&Runtime::Loaderbench) && !spdl {
+    // On the PyTorch runtime the kind picks DataLoader's processes or torchdata.nodes'
+    // threads, and fork or spawn pins the start method: the kinds widen on our engine
+    // alone, the start methods where no kind pins one.
+    let pins_start_method = kinds.contains(&WorkerKind::Fork) || kinds.contains(&WorkerKind::Spawn);
+    if !pytorch && !spdl {
         preset.set("worker_kind", &list(worker_kinds()))?;
     }
-    if preset.runtime.contains(&Runtime::Pytorch) {
+    if pytorch && !pins_start_method {
         preset.set("start_method", &list(start_methods()))?;
     }
     preset.set("extra_configs", "[]")
@@ -111,6 +123,23 @@ mod tests {
         widen(&mut preset, 2, false).unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert!(plan.configs.iter().any(|c| c.runtime == Runtime::Spdl));
+    }
+
+    #[test]
+    fn a_wide_space_on_pytorch_is_a_plan_for_every_worker_kind() {
+        for (runtime, kinds) in [
+            ("[loaderbench, pytorch]", "[auto]"),
+            ("[pytorch]", "[auto, thread]"),
+            ("[pytorch]", "[fork]"),
+            ("[spdl]", "[auto]"),
+        ] {
+            let mut preset = Preset::default();
+            preset.set("runtime", runtime).unwrap();
+            preset.set("worker_kind", kinds).unwrap();
+            widen(&mut preset, 2, false).unwrap();
+            let plan = Plan::from_preset(&preset, None);
+            assert!(plan.is_ok(), "{runtime} {kinds}: {:?}", plan.err());
+        }
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! The plan's checks: each preset value and each expanded config against what it may
-//! hold (naming the field), a user's python dataset against the runtimes that can load
-//! it, and the warnings a plan carries (more workers or processes than cores).
+//! hold (naming the field; worker kinds on each runtime in [`super::worker_kinds`]), a
+//! user's python dataset against the runtimes that can load it, and the warnings a plan
+//! carries (more workers or processes than cores).
 
 use crate::dataset::python_dataset;
 use crate::error::{FieldError, Result};
-use crate::preset::{Cache, Preset, WorkerKind};
+use crate::preset::{Cache, Preset, Runtime, WorkerKind};
 use crate::transform::PipelineSpec;
 
 use super::{Config, knobs};
@@ -83,7 +84,8 @@ pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldErro
     if config.prefetch_factor == 0 {
         return Err(field("prefetch_factor", "must be at least 1"));
     }
-    if config.worker_kind != WorkerKind::Thread && !cfg!(unix) {
+    let engine_processes = matches!(config.worker_kind, WorkerKind::Fork | WorkerKind::Spawn);
+    if config.runtime == Runtime::Loaderbench && engine_processes && !cfg!(unix) {
         return Err(field(
             "worker_kind",
             format!(
@@ -99,6 +101,7 @@ pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldErro
         ));
     }
     super::spdl_knobs::check(config)?;
+    super::worker_kinds::check(config)?;
     if config.runtime.runs_python() {
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::checks::check_config;
 use super::knob_table::{Column, KNOBS_IN_CONFIG_ORDER, Knob};
 use super::knobs;
+use super::worker_kinds;
 use crate::device::DeviceSpec;
 use crate::error::FieldError;
 use crate::preset::{
@@ -29,7 +30,9 @@ pub struct Config {
     pub batch_size: usize,
     /// Worker threads or processes; 0 loads in the consumer itself.
     pub num_workers: usize,
-    /// How a worker runs: a thread, or a spawned or forked process.
+    /// How a worker runs: the runtime's own default, a thread, or a spawned or forked
+    /// process. Results saved before `auto` existed read as `auto` where they meant it
+    /// (`results_file` in the measure crate).
     pub worker_kind: WorkerKind,
     /// Workers live from one epoch to the next instead of restarting.
     pub persistent_workers: bool,
@@ -122,14 +125,30 @@ impl Config {
         self.ranks * (1 + self.num_workers)
     }
 
-    /// True when the start method matters: PyTorch's DataLoader with worker processes.
+    /// True when the start method matters: PyTorch's DataLoader with worker processes
+    /// (any worker kind there but torchdata.nodes threads).
     pub fn uses_start_method(&self) -> bool {
-        self.runtime == Runtime::Pytorch && self.num_workers > 0
+        self.runtime == Runtime::Pytorch
+            && self.num_workers > 0
+            && self.worker_kind != WorkerKind::Thread
     }
 
-    /// The same config with the start method and where transforms run reset where they
-    /// do not matter.
+    /// True when the workers are processes forked from the loading process.
+    pub fn forks_workers(&self) -> bool {
+        self.num_workers > 0
+            && match self.runtime {
+                Runtime::Pytorch => {
+                    self.uses_start_method() && self.start_method == StartMethod::Fork
+                }
+                Runtime::Loaderbench => self.worker_kind == WorkerKind::Fork,
+                Runtime::Spdl => false,
+            }
+    }
+
+    /// The same config with the start method, the worker kind and where transforms run
+    /// reset where they do not matter (see [`worker_kinds::settled`]).
     pub(super) fn settled(mut self) -> Config {
+        self.worker_kind = worker_kinds::settled(&self);
         if !self.uses_start_method() {
             self.start_method = StartMethod::platform_default();
         }

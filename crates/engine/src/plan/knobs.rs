@@ -210,9 +210,9 @@ mod tests {
             sent["intra_op_threads"], 1,
             "one thread per rank, as torchrun"
         );
-        assert!(
-            !sent.contains_key("worker_kind"),
-            "PyTorch has no thread workers"
+        assert_eq!(
+            sent["worker_kind"], "thread",
+            "thread workers are torchdata.nodes' there"
         );
     }
 }

@@ -9,6 +9,7 @@ pub mod knob_table;
 mod knobs;
 mod ranges;
 mod spdl_knobs;
+mod worker_kinds;
 
 pub use config::Config;
 pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
@@ -101,6 +102,7 @@ impl Plan {
             check_config(config).map_err(in_file)?;
         }
         spdl_knobs::check_dataset(preset.dataset.kind, &configs).map_err(in_file)?;
+        worker_kinds::check_dataset(preset.dataset.kind, &configs).map_err(in_file)?;
         if preset.dataset.kind == DatasetKind::Python {
             user_dataset_configs(preset, &mut configs).map_err(in_file)?;
         }
@@ -143,6 +145,7 @@ impl Plan {
         if self.configs.iter().any(|c| c.runtime != common.runtime) {
             common.runtime = Runtime::Loaderbench;
         }
+        common.worker_kind = worker_kinds::common_kind(&self.configs, common.runtime);
         // One rank is the plain case: where the plan has several ranks values, every
         // config with more than one rank says how many (a tie would otherwise leave the
         // last value, say ranks=4, unnamed).
@@ -287,8 +290,10 @@ mod tests {
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 4);
         let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
-        // Each label names the knobs where it differs from the most common value.
-        assert!(labels.iter().any(|l| l.contains("thread")), "{labels:?}");
+        // Each label names the knobs where it differs from the most common value, our
+        // engine's default kind (thread) on a tie.
+        assert!(labels.iter().any(|l| l.contains("spawn")), "{labels:?}");
+        assert!(!labels.iter().any(|l| l.contains("thread")), "{labels:?}");
         assert!(labels.iter().any(|l| l.contains("batches=")), "{labels:?}");
         let mut unique = labels.clone();
         unique.sort();

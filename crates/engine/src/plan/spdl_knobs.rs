@@ -129,8 +129,15 @@ mod tests {
     #[test]
     fn each_knob_spdl_cannot_honour_is_refused_in_one_line_naming_it_and_the_runtime() {
         for (sets, knob) in [
-            (&[("worker_kind", "[fork]")][..], "worker_kind"),
-            (&[("worker_kind", "[spawn]")][..], "worker_kind"),
+            // Without workers every kind is DataLoader's loop, as on the PyTorch runtime.
+            (
+                &[("worker_kind", "[fork]"), ("num_workers", "[2]")][..],
+                "worker_kind",
+            ),
+            (
+                &[("worker_kind", "[spawn]"), ("num_workers", "[2]")][..],
+                "worker_kind",
+            ),
             (
                 &[("persistent_workers", "[true]"), ("num_workers", "[2]")][..],
                 "persistent_workers",

@@ -28,7 +28,7 @@ pub mod knob_defaults {
         vec![0]
     }
     pub fn worker_kind() -> Vec<WorkerKind> {
-        vec![WorkerKind::Thread]
+        vec![WorkerKind::Auto]
     }
     pub fn persistent_workers() -> Vec<bool> {
         vec![false]

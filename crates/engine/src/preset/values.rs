@@ -8,9 +8,14 @@ use serde::{Deserialize, Serialize};
 use crate::named_values::{KnobValue, named_values};
 
 named_values! {
-    /// How a worker runs: in a thread of this process, or as a process of its own.
+    /// How a worker runs: in a thread of this process, or as a process of its own (what
+    /// each runtime runs for each kind, and what it refuses: `plan::worker_kinds`).
     pub enum WorkerKind {
-        /// A thread of the loading process; shares the dataset and the allocator.
+        /// The runtime's own default: threads on our engine, the DataLoader's process
+        /// workers (started by `start_method`) on the PyTorch runtime.
+        Auto = "auto",
+        /// A thread of the loading process; shares the dataset and the allocator. On
+        /// the PyTorch runtime, torchdata.nodes' `ParallelMapper` threads.
         Thread = "thread",
         /// A fresh process of this program that opens the dataset itself (PyTorch's `spawn`).
         Spawn = "spawn",

@@ -104,8 +104,8 @@ impl KnobLists for KnobFields<'_, '_> {
             _ => None,
         };
         if field == "worker_kind" && !cfg!(unix) {
-            // Worker processes need a Unix system.
-            choices.retain(|(name, _)| name == "thread");
+            // Our engine's worker processes need a Unix system.
+            choices.retain(|(name, _)| name == "auto" || name == "thread");
         }
         kind_field(self.ui, knob.label, values, choices, disabled, problem);
     }

@@ -3,7 +3,8 @@
 //! the same script. [`PytorchScript::prepare`] writes the script shipped in
 //! the binary (`python/pytorch_loader.py`, with the training steps of
 //! `python/pytorch_steps.py`, the tar-shard reading of `python/pytorch_shards.py`, the
-//! Python-object estimate of `python/pytorch_objects.py` and the SPDL pipeline of
+//! Python-object estimate of `python/pytorch_objects.py`, the torchdata.nodes thread
+//! workers of `python/pytorch_nodes.py` and the SPDL pipeline of
 //! `python/spdl_pipeline.py` beside it) and, for the synthetic dataset, the very
 //! bytes our loader reads (as an IDX pair) to a private temporary folder;
 //! [`PytorchScript::measure`] runs one config (one repeat) as a Python child process and
@@ -47,8 +48,9 @@ use session::Session;
 const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
 /// The modules the script imports, written beside it: its training steps, how it reads
-/// tar shards, how much of a dataset is Python objects, and the SPDL runtime's pipeline.
-const SIBLINGS: [(&str, &str); 4] = [
+/// tar shards, how much of a dataset is Python objects, torchdata.nodes' threads and the
+/// SPDL runtime's pipeline.
+const SIBLINGS: [(&str, &str); 5] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -64,6 +66,10 @@ const SIBLINGS: [(&str, &str); 4] = [
     (
         "spdl_pipeline.py",
         include_str!("../../../../python/spdl_pipeline.py"),
+    ),
+    (
+        "pytorch_nodes.py",
+        include_str!("../../../../python/pytorch_nodes.py"),
     ),
 ];
 

@@ -321,6 +321,7 @@ mod tests {
         spawned.pin_memory = true;
         let mut pytorch = config(2, false);
         pytorch.runtime = Runtime::Pytorch;
+        pytorch.worker_kind = WorkerKind::Auto;
         pytorch.start_method = StartMethod::Forkserver;
         let configs = vec![config(2, false), spawned, pytorch];
         let results = (0..3)

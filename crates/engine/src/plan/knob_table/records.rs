@@ -2,7 +2,7 @@
 //! in [`super`]).
 
 use super::{Column, Knob, Python, json, python_bool, rank_threads};
-use crate::plan::Config;
+use crate::plan::{Config, worker_kinds};
 use crate::preset::{Cache, IntraOpThreads, Runtime};
 
 /// The transform pipeline.
@@ -73,15 +73,21 @@ pub(super) const NUM_WORKERS: Knob = Knob {
     script_value: Some(|c| json(&c.num_workers)),
 };
 
-/// How a worker runs: a thread, or a spawned or forked process.
+/// How a worker runs: the runtime's default, a thread, or a spawned or forked process.
 pub(super) const WORKER_KIND: Knob = Knob {
     field: "worker_kind",
     label: "worker kind",
     value: |c| c.worker_kind.name().to_owned(),
-    tag: |c, common| (c.worker_kind != common.worker_kind).then(|| c.worker_kind.name().to_owned()),
+    // Each runtime's default kind compares as one, so mixing runtimes names no kind.
+    tag: |c, common| {
+        let differs = worker_kinds::label_kind(c) != worker_kinds::label_kind(common);
+        differs.then(|| c.worker_kind.name().to_owned())
+    },
     column: Column::WhereVaries(|c| c.worker_kind.name().to_owned()),
+    // Not a DataLoader argument: `thread` builds a torchdata.nodes graph instead.
     python: None,
-    script_value: None,
+    // The script builds DataLoader's workers or torchdata.nodes' threads by it.
+    script_value: Some(|c| json(&c.worker_kind)),
 };
 
 /// Workers live from one epoch to the next instead of restarting.
