@@ -10,8 +10,9 @@
 //! torchvision, on 12,800 MNIST-shaped IDX images, batch 256), which our engine runs as
 //! its own heavy pipeline over the same files; and a JPEG folder (4,000 photo-like images
 //! of 320×240 in 10 classes, read at 128×128 with the light pipeline), which the PyTorch
-//! runtime reads with PIL and our engine with its own decoder. Workers are persistent, so
-//! a typical epoch is the loading itself.
+//! runtime reads with PIL and our engine with its own decoder. Process workers persist, so
+//! a typical epoch is the loading itself; the Python runtimes' threads start every epoch
+//! (their start-up is part of it).
 //!
 //! Run with `cargo bench --bench worker_kinds` (`-- heavy` or `-- jpeg` for one
 //! workload); under `cargo test` (no `--bench`) a few dozen samples and one round go
@@ -29,31 +30,48 @@ use loaderbench_measure::results::ConfigResult;
 use loaderbench_measure::results_file;
 use loaderbench_measure::stats::median;
 
-/// One runtime and worker kind: what `--set runtime=` and `--set worker_kind=` say, and
-/// what the table calls it.
+/// One runtime and worker kind: what `--set runtime=` and `--set worker_kind=` say,
+/// whether its workers persist between epochs (process workers do; the Python runtimes'
+/// threads are built every epoch, and their plans refuse persistence), and what the
+/// table calls it.
 struct Row {
     runtime: &'static str,
     worker_kind: &'static str,
+    persistent: bool,
     name: &'static str,
 }
 
 /// Every row measured, DataLoader's fork workers (the one the others are compared with)
-/// first. The PyTorch runtime's thread workers (torchdata.nodes, `pytorch` + `thread`)
-/// and SPDL (`spdl` + `thread`) are rows of this table once their runtimes exist.
-const ROWS: [Row; 3] = [
+/// first.
+const ROWS: [Row; 5] = [
     Row {
         runtime: "pytorch",
         worker_kind: "fork",
+        persistent: true,
         name: "DataLoader fork workers",
+    },
+    Row {
+        runtime: "pytorch",
+        worker_kind: "thread",
+        persistent: false,
+        name: "torchdata.nodes threads",
+    },
+    Row {
+        runtime: "spdl",
+        worker_kind: "thread",
+        persistent: false,
+        name: "SPDL threads",
     },
     Row {
         runtime: "loaderbench",
         worker_kind: "thread",
+        persistent: true,
         name: "loaderbench threads",
     },
     Row {
         runtime: "loaderbench",
         worker_kind: "fork",
+        persistent: true,
         name: "loaderbench fork workers",
     },
 ];
@@ -125,7 +143,18 @@ fn measure(
             let preset = workload.preset_for(row).to_str().expect("a UTF-8 path");
             let runtime = format!("runtime={}", row.runtime);
             let kind = format!("worker_kind={}", row.worker_kind);
-            let args = ["run", preset, "--quiet", "--set", &runtime, "--set", &kind];
+            let persistent = format!("persistent_workers={}", row.persistent);
+            let args = [
+                "run",
+                preset,
+                "--quiet",
+                "--set",
+                &runtime,
+                "--set",
+                &kind,
+                "--set",
+                &persistent,
+            ];
             common::loaderbench(&args, &json);
             let result = results_file::read(&json).expect("the run's results");
             for run in &result.results {
@@ -306,7 +335,8 @@ fn jpeg_folder(dir: &Path, images: usize) -> Workload {
     }
 }
 
-/// Three epochs of `dataset` in batches of 256 at 2 and 4 persistent workers.
+/// Three epochs of `dataset` in batches of 256 at 2 and 4 workers (each row says
+/// whether they persist).
 fn preset(dataset: DatasetSpec) -> Preset {
     let mut preset = Preset {
         name: "worker-kinds-bench".to_owned(),
@@ -318,7 +348,6 @@ fn preset(dataset: DatasetSpec) -> Preset {
     };
     for (key, value) in [
         ("num_workers", "2,4"),
-        ("persistent_workers", "true"),
         ("pin_memory", "false"),
         // Long enough to outlast the pauses other benchmarks on this machine impose.
         ("worker_timeout_s", "1200"),

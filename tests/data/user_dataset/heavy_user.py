@@ -23,4 +23,4 @@ def make_dataset(root):
             T.Normalize((0.2860,), (0.3530,)),
         ]
     )
-    return MnistUser(root, steps, None, 0, False)
+    return MnistUser(root, steps, None, 0, False, 0.0)
