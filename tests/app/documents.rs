@@ -12,6 +12,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
 use loaderbench_gui::{App, ChartId, Launch, Phase, PngArea};
+use loaderbench_measure::results_file;
 
 use crate::common;
 use common::gui::app_on_saved_runs;
@@ -129,7 +130,11 @@ fn a_corrupt_file_and_one_from_a_newer_loaderbench_are_one_error_line_each() {
     let future = dir.path().join("future.json");
     std::fs::write(
         &future,
-        text.replacen("\"version\": 1", "\"version\": 7", 1),
+        text.replacen(
+            &format!("\"version\": {}", results_file::VERSION),
+            "\"version\": 99",
+            1,
+        ),
     )
     .unwrap();
     let harness = app(dir.path(), vec![corrupt.clone(), future.clone()]);

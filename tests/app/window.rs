@@ -358,7 +358,7 @@ fn the_start_method_is_picked_once_pytorch_runs() {
         .get_by_role_and_label(Role::ComboBox, "runtime")
         .click();
     harness.run_steps(2);
-    harness.get_by_label("both (sweep)").click();
+    harness.get_by_label("loaderbench, pytorch (sweep)").click();
     harness.run_steps(2);
     assert_eq!(harness.state().preset().runtime.len(), 2);
     let start_method = harness.get_by_role_and_label(Role::ComboBox, "start method");

@@ -34,6 +34,7 @@ use super::memory::MemoryReport;
 mod candidates;
 mod nodes_snippet;
 pub mod noise;
+mod python_code;
 mod snippet;
 mod text;
 mod tie;

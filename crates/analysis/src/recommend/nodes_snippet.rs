@@ -7,7 +7,7 @@ use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::results::RunResult;
 
-use super::snippet::{python_bool, user_dataset_lines};
+use super::python_code::{python_bool, user_dataset_lines};
 
 /// A shuffling sampler in DataLoader's order, as the runtime measured it.
 const DATALOADER_ORDER: &str = "\

@@ -198,9 +198,9 @@ pub(super) fn count_field(ui: &mut Ui, title: &str, value: &mut usize, problem: 
     ui.end_row();
 }
 
-/// A sweepable choice among named values: one of them, or all of them ("both" when there
-/// are two). A sweep of some but not all (from a preset file) shows their names; the
-/// plan's problem with the knob is marked beside it.
+/// A sweepable choice among named values: one of them, all of them ("both" when there
+/// are two), or all but one of more than two. Any other sweep (from a preset file) shows
+/// their names; the plan's problem with the knob is marked beside it.
 fn kind_field<T: Clone + PartialEq>(
     ui: &mut Ui,
     title: &str,
@@ -222,6 +222,16 @@ fn kind_field<T: Clone + PartialEq>(
             .find(|(_, value)| value == one)
             .map_or("?", |(name, _)| name.as_str())
     };
+    // Every value, and with more than two, every value but one (the two runtimes of
+    // three, say), each named as the field shows it once chosen.
+    let mut sweeps = vec![(sweep_all.to_owned(), all.clone())];
+    if all.len() > 2 {
+        for left_out in &all {
+            let some: Vec<T> = all.iter().filter(|v| *v != left_out).cloned().collect();
+            let names: Vec<&str> = some.iter().map(name_of).collect();
+            sweeps.push((format!("{} (sweep)", names.join(", ")), some));
+        }
+    }
     let current = match values.as_slice() {
         [one] => name_of(one).to_owned(),
         some if some.len() < all.len() => {
@@ -243,11 +253,13 @@ fn kind_field<T: Clone + PartialEq>(
                             *values = vec![value.clone()];
                         }
                     }
-                    if ui
-                        .selectable_label(current == sweep_all, sweep_all)
-                        .clicked()
-                    {
-                        *values = all.clone();
+                    for (name, sweep) in &sweeps {
+                        if ui
+                            .selectable_label(current == *name, name.as_str())
+                            .clicked()
+                        {
+                            *values = sweep.clone();
+                        }
                     }
                 })
                 .response
