@@ -308,7 +308,7 @@ fn an_epoch_cut_after_its_window_stops_its_pipeline_and_the_next_epoch_runs() {
 fn a_knob_spdl_cannot_honour_is_refused_naming_it_and_the_runtime() {
     let data = Data::new(TempDir::new().unwrap());
     let preset = data.preset("spdl-refused", "    runtime: [spdl],");
-    let output = data.run(&preset, &["worker_kind=fork"]);
+    let output = data.run(&preset, &["worker_kind=fork", "num_workers=2"]);
     assert_error_line(&output, 2, &["worker_kind", "fork", "spdl runtime"]);
 }
 

@@ -90,7 +90,7 @@ impl Default for Config {
     fn default() -> Config {
         knobs::extra_config(&Preset::default(), &ConfigPoint::default())
             .expect("the default preset's first values make a config")
-            .settled()
+            .settled(false)
     }
 }
 
@@ -146,9 +146,14 @@ impl Config {
     }
 
     /// The same config with the start method, the worker kind and where transforms run
-    /// reset where they do not matter (see [`worker_kinds::settled`]).
-    pub(super) fn settled(mut self) -> Config {
+    /// reset where they do not matter (see [`worker_kinds::settled`]); where the preset
+    /// gives no start method (`start_method_given` false), a PyTorch config's `fork` or
+    /// `spawn` kind picks it.
+    pub(super) fn settled(mut self, start_method_given: bool) -> Config {
         self.worker_kind = worker_kinds::settled(&self);
+        if !start_method_given && let Some(method) = worker_kinds::start_method_of_kind(&self) {
+            self.start_method = method;
+        }
         if !self.uses_start_method() {
             self.start_method = StartMethod::platform_default();
         }

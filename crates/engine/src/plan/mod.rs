@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::{DatasetKind, DatasetSpec};
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
-use crate::preset::{Preset, RunOrder, Runtime};
+use crate::preset::{Preset, RunOrder, Runtime, StartMethod};
 use crate::step::StepSpec;
 use crate::transform::Normalize;
 
@@ -92,7 +92,9 @@ impl Plan {
             configs.push(config);
         }
         let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
-        for config in configs.into_iter().map(Config::settled) {
+        // A preset that leaves start_method at its default lets a process kind pick it.
+        let start_method_given = preset.start_method != [StartMethod::platform_default()];
+        for config in configs.into_iter().map(|c| c.settled(start_method_given)) {
             if !unique.contains(&config) {
                 unique.push(config);
             }

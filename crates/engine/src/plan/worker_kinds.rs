@@ -11,7 +11,7 @@
 use super::Config;
 use crate::dataset::DatasetKind;
 use crate::error::FieldError;
-use crate::preset::{BatchTransfer, DatasetTransfer, Runtime, WorkerKind};
+use crate::preset::{BatchTransfer, DatasetTransfer, Runtime, StartMethod, WorkerKind};
 
 /// A refusal of the preset field `name`.
 fn field(name: &str, problem: impl std::fmt::Display) -> FieldError {
@@ -30,6 +30,19 @@ pub(super) fn settled(config: &Config) -> WorkerKind {
             WorkerKind::Thread
         }
         _ => config.worker_kind,
+    }
+}
+
+/// The start method a PyTorch config's process kind asks for (`worker_kind: spawn` is
+/// DataLoader's workers started with spawn), used where the preset gives none.
+pub(super) fn start_method_of_kind(config: &Config) -> Option<StartMethod> {
+    if config.runtime != Runtime::Pytorch || config.num_workers == 0 {
+        return None;
+    }
+    match config.worker_kind {
+        WorkerKind::Fork => Some(StartMethod::Fork),
+        WorkerKind::Spawn => Some(StartMethod::Spawn),
+        _ => None,
     }
 }
 
@@ -216,14 +229,24 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(plan.configs[0].start_method, StartMethod::Spawn);
+        // Without a start method of its own, the preset's kind picks it.
+        for kind in [StartMethod::Fork, StartMethod::Spawn] {
+            let alone = self::plan(&[
+                ("runtime", "[pytorch]"),
+                ("worker_kind", &format!("[{}]", kind.name())),
+                ("num_workers", "[2]"),
+            ])
+            .unwrap();
+            assert_eq!(alone.configs[0].start_method, kind);
+        }
         let refused = refusal(&[
             ("runtime", "[pytorch]"),
             ("worker_kind", "[spawn]"),
-            ("start_method", "[fork]"),
+            ("start_method", "[forkserver]"),
             ("num_workers", "[2]"),
         ]);
         assert!(
-            refused.starts_with("field `start_method`: fork disagrees with worker_kind: spawn on the pytorch runtime"),
+            refused.starts_with("field `start_method`: forkserver disagrees with worker_kind: spawn on the pytorch runtime"),
             "{refused}"
         );
     }
