@@ -69,9 +69,9 @@ fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> S
         ),
         Standing::Disturbed => {
             return format!(
-                "At {} workers, {threads} against {processes} is not compared: one side ran \
+                "At {}, {threads} against {processes} is not compared: one side ran \
                  while other work kept the machine busy.",
-                p.num_workers
+                workers(p.num_workers)
             );
         }
     };
@@ -80,7 +80,7 @@ fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> S
         _ => None,
     };
     let details: Vec<String> = [epochs, ratio].into_iter().flatten().collect();
-    let mut sentence = format!("At {} workers, {speed}", p.num_workers);
+    let mut sentence = format!("At {}, {speed}", workers(p.num_workers));
     if !details.is_empty() {
         sentence.push_str(&format!(" ({})", details.join(", ")));
     }
@@ -185,4 +185,13 @@ fn workers_list(workers: &[usize]) -> String {
     };
     let plural = if workers == [1] { "worker" } else { "workers" };
     format!("{listed} {plural}")
+}
+
+/// `n` workers in words: "1 worker", "4 workers".
+fn workers(n: usize) -> String {
+    if n == 1 {
+        "1 worker".to_owned()
+    } else {
+        format!("{n} workers")
+    }
 }
