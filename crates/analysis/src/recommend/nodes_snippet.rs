@@ -3,11 +3,10 @@
 //! code a user pastes: the sampler DataLoader would use, `ParallelMapper` over the
 //! dataset's `__getitem__` in threads, batching, the collate_fn, pinning and prefetch.
 
-use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::results::RunResult;
 
-use super::python_code::{python_bool, user_dataset_lines};
+use super::python_code::{distributed_sampler, python_bool, thread_loader_opening};
 
 /// A shuffling sampler in DataLoader's order, as the runtime measured it.
 const DATALOADER_ORDER: &str = "\
@@ -37,22 +36,8 @@ pub(super) fn nodes_snippet(
     intra_op_threads: Option<i32>,
 ) -> String {
     let setup = result.setup.clone().unwrap_or_default();
-    let user = (setup.dataset.kind == DatasetKind::Python).then_some(&setup.dataset);
-    let mut code = String::from("import torch\n");
-    if let Some(threads) = intra_op_threads {
-        code.push_str(&format!("torch.set_num_threads({threads})\n"));
-    }
-    code.push_str("import torchdata.nodes as tn\n");
-    if let Some(spec) = user {
-        code.push_str(&user_dataset_lines(spec, setup.samples));
-    }
-    let collate = match user.and_then(|spec| spec.collate.as_ref()) {
-        Some(_) => "collate_fn",
-        None => {
-            code.push_str("from torch.utils.data import default_collate\n");
-            "default_collate"
-        }
-    };
+    let (mut code, collate) =
+        thread_loader_opening(&setup, intra_op_threads, "import torchdata.nodes as tn\n");
     code.push_str(&sampler_lines(result, config, setup.seed));
     let mut graph = vec![
         "tn.SamplerWrapper(sampler)".to_owned(),
@@ -90,15 +75,8 @@ pub(super) fn nodes_snippet(
 /// The sampler the DataLoader would have used, seeded as the run was.
 fn sampler_lines(result: &RunResult, config: &Config, seed: u64) -> String {
     if config.ranks > 1 {
-        return format!(
-            "from torch.utils.data.distributed import DistributedSampler\n\
-             # in each of the {} ranks, after init_process_group; SamplerWrapper sets its \
-             epoch every epoch\n\
-             sampler = DistributedSampler(dataset, shuffle={}, seed={seed}, drop_last={})\n",
-            config.ranks,
-            python_bool(result.shuffle),
-            python_bool(result.drop_last)
-        );
+        let epochs = "SamplerWrapper sets its epoch every epoch";
+        return distributed_sampler(result, config.ranks, seed, epochs);
     }
     if !result.shuffle {
         return "from torch.utils.data import SequentialSampler\n\

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use loaderbench_engine::dataset::DatasetSpec;
+use loaderbench_engine::dataset::{DatasetKind, DatasetSpec};
+use loaderbench_engine::preset::Preset;
+use loaderbench_measure::results::RunResult;
 
 /// How the user's dataset was built: its module imported from its folder, the factory
 /// called with the preset's arguments, the first `samples` kept, and the collate_fn made.
@@ -72,4 +74,49 @@ fn python_literal(value: &serde_json::Value) -> String {
         }
         Value::String(_) | Value::Number(_) => value.to_string(),
     }
+}
+
+/// The opening of a snippet that builds a thread loader over the dataset the run read:
+/// `import torch`, the measured intra-op threads, `import_line`, the user's dataset as
+/// the run made it, and the collate function's name (the user's, else PyTorch's
+/// default, imported).
+pub(super) fn thread_loader_opening(
+    setup: &Preset,
+    intra_op_threads: Option<i32>,
+    import_line: &str,
+) -> (String, &'static str) {
+    let user = (setup.dataset.kind == DatasetKind::Python).then_some(&setup.dataset);
+    let mut code = String::from("import torch\n");
+    if let Some(threads) = intra_op_threads {
+        code.push_str(&format!("torch.set_num_threads({threads})\n"));
+    }
+    code.push_str(import_line);
+    if let Some(spec) = user {
+        code.push_str(&user_dataset_lines(spec, setup.samples));
+    }
+    let collate = match user.and_then(|spec| spec.collate.as_ref()) {
+        Some(_) => "collate_fn",
+        None => {
+            code.push_str("from torch.utils.data import default_collate\n");
+            "default_collate"
+        }
+    };
+    (code, collate)
+}
+
+/// The DistributedSampler of one of `ranks` ranks, as the run made it (its shuffle,
+/// seed and drop_last); `epochs` says who sets its epoch.
+pub(super) fn distributed_sampler(
+    result: &RunResult,
+    ranks: usize,
+    seed: u64,
+    epochs: &str,
+) -> String {
+    format!(
+        "from torch.utils.data.distributed import DistributedSampler\n\
+         # in each of the {ranks} ranks, after init_process_group; {epochs}\n\
+         sampler = DistributedSampler(dataset, shuffle={}, seed={seed}, drop_last={})\n",
+        python_bool(result.shuffle),
+        python_bool(result.drop_last)
+    )
 }

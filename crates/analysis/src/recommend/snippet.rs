@@ -13,7 +13,12 @@ use loaderbench_engine::preset::{Runtime, WorkerKind};
 use loaderbench_measure::results::RunResult;
 
 use super::nodes_snippet::nodes_snippet;
-use super::python_code::{python_bool, user_dataset_lines};
+use super::python_code::{
+    distributed_sampler, python_bool, thread_loader_opening, user_dataset_lines,
+};
+
+/// Who sets a DistributedSampler's epoch in a DataLoader or SPDL snippet: the user.
+const SET_EPOCH: &str = "call sampler.set_epoch(epoch) before every epoch";
 
 /// The code that sets `config` up, for the runtime that measured it.
 pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
@@ -39,38 +44,18 @@ pub fn snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32
 /// Pasted, `loader` yields the batches that were measured.
 fn spdl_snippet(result: &RunResult, config: &Config, intra_op_threads: Option<i32>) -> String {
     let setup = result.setup.clone().unwrap_or_default();
-    let user = (setup.dataset.kind == DatasetKind::Python).then_some(&setup.dataset);
-    let mut code = String::from("import torch\n");
-    if let Some(threads) = intra_op_threads {
-        code.push_str(&format!("torch.set_num_threads({threads})\n"));
-    }
-    code.push_str("from spdl.pipeline import PipelineBuilder\n");
-    if let Some(spec) = user {
-        code.push_str(&user_dataset_lines(spec, setup.samples));
-    }
-    let collate = match user.and_then(|spec| spec.collate.as_ref()) {
-        Some(_) => "collate_fn",
-        None => {
-            code.push_str("from torch.utils.data import default_collate\n");
-            "default_collate"
-        }
-    };
+    let (mut code, collate) = thread_loader_opening(
+        &setup,
+        intra_op_threads,
+        "from spdl.pipeline import PipelineBuilder\n",
+    );
     code.push_str(&format!(
         "generator = torch.Generator()\n\
          generator.manual_seed({})  # the run's seed: the order that was measured\n",
         setup.seed
     ));
     code.push_str(&match (config.ranks > 1, result.shuffle) {
-        (true, _) => format!(
-            "from torch.utils.data.distributed import DistributedSampler\n\
-             # in each of the {} ranks, after init_process_group; call \
-             sampler.set_epoch(epoch) before every epoch\n\
-             sampler = DistributedSampler(dataset, shuffle={}, seed={}, drop_last={})\n",
-            config.ranks,
-            python_bool(result.shuffle),
-            setup.seed,
-            python_bool(result.drop_last)
-        ),
+        (true, _) => distributed_sampler(result, config.ranks, setup.seed, SET_EPOCH),
         (false, true) => "from torch.utils.data import RandomSampler\n\
              sampler = RandomSampler(dataset, generator=generator)\n"
             .to_owned(),
@@ -158,15 +143,11 @@ fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option
         args.push("collate_fn=collate_fn".to_owned());
     }
     if ranked {
-        code.push_str(&format!(
-            "from torch.utils.data.distributed import DistributedSampler\n\
-             # in each of the {} ranks, after init_process_group; call \
-             sampler.set_epoch(epoch) before every epoch\n\
-             sampler = DistributedSampler(dataset, shuffle={}, seed={}, drop_last={})\n",
+        code.push_str(&distributed_sampler(
+            result,
             config.ranks,
-            python_bool(result.shuffle),
             setup.seed,
-            python_bool(result.drop_last)
+            SET_EPOCH,
         ));
         args.push("sampler=sampler".to_owned());
     } else {
