@@ -2,15 +2,15 @@
 //! the knob and the runtime. The `spdl` runtime maps the sampler's indices through a
 //! map-style dataset's `__getitem__` on `num_workers` threads of one pipeline that is
 //! built for every epoch (`python/spdl_pipeline.py`): it has no worker processes, so
-//! worker process kinds and our engine's process transfers do not apply (nor start
-//! methods, refused where no pytorch config takes them: [`check_start_methods`]), its
-//! threads cannot persist between epochs, and a stream of tar shards has no indices to
-//! map.
+//! worker process kinds do not apply (nor our engine's process transfers, refused for
+//! both Python runtimes by `worker_kinds`; nor start methods, refused where no pytorch
+//! config takes them: [`check_start_methods`]), its threads cannot persist between
+//! epochs, and a stream of tar shards has no indices to map.
 
 use super::Config;
 use crate::dataset::DatasetKind;
 use crate::error::FieldError;
-use crate::preset::{BatchTransfer, DatasetTransfer, Preset, Runtime, StartMethod, WorkerKind};
+use crate::preset::{Preset, Runtime, StartMethod, WorkerKind};
 
 /// Refuses what an spdl `config` asks that SPDL cannot do.
 pub(super) fn check(config: &Config) -> Result<(), FieldError> {
@@ -30,15 +30,6 @@ pub(super) fn check(config: &Config) -> Result<(), FieldError> {
             "true",
             "its pipeline and threads are built for every epoch; leave it false",
         ));
-    }
-    if config.dataset_transfer != DatasetTransfer::default() {
-        return Err(engine_only(
-            "dataset_transfer",
-            config.dataset_transfer.name(),
-        ));
-    }
-    if config.batch_transfer != BatchTransfer::default() {
-        return Err(engine_only("batch_transfer", config.batch_transfer.name()));
     }
     Ok(())
 }
@@ -84,15 +75,6 @@ pub(super) fn check_dataset(kind: DatasetKind, configs: &[Config]) -> Result<(),
 fn refused(knob: &str, value: &str, why: &str) -> FieldError {
     let problem = format!("{value} does not apply to the spdl runtime ({why})");
     FieldError::new(None, knob, problem)
-}
-
-/// The refusal of one of our engine's process-worker knobs.
-fn engine_only(knob: &str, value: &str) -> FieldError {
-    refused(
-        knob,
-        value,
-        &format!("it is how our engine's worker processes work; leave {knob} out"),
-    )
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //! runtime runs DataLoader's own process workers for `auto` (started by `start_method`),
 //! `fork` and `spawn` (started that way), and torchdata.nodes' `ParallelMapper` threads
 //! for `thread`; without workers every kind there is DataLoader's main-process loop.
-//! The SPDL runtime's workers are threads (`auto` is `thread`; what it refuses is
-//! `spdl_knobs`'s).
+//! The SPDL runtime's workers are threads (`auto` is `thread`; what else it refuses is
+//! `spdl_knobs`'s). Our engine's process transfers are refused on both Python runtimes
+//! here.
 
 use super::Config;
 use crate::dataset::DatasetKind;
@@ -75,17 +76,20 @@ pub(super) fn common_kind(configs: &[Config], runtime: Runtime) -> WorkerKind {
 
 /// Refuses what a settled `config`'s runtime and worker kind cannot honour.
 pub(super) fn check(config: &Config) -> Result<(), FieldError> {
-    if config.runtime != Runtime::Pytorch {
+    if !config.runtime.runs_python() {
         return Ok(());
     }
+    let runtime = config.runtime.name();
     if config.dataset_transfer != DatasetTransfer::default() {
-        return Err(engine_only(
-            "dataset_transfer",
-            config.dataset_transfer.name(),
-        ));
+        let value = config.dataset_transfer.name();
+        return Err(engine_only("dataset_transfer", value, runtime));
     }
     if config.batch_transfer != BatchTransfer::default() {
-        return Err(engine_only("batch_transfer", config.batch_transfer.name()));
+        let value = config.batch_transfer.name();
+        return Err(engine_only("batch_transfer", value, runtime));
+    }
+    if config.runtime != Runtime::Pytorch {
+        return Ok(());
     }
     match config.worker_kind {
         WorkerKind::Fork | WorkerKind::Spawn if config.uses_start_method() => {
@@ -134,11 +138,11 @@ pub(super) fn check_dataset(kind: DatasetKind, configs: &[Config]) -> Result<(),
 }
 
 /// The refusal of one of our engine's process-worker knobs on the PyTorch runtime.
-fn engine_only(knob: &str, value: &str) -> FieldError {
+fn engine_only(knob: &str, value: &str, runtime: &str) -> FieldError {
     field(
         knob,
         format!(
-            "{value} does not apply to the pytorch runtime (it is how our engine's worker \
+            "{value} does not apply to the {runtime} runtime (it is how our engine's worker \
              processes work); leave {knob} out there"
         ),
     )
