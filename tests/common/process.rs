@@ -9,8 +9,9 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 /// One test at a time runs the PyTorch runtime in this process.
 static PYTHON: Mutex<()> = Mutex::new(());
@@ -155,4 +156,21 @@ pub fn marked(var: &str, value: &str) -> Vec<u32> {
         })
         .filter(|&pid| running(pid))
         .collect()
+}
+
+/// Runs `command` to its end within `limit` with the mark `var=value`, then checks that
+/// no process it started (however started: Python, its workers, ranks) is still there.
+pub fn run_leaving_nothing(
+    command: &mut Command,
+    var: &str,
+    value: &str,
+    limit: Duration,
+) -> Output {
+    let output = super::run_with_deadline(command.env(var, value), limit);
+    let left = marked(var, value);
+    assert!(
+        left.is_empty(),
+        "processes {left:?} of the run are still there"
+    );
+    output
 }

@@ -18,8 +18,8 @@ use tempfile::TempDir;
 
 use crate::common;
 use common::jpeg::{self, Coding};
-use common::process::marked;
-use common::{assert_error_line, loaderbench_command, path_str, run_with_deadline, stderr};
+use common::process::run_leaving_nothing;
+use common::{assert_error_line, loaderbench_command, path_str, stderr};
 
 /// Marks the processes of this module's runs.
 const MARK_VAR: &str = "LOADERBENCH_TEST_WORKER_KINDS";
@@ -77,16 +77,8 @@ impl Setup {
             args.extend(["--set", set]);
         }
         let mark = path_str(self.dir.path());
-        let output = run_with_deadline(
-            loaderbench_command(&args).env(MARK_VAR, mark),
-            Duration::from_secs(400),
-        );
-        let left = marked(MARK_VAR, mark);
-        assert!(
-            left.is_empty(),
-            "processes {left:?} of the run are still there"
-        );
-        output
+        let limit = Duration::from_secs(400);
+        run_leaving_nothing(&mut loaderbench_command(&args), MARK_VAR, mark, limit)
     }
 
     fn results(&self) -> Value {
