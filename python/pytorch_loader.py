@@ -37,6 +37,7 @@ DistributedSampler shard, and passes dist.barrier() before every epoch (see
 join_process_group and the functions after it).
 """
 
+import bisect
 import functools
 import gzip
 import json
@@ -377,6 +378,14 @@ def epoch_batches(loader):
         return None
 
 
+def window_first(rule, at_s):
+    """`WindowRule::first` of loaderbench's `window` module: the index of the window's
+    first batch once the warm-up is over (`warmup_batches` after the first batch, and
+    `warmup_s` from the epoch's start), or None."""
+    first = max(1 + rule["warmup_batches"], bisect.bisect_left(at_s, rule["warmup_s"]) + 1)
+    return first if first <= len(at_s) else None
+
+
 def window_slowing(start, at_s):
     """`slowing` of loaderbench's `window` module: whether the window from batch
     `start + 1` on ran more than 15% slower in its second half than in its first."""
@@ -392,8 +401,8 @@ def window_slowing(start, at_s):
 def window_done(rule, at_s):
     """`WindowRule::done` of loaderbench's `window` module: after the first batch and
     the warm-up, a window of `min_batches` or more lasting `window_s`, steady."""
-    first = 1 + rule["warmup_batches"]
-    if len(at_s) < first + rule["min_batches"]:
+    first = window_first(rule, at_s)
+    if first is None or len(at_s) < first + rule["min_batches"]:
         return False
     if at_s[-1] - at_s[first - 1] < rule["window_s"]:
         return False
