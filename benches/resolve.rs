@@ -14,8 +14,8 @@
 //!   `tests/data/user_dataset/mnist_user.py`, with a two-conv CNN training step,
 //!   `tests/data/step/small_cnn.py`, on the PyTorch runtime; num_workers 0, 1, 2, 4 and 2
 //!   persistent): `tune --budget 5m` against whole-epoch measurements of the full dataset
-//!   (three interleaved rounds of one epoch, `measure: epochs`; one epoch a round in the
-//!   tune too): every config measured, the pick in the
+//!   (three interleaved rounds of one epoch, `measure: epochs`, two before the tune and
+//!   one after; one epoch a round in the tune too): every config measured, the pick in the
 //!   whole epochs' best set, each config's projected epoch against its measured one (goal
 //!   within 10%); and, to tell the model's error from the machine's drift between the
 //!   two sessions, each whole epoch against the projection the window rule makes from
@@ -238,26 +238,31 @@ fn mnist_job(dir: &Path) {
     let preset_path = dir.join("mnist-job.ron");
     std::fs::write(&preset_path, preset).expect("the preset");
     let preset_arg = preset_path.to_str().expect("a UTF-8 path");
-    let whole_json = dir.join("mnist-whole.json");
-    let args = [
-        "run",
-        preset_arg,
-        "--quiet",
-        "--set",
-        "repeats=3",
-        "--set",
-        "measure=epochs",
-        // One whole epoch a round (three rounds of five configs are 15 epochs of about a
-        // minute each), and one a round in the tune, so that both compare an epoch in a
-        // fresh process, start-up included.
-        "--set",
-        "epochs=1",
-    ];
+    // Whole epochs in three rounds, two before the tune and one after, so that the
+    // machine's drift over the bench's minutes falls on both sides alike.
+    let whole_round = |round: usize| {
+        let json = dir.join(format!("mnist-whole-{round}.json"));
+        let args = [
+            "run",
+            preset_arg,
+            "--quiet",
+            "--set",
+            "repeats=1",
+            "--set",
+            "measure=epochs",
+            // One whole epoch a round (an epoch takes 10 to 15 s), and one a round in
+            // the tune, so that both compare an epoch in a fresh process, start-up
+            // included.
+            "--set",
+            "epochs=1",
+        ];
+        loaderbench(&args, &json);
+        results_file::read(&json).expect("whole epochs")
+    };
     let started = Instant::now();
-    loaderbench(&args, &whole_json);
-    let whole = undisturbed(&results_file::read(&whole_json).expect("whole epochs"));
+    let mut whole_rounds = vec![whole_round(0), whole_round(1)];
     println!(
-        "resolve: MNIST-shaped job: whole epochs, 3 rounds, in {:.0} s",
+        "resolve: MNIST-shaped job: whole epochs, 2 rounds before the tune, in {:.0} s",
         started.elapsed().as_secs_f64()
     );
     let tuned_json = dir.join("mnist-tune.json");
@@ -268,6 +273,8 @@ fn mnist_job(dir: &Path) {
         &tuned_json,
     );
     let tuned = undisturbed(&results_file::read(&tuned_json).expect("the tune"));
+    whole_rounds.push(whole_round(2));
+    let whole = undisturbed(&common::merged(&whole_rounds));
     let trail = tuned.tune.as_ref().expect("a trail");
     let measured = trail.configs.iter().filter(|c| c.rounds > 0).count();
     let (best, _) = best_set(&whole);
