@@ -454,10 +454,16 @@ mod tests {
             }],
             ..Preset::default()
         };
+        let mut swept = preset.clone();
         preset.set("num_workers", "2").unwrap();
         assert_eq!(preset.num_workers, vec![2]);
         assert_eq!(preset.extra_configs[0].num_workers, None);
         assert_eq!(preset.extra_configs[0].pin_memory, Some(true));
+        // A list of several values replaces the sweep's list; the extra config keeps its
+        // own count (it took the list's first value, 0, and became "nw=0 persistent").
+        swept.set("num_workers", "0,2").unwrap();
+        assert_eq!(swept.num_workers, vec![0, 2]);
+        assert_eq!(swept.extra_configs[0].num_workers, Some(4));
     }
 
     #[test]

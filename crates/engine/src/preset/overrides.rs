@@ -23,9 +23,12 @@ impl Preset {
             Ok(parsed) => parsed.clone(),
             Err(_) => parse_value(value, slot),
         };
-        // A sweep knob set here is fixed in every extra config too; any other key is
-        // no field of an extra config, so removing it there changes nothing.
-        if let Some(points) = tree["extra_configs"].as_array_mut() {
+        // A sweep knob set to one value is fixed in every extra config too; set to
+        // several, the extra configs keep their own (they are the points the sweep's
+        // product leaves out). Any other key is no field of an extra config, so removing
+        // it there changes nothing.
+        let one_value = slot.as_array().is_none_or(|values| values.len() == 1);
+        if let Some(points) = tree["extra_configs"].as_array_mut().filter(|_| one_value) {
             for point in points {
                 if let Some(fields) = point.as_object_mut() {
                     fields.remove(key);
