@@ -6,12 +6,15 @@
 //! window (under a temporary `LOADERBENCH_DATA_DIR`), and the analysis section exports
 //! as a PNG.
 
+use std::path::Path;
 use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
+use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
+use loaderbench_engine::preset::Preset;
 use loaderbench_gui::{App, Launch, Phase};
 use loaderbench_measure::results::RunResult;
 
@@ -222,21 +225,14 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
     }
 }
 
-#[test]
-fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
-    // One round of two epochs shows nothing of the noise: the app goes on measuring the
-    // configs the recommendation hinges on, appending to the run's journal, and shows
-    // the run again with the new rounds and its verdict.
-    let dir = tempfile::tempdir().unwrap();
-    let preset = loaderbench_engine::preset::Preset {
-        resolve_for_s: 20.0,
-        ..common::runs::tiny_preset(512, 2)
-    };
-    let path = dir.path().join("open.ron");
+/// The app on `preset` (saved in `dir`, its journal there too), measuring with the
+/// real program, with Run pressed.
+fn run_in_app(dir: &Path, preset: &Preset) -> Harness<'static, App> {
+    let path = dir.join("open.ron");
     preset.save(&path).unwrap();
     let launch = Launch {
         preset: Some(path.display().to_string()),
-        journal_dir: Some(dir.path().to_path_buf()),
+        journal_dir: Some(dir.to_path_buf()),
         measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
         ..Launch::default()
     };
@@ -244,6 +240,20 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         .with_size([1280.0, 1200.0])
         .build_eframe(move |cc| App::new(cc, launch));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness
+}
+
+#[test]
+fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
+    // One round of two epochs shows nothing of the noise: the app goes on measuring the
+    // configs the recommendation hinges on, appending to the run's journal, and shows
+    // the run again with the new rounds and its verdict.
+    let dir = tempfile::tempdir().unwrap();
+    let preset = Preset {
+        resolve_for_s: 20.0,
+        ..common::runs::tiny_preset(512, 2)
+    };
+    let mut harness = run_in_app(dir.path(), &preset);
     harness.step();
     step_until(&mut harness, Duration::from_secs(60), |app| {
         app.phase() == Some(&Phase::Finished)
@@ -286,6 +296,44 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     assert!(
         harness.query_by_label_contains(" Verdict: ").is_some(),
         "the verdict is shown"
+    );
+}
+
+/// Cancel while the app measures a finished run further stops the rounds and keeps
+/// them; the run stays finished (its sweep finished), and a note says what happened.
+#[test]
+fn cancelling_the_rounds_after_a_run_keeps_the_run_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two configs that a no-op knob tells apart (no CUDA: pin_memory does nothing), one
+    // round each, and no tie margin: the recommendation stays open.
+    let preset = Preset {
+        resolve_for_s: 600.0,
+        tie_margin: 0.0,
+        pin_memory: vec![false, true],
+        num_workers: vec![0],
+        ..common::runs::tiny_preset(512, 2)
+    };
+    let mut harness = run_in_app(dir.path(), &preset);
+    // Cancelled once a round has begun (the rounds' process is up and listening).
+    common::wait_until(Duration::from_secs(90), "a resolving round", || {
+        harness.step();
+        harness
+            .query_by_label_contains("Not resolved: round")
+            .is_some()
+    });
+    harness.key_press(Key::Escape);
+    step_until(&mut harness, Duration::from_secs(60), |app| {
+        !app.is_running()
+    });
+    harness.run_steps(2);
+    let app = harness.state();
+    assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
+    assert!(
+        app.messages()
+            .iter()
+            .any(|m| m.text.contains("Measuring further was stopped")),
+        "{:?}",
+        app.messages()
     );
 }
 

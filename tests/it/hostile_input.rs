@@ -27,7 +27,7 @@ fn numbers_that_broke_a_duration_or_a_capacity_are_refused_with_their_range() {
     refused("batch_size=[4, 1000000000000]", "batch_size");
     refused(
         "extra_configs=[(prefetch_factor: 1000000000)]",
-        "prefetch_factor",
+        "extra_configs[0].prefetch_factor",
     );
     refused("window_s=1e300", "window_s");
 }

@@ -258,3 +258,65 @@ fn a_reaped_child_is_not_running() {
     done.wait().unwrap();
     assert!(!running(done.id()));
 }
+
+/// Ctrl-C while a finished sweep is measured further (`run --recommend`) stops the
+/// rounds and exits 130, and the results keep the run's status, `finished`: its sweep
+/// finished, and so did every round kept (the app showed such a run as cancelled).
+#[test]
+fn ctrl_c_while_resolving_keeps_the_finished_run_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    // Two configs that a no-op knob tells apart (no CUDA: pin_memory does nothing), one
+    // round each, and no tie margin: nothing resolves before the first resolving round.
+    let mut command = loaderbench_command(&[
+        "run",
+        "seed-light",
+        "--recommend",
+        "--resolve-for",
+        "10m",
+        "--set",
+        "samples=2048",
+        "--set",
+        "num_workers=0",
+        "--set",
+        "pin_memory=false,true",
+        "--set",
+        "extra_configs=[]",
+        "--set",
+        "repeats=1",
+        "--set",
+        "tie_margin=0",
+        "--journal",
+        path_str(&dir.path().join("journal.jsonl")),
+        "--json",
+        path_str(&json),
+    ]);
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = command.spawn().expect("the program starts");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let mut seen = Vec::new();
+    let round = lines.find_map(|line| {
+        let line = line.ok()?;
+        seen.push(line.clone());
+        line.starts_with("round ").then_some(line)
+    });
+    assert!(round.is_some(), "no resolving round began: {seen:#?}");
+    signal_group(&child, libc::SIGINT);
+    let output = wait_with_deadline(child, Duration::from_secs(60));
+    seen.extend(lines.map_while(Result::ok));
+    assert_eq!(output.status.code(), Some(130), "{seen:#?}");
+    let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        result["status"]["status"], "finished",
+        "{}",
+        result["status"]
+    );
+    assert!(
+        result["results"].as_array().unwrap().len() >= 2,
+        "{}",
+        result["labels"]
+    );
+}

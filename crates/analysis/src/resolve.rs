@@ -7,7 +7,8 @@
 //! appended to its journal and to the result. A round holds what fits in the time left
 //! (each config's last measurement): every question's pick and its likeliest
 //! challengers first, so a slow question does not starve a quick one; a round the
-//! limit cuts short keeps every config it finished. `run --recommend`,
+//! limit cuts short keeps every config it finished, and a stopped one (Ctrl-C, the app's
+//! Cancel) keeps them and the run's status: its sweep finished. `run --recommend`,
 //! `loaderbench resolve` and the app's analysis all resolve through here.
 
 use std::path::Path;
@@ -156,12 +157,11 @@ pub fn resolve(
             RoundEnd::Failed(error) => break (ResolveEnd::Failed, Some(error)),
         }
     };
-    if let Some(error) = &error {
-        result.status = match error {
-            Error::Cancelled => RunStatus::Cancelled,
-            error => RunStatus::Failed {
-                error: error.to_string(),
-            },
+    // A stop keeps the run's status: its sweep finished, and so did the rounds kept; the
+    // caller learns of the stop from the end and the error.
+    if let Some(error) = error.as_ref().filter(|e| !matches!(e, Error::Cancelled)) {
+        result.status = RunStatus::Failed {
+            error: error.to_string(),
         };
     }
     journal.end(&result.status)?;

@@ -158,6 +158,13 @@ impl FieldError {
             problem: problem.into(),
         }
     }
+
+    /// The same problem, of the field inside `parent` (`extra_configs[1]` and
+    /// `persistent_workers` make `extra_configs[1].persistent_workers`).
+    pub fn within(mut self, parent: &str) -> Self {
+        self.field = FieldPath::from(format!("{parent}.{}", self.field));
+        self
+    }
 }
 
 impl fmt::Display for FieldError {

@@ -85,24 +85,36 @@ impl Plan {
                 "a sweep knob's value does not make a config: {err}"
             ))
         };
-        let mut configs = knobs::grid(preset).map_err(mismatch)?;
+        // Each config with the extra config it came from, if not from the sweep's grid.
+        let mut configs: Vec<(Config, Option<usize>)> = knobs::grid(preset)
+            .map_err(mismatch)?
+            .into_iter()
+            .map(|config| (config, None))
+            .collect();
         for (i, point) in preset.extra_configs.iter().enumerate() {
             let config = knobs::extra_config(preset, point)
                 .map_err(|err| bad(&format!("extra_configs[{i}]"), &err))?;
-            configs.push(config);
+            configs.push((config, Some(i)));
         }
-        let mut unique: Vec<Config> = Vec::with_capacity(configs.len());
+        let mut unique: Vec<(Config, Option<usize>)> = Vec::with_capacity(configs.len());
         // A preset that leaves start_method at its default lets a process kind pick it.
         let start_method_given = preset.start_method != [StartMethod::platform_default()];
-        for config in configs.into_iter().map(|c| c.settled(start_method_given)) {
-            if !unique.contains(&config) {
-                unique.push(config);
+        for (config, extra) in configs {
+            let config = config.settled(start_method_given);
+            if !unique.iter().any(|(seen, _)| *seen == config) {
+                unique.push((config, extra));
             }
         }
-        let mut configs = unique;
-        for config in &configs {
-            check_config(config).map_err(in_file)?;
+        // A value only an extra config gives is named there, not in the sweep's list.
+        for (config, extra) in &unique {
+            check_config(config)
+                .map_err(|err| match extra {
+                    Some(i) => err.within(&format!("extra_configs[{i}]")),
+                    None => err,
+                })
+                .map_err(in_file)?;
         }
+        let mut configs: Vec<Config> = unique.into_iter().map(|(config, _)| config).collect();
         spdl_knobs::check_dataset(preset.dataset.kind, &configs).map_err(in_file)?;
         worker_kinds::check_dataset(preset.dataset.kind, &configs).map_err(in_file)?;
         if preset.dataset.kind == DatasetKind::Python {

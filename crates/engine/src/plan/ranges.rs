@@ -292,7 +292,9 @@ mod tests {
             }]
         });
         assert!(
-            extra.contains("field `batch_size`: samples 1073741824 is out of range"),
+            extra.contains(
+                "field `extra_configs[0].batch_size`: samples 1073741824 is out of range"
+            ),
             "{extra}"
         );
     }

@@ -134,6 +134,23 @@ mod tests {
         }
     }
 
+    /// A built-in preset's persistent extra config under `--set runtime=spdl`: the
+    /// refusal names the extra config, not the sweep's list (which says false).
+    #[test]
+    fn a_value_only_an_extra_config_gives_is_refused_naming_the_extra_config() {
+        let message = refusal(&[
+            ("num_workers", "[0, 2]"),
+            (
+                "extra_configs",
+                "[(num_workers: 2, persistent_workers: true)]",
+            ),
+        ]);
+        assert!(
+            message.contains("field `extra_configs[0].persistent_workers`"),
+            "{message}"
+        );
+    }
+
     #[test]
     fn a_start_method_is_refused_where_only_spdl_could_take_it() {
         let message = refusal(&[("start_method", "[forkserver]")]);

@@ -459,11 +459,15 @@ mod tests {
         assert_eq!(preset.num_workers, vec![2]);
         assert_eq!(preset.extra_configs[0].num_workers, None);
         assert_eq!(preset.extra_configs[0].pin_memory, Some(true));
-        // A list of several values replaces the sweep's list; the extra config keeps its
-        // own count (it took the list's first value, 0, and became "nw=0 persistent").
+        // A list of several values replaces the sweep's list and drops the extra config
+        // at another count (it took the list's first value, 0, and became "nw=0
+        // persistent"); one at a count of the list stays as it is.
+        let mut kept = swept.clone();
         swept.set("num_workers", "0,2").unwrap();
         assert_eq!(swept.num_workers, vec![0, 2]);
-        assert_eq!(swept.extra_configs[0].num_workers, Some(4));
+        assert!(swept.extra_configs.is_empty(), "{:?}", swept.extra_configs);
+        kept.set("num_workers", "0,4").unwrap();
+        assert_eq!(kept.extra_configs[0].num_workers, Some(4));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `--set KEY=VALUE`: any preset field edited by its dotted path before the preset is
 //! checked, the value read as the RON a preset file would hold there, or as a bare
 //! word, number or comma-separated list; a single value for a sweep list replaces the
-//! list and fixes that knob in every extra config.
+//! list and fixes that knob in every extra config, several drop the extra configs that
+//! give it another value.
 
 use crate::error::{Error, Result};
 
@@ -11,7 +12,8 @@ impl Preset {
     /// Sets the field at `key` (a dotted path such as `dataset.path` or `num_workers`)
     /// from `value`: any RON the field takes in a preset file, or a bare word, number or
     /// comma-separated list. A single value given for a sweep list replaces the list, and
-    /// also fixes that knob in every extra config.
+    /// also fixes that knob in every extra config; several replace the list and drop the
+    /// extra configs that give the knob another value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
         let as_ron = ron_value(key, value);
@@ -24,15 +26,22 @@ impl Preset {
             Err(_) => parse_value(value, slot),
         };
         // A sweep knob set to one value is fixed in every extra config too; set to
-        // several, the extra configs keep their own (they are the points the sweep's
-        // product leaves out). Any other key is no field of an extra config, so removing
-        // it there changes nothing.
-        let one_value = slot.as_array().is_none_or(|values| values.len() == 1);
-        if let Some(points) = tree["extra_configs"].as_array_mut().filter(|_| one_value) {
-            for point in points {
-                if let Some(fields) = point.as_object_mut() {
-                    fields.remove(key);
-                }
+        // several, the extra configs that give it another value are dropped (they are
+        // points off the sweep asked for). Any other key is no field of an extra config,
+        // so this changes nothing for it.
+        let list = slot.as_array().filter(|values| values.len() > 1).cloned();
+        if let Some(points) = tree["extra_configs"].as_array_mut() {
+            match list {
+                None => points.iter_mut().for_each(|point| {
+                    if let Some(fields) = point.as_object_mut() {
+                        fields.remove(key);
+                    }
+                }),
+                Some(values) => points.retain(|point| {
+                    point
+                        .get(key)
+                        .is_none_or(|value| value.is_null() || values.contains(value))
+                }),
             }
         }
         *self = serde_json::from_value(tree).map_err(|err| {

@@ -147,6 +147,8 @@ impl Runs {
         }
         if let Some(failure) = ended.failure {
             messages.error(format!("Measuring further failed: {failure}"));
+        } else if ended.stopped() {
+            messages.note("Measuring further was stopped; the rounds it finished are kept.");
         }
     }
 
