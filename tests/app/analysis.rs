@@ -236,7 +236,7 @@ fn run_in_app(dir: &Path, preset: &Preset) -> Harness<'static, App> {
         measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
         ..Launch::default()
     };
-    let mut harness = common::gui::builder()
+    let harness = common::gui::builder()
         .with_size([1280.0, 1200.0])
         .build_eframe(move |cc| App::new(cc, launch));
     harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
