@@ -71,7 +71,7 @@ impl ChildRun {
     ) -> Result<ChildRun> {
         let journal = match journal {
             Some(path) => path,
-            None => new_journal(&runs_dir(), &plan.name)?,
+            None => new_journal(&runs_dir(), &plan.preset.name)?,
         };
         let program = match executable {
             Some(path) => path.to_path_buf(),

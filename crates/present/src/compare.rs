@@ -174,7 +174,7 @@ mod tests {
             started_unix_s: 0,
             machine: loaderbench_engine::machine::Machine::current(),
             configs: plan.configs.clone(),
-            labels: (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
+            labels: plan.labels(),
             warnings: Vec::new(),
             results,
             status: RunStatus::Finished,

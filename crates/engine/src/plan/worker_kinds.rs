@@ -181,9 +181,7 @@ mod tests {
 
     #[test]
     fn labels_name_a_kind_only_where_it_is_not_its_runtimes_default() {
-        let labels = |plan: Plan| -> Vec<String> {
-            (0..plan.configs.len()).map(|i| plan.label(i)).collect()
-        };
+        let labels = |plan: Plan| -> Vec<String> { plan.labels() };
         let mixed = plan(&[
             ("runtime", "[loaderbench, pytorch]"),
             ("num_workers", "[2]"),
