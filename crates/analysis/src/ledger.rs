@@ -140,17 +140,13 @@ pub fn break_even(
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use loaderbench_measure::fixtures::{config, epoch, result, run, with_startups};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs, with_startups};
 
     #[test]
     fn restarting_workers_costs_their_first_batch_every_epoch() {
         // nw=2 restarts: every epoch's first batch takes 0.5 s against 0.1 s steady.
         let restarting = with_startups(
-            run(
-                0,
-                config(2, false),
-                vec![epoch(1, 0.5, 0.1, 11), epoch(2, 0.5, 0.1, 11)],
-            ),
+            run(0, config(2, false), two_epochs(0.5, 0.1, 11)),
             &[1, 2],
             0.3,
         );

@@ -35,6 +35,16 @@ pub struct Axis {
 }
 
 impl Axis {
+    /// A plain numeric axis: `label` in `unit`, its positions shown as numbers.
+    pub const fn numeric(label: &'static str, unit: &'static str) -> Axis {
+        Axis {
+            label,
+            unit,
+            category: None,
+            names: Vec::new(),
+        }
+    }
+
     /// The label with its unit, as the axis shows it.
     pub fn title(&self) -> String {
         if self.unit.is_empty() {
@@ -67,12 +77,7 @@ pub struct Chart {
     pub highlights: Vec<Series>,
 }
 
-const SECONDS: Axis = Axis {
-    label: "seconds",
-    unit: "s",
-    category: None,
-    names: Vec::new(),
-};
+const SECONDS: Axis = Axis::numeric("seconds", "s");
 
 const EPOCH: Axis = Axis {
     label: "epoch",
@@ -157,18 +162,8 @@ pub fn timeline(data: &RunData, config: usize) -> Chart {
     Chart {
         id: ChartId::Timeline,
         title: format!("Wait for each batch — {label}"),
-        x: Axis {
-            label: "batch",
-            unit: "",
-            category: None,
-            names: Vec::new(),
-        },
-        y: Axis {
-            label: "wait",
-            unit: "s",
-            category: None,
-            names: Vec::new(),
-        },
+        x: Axis::numeric("batch", ""),
+        y: Axis::numeric("wait", "s"),
         mark: Mark::Lines,
         series,
         highlights: Vec::new(),

@@ -345,7 +345,7 @@ mod tests {
     use loaderbench_engine::plan::KNOBS;
     use loaderbench_engine::plan::Plan;
     use loaderbench_engine::preset::{Preset, Runtime, StartMethod, WorkerKind};
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
     use loaderbench_measure::results::ConfigResult;
 
     fn measured(
@@ -389,13 +389,7 @@ mod tests {
     fn repeats(index: usize, config: &Config, seconds: &[f64]) -> Vec<ConfigResult> {
         seconds
             .iter()
-            .map(|&s| {
-                run(
-                    index,
-                    config.clone(),
-                    vec![epoch(1, s, s, 1), epoch(2, s, s, 1)],
-                )
-            })
+            .map(|&s| run(index, config.clone(), two_epochs(s, s, 1)))
             .collect()
     }
 
@@ -689,16 +683,8 @@ mod tests {
         let mut r = result(
             vec![plain.clone(), pinned.clone(), config(2, false)],
             three_rounds(vec![
-                run(
-                    0,
-                    plain,
-                    vec![epoch(1, 0.6, 0.06, 11), epoch(2, 0.6, 0.06, 11)],
-                ),
-                run(
-                    1,
-                    pinned,
-                    vec![epoch(1, 0.1, 0.01, 11), epoch(2, 0.1, 0.01, 11)],
-                ),
+                run(0, plain, two_epochs(0.6, 0.06, 11)),
+                run(1, pinned, two_epochs(0.1, 0.01, 11)),
                 measured(2, 2, false, 0.5, 0.1),
             ]),
         );

@@ -224,7 +224,7 @@ mod tests {
     use super::super::super::Analysis;
     use super::super::Recommendation;
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
     use loaderbench_measure::results::ConfigResult;
 
     /// Recorded rounds of nw=0 (1 s an epoch) and nw=2, whose time in round `r` is
@@ -239,7 +239,7 @@ mod tests {
                 let mut r = run(
                     index,
                     configs[index].clone(),
-                    vec![epoch(1, seconds, seconds, 1), epoch(2, seconds, seconds, 1)],
+                    two_epochs(seconds, seconds, 1),
                 );
                 r.repeat = round;
                 results.push(r);

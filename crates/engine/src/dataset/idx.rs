@@ -381,6 +381,7 @@ fn decompress(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<File
 
 #[cfg(test)]
 mod tests {
+    use crate::error::assert_mentions;
     use std::io::Write;
 
     use flate2::Compression;
@@ -489,10 +490,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("nothing-here");
         let msg = open_error(&path, None);
-        assert!(
-            msg.contains("nothing-here") && msg.contains("cannot read"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["nothing-here", "cannot read"]);
     }
 
     #[test]
@@ -512,7 +510,7 @@ mod tests {
         fs::write(&images, idx_bytes(0x801, &[3], &[0; 3])).unwrap();
         let msg = open_error(&images, None);
         assert!(msg.contains("train-images-idx3-ubyte"), "{msg}");
-        assert!(msg.contains("magic") && msg.contains("0x00000801"), "{msg}");
+        assert_mentions(&msg, &["magic", "0x00000801"]);
         assert!(msg.contains("expected 0x00000803"), "{msg}");
     }
 
@@ -523,10 +521,7 @@ mod tests {
         fs::write(&images, idx_bytes(0x803, &[3, 2, 3], &[0; 17])).unwrap();
         let msg = open_error(&images, None);
         assert!(msg.contains("train-images-idx3-ubyte"), "{msg}");
-        assert!(
-            msg.contains("promises 18 bytes") && msg.contains("found 17"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["promises 18 bytes", "found 17"]);
     }
 
     #[test]
@@ -627,10 +622,12 @@ mod tests {
             ..DatasetLimits::DEFAULT
         };
         let msg = Idx::open(&images, None, &limits).err().unwrap().to_string();
-        assert!(
-            msg.contains("the data its header declares (bytes) is 18, over the limit of 17")
-                && msg.contains("dataset.limits.idx_bytes"),
-            "{msg}"
+        assert_mentions(
+            &msg,
+            &[
+                "the data its header declares (bytes) is 18, over the limit of 17",
+                "dataset.limits.idx_bytes",
+            ],
         );
     }
 }

@@ -295,6 +295,7 @@ impl Dataset for Npy {
 
 #[cfg(test)]
 mod tests {
+    use crate::error::assert_mentions;
     use std::fs;
 
     use tempfile::TempDir;
@@ -368,7 +369,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = write(&dir, "x.npy", b"not numpy".to_vec());
         let msg = open_error(&path, None);
-        assert!(msg.contains("x.npy") && msg.contains("magic"), "{msg}");
+        assert_mentions(&msg, &["x.npy", "magic"]);
     }
 
     #[test]
@@ -378,10 +379,7 @@ mod tests {
         bytes[20] = b'!';
         let path = write(&dir, "x.npy", bytes);
         let msg = open_error(&path, None);
-        assert!(
-            msg.contains("x.npy") && msg.contains("malformed header"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["x.npy", "malformed header"]);
     }
 
     #[test]
@@ -389,10 +387,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = write(&dir, "x.npy", npy_bytes("|u1", &[2, 2, 2], &[0; 7]));
         let msg = open_error(&path, None);
-        assert!(
-            msg.contains("x.npy") && msg.contains("promises 8 bytes"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["x.npy", "promises 8 bytes"]);
     }
 
     #[test]
@@ -400,13 +395,10 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = write(&dir, "x.npy", npy_bytes("|u1", &[4, 4], &[0; 16]));
         let msg = open_error(&path, None);
-        assert!(
-            msg.contains("x.npy") && msg.contains("(N, C, H, W)"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["x.npy", "(N, C, H, W)"]);
         let path = write(&dir, "y.npy", npy_bytes("<c8", &[1, 1, 1], &[0; 8]));
         let msg = open_error(&path, None);
-        assert!(msg.contains("y.npy") && msg.contains("'<c8'"), "{msg}");
+        assert_mentions(&msg, &["y.npy", "'<c8'"]);
     }
 
     #[test]
@@ -425,12 +417,9 @@ mod tests {
         let path = write(&dir, "x.npy", npy_bytes("|u1", &[2, 1, 1], &[0; 2]));
         let labels = write(&dir, "y.npy", npy_bytes("<f4", &[2], &[0; 8]));
         let msg = open_error(&path, Some(&labels));
-        assert!(
-            msg.contains("y.npy") && msg.contains("not float32"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["y.npy", "not float32"]);
         let labels = write(&dir, "z.npy", npy_bytes("|u1", &[2, 1], &[0; 2]));
         let msg = open_error(&path, Some(&labels));
-        assert!(msg.contains("z.npy") && msg.contains("shape (N,)"), "{msg}");
+        assert_mentions(&msg, &["z.npy", "shape (N,)"]);
     }
 }

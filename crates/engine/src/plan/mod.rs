@@ -159,6 +159,27 @@ impl Plan {
     }
 }
 
+/// Plans made from the default preset with `--set`s, for the tests of the plan's checks.
+#[cfg(test)]
+pub(crate) mod test_plans {
+    use super::Plan;
+    use crate::preset::Preset;
+
+    /// The default preset with each `(path, value)` set in turn, planned.
+    pub fn plan(sets: &[(&str, &str)]) -> crate::error::Result<Plan> {
+        let mut preset = Preset::default();
+        for (path, value) in sets {
+            preset.set(path, value).unwrap();
+        }
+        Plan::from_preset(&preset, None)
+    }
+
+    /// Why the plan of [`plan`]'s preset is refused.
+    pub fn refusal(sets: &[(&str, &str)]) -> String {
+        plan(sets).unwrap_err().to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

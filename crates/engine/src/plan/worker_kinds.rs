@@ -152,19 +152,8 @@ fn engine_only(knob: &str, value: &str, runtime: &str) -> FieldError {
 mod tests {
     use super::*;
     use crate::plan::Plan;
-    use crate::preset::{Preset, StartMethod};
-
-    fn plan(sets: &[(&str, &str)]) -> crate::error::Result<Plan> {
-        let mut preset = Preset::default();
-        for (path, value) in sets {
-            preset.set(path, value).unwrap();
-        }
-        Plan::from_preset(&preset, None)
-    }
-
-    fn refusal(sets: &[(&str, &str)]) -> String {
-        plan(sets).unwrap_err().to_string()
-    }
+    use crate::plan::test_plans::{plan, refusal};
+    use crate::preset::StartMethod;
 
     #[test]
     fn auto_is_thread_on_our_engine_and_stays_auto_on_pytorch() {

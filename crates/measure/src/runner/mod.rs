@@ -333,12 +333,7 @@ impl Run {
             disturbed: verdict.disturbed,
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
-            python: None,
-            stayed_warm: None,
-            partly_cold: None,
-            dataset_samples: None,
-            dataset_object_bytes: None,
-            processes: Vec::new(),
+            ..ConfigResult::default()
         }
     }
 
