@@ -44,19 +44,12 @@ pub struct BreakEven {
 /// The ledger row of one config.
 pub fn row(runs: &ConfigRuns<'_>) -> LedgerRow {
     let startups: Vec<f64> = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
+        .epochs()
         .flat_map(|e| &e.worker_startups)
         .map(|s| s.seconds)
         .collect();
     let first_batches: Vec<f64> = runs.first_epochs().map(|e| e.first_batch_s).collect();
-    let steady: Vec<f64> = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
-        .filter_map(steady_batch_s)
-        .collect();
+    let steady: Vec<f64> = runs.epochs().filter_map(steady_batch_s).collect();
     let restarts: Vec<f64> = runs
         .runs
         .iter()

@@ -51,11 +51,7 @@ pub fn warnings(result: &RunResult) -> Vec<String> {
 /// A config whose epochs were to be cut after their window but were measured whole,
 /// with why (its window slowed down).
 fn measured_whole(runs: &ConfigRuns<'_>) -> Option<String> {
-    let why = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
-        .find_map(|e| e.whole_because.as_deref())?;
+    let why = runs.epochs().find_map(|e| e.whole_because.as_deref())?;
     Some(format!("{}: {why}", runs.label))
 }
 

@@ -285,7 +285,7 @@ mod tests {
         preset.set("batch_transfer", "shared_memory,pipe").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 4);
-        let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         // Each label names the knobs where it differs from the most common value, our
         // engine's default kind (thread) on a tie.
         assert!(labels.iter().any(|l| l.contains("spawn")), "{labels:?}");
@@ -305,7 +305,7 @@ mod tests {
         preset.set("start_method", "fork,spawn").unwrap();
         preset.extra_configs.clear();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        let labels: Vec<String> = plan.labels();
+        let labels = plan.labels();
         assert_eq!(
             labels,
             [
@@ -362,7 +362,7 @@ mod tests {
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 2);
         assert_eq!(plan.configs[1].total_processes(), 12);
-        let labels: Vec<String> = (0..2).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         assert!(labels.iter().any(|l| l.contains("ranks=")), "{labels:?}");
         preset.set("ranks", "0").unwrap();
         let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
@@ -383,7 +383,7 @@ mod tests {
         preset.set("num_workers", "0,2").unwrap();
         preset.set("cache", "warm,cold").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         assert_eq!(labels, ["nw=0", "nw=2", "nw=0 cold", "nw=2 cold"]);
         preset.set("cache", "cold").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
@@ -395,7 +395,7 @@ mod tests {
         let (preset, _) = crate::builtin::load("ddp-light").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 18);
-        let labels: Vec<String> = plan.labels();
+        let labels = plan.labels();
         for (i, label) in labels.iter().enumerate() {
             assert_eq!(
                 labels.iter().filter(|l| *l == label).count(),
@@ -452,7 +452,7 @@ mod tests {
         preset.set("transform_at", "batch,sample").unwrap();
         preset.set("runtime", "loaderbench,pytorch").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        let labels: Vec<String> = plan.labels();
+        let labels = plan.labels();
         // PyTorch always transforms per sample: its configs collapse into one.
         assert_eq!(labels, ["nw=0", "nw=0 per sample", "nw=0 pytorch"]);
         assert_eq!(plan.configs[2].transform_at, TransformAt::Batch);
