@@ -316,6 +316,12 @@ mod tests {
         }
     }
 
+    /// The error opening `bytes` written as `name`, without labels.
+    fn refused(name: &str, bytes: Vec<u8>) -> String {
+        let dir = TempDir::new().unwrap();
+        open_error(&write(&dir, name, bytes), None)
+    }
+
     #[test]
     fn reads_u8_four_dimensional_samples_labelled_zero() {
         let dir = TempDir::new().unwrap();
@@ -366,38 +372,29 @@ mod tests {
 
     #[test]
     fn bad_magic_is_named() {
-        let dir = TempDir::new().unwrap();
-        let path = write(&dir, "x.npy", b"not numpy".to_vec());
-        let msg = open_error(&path, None);
+        let msg = refused("x.npy", b"not numpy".to_vec());
         assert_mentions(&msg, &["x.npy", "magic"]);
     }
 
     #[test]
     fn malformed_header_is_named() {
-        let dir = TempDir::new().unwrap();
         let mut bytes = npy_bytes("|u1", &[1, 2, 2], &[0; 4]);
         bytes[20] = b'!';
-        let path = write(&dir, "x.npy", bytes);
-        let msg = open_error(&path, None);
+        let msg = refused("x.npy", bytes);
         assert_mentions(&msg, &["x.npy", "malformed header"]);
     }
 
     #[test]
     fn short_data_is_named() {
-        let dir = TempDir::new().unwrap();
-        let path = write(&dir, "x.npy", npy_bytes("|u1", &[2, 2, 2], &[0; 7]));
-        let msg = open_error(&path, None);
+        let msg = refused("x.npy", npy_bytes("|u1", &[2, 2, 2], &[0; 7]));
         assert_mentions(&msg, &["x.npy", "promises 8 bytes"]);
     }
 
     #[test]
     fn other_ranks_and_dtypes_are_refused() {
-        let dir = TempDir::new().unwrap();
-        let path = write(&dir, "x.npy", npy_bytes("|u1", &[4, 4], &[0; 16]));
-        let msg = open_error(&path, None);
+        let msg = refused("x.npy", npy_bytes("|u1", &[4, 4], &[0; 16]));
         assert_mentions(&msg, &["x.npy", "(N, C, H, W)"]);
-        let path = write(&dir, "y.npy", npy_bytes("<c8", &[1, 1, 1], &[0; 8]));
-        let msg = open_error(&path, None);
+        let msg = refused("y.npy", npy_bytes("<c8", &[1, 1, 1], &[0; 8]));
         assert_mentions(&msg, &["y.npy", "'<c8'"]);
     }
 

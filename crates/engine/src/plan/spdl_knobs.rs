@@ -135,8 +135,7 @@ mod tests {
     #[test]
     fn a_start_method_is_refused_where_only_spdl_could_take_it() {
         let message = refusal(&[("start_method", "[forkserver]")]);
-        assert!(message.contains("start_method"), "{message}");
-        assert!(message.contains("spdl runtime"), "{message}");
+        assert_mentions(&message, &["start_method", "spdl runtime"]);
         let crossed = plan(&[
             ("runtime", "[pytorch, spdl]"),
             ("num_workers", "[2]"),

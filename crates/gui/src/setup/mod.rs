@@ -337,6 +337,13 @@ fn choice_field<T: PartialEq + Copy>(
         .labelled_by(label.id)
 }
 
+/// The small "×" button that removes a row, its tooltip naming `what`; true when clicked.
+fn remove_button(ui: &mut Ui, what: &str) -> bool {
+    ui.small_button("×")
+        .on_hover_text(format!("Remove this {what}"))
+        .clicked()
+}
+
 /// A one-line text field for `text` that `label` names, `hint` shown while it is empty.
 fn text_field(
     ui: &mut Ui,
