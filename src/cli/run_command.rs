@@ -19,7 +19,7 @@ use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::{
-    Event, RunHandle, RunOptions, claim_journal, new_journal, read_journal, runs_dir,
+    Event, RunHandle, RunOptions, claim_journal, default_journal, read_journal,
 };
 
 use super::interrupt;
@@ -141,7 +141,7 @@ pub fn resolve(
 /// unless `append`), else a new one in the user data directory.
 pub fn prepare_journal(journal: Option<PathBuf>, append: bool, plan: &Plan) -> Result<PathBuf> {
     let Some(path) = journal else {
-        return new_journal(&runs_dir(), &plan.preset.name);
+        return default_journal(&plan.preset.name);
     };
     claim_journal(&path, append)?;
     Ok(path)

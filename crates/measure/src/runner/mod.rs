@@ -17,7 +17,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::disturbance;
 use crate::engine_epoch::loader_settings;
 use crate::events::Event;
-use crate::journal::{Journal, new_journal, runs_dir};
+use crate::journal::{Journal, default_journal, runs_dir};
 use crate::meter;
 use crate::rank_merge::RanksSummary;
 use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
@@ -44,7 +44,7 @@ pub type EpochGate = Box<dyn FnMut() + Send>;
 /// How a run is recorded.
 #[derive(Default)]
 pub struct RunOptions {
-    /// The journal file; `None` makes a new one in [`runs_dir`] ([`new_journal`]).
+    /// The journal file; `None` makes a new one in [`runs_dir`] ([`default_journal`]).
     pub journal: Option<PathBuf>,
     /// Waited on before each epoch; `None` starts epochs at once.
     pub before_epoch: Option<EpochGate>,
@@ -116,7 +116,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
     // A journal that cannot be made fails the run when it starts, naming the folder.
     let (journal, journal_problem) = match options.journal {
         Some(path) => (path, None),
-        None => match new_journal(&runs_dir(), &plan.preset.name) {
+        None => match default_journal(&plan.preset.name) {
             Ok(path) => (path, None),
             Err(error) => (runs_dir(), Some(error)),
         },
