@@ -172,31 +172,33 @@ fn recommend_one(
         );
         return Some(no_winner(group, samples, text, verdict));
     }
-    if let Some(warm) = candidates.iter().find(|c| c.stayed_warm().is_some()) {
-        let text = format!(
-            "No config is named for a cold page cache: {} stayed warm ({}), so its times \
-             are not cold ones.",
-            warm.label,
-            warm.stayed_warm().unwrap_or_default()
-        );
-        let verdict = Verdict::none_named(
-            "a cold config stayed warm, so no cold figure answers it",
-            Vec::new(),
-        );
-        return Some(no_winner(group, samples, text, verdict));
-    }
-    if let Some(cold) = candidates.iter().find(|c| c.partly_cold().is_some()) {
-        let text = format!(
-            "No config is named for a warm page cache: {} read part of its files from \
-             storage ({}), so its times are not warm ones.",
-            cold.label,
-            cold.partly_cold().unwrap_or_default()
-        );
-        let verdict = Verdict::none_named(
-            "a warm config read from storage, so no warm figure answers it",
-            Vec::new(),
-        );
-        return Some(no_winner(group, samples, text, verdict));
+    // A config whose page cache was not the one it asked for answers nothing: (the cache
+    // asked for, what the config did instead, at length and in short).
+    let cache_misses = [
+        (Cache::Cold, "stayed warm", "stayed warm"),
+        (
+            Cache::Warm,
+            "read part of its files from storage",
+            "read from storage",
+        ),
+    ];
+    for (cache, did, did_short) in cache_misses {
+        let missed = candidates
+            .iter()
+            .find_map(|c| Some((c, c.cache_missed(cache)?)));
+        if let Some((missed, why)) = missed {
+            let cache = cache.name();
+            let text = format!(
+                "No config is named for a {cache} page cache: {} {did} ({why}), so its \
+                 times are not {cache} ones.",
+                missed.label
+            );
+            let verdict = Verdict::none_named(
+                &format!("a {cache} config {did_short}, so no {cache} figure answers it"),
+                Vec::new(),
+            );
+            return Some(no_winner(group, samples, text, verdict));
+        }
     }
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
