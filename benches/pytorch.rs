@@ -48,7 +48,7 @@ fn agreement(dir: &Path) {
     preset.set("runtime", "pytorch").expect("a runtime");
     preset.set("epochs", "3").expect("epochs");
     let plan = Plan::from_preset(&preset, None).expect("a plan");
-    let dataset = open(&plan.dataset, plan.samples).expect("the dataset");
+    let dataset = open(&plan.preset.dataset, plan.preset.samples).expect("the dataset");
     let script = PytorchScript::prepare(&plan, Some(&dataset)).expect("the script");
     let (images, labels) = pytorch::write_idx(dataset.as_ref(), dir).expect("IDX files");
     let request = DatasetRequest::Idx { images, labels };
@@ -87,8 +87,8 @@ fn user_dataset_agreement(full: bool, dir: &Path) {
     let request = DatasetRequest::Python {
         path: module,
         factory: "make_dataset".to_owned(),
-        args: plan.dataset.args.clone(),
-        collate: plan.dataset.collate.clone(),
+        args: plan.preset.dataset.args.clone(),
+        collate: plan.preset.dataset.collate.clone(),
     };
     let what = format!("user dataset mnist_user.py, {samples} samples, nw={workers}");
     print_agreement(&what, &plan, &script, request, rounds);

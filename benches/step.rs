@@ -227,8 +227,8 @@ fn user_step_against_a_plain_loop(full: bool, dir: &Path) {
     let dataset = DatasetRequest::Python {
         path: module,
         factory: "make_dataset".to_owned(),
-        args: plan.dataset.args.clone(),
-        collate: plan.dataset.collate.clone(),
+        args: plan.preset.dataset.args.clone(),
+        collate: plan.preset.dataset.collate.clone(),
     };
     let request =
         serde_json::to_string(&Request::new(&plan, &plan.configs[0], dataset)).expect("JSON");

@@ -319,15 +319,15 @@ fn memory_limit(text: &str) -> Result<bytesize::ByteSize, Error> {
 fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = load_plan(args)?;
     // A model is loaded once, as a run loads it; a python step's module must exist.
-    plan.step.check_files()?;
-    if plan.dataset.kind == loaderbench_engine::dataset::DatasetKind::Python {
+    plan.preset.step.check_files()?;
+    if plan.preset.dataset.kind == loaderbench_engine::dataset::DatasetKind::Python {
         // The user's module runs in Python only; here it must at least exist.
-        if let Some(path) = plan.dataset.path.as_ref().filter(|p| !p.is_file()) {
+        if let Some(path) = plan.preset.dataset.path.as_ref().filter(|p| !p.is_file()) {
             return Err(Error::file(path, "no such file"));
         }
     } else {
-        let dataset = loaderbench_engine::dataset::open(&plan.dataset, plan.samples)?;
-        for warning in loaderbench_engine::dataset::open_warnings(plan.samples, &*dataset) {
+        let dataset = loaderbench_engine::dataset::open(&plan.preset.dataset, plan.preset.samples)?;
+        for warning in loaderbench_engine::dataset::open_warnings(plan.preset.samples, &*dataset) {
             eprintln!("warning: {warning}");
         }
     }
@@ -335,8 +335,8 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
         "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",
         args.preset,
         plan.configs.len(),
-        plan.repeats,
-        plan.epochs
+        plan.preset.repeats,
+        plan.preset.epochs
     );
     // Resolved: a preset file's relative paths against its folder, a `--set`'s against
     // the current directory.

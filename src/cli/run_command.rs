@@ -19,7 +19,7 @@ use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::{
-    Event, RunHandle, RunOptions, claim_journal, new_journal, read_journal, runs_dir,
+    Event, RunHandle, RunOptions, claim_journal, default_journal, read_journal,
 };
 
 use super::interrupt;
@@ -141,7 +141,7 @@ pub fn resolve(
 /// unless `append`), else a new one in the user data directory.
 pub fn prepare_journal(journal: Option<PathBuf>, append: bool, plan: &Plan) -> Result<PathBuf> {
     let Some(path) = journal else {
-        return new_journal(&runs_dir(), &plan.name);
+        return default_journal(&plan.preset.name);
     };
     claim_journal(&path, append)?;
     Ok(path)
@@ -197,8 +197,8 @@ fn paced(handle: &RunHandle) -> impl Iterator<Item = Event> + '_ {
 /// Runs `plan` with a progress bar; returns what was measured and, if the run did not
 /// finish, why.
 pub fn execute(plan: &Plan, journal: PathBuf, quiet: bool) -> Result<(RunResult, Option<Error>)> {
-    let epochs = plan.epochs + usize::from(plan.warmup);
-    let runs_per_config = plan.repeats * epochs;
+    let epochs = plan.preset.epochs + usize::from(plan.preset.warmup);
+    let runs_per_config = plan.preset.repeats * epochs;
     let progress = BatchBar::new(quiet);
     let options = RunOptions {
         journal: Some(journal),
@@ -228,9 +228,9 @@ pub fn execute(plan: &Plan, journal: PathBuf, quiet: bool) -> Result<(RunResult,
                     progress.at(
                         &plan.label(config),
                         repeat,
-                        plan.repeats,
+                        plan.preset.repeats,
                         epoch,
-                        plan.epochs,
+                        plan.preset.epochs,
                     );
                 }
                 // Batch events come a few a second; the position says how far it is.

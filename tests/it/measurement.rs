@@ -228,7 +228,7 @@ fn follow_child(plan: &Plan, dir: &Path, cancel_after_configs: Option<usize>) ->
         }
     }
     if cancel_after_configs.is_none() {
-        let epochs = plan.configs.len() * plan.repeats * plan.epochs;
+        let epochs = plan.configs.len() * plan.preset.repeats * plan.preset.epochs;
         assert_eq!(gates.load(Ordering::SeqCst), epochs, "one gate per epoch");
     }
     let started = Instant::now();

@@ -115,7 +115,7 @@ fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
     let (preset, _) = builtin::load("seed-light").unwrap();
     let plan = plan(preset, &sets);
     // The runtime reads the synthetic samples as IDX files, written as it writes them.
-    let synthetic = open(&plan.dataset, plan.samples).unwrap();
+    let synthetic = open(&plan.preset.dataset, plan.preset.samples).unwrap();
     let (images, labels) = write_idx(synthetic.as_ref(), dir.path()).unwrap();
     let snippets = snippets(&result);
     assert_eq!(snippets.len(), 3, "nw=0, and nw=2 of each kind");

@@ -156,18 +156,12 @@ fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>) -> Option<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
 
     fn measured(batch_s: &[f64]) -> RunResult {
         let runs = batch_s
             .iter()
-            .map(|b| {
-                run(
-                    0,
-                    config(2, false),
-                    vec![epoch(1, 0.1, *b, 11), epoch(2, 0.1, *b, 11)],
-                )
-            })
+            .map(|b| run(0, config(2, false), two_epochs(0.1, *b, 11)))
             .collect();
         result(vec![config(2, false)], runs)
     }

@@ -44,19 +44,12 @@ pub struct BreakEven {
 /// The ledger row of one config.
 pub fn row(runs: &ConfigRuns<'_>) -> LedgerRow {
     let startups: Vec<f64> = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
+        .epochs()
         .flat_map(|e| &e.worker_startups)
         .map(|s| s.seconds)
         .collect();
     let first_batches: Vec<f64> = runs.first_epochs().map(|e| e.first_batch_s).collect();
-    let steady: Vec<f64> = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
-        .filter_map(steady_batch_s)
-        .collect();
+    let steady: Vec<f64> = runs.epochs().filter_map(steady_batch_s).collect();
     let restarts: Vec<f64> = runs
         .runs
         .iter()
@@ -140,17 +133,13 @@ pub fn break_even(
 #[cfg(test)]
 mod tests {
     use super::super::Analysis;
-    use loaderbench_measure::fixtures::{config, epoch, result, run, with_startups};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs, with_startups};
 
     #[test]
     fn restarting_workers_costs_their_first_batch_every_epoch() {
         // nw=2 restarts: every epoch's first batch takes 0.5 s against 0.1 s steady.
         let restarting = with_startups(
-            run(
-                0,
-                config(2, false),
-                vec![epoch(1, 0.5, 0.1, 11), epoch(2, 0.5, 0.1, 11)],
-            ),
+            run(0, config(2, false), two_epochs(0.5, 0.1, 11)),
             &[1, 2],
             0.3,
         );

@@ -149,6 +149,11 @@ impl ConfigRuns<'_> {
         self.runs.iter().flat_map(|run| run.typical_epochs())
     }
 
+    /// Every epoch measured, repeat by repeat.
+    pub fn epochs(&self) -> impl Iterator<Item = &EpochResult> {
+        self.runs.iter().flat_map(|run| &run.epochs)
+    }
+
     /// Each repeat's first epoch.
     pub fn first_epochs(&self) -> impl Iterator<Item = &EpochResult> {
         self.runs.iter().filter_map(|run| run.epochs.first())

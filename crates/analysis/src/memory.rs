@@ -360,9 +360,7 @@ fn whole_epoch_samples(runs: &ConfigRuns<'_>) -> Option<usize> {
 fn measured_share(runs: &ConfigRuns<'_>) -> f64 {
     let whole = whole_epoch_samples(runs);
     let shares: Vec<f64> = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
+        .epochs()
         .filter(|e| e.samples > 0)
         .map(|e| {
             let cut = e

@@ -77,7 +77,7 @@ pub(crate) fn measure(
     let scratch_journal = scratch.join(format!("round-{round}.jsonl"));
     let mut sub = plan.clone();
     sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
-    sub.repeats = 1;
+    sub.preset.repeats = 1;
     let mut round_state = Round {
         results: Vec::new(),
         seconds: Vec::new(),

@@ -183,7 +183,7 @@ pub fn amdahl_fit(points: &[(usize, f64)]) -> Option<AmdahlFit> {
 mod tests {
     use super::super::Analysis;
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
 
     #[test]
     fn knee_is_where_a_worker_stops_paying() {
@@ -275,11 +275,7 @@ mod tests {
             .enumerate()
             .map(|(i, c)| {
                 let b = batch_s(c.num_workers);
-                run(
-                    i,
-                    c.clone(),
-                    vec![epoch(1, 0.5, b, 11), epoch(2, 0.5, b, 11)],
-                )
+                run(i, c.clone(), two_epochs(0.5, b, 11))
             })
             .collect();
         let analysis = Analysis::of(&result(configs, results));

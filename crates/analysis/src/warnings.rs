@@ -51,11 +51,7 @@ pub fn warnings(result: &RunResult) -> Vec<String> {
 /// A config whose epochs were to be cut after their window but were measured whole,
 /// with why (its window slowed down).
 fn measured_whole(runs: &ConfigRuns<'_>) -> Option<String> {
-    let why = runs
-        .runs
-        .iter()
-        .flat_map(|r| &r.epochs)
-        .find_map(|e| e.whole_because.as_deref())?;
+    let why = runs.epochs().find_map(|e| e.whole_because.as_deref())?;
     Some(format!("{}: {why}", runs.label))
 }
 
@@ -161,23 +157,15 @@ fn disturbed(result: &RunResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
 
     #[test]
     fn a_steady_run_has_no_warnings() {
         let r = result(
             vec![config(0, false), config(2, false)],
             vec![
-                run(
-                    0,
-                    config(0, false),
-                    vec![epoch(1, 0.1, 0.1, 10), epoch(2, 0.1, 0.1, 10)],
-                ),
-                run(
-                    1,
-                    config(2, false),
-                    vec![epoch(1, 0.1, 0.05, 10), epoch(2, 0.1, 0.05, 10)],
-                ),
+                run(0, config(0, false), two_epochs(0.1, 0.1, 10)),
+                run(1, config(2, false), two_epochs(0.1, 0.05, 10)),
             ],
         );
         assert_eq!(warnings(&r), Vec::<String>::new());
@@ -185,13 +173,8 @@ mod tests {
 
     #[test]
     fn wide_spread_across_repeats_is_noisy() {
-        let noisy_repeats = [0.1, 0.15, 0.1].map(|batch_s| {
-            run(
-                0,
-                config(0, false),
-                vec![epoch(1, 0.1, batch_s, 10), epoch(2, 0.1, batch_s, 10)],
-            )
-        });
+        let noisy_repeats =
+            [0.1, 0.15, 0.1].map(|batch_s| run(0, config(0, false), two_epochs(0.1, batch_s, 10)));
         let r = result(vec![config(0, false)], noisy_repeats.to_vec());
         let found = warnings(&r);
         assert_eq!(found.len(), 1, "{found:?}");

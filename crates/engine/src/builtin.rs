@@ -77,6 +77,7 @@ pub fn names() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::assert_mentions;
     use crate::plan::Plan;
 
     #[test]
@@ -92,9 +93,6 @@ mod tests {
     #[test]
     fn unknown_name_lists_the_builtins() {
         let err = load("no-such-preset").unwrap_err().to_string();
-        assert!(
-            err.contains("no-such-preset") && err.contains("seed-light"),
-            "{err}"
-        );
+        assert_mentions(&err, &["no-such-preset", "seed-light"]);
     }
 }

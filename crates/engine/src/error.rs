@@ -277,6 +277,21 @@ impl fmt::Display for UserCodeError {
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Asserts that an error's message names every one of `parts`, showing the message
+/// where it does not: the check the readers' tests make of what a user is told.
+#[cfg(test)]
+pub(crate) fn assert_mentions(message: &str, parts: &[&str]) {
+    let missing: Vec<&str> = parts
+        .iter()
+        .copied()
+        .filter(|part| !message.contains(part))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{message:?} does not mention {missing:?}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

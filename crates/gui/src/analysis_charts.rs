@@ -9,12 +9,7 @@ use loaderbench_present::views::ChartId;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
 
-const MILLISECONDS: Axis = Axis {
-    label: "milliseconds",
-    unit: "ms",
-    category: None,
-    names: Vec::new(),
-};
+const MILLISECONDS: Axis = Axis::numeric("milliseconds", "ms");
 
 /// Worker start-up, first batch, steady batch and restart cost of every config.
 pub fn ledger(analysis: &Analysis) -> Chart {
@@ -93,18 +88,8 @@ pub fn scaling(analysis: &Analysis) -> Chart {
     Chart {
         id: ChartId::Scaling,
         title: "Scaling: steady epoch time against num_workers".to_owned(),
-        x: Axis {
-            label: "num_workers",
-            unit: "",
-            category: None,
-            names: Vec::new(),
-        },
-        y: Axis {
-            label: "steady epoch",
-            unit: "s",
-            category: None,
-            names: Vec::new(),
-        },
+        x: Axis::numeric("num_workers", ""),
+        y: Axis::numeric("steady epoch", "s"),
         mark: Mark::Lines,
         series,
         highlights,
@@ -151,12 +136,7 @@ pub fn baseline(name: &str, changes: &[Change]) -> Chart {
         id: ChartId::Baseline,
         title: format!("Against baseline {name}: typical epoch time"),
         x: configs_axis(changes.iter().map(|c| c.label.clone()).collect()),
-        y: Axis {
-            label: "seconds",
-            unit: "s",
-            category: None,
-            names: Vec::new(),
-        },
+        y: Axis::numeric("seconds", "s"),
         mark,
         series,
         highlights: Vec::new(),
@@ -167,7 +147,7 @@ pub fn baseline(name: &str, changes: &[Change]) -> Chart {
 mod tests {
     use super::*;
     use loaderbench_analysis::Analysis;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
 
     fn analysis() -> Analysis {
         let configs = vec![config(0, false), config(2, false), config(4, false)];
@@ -176,11 +156,7 @@ mod tests {
             .enumerate()
             .map(|(i, c)| {
                 let batch = [0.4, 0.2, 0.19][i];
-                run(
-                    i,
-                    c.clone(),
-                    vec![epoch(1, 0.5, batch, 11), epoch(2, 0.5, batch, 11)],
-                )
+                run(i, c.clone(), two_epochs(0.5, batch, 11))
             })
             .collect();
         Analysis::of(&result(configs, results))

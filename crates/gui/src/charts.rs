@@ -35,6 +35,16 @@ pub struct Axis {
 }
 
 impl Axis {
+    /// A plain numeric axis: `label` in `unit`, its positions shown as numbers.
+    pub const fn numeric(label: &'static str, unit: &'static str) -> Axis {
+        Axis {
+            label,
+            unit,
+            category: None,
+            names: Vec::new(),
+        }
+    }
+
     /// The label with its unit, as the axis shows it.
     pub fn title(&self) -> String {
         if self.unit.is_empty() {
@@ -67,12 +77,7 @@ pub struct Chart {
     pub highlights: Vec<Series>,
 }
 
-const SECONDS: Axis = Axis {
-    label: "seconds",
-    unit: "s",
-    category: None,
-    names: Vec::new(),
-};
+const SECONDS: Axis = Axis::numeric("seconds", "s");
 
 const EPOCH: Axis = Axis {
     label: "epoch",
@@ -157,18 +162,8 @@ pub fn timeline(data: &RunData, config: usize) -> Chart {
     Chart {
         id: ChartId::Timeline,
         title: format!("Wait for each batch — {label}"),
-        x: Axis {
-            label: "batch",
-            unit: "",
-            category: None,
-            names: Vec::new(),
-        },
-        y: Axis {
-            label: "wait",
-            unit: "s",
-            category: None,
-            names: Vec::new(),
-        },
+        x: Axis::numeric("batch", ""),
+        y: Axis::numeric("wait", "s"),
         mark: Mark::Lines,
         series,
         highlights: Vec::new(),
@@ -323,6 +318,7 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loaderbench_measure::results::ConfigResult;
 
     fn data() -> RunData {
         let mut data = RunData::new(vec!["nw=0".into(), "nw=2".into()], 2, 1, false);
@@ -343,36 +339,38 @@ mod tests {
         assert_eq!(chart.y.title(), "seconds (s)");
     }
 
-    #[test]
-    fn a_disturbed_config_is_named_so_in_the_legend() {
+    /// The epoch-times legend of a run of nw=0 and nw=2 where nw=2 measured one epoch,
+    /// changed by `mark` first.
+    fn legend_with(mark: impl FnOnce(&mut ConfigResult)) -> Vec<String> {
         use loaderbench_measure::fixtures::{config, epoch, result, run};
         let mut data = data();
-        let mut busy = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 3)]);
-        busy.disturbed = true;
-        data.result = Some(result(vec![config(0, false), config(2, false)], vec![busy]));
+        let mut nw2 = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 3)]);
+        mark(&mut nw2);
+        data.result = Some(result(vec![config(0, false), config(2, false)], vec![nw2]));
         let chart = epoch_times(&data);
-        assert_eq!(chart.series[0].name, "nw=0");
-        assert_eq!(chart.series[1].name, "nw=2 * disturbed");
+        chart.series.into_iter().map(|s| s.name).collect()
+    }
+
+    #[test]
+    fn a_disturbed_config_is_named_so_in_the_legend() {
+        let legend = legend_with(|nw2| nw2.disturbed = true);
+        assert_eq!(legend[..2], ["nw=0", "nw=2 * disturbed"]);
     }
 
     #[test]
     fn a_config_with_projected_epochs_is_named_so_in_the_legend() {
-        use loaderbench_measure::fixtures::{config, epoch, result, run};
         use loaderbench_measure::window::Projection;
-        let mut data = data();
-        let mut cut = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 3)]);
-        cut.epochs[0].projected = Some(Projection {
-            measured_batches: 30,
-            measured_s: 3.5,
-            window_batches: 20,
-            steady_batch_s: 0.1,
-            plus_minus_s: 0.2,
-            end_s: 0.01,
+        let legend = legend_with(|cut| {
+            cut.epochs[0].projected = Some(Projection {
+                measured_batches: 30,
+                measured_s: 3.5,
+                window_batches: 20,
+                steady_batch_s: 0.1,
+                plus_minus_s: 0.2,
+                end_s: 0.01,
+            });
         });
-        data.result = Some(result(vec![config(0, false), config(2, false)], vec![cut]));
-        let chart = epoch_times(&data);
-        assert_eq!(chart.series[0].name, "nw=0");
-        assert_eq!(chart.series[1].name, "nw=2 ≈ projected");
+        assert_eq!(legend[..2], ["nw=0", "nw=2 ≈ projected"]);
     }
 
     #[test]

@@ -102,11 +102,7 @@ mod tests {
 
     #[test]
     fn shortcuts_read_as_the_platform_writes_them() {
-        let ctx = egui::Context::default();
-        // One frame loads the fonts, which say whether the macOS symbols can show.
-        ctx.run_ui(egui::RawInput::default(), |_| {})
-            .textures_delta
-            .clear();
+        let ctx = crate::context_with_fonts();
         ctx.set_os(egui::os::OperatingSystem::Nix);
         assert_eq!(Command::SavePreset.shortcut_text(&ctx), "Ctrl+S");
         assert_eq!(Command::Cancel.shortcut_text(&ctx), "Escape");

@@ -72,6 +72,17 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
     })
 }
 
+/// A context that has drawn one frame, so its fonts are loaded (they say which glyphs,
+/// such as macOS's key symbols, can show); the frame's texture upload is dropped.
+#[cfg(test)]
+pub(crate) fn context_with_fonts() -> egui::Context {
+    let ctx = egui::Context::default();
+    ctx.run_ui(egui::RawInput::default(), |_| {})
+        .textures_delta
+        .clear();
+    ctx
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -145,11 +156,7 @@ mod tests {
     /// and analysis, must be written with the glyphs those fonts have.
     #[test]
     fn every_character_the_app_can_show_is_in_egui_s_default_fonts() {
-        let ctx = egui::Context::default();
-        // One frame loads the fonts; its texture upload is not needed here.
-        ctx.run_ui(egui::RawInput::default(), |_| {})
-            .textures_delta
-            .clear();
+        let ctx = super::context_with_fonts();
         let mut written = BTreeMap::new();
         // Every crate under `crates/`: the app shows the engine's and analysis' texts too.
         written_chars(

@@ -257,12 +257,7 @@ mod tests {
     }
 
     fn chart(values: &[f64], mark: Mark) -> Chart {
-        let axis = Axis {
-            label: "seconds",
-            unit: "s",
-            category: None,
-            names: Vec::new(),
-        };
+        let axis = Axis::numeric("seconds", "s");
         Chart {
             id: loaderbench_present::views::ChartId::FirstBatch,
             title: String::new(),

@@ -27,12 +27,12 @@ pub fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSett
         in_order: config.in_order,
         pin_memory: config.pin_memory,
         device: config.device.clone(),
-        shuffle: plan.shuffle,
-        seed: plan.seed,
-        drop_last: plan.drop_last,
-        worker_timeout: Duration::from_secs_f64(plan.worker_timeout_s),
+        shuffle: plan.preset.shuffle,
+        seed: plan.preset.seed,
+        drop_last: plan.preset.drop_last,
+        worker_timeout: Duration::from_secs_f64(plan.preset.worker_timeout_s),
         shard,
-        shuffle_buffer: plan.dataset.shuffle_buffer,
+        shuffle_buffer: plan.preset.dataset.shuffle_buffer,
     }
 }
 
@@ -71,8 +71,12 @@ pub(crate) fn build_loader(
 ) -> Result<Loader> {
     let config = &plan.configs[index];
     let pipeline = Arc::new(
-        Pipeline::new(&config.pipeline, &plan.normalize, dataset.shape().channels)?
-            .at(config.transform_at),
+        Pipeline::new(
+            &config.pipeline,
+            &plan.preset.normalize,
+            dataset.shape().channels,
+        )?
+        .at(config.transform_at),
     );
     let settings = loader_settings(plan, config, shard);
     let loader = Loader::new(dataset.clone(), pipeline, settings, cancel.clone())?;
@@ -95,11 +99,11 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
         };
         loader.with_processes(ProcessWorkers {
             kind,
-            dataset: Some(plan.dataset.clone()),
-            samples: plan.samples,
+            dataset: Some(plan.preset.dataset.clone()),
+            samples: plan.preset.samples,
             pipeline: config.pipeline.clone(),
             transform_at: config.transform_at,
-            normalize: plan.normalize.clone(),
+            normalize: plan.preset.normalize.clone(),
             dataset_transfer: config.dataset_transfer,
             batch_transfer: config.batch_transfer,
             executable: None,

@@ -42,6 +42,14 @@ pub fn epoch(number: usize, first_batch_s: f64, batch_s: f64, batches: usize) ->
     epoch_with_wait(number, first_batch_s, batch_s, batches, 0.0)
 }
 
+/// Two alike epochs, numbered 1 and 2, as [`epoch`] makes them.
+pub fn two_epochs(first_batch_s: f64, batch_s: f64, batches: usize) -> Vec<EpochResult> {
+    vec![
+        epoch(1, first_batch_s, batch_s, batches),
+        epoch(2, first_batch_s, batch_s, batches),
+    ]
+}
+
 pub fn epoch_with_wait(
     number: usize,
     first_batch_s: f64,
@@ -79,12 +87,7 @@ pub fn run(index: usize, config: Config, epochs: Vec<EpochResult>) -> ConfigResu
         disturbed: false,
         rss_before_bytes: Some(100 << 20),
         peak_rss_bytes: Some(200 << 20),
-        python: None,
-        stayed_warm: None,
-        partly_cold: None,
-        dataset_samples: None,
-        dataset_object_bytes: None,
-        processes: Vec::new(),
+        ..ConfigResult::default()
     }
 }
 

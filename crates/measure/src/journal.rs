@@ -54,6 +54,12 @@ pub fn runs_dir() -> PathBuf {
     data_dir().join("runs")
 }
 
+/// A new journal for a run of `preset` starting now, where runs' journals go by default
+/// ([`runs_dir`]); see [`new_journal`].
+pub fn default_journal(preset: &str) -> Result<PathBuf> {
+    new_journal(&runs_dir(), preset)
+}
+
 /// A new journal for a run of `preset` starting now, in `dir`: named by the second it
 /// starts, the preset's name and this process's id (a number after it when that is
 /// taken too), and created empty at once, exclusively, so that no other run (in this

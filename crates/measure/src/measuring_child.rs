@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 
 use crate::events::Event;
-use crate::journal::{new_journal, runs_dir};
+use crate::journal::default_journal;
 use crate::results::{RunResult, RunStatus};
 use crate::runner::{RunOptions, spawn};
 use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
@@ -58,7 +58,7 @@ pub struct ChildRun {
 
 impl ChildRun {
     /// Starts measuring `plan` in `executable` (this program when `None`), journaled to
-    /// `journal` (a new one in [`runs_dir`] when `None`). `settle` is
+    /// `journal` (a new one in [`runs_dir`](crate::runs_dir) when `None`). `settle` is
     /// called on a background thread, with the queue of events not yet taken, whenever
     /// the child waits before an epoch; `go` is sent when it returns. `wake` is called
     /// after each event is queued.
@@ -71,7 +71,7 @@ impl ChildRun {
     ) -> Result<ChildRun> {
         let journal = match journal {
             Some(path) => path,
-            None => new_journal(&runs_dir(), &plan.name)?,
+            None => default_journal(&plan.preset.name)?,
         };
         let program = match executable {
             Some(path) => path.to_path_buf(),

@@ -252,8 +252,9 @@ fn rate(samples: usize, seconds: f64) -> f64 {
     }
 }
 
-/// One config measured once (one repeat).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One config measured once (one repeat). Its default is a result with nothing measured
+/// and nothing reported beside the epochs, what a runtime fills in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigResult {
     /// Position of the config in the plan.
     pub config_index: usize,

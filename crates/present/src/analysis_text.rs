@@ -139,22 +139,14 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
 
     #[test]
     fn report_has_every_section() {
         let configs = vec![config(0, false), config(2, false), config(2, true)];
         let results = vec![
-            run(
-                0,
-                config(0, false),
-                vec![epoch(1, 0.4, 0.4, 11), epoch(2, 0.4, 0.4, 11)],
-            ),
-            run(
-                1,
-                config(2, false),
-                vec![epoch(1, 0.5, 0.2, 11), epoch(2, 0.5, 0.2, 11)],
-            ),
+            run(0, config(0, false), two_epochs(0.4, 0.4, 11)),
+            run(1, config(2, false), two_epochs(0.5, 0.2, 11)),
             run(
                 2,
                 config(2, true),

@@ -133,7 +133,8 @@ mod tests {
     use super::*;
     use loaderbench_engine::plan::Plan;
     use loaderbench_engine::preset::Preset;
-    use loaderbench_measure::results::{ConfigResult, EpochResult, RunStatus};
+    use loaderbench_measure::fixtures;
+    use loaderbench_measure::results::EpochResult;
 
     fn result_with(seconds: &[(usize, f64)]) -> RunResult {
         let mut preset = Preset::default();
@@ -143,48 +144,18 @@ mod tests {
         let plan = Plan::from_preset(&preset, None).unwrap();
         let results = seconds
             .iter()
-            .map(|&(index, s)| ConfigResult {
-                config_index: index,
-                repeat: 0,
-                label: plan.label(index),
-                config: plan.configs[index].clone(),
-                warmup: None,
-                epochs: (1..=2)
+            .map(|&(index, s)| {
+                let epochs = (1..=2)
                     .map(|e| EpochResult::from_batches(e, s, Vec::new(), Vec::new()))
-                    .collect(),
-                pin_memory_effective: false,
-                intra_op_threads: 1,
-                other_load_cores: None,
-                disturbed: false,
-                rss_before_bytes: None,
-                peak_rss_bytes: None,
-                python: None,
-                stayed_warm: None,
-                partly_cold: None,
-                dataset_samples: None,
-                dataset_object_bytes: None,
-                processes: Vec::new(),
+                    .collect();
+                let mut run = fixtures::run(index, plan.configs[index].clone(), epochs);
+                run.label = plan.label(index);
+                run
             })
             .collect();
-        RunResult {
-            preset: "p".to_owned(),
-            dataset: "d".to_owned(),
-            epochs: 2,
-            repeats: 1,
-            started_unix_s: 0,
-            machine: loaderbench_engine::machine::Machine::current(),
-            configs: plan.configs.clone(),
-            labels: (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
-            warnings: Vec::new(),
-            results,
-            status: RunStatus::Finished,
-            step: loaderbench_engine::step::StepSpec::None,
-            planned_epochs: loaderbench_engine::preset::DEFAULT_PLANNED_EPOCHS,
-            shuffle: true,
-            drop_last: false,
-            setup: None,
-            tune: None,
-        }
+        let mut result = fixtures::result(plan.configs.clone(), results);
+        result.labels = plan.labels();
+        result
     }
 
     #[test]

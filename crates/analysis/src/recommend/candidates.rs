@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::Cache;
 use loaderbench_measure::results::{ConfigResult, EpochResult};
 use loaderbench_measure::stats::{self, Estimate};
 
@@ -36,14 +37,14 @@ impl Candidate<'_> {
         self.runs.iter().all(|r| r.disturbed)
     }
 
-    /// Why a cold config stayed warm in some repeat.
-    pub(super) fn stayed_warm(&self) -> Option<&str> {
-        self.runs.iter().find_map(|r| r.stayed_warm.as_deref())
-    }
-
-    /// Why a warm config's files could not all be held in the page cache in some repeat.
-    pub(super) fn partly_cold(&self) -> Option<&str> {
-        self.runs.iter().find_map(|r| r.partly_cold.as_deref())
+    /// Why the config's page cache was not the `cache` it asked for in some repeat: a
+    /// cold config's files that stayed in it, or a warm config's that could not all be
+    /// held there.
+    pub(super) fn cache_missed(&self, cache: Cache) -> Option<&str> {
+        self.runs.iter().find_map(|r| match cache {
+            Cache::Cold => r.stayed_warm.as_deref(),
+            Cache::Warm => r.partly_cold.as_deref(),
+        })
     }
 
     pub(super) fn other_load_cores(&self) -> Option<f64> {

@@ -172,31 +172,33 @@ fn recommend_one(
         );
         return Some(no_winner(group, samples, text, verdict));
     }
-    if let Some(warm) = candidates.iter().find(|c| c.stayed_warm().is_some()) {
-        let text = format!(
-            "No config is named for a cold page cache: {} stayed warm ({}), so its times \
-             are not cold ones.",
-            warm.label,
-            warm.stayed_warm().unwrap_or_default()
-        );
-        let verdict = Verdict::none_named(
-            "a cold config stayed warm, so no cold figure answers it",
-            Vec::new(),
-        );
-        return Some(no_winner(group, samples, text, verdict));
-    }
-    if let Some(cold) = candidates.iter().find(|c| c.partly_cold().is_some()) {
-        let text = format!(
-            "No config is named for a warm page cache: {} read part of its files from \
-             storage ({}), so its times are not warm ones.",
-            cold.label,
-            cold.partly_cold().unwrap_or_default()
-        );
-        let verdict = Verdict::none_named(
-            "a warm config read from storage, so no warm figure answers it",
-            Vec::new(),
-        );
-        return Some(no_winner(group, samples, text, verdict));
+    // A config whose page cache was not the one it asked for answers nothing: (the cache
+    // asked for, what the config did instead, at length and in short).
+    let cache_misses = [
+        (Cache::Cold, "stayed warm", "stayed warm"),
+        (
+            Cache::Warm,
+            "read part of its files from storage",
+            "read from storage",
+        ),
+    ];
+    for (cache, did, did_short) in cache_misses {
+        let missed = candidates
+            .iter()
+            .find_map(|c| Some((c, c.cache_missed(cache)?)));
+        if let Some((missed, why)) = missed {
+            let cache = cache.name();
+            let text = format!(
+                "No config is named for a {cache} page cache: {} {did} ({why}), so its \
+                 times are not {cache} ones.",
+                missed.label
+            );
+            let verdict = Verdict::none_named(
+                &format!("a {cache} config {did_short}, so no {cache} figure answers it"),
+                Vec::new(),
+            );
+            return Some(no_winner(group, samples, text, verdict));
+        }
     }
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
@@ -345,7 +347,7 @@ mod tests {
     use loaderbench_engine::plan::KNOBS;
     use loaderbench_engine::plan::Plan;
     use loaderbench_engine::preset::{Preset, Runtime, StartMethod, WorkerKind};
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
     use loaderbench_measure::results::ConfigResult;
 
     fn measured(
@@ -379,6 +381,18 @@ mod tests {
             .collect()
     }
 
+    /// The one recommendation for configs measured as `(workers, persistent, first_s,
+    /// batch_s)` each (see [`measured`]), in three rounds alike.
+    fn recommend(measures: &[(usize, bool, f64, f64)]) -> Recommendation {
+        let configs = measures.iter().map(|&(w, p, ..)| config(w, p)).collect();
+        let results = measures
+            .iter()
+            .enumerate()
+            .map(|(i, &(w, p, first, batch))| measured(i, w, p, first, batch))
+            .collect();
+        only(&result(configs, three_rounds(results)))
+    }
+
     fn only(result: &RunResult) -> Recommendation {
         let mut all = Analysis::of(result).recommendations;
         assert_eq!(all.len(), 1, "{all:?}");
@@ -389,32 +403,19 @@ mod tests {
     fn repeats(index: usize, config: &Config, seconds: &[f64]) -> Vec<ConfigResult> {
         seconds
             .iter()
-            .map(|&s| {
-                run(
-                    index,
-                    config.clone(),
-                    vec![epoch(1, s, s, 1), epoch(2, s, s, 1)],
-                )
-            })
+            .map(|&s| run(index, config.clone(), two_epochs(s, s, 1)))
             .collect()
     }
 
     #[test]
     fn heavy_pipeline_takes_the_fastest_workers() {
         // Workers cut a 0.4 s batch to 0.1 s; persistent ones also skip the 1 s restart.
-        let configs = vec![
-            config(0, false),
-            config(2, false),
-            config(4, false),
-            config(4, true),
-        ];
-        let results = vec![
-            measured(0, 0, false, 0.4, 0.4),
-            measured(1, 2, false, 0.5, 0.2),
-            measured(2, 4, false, 1.1, 0.1),
-            measured(3, 4, true, 1.1, 0.1),
-        ];
-        let r = only(&result(configs, three_rounds(results)));
+        let r = recommend(&[
+            (0, false, 0.4, 0.4),
+            (2, false, 0.5, 0.2),
+            (4, false, 1.1, 0.1),
+            (4, true, 1.1, 0.1),
+        ]);
         assert_eq!(r.outcome, Outcome::Faster);
         assert_eq!(r.label.as_deref(), Some("nw=4 persistent"));
         assert_eq!(r.baseline_label.as_deref(), Some("nw=0"));
@@ -480,13 +481,11 @@ mod tests {
     #[test]
     fn light_pipeline_where_workers_do_not_pay_keeps_no_workers() {
         // Every config runs at about 0.1 s a batch; workers only add start-up.
-        let configs = vec![config(0, false), config(2, false), config(4, true)];
-        let results = vec![
-            measured(0, 0, false, 0.1, 0.1),
-            measured(1, 2, false, 0.3, 0.1),
-            measured(2, 4, true, 0.3, 0.098),
-        ];
-        let r = only(&result(configs, three_rounds(results)));
+        let r = recommend(&[
+            (0, false, 0.1, 0.1),
+            (2, false, 0.3, 0.1),
+            (4, true, 0.3, 0.098),
+        ]);
         assert_eq!(r.outcome, Outcome::NoneFaster);
         assert_eq!(r.label.as_deref(), Some("nw=0"));
         assert!(
@@ -516,13 +515,11 @@ mod tests {
 
     #[test]
     fn equally_fast_configs_resolve_to_fewer_workers() {
-        let configs = vec![config(0, false), config(4, true), config(8, true)];
-        let results = vec![
-            measured(0, 0, false, 0.4, 0.4),
-            measured(1, 4, true, 0.5, 0.101),
-            measured(2, 8, true, 0.5, 0.1),
-        ];
-        let r = only(&result(configs, three_rounds(results)));
+        let r = recommend(&[
+            (0, false, 0.4, 0.4),
+            (4, true, 0.5, 0.101),
+            (8, true, 0.5, 0.1),
+        ]);
         assert_eq!(r.label.as_deref(), Some("nw=4 persistent"));
         assert_eq!(r.equally_fast, vec!["nw=8 persistent".to_owned()]);
     }
@@ -689,16 +686,8 @@ mod tests {
         let mut r = result(
             vec![plain.clone(), pinned.clone(), config(2, false)],
             three_rounds(vec![
-                run(
-                    0,
-                    plain,
-                    vec![epoch(1, 0.6, 0.06, 11), epoch(2, 0.6, 0.06, 11)],
-                ),
-                run(
-                    1,
-                    pinned,
-                    vec![epoch(1, 0.1, 0.01, 11), epoch(2, 0.1, 0.01, 11)],
-                ),
+                run(0, plain, two_epochs(0.6, 0.06, 11)),
+                run(1, pinned, two_epochs(0.1, 0.01, 11)),
                 measured(2, 2, false, 0.5, 0.1),
             ]),
         );
@@ -753,6 +742,24 @@ mod tests {
         }
     }
 
+    /// The recommendations for four configs over two questions: ours at nw=0 and nw=4
+    /// persistent (nw=4 the faster), then config 2 (its batches every `batch_s`, the
+    /// other question's faster) and config 3.
+    fn two_questions(configs: Vec<Config>, batch_s: f64) -> Vec<Recommendation> {
+        let results = vec![
+            measured(0, 0, false, 0.4, 0.4),
+            measured(1, 4, true, 0.2, 0.1),
+            run(2, configs[2].clone(), vec![epoch(1, 0.1, batch_s, 11)]),
+            run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
+        ];
+        Analysis::of(&result(configs, three_rounds(results))).recommendations
+    }
+
+    /// Each recommendation's question and pick.
+    fn groups(all: &[Recommendation]) -> Vec<(&str, Option<usize>)> {
+        all.iter().map(|r| (r.group.as_str(), r.config)).collect()
+    }
+
     #[test]
     fn each_runtime_is_its_own_question() {
         let configs = vec![
@@ -761,17 +768,9 @@ mod tests {
             pytorch(0, false, StartMethod::Fork),
             pytorch(4, true, StartMethod::Spawn),
         ];
-        let results = vec![
-            measured(0, 0, false, 0.4, 0.4),
-            measured(1, 4, true, 0.2, 0.1),
-            run(2, configs[2].clone(), vec![epoch(1, 0.1, 0.1, 11)]),
-            run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
-        ];
-        let all = Analysis::of(&result(configs, three_rounds(results))).recommendations;
-        let groups: Vec<(&str, Option<usize>)> =
-            all.iter().map(|r| (r.group.as_str(), r.config)).collect();
+        let all = two_questions(configs, 0.1);
         assert_eq!(
-            groups,
+            groups(&all),
             [
                 ("synthetic · light · loaderbench", Some(1)),
                 ("synthetic · light · pytorch", Some(2)),
@@ -800,17 +799,8 @@ mod tests {
             two_ranks,
             two_ranks_workers,
         ];
-        let results = vec![
-            measured(0, 0, false, 0.4, 0.4),
-            measured(1, 4, true, 0.2, 0.1),
-            run(2, configs[2].clone(), vec![epoch(1, 0.1, 0.01, 11)]),
-            run(3, configs[3].clone(), vec![epoch(1, 2.0, 0.5, 11)]),
-        ];
-        let all = Analysis::of(&result(configs, three_rounds(results))).recommendations;
-        let groups: Vec<(&str, Option<usize>)> =
-            all.iter().map(|r| (r.group.as_str(), r.config)).collect();
         assert_eq!(
-            groups,
+            groups(&two_questions(configs, 0.01)),
             [
                 ("synthetic · light · loaderbench · 1 rank", Some(1)),
                 ("synthetic · light · loaderbench · 2 ranks", Some(2)),

@@ -113,7 +113,7 @@ mod tests {
     use super::super::super::Analysis;
     use super::super::Recommendation;
     use loaderbench_engine::plan::Config;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
     use loaderbench_measure::results::{ConfigResult, RunResult};
 
     /// Config `index`'s repeats, repeat `r` taking `drift[r] * factors[r]` seconds an
@@ -131,11 +131,7 @@ mod tests {
             .enumerate()
             .map(|(round, (d, f))| {
                 let s = d * f;
-                let mut r = run(
-                    index,
-                    config.clone(),
-                    vec![epoch(1, s, s, 1), epoch(2, s, s, 1)],
-                );
+                let mut r = run(index, config.clone(), two_epochs(s, s, 1));
                 r.repeat = round;
                 r.peak_rss_bytes = Some(rss_mib << 20);
                 r

@@ -224,7 +224,7 @@ mod tests {
     use super::super::super::Analysis;
     use super::super::Recommendation;
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
     use loaderbench_measure::results::ConfigResult;
 
     /// Recorded rounds of nw=0 (1 s an epoch) and nw=2, whose time in round `r` is
@@ -239,7 +239,7 @@ mod tests {
                 let mut r = run(
                     index,
                     configs[index].clone(),
-                    vec![epoch(1, seconds, seconds, 1), epoch(2, seconds, seconds, 1)],
+                    two_epochs(seconds, seconds, 1),
                 );
                 r.repeat = round;
                 results.push(r);
@@ -261,11 +261,16 @@ mod tests {
         plus_minus * 5f64.sqrt() / 2.776
     }
 
+    /// Asserts the recommendation's pick and its verdict's kind.
+    fn assert_pick(r: &Recommendation, label: &str, kind: VerdictKind) {
+        assert_eq!(r.label.as_deref(), Some(label), "{}", r.text);
+        assert_eq!(r.verdict.kind, kind, "{}", r.verdict.text);
+    }
+
     #[test]
     fn a_12_percent_gain_measured_to_4_percent_is_named_a_gain() {
         let r = measured(1.12f64.ln(), &scatter(sd_for(0.04)));
-        assert_eq!(r.label.as_deref(), Some("nw=2"), "{}", r.text);
-        assert_eq!(r.verdict.kind, VerdictKind::Fastest);
+        assert_pick(&r, "nw=2", VerdictKind::Fastest);
         assert_eq!(
             r.verdict.text,
             "nw=2 is fastest: 12% faster than nw=0, the next, beyond this machine's noise \
@@ -278,8 +283,7 @@ mod tests {
     fn a_12_percent_gain_measured_to_15_percent_is_not_resolved() {
         let r = measured(1.12f64.ln(), &scatter(sd_for(0.15)));
         // The pick is the tie rule's among the configs nothing beats: the fewest workers.
-        assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.text);
-        assert_eq!(r.verdict.kind, VerdictKind::NotResolved);
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
         let text = &r.verdict.text;
         assert!(text.starts_with("not resolved after "), "{text}");
         assert!(
@@ -298,8 +302,7 @@ mod tests {
     #[test]
     fn a_2_percent_difference_measured_to_1_percent_is_a_tie() {
         let r = measured(1.02f64.ln(), &scatter(sd_for(0.01)));
-        assert_eq!(r.label.as_deref(), Some("nw=0"), "{}", r.text);
-        assert_eq!(r.verdict.kind, VerdictKind::EquallyFast);
+        assert_pick(&r, "nw=0", VerdictKind::EquallyFast);
         assert_eq!(
             r.verdict.text,
             format!(

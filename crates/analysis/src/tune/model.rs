@@ -93,12 +93,7 @@ impl Model {
 
 /// The median over a config's epochs of the work they did (see [`work_s`]).
 fn median_work_s(runs: &ConfigRuns<'_>) -> Option<f64> {
-    let work: Vec<f64> = runs
-        .runs
-        .iter()
-        .flat_map(|run| &run.epochs)
-        .filter_map(work_s)
-        .collect();
+    let work: Vec<f64> = runs.epochs().filter_map(work_s).collect();
     stats::median(&work)
 }
 

@@ -41,7 +41,7 @@ pub(super) fn predict(
         };
         let seconds = model.predict_s(config, result.planned_epochs);
         standings[index].predicted_s = Some(seconds);
-        standings[index].predicted_cost_s = Some(model.predict_s(config, plan.epochs));
+        standings[index].predicted_cost_s = Some(model.predict_s(config, plan.preset.epochs));
         on_event(TuneEvent::Predicted {
             config: index,
             seconds,

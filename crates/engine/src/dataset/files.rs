@@ -119,6 +119,7 @@ fn pixel_name(shape: SampleShape) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::assert_mentions;
 
     #[test]
     fn describe_names_kind_path_count_and_shape() {
@@ -136,10 +137,7 @@ mod tests {
     fn index_past_the_end_is_an_error() {
         assert!(check_index(2, 3).is_ok());
         let msg = check_index(3, 3).unwrap_err().to_string();
-        assert!(
-            msg.contains("sample 3") && msg.contains("3 samples"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["sample 3", "3 samples"]);
     }
 
     #[test]

@@ -381,6 +381,7 @@ fn decompress(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<File
 
 #[cfg(test)]
 mod tests {
+    use crate::error::assert_mentions;
     use std::io::Write;
 
     use flate2::Compression;
@@ -446,6 +447,15 @@ mod tests {
         }
     }
 
+    /// The error opening a written pair (gzipped or not) whose images file `edit` rewrote
+    /// from its bytes.
+    fn refused_images(gz: bool, edit: impl FnOnce(Vec<u8>) -> Vec<u8>) -> String {
+        let dir = TempDir::new().unwrap();
+        let images = write_pair(dir.path(), "train", gz);
+        fs::write(&images, edit(fs::read(&images).unwrap())).unwrap();
+        open_error(&images, None)
+    }
+
     #[test]
     fn reads_a_plain_pair_from_its_directory() {
         let dir = TempDir::new().unwrap();
@@ -489,10 +499,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("nothing-here");
         let msg = open_error(&path, None);
-        assert!(
-            msg.contains("nothing-here") && msg.contains("cannot read"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["nothing-here", "cannot read"]);
     }
 
     #[test]
@@ -506,59 +513,40 @@ mod tests {
 
     #[test]
     fn wrong_magic_says_found_and_expected() {
-        let dir = TempDir::new().unwrap();
-        let images = write_pair(dir.path(), "train", false);
         // A labels file where the images should be.
-        fs::write(&images, idx_bytes(0x801, &[3], &[0; 3])).unwrap();
-        let msg = open_error(&images, None);
+        let msg = refused_images(false, |_| idx_bytes(0x801, &[3], &[0; 3]));
         assert!(msg.contains("train-images-idx3-ubyte"), "{msg}");
-        assert!(msg.contains("magic") && msg.contains("0x00000801"), "{msg}");
+        assert_mentions(&msg, &["magic", "0x00000801"]);
         assert!(msg.contains("expected 0x00000803"), "{msg}");
     }
 
     #[test]
     fn truncated_data_says_expected_and_found() {
-        let dir = TempDir::new().unwrap();
-        let images = write_pair(dir.path(), "train", false);
-        fs::write(&images, idx_bytes(0x803, &[3, 2, 3], &[0; 17])).unwrap();
-        let msg = open_error(&images, None);
+        let msg = refused_images(false, |_| idx_bytes(0x803, &[3, 2, 3], &[0; 17]));
         assert!(msg.contains("train-images-idx3-ubyte"), "{msg}");
-        assert!(
-            msg.contains("promises 18 bytes") && msg.contains("found 17"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["promises 18 bytes", "found 17"]);
     }
 
     #[test]
     fn absurd_sizes_are_refused_before_allocating() {
-        let dir = TempDir::new().unwrap();
-        let images = write_pair(dir.path(), "train", true);
         let header = idx_bytes(0x803, &[u32::MAX, u32::MAX, u32::MAX], &[]);
-        fs::write(&images, gzip(&header)).unwrap();
-        let msg = open_error(&images, None);
-        assert!(msg.contains("train-images-idx3-ubyte.gz"), "{msg}");
-        assert!(msg.contains("absurd sizes"), "{msg}");
+        let msg = refused_images(true, |_| gzip(&header));
+        assert_mentions(&msg, &["train-images-idx3-ubyte.gz", "absurd sizes"]);
     }
 
     #[test]
     fn corrupt_gzip_is_named() {
-        let dir = TempDir::new().unwrap();
-        let images = write_pair(dir.path(), "train", true);
-        fs::write(&images, b"this is not gzip at all").unwrap();
-        let msg = open_error(&images, None);
-        assert!(msg.contains("train-images-idx3-ubyte.gz"), "{msg}");
-        assert!(msg.contains("cannot decompress"), "{msg}");
+        let msg = refused_images(true, |_| b"this is not gzip at all".to_vec());
+        assert_mentions(&msg, &["train-images-idx3-ubyte.gz", "cannot decompress"]);
     }
 
     #[test]
     fn gzip_with_a_bad_checksum_is_refused() {
-        let dir = TempDir::new().unwrap();
-        let images = write_pair(dir.path(), "train", true);
-        let mut bytes = fs::read(&images).unwrap();
-        let crc_at = bytes.len() - 8;
-        bytes[crc_at] ^= 0xff;
-        fs::write(&images, bytes).unwrap();
-        let msg = open_error(&images, None);
+        let msg = refused_images(true, |mut bytes| {
+            let crc_at = bytes.len() - 8;
+            bytes[crc_at] ^= 0xff;
+            bytes
+        });
         assert!(msg.contains("cannot decompress"), "{msg}");
     }
 
@@ -569,8 +557,7 @@ mod tests {
         let labels = dir.path().join("train-labels-idx1-ubyte");
         fs::write(&labels, idx_bytes(0x801, &[2], &[0; 2])).unwrap();
         let msg = open_error(&images, None);
-        assert!(msg.contains("train-labels-idx1-ubyte"), "{msg}");
-        assert!(msg.contains("2 labels for 3 images"), "{msg}");
+        assert_mentions(&msg, &["train-labels-idx1-ubyte", "2 labels for 3 images"]);
     }
 
     #[test]
@@ -579,8 +566,7 @@ mod tests {
         let images = write_pair(dir.path(), "train", false);
         fs::remove_file(dir.path().join("train-labels-idx1-ubyte")).unwrap();
         let msg = open_error(&images, None);
-        assert!(msg.contains("train-labels-idx1-ubyte"), "{msg}");
-        assert!(msg.contains("labels file not found"), "{msg}");
+        assert_mentions(&msg, &["train-labels-idx1-ubyte", "labels file not found"]);
     }
 
     #[test]
@@ -627,10 +613,12 @@ mod tests {
             ..DatasetLimits::DEFAULT
         };
         let msg = Idx::open(&images, None, &limits).err().unwrap().to_string();
-        assert!(
-            msg.contains("the data its header declares (bytes) is 18, over the limit of 17")
-                && msg.contains("dataset.limits.idx_bytes"),
-            "{msg}"
+        assert_mentions(
+            &msg,
+            &[
+                "the data its header declares (bytes) is 18, over the limit of 17",
+                "dataset.limits.idx_bytes",
+            ],
         );
     }
 }

@@ -396,6 +396,18 @@ mod tests {
         })
     }
 
+    /// `image` encoded as a JPEG file's bytes.
+    fn jpeg_bytes(image: RgbImage) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        DynamicImage::ImageRgb8(image)
+            .write_to(
+                &mut std::io::Cursor::new(&mut bytes),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        bytes
+    }
+
     fn write_jpeg(dir: &Path, name: &str, image: &RgbImage) -> std::path::PathBuf {
         let path = dir.join(name);
         image
@@ -511,13 +523,7 @@ mod tests {
     fn a_file_that_is_no_image_is_named() {
         let dir = TempDir::new().unwrap();
         let path = dir.path().join("fake.jpg");
-        let mut bytes = Vec::new();
-        DynamicImage::ImageRgb8(picture(40, 40))
-            .write_to(
-                &mut std::io::Cursor::new(&mut bytes),
-                image::ImageFormat::Jpeg,
-            )
-            .unwrap();
+        let mut bytes = jpeg_bytes(picture(40, 40));
         bytes.truncate(bytes.len() / 3);
         std::fs::write(&path, bytes).unwrap();
         let mut pixels = vec![0; 3 * 8 * 8];
@@ -530,13 +536,7 @@ mod tests {
 
     #[test]
     fn a_header_over_image_pixels_is_refused_before_the_decoder_sizes_a_buffer() {
-        let mut bomb = Vec::new();
-        DynamicImage::ImageRgb8(picture(8, 8))
-            .write_to(
-                &mut std::io::Cursor::new(&mut bomb),
-                image::ImageFormat::Jpeg,
-            )
-            .unwrap();
+        let mut bomb = jpeg_bytes(picture(8, 8));
         let sof = bomb.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
         bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
         let mut png = Vec::new();

@@ -230,6 +230,7 @@ fn has_image_extension(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::error::assert_mentions;
     use image::{GrayImage, Luma, Rgb, RgbImage};
     use tempfile::TempDir;
 
@@ -354,20 +355,14 @@ mod tests {
         assert!(msg.contains("no class folders"), "{msg}");
         let missing = dir.path().join("missing");
         let msg = open_error(&missing, 3, [2, 2]);
-        assert!(
-            msg.contains("missing") && msg.contains("cannot list"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["missing", "cannot list"]);
     }
 
     #[test]
     fn channels_and_size_are_checked() {
         let dir = write_folder();
         let msg = open_error(dir.path(), 4, [2, 2]);
-        assert!(
-            msg.contains("dataset.channels") && msg.contains("not 4"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["dataset.channels", "not 4"]);
         let msg = open_error(dir.path(), 1, [0, 2]);
         assert!(msg.contains("dataset.image_size"), "{msg}");
     }

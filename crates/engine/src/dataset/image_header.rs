@@ -272,6 +272,7 @@ fn read_up_to(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use crate::error::assert_mentions;
     use image::{Rgb, RgbImage};
     use tempfile::TempDir;
 
@@ -462,7 +463,9 @@ mod tests {
             ..DatasetLimits::DEFAULT
         };
         let msg = check(&paths[0], &small).unwrap_err().to_string();
-        assert!(msg.contains("the file's size in bytes is"), "{msg}");
-        assert!(msg.contains("dataset.limits.file_bytes"), "{msg}");
+        assert_mentions(
+            &msg,
+            &["the file's size in bytes is", "dataset.limits.file_bytes"],
+        );
     }
 }

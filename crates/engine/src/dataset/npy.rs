@@ -295,6 +295,7 @@ impl Dataset for Npy {
 
 #[cfg(test)]
 mod tests {
+    use crate::error::assert_mentions;
     use std::fs;
 
     use tempfile::TempDir;
@@ -313,6 +314,12 @@ mod tests {
             Ok(_) => panic!("{} opened but should not", path.display()),
             Err(err) => err.to_string(),
         }
+    }
+
+    /// The error opening `bytes` written as `name`, without labels.
+    fn refused(name: &str, bytes: Vec<u8>) -> String {
+        let dir = TempDir::new().unwrap();
+        open_error(&write(&dir, name, bytes), None)
     }
 
     #[test]
@@ -365,48 +372,30 @@ mod tests {
 
     #[test]
     fn bad_magic_is_named() {
-        let dir = TempDir::new().unwrap();
-        let path = write(&dir, "x.npy", b"not numpy".to_vec());
-        let msg = open_error(&path, None);
-        assert!(msg.contains("x.npy") && msg.contains("magic"), "{msg}");
+        let msg = refused("x.npy", b"not numpy".to_vec());
+        assert_mentions(&msg, &["x.npy", "magic"]);
     }
 
     #[test]
     fn malformed_header_is_named() {
-        let dir = TempDir::new().unwrap();
         let mut bytes = npy_bytes("|u1", &[1, 2, 2], &[0; 4]);
         bytes[20] = b'!';
-        let path = write(&dir, "x.npy", bytes);
-        let msg = open_error(&path, None);
-        assert!(
-            msg.contains("x.npy") && msg.contains("malformed header"),
-            "{msg}"
-        );
+        let msg = refused("x.npy", bytes);
+        assert_mentions(&msg, &["x.npy", "malformed header"]);
     }
 
     #[test]
     fn short_data_is_named() {
-        let dir = TempDir::new().unwrap();
-        let path = write(&dir, "x.npy", npy_bytes("|u1", &[2, 2, 2], &[0; 7]));
-        let msg = open_error(&path, None);
-        assert!(
-            msg.contains("x.npy") && msg.contains("promises 8 bytes"),
-            "{msg}"
-        );
+        let msg = refused("x.npy", npy_bytes("|u1", &[2, 2, 2], &[0; 7]));
+        assert_mentions(&msg, &["x.npy", "promises 8 bytes"]);
     }
 
     #[test]
     fn other_ranks_and_dtypes_are_refused() {
-        let dir = TempDir::new().unwrap();
-        let path = write(&dir, "x.npy", npy_bytes("|u1", &[4, 4], &[0; 16]));
-        let msg = open_error(&path, None);
-        assert!(
-            msg.contains("x.npy") && msg.contains("(N, C, H, W)"),
-            "{msg}"
-        );
-        let path = write(&dir, "y.npy", npy_bytes("<c8", &[1, 1, 1], &[0; 8]));
-        let msg = open_error(&path, None);
-        assert!(msg.contains("y.npy") && msg.contains("'<c8'"), "{msg}");
+        let msg = refused("x.npy", npy_bytes("|u1", &[4, 4], &[0; 16]));
+        assert_mentions(&msg, &["x.npy", "(N, C, H, W)"]);
+        let msg = refused("y.npy", npy_bytes("<c8", &[1, 1, 1], &[0; 8]));
+        assert_mentions(&msg, &["y.npy", "'<c8'"]);
     }
 
     #[test]
@@ -425,12 +414,9 @@ mod tests {
         let path = write(&dir, "x.npy", npy_bytes("|u1", &[2, 1, 1], &[0; 2]));
         let labels = write(&dir, "y.npy", npy_bytes("<f4", &[2], &[0; 8]));
         let msg = open_error(&path, Some(&labels));
-        assert!(
-            msg.contains("y.npy") && msg.contains("not float32"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["y.npy", "not float32"]);
         let labels = write(&dir, "z.npy", npy_bytes("|u1", &[2, 1], &[0; 2]));
         let msg = open_error(&path, Some(&labels));
-        assert!(msg.contains("z.npy") && msg.contains("shape (N,)"), "{msg}");
+        assert_mentions(&msg, &["z.npy", "shape (N,)"]);
     }
 }

@@ -21,44 +21,25 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{DatasetKind, DatasetSpec};
+use crate::dataset::DatasetKind;
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
 use crate::preset::{Preset, RunOrder, Runtime, StartMethod};
 use crate::step::StepSpec;
-use crate::transform::Normalize;
 
-/// Everything a run needs, checked.
+/// Everything a run needs, checked: the preset, whose fields (epochs, repeats, the
+/// dataset, the step…) the runner reads where they are, and what checking and resolving
+/// it made (the grid of configs and the warnings).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
-    pub name: String,
     /// The preset the plan was made from, `--set`s applied: saved with the results, so
     /// a run can be set up again from its results file.
     pub preset: Preset,
     /// The preset file, when the plan came from one.
     pub source: Option<PathBuf>,
-    pub dataset: DatasetSpec,
-    pub samples: Option<usize>,
-    pub epochs: usize,
-    pub repeats: usize,
-    pub warmup: bool,
-    #[serde(default)]
-    pub order: RunOrder,
-    pub shuffle: bool,
-    pub seed: u64,
-    pub drop_last: bool,
-    pub normalize: Normalize,
-    pub worker_timeout_s: f64,
     pub configs: Vec<Config>,
     /// Things worth knowing before the run, such as more workers than cores.
     pub warnings: Vec<String>,
-    /// The training step run on each batch.
-    pub step: StepSpec,
-    /// The epochs a training run would take (for the break-even and recommendation).
-    pub planned_epochs: usize,
-    /// The Python that runs the pytorch runtime, when the preset names one.
-    #[serde(default)]
-    pub python: Option<PathBuf>,
 }
 
 impl Plan {
@@ -127,25 +108,10 @@ impl Plan {
         }
         let warnings = warnings(&configs);
         Ok(Plan {
-            name: preset.name.clone(),
             preset: preset.clone(),
             source: origin.map(Path::to_path_buf),
-            dataset: preset.dataset.clone(),
-            samples: preset.samples,
-            epochs: preset.epochs,
-            repeats: preset.repeats,
-            warmup: preset.warmup,
-            order: preset.order,
-            shuffle: preset.shuffle,
-            seed: preset.seed,
-            drop_last: preset.drop_last,
-            normalize: preset.normalize.clone(),
-            worker_timeout_s: preset.worker_timeout_s,
             configs,
             warnings,
-            step: preset.step.clone(),
-            planned_epochs: preset.planned_epochs,
-            python: preset.python.clone(),
         })
     }
 
@@ -172,19 +138,20 @@ impl Plan {
     /// The order the runner measures `(config, repeat)` pairs in, as `order` says.
     pub fn schedule(&self) -> Vec<(usize, usize)> {
         let configs = self.configs.len();
-        match self.order {
+        match self.preset.order {
             RunOrder::Sequential => (0..configs)
-                .flat_map(|config| (0..self.repeats).map(move |repeat| (config, repeat)))
+                .flat_map(|config| (0..self.preset.repeats).map(move |repeat| (config, repeat)))
                 .collect(),
-            RunOrder::Interleaved => (0..self.repeats)
+            RunOrder::Interleaved => (0..self.preset.repeats)
                 .flat_map(|repeat| (0..configs).map(move |config| (config, repeat)))
                 .collect(),
-            RunOrder::Shuffled => (0..self.repeats)
+            RunOrder::Shuffled => (0..self.preset.repeats)
                 .flat_map(|repeat| {
                     use rand::SeedableRng;
                     use rand::seq::SliceRandom;
                     let mut round: Vec<usize> = (0..configs).collect();
-                    let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed ^ repeat as u64);
+                    let mut rng =
+                        rand::rngs::StdRng::seed_from_u64(self.preset.seed ^ repeat as u64);
                     round.shuffle(&mut rng);
                     round.into_iter().map(move |config| (config, repeat))
                 })
@@ -195,6 +162,33 @@ impl Plan {
     /// The label of config `index` within this plan.
     pub fn label(&self, index: usize) -> String {
         self.configs[index].label(&self.common_config())
+    }
+
+    /// Every config's label, in config order.
+    pub fn labels(&self) -> Vec<String> {
+        let common = self.common_config();
+        self.configs.iter().map(|c| c.label(&common)).collect()
+    }
+}
+
+/// Plans made from the default preset with `--set`s, for the tests of the plan's checks.
+#[cfg(test)]
+pub(crate) mod test_plans {
+    use super::Plan;
+    use crate::preset::Preset;
+
+    /// The default preset with each `(path, value)` set in turn, planned.
+    pub fn plan(sets: &[(&str, &str)]) -> crate::error::Result<Plan> {
+        let mut preset = Preset::default();
+        for (path, value) in sets {
+            preset.set(path, value).unwrap();
+        }
+        Plan::from_preset(&preset, None)
+    }
+
+    /// Why the plan of [`plan`]'s preset is refused.
+    pub fn refusal(sets: &[(&str, &str)]) -> String {
+        plan(sets).unwrap_err().to_string()
     }
 }
 
@@ -303,7 +297,7 @@ mod tests {
         preset.set("batch_transfer", "shared_memory,pipe").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 4);
-        let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         // Each label names the knobs where it differs from the most common value, our
         // engine's default kind (thread) on a tie.
         assert!(labels.iter().any(|l| l.contains("spawn")), "{labels:?}");
@@ -323,7 +317,7 @@ mod tests {
         preset.set("start_method", "fork,spawn").unwrap();
         preset.extra_configs.clear();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         assert_eq!(
             labels,
             [
@@ -380,7 +374,7 @@ mod tests {
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 2);
         assert_eq!(plan.configs[1].total_processes(), 12);
-        let labels: Vec<String> = (0..2).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         assert!(labels.iter().any(|l| l.contains("ranks=")), "{labels:?}");
         preset.set("ranks", "0").unwrap();
         let err = Plan::from_preset(&preset, None).unwrap_err().to_string();
@@ -401,7 +395,7 @@ mod tests {
         preset.set("num_workers", "0,2").unwrap();
         preset.set("cache", "warm,cold").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        let labels: Vec<String> = (0..4).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         assert_eq!(labels, ["nw=0", "nw=2", "nw=0 cold", "nw=2 cold"]);
         preset.set("cache", "cold").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
@@ -413,7 +407,7 @@ mod tests {
         let (preset, _) = crate::builtin::load("ddp-light").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 18);
-        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         for (i, label) in labels.iter().enumerate() {
             assert_eq!(
                 labels.iter().filter(|l| *l == label).count(),
@@ -470,7 +464,7 @@ mod tests {
         preset.set("transform_at", "batch,sample").unwrap();
         preset.set("runtime", "loaderbench,pytorch").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
-        let labels: Vec<String> = (0..plan.configs.len()).map(|i| plan.label(i)).collect();
+        let labels = plan.labels();
         // PyTorch always transforms per sample: its configs collapse into one.
         assert_eq!(labels, ["nw=0", "nw=0 per sample", "nw=0 pytorch"]);
         assert_eq!(plan.configs[2].transform_at, TransformAt::Batch);

@@ -79,16 +79,14 @@ fn refused(knob: &str, value: &str, why: &str) -> FieldError {
 
 #[cfg(test)]
 mod tests {
-    use crate::plan::Plan;
+    use crate::error::assert_mentions;
+    use crate::plan::{Plan, test_plans};
     use crate::preset::{Preset, Runtime};
 
+    /// The default preset on the spdl runtime with `sets`, planned.
     fn plan(sets: &[(&str, &str)]) -> crate::error::Result<Plan> {
-        let mut preset = Preset::default();
-        preset.set("runtime", "[spdl]").unwrap();
-        for (path, value) in sets {
-            preset.set(path, value).unwrap();
-        }
-        Plan::from_preset(&preset, None)
+        let spdl = [("runtime", "[spdl]")];
+        test_plans::plan(&[&spdl[..], sets].concat())
     }
 
     fn refusal(sets: &[(&str, &str)]) -> String {
@@ -154,8 +152,7 @@ mod tests {
     #[test]
     fn a_start_method_is_refused_where_only_spdl_could_take_it() {
         let message = refusal(&[("start_method", "[forkserver]")]);
-        assert!(message.contains("start_method"), "{message}");
-        assert!(message.contains("spdl runtime"), "{message}");
+        assert_mentions(&message, &["start_method", "spdl runtime"]);
         let crossed = plan(&[
             ("runtime", "[pytorch, spdl]"),
             ("num_workers", "[2]"),
@@ -173,10 +170,7 @@ mod tests {
     fn shards_are_refused_on_spdl_and_not_on_the_other_runtimes() {
         let shards = [("dataset.kind", "shards"), ("dataset.path", "s-{0..1}.tar")];
         let message = refusal(&shards);
-        assert!(
-            message.contains("runtime") && message.contains("spdl"),
-            "{message}"
-        );
+        assert_mentions(&message, &["runtime", "spdl"]);
         let mut preset = Preset::default();
         for (path, value) in shards {
             preset.set(path, value).unwrap();

@@ -152,19 +152,8 @@ fn engine_only(knob: &str, value: &str, runtime: &str) -> FieldError {
 mod tests {
     use super::*;
     use crate::plan::Plan;
-    use crate::preset::{Preset, StartMethod};
-
-    fn plan(sets: &[(&str, &str)]) -> crate::error::Result<Plan> {
-        let mut preset = Preset::default();
-        for (path, value) in sets {
-            preset.set(path, value).unwrap();
-        }
-        Plan::from_preset(&preset, None)
-    }
-
-    fn refusal(sets: &[(&str, &str)]) -> String {
-        plan(sets).unwrap_err().to_string()
-    }
+    use crate::plan::test_plans::{plan, refusal};
+    use crate::preset::StartMethod;
 
     #[test]
     fn auto_is_thread_on_our_engine_and_stays_auto_on_pytorch() {
@@ -181,9 +170,7 @@ mod tests {
 
     #[test]
     fn labels_name_a_kind_only_where_it_is_not_its_runtimes_default() {
-        let labels = |plan: Plan| -> Vec<String> {
-            (0..plan.configs.len()).map(|i| plan.label(i)).collect()
-        };
+        let labels = |plan: Plan| -> Vec<String> { plan.labels() };
         let mixed = plan(&[
             ("runtime", "[loaderbench, pytorch]"),
             ("num_workers", "[2]"),

@@ -12,7 +12,7 @@ pub mod user_step;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
@@ -223,7 +223,7 @@ impl Step {
         match &self.cost {
             StepSpec::None | StepSpec::Python { .. } => Ok(()),
             StepSpec::Fixed(ms) => {
-                busy_wait(Duration::from_secs_f64(ms.max(0.0) / 1e3));
+                crate::transform::cost::busy_wait(Duration::from_secs_f64(ms.max(0.0) / 1e3));
                 Ok(())
             }
             StepSpec::Mlp { hidden } => {
@@ -246,16 +246,10 @@ impl Step {
     }
 }
 
-fn busy_wait(duration: Duration) {
-    let started = Instant::now();
-    while started.elapsed() < duration {
-        std::hint::spin_loop();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
     use tch::Kind;
 
     #[test]

@@ -5,11 +5,17 @@ use std::time::{Duration, Instant};
 
 /// Keeps this thread busy for `micros_per_sample` µs per sample of a `batch`.
 pub(super) fn spend(micros_per_sample: u64, batch: usize) {
-    let total = Duration::from_micros(micros_per_sample.saturating_mul(batch as u64));
-    // Spinning, not sleeping: a sleeping worker frees its core, which real transform
-    // work does not.
+    busy_wait(Duration::from_micros(
+        micros_per_sample.saturating_mul(batch as u64),
+    ));
+}
+
+/// Keeps this thread busy for `duration`: spinning, not sleeping, since a sleeping
+/// thread frees its core, which the real work it stands for (a transform, a training
+/// step) does not.
+pub(crate) fn busy_wait(duration: Duration) {
     let start = Instant::now();
-    while start.elapsed() < total {
+    while start.elapsed() < duration {
         std::hint::spin_loop();
     }
 }

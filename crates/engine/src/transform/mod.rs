@@ -5,7 +5,7 @@
 
 mod blur;
 mod check;
-mod cost;
+pub(crate) mod cost;
 mod fused;
 mod geometry;
 mod helpers;

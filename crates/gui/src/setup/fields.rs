@@ -11,7 +11,7 @@ use egui::{ComboBox, DragValue, Ui};
 use loaderbench_engine::plan::knob;
 use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, RunOrder};
 
-use super::{Errors, Form, Problem, mark, parse_list};
+use super::{Errors, Form, Problem, choice_field, mark, parse_list, text_field};
 
 pub(super) fn samples_field(
     ui: &mut Ui,
@@ -21,13 +21,7 @@ pub(super) fn samples_field(
 ) {
     let label = ui.label("samples");
     ui.vertical(|ui| {
-        let field = ui
-            .add(
-                egui::TextEdit::singleline(&mut form.samples)
-                    .hint_text("all")
-                    .desired_width(120.0),
-            )
-            .labelled_by(label.id);
+        let field = text_field(ui, &label, &mut form.samples, "all", 120.0);
         if field.changed() {
             let text = form.samples.trim();
             if text.is_empty() {
@@ -123,13 +117,7 @@ fn list_field<T: KnobValue>(
 ) {
     let label = ui.label(title);
     ui.vertical(|ui| {
-        let field = ui
-            .add(
-                egui::TextEdit::singleline(text)
-                    .hint_text("e.g. 0,2,4,8")
-                    .desired_width(120.0),
-            )
-            .labelled_by(label.id)
+        let field = text_field(ui, &label, text, "e.g. 0,2,4,8", 120.0)
             .on_hover_text("One value, or a comma-separated list to sweep");
         if field.changed() {
             match parse_list(text) {
@@ -149,16 +137,8 @@ fn list_field<T: KnobValue>(
 
 /// In which order configs and repeats are measured: one of the orders.
 pub(super) fn order_field(ui: &mut Ui, order: &mut RunOrder) {
-    let label = ui.label("order");
-    ComboBox::from_id_salt("order")
-        .selected_text(order.name())
-        .show_ui(ui, |ui| {
-            for &choice in RunOrder::ALL {
-                ui.selectable_value(order, choice, choice.name());
-            }
-        })
-        .response
-        .labelled_by(label.id)
+    let orders = RunOrder::ALL.iter().copied();
+    choice_field(ui, ("order", "order"), order, orders, RunOrder::name)
         .on_hover_text("In which order configs and repeats are measured");
     ui.end_row();
 }
@@ -167,13 +147,7 @@ pub(super) fn order_field(ui: &mut Ui, order: &mut RunOrder) {
 pub(super) fn python_path_field(ui: &mut Ui, text: &mut String, python: &mut Option<PathBuf>) {
     let label = ui.label("python executable");
     ui.vertical(|ui| {
-        let field = ui
-            .add(
-                egui::TextEdit::singleline(text)
-                    .hint_text("$LOADERBENCH_PYTHON or setup's")
-                    .desired_width(180.0),
-            )
-            .labelled_by(label.id)
+        let field = text_field(ui, &label, text, "$LOADERBENCH_PYTHON or setup's", 180.0)
             .on_hover_text("The Python that runs the pytorch runtime, with its packages");
         if field.changed() {
             let path = text.trim();

@@ -213,16 +213,14 @@ fn dataset_fields(
     error: Problem<'_>,
     actions: &mut Vec<Action>,
 ) {
-    let label = ui.label("kind");
-    ComboBox::from_id_salt("dataset_kind")
-        .selected_text(edited.dataset.kind.label())
-        .show_ui(ui, |ui| {
-            for kind in DatasetKind::ALL {
-                ui.selectable_value(&mut edited.dataset.kind, kind, kind.label());
-            }
-        })
-        .response
-        .labelled_by(label.id);
+    let kinds = DatasetKind::ALL;
+    choice_field(
+        ui,
+        ("kind", "dataset_kind"),
+        &mut edited.dataset.kind,
+        kinds,
+        DatasetKind::label,
+    );
     ui.end_row();
 
     let label = ui.label("path");
@@ -317,6 +315,47 @@ fn section(ui: &mut Ui, title: &str) {
     ui.add_space(8.0);
     ui.label(RichText::new(title).strong().size(15.0));
     ui.add_space(2.0);
+}
+
+/// A drop-down that `title` labels, choosing `value` among `choices` by their names.
+fn choice_field<T: PartialEq + Copy>(
+    ui: &mut Ui,
+    (title, id): (&str, &str),
+    value: &mut T,
+    choices: impl IntoIterator<Item = T>,
+    name: impl Fn(T) -> &'static str,
+) -> egui::Response {
+    let label = ui.label(title);
+    ComboBox::from_id_salt(id)
+        .selected_text(name(*value))
+        .show_ui(ui, |ui| {
+            for choice in choices {
+                ui.selectable_value(value, choice, name(choice));
+            }
+        })
+        .response
+        .labelled_by(label.id)
+}
+
+/// The small "×" button that removes a row, its tooltip naming `what`; true when clicked.
+fn remove_button(ui: &mut Ui, what: &str) -> bool {
+    ui.small_button("×")
+        .on_hover_text(format!("Remove this {what}"))
+        .clicked()
+}
+
+/// A one-line text field for `text` that `label` names, `hint` shown while it is empty.
+fn text_field(
+    ui: &mut Ui,
+    label: &egui::Response,
+    text: &mut String,
+    hint: &str,
+    width: f32,
+) -> egui::Response {
+    let edit = egui::TextEdit::singleline(text)
+        .hint_text(hint)
+        .desired_width(width);
+    ui.add(edit).labelled_by(label.id)
 }
 
 /// Shows a problem in the error colour, wrapped to the panel.

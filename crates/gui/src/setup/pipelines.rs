@@ -7,7 +7,7 @@ use egui::{ComboBox, DragValue, RichText, Ui};
 use loaderbench_engine::preset::{ConfigPoint, Preset};
 use loaderbench_engine::transform::{Op, PipelineSpec};
 
-use super::section;
+use super::{remove_button, section};
 
 pub(super) fn pipelines(ui: &mut Ui, preset: &mut Preset) {
     let mut remove = None;
@@ -100,11 +100,7 @@ fn custom_ops(ui: &mut Ui, name: &mut String, ops: &mut Vec<Op>) {
                     if down.clicked() {
                         swap = Some(index);
                     }
-                    if ui
-                        .small_button("×")
-                        .on_hover_text("Remove this op")
-                        .clicked()
-                    {
+                    if remove_button(ui, "op") {
                         remove = Some(index);
                     }
                 });
@@ -196,11 +192,7 @@ pub(super) fn extra_configs(ui: &mut Ui, preset: &mut Preset) {
                 parts.push(p.name().to_owned());
             }
             ui.label(RichText::new(parts.join(" ")).monospace());
-            if ui
-                .small_button("×")
-                .on_hover_text("Remove this extra config")
-                .clicked()
-            {
+            if remove_button(ui, "extra config") {
                 remove = Some(index);
             }
         });

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use loaderbench_engine::preset::{FieldPath, Preset};
 
-use super::{Errors, Form, Problem, mark};
+use super::{Errors, Form, Problem, mark, text_field};
 
 /// The labels, hints and field paths of one call's rows: the dataset's or the step's.
 pub(super) struct CallRows {
@@ -137,14 +137,7 @@ fn name_field(
     let label = ui.label(title);
     let changed = ui
         .vertical(|ui| {
-            let changed = ui
-                .add(
-                    egui::TextEdit::singleline(text)
-                        .hint_text(hint)
-                        .desired_width(150.0),
-                )
-                .labelled_by(label.id)
-                .changed();
+            let changed = text_field(ui, &label, text, hint, 150.0).changed();
             mark(ui, problem);
             changed
         })

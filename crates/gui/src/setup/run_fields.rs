@@ -6,12 +6,12 @@
 
 use std::path::PathBuf;
 
-use egui::{ComboBox, DragValue, Ui};
+use egui::{DragValue, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::preset::{FieldPath, Preset};
 
-use super::{Errors, Problem, mark};
+use super::{Errors, Problem, choice_field, mark, text_field};
 
 /// The text of the fields typed as text.
 #[derive(Debug, Clone, Default)]
@@ -79,13 +79,7 @@ pub fn dataset_extras(
     if matches!(dataset.kind, DatasetKind::Idx | DatasetKind::Npy) {
         let label = ui.label("labels file");
         ui.vertical(|ui| {
-            let field = ui
-                .add(
-                    egui::TextEdit::singleline(&mut text.labels)
-                        .hint_text("beside the images")
-                        .desired_width(180.0),
-                )
-                .labelled_by(label.id);
+            let field = text_field(ui, &label, &mut text.labels, "beside the images", 180.0);
             if field.changed() {
                 let path = text.labels.trim();
                 dataset.labels = (!path.is_empty()).then(|| PathBuf::from(path));
@@ -110,16 +104,8 @@ pub fn dataset_extras(
         ui.end_row();
     }
     if matches!(dataset.kind, DatasetKind::ImageFolder | DatasetKind::Shards) {
-        let label = ui.label("channels");
-        ComboBox::from_id_salt("channels")
-            .selected_text(channels_name(dataset.channels))
-            .show_ui(ui, |ui| {
-                for channels in [1, 3] {
-                    ui.selectable_value(&mut dataset.channels, channels, channels_name(channels));
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        let channels = ("channels", "channels");
+        choice_field(ui, channels, &mut dataset.channels, [1, 3], channels_name);
         ui.end_row();
         if let Some(size) = parsed(
             ui,
@@ -289,13 +275,7 @@ pub(super) fn parsed<T>(
     let label = ui.label(title);
     let value = ui
         .vertical(|ui| {
-            let edit = ui
-                .add(
-                    egui::TextEdit::singleline(text)
-                        .hint_text(hint)
-                        .desired_width(120.0),
-                )
-                .labelled_by(label.id);
+            let edit = text_field(ui, &label, text, hint, 120.0);
             let value = if edit.changed() {
                 match parse(text.trim()) {
                     Ok(value) => {

@@ -15,7 +15,7 @@ use loaderbench_engine::step::{StepKind, StepSpec};
 
 use super::python_fields::{STEP_CALL, args_text, call_fields};
 use super::run_fields::{Field, parsed};
-use super::{Errors, Problem, mark};
+use super::{Errors, Problem, mark, text_field};
 use crate::actions::{Action, Pick};
 
 /// The text of the step's fields.
@@ -215,13 +215,7 @@ fn file_field(
     let label = ui.label(title);
     ui.vertical(|ui| {
         ui.horizontal(|ui| {
-            let field = ui
-                .add(
-                    egui::TextEdit::singleline(&mut text.path)
-                        .hint_text(hint)
-                        .desired_width(150.0),
-                )
-                .labelled_by(label.id);
+            let field = text_field(ui, &label, &mut text.path, hint, 150.0);
             if field.changed() {
                 edited.step.set_file(PathBuf::from(text.path.trim()));
             }

@@ -122,7 +122,7 @@ impl PytorchScript {
             let path = folder.path().join(name);
             std::fs::write(&path, text).map_err(|err| Error::file(&path, err.to_string()))?;
         }
-        let spec = &plan.dataset;
+        let spec = &plan.preset.dataset;
         let path = || {
             spec.path
                 .clone()
@@ -150,11 +150,11 @@ impl PytorchScript {
                 image_size: spec.image_size,
             },
             DatasetKind::Python => user_dataset(spec)?,
-            DatasetKind::Shards => shard_list::shards_request(spec, plan.samples, dataset)?,
+            DatasetKind::Shards => shard_list::shards_request(spec, plan.preset.samples, dataset)?,
         };
         Ok(PytorchScript {
             folder,
-            python: plan.python.clone().unwrap_or_else(python_path),
+            python: plan.preset.python.clone().unwrap_or_else(python_path),
             dataset,
             batches: Cell::new(0),
         })
@@ -206,7 +206,7 @@ impl PytorchScript {
         let mut job = Job::new(sessions, &self.python);
         let followed = job.follow(
             cancel,
-            Duration::from_secs_f64(plan.worker_timeout_s),
+            Duration::from_secs_f64(plan.preset.worker_timeout_s),
             report,
             before_epoch,
         );

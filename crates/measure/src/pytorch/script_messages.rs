@@ -91,21 +91,21 @@ impl Request {
     pub fn new(plan: &Plan, config: &Config, dataset: DatasetRequest) -> Request {
         Request {
             dataset,
-            samples: plan.samples,
-            image_pixels: plan.dataset.limits.image_pixels,
-            normalize: plan.normalize.clone(),
-            shuffle: plan.shuffle,
-            seed: plan.seed,
-            drop_last: plan.drop_last,
-            epochs: plan.epochs,
-            warmup: plan.warmup,
+            samples: plan.preset.samples,
+            image_pixels: plan.preset.dataset.limits.image_pixels,
+            normalize: plan.preset.normalize.clone(),
+            shuffle: plan.preset.shuffle,
+            seed: plan.preset.seed,
+            drop_last: plan.preset.drop_last,
+            epochs: plan.preset.epochs,
+            warmup: plan.preset.warmup,
             window: window_rule(plan, config),
-            worker_timeout_s: plan.worker_timeout_s,
+            worker_timeout_s: plan.preset.worker_timeout_s,
             knobs: KNOBS
                 .iter()
                 .filter_map(|knob| Some((knob.field, (knob.script_value?)(config))))
                 .collect(),
-            step: plan.step.clone(),
+            step: plan.preset.step.clone(),
             ranks: None,
         }
     }

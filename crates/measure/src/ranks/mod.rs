@@ -70,7 +70,7 @@ impl Ranks {
         let mut ranks = Ranks {
             processes: Vec::with_capacity(world),
             messages,
-            timeout: Duration::from_secs_f64(plan.worker_timeout_s),
+            timeout: Duration::from_secs_f64(plan.preset.worker_timeout_s),
             cancel: cancel.clone(),
         };
         for rank in 0..world {

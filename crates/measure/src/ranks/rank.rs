@@ -53,10 +53,10 @@ fn serve(out: &mut impl Write) -> Result<()> {
     let plan = &job.plan;
     let config = &plan.configs[job.config];
     let cancel = CancelToken::new();
-    let dataset = dataset::open(&plan.dataset, plan.samples)?;
+    let dataset = dataset::open(&plan.preset.dataset, plan.preset.samples)?;
     let mut loader = build_loader(plan, job.config, &dataset, job.shard, &cancel)?;
     let window = epoch_window(plan, config, &*dataset, job.shard);
-    let mut step = Step::new(&plan.step, config.device.resolve()?)?;
+    let mut step = Step::new(&plan.preset.step, config.device.resolve()?)?;
     set_intra_op_threads(rank_threads(config.intra_op_threads, job.shard.world));
     memory::reset_peak_rss();
     let rss_before_bytes = memory::rss_bytes();
@@ -66,7 +66,7 @@ fn serve(out: &mut impl Write) -> Result<()> {
     };
     release_mapped_pages()?;
     send(out, &FromRank::Ready)?;
-    let mut epoch = usize::from(!plan.warmup);
+    let mut epoch = usize::from(!plan.preset.warmup);
     loop {
         line.clear();
         let read = stdin

@@ -90,12 +90,12 @@ impl Run {
                 (result, seen)
             })
         };
-        let warmup = if self.plan.warmup {
+        let warmup = if self.plan.preset.warmup {
             Some(measure(0)?.0)
         } else {
             None
         };
-        let measured = (1..=self.plan.epochs)
+        let measured = (1..=self.plan.preset.epochs)
             .map(measure)
             .collect::<Result<Vec<_>>>()?;
         Ok((warmup, measured))

@@ -17,7 +17,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use crate::disturbance;
 use crate::engine_epoch::loader_settings;
 use crate::events::Event;
-use crate::journal::{Journal, new_journal, runs_dir};
+use crate::journal::{Journal, default_journal, runs_dir};
 use crate::meter;
 use crate::rank_merge::RanksSummary;
 use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
@@ -44,7 +44,7 @@ pub type EpochGate = Box<dyn FnMut() + Send>;
 /// How a run is recorded.
 #[derive(Default)]
 pub struct RunOptions {
-    /// The journal file; `None` makes a new one in [`runs_dir`] ([`new_journal`]).
+    /// The journal file; `None` makes a new one in [`runs_dir`] ([`default_journal`]).
     pub journal: Option<PathBuf>,
     /// Waited on before each epoch; `None` starts epochs at once.
     pub before_epoch: Option<EpochGate>,
@@ -116,7 +116,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
     // A journal that cannot be made fails the run when it starts, naming the folder.
     let (journal, journal_problem) = match options.journal {
         Some(path) => (path, None),
-        None => match new_journal(&runs_dir(), &plan.name) {
+        None => match default_journal(&plan.preset.name) {
             Ok(path) => (path, None),
             Err(error) => (runs_dir(), Some(error)),
         },
@@ -218,11 +218,11 @@ impl Run {
 
     fn measure_all(&self, result: &mut RunResult) -> Result<()> {
         // A python dataset is the user's code, which only the PyTorch runtime loads.
-        let dataset = match self.plan.dataset.kind {
+        let dataset = match self.plan.preset.dataset.kind {
             DatasetKind::Python => None,
             _ => Some(dataset::open_with_progress(
-                &self.plan.dataset,
-                self.plan.samples,
+                &self.plan.preset.dataset,
+                self.plan.preset.samples,
                 &mut |progress| {
                     self.emit.send(Event::DatasetOpening {
                         checked: progress.checked,
@@ -237,14 +237,14 @@ impl Run {
                 result.dataset = dataset.describe();
                 result
                     .warnings
-                    .extend(dataset::open_warnings(self.plan.samples, &**dataset));
+                    .extend(dataset::open_warnings(self.plan.preset.samples, &**dataset));
             }
-            None => result.dataset = dataset::python_dataset::describe(&self.plan.dataset),
+            None => result.dataset = dataset::python_dataset::describe(&self.plan.preset.dataset),
         }
         for config in &self.plan.configs {
             config.device.resolve()?;
         }
-        self.plan.step.check_files()?;
+        self.plan.preset.step.check_files()?;
         // Unknown until Python has built a user's dataset.
         let batches = match (&dataset, self.plan.configs.first()) {
             (Some(dataset), Some(c)) => {
@@ -333,12 +333,7 @@ impl Run {
             disturbed: verdict.disturbed,
             rss_before_bytes: summary.rss_before_bytes,
             peak_rss_bytes: summary.peak_rss_bytes,
-            python: None,
-            stayed_warm: None,
-            partly_cold: None,
-            dataset_samples: None,
-            dataset_object_bytes: None,
-            processes: Vec::new(),
+            ..ConfigResult::default()
         }
     }
 

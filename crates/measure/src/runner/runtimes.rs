@@ -80,7 +80,7 @@ impl ConfigRuntime for OurLoader {
     fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
         let config = &run.plan.configs[index];
         let mut loader = build_loader(&run.plan, index, &self.dataset, Shard::WHOLE, &run.cancel)?;
-        let mut step = Step::new(&run.plan.step, config.device.resolve()?)?;
+        let mut step = Step::new(&run.plan.preset.step, config.device.resolve()?)?;
         run.warn_if_pin_memory_idle(index, config.pin_memory && !loader.pin_memory_effective());
         set_intra_op_threads(config.intra_op_threads);
         memory::reset_peak_rss();

@@ -40,6 +40,16 @@ const IDENTITY: [Column; 3] = [
     },
 ];
 
+/// The column of one stage's seconds over the epoch, named as the stage's field.
+macro_rules! stage_column {
+    ($stage:ident) => {
+        Column {
+            name: stringify!($stage),
+            cell: |r| format!("{:.6}", r.epoch.stages.$stage),
+        }
+    };
+}
+
 /// The columns after the knobs.
 const COLUMNS: [Column; 32] = [
     Column {
@@ -94,34 +104,13 @@ const COLUMNS: [Column; 32] = [
         name: "steady_throughput",
         cell: |r| format!("{:.1}", r.epoch.steady_throughput),
     },
-    Column {
-        name: "fetch_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.fetch_s),
-    },
-    Column {
-        name: "decompress_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.decompress_s),
-    },
-    Column {
-        name: "read_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.read_s),
-    },
-    Column {
-        name: "transform_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.transform_s),
-    },
-    Column {
-        name: "to_device_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.to_device_s),
-    },
-    Column {
-        name: "wait_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.wait_s),
-    },
-    Column {
-        name: "step_s",
-        cell: |r| format!("{:.6}", r.epoch.stages.step_s),
-    },
+    stage_column!(fetch_s),
+    stage_column!(decompress_s),
+    stage_column!(read_s),
+    stage_column!(transform_s),
+    stage_column!(to_device_s),
+    stage_column!(wait_s),
+    stage_column!(step_s),
     Column {
         name: "rank_spread_s",
         cell: |r| format!("{:.6}", r.epoch.rank_spread_s()),

@@ -63,7 +63,7 @@ mod tests {
 
     use super::*;
     use loaderbench_engine::preset::StartMethod;
-    use loaderbench_measure::fixtures::{config, epoch, result, run, with_startups};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs, with_startups};
 
     fn fixed_result() -> RunResult {
         let mut configs = vec![config(0, false), config(2, true)];
@@ -84,11 +84,7 @@ mod tests {
             spdl: None,
         });
         let results = vec![
-            run(
-                0,
-                configs[0].clone(),
-                vec![epoch(1, 0.004, 0.02, 3), epoch(2, 0.004, 0.02, 3)],
-            ),
+            run(0, configs[0].clone(), two_epochs(0.004, 0.02, 3)),
             with_startups(disturbed, &[1], 0.2),
         ];
         result(configs, results)

@@ -226,7 +226,7 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
 mod tests {
     use super::*;
     use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
 
     #[test]
     fn a_classic_sweep_has_the_classic_columns() {
@@ -367,7 +367,7 @@ mod tests {
         };
         let configs = vec![config(2, false), cold.clone(), cold.clone(), cold];
         let read = |index: usize, bytes: u64| {
-            let mut epochs = vec![epoch(1, 0.25, 0.1, 3), epoch(2, 0.25, 0.1, 3)];
+            let mut epochs = two_epochs(0.25, 0.1, 3);
             for e in &mut epochs {
                 e.record_reads(Some(bytes));
             }

@@ -357,6 +357,7 @@ impl Cursor<'_> {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    use crate::error::assert_mentions;
 
     /// A version-1 .npy file as numpy writes it: dict padded so the data is 64-aligned.
     pub fn npy_bytes(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
@@ -482,10 +483,7 @@ pub mod tests {
     #[test]
     fn checks_the_data_length_without_overflowing() {
         let msg = parse(&npy_bytes("<f4", &[2, 3], &[0; 23])).unwrap_err();
-        assert!(
-            msg.contains("promises 24 bytes") && msg.contains("found 23"),
-            "{msg}"
-        );
+        assert_mentions(&msg, &["promises 24 bytes", "found 23"]);
         let huge = [usize::MAX / 2, 3];
         let msg = parse(&npy_bytes("<f4", &huge, &[])).unwrap_err();
         assert!(msg.contains("absurd shape"), "{msg}");

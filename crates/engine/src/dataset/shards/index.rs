@@ -344,6 +344,22 @@ mod tests {
         index_local(&ShardLocation::File(path))
     }
 
+    /// The bytes of a shard of `members`.
+    fn tar_bytes(members: &[(String, Vec<u8>)]) -> Vec<u8> {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        write_tar(&path, members);
+        std::fs::read(&path).unwrap()
+    }
+
+    /// Indexes `bytes` written as a shard of their own.
+    fn index_bytes(bytes: &[u8]) -> Result<Vec<SampleEntry>> {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("shard.tar");
+        std::fs::write(&path, bytes).unwrap();
+        index_local(&ShardLocation::File(path))
+    }
+
     fn error(members: &[(String, Vec<u8>)]) -> String {
         let msg = index(members).unwrap_err().to_string();
         assert!(msg.contains("shard.tar: "), "the shard is named: {msg}");
@@ -423,18 +439,13 @@ mod tests {
 
     #[test]
     fn a_truncated_shard_is_named_with_its_member() {
-        let dir = TempDir::new().unwrap();
-        let path = dir.path().join("shard.tar");
-        write_tar(&path, &samples(0, 3));
-        let bytes = std::fs::read(&path).unwrap();
-        let location = ShardLocation::File(path.clone());
-        let full = index_local(&location).unwrap();
+        let bytes = tar_bytes(&samples(0, 3));
+        let full = index_bytes(&bytes).unwrap();
         // Inside the last image's bytes, and inside the header before it.
-        std::fs::write(&path, &bytes[..full[2].offset as usize + 10]).unwrap();
-        let msg = index_local(&location).unwrap_err().to_string();
-        assert!(msg.contains("000002.png: truncated"), "{msg}");
-        std::fs::write(&path, &bytes[..full[2].offset as usize - 100]).unwrap();
-        let msg = index_local(&location).unwrap_err().to_string();
+        let msg = index_bytes(&bytes[..full[2].offset as usize + 10]).unwrap_err();
+        assert!(msg.to_string().contains("000002.png: truncated"), "{msg}");
+        let msg = index_bytes(&bytes[..full[2].offset as usize - 100]).unwrap_err();
+        let msg = msg.to_string();
         assert!(
             msg.contains("not a readable tar after member 000001"),
             "{msg}"
@@ -482,11 +493,7 @@ mod tests {
         header.set_path("pax").unwrap();
         header.set_size(members::MAX_EXTENSION_BYTES + 1);
         header.set_cksum();
-        let dir = TempDir::new().unwrap();
-        let path = dir.path().join("shard.tar");
-        std::fs::write(&path, header.as_bytes()).unwrap();
-        let location = ShardLocation::File(path);
-        let msg = index_local(&location).unwrap_err().to_string();
+        let msg = index_bytes(header.as_bytes()).unwrap_err().to_string();
         assert!(
             msg.contains("shard.tar: the PAX header at byte 0 claims 1048577 bytes"),
             "{msg}"
@@ -525,13 +532,8 @@ mod tests {
 
     #[test]
     fn a_shard_without_its_end_of_archive_blocks_is_cut() {
-        let dir = TempDir::new().unwrap();
-        let path = dir.path().join("shard.tar");
-        write_tar(&path, &samples(0, 2));
-        let bytes = std::fs::read(&path).unwrap();
-        let location = ShardLocation::File(path.clone());
-        let index = || index_local(&location);
-        assert_eq!(index().unwrap().len(), 2);
+        let bytes = tar_bytes(&samples(0, 2));
+        assert_eq!(index_bytes(&bytes).unwrap().len(), 2);
         let end = bytes.len() - 1024;
         for (kept, problem) in [
             (
@@ -544,8 +546,7 @@ mod tests {
                 "a lone zero block followed by data",
             ),
         ] {
-            std::fs::write(&path, kept).unwrap();
-            let msg = index().unwrap_err().to_string();
+            let msg = index_bytes(&kept).unwrap_err().to_string();
             assert!(msg.contains(problem), "{msg}");
         }
     }

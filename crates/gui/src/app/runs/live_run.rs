@@ -149,13 +149,13 @@ impl Runs {
         messages: &mut Messages,
     ) {
         let data = RunData::new(
-            (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
-            plan.epochs,
-            plan.repeats,
-            plan.warmup,
+            plan.labels(),
+            plan.preset.epochs,
+            plan.preset.repeats,
+            plan.preset.warmup,
         );
         let journal = match &self.measurer.journal_dir {
-            Some(dir) => match loaderbench_measure::new_journal(dir, &plan.name) {
+            Some(dir) => match loaderbench_measure::new_journal(dir, &plan.preset.name) {
                 Ok(path) => Some(path),
                 Err(err) => return messages.error(format!("The run could not start: {err}")),
             },

@@ -47,10 +47,7 @@ impl Runs {
         let budget = Duration::from_secs(u64::from(self.tune_budget_s.max(1)));
         match self.spawn_tune(&plan.preset, budget, ctx) {
             Ok(mut tune) => {
-                tune.progress = TuneProgress::new(
-                    (0..plan.configs.len()).map(|i| plan.label(i)).collect(),
-                    budget,
-                );
+                tune.progress = TuneProgress::new(plan.labels(), budget);
                 messages.clear_errors();
                 self.tune = Some(tune);
             }

@@ -43,8 +43,8 @@ impl Runs {
                     RichText::new(format!(
                         "{} config(s) × {} repeat(s) × {} epoch(s)",
                         plan.configs.len(),
-                        plan.repeats,
-                        plan.epochs
+                        plan.preset.repeats,
+                        plan.preset.epochs
                     ))
                     .weak(),
                 );
