@@ -30,6 +30,17 @@ pub fn loaderbench_command(args: &[&str]) -> Command {
     command
 }
 
+/// `run PRESET -q`, each of `sets` as `--set KEY=VALUE`, then `extra`: the words of a
+/// quiet run as the tests write it.
+pub fn run_args<'a>(preset: &'a str, sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", preset, "-q"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    args.extend_from_slice(extra);
+    args
+}
+
 /// How long one `loaderbench` command in a test may take before it counts as hung.
 pub const CLI_LIMIT: Duration = Duration::from_secs(240);
 
@@ -187,6 +198,12 @@ pub fn stdout(output: &Output) -> String {
 
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The JSON file at `path`, as a value.
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
 pub fn path_str(path: &Path) -> &str {
