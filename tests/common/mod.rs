@@ -108,18 +108,25 @@ pub fn in_own_process(module: &str, name: &str, configure: impl FnOnce(&mut Comm
     false
 }
 
-/// Polls `ready` every 10 ms until it gives a value, failing the test after `limit`
-/// with `what` it waited for: a wait on a condition, never a guess at how long
-/// something takes.
-pub fn wait_for<T>(limit: Duration, what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+/// Polls `ready` every 10 ms until it gives a value, or `None` once `limit` has passed:
+/// the one deadline loop, for a test that says itself what a value never given means.
+pub fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = ready() {
-            return value;
+            return Some(value);
         }
-        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Polls `ready` until it gives a value, failing the test after `limit` with `what` it
+/// waited for: a wait on a condition, never a guess at how long something takes.
+pub fn wait_for<T>(limit: Duration, what: &str, ready: impl FnMut() -> Option<T>) -> T {
+    poll(limit, ready).unwrap_or_else(|| panic!("waited {limit:?} for {what}"))
 }
 
 /// Polls until `condition` holds (see [`wait_for`]).

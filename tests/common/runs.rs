@@ -68,6 +68,36 @@ impl SavedRun {
     }
 }
 
+/// Every file export of a run: `STEM.json`, `STEM.csv` and `STEM.md` in one folder.
+pub struct Exports {
+    pub json: PathBuf,
+    pub csv: PathBuf,
+    pub md: PathBuf,
+}
+
+impl Exports {
+    pub fn in_dir(dir: &Path, stem: &str) -> Exports {
+        let file = |ending: &str| dir.join(format!("{stem}.{ending}"));
+        Exports {
+            json: file("json"),
+            csv: file("csv"),
+            md: file("md"),
+        }
+    }
+
+    /// `--json JSON --csv CSV --md MD`.
+    pub fn args(&self) -> [&str; 6] {
+        [
+            "--json",
+            path_str(&self.json),
+            "--csv",
+            path_str(&self.csv),
+            "--md",
+            path_str(&self.md),
+        ]
+    }
+}
+
 /// Runs `preset` (a name or a file) with `sets` (each a `--set KEY=VALUE`), quietly,
 /// saving it in `dir` as `run.json` and `run.jsonl`; fails the test if the run fails.
 pub fn run_saved(dir: &Path, preset: &str, sets: &[&str]) -> SavedRun {

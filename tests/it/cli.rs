@@ -12,7 +12,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::common;
-use common::runs::SharedRun;
+use common::runs::{Exports, SharedRun};
 use common::{
     assert_error_line, json_file, loaderbench, loaderbench_command, path_str, run_args,
     run_with_deadline, stderr, stdout,
@@ -76,19 +76,11 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 fn small_sweep() -> &'static SharedRun {
     static SMALL_SWEEP: OnceLock<SharedRun> = OnceLock::new();
     SharedRun::once(&SMALL_SWEEP, |dir| {
-        let file = |name: &str| dir.join(name);
-        let (json, csv, md, journal) = (file("r.json"), file("r.csv"), file("r.md"), file("j.jsonl"));
-        let exports = [
-            "--json",
-            path_str(&json),
-            "--csv",
-            path_str(&csv),
-            "--md",
-            path_str(&md),
-            "--journal",
-            path_str(&journal),
-        ];
-        loaderbench(&run_args("seed-light", &["samples=1024", "batch_size=128"], &exports))
+        let exports = Exports::in_dir(dir, "r");
+        let journal = dir.join("j.jsonl");
+        let mut extra = exports.args().to_vec();
+        extra.extend(["--journal", path_str(&journal)]);
+        loaderbench(&run_args("seed-light", &["samples=1024", "batch_size=128"], &extra))
     })
 }
 
