@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use tempfile::TempDir;
 
 use crate::common;
-use common::runs::{as_measured_quietly, shared_dir, SharedRun};
+use common::runs::{SharedRun, as_measured_quietly, shared_dir};
 use common::{json_file, loaderbench_with, path_str, run_args, stderr, stdout};
 use loaderbench_measure::DATA_DIR_ENV;
 
@@ -99,30 +99,36 @@ fn recommend_shows_the_interval_of_repeated_configs() {
     assert!(row.contains(" ["), "repeats show an interval: {row}");
 }
 
+/// The start-up ledger, what persistent workers save and the scaling line, each printed
+/// above the recommendation.
 #[test]
-fn recommend_prints_the_start_up_ledger() {
+fn recommend_prints_the_ledger_the_savings_and_the_scaling_line() {
     let text = recommended().text();
-    assert!(
-        text.contains("Start-up ledger (milliseconds, medians)"),
-        "{text}"
-    );
-    assert!(text.contains("| nw=2 persistent |"), "{text}");
-}
-
-#[test]
-fn recommend_prints_what_persistent_workers_save() {
-    let text = recommended().text();
-    assert!(
-        text.contains("Persistent workers save ")
-            && text.contains("for nw=2 (measured against nw=2 persistent"),
-        "{text}"
-    );
-}
-
-#[test]
-fn recommend_prints_the_scaling_line() {
-    let text = recommended().text();
-    assert!(text.contains("num_workers: 0 workers "), "{text}");
+    let sections: [(&str, &[&str]); 3] = [
+        (
+            "the start-up ledger",
+            &[
+                "Start-up ledger (milliseconds, medians)",
+                "| nw=2 persistent |",
+            ],
+        ),
+        (
+            "what persistent workers save",
+            &[
+                "Persistent workers save ",
+                "for nw=2 (measured against nw=2 persistent",
+            ],
+        ),
+        ("the scaling line", &["num_workers: 0 workers "]),
+    ];
+    for (section, fragments) in sections {
+        for fragment in fragments {
+            assert!(
+                text.contains(fragment),
+                "{section}: `{fragment}` missing from {text}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -446,7 +452,12 @@ fn model_step() -> &'static SharedRun {
     SharedRun::once(&MODEL_STEP, |dir| {
         let journal = dir.join("j.jsonl");
         let json = dir.join("r.json");
-        let extra = ["--set", "step={\"mlp\":{\"hidden\":32}}", "--json", path_str(&json)];
+        let extra = [
+            "--set",
+            "step={\"mlp\":{\"hidden\":32}}",
+            "--json",
+            path_str(&json),
+        ];
         in_data_dir(dir, &small_sweep(path_str(&journal), &extra))
     })
 }

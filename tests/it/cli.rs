@@ -80,7 +80,11 @@ fn small_sweep() -> &'static SharedRun {
         let journal = dir.join("j.jsonl");
         let mut extra = exports.args().to_vec();
         extra.extend(["--journal", path_str(&journal)]);
-        loaderbench(&run_args("seed-light", &["samples=1024", "batch_size=128"], &extra))
+        loaderbench(&run_args(
+            "seed-light",
+            &["samples=1024", "batch_size=128"],
+            &extra,
+        ))
     })
 }
 
@@ -180,7 +184,11 @@ fn a_warning_is_said_once_however_many_repeats_meet_it() {
         "repeats=3",
         "epochs=1",
     ];
-    let output = loaderbench(&run_args("seed-light", &sets, &["--journal", path_str(&journal)]));
+    let output = loaderbench(&run_args(
+        "seed-light",
+        &sets,
+        &["--journal", path_str(&journal)],
+    ));
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stderr(&output)
         .matches("pin_memory has no effect without CUDA")

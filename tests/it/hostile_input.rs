@@ -49,7 +49,11 @@ fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized(
     let dir = tempfile::TempDir::new().unwrap();
     let saved = dir.path().join("run.json");
     let sets = ["samples=256", "epochs=1", "num_workers=0"];
-    let output = loaderbench(&run_args("seed-light", &sets, &["--json", path_str(&saved)]));
+    let output = loaderbench(&run_args(
+        "seed-light",
+        &sets,
+        &["--json", path_str(&saved)],
+    ));
     assert!(output.status.success(), "{}", stderr(&output));
     let mut run = json_file(&saved);
     run["epochs"] = 1_000_000_000.into();

@@ -15,7 +15,7 @@ use tempfile::TempDir;
 
 use crate::common;
 use common::process::{Seen, children_of, running};
-use common::runs::{shared_dir, Exports};
+use common::runs::{Exports, shared_dir};
 use common::{loaderbench_command, path_str, run_args, stderr, wait_with_deadline};
 
 /// The pids of `pid`'s children that run `loaderbench __worker`.

@@ -13,8 +13,8 @@ use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
 
 use crate::common;
-use common::runs::{as_measured_quietly, SharedRun};
-use common::{assert_error_line, loaderbench, path_str, run_args, stderr, stdout};
+use common::runs::{SavedRun, SharedRun, as_measured_quietly};
+use common::{assert_error_line, loaderbench, path_str, stderr, stdout};
 
 /// nw=0 and nw=2 persistent spawned workers (each a process of its own, libtorch and
 /// all) over 2,048 samples of a pipeline of 400 µs a sample (two workers on two cores
@@ -24,8 +24,7 @@ use common::{assert_error_line, loaderbench, path_str, run_args, stderr, stdout}
 fn measured() -> &'static SharedRun {
     static MEASURED: OnceLock<SharedRun> = OnceLock::new();
     SharedRun::once(&MEASURED, |dir| {
-        let json = dir.join("measured.json");
-        let journal = dir.join("j.jsonl");
+        let saved = SavedRun::in_dir(dir);
         let sets = [
             "samples=2048",
             "batch_size=64",
@@ -37,10 +36,9 @@ fn measured() -> &'static SharedRun {
             "repeats=3",
             "pipeline=[{\"custom\":{\"name\":\"costly\",\"ops\":[{\"cost\":{\"micros_per_sample\":400}}]}}]",
         ];
-        let saving = ["--journal", path_str(&journal), "--json", path_str(&json)];
-        let output = loaderbench(&run_args("seed-light", &sets, &saving));
+        let output = loaderbench(&saved.run_args("seed-light", &sets));
         if output.status.success() {
-            as_measured_quietly(&json);
+            as_measured_quietly(&saved.json);
         }
         output
     })
@@ -48,12 +46,12 @@ fn measured() -> &'static SharedRun {
 
 /// The measurements, as a quiet machine's.
 fn result() -> RunResult {
-    results_file::read(&measured().path("measured.json")).unwrap()
+    results_file::read(&SavedRun::in_dir(measured().dir.path()).json).unwrap()
 }
 
 /// `report --recommend` on the measurements, with `extra` arguments.
 fn recommend(extra: &[&str]) -> String {
-    let json = measured().path("measured.json");
+    let json = SavedRun::in_dir(measured().dir.path()).json;
     let mut args = vec!["report", path_str(&json), "--recommend"];
     args.extend_from_slice(extra);
     let output = loaderbench(&args);

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use tempfile::TempDir;
 
 use crate::common;
-use common::runs::{from_another_machine, SharedRun};
+use common::runs::{SharedRun, from_another_machine};
 use common::{assert_error_line, loaderbench, path_str, run_args, stderr, stdout};
 
 /// A real run of two configs, saved as JSON `laptop.json` (`--json -` puts the results on
@@ -113,7 +113,11 @@ fn report_prints_a_journal_as_run_printed_it() {
 
 #[test]
 fn report_stages_prints_where_the_time_goes_per_config() {
-    let output = loaderbench(&["report", path_str(&measured().path("laptop.json")), "--stages"]);
+    let output = loaderbench(&[
+        "report",
+        path_str(&measured().path("laptop.json")),
+        "--stages",
+    ]);
     let out = stdout(&output);
     let stages = out
         .split("Where the time goes (milliseconds per batch):")
@@ -132,7 +136,12 @@ fn report_stages_prints_where_the_time_goes_per_config() {
 
 #[test]
 fn report_md_to_standard_output_is_the_markdown_alone() {
-    let output = loaderbench(&["report", path_str(&measured().path("laptop.json")), "--md", "-"]);
+    let output = loaderbench(&[
+        "report",
+        path_str(&measured().path("laptop.json")),
+        "--md",
+        "-",
+    ]);
     assert!(
         stdout(&output).starts_with("# ") || stdout(&output).starts_with('|'),
         "only the Markdown export: {}",

@@ -144,7 +144,12 @@ fn sigint_from_timeout_keeps_the_exports_and_exits_130_every_time() {
 #[test]
 fn sigterm_stops_the_pytorch_runtime_and_keeps_its_exports() {
     let mut sets = SLOW_RUN.to_vec();
-    sets.extend(["runtime=pytorch", "pipeline=[light]", "samples=60000", "epochs=3"]);
+    sets.extend([
+        "runtime=pytorch",
+        "pipeline=[light]",
+        "samples=60000",
+        "epochs=3",
+    ]);
     // Past `import torch` (about 3 s) and into the epochs.
     try_and_check("pytorch", "TERM", Duration::from_secs(8), &sets, 143);
 }
