@@ -53,8 +53,7 @@ fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -
 }
 
 fn loader(dataset: Arc<dyn Dataset>, settings: LoaderSettings, cancel: CancelToken) -> Loader {
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
-    Loader::new(dataset, Arc::new(pipeline), settings, cancel).unwrap()
+    common::light_loader(dataset, 1, settings, cancel)
 }
 
 fn synthetic() -> Arc<dyn Dataset> {

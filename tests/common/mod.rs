@@ -1,6 +1,8 @@
 //! Helpers the integration tests share: running the `loaderbench` binary as a process
-//! with a deadline (a hang fails the test instead of stalling the suite), reading what it
-//! printed, and the loader settings the loader tests start from; the presets and saved
+//! with a deadline (a hang fails the test instead of stalling the suite), the words of a
+//! run, waiting on a condition, reading what a command printed (its one error line
+//! included), and the loader settings and light-pipeline loader the loader tests start
+//! from; the presets and saved
 //! runs tests start from are in [`runs`], the processes they check in [`process`], the
 //! JPEGs of every coding in [`jpeg`]. Each test binary uses some of them.
 #![allow(dead_code)]
@@ -17,7 +19,12 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loaderbench_engine::loader::LoaderSettings;
+use std::sync::Arc;
+
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::Dataset;
+use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 
 /// `loaderbench ARGS` with no standard input and its output captured.
 pub fn loaderbench_command(args: &[&str]) -> Command {
@@ -231,6 +238,30 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         shuffle_buffer: 0,
         ..LoaderSettings::default()
     }
+}
+
+/// Every sample of `dataset` read in index order: its label and pixels (channels-first
+/// bytes).
+pub fn every_sample(dataset: &dyn Dataset) -> Vec<(i64, Vec<u8>)> {
+    (0..dataset.len())
+        .map(|index| {
+            let mut pixels = vec![0; dataset.shape().sample_bytes()];
+            let label = dataset.read(index, &mut pixels).unwrap();
+            (label, pixels)
+        })
+        .collect()
+}
+
+/// A loader of `dataset` (samples of `channels` channels) through the light pipeline,
+/// normalized as by default, with `settings`, stopped by `cancel`.
+pub fn light_loader(
+    dataset: Arc<dyn Dataset>,
+    channels: usize,
+    settings: LoaderSettings,
+    cancel: CancelToken,
+) -> Loader {
+    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), channels).unwrap();
+    Loader::new(dataset, Arc::new(pipeline), settings, cancel).unwrap()
 }
 
 /// An image folder of two classes with `per_class` 128×128 PNGs of noise each (which PNG

@@ -17,6 +17,7 @@ use loaderbench_measure::{Event, RunOptions};
 use serde_json::Value;
 
 use crate::common;
+use common::runs::SavedRun;
 use common::{loaderbench, noisy_image_folder, path_str, stderr, stdout};
 
 /// Runs a preset over the image folder at `folder` with `cache` and `num_workers` lists
@@ -34,20 +35,10 @@ fn run(folder: &Path, cache: &str, num_workers: &str) -> (std::process::Output, 
         ),
     )
     .unwrap();
-    let json = out.path().join("run.json");
-    let journal = out.path().join("journal.jsonl");
-    let output = loaderbench(&[
-        "run",
-        path_str(&preset),
-        "-q",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-    ]);
+    let saved = SavedRun::in_dir(out.path());
+    let output = loaderbench(&saved.run_args(path_str(&preset), &[]));
     assert!(output.status.success(), "{}", stderr(&output));
-    let exported = std::fs::read_to_string(&json).unwrap();
-    (output, serde_json::from_str(&exported).unwrap())
+    (output, saved.exported())
 }
 
 /// What a warm epoch may read from storage: the folder is loaded before it, so only the

@@ -9,6 +9,7 @@ use std::process::Output;
 use tempfile::TempDir;
 
 use crate::common;
+use common::runs::SavedRun;
 use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
 /// An image folder of two classes with two 8×8 PNGs each, at `folder`.
@@ -55,22 +56,13 @@ fn a_preset_in_another_folder_runs_from_any_current_directory() {
     let root = bench_and_elsewhere();
     let bench = root.path().join("bench");
     let preset = bench.join("bench.ron");
-    let json = root.path().join("run.json");
-    let journal = root.path().join("run.jsonl");
+    let saved = SavedRun::in_dir(root.path());
     let output = in_dir(
         &root.path().join("elsewhere"),
-        &[
-            "run",
-            path_str(&preset),
-            "-q",
-            "--json",
-            path_str(&json),
-            "--journal",
-            path_str(&journal),
-        ],
+        &saved.run_args(path_str(&preset), &[]),
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let run = saved.exported();
     assert_eq!(
         run["setup"]["dataset"]["path"].as_str(),
         Some(path_str(&bench.join("data"))),

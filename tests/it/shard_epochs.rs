@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec};
-use loaderbench_engine::loader::{Loader, Shard};
-use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_engine::loader::Shard;
 use tempfile::TempDir;
 
-use common::{loader_settings, loaderbench, path_str, stderr};
+use common::{light_loader, loader_settings, loaderbench, path_str, stderr};
 
 /// Samples in the folder: 5 per shard makes 8 shards, the last with 2, so workers get
 /// uneven streams.
@@ -83,18 +82,11 @@ pub(crate) fn epoch_samples(
     workers: usize,
     shard: Shard,
 ) -> Vec<(i64, i64)> {
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = loader_settings(workers, false);
     settings.batch_size = 4;
     settings.shard = shard;
     settings.shuffle_buffer = 6;
-    let mut loader = Loader::new(
-        dataset.clone(),
-        Arc::new(pipeline),
-        settings,
-        CancelToken::new(),
-    )
-    .unwrap();
+    let mut loader = light_loader(dataset.clone(), 3, settings, CancelToken::new());
     let mut samples = Vec::new();
     for batch in loader.epoch().unwrap() {
         let batch = batch.unwrap();
@@ -132,10 +124,9 @@ fn open_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 fn an_epoch_cut_partway_at_0_workers_closes_its_shard_stream() {
     let (dir, pattern) = folder_and_shards();
     let shards = open(&spec(DatasetKind::Shards, &pattern));
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = loader_settings(0, false);
     settings.batch_size = 4;
-    let mut loader = Loader::new(shards, Arc::new(pipeline), settings, CancelToken::new()).unwrap();
+    let mut loader = light_loader(shards, 3, settings, CancelToken::new());
     let mut epoch = loader.epoch().unwrap();
     epoch.next().unwrap().unwrap();
     let shard_dir = dir.path().join("shards");
