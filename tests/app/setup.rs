@@ -81,19 +81,98 @@ fn preset(harness: &Harness<'_, App>) -> Preset {
     harness.state().preset().clone()
 }
 
+/// What the setup panel shows first for a field: a menu's `choice` picked (its label and
+/// the choice), or nothing.
+type Picked = Option<(&'static str, &'static str)>;
+
+/// Each field typed into by its label, in a panel of its own (after `picked`), changes
+/// the preset as `edit` changes it, and nothing else.
 #[test]
-fn the_name_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "name", "mine");
-    assert_eq!(preset(&harness).name, "mine");
+fn fields_typed_into_by_label_edit_the_preset() {
+    let cases: [(Picked, &str, &str, fn(&mut Preset)); 6] = [
+        (None, "name", "mine", |p| p.name = "mine".to_owned()),
+        (None, "seed", "42", |p| p.seed = 42),
+        (None, "normalize mean", "0.5, 0.25, 0.125", |p| {
+            p.normalize.mean = vec![0.5, 0.25, 0.125];
+        }),
+        (None, "normalize std", "0.2,0.3,0.4", |p| {
+            p.normalize.std = vec![0.2, 0.3, 0.4];
+        }),
+        (None, "worker timeout (s)", "30", |p| {
+            p.worker_timeout_s = 30.0
+        }),
+        (
+            Some(("training step", "mlp")),
+            "step hidden units",
+            "64",
+            |p| p.step = StepSpec::Mlp { hidden: 64 },
+        ),
+    ];
+    for (picked, label, text, edit) in cases {
+        let (_dir, mut harness) = setup_panel();
+        if let Some((menu, choice)) = picked {
+            choose(&mut harness, menu, choice);
+        }
+        let mut expected = preset(&harness);
+        edit(&mut expected);
+        type_into(&mut harness, label, text);
+        assert_eq!(preset(&harness), expected, "`{text}` typed into {label}");
+    }
+}
+
+/// A bad value typed into a field (each of `typed` in turn, after `picked`), or a field
+/// the choice needs left empty, is marked with the problem, in a panel of its own.
+#[test]
+fn bad_values_are_marked_with_the_problem() {
+    let cases: [(Picked, &str, &[&str], &str); 5] = [
+        (None, "name", &["mine", ""], "give the preset a name"),
+        (
+            None,
+            "normalize std",
+            &["0.2,0"],
+            "a standard deviation must be above zero",
+        ),
+        (
+            None,
+            "worker timeout (s)",
+            &["-1"],
+            "not a number of seconds above zero",
+        ),
+        (
+            Some(("training step", "fixed")),
+            "step ms per batch",
+            &["-3"],
+            "milliseconds must be zero or more",
+        ),
+        (
+            Some(("training step", "model")),
+            "model file",
+            &[],
+            "give the path of a TorchScript file",
+        ),
+    ];
+    for (picked, label, typed, problem) in cases {
+        let (_dir, mut harness) = setup_panel();
+        if let Some((menu, choice)) = picked {
+            choose(&mut harness, menu, choice);
+        }
+        for text in typed {
+            type_into(&mut harness, label, text);
+        }
+        assert!(marked(&harness, problem), "{label} {typed:?}: `{problem}`");
+    }
 }
 
 #[test]
-fn an_empty_name_is_marked() {
+fn a_seed_that_is_not_a_number_is_marked_until_corrected_and_the_last_good_value_stays() {
     let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "name", "mine");
-    type_into(&mut harness, "name", "");
-    assert!(marked(&harness, "give the preset a name"));
+    type_into(&mut harness, "seed", "42");
+    type_into(&mut harness, "seed", "x");
+    assert!(marked(&harness, "`x` is not a whole number"));
+    assert_eq!(preset(&harness).seed, 42, "the last good value stays");
+    type_into(&mut harness, "seed", "7");
+    assert!(!marked(&harness, "`x` is not a whole number"));
+    assert_eq!(preset(&harness).seed, 7);
 }
 
 #[test]
@@ -131,87 +210,12 @@ fn drop_last_is_toggled_by_label() {
 }
 
 #[test]
-fn the_seed_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "seed", "42");
-    assert_eq!(preset(&harness).seed, 42);
-}
-
-#[test]
-fn a_seed_that_is_not_a_number_is_marked_and_the_last_good_value_stays() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "seed", "42");
-    type_into(&mut harness, "seed", "x");
-    assert!(marked(&harness, "`x` is not a whole number"));
-    assert_eq!(preset(&harness).seed, 42, "the last good value stays");
-}
-
-#[test]
-fn a_corrected_seed_is_no_longer_marked() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "seed", "x");
-    type_into(&mut harness, "seed", "7");
-    assert!(!marked(&harness, "`x` is not a whole number"));
-}
-
-#[test]
-fn the_normalize_mean_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "normalize mean", "0.5, 0.25, 0.125");
-    assert_eq!(preset(&harness).normalize.mean, [0.5, 0.25, 0.125]);
-}
-
-#[test]
-fn a_zero_normalize_std_is_marked() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "normalize std", "0.2,0");
-    assert!(marked(&harness, "a standard deviation must be above zero"));
-}
-
-#[test]
-fn the_normalize_std_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "normalize std", "0.2,0.3,0.4");
-    assert_eq!(preset(&harness).normalize.std, [0.2, 0.3, 0.4]);
-}
-
-#[test]
-fn a_negative_worker_timeout_is_marked() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "worker timeout (s)", "-1");
-    assert!(marked(&harness, "not a number of seconds above zero"));
-}
-
-#[test]
-fn the_worker_timeout_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "worker timeout (s)", "30");
-    assert_eq!(preset(&harness).worker_timeout_s, 30.0);
-}
-
-#[test]
 fn a_fixed_training_step_is_picked_and_its_milliseconds_edited() {
     let (_dir, mut harness) = setup_panel();
     choose(&mut harness, "training step", "fixed");
     assert_eq!(preset(&harness).step, StepSpec::Fixed(5.0));
     type_into(&mut harness, "step ms per batch", "12.5");
     assert_eq!(preset(&harness).step, StepSpec::Fixed(12.5));
-}
-
-#[test]
-fn negative_step_milliseconds_are_marked() {
-    let (_dir, mut harness) = setup_panel();
-    choose(&mut harness, "training step", "fixed");
-    type_into(&mut harness, "step ms per batch", "-3");
-    assert!(marked(&harness, "milliseconds must be zero or more"));
-}
-
-#[test]
-fn an_mlp_training_step_is_picked_and_its_hidden_units_edited() {
-    let (_dir, mut harness) = setup_panel();
-    choose(&mut harness, "training step", "mlp");
-    type_into(&mut harness, "step hidden units", "64");
-    assert_eq!(preset(&harness).step, StepSpec::Mlp { hidden: 64 });
 }
 
 #[test]
@@ -246,13 +250,6 @@ fn a_model_step_is_picked_with_its_file_and_learning_rate() {
             lr: 0.5
         }
     );
-}
-
-#[test]
-fn a_model_step_without_a_file_is_marked() {
-    let (_dir, mut harness) = setup_panel();
-    choose(&mut harness, "training step", "model");
-    assert!(marked(&harness, "give the path of a TorchScript file"));
 }
 
 #[test]
