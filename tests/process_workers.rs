@@ -352,12 +352,7 @@ fn a_hung_worker_is_reported_after_the_timeout_and_killed() {
             BatchTransfer::Pipe,
         ));
     let started = Instant::now();
-    let error = loader
-        .epoch()
-        .unwrap()
-        .find_map(|batch| batch.err())
-        .expect("the hung worker is reported");
-    let message = error.to_string();
+    let message = common::first_error(&mut loader).to_string();
     assert!(
         message.contains("loader-worker-0") && message.contains("hung"),
         "{message}"
@@ -610,12 +605,7 @@ mod forked_panics {
                 BatchTransfer::SharedMemory,
             ));
         let started = Instant::now();
-        let error = loader
-            .epoch()
-            .unwrap()
-            .find_map(|batch| batch.err())
-            .expect("an epoch of panicking reads fails");
-        let message = error.to_string();
+        let message = common::first_error(&mut loader).to_string();
         assert!(
             message.contains("crashed") && message.contains("is cursed"),
             "{message} after {:?}",

@@ -9,14 +9,13 @@
 use std::time::Duration;
 
 use egui::accesskit::Role;
-use egui::{Key, Modifiers};
 use egui_kittest::kittest::Queryable;
 
-use loaderbench_gui::{App, Launch, Phase};
+use loaderbench_gui::Phase;
 use loaderbench_measure::results::RunResult;
 
 use crate::common;
-use common::gui::{app_on_saved_runs, step_until};
+use common::gui::{app_on_saved_runs, app_running, step_until, step_until_ended};
 use common::runs::{tiny_preset_file, two_configs};
 
 #[test]
@@ -29,21 +28,9 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     if !in_child {
         return;
     }
-    let launch = Launch {
-        preset: Some(tiny_preset_file(dir.path(), 512, 2).display().to_string()),
-        run_now: false,
-        journal_dir: Some(dir.path().to_path_buf()),
-        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
-        ..Launch::default()
-    };
-    let mut harness = common::gui::builder()
-        .with_size([1280.0, 2400.0])
-        .build_eframe(move |cc| App::new(cc, launch));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    let preset = tiny_preset_file(dir.path(), 512, 2);
+    let mut harness = app_running(dir.path(), &preset, [1280.0, 2400.0]);
+    step_until_ended(&mut harness, Duration::from_secs(120));
     assert_eq!(harness.state().phase(), Some(&Phase::Finished));
 
     let analysis = harness
@@ -234,17 +221,7 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     };
     let path = dir.path().join("open.ron");
     preset.save(&path).unwrap();
-    let launch = Launch {
-        preset: Some(path.display().to_string()),
-        journal_dir: Some(dir.path().to_path_buf()),
-        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
-        ..Launch::default()
-    };
-    let mut harness = common::gui::builder()
-        .with_size([1280.0, 1200.0])
-        .build_eframe(move |cc| App::new(cc, launch));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
+    let mut harness = app_running(dir.path(), &path, [1280.0, 1200.0]);
     step_until(&mut harness, Duration::from_secs(60), |app| {
         app.phase() == Some(&Phase::Finished)
     });
@@ -258,9 +235,7 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         harness.query_by_label_contains("Not resolved: ").is_some(),
         "the run bar says so"
     );
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    step_until_ended(&mut harness, Duration::from_secs(120));
     harness.run_steps(2);
     let result = harness.state().result().expect("the run").clone();
     assert!(

@@ -24,7 +24,7 @@ use tempfile::TempDir;
 use crate::common;
 use common::gui::{app_on_saved_runs, step_until};
 use common::runs::{saved_run, shared_dir};
-use common::{loaderbench_command, run_with_deadline, stderr, stdout};
+use common::{assert_said, loaderbench_command, run_with_deadline, stderr, stdout};
 
 /// A tiny real run of eight configs (num_workers × persistent × pin), saved by the
 /// first test that needs it (with its copy from [`spread_first_batches`]); the others
@@ -348,11 +348,7 @@ fn report_refuses_a_chart_the_run_does_not_have() {
     let dir = tempfile::tempdir().unwrap();
     let (output, _) = report_png(dir.path(), "rank-spread");
     assert!(!output.status.success(), "no ranks in this run");
-    assert!(
-        stderr(&output).contains("no \"Rank spread\" chart"),
-        "{}",
-        stderr(&output)
-    );
+    assert_said(&output, "no \"Rank spread\" chart");
 }
 
 #[test]

@@ -187,26 +187,18 @@ fn the_description_is_edited_by_label_on_several_lines() {
     assert_eq!(preset(&harness).description, "two\nlines");
 }
 
+/// Shuffle and drop last, each a check box clicked by its label, toggle their field.
 #[test]
-fn shuffle_is_toggled_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    let shuffle = preset(&harness).shuffle;
-    harness
-        .get_by_role_and_label(Role::CheckBox, "shuffle")
-        .click();
-    harness.run_steps(2);
-    assert_eq!(preset(&harness).shuffle, !shuffle);
-}
-
-#[test]
-fn drop_last_is_toggled_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    let drop_last = preset(&harness).drop_last;
-    harness
-        .get_by_role_and_label(Role::CheckBox, "drop last")
-        .click();
-    harness.run_steps(2);
-    assert_eq!(preset(&harness).drop_last, !drop_last);
+fn check_boxes_toggle_their_field_by_label() {
+    let cases: [(&str, fn(&Preset) -> bool); 2] =
+        [("shuffle", |p| p.shuffle), ("drop last", |p| p.drop_last)];
+    for (label, field) in cases {
+        let (_dir, mut harness) = setup_panel();
+        let before = field(&preset(&harness));
+        harness.get_by_role_and_label(Role::CheckBox, label).click();
+        harness.run_steps(2);
+        assert_eq!(field(&preset(&harness)), !before, "{label}");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Helpers the GUI tests share: the app on saved runs, typing into a field by its label,
-//! stepping a harness until the app is in a state, and the Xvfb display the real-window
+//! Helpers the GUI tests share: the app on saved runs or on a preset file (its run
+//! started), typing into a field by its label, stepping a harness until the app is in a
+//! state or its run has ended, and the Xvfb display the real-window
 //! tests run on (missing, it fails them in CI and skips them elsewhere).
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,34 @@ pub fn app_on_saved_runs(
     harness
 }
 
+/// The app of `size` on the preset file `preset`, with journals in `dir`, measuring with
+/// this build's `loaderbench`.
+pub fn app_on_preset(dir: &Path, preset: &Path, size: [f32; 2]) -> Harness<'static, App> {
+    let launch = Launch {
+        preset: Some(preset.display().to_string()),
+        run_now: false,
+        journal_dir: Some(dir.to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    };
+    builder()
+        .with_size(size)
+        .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// [`app_on_preset`] with Ctrl+R pressed and one frame stepped: the run started.
+pub fn app_running(dir: &Path, preset: &Path, size: [f32; 2]) -> Harness<'static, App> {
+    let mut harness = app_on_preset(dir, preset, size);
+    start_the_run(&mut harness);
+    harness
+}
+
+/// Presses Ctrl+R and steps one frame.
+pub fn start_the_run(harness: &mut Harness<'_, App>) {
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+}
+
 /// Replaces the text of the one-line text field labelled `label`.
 pub fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
     type_into_role(harness, Role::TextInput, label, text);
@@ -72,6 +101,11 @@ pub fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn
         std::thread::sleep(Duration::from_millis(5));
     }
     harness.run_steps(2);
+}
+
+/// Steps the harness until its run or tune has ended, failing after `limit`.
+pub fn step_until_ended(harness: &mut Harness<'_, App>, limit: Duration) {
+    step_until(harness, limit, |app| !app.is_running());
 }
 
 /// An Xvfb display started for one test, stopped when dropped.

@@ -195,6 +195,20 @@ pub fn assert_error_line(output: &Output, code: i32, fragments: &[&str]) -> Stri
     line
 }
 
+/// Checks that a command's standard error holds `fragment` (a warning, a note), showing
+/// all of it otherwise.
+pub fn assert_said(output: &Output, fragment: &str) {
+    let err = stderr(output);
+    assert!(err.contains(fragment), "`{fragment}` missing from: {err}");
+}
+
+/// Checks that a command's standard output holds `fragment`, showing all of it
+/// otherwise.
+pub fn assert_printed(output: &Output, fragment: &str) {
+    let out = stdout(output);
+    assert!(out.contains(fragment), "`{fragment}` missing from: {out}");
+}
+
 /// Checks that a command exited with `code` and that its one `error:` line ends with
 /// `message` (the user's file, line and problem, as user code errors read).
 pub fn assert_fails(output: &Output, message: &str, code: i32) {
@@ -238,6 +252,15 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         shuffle_buffer: 0,
         ..LoaderSettings::default()
     }
+}
+
+/// The first error an epoch of `loader` yields, failing the test if the epoch ends
+/// without one.
+pub fn first_error(loader: &mut Loader) -> loaderbench_engine::Error {
+    let mut epoch = loader.epoch().unwrap();
+    epoch
+        .find_map(|batch| batch.err())
+        .expect("the epoch ended without an error")
 }
 
 /// Every sample of `dataset` read in index order: its label and pixels (channels-first

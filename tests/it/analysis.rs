@@ -13,7 +13,9 @@ use tempfile::TempDir;
 
 use crate::common;
 use common::runs::{SharedRun, as_measured_quietly, shared_dir};
-use common::{json_file, loaderbench_with, path_str, run_args, stderr, stdout};
+use common::{
+    assert_printed, assert_said, json_file, loaderbench_with, path_str, run_args, stderr, stdout,
+};
 use loaderbench_measure::DATA_DIR_ENV;
 
 /// Runs `loaderbench ARGS` with its data under `data`.
@@ -374,12 +376,8 @@ fn a_run_compared_with_its_own_baseline_is_within_the_noise() {
         ],
     );
     assert!(same.status.success(), "{}", stderr(&same));
-    assert!(
-        stdout(&same).contains("nw=2 persistent: ")
-            && stdout(&same).contains("(+0.0%), within the noise"),
-        "{}",
-        stdout(&same)
-    );
+    assert_printed(&same, "nw=2 persistent: ");
+    assert_printed(&same, "(+0.0%), within the noise");
 }
 
 /// Asserts the small sweep with `extra` exits with 2 and an error holding each of
@@ -438,11 +436,7 @@ fn a_file_that_is_not_a_result_is_not_saved_as_a_baseline() {
         &["baseline", "save", "x", path_str(&not_a_result)],
     );
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("x.json: not a loaderbench results file"),
-        "{}",
-        stderr(&output)
-    );
+    assert_said(&output, "x.json: not a loaderbench results file");
 }
 
 /// A sweep with a model step (an MLP of 32 hidden units) and its JSON `r.json`, run once

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::common;
 use common::runs::SavedRun;
-use common::{loaderbench, noisy_image_folder, path_str, stderr, stdout};
+use common::{assert_printed, loaderbench, noisy_image_folder, path_str, stderr, stdout};
 
 /// Runs a preset over the image folder at `folder` with `cache` and `num_workers` lists
 /// (spawned workers, two epochs), returning the output and the JSON export.
@@ -186,11 +186,7 @@ fn a_folder_on_tmpfs_cannot_go_cold_and_the_run_says_so_once_and_marks_it() {
     for (_, stayed_warm, _) in reads(&exported) {
         assert!(stayed_warm.is_some_and(|why| why.contains("tmpfs")));
     }
-    assert!(
-        stdout(&output).contains("(stayed warm)"),
-        "{}",
-        stdout(&output)
-    );
+    assert_printed(&output, "(stayed warm)");
     let recommendations = exported["analysis"]["recommendations"].to_string();
     assert!(
         recommendations.contains("No config is named for a cold page cache"),

@@ -14,24 +14,33 @@ use tempfile::TempDir;
 use crate::common;
 use common::runs::{Exports, SharedRun};
 use common::{
-    assert_error_line, json_file, loaderbench, loaderbench_command, path_str, run_args,
-    run_with_deadline, stderr, stdout,
+    assert_error_line, assert_printed, assert_said, json_file, loaderbench, loaderbench_command,
+    path_str, run_args, run_with_deadline, stderr, stdout,
 };
+
+/// seed-light's sweep cut to one epoch of its config without workers (its extra configs
+/// still run); a later `--set` of the same key wins.
+const ONE_EPOCH_NO_WORKERS: [&str; 4] = [
+    "num_workers=0",
+    "persistent_workers=false",
+    "pin_memory=false",
+    "epochs=1",
+];
+
+/// `run seed-light -q` cut by [`ONE_EPOCH_NO_WORKERS`], then `sets`, then `extra`.
+fn quick_args<'a>(sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    run_args(
+        "seed-light",
+        &[&ONE_EPOCH_NO_WORKERS[..], sets].concat(),
+        extra,
+    )
+}
 
 /// Runs a tiny copy of seed-light on a dataset the test made.
 fn run_on_dataset(kind: &str, path: &Path, extra: &[&str]) -> Output {
     let kind = format!("dataset.kind={kind}");
     let dataset = format!("dataset.path={}", path_str(path));
-    let sets = [
-        kind.as_str(),
-        &dataset,
-        "num_workers=0",
-        "persistent_workers=false",
-        "pin_memory=false",
-        "epochs=1",
-        "batch_size=4",
-    ];
-    loaderbench(&run_args("seed-light", &sets, extra))
+    loaderbench(&quick_args(&[&kind, &dataset, "batch_size=4"], extra))
 }
 
 fn idx_images(count: u32, rows: u32, cols: u32, pixels: usize) -> Vec<u8> {
@@ -178,17 +187,11 @@ fn a_warning_is_said_once_however_many_repeats_meet_it() {
     let journal = out.path().join("j.jsonl");
     let sets = [
         "samples=256",
-        "num_workers=0",
         "extra_configs=[]",
         "pin_memory=true",
         "repeats=3",
-        "epochs=1",
     ];
-    let output = loaderbench(&run_args(
-        "seed-light",
-        &sets,
-        &["--journal", path_str(&journal)],
-    ));
+    let output = loaderbench(&quick_args(&sets, &["--journal", path_str(&journal)]));
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stderr(&output)
         .matches("pin_memory has no effect without CUDA")
@@ -229,25 +232,14 @@ fn presets_lists_the_built_in_presets() {
 fn validate_lists_a_preset_s_configs() {
     let output = loaderbench(&["validate", "presets/seed-light.ron"]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("7 config(s)"),
-        "{}",
-        stdout(&output)
-    );
+    assert_printed(&output, "7 config(s)");
     assert!(stdout(&output).contains("nw=4 persistent pin"));
 }
 
 #[test]
 fn journals_go_to_the_data_dir_the_environment_names() {
     let data = TempDir::new().unwrap();
-    let sets = [
-        "num_workers=0",
-        "persistent_workers=false",
-        "pin_memory=false",
-        "epochs=1",
-        "samples=64",
-    ];
-    let mut command = loaderbench_command(&run_args("seed-light", &sets, &[]));
+    let mut command = loaderbench_command(&quick_args(&["samples=64"], &[]));
     command.env("LOADERBENCH_DATA_DIR", data.path());
     let output = run_with_deadline(&mut command, Duration::from_secs(120));
     assert!(output.status.success(), "{}", stderr(&output));
@@ -261,11 +253,7 @@ fn journals_go_to_the_data_dir_the_environment_names() {
 fn more_workers_than_cores_warns_with_the_core_count() {
     let output = loaderbench(&["validate", "seed-light", "--set", "num_workers=512"]);
     assert!(output.status.success(), "a warning, not a refusal");
-    assert!(
-        stderr(&output).contains("logical cores"),
-        "{}",
-        stderr(&output)
-    );
+    assert_said(&output, "logical cores");
 }
 
 #[test]
@@ -280,7 +268,7 @@ fn a_hung_worker_fails_the_run_with_exit_code_1() {
     ];
     let output = loaderbench(&run_args("seed-light", &sets, &[]));
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stderr(&output).contains("hung"), "{}", stderr(&output));
+    assert_said(&output, "hung");
 }
 
 /// A preset file that is missing, malformed or holds an unknown field: one error line
@@ -319,13 +307,11 @@ fn set_takes_the_ron_a_preset_file_takes() {
     let json = out.path().join("r.json");
     let sets = [
         "samples=64",
-        "num_workers=0",
         "extra_configs=[]",
-        "epochs=1",
         "step=mlp(hidden: 64)",
         "normalize=(mean: [0.5], std: [0.25])",
     ];
-    let output = loaderbench(&run_args("seed-light", &sets, &["--json", path_str(&json)]));
+    let output = loaderbench(&quick_args(&sets, &["--json", path_str(&json)]));
     assert!(output.status.success(), "{}", stderr(&output));
     let saved = json_file(&json);
     let mlp = serde_json::json!({"mlp": {"hidden": 64}});
@@ -428,7 +414,7 @@ fn gzipped_idx_files_run() {
     .unwrap();
     let output = run_on_dataset("idx", dir.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("idx"), "{}", stdout(&output));
+    assert_printed(&output, "idx");
 }
 
 #[test]

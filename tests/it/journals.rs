@@ -10,7 +10,7 @@ use std::process::Output;
 use crate::common;
 use common::runs::tiny_preset_file;
 use common::{
-    CLI_LIMIT, assert_error_line, journaled_configs, loaderbench, loaderbench_command,
+    CLI_LIMIT, assert_error_line, assert_said, journaled_configs, loaderbench, loaderbench_command,
     loaderbench_with, path_str, stderr, stdout, wait_with_deadline,
 };
 use loaderbench_measure::DATA_DIR_ENV;
@@ -118,11 +118,7 @@ fn report_shows_what_a_cut_journal_kept_and_names_the_cut_line() {
     );
     let printed = loaderbench(&["report", path_str(&journal)]);
     assert!(printed.status.success(), "{}", stderr(&printed));
-    assert!(
-        stderr(&printed).contains(&format!("warning: {note}")),
-        "{}",
-        stderr(&printed)
-    );
+    assert_said(&printed, &format!("warning: {note}"));
     let rows: Vec<String> = stdout(&printed)
         .lines()
         .filter(|l| {
@@ -149,7 +145,7 @@ fn a_baseline_saves_what_a_cut_journal_kept() {
     ];
     let output = loaderbench_with(&args, &vars);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stderr(&output).contains(CUT_NOTE), "{}", stderr(&output));
+    assert_said(&output, CUT_NOTE);
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.join("baselines/kept.json")).unwrap()).unwrap();
     assert_eq!(saved["results"].as_array().map(Vec::len), Some(1));

@@ -104,7 +104,7 @@ impl Dataset for Numbered {
 }
 
 use crate::common;
-use common::{light_loader, loader_settings as settings};
+use common::{first_error, light_loader, loader_settings as settings};
 
 fn loader(dataset: Arc<Numbered>, settings: LoaderSettings) -> Loader {
     light_loader(dataset, 1, settings, CancelToken::new())
@@ -214,16 +214,6 @@ fn drop_last_and_batch_sizes() {
     settings.drop_last = true;
     let batches = epoch_labels(&mut loader(Numbered::new(20, Trouble::None), settings));
     assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), vec![8, 8]);
-}
-
-fn first_error(loader: &mut Loader) -> Error {
-    let epoch = loader.epoch().unwrap();
-    for batch in epoch {
-        if let Err(error) = batch {
-            return error;
-        }
-    }
-    panic!("the epoch ended without an error");
 }
 
 #[test]

@@ -10,7 +10,9 @@ use tempfile::TempDir;
 
 use crate::common;
 use common::runs::SavedRun;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
+use common::{
+    assert_printed, assert_said, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+};
 
 /// An image folder of two classes with two 8×8 PNGs each, at `folder`.
 fn image_folder(folder: &Path) {
@@ -77,7 +79,7 @@ fn a_preset_in_another_folder_runs_from_any_current_directory() {
     ] {
         let output = in_dir(&cwd, &["validate", preset]);
         assert!(output.status.success(), "{preset}: {}", stderr(&output));
-        assert!(stdout(&output).contains(&shown), "{}", stdout(&output));
+        assert_printed(&output, &shown);
     }
 }
 
@@ -90,13 +92,9 @@ fn a_set_path_is_relative_to_the_current_directory() {
     let args = ["validate", path_str(&preset), "--set", "dataset.path=mine"];
     let output = in_dir(&elsewhere, &args);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("dataset.path: mine\n"),
-        "{}",
-        stdout(&output)
-    );
+    assert_printed(&output, "dataset.path: mine\n");
     // From the preset's own folder, `mine` is not there.
     let output = in_dir(&root.path().join("bench"), &args);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    assert!(stderr(&output).contains("mine"), "{}", stderr(&output));
+    assert_said(&output, "mine");
 }

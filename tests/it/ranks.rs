@@ -113,15 +113,13 @@ fn check_shards(result: &RunResult, samples: usize, drop_last: bool) {
 fn shards_cover_each_epoch_once_behind_a_barrier() {
     let dir = TempDir::new().unwrap();
     // 251 samples: two ranks take 126 each, the first of the epoch's order twice.
-    let result = sweep(
-        &dir,
-        &[
-            "samples=251",
-            "ranks=1,2",
-            "num_workers=0,1",
-            "worker_kind=spawn",
-        ],
-    );
+    let sets = [
+        "samples=251",
+        "ranks=1,2",
+        "num_workers=0,1",
+        "worker_kind=spawn",
+    ];
+    let result = sweep(&dir, &sets);
     assert_eq!(result.results.len(), 4);
     check_shards(&result, 251, false);
     let two = result

@@ -86,6 +86,12 @@ fn the_results_hold_the_preset_as_run() {
     );
 }
 
+/// `report` of the run's results file, with `extra` arguments.
+fn report_of_the_run(extra: &[&str]) -> Output {
+    let json = measured().path("laptop.json");
+    loaderbench(&[&["report", path_str(&json)], extra].concat())
+}
+
 /// Asserts `report SAVED` prints the table `run` printed: a row per config.
 fn assert_reports_as_run_printed(saved: &Path) {
     let output = loaderbench(&["report", path_str(saved)]);
@@ -113,11 +119,7 @@ fn report_prints_a_journal_as_run_printed_it() {
 
 #[test]
 fn report_stages_prints_where_the_time_goes_per_config() {
-    let output = loaderbench(&[
-        "report",
-        path_str(&measured().path("laptop.json")),
-        "--stages",
-    ]);
+    let output = report_of_the_run(&["--stages"]);
     let out = stdout(&output);
     let stages = out
         .split("Where the time goes (milliseconds per batch):")
@@ -136,12 +138,7 @@ fn report_stages_prints_where_the_time_goes_per_config() {
 
 #[test]
 fn report_md_to_standard_output_is_the_markdown_alone() {
-    let output = loaderbench(&[
-        "report",
-        path_str(&measured().path("laptop.json")),
-        "--md",
-        "-",
-    ]);
+    let output = report_of_the_run(&["--md", "-"]);
     assert!(
         stdout(&output).starts_with("# ") || stdout(&output).starts_with('|'),
         "only the Markdown export: {}",

@@ -108,6 +108,16 @@ pub(crate) fn open(spec: &DatasetSpec) -> Arc<dyn Dataset> {
     dataset::open(spec, None).unwrap()
 }
 
+/// [`folder_and_shards`], both opened: the folder they are in, the image folder and the
+/// shards.
+fn opened_folder_and_shards() -> (TempDir, Arc<dyn Dataset>, Arc<dyn Dataset>) {
+    let (dir, pattern) = folder_and_shards();
+    let folder = dir.path().join("folder");
+    let folder = open(&spec(DatasetKind::ImageFolder, path_str(&folder)));
+    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    (dir, folder, shards)
+}
+
 /// The files under `dir` this process has open.
 fn open_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     let fds = std::fs::read_dir("/proc/self/fd").unwrap();
@@ -144,12 +154,7 @@ fn an_epoch_cut_partway_at_0_workers_closes_its_shard_stream() {
 
 #[test]
 fn every_epoch_over_the_shards_holds_the_folder_s_samples_once_at_0_2_and_3_workers() {
-    let (dir, pattern) = folder_and_shards();
-    let folder = open(&spec(
-        DatasetKind::ImageFolder,
-        path_str(&dir.path().join("folder")),
-    ));
-    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    let (_dir, folder, shards) = opened_folder_and_shards();
     assert_eq!(shards.len(), IMAGES as usize);
     assert_eq!(shards.shards().map(|s| s.len()), Some(8));
     let expected = epoch_samples(&folder, 0, Shard::WHOLE);
@@ -165,12 +170,7 @@ fn every_epoch_over_the_shards_holds_the_folder_s_samples_once_at_0_2_and_3_work
 
 #[test]
 fn two_ranks_split_the_shards_and_together_hold_the_folder_once() {
-    let (dir, pattern) = folder_and_shards();
-    let folder = open(&spec(
-        DatasetKind::ImageFolder,
-        path_str(&dir.path().join("folder")),
-    ));
-    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    let (_dir, folder, shards) = opened_folder_and_shards();
     let expected = epoch_samples(&folder, 0, Shard::WHOLE);
     let mut both = Vec::new();
     for rank in 0..2 {

@@ -19,8 +19,8 @@ use common::nginx::{self, Nginx};
 use common::process::running;
 use common::runs::SavedRun;
 use common::{
-    assert_error_line, every_sample, json_file, loaderbench, loaderbench_command, path_str, stderr,
-    stdout, wait_with_deadline,
+    assert_error_line, assert_printed, every_sample, json_file, loaderbench, loaderbench_command,
+    path_str, stderr, stdout, wait_with_deadline,
 };
 
 #[test]
@@ -190,7 +190,7 @@ fn the_pattern_to_paste_is_absolute_whatever_folder_it_was_written_from() {
         "path: \"{}/shard-{{000000..",
         here.path().join("out").display()
     );
-    assert!(stdout(&output).contains(&expected), "{}", stdout(&output));
+    assert_printed(&output, &expected);
 }
 
 #[test]
