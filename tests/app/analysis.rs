@@ -15,7 +15,7 @@ use loaderbench_gui::Phase;
 use loaderbench_measure::results::RunResult;
 
 use crate::common;
-use common::gui::{app_on_saved_runs, app_running, step_until, step_until_ended};
+use common::gui::{app_on_saved_runs, app_running, pick_baseline, step_until, step_until_ended};
 use common::runs::{tiny_preset_file, two_configs};
 
 #[test]
@@ -75,12 +75,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         harness.state().messages()
     );
     // The saved baselines are a pick list; picking one compares with it.
-    harness.get_by_label("baselines").click();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::Button, "gui-base")
-        .click();
-    harness.run_steps(2);
+    pick_baseline(&mut harness, "gui-base");
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().unwrap();
     assert_eq!(comparison.id, loaderbench_gui::ChartId::Baseline);
@@ -236,7 +231,6 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         "the run bar says so"
     );
     step_until_ended(&mut harness, Duration::from_secs(120));
-    harness.run_steps(2);
     let result = harness.state().result().expect("the run").clone();
     assert!(
         result.results.iter().any(|r| r.repeat >= 1),

@@ -24,7 +24,7 @@ use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Launch};
 
 use crate::common;
-use common::gui::{step_until, type_into, type_into_role};
+use common::gui::{choose, click, step_until, type_into, type_into_role};
 
 fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     let launch = Launch {
@@ -36,14 +36,6 @@ fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     common::gui::builder()
         .with_size([1280.0, 2000.0])
         .build_eframe(move |cc| App::new(cc, launch))
-}
-
-/// Picks `choice` in the menu labelled `label`.
-fn choose(harness: &mut Harness<'_, App>, label: &str, choice: &str) {
-    harness.get_by_role_and_label(Role::ComboBox, label).click();
-    harness.run_steps(2);
-    harness.get_by_label(choice).click();
-    harness.run_steps(2);
 }
 
 fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
@@ -374,8 +366,7 @@ fn an_image_size_without_a_width_is_marked_and_the_last_good_value_stays() {
 fn an_extra_config_is_added_from_the_current_values() {
     let (_dir, mut harness) = setup_panel();
     let before = preset(&harness).extra_configs.len();
-    harness.get_by_label("+ add extra config").click();
-    harness.run_steps(2);
+    click(&mut harness, "+ add extra config");
     let extras = preset(&harness).extra_configs;
     assert_eq!(extras.len(), before + 1);
     let added = extras.last().unwrap();
@@ -445,15 +436,16 @@ fn knobs_typed_as_text_and_the_run_s_order_and_python_are_edited_by_label() {
 fn a_custom_pipeline_s_ops_are_reordered() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("custom.ron");
+    let (flip, normalize, rotate) = (
+        Op::Flip { p: 0.5 },
+        Op::Normalize,
+        Op::Rotate { degrees: 10.0 },
+    );
     Preset {
         name: "custom".to_owned(),
         pipeline: vec![PipelineSpec::Custom {
             name: "mine".to_owned(),
-            ops: vec![
-                Op::Flip { p: 0.5 },
-                Op::Normalize,
-                Op::Rotate { degrees: 10.0 },
-            ],
+            ops: vec![flip.clone(), normalize.clone(), rotate.clone()],
         }],
         ..Preset::default()
     }
@@ -469,23 +461,12 @@ fn a_custom_pipeline_s_ops_are_reordered() {
     harness.run_steps(2);
     assert_eq!(
         ops(&harness),
-        [
-            Op::Normalize,
-            Op::Flip { p: 0.5 },
-            Op::Rotate { degrees: 10.0 }
-        ]
+        [normalize.clone(), flip.clone(), rotate.clone()]
     );
     // The last op's "up" moves it before the one above.
     harness.get_all_by_label("up").last().unwrap().click();
     harness.run_steps(2);
-    assert_eq!(
-        ops(&harness),
-        [
-            Op::Normalize,
-            Op::Rotate { degrees: 10.0 },
-            Op::Flip { p: 0.5 }
-        ]
-    );
+    assert_eq!(ops(&harness), [normalize, rotate, flip]);
 }
 
 /// Browse on a machine where no file dialog can open (no D-Bus session for the portal, no

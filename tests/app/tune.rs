@@ -17,7 +17,7 @@ use loaderbench_gui::App;
 use loaderbench_measure::tune_trail::TuneStop;
 
 use crate::common;
-use common::gui::{app_on_preset, step_until, step_until_ended, type_into_role};
+use common::gui::{app_on_preset, click, step_until, step_until_ended, type_into_role};
 
 /// The app on a four-config preset (num_workers 0, 1, 2 and 4 on 1,024 samples of a
 /// pipeline costing 400 µs a sample, so that on two cores the configs with fewer than two
@@ -46,8 +46,7 @@ fn harness(dir: &Path) -> Harness<'static, App> {
 
 fn tune_with_budget(harness: &mut Harness<'_, App>, seconds: &str) {
     type_into_role(harness, Role::SpinButton, "budget s", seconds);
-    harness.get_by_label("Tune").click();
-    harness.run_steps(2);
+    click(harness, "Tune");
 }
 
 #[test]
@@ -69,7 +68,6 @@ fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
         "the budget bar"
     );
     step_until_ended(&mut harness, Duration::from_secs(120));
-    harness.run_steps(2);
     let progress = harness
         .state()
         .tune_progress()
@@ -110,7 +108,6 @@ fn cancelling_a_tune_keeps_what_it_measured() {
     });
     harness.key_press(Key::Escape);
     step_until_ended(&mut harness, Duration::from_secs(30));
-    harness.run_steps(2);
     let result = harness
         .state()
         .result()

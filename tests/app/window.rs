@@ -52,8 +52,8 @@ fn launch(dir: &Path, preset: Option<String>) -> Launch {
 
 use crate::common;
 use common::gui::{
-    app_on_preset, app_running, start_the_run, step_until, step_until_ended, type_into,
-    type_into_role,
+    app_on_preset, app_running, choose, click, start_the_run, step_until, step_until_ended,
+    type_into, type_into_role,
 };
 use common::runs::{tiny_preset, tiny_preset_file};
 
@@ -345,19 +345,13 @@ fn the_start_method_is_disabled_while_only_our_engine_runs() {
 fn the_start_method_is_picked_once_pytorch_runs() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = harness(launch(dir.path(), None));
-    harness
-        .get_by_role_and_label(Role::ComboBox, "runtime")
-        .click();
-    harness.run_steps(2);
-    harness.get_by_label("loaderbench, pytorch (sweep)").click();
-    harness.run_steps(2);
+    choose(&mut harness, "runtime", "loaderbench, pytorch (sweep)");
     assert_eq!(harness.state().preset().runtime.len(), 2);
     let start_method = harness.get_by_role_and_label(Role::ComboBox, "start method");
     assert!(!start_method.accesskit_node().is_disabled());
     start_method.click();
     harness.run_steps(2);
-    harness.get_by_label("spawn").click();
-    harness.run_steps(2);
+    click(&mut harness, "spawn");
     assert_eq!(
         harness.state().preset().start_method,
         vec![loaderbench_engine::preset::StartMethod::Spawn]
@@ -405,12 +399,7 @@ fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
 /// path.
 fn python_dataset(dir: &Path) -> Harness<'static, App> {
     let mut harness = harness(launch(dir, None));
-    harness
-        .get_by_role_and_label(Role::ComboBox, "kind")
-        .click();
-    harness.run_steps(2);
-    harness.get_by_label("python").click();
-    harness.run_steps(2);
+    choose(&mut harness, "kind", "python");
     type_into(&mut harness, "path", test_module().to_str().unwrap());
     harness
 }

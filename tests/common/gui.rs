@@ -69,6 +69,29 @@ pub fn start_the_run(harness: &mut Harness<'_, App>) {
     harness.step();
 }
 
+/// Clicks what is labelled `label` and steps two frames.
+pub fn click(harness: &mut Harness<'_, App>, label: &str) {
+    harness.get_by_label(label).click();
+    harness.run_steps(2);
+}
+
+/// Picks `choice` in the menu labelled `label`.
+pub fn choose(harness: &mut Harness<'_, App>, label: &str, choice: &str) {
+    harness.get_by_role_and_label(Role::ComboBox, label).click();
+    harness.run_steps(2);
+    click(harness, choice);
+}
+
+/// Picks `baseline` (a saved baseline, or an open run) in the analysis' baselines
+/// list: the run is compared with it.
+pub fn pick_baseline(harness: &mut Harness<'_, App>, baseline: &str) {
+    click(harness, "baselines");
+    harness
+        .get_by_role_and_label(Role::Button, baseline)
+        .click();
+    harness.run_steps(2);
+}
+
 /// Replaces the text of the one-line text field labelled `label`.
 pub fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
     type_into_role(harness, Role::TextInput, label, text);

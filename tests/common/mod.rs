@@ -195,6 +195,14 @@ pub fn assert_error_line(output: &Output, code: i32, fragments: &[&str]) -> Stri
     line
 }
 
+/// The row of a printed table (a line of `text`) that starts with `start`, its first
+/// cell, failing the test with the whole text when there is none.
+pub fn table_row<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|line| line.starts_with(start))
+        .unwrap_or_else(|| panic!("no row starting `{start}` in: {text}"))
+}
+
 /// Checks that a command's standard error holds `fragment` (a warning, a note), showing
 /// all of it otherwise.
 pub fn assert_said(output: &Output, fragment: &str) {

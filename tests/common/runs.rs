@@ -35,6 +35,20 @@ pub fn tiny_preset_file(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
     path
 }
 
+/// `loaderbench run` on [`tiny_preset_file`] (256 samples, one epoch) saved in `dir`,
+/// quietly, with `args` after it.
+pub fn tiny_run(dir: &Path, args: &[&str]) -> Output {
+    let preset = tiny_preset_file(dir, 256, 1);
+    loaderbench(&run_args(path_str(&preset), &[], args))
+}
+
+/// [`tiny_run`], failing the test unless it succeeded.
+pub fn tiny_run_ok(dir: &Path, args: &[&str]) -> Output {
+    let output = tiny_run(dir, args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    output
+}
+
 /// A run the CLI measured and saved: its results JSON and its journal.
 #[derive(Debug, Clone)]
 pub struct SavedRun {
@@ -171,27 +185,34 @@ impl SharedRun {
     }
 }
 
+/// The run [`saved_run`] saves with `sets`, in a folder of its own, made once per test
+/// binary by the first test that asks `cell` for it.
+pub fn saved_once(
+    cell: &'static OnceLock<(TempDir, SavedRun)>,
+    sets: &[&str],
+) -> &'static SavedRun {
+    let (_, saved) = cell.get_or_init(|| {
+        let dir = shared_dir();
+        let saved = saved_run(dir.path(), sets);
+        (dir, saved)
+    });
+    saved
+}
+
 /// A tiny two-config sweep (num_workers 0 and 2) the CLI saved, as JSON and journal; run
 /// once per test binary, by the first test that needs it: the shared run the app's
 /// tests open.
 pub fn two_configs() -> &'static SavedRun {
     static TWO: OnceLock<(TempDir, SavedRun)> = OnceLock::new();
-    let (_, saved) = TWO.get_or_init(|| {
-        let dir = shared_dir();
-        let saved = saved_run(
-            dir.path(),
-            &[
-                "samples=512",
-                "batch_size=64",
-                "num_workers=0,2",
-                "persistent_workers=false",
-                "pin_memory=false",
-                "epochs=2",
-            ],
-        );
-        (dir, saved)
-    });
-    saved
+    let sets = [
+        "samples=512",
+        "batch_size=64",
+        "num_workers=0,2",
+        "persistent_workers=false",
+        "pin_memory=false",
+        "epochs=2",
+    ];
+    saved_once(&TWO, &sets)
 }
 
 /// The results in `json` as if measured on another (made-up) machine, written to `to`.

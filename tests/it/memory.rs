@@ -14,7 +14,7 @@ use loaderbench_measure::results_file;
 
 use crate::common;
 use common::runs::{SavedRun, SharedRun, as_measured_quietly};
-use common::{assert_error_line, loaderbench, path_str, stderr, stdout};
+use common::{assert_error_line, loaderbench, path_str, stderr, stdout, table_row};
 
 /// nw=0 and nw=2 persistent spawned workers (each a process of its own, libtorch and
 /// all) over 2,048 samples of a pipeline of 400 µs a sample (two workers on two cores
@@ -94,10 +94,7 @@ fn worker_processes_are_sampled_as_processes_of_their_config() {
         }
     }
     let table = measured().text();
-    let nw2 = table
-        .lines()
-        .find(|l| l.starts_with("| 2 "))
-        .unwrap_or_else(|| panic!("no nw=2 row in {table}"));
+    let nw2 = table_row(&table, "| 2 ");
     assert!(nw2.contains(" MiB (workers "), "{nw2}");
 }
 
