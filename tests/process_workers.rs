@@ -492,10 +492,10 @@ fn workers_exit_when_the_loader_process_is_killed() {
     });
     cli.kill().unwrap();
     cli.wait().unwrap();
-    let killed = Instant::now();
-    while workers.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Those still running after two seconds are what the assertion reports.
+    common::poll(Duration::from_secs(2), || {
+        (!workers.iter().any(Seen::running)).then_some(())
+    });
     let left: Vec<Seen> = workers.into_iter().filter(Seen::running).collect();
     assert!(
         left.is_empty(),

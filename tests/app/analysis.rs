@@ -9,9 +9,10 @@
 use std::time::Duration;
 
 use egui::accesskit::Role;
+use egui::{Key, Modifiers};
 use egui_kittest::kittest::Queryable;
 
-use loaderbench_gui::Phase;
+use loaderbench_gui::{App, Launch, Phase};
 use loaderbench_measure::results::RunResult;
 
 use crate::common;
@@ -216,7 +217,17 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     };
     let path = dir.path().join("open.ron");
     preset.save(&path).unwrap();
-    let mut harness = app_running(dir.path(), &path, [1280.0, 1200.0]);
+    let launch = Launch {
+        preset: Some(path.display().to_string()),
+        journal_dir: Some(dir.path().to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    };
+    let mut harness = common::gui::builder()
+        .with_size([1280.0, 1200.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
     step_until(&mut harness, Duration::from_secs(60), |app| {
         app.phase() == Some(&Phase::Finished)
     });
@@ -230,7 +241,10 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         harness.query_by_label_contains("Not resolved: ").is_some(),
         "the run bar says so"
     );
-    step_until_ended(&mut harness, Duration::from_secs(120));
+    step_until(&mut harness, Duration::from_secs(120), |app| {
+        !app.is_running()
+    });
+    harness.run_steps(2);
     let result = harness.state().result().expect("the run").clone();
     assert!(
         result.results.iter().any(|r| r.repeat >= 1),

@@ -45,21 +45,23 @@ fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
 /// Steps the harness until `problem` is marked (a check off the frame answered), failing
 /// after a generous limit or if one frame takes longer than a second.
 fn wait_for_mark(harness: &mut Harness<'_, App>, problem: &str) {
-    let start = Instant::now();
-    while !marked(harness, problem) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "`{problem}` never marked"
-        );
-        let frame = Instant::now();
-        harness.step();
-        assert!(
-            frame.elapsed() < Duration::from_secs(1),
-            "a frame took {:?}",
-            frame.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::wait_until(
+        Duration::from_secs(30),
+        &format!("`{problem}` marked"),
+        || {
+            if marked(harness, problem) {
+                return true;
+            }
+            let frame = Instant::now();
+            harness.step();
+            assert!(
+                frame.elapsed() < Duration::from_secs(1),
+                "a frame took {:?}",
+                frame.elapsed()
+            );
+            false
+        },
+    );
 }
 
 /// The app on seed-light, with journals in a folder of its own.

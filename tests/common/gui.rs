@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
@@ -113,16 +113,18 @@ pub fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, t
 
 /// Steps the harness until `done` holds, failing after `limit`.
 pub fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
-    let start = Instant::now();
-    while !done(harness.state()) {
-        assert!(
-            start.elapsed() < limit,
-            "timed out; messages: {:?}",
-            harness.state().messages()
-        );
+    let reached = super::poll(limit, || {
+        if done(harness.state()) {
+            return Some(());
+        }
         harness.step();
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        None
+    });
+    assert!(
+        reached.is_some(),
+        "timed out; messages: {:?}",
+        harness.state().messages()
+    );
     harness.run_steps(2);
 }
 
@@ -151,10 +153,10 @@ impl Xvfb {
             // SAFETY: kill sends a signal and touches no memory; the server is our
             // child and not yet reaped (try_wait said so), so `pid` is still its own.
             unsafe { libc::kill(pid, libc::SIGTERM) };
-            let deadline = Instant::now() + XVFB_GRACE;
-            while matches!(self.server.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // Still running after the grace, it is killed below.
+            super::poll(XVFB_GRACE, || {
+                (!matches!(self.server.try_wait(), Ok(None))).then_some(())
+            });
         }
         let _ = self.server.kill();
         let _ = self.server.wait();
@@ -181,10 +183,10 @@ pub fn start_xvfb() -> Option<Xvfb> {
         .spawn()
         .ok()?;
     let socket = format!("/tmp/.X11-unix/X{number}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::path::Path::new(&socket).exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Without its socket in time, the test that needs it fails on the display.
+    super::poll(Duration::from_secs(10), || {
+        std::path::Path::new(&socket).exists().then_some(())
+    });
     Some(Xvfb { display, server })
 }
 
