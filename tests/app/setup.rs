@@ -79,11 +79,17 @@ fn preset(harness: &Harness<'_, App>) -> Preset {
 /// the choice), or nothing.
 type Picked = Option<(&'static str, &'static str)>;
 
+/// What typing into a field does to the preset.
+type Edit = fn(&mut Preset);
+
+/// A field of the preset that a check box toggles.
+type Toggled = fn(&Preset) -> bool;
+
 /// Each field typed into by its label, in a panel of its own (after `picked`), changes
 /// the preset as `edit` changes it, and nothing else.
 #[test]
 fn fields_typed_into_by_label_edit_the_preset() {
-    let cases: [(Picked, &str, &str, fn(&mut Preset)); 6] = [
+    let cases: [(Picked, &str, &str, Edit); 6] = [
         (None, "name", "mine", |p| p.name = "mine".to_owned()),
         (None, "seed", "42", |p| p.seed = 42),
         (None, "normalize mean", "0.5, 0.25, 0.125", |p| {
@@ -184,8 +190,7 @@ fn the_description_is_edited_by_label_on_several_lines() {
 /// Shuffle and drop last, each a check box clicked by its label, toggle their field.
 #[test]
 fn check_boxes_toggle_their_field_by_label() {
-    let cases: [(&str, fn(&Preset) -> bool); 2] =
-        [("shuffle", |p| p.shuffle), ("drop last", |p| p.drop_last)];
+    let cases: [(&str, Toggled); 2] = [("shuffle", |p| p.shuffle), ("drop last", |p| p.drop_last)];
     for (label, field) in cases {
         let (_dir, mut harness) = setup_panel();
         let before = field(&preset(&harness));

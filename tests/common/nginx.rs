@@ -153,22 +153,20 @@ fn start(root: &Path, bytes_per_s: Option<u64>) -> Result<Nginx, String> {
     }
     let server = command.spawn().map_err(|err| err.to_string())?;
     let mut nginx = Nginx { server, port, dir };
-    let listening = super::poll(START_LIMIT, || {
+    let deadline = Instant::now() + START_LIMIT;
+    while Instant::now() < deadline {
         if let Ok(Some(_)) = nginx.server.try_wait() {
-            return Some(false);
+            return Err(nginx.error_log());
         }
-        TcpStream::connect((Ipv4Addr::LOCALHOST, port))
-            .is_ok()
-            .then_some(true)
-    });
-    match listening {
-        Some(true) => Ok(nginx),
-        Some(false) => Err(nginx.error_log()),
-        None => Err(format!(
-            "not listening after {START_LIMIT:?}: {}",
-            nginx.error_log()
-        )),
+        if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return Ok(nginx);
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    Err(format!(
+        "not listening after {START_LIMIT:?}: {}",
+        nginx.error_log()
+    ))
 }
 
 fn free_port() -> u16 {
