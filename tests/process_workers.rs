@@ -56,6 +56,20 @@ fn loader(dataset: Arc<dyn Dataset>, settings: LoaderSettings, cancel: CancelTok
     common::light_loader(dataset, 1, settings, cancel)
 }
 
+/// The first error of an epoch of `dataset` on forked workers (each reopening the
+/// dataset, the batches sent through `batches`), when the epoch began, and the loader.
+fn forked_first_error(
+    dataset: Arc<dyn Dataset>,
+    settings: LoaderSettings,
+    batches: BatchTransfer,
+) -> (String, Instant, Loader) {
+    let workers = processes(ProcessKind::Fork, DatasetTransfer::Reopen, batches);
+    let mut loader = loader(dataset, settings, CancelToken::new()).with_processes(workers);
+    let started = Instant::now();
+    let message = common::first_error(&mut loader).to_string();
+    (message, started, loader)
+}
+
 fn synthetic() -> Arc<dyn Dataset> {
     dataset::open(&DatasetSpec::default(), Some(SAMPLES)).unwrap()
 }
@@ -345,14 +359,8 @@ fn a_hung_worker_is_reported_after_the_timeout_and_killed() {
     let mut settings = settings(2, false);
     settings.worker_timeout = Duration::from_millis(800);
     settings.shuffle = false;
-    let mut loader = loader(slow(Duration::ZERO, Some(0)), settings, CancelToken::new())
-        .with_processes(processes(
-            ProcessKind::Fork,
-            DatasetTransfer::Reopen,
-            BatchTransfer::Pipe,
-        ));
-    let started = Instant::now();
-    let message = common::first_error(&mut loader).to_string();
+    let dataset = slow(Duration::ZERO, Some(0));
+    let (message, started, loader) = forked_first_error(dataset, settings, BatchTransfer::Pipe);
     assert!(
         message.contains("loader-worker-0") && message.contains("hung"),
         "{message}"
@@ -598,14 +606,9 @@ mod forked_panics {
             }
         });
         holding.recv().unwrap();
-        let mut loader = loader(Arc::new(Panicking), settings(1, false), CancelToken::new())
-            .with_processes(processes(
-                ProcessKind::Fork,
-                DatasetTransfer::Reopen,
-                BatchTransfer::SharedMemory,
-            ));
-        let started = Instant::now();
-        let message = common::first_error(&mut loader).to_string();
+        let batches = BatchTransfer::SharedMemory;
+        let (message, started, _loader) =
+            forked_first_error(Arc::new(Panicking), settings(1, false), batches);
         assert!(
             message.contains("crashed") && message.contains("is cursed"),
             "{message} after {:?}",

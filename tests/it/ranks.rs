@@ -28,16 +28,14 @@ fn read_result(path: &Path) -> RunResult {
 /// The folder where the PyTorch runtime's ranks write the indices they load.
 const TRACE_VAR: &str = "LOADERBENCH_TRACE_INDICES";
 
+/// What every ranked run here sets: batches of 32, and none of seed-light's extra
+/// configs.
+const RANKED: [&str; 2] = ["extra_configs=[]", "batch_size=32"];
+
 /// Runs seed-light with `sets` (two epochs and a warm-up, batch 32) to success.
 fn sweep(dir: &TempDir, sets: &[&str]) -> RunResult {
     let saved = SavedRun::in_dir(dir.path());
-    let mut all = vec![
-        "extra_configs=[]",
-        "batch_size=32",
-        "epochs=2",
-        "warmup=true",
-    ];
-    all.extend_from_slice(sets);
+    let all = [&RANKED[..], &["epochs=2", "warmup=true"], sets].concat();
     let mut command = loaderbench_command(&saved.run_args("seed-light", &all));
     command.env(TRACE_VAR, dir.path());
     let output = run_with_deadline(&mut command, Duration::from_secs(240));
@@ -307,14 +305,8 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
     let dir = TempDir::new().unwrap();
     let saved = SavedRun::in_dir(dir.path());
     // Config 0 (one rank) is measured first and must survive the failure of config 1.
-    let mut all = vec![
-        "extra_configs=[]",
-        "samples=2000",
-        "batch_size=32",
-        "epochs=1",
-    ];
-    all.extend(["ranks=1,2", "num_workers=1"]);
-    all.extend_from_slice(sets);
+    let one_worker_per_rank = ["samples=2000", "epochs=1", "ranks=1,2", "num_workers=1"];
+    let all = [&RANKED[..], &one_worker_per_rank, sets].concat();
     let child = loaderbench_command(&saved.run_args("seed-light", &all))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
