@@ -44,15 +44,20 @@ fn sweep(dir: &TempDir, sets: &[&str]) -> RunResult {
 }
 
 /// A sweep of 251 samples with `sets`, of `configs` configs, whose shards cover each
-/// epoch once behind the barrier (see [`check_shards`]), as the last config's PyTorch
-/// ranks (two of them) traced them (see [`check_traced_shards`]).
-fn traced_sweep(sets: &[&str], configs: usize, drop_last: bool) -> RunResult {
+/// epoch once behind the barrier (see [`check_shards`]); with its folder. 251 samples:
+/// two ranks take 126 each, the first of the epoch's order twice.
+fn sharded_sweep(sets: &[&str], configs: usize, drop_last: bool) -> (TempDir, RunResult) {
     let dir = TempDir::new().unwrap();
-    let mut all = vec!["samples=251"];
-    all.extend_from_slice(sets);
-    let result = sweep(&dir, &all);
+    let result = sweep(&dir, &[&["samples=251"], sets].concat());
     assert_eq!(result.results.len(), configs, "{sets:?}");
     check_shards(&result, 251, drop_last);
+    (dir, result)
+}
+
+/// A [`sharded_sweep`] whose last config's PyTorch ranks (two of them) traced the same
+/// shards (see [`check_traced_shards`]).
+fn traced_sweep(sets: &[&str], configs: usize, drop_last: bool) -> RunResult {
+    let (dir, result) = sharded_sweep(sets, configs, drop_last);
     check_traced_shards(dir.path(), 251, 2, drop_last);
     result
 }
@@ -109,17 +114,8 @@ fn check_shards(result: &RunResult, samples: usize, drop_last: bool) {
 
 #[test]
 fn shards_cover_each_epoch_once_behind_a_barrier() {
-    let dir = TempDir::new().unwrap();
-    // 251 samples: two ranks take 126 each, the first of the epoch's order twice.
-    let sets = [
-        "samples=251",
-        "ranks=1,2",
-        "num_workers=0,1",
-        "worker_kind=spawn",
-    ];
-    let result = sweep(&dir, &sets);
-    assert_eq!(result.results.len(), 4);
-    check_shards(&result, 251, false);
+    let sets = ["ranks=1,2", "num_workers=0,1", "worker_kind=spawn"];
+    let (_dir, result) = sharded_sweep(&sets, 4, false);
     let two = result
         .results
         .iter()
