@@ -138,13 +138,12 @@ fn cancelling_returns_to_idle() {
     let preset = tiny_preset_file(dir.path(), 60_000, 20);
     let mut harness = app_running(dir.path(), &preset, SIZE);
     assert!(harness.state().is_running());
-    // Let the measuring child get into its first epoch (20 epochs of 60,000 samples
-    // take far longer than this on any machine).
-    let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(2) {
+    // Into the measuring child's first epoch: the progress line says how long is left
+    // once a batch is done (20 epochs of 60,000 samples take far longer than the wait).
+    common::wait_until(Duration::from_secs(60), "the first batch", || {
         harness.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        harness.query_by_label_contains(" · about ").is_some()
+    });
     assert!(harness.state().is_running());
     harness.key_press(Key::Escape);
     step_until_ended(&mut harness, Duration::from_secs(30));
