@@ -36,6 +36,11 @@ fn quick_args<'a>(sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     )
 }
 
+/// [`quick_args`] without seed-light's extra configs: one config, one epoch.
+fn one_config_args<'a>(sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    quick_args(&[&["extra_configs=[]"], sets].concat(), extra)
+}
+
 /// Runs a tiny copy of seed-light on a dataset the test made.
 fn run_on_dataset(kind: &str, path: &Path, extra: &[&str]) -> Output {
     let kind = format!("dataset.kind={kind}");
@@ -185,13 +190,8 @@ fn a_small_sweep_journals_its_header_configs_and_end() {
 fn a_warning_is_said_once_however_many_repeats_meet_it() {
     let out = TempDir::new().unwrap();
     let journal = out.path().join("j.jsonl");
-    let sets = [
-        "samples=256",
-        "extra_configs=[]",
-        "pin_memory=true",
-        "repeats=3",
-    ];
-    let output = loaderbench(&quick_args(&sets, &["--journal", path_str(&journal)]));
+    let sets = ["samples=256", "pin_memory=true", "repeats=3"];
+    let output = loaderbench(&one_config_args(&sets, &["--journal", path_str(&journal)]));
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stderr(&output)
         .matches("pin_memory has no effect without CUDA")
@@ -239,7 +239,7 @@ fn validate_lists_a_preset_s_configs() {
 #[test]
 fn journals_go_to_the_data_dir_the_environment_names() {
     let data = TempDir::new().unwrap();
-    let mut command = loaderbench_command(&quick_args(&["samples=64"], &[]));
+    let mut command = loaderbench_command(&one_config_args(&["samples=64"], &[]));
     command.env("LOADERBENCH_DATA_DIR", data.path());
     let output = run_with_deadline(&mut command, Duration::from_secs(120));
     assert!(output.status.success(), "{}", stderr(&output));
@@ -307,11 +307,10 @@ fn set_takes_the_ron_a_preset_file_takes() {
     let json = out.path().join("r.json");
     let sets = [
         "samples=64",
-        "extra_configs=[]",
         "step=mlp(hidden: 64)",
         "normalize=(mean: [0.5], std: [0.25])",
     ];
-    let output = loaderbench(&quick_args(&sets, &["--json", path_str(&json)]));
+    let output = loaderbench(&one_config_args(&sets, &["--json", path_str(&json)]));
     assert!(output.status.success(), "{}", stderr(&output));
     let saved = json_file(&json);
     let mlp = serde_json::json!({"mlp": {"hidden": 64}});
@@ -331,40 +330,36 @@ fn set_takes_the_ron_a_preset_file_takes() {
 #[test]
 fn validate_names_a_step_file_that_is_missing_or_not_a_model() {
     let dir = tempfile::tempdir().unwrap();
-    let validate = |step: String, runtime: &str| {
-        loaderbench(&["validate", "seed-light", "--set", &step, "--set", runtime])
-    };
-    let missing = dir.path().join("missing.pt");
-    assert_error_line(
-        &validate(
-            format!("step=model(path: {:?})", path_str(&missing)),
-            "runtime=[loaderbench]",
-        ),
-        2,
-        &[path_str(&missing), "no such file"],
-    );
-    let not_a_model = dir.path().join("notes.pt");
+    let (missing, not_a_model) = (dir.path().join("missing.pt"), dir.path().join("notes.pt"));
     std::fs::write(&not_a_model, "not a zip archive").unwrap();
-    assert_error_line(
-        &validate(
-            format!("step=model(path: {:?})", path_str(&not_a_model)),
-            "runtime=[loaderbench]",
-        ),
-        2,
-        &[path_str(&not_a_model), "not a TorchScript model"],
-    );
     let step = dir.path().join("my_step.py");
-    assert_error_line(
-        &validate(
-            format!(
-                "step=python(path: {:?}, factory: \"make_step\")",
-                path_str(&step)
-            ),
-            "runtime=[pytorch]",
-        ),
-        2,
-        &[path_str(&step), "no such file"],
+    let model = |path: &Path| format!("step=model(path: {:?})", path_str(path));
+    let python = format!(
+        "step=python(path: {:?}, factory: \"make_step\")",
+        path_str(&step)
     );
+    let cases = [
+        (&missing, model(&missing), "loaderbench", "no such file"),
+        (
+            &not_a_model,
+            model(&not_a_model),
+            "loaderbench",
+            "not a TorchScript model",
+        ),
+        (&step, python, "pytorch", "no such file"),
+    ];
+    for (file, set_step, runtime, problem) in &cases {
+        let runtime = format!("runtime=[{runtime}]");
+        let output = loaderbench(&[
+            "validate",
+            "seed-light",
+            "--set",
+            set_step,
+            "--set",
+            &runtime,
+        ]);
+        assert_error_line(&output, 2, &[path_str(file), problem]);
+    }
 }
 
 /// A `--set` with a bad value, an unknown key, no value or an unknown device: one error
