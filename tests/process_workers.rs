@@ -53,8 +53,21 @@ fn processes(kind: ProcessKind, data: DatasetTransfer, batches: BatchTransfer) -
 }
 
 fn loader(dataset: Arc<dyn Dataset>, settings: LoaderSettings, cancel: CancelToken) -> Loader {
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
-    Loader::new(dataset, Arc::new(pipeline), settings, cancel).unwrap()
+    common::light_loader(dataset, 1, settings, cancel)
+}
+
+/// The first error of an epoch of `dataset` on forked workers (each reopening the
+/// dataset, the batches sent through `batches`), when the epoch began, and the loader.
+fn forked_first_error(
+    dataset: Arc<dyn Dataset>,
+    settings: LoaderSettings,
+    batches: BatchTransfer,
+) -> (String, Instant, Loader) {
+    let workers = processes(ProcessKind::Fork, DatasetTransfer::Reopen, batches);
+    let mut loader = loader(dataset, settings, CancelToken::new()).with_processes(workers);
+    let started = Instant::now();
+    let message = common::first_error(&mut loader).to_string();
+    (message, started, loader)
 }
 
 fn synthetic() -> Arc<dyn Dataset> {
@@ -346,19 +359,8 @@ fn a_hung_worker_is_reported_after_the_timeout_and_killed() {
     let mut settings = settings(2, false);
     settings.worker_timeout = Duration::from_millis(800);
     settings.shuffle = false;
-    let mut loader = loader(slow(Duration::ZERO, Some(0)), settings, CancelToken::new())
-        .with_processes(processes(
-            ProcessKind::Fork,
-            DatasetTransfer::Reopen,
-            BatchTransfer::Pipe,
-        ));
-    let started = Instant::now();
-    let error = loader
-        .epoch()
-        .unwrap()
-        .find_map(|batch| batch.err())
-        .expect("the hung worker is reported");
-    let message = error.to_string();
+    let dataset = slow(Duration::ZERO, Some(0));
+    let (message, started, loader) = forked_first_error(dataset, settings, BatchTransfer::Pipe);
     assert!(
         message.contains("loader-worker-0") && message.contains("hung"),
         "{message}"
@@ -498,10 +500,10 @@ fn workers_exit_when_the_loader_process_is_killed() {
     });
     cli.kill().unwrap();
     cli.wait().unwrap();
-    let killed = Instant::now();
-    while workers.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Those still running after two seconds are what the assertion reports.
+    common::poll(Duration::from_secs(2), || {
+        (!workers.iter().any(Seen::running)).then_some(())
+    });
     let left: Vec<Seen> = workers.into_iter().filter(Seen::running).collect();
     assert!(
         left.is_empty(),
@@ -604,19 +606,9 @@ mod forked_panics {
             }
         });
         holding.recv().unwrap();
-        let mut loader = loader(Arc::new(Panicking), settings(1, false), CancelToken::new())
-            .with_processes(processes(
-                ProcessKind::Fork,
-                DatasetTransfer::Reopen,
-                BatchTransfer::SharedMemory,
-            ));
-        let started = Instant::now();
-        let error = loader
-            .epoch()
-            .unwrap()
-            .find_map(|batch| batch.err())
-            .expect("an epoch of panicking reads fails");
-        let message = error.to_string();
+        let batches = BatchTransfer::SharedMemory;
+        let (message, started, _loader) =
+            forked_first_error(Arc::new(Panicking), settings(1, false), batches);
         assert!(
             message.contains("crashed") && message.contains("is cursed"),
             "{message} after {:?}",

@@ -19,7 +19,7 @@ use loaderbench_gui::{App, Launch, Phase};
 use loaderbench_measure::results::RunResult;
 
 use crate::common;
-use common::gui::{app_on_saved_runs, step_until};
+use common::gui::{app_on_saved_runs, app_running, pick_baseline, step_until, step_until_ended};
 use common::runs::{tiny_preset_file, two_configs};
 
 #[test]
@@ -32,21 +32,9 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
     if !in_child {
         return;
     }
-    let launch = Launch {
-        preset: Some(tiny_preset_file(dir.path(), 512, 2).display().to_string()),
-        run_now: false,
-        journal_dir: Some(dir.path().to_path_buf()),
-        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
-        ..Launch::default()
-    };
-    let mut harness = common::gui::builder()
-        .with_size([1280.0, 2400.0])
-        .build_eframe(move |cc| App::new(cc, launch));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    let preset = tiny_preset_file(dir.path(), 512, 2);
+    let mut harness = app_running(dir.path(), &preset, [1280.0, 2400.0]);
+    step_until_ended(&mut harness, Duration::from_secs(120));
     assert_eq!(harness.state().phase(), Some(&Phase::Finished));
 
     let analysis = harness
@@ -91,12 +79,7 @@ fn a_finished_run_shows_its_analysis_saves_a_baseline_and_exports_it() {
         harness.state().messages()
     );
     // The saved baselines are a pick list; picking one compares with it.
-    harness.get_by_label("baselines").click();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::Button, "gui-base")
-        .click();
-    harness.run_steps(2);
+    pick_baseline(&mut harness, "gui-base");
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().unwrap();
     assert_eq!(comparison.id, loaderbench_gui::ChartId::Baseline);

@@ -22,38 +22,32 @@ use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 use crate::common;
-use common::gui::{app_on_saved_runs, step_until};
-use common::runs::{saved_run, shared_dir};
-use common::{loaderbench_command, run_with_deadline, stderr, stdout};
+use common::gui::{app_on_saved_runs, click, step_until};
+use common::runs::{SavedRun, saved_once};
+use common::{assert_said, loaderbench_command, run_with_deadline, stderr, stdout};
 
-/// A tiny real run of eight configs (num_workers × persistent × pin), saved by the
-/// first test that needs it (with its copy from [`spread_first_batches`]); the others
-/// open the same files.
-fn eight_configs() -> &'static (TempDir, PathBuf, PathBuf) {
-    static EIGHT: OnceLock<(TempDir, PathBuf, PathBuf)> = OnceLock::new();
-    EIGHT.get_or_init(|| {
-        let dir = shared_dir();
-        let json = saved_run(
-            dir.path(),
-            &[
-                "samples=256",
-                "batch_size=64",
-                "num_workers=0,1",
-                "persistent_workers=false,true",
-                "pin_memory=false,true",
-                "extra_configs=[]",
-                "epochs=2",
-            ],
-        )
-        .json;
-        let spread = spread_first_batches(&json);
-        (dir, json, spread)
-    })
+/// The results file of a tiny real run of eight configs (num_workers × persistent ×
+/// pin), saved by the first test that needs it; the others open the same file.
+fn saved_json() -> &'static Path {
+    static EIGHT: OnceLock<(TempDir, SavedRun)> = OnceLock::new();
+    let swept = [
+        "num_workers=0,1",
+        "persistent_workers=false,true",
+        "pin_memory=false,true",
+    ];
+    let fixed = [
+        "samples=256",
+        "batch_size=64",
+        "extra_configs=[]",
+        "epochs=2",
+    ];
+    &saved_once(&EIGHT, &[&swept[..], &fixed].concat()).json
 }
 
-/// The saved run's results file.
-fn saved_json() -> &'static Path {
-    &eight_configs().1
+/// [`saved_json`]'s copy from [`spread_first_batches`], made once.
+fn spread_json() -> &'static Path {
+    static SPREAD: OnceLock<PathBuf> = OnceLock::new();
+    SPREAD.get_or_init(|| spread_first_batches(saved_json()))
 }
 
 /// The run with first batches spanning 500× (config 0's 2 ms, the others' 1 s) and
@@ -85,7 +79,7 @@ fn chart(harness: &Harness<'_, App>, id: ChartId) -> loaderbench_gui::Chart {
 /// The app, tall enough for every chart, on the saved run with first batches spanning
 /// 500×, and the run as it shows it; journals go to `dir`.
 fn spread_app(dir: &Path) -> (Harness<'static, App>, RunResult) {
-    let harness = app_on_saved_runs(dir, vec![eight_configs().2.clone()], [1280.0, 2600.0]);
+    let harness = app_on_saved_runs(dir, vec![spread_json().to_path_buf()], [1280.0, 2600.0]);
     let result: RunResult = harness.state().result().expect("the saved run").clone();
     assert_eq!(result.configs.len(), 8);
     (harness, result)
@@ -126,11 +120,9 @@ fn a_click_on_a_legend_entry_hides_its_series_and_a_second_shows_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut harness, _) = spread_app(dir.path());
     let stages = chart(&harness, ChartId::Stages);
-    harness.get_by_label("collate").click();
-    harness.run_steps(2);
+    click(&mut harness, "collate");
     assert_eq!(chart_view(&harness.ctx, &stages).hidden, ["collate"]);
-    harness.get_by_label("collate").click();
-    harness.run_steps(2);
+    click(&mut harness, "collate");
     assert!(chart_view(&harness.ctx, &stages).hidden.is_empty());
 }
 
@@ -151,8 +143,7 @@ fn config_names_too_long_for_their_groups_become_numbers_with_a_key() {
 fn where_the_time_goes_per_epoch_has_a_bar_per_epoch_with_the_run_s_values() {
     let dir = tempfile::tempdir().unwrap();
     let (mut harness, result) = spread_app(dir.path());
-    harness.get_by_label("per epoch").click();
-    harness.run_steps(2);
+    click(&mut harness, "per epoch");
     let per_epoch = chart(&harness, ChartId::Stages);
     assert_eq!(per_epoch.title, "Where the time goes, per epoch");
     assert_eq!(per_epoch.series.len(), 8, "seven stages and the wait");
@@ -254,10 +245,8 @@ fn the_memory_legend_lists_only_the_kinds_of_process_that_have_bars() {
 /// Exports chart `id` through Export → Chart as PNG; returns the PNG's size.
 fn export_chart(harness: &mut Harness<'_, App>, dir: &Path, id: ChartId) -> (u32, u32) {
     harness.state_mut().set_export_path(dir.join("app.md"));
-    harness.get_by_label("Export").click();
-    harness.run_steps(2);
-    harness.get_by_label("Chart as PNG").click();
-    harness.run_steps(2);
+    click(harness, "Export");
+    click(harness, "Chart as PNG");
     harness
         .get_by_role_and_label(Role::Button, id.title())
         .click();
@@ -348,11 +337,7 @@ fn report_refuses_a_chart_the_run_does_not_have() {
     let dir = tempfile::tempdir().unwrap();
     let (output, _) = report_png(dir.path(), "rank-spread");
     assert!(!output.status.success(), "no ranks in this run");
-    assert!(
-        stderr(&output).contains("no \"Rank spread\" chart"),
-        "{}",
-        stderr(&output)
-    );
+    assert_said(&output, "no \"Rank spread\" chart");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use loaderbench_gui::{App, ChartId, Launch, Phase, PngArea};
 use loaderbench_measure::results_file;
 
 use crate::common;
-use common::gui::app_on_saved_runs;
+use common::gui::{app_on_saved_runs, click, pick_baseline};
 use common::runs::{from_another_machine, two_configs};
 use common::{loaderbench_command, run_with_deadline, stderr};
 
@@ -226,12 +226,7 @@ fn an_open_run_is_a_baseline_to_compare_with() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = two_machines(dir.path());
     // The same figures, every config matched.
-    harness.get_by_label("baselines").click();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::Button, "server (open run)")
-        .click();
-    harness.run_steps(2);
+    pick_baseline(&mut harness, "server (open run)");
     let charts = harness.state().analysis_charts();
     let comparison = charts.last().expect("the comparison chart");
     assert_eq!(comparison.id, ChartId::Baseline);
@@ -240,10 +235,8 @@ fn an_open_run_is_a_baseline_to_compare_with() {
 
 /// Opens the saved run's journal from File → Recent runs.
 fn open_recent_run(harness: &mut Harness<'_, App>) {
-    harness.get_by_label("File").click();
-    harness.run_steps(2);
-    harness.get_by_label("Recent runs").click();
-    harness.run_steps(2);
+    click(harness, "File");
+    click(harness, "Recent runs");
     harness.get_by_label_contains("seed-light · ").click();
     harness.run_steps(3);
 }
@@ -261,10 +254,8 @@ fn a_run_s_preset_loads_into_the_setup_panel() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = two_machines(dir.path());
     open_recent_run(&mut harness);
-    harness.get_by_label("File").click();
-    harness.run_steps(2);
-    harness.get_by_label("Load this run's preset").click();
-    harness.run_steps(2);
+    click(&mut harness, "File");
+    click(&mut harness, "Load this run's preset");
     let preset = harness.state().preset();
     assert_eq!(
         (preset.samples, preset.batch_size.as_slice()),
@@ -506,10 +497,8 @@ fn a_journal_cut_mid_write_is_a_recent_run_with_what_it_kept() {
     // The end line and part of the second config's line gone, as a killed run leaves it.
     std::fs::write(dir.path().join("cut.jsonl"), &whole[..whole.len() - 200]).unwrap();
     let mut harness = app(dir.path(), Vec::new());
-    harness.get_by_label("File").click();
-    harness.run_steps(2);
-    harness.get_by_label("Recent runs").click();
-    harness.run_steps(2);
+    click(&mut harness, "File");
+    click(&mut harness, "Recent runs");
     harness
         .get_by_label_contains("stopped, 1 of 2 configs")
         .click();

@@ -24,7 +24,7 @@ use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Launch};
 
 use crate::common;
-use common::gui::{step_until, type_into, type_into_role};
+use common::gui::{choose, click, step_until, type_into, type_into_role};
 
 fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
     let launch = Launch {
@@ -38,14 +38,6 @@ fn harness(dir: &Path, preset: Option<String>) -> Harness<'static, App> {
         .build_eframe(move |cc| App::new(cc, launch))
 }
 
-/// Picks `choice` in the menu labelled `label`.
-fn choose(harness: &mut Harness<'_, App>, label: &str, choice: &str) {
-    harness.get_by_role_and_label(Role::ComboBox, label).click();
-    harness.run_steps(2);
-    harness.get_by_label(choice).click();
-    harness.run_steps(2);
-}
-
 fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
     harness.query_by_label_contains(problem).is_some()
 }
@@ -53,21 +45,23 @@ fn marked(harness: &Harness<'_, App>, problem: &str) -> bool {
 /// Steps the harness until `problem` is marked (a check off the frame answered), failing
 /// after a generous limit or if one frame takes longer than a second.
 fn wait_for_mark(harness: &mut Harness<'_, App>, problem: &str) {
-    let start = Instant::now();
-    while !marked(harness, problem) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "`{problem}` never marked"
-        );
-        let frame = Instant::now();
-        harness.step();
-        assert!(
-            frame.elapsed() < Duration::from_secs(1),
-            "a frame took {:?}",
-            frame.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::wait_until(
+        Duration::from_secs(30),
+        &format!("`{problem}` marked"),
+        || {
+            if marked(harness, problem) {
+                return true;
+            }
+            let frame = Instant::now();
+            harness.step();
+            assert!(
+                frame.elapsed() < Duration::from_secs(1),
+                "a frame took {:?}",
+                frame.elapsed()
+            );
+            false
+        },
+    );
 }
 
 /// The app on seed-light, with journals in a folder of its own.
@@ -81,19 +75,104 @@ fn preset(harness: &Harness<'_, App>) -> Preset {
     harness.state().preset().clone()
 }
 
+/// What the setup panel shows first for a field: a menu's `choice` picked (its label and
+/// the choice), or nothing.
+type Picked = Option<(&'static str, &'static str)>;
+
+/// What typing into a field does to the preset.
+type Edit = fn(&mut Preset);
+
+/// A field of the preset that a check box toggles.
+type Toggled = fn(&Preset) -> bool;
+
+/// Each field typed into by its label, in a panel of its own (after `picked`), changes
+/// the preset as `edit` changes it, and nothing else.
 #[test]
-fn the_name_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "name", "mine");
-    assert_eq!(preset(&harness).name, "mine");
+fn fields_typed_into_by_label_edit_the_preset() {
+    let cases: [(Picked, &str, &str, Edit); 6] = [
+        (None, "name", "mine", |p| p.name = "mine".to_owned()),
+        (None, "seed", "42", |p| p.seed = 42),
+        (None, "normalize mean", "0.5, 0.25, 0.125", |p| {
+            p.normalize.mean = vec![0.5, 0.25, 0.125];
+        }),
+        (None, "normalize std", "0.2,0.3,0.4", |p| {
+            p.normalize.std = vec![0.2, 0.3, 0.4];
+        }),
+        (None, "worker timeout (s)", "30", |p| {
+            p.worker_timeout_s = 30.0
+        }),
+        (
+            Some(("training step", "mlp")),
+            "step hidden units",
+            "64",
+            |p| p.step = StepSpec::Mlp { hidden: 64 },
+        ),
+    ];
+    for (picked, label, text, edit) in cases {
+        let (_dir, mut harness) = setup_panel();
+        if let Some((menu, choice)) = picked {
+            choose(&mut harness, menu, choice);
+        }
+        let mut expected = preset(&harness);
+        edit(&mut expected);
+        type_into(&mut harness, label, text);
+        assert_eq!(preset(&harness), expected, "`{text}` typed into {label}");
+    }
+}
+
+/// A bad value typed into a field (each of `typed` in turn, after `picked`), or a field
+/// the choice needs left empty, is marked with the problem, in a panel of its own.
+#[test]
+fn bad_values_are_marked_with_the_problem() {
+    let cases: [(Picked, &str, &[&str], &str); 5] = [
+        (None, "name", &["mine", ""], "give the preset a name"),
+        (
+            None,
+            "normalize std",
+            &["0.2,0"],
+            "a standard deviation must be above zero",
+        ),
+        (
+            None,
+            "worker timeout (s)",
+            &["-1"],
+            "not a number of seconds above zero",
+        ),
+        (
+            Some(("training step", "fixed")),
+            "step ms per batch",
+            &["-3"],
+            "milliseconds must be zero or more",
+        ),
+        (
+            Some(("training step", "model")),
+            "model file",
+            &[],
+            "give the path of a TorchScript file",
+        ),
+    ];
+    for (picked, label, typed, problem) in cases {
+        let (_dir, mut harness) = setup_panel();
+        if let Some((menu, choice)) = picked {
+            choose(&mut harness, menu, choice);
+        }
+        for text in typed {
+            type_into(&mut harness, label, text);
+        }
+        assert!(marked(&harness, problem), "{label} {typed:?}: `{problem}`");
+    }
 }
 
 #[test]
-fn an_empty_name_is_marked() {
+fn a_seed_that_is_not_a_number_is_marked_until_corrected_and_the_last_good_value_stays() {
     let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "name", "mine");
-    type_into(&mut harness, "name", "");
-    assert!(marked(&harness, "give the preset a name"));
+    type_into(&mut harness, "seed", "42");
+    type_into(&mut harness, "seed", "x");
+    assert!(marked(&harness, "`x` is not a whole number"));
+    assert_eq!(preset(&harness).seed, 42, "the last good value stays");
+    type_into(&mut harness, "seed", "7");
+    assert!(!marked(&harness, "`x` is not a whole number"));
+    assert_eq!(preset(&harness).seed, 7);
 }
 
 #[test]
@@ -108,85 +187,17 @@ fn the_description_is_edited_by_label_on_several_lines() {
     assert_eq!(preset(&harness).description, "two\nlines");
 }
 
+/// Shuffle and drop last, each a check box clicked by its label, toggle their field.
 #[test]
-fn shuffle_is_toggled_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    let shuffle = preset(&harness).shuffle;
-    harness
-        .get_by_role_and_label(Role::CheckBox, "shuffle")
-        .click();
-    harness.run_steps(2);
-    assert_eq!(preset(&harness).shuffle, !shuffle);
-}
-
-#[test]
-fn drop_last_is_toggled_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    let drop_last = preset(&harness).drop_last;
-    harness
-        .get_by_role_and_label(Role::CheckBox, "drop last")
-        .click();
-    harness.run_steps(2);
-    assert_eq!(preset(&harness).drop_last, !drop_last);
-}
-
-#[test]
-fn the_seed_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "seed", "42");
-    assert_eq!(preset(&harness).seed, 42);
-}
-
-#[test]
-fn a_seed_that_is_not_a_number_is_marked_and_the_last_good_value_stays() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "seed", "42");
-    type_into(&mut harness, "seed", "x");
-    assert!(marked(&harness, "`x` is not a whole number"));
-    assert_eq!(preset(&harness).seed, 42, "the last good value stays");
-}
-
-#[test]
-fn a_corrected_seed_is_no_longer_marked() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "seed", "x");
-    type_into(&mut harness, "seed", "7");
-    assert!(!marked(&harness, "`x` is not a whole number"));
-}
-
-#[test]
-fn the_normalize_mean_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "normalize mean", "0.5, 0.25, 0.125");
-    assert_eq!(preset(&harness).normalize.mean, [0.5, 0.25, 0.125]);
-}
-
-#[test]
-fn a_zero_normalize_std_is_marked() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "normalize std", "0.2,0");
-    assert!(marked(&harness, "a standard deviation must be above zero"));
-}
-
-#[test]
-fn the_normalize_std_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "normalize std", "0.2,0.3,0.4");
-    assert_eq!(preset(&harness).normalize.std, [0.2, 0.3, 0.4]);
-}
-
-#[test]
-fn a_negative_worker_timeout_is_marked() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "worker timeout (s)", "-1");
-    assert!(marked(&harness, "not a number of seconds above zero"));
-}
-
-#[test]
-fn the_worker_timeout_is_edited_by_label() {
-    let (_dir, mut harness) = setup_panel();
-    type_into(&mut harness, "worker timeout (s)", "30");
-    assert_eq!(preset(&harness).worker_timeout_s, 30.0);
+fn check_boxes_toggle_their_field_by_label() {
+    let cases: [(&str, Toggled); 2] = [("shuffle", |p| p.shuffle), ("drop last", |p| p.drop_last)];
+    for (label, field) in cases {
+        let (_dir, mut harness) = setup_panel();
+        let before = field(&preset(&harness));
+        harness.get_by_role_and_label(Role::CheckBox, label).click();
+        harness.run_steps(2);
+        assert_eq!(field(&preset(&harness)), !before, "{label}");
+    }
 }
 
 #[test]
@@ -196,22 +207,6 @@ fn a_fixed_training_step_is_picked_and_its_milliseconds_edited() {
     assert_eq!(preset(&harness).step, StepSpec::Fixed(5.0));
     type_into(&mut harness, "step ms per batch", "12.5");
     assert_eq!(preset(&harness).step, StepSpec::Fixed(12.5));
-}
-
-#[test]
-fn negative_step_milliseconds_are_marked() {
-    let (_dir, mut harness) = setup_panel();
-    choose(&mut harness, "training step", "fixed");
-    type_into(&mut harness, "step ms per batch", "-3");
-    assert!(marked(&harness, "milliseconds must be zero or more"));
-}
-
-#[test]
-fn an_mlp_training_step_is_picked_and_its_hidden_units_edited() {
-    let (_dir, mut harness) = setup_panel();
-    choose(&mut harness, "training step", "mlp");
-    type_into(&mut harness, "step hidden units", "64");
-    assert_eq!(preset(&harness).step, StepSpec::Mlp { hidden: 64 });
 }
 
 #[test]
@@ -246,13 +241,6 @@ fn a_model_step_is_picked_with_its_file_and_learning_rate() {
             lr: 0.5
         }
     );
-}
-
-#[test]
-fn a_model_step_without_a_file_is_marked() {
-    let (_dir, mut harness) = setup_panel();
-    choose(&mut harness, "training step", "model");
-    assert!(marked(&harness, "give the path of a TorchScript file"));
 }
 
 #[test]
@@ -385,8 +373,7 @@ fn an_image_size_without_a_width_is_marked_and_the_last_good_value_stays() {
 fn an_extra_config_is_added_from_the_current_values() {
     let (_dir, mut harness) = setup_panel();
     let before = preset(&harness).extra_configs.len();
-    harness.get_by_label("+ add extra config").click();
-    harness.run_steps(2);
+    click(&mut harness, "+ add extra config");
     let extras = preset(&harness).extra_configs;
     assert_eq!(extras.len(), before + 1);
     let added = extras.last().unwrap();
@@ -456,15 +443,16 @@ fn knobs_typed_as_text_and_the_run_s_order_and_python_are_edited_by_label() {
 fn a_custom_pipeline_s_ops_are_reordered() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("custom.ron");
+    let (flip, normalize, rotate) = (
+        Op::Flip { p: 0.5 },
+        Op::Normalize,
+        Op::Rotate { degrees: 10.0 },
+    );
     Preset {
         name: "custom".to_owned(),
         pipeline: vec![PipelineSpec::Custom {
             name: "mine".to_owned(),
-            ops: vec![
-                Op::Flip { p: 0.5 },
-                Op::Normalize,
-                Op::Rotate { degrees: 10.0 },
-            ],
+            ops: vec![flip.clone(), normalize.clone(), rotate.clone()],
         }],
         ..Preset::default()
     }
@@ -480,23 +468,12 @@ fn a_custom_pipeline_s_ops_are_reordered() {
     harness.run_steps(2);
     assert_eq!(
         ops(&harness),
-        [
-            Op::Normalize,
-            Op::Flip { p: 0.5 },
-            Op::Rotate { degrees: 10.0 }
-        ]
+        [normalize.clone(), flip.clone(), rotate.clone()]
     );
     // The last op's "up" moves it before the one above.
     harness.get_all_by_label("up").last().unwrap().click();
     harness.run_steps(2);
-    assert_eq!(
-        ops(&harness),
-        [
-            Op::Normalize,
-            Op::Rotate { degrees: 10.0 },
-            Op::Flip { p: 0.5 }
-        ]
-    );
+    assert_eq!(ops(&harness), [normalize, rotate, flip]);
 }
 
 /// Browse on a machine where no file dialog can open (no D-Bus session for the portal, no

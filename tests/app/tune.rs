@@ -13,11 +13,11 @@ use egui_kittest::kittest::Queryable;
 
 use loaderbench_engine::preset::Preset;
 use loaderbench_engine::transform::{Op, PipelineSpec};
-use loaderbench_gui::{App, Launch};
+use loaderbench_gui::App;
 use loaderbench_measure::tune_trail::TuneStop;
 
 use crate::common;
-use common::gui::{step_until, type_into_role};
+use common::gui::{app_on_preset, click, step_until, step_until_ended, type_into_role};
 
 /// The app on a four-config preset (num_workers 0, 1, 2 and 4 on 1,024 samples of a
 /// pipeline costing 400 µs a sample, so that on two cores the configs with fewer than two
@@ -39,23 +39,14 @@ fn harness(dir: &Path) -> Harness<'static, App> {
     };
     let path = dir.join("tune-me.ron");
     preset.save(&path).unwrap();
-    let launch = Launch {
-        preset: Some(path.display().to_string()),
-        journal_dir: Some(dir.to_path_buf()),
-        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
-        ..Launch::default()
-    };
-    let mut harness = common::gui::builder()
-        .with_size([1280.0, 800.0])
-        .build_eframe(move |cc| App::new(cc, launch));
+    let mut harness = app_on_preset(dir, &path, [1280.0, 800.0]);
     harness.run_steps(2);
     harness
 }
 
 fn tune_with_budget(harness: &mut Harness<'_, App>, seconds: &str) {
     type_into_role(harness, Role::SpinButton, "budget s", seconds);
-    harness.get_by_label("Tune").click();
-    harness.run_steps(2);
+    click(harness, "Tune");
 }
 
 #[test]
@@ -76,10 +67,7 @@ fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
             .is_some(),
         "the budget bar"
     );
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
-    harness.run_steps(2);
+    step_until_ended(&mut harness, Duration::from_secs(120));
     let progress = harness
         .state()
         .tune_progress()
@@ -119,10 +107,7 @@ fn cancelling_a_tune_keeps_what_it_measured() {
         app.tune_progress().is_some_and(|p| p.measured() >= 1)
     });
     harness.key_press(Key::Escape);
-    step_until(&mut harness, Duration::from_secs(30), |app| {
-        !app.is_running()
-    });
-    harness.run_steps(2);
+    step_until_ended(&mut harness, Duration::from_secs(30));
     let result = harness
         .state()
         .result()

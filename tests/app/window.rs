@@ -16,10 +16,27 @@ use loaderbench_gui::{App, Launch, Phase};
 use loaderbench_measure::stats;
 use loaderbench_present::export::{Csv, Exporter};
 
+/// The window's size in these tests.
+const SIZE: [f32; 2] = [1280.0, 800.0];
+
 fn harness(launch: Launch) -> Harness<'static, App> {
     common::gui::builder()
-        .with_size([1280.0, 800.0])
+        .with_size(SIZE)
         .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// [`tiny_preset`] at num_workers 0 with `sets` applied, saved in `dir`.
+fn tiny_file(dir: &Path, samples: usize, epochs: usize, sets: &[(&str, &str)]) -> PathBuf {
+    let mut preset = Preset {
+        num_workers: vec![0],
+        ..tiny_preset(samples, epochs)
+    };
+    for (key, value) in sets {
+        preset.set(key, value).unwrap();
+    }
+    let path = dir.join("tiny.ron");
+    preset.save(&path).unwrap();
+    path
 }
 
 /// A launch that keeps journals in `dir`.
@@ -34,8 +51,11 @@ fn launch(dir: &Path, preset: Option<String>) -> Launch {
 }
 
 use crate::common;
-use common::gui::{step_until, type_into, type_into_role};
-use common::runs::tiny_preset_file;
+use common::gui::{
+    app_on_preset, app_running, choose, click, start_the_run, step_until, step_until_ended,
+    type_into, type_into_role,
+};
+use common::runs::{tiny_preset, tiny_preset_file};
 
 #[test]
 fn opens_with_seed_light_unchanged() {
@@ -83,14 +103,10 @@ fn num_workers_that_are_not_numbers_are_marked_and_the_last_good_value_stays() {
 fn a_tiny_run_fills_the_plots_and_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let preset = tiny_preset_file(dir.path(), 512, 2);
-    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
+    let mut harness = app_running(dir.path(), &preset, SIZE);
     // A run this small may already be over after one frame; it must have started.
     assert!(harness.state().phase().is_some(), "Ctrl+R started no run");
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    step_until_ended(&mut harness, Duration::from_secs(120));
 
     let app = harness.state();
     assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
@@ -120,22 +136,17 @@ fn a_tiny_run_fills_the_plots_and_the_table() {
 fn cancelling_returns_to_idle() {
     let dir = tempfile::tempdir().unwrap();
     let preset = tiny_preset_file(dir.path(), 60_000, 20);
-    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
+    let mut harness = app_running(dir.path(), &preset, SIZE);
     assert!(harness.state().is_running());
-    // Let the measuring child get into its first epoch (20 epochs of 60,000 samples
-    // take far longer than this on any machine).
-    let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(2) {
+    // Into the measuring child's first epoch: the progress line says how long is left
+    // once a batch is done (20 epochs of 60,000 samples take far longer than the wait).
+    common::wait_until(Duration::from_secs(60), "the first batch", || {
         harness.step();
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        harness.query_by_label_contains(" · about ").is_some()
+    });
     assert!(harness.state().is_running());
     harness.key_press(Key::Escape);
-    step_until(&mut harness, Duration::from_secs(30), |app| {
-        !app.is_running()
-    });
+    step_until_ended(&mut harness, Duration::from_secs(30));
     assert_eq!(harness.state().phase(), Some(&Phase::Cancelled));
     assert!(harness.query_by_label_contains("Run").is_some());
 }
@@ -234,14 +245,11 @@ fn a_preset_s_paths_beside_its_file_open_resolved_and_save_back_relative() {
 fn exports_the_plots_as_a_png_at_the_pixel_density() {
     let dir = tempfile::tempdir().unwrap();
     let preset = tiny_preset_file(dir.path(), 512, 2);
-    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
+    let mut harness = app_on_preset(dir.path(), &preset, SIZE);
     harness.set_pixels_per_point(1.5);
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
+    start_the_run(&mut harness);
     assert!(harness.state().is_running());
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    step_until_ended(&mut harness, Duration::from_secs(120));
     harness.run_ok();
     let base = dir.path().join("out.md");
     harness.state_mut().set_export_path(base.clone());
@@ -279,12 +287,8 @@ fn exports_the_table_as_csv() {
     let dir = tempfile::tempdir().unwrap();
     // The smallest run that has a table.
     let preset = tiny_preset_file(dir.path(), 64, 1);
-    let mut harness = harness(launch(dir.path(), Some(preset.display().to_string())));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    let mut harness = app_running(dir.path(), &preset, SIZE);
+    step_until_ended(&mut harness, Duration::from_secs(120));
     harness.run_ok();
     harness
         .state_mut()
@@ -307,23 +311,9 @@ fn exports_the_table_as_csv() {
 #[test]
 fn a_run_on_both_runtimes_shows_the_compare_view() {
     let dir = tempfile::tempdir().unwrap();
-    let mut preset = Preset {
-        name: "tiny-both".to_owned(),
-        samples: Some(256),
-        epochs: 1,
-        batch_size: vec![64],
-        resolve_for_s: 0.0,
-        ..Preset::default()
-    };
-    preset.set("runtime", "loaderbench,pytorch").unwrap();
-    let path = dir.path().join("tiny-both.ron");
-    preset.save(&path).unwrap();
-    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
-    step_until(&mut harness, Duration::from_secs(180), |app| {
-        !app.is_running()
-    });
+    let preset = tiny_file(dir.path(), 256, 1, &[("runtime", "loaderbench,pytorch")]);
+    let mut harness = app_running(dir.path(), &preset, SIZE);
+    step_until_ended(&mut harness, Duration::from_secs(180));
     assert_eq!(
         harness.state().phase(),
         Some(&Phase::Finished),
@@ -354,19 +344,13 @@ fn the_start_method_is_disabled_while_only_our_engine_runs() {
 fn the_start_method_is_picked_once_pytorch_runs() {
     let dir = tempfile::tempdir().unwrap();
     let mut harness = harness(launch(dir.path(), None));
-    harness
-        .get_by_role_and_label(Role::ComboBox, "runtime")
-        .click();
-    harness.run_steps(2);
-    harness.get_by_label("loaderbench, pytorch (sweep)").click();
-    harness.run_steps(2);
+    choose(&mut harness, "runtime", "loaderbench, pytorch (sweep)");
     assert_eq!(harness.state().preset().runtime.len(), 2);
     let start_method = harness.get_by_role_and_label(Role::ComboBox, "start method");
     assert!(!start_method.accesskit_node().is_disabled());
     start_method.click();
     harness.run_steps(2);
-    harness.get_by_label("spawn").click();
-    harness.run_steps(2);
+    click(&mut harness, "spawn");
     assert_eq!(
         harness.state().preset().start_method,
         vec![loaderbench_engine::preset::StartMethod::Spawn]
@@ -376,25 +360,9 @@ fn the_start_method_is_picked_once_pytorch_runs() {
 #[test]
 fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let mut preset = Preset {
-        name: "tiny-ranks".to_owned(),
-        samples: Some(512),
-        epochs: 2,
-        batch_size: vec![64],
-        num_workers: vec![0],
-        resolve_for_s: 0.0,
-        ..Preset::default()
-    };
-    preset.set("ranks", "1,2").unwrap();
-    preset.set("runtime", "loaderbench,pytorch").unwrap();
-    let path = dir.path().join("ranks.ron");
-    preset.save(&path).unwrap();
-    let mut harness = harness(launch(dir.path(), Some(path.display().to_string())));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness.step();
-    step_until(&mut harness, Duration::from_secs(240), |app| {
-        !app.is_running()
-    });
+    let sets = [("ranks", "1,2"), ("runtime", "loaderbench,pytorch")];
+    let mut harness = app_running(dir.path(), &tiny_file(dir.path(), 512, 2, &sets), SIZE);
+    step_until_ended(&mut harness, Duration::from_secs(240));
     let app = harness.state();
     assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
     let charts = app.charts();
@@ -430,12 +398,7 @@ fn a_ranked_run_plots_each_ranked_config_s_fastest_and_slowest_rank() {
 /// path.
 fn python_dataset(dir: &Path) -> Harness<'static, App> {
     let mut harness = harness(launch(dir, None));
-    harness
-        .get_by_role_and_label(Role::ComboBox, "kind")
-        .click();
-    harness.run_steps(2);
-    harness.get_by_label("python").click();
-    harness.run_steps(2);
+    choose(&mut harness, "kind", "python");
     type_into(&mut harness, "path", test_module().to_str().unwrap());
     harness
 }
@@ -458,28 +421,25 @@ fn python_dataset_filled(dir: &Path) -> Harness<'static, App> {
     harness
 }
 
+/// A Python dataset picked as the kind, with no factory yet: the plan names the field,
+/// and the panel marks it.
 #[test]
-fn a_python_dataset_is_picked_as_the_kind() {
+fn a_python_dataset_picked_without_a_factory_is_marked() {
     let dir = tempfile::tempdir().unwrap();
     let harness = python_dataset(dir.path());
     assert_eq!(
         harness.state().preset().dataset.kind,
         loaderbench_engine::dataset::DatasetKind::Python
     );
-}
-
-#[test]
-fn a_python_dataset_without_a_factory_is_marked() {
-    let dir = tempfile::tempdir().unwrap();
-    let harness = python_dataset(dir.path());
-    // No factory yet: the plan names the field, and the panel marks it.
     harness
         .get_by_label_contains("field `dataset.factory`")
         .hover();
 }
 
+/// A Python dataset's fields typed in by label go into the preset; on seed-light's
+/// engine, which cannot load user code, the plan then says which runtime to use.
 #[test]
-fn a_python_dataset_s_fields_are_edited_by_label() {
+fn a_python_dataset_s_fields_are_edited_by_label_and_the_runtime_to_use_named() {
     let dir = tempfile::tempdir().unwrap();
     let harness = python_dataset_filled(dir.path());
     let dataset = harness.state().preset().dataset.clone();
@@ -488,14 +448,6 @@ fn a_python_dataset_s_fields_are_edited_by_label() {
     assert_eq!(dataset.args["root"], "/data/mnist");
     assert_eq!(dataset.args["augment"], true);
     assert_eq!(dataset.collate.as_deref(), Some("make_collate"));
-}
-
-#[test]
-fn a_python_dataset_on_our_engine_names_the_runtime_to_use() {
-    let dir = tempfile::tempdir().unwrap();
-    let harness = python_dataset_filled(dir.path());
-    // seed-light runs our engine, which cannot load user code: the plan says which
-    // runtime to use.
     harness
         .get_by_label_contains("use runtime: [pytorch]")
         .hover();

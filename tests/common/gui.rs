@@ -1,11 +1,12 @@
-//! Helpers the GUI tests share: the app on saved runs, typing into a field by its label,
-//! stepping a harness until the app is in a state, and the Xvfb display the real-window
+//! Helpers the GUI tests share: the app on saved runs or on a preset file (its run
+//! started), typing into a field by its label, stepping a harness until the app is in a
+//! state or its run has ended, and the Xvfb display the real-window
 //! tests run on (missing, it fails them in CI and skips them elsewhere).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
@@ -40,6 +41,57 @@ pub fn app_on_saved_runs(
     harness
 }
 
+/// The app of `size` on the preset file `preset`, with journals in `dir`, measuring with
+/// this build's `loaderbench`.
+pub fn app_on_preset(dir: &Path, preset: &Path, size: [f32; 2]) -> Harness<'static, App> {
+    let launch = Launch {
+        preset: Some(preset.display().to_string()),
+        run_now: false,
+        journal_dir: Some(dir.to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..Launch::default()
+    };
+    builder()
+        .with_size(size)
+        .build_eframe(move |cc| App::new(cc, launch))
+}
+
+/// [`app_on_preset`] with Ctrl+R pressed and one frame stepped: the run started.
+pub fn app_running(dir: &Path, preset: &Path, size: [f32; 2]) -> Harness<'static, App> {
+    let mut harness = app_on_preset(dir, preset, size);
+    start_the_run(&mut harness);
+    harness
+}
+
+/// Presses Ctrl+R and steps one frame.
+pub fn start_the_run(harness: &mut Harness<'_, App>) {
+    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
+    harness.step();
+}
+
+/// Clicks what is labelled `label` and steps two frames.
+pub fn click(harness: &mut Harness<'_, App>, label: &str) {
+    harness.get_by_label(label).click();
+    harness.run_steps(2);
+}
+
+/// Picks `choice` in the menu labelled `label`.
+pub fn choose(harness: &mut Harness<'_, App>, label: &str, choice: &str) {
+    harness.get_by_role_and_label(Role::ComboBox, label).click();
+    harness.run_steps(2);
+    click(harness, choice);
+}
+
+/// Picks `baseline` (a saved baseline, or an open run) in the analysis' baselines
+/// list: the run is compared with it.
+pub fn pick_baseline(harness: &mut Harness<'_, App>, baseline: &str) {
+    click(harness, "baselines");
+    harness
+        .get_by_role_and_label(Role::Button, baseline)
+        .click();
+    harness.run_steps(2);
+}
+
 /// Replaces the text of the one-line text field labelled `label`.
 pub fn type_into(harness: &mut Harness<'_, App>, label: &str, text: &str) {
     type_into_role(harness, Role::TextInput, label, text);
@@ -61,17 +113,24 @@ pub fn type_into_role(harness: &mut Harness<'_, App>, role: Role, label: &str, t
 
 /// Steps the harness until `done` holds, failing after `limit`.
 pub fn step_until(harness: &mut Harness<'_, App>, limit: Duration, done: impl Fn(&App) -> bool) {
-    let start = Instant::now();
-    while !done(harness.state()) {
-        assert!(
-            start.elapsed() < limit,
-            "timed out; messages: {:?}",
-            harness.state().messages()
-        );
+    let reached = super::poll(limit, || {
+        if done(harness.state()) {
+            return Some(());
+        }
         harness.step();
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        None
+    });
+    assert!(
+        reached.is_some(),
+        "timed out; messages: {:?}",
+        harness.state().messages()
+    );
     harness.run_steps(2);
+}
+
+/// Steps the harness until its run or tune has ended, failing after `limit`.
+pub fn step_until_ended(harness: &mut Harness<'_, App>, limit: Duration) {
+    step_until(harness, limit, |app| !app.is_running());
 }
 
 /// An Xvfb display started for one test, stopped when dropped.
@@ -94,10 +153,10 @@ impl Xvfb {
             // SAFETY: kill sends a signal and touches no memory; the server is our
             // child and not yet reaped (try_wait said so), so `pid` is still its own.
             unsafe { libc::kill(pid, libc::SIGTERM) };
-            let deadline = Instant::now() + XVFB_GRACE;
-            while matches!(self.server.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // Still running after the grace, it is killed below.
+            super::poll(XVFB_GRACE, || {
+                (!matches!(self.server.try_wait(), Ok(None))).then_some(())
+            });
         }
         let _ = self.server.kill();
         let _ = self.server.wait();
@@ -124,10 +183,10 @@ pub fn start_xvfb() -> Option<Xvfb> {
         .spawn()
         .ok()?;
     let socket = format!("/tmp/.X11-unix/X{number}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::path::Path::new(&socket).exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Without its socket in time, the test that needs it fails on the display.
+    super::poll(Duration::from_secs(10), || {
+        std::path::Path::new(&socket).exists().then_some(())
+    });
     Some(Xvfb { display, server })
 }
 

@@ -1,6 +1,8 @@
 //! Helpers the integration tests share: running the `loaderbench` binary as a process
-//! with a deadline (a hang fails the test instead of stalling the suite), reading what it
-//! printed, and the loader settings the loader tests start from; the presets and saved
+//! with a deadline (a hang fails the test instead of stalling the suite), the words of a
+//! run, waiting on a condition, reading what a command printed (its one error line
+//! included), and the loader settings and light-pipeline loader the loader tests start
+//! from; the presets and saved
 //! runs tests start from are in [`runs`], the processes they check in [`process`], the
 //! JPEGs of every coding in [`jpeg`]. Each test binary uses some of them.
 #![allow(dead_code)]
@@ -17,7 +19,12 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loaderbench_engine::loader::LoaderSettings;
+use std::sync::Arc;
+
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::Dataset;
+use loaderbench_engine::loader::{Loader, LoaderSettings};
+use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
 
 /// `loaderbench ARGS` with no standard input and its output captured.
 pub fn loaderbench_command(args: &[&str]) -> Command {
@@ -28,6 +35,17 @@ pub fn loaderbench_command(args: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command
+}
+
+/// `run PRESET -q`, each of `sets` as `--set KEY=VALUE`, then `extra`: the words of a
+/// quiet run as the tests write it.
+pub fn run_args<'a>(preset: &'a str, sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", preset, "-q"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    args.extend_from_slice(extra);
+    args
 }
 
 /// How long one `loaderbench` command in a test may take before it counts as hung.
@@ -97,18 +115,25 @@ pub fn in_own_process(module: &str, name: &str, configure: impl FnOnce(&mut Comm
     false
 }
 
-/// Polls `ready` every 10 ms until it gives a value, failing the test after `limit`
-/// with `what` it waited for: a wait on a condition, never a guess at how long
-/// something takes.
-pub fn wait_for<T>(limit: Duration, what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+/// Polls `ready` every 10 ms until it gives a value, or `None` once `limit` has passed:
+/// the one deadline loop, for a test that says itself what a value never given means.
+pub fn poll<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = ready() {
-            return value;
+            return Some(value);
         }
-        assert!(Instant::now() < deadline, "waited {limit:?} for {what}");
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Polls `ready` until it gives a value, failing the test after `limit` with `what` it
+/// waited for: a wait on a condition, never a guess at how long something takes.
+pub fn wait_for<T>(limit: Duration, what: &str, ready: impl FnMut() -> Option<T>) -> T {
+    poll(limit, ready).unwrap_or_else(|| panic!("waited {limit:?} for {what}"))
 }
 
 /// Polls until `condition` holds (see [`wait_for`]).
@@ -170,6 +195,28 @@ pub fn assert_error_line(output: &Output, code: i32, fragments: &[&str]) -> Stri
     line
 }
 
+/// The row of a printed table (a line of `text`) that starts with `start`, its first
+/// cell, failing the test with the whole text when there is none.
+pub fn table_row<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|line| line.starts_with(start))
+        .unwrap_or_else(|| panic!("no row starting `{start}` in: {text}"))
+}
+
+/// Checks that a command's standard error holds `fragment` (a warning, a note), showing
+/// all of it otherwise.
+pub fn assert_said(output: &Output, fragment: &str) {
+    let err = stderr(output);
+    assert!(err.contains(fragment), "`{fragment}` missing from: {err}");
+}
+
+/// Checks that a command's standard output holds `fragment`, showing all of it
+/// otherwise.
+pub fn assert_printed(output: &Output, fragment: &str) {
+    let out = stdout(output);
+    assert!(out.contains(fragment), "`{fragment}` missing from: {out}");
+}
+
 /// Checks that a command exited with `code` and that its one `error:` line ends with
 /// `message` (the user's file, line and problem, as user code errors read).
 pub fn assert_fails(output: &Output, message: &str, code: i32) {
@@ -187,6 +234,12 @@ pub fn stdout(output: &Output) -> String {
 
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The JSON file at `path`, as a value.
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
 pub fn path_str(path: &Path) -> &str {
@@ -207,6 +260,39 @@ pub fn loader_settings(num_workers: usize, persistent: bool) -> LoaderSettings {
         shuffle_buffer: 0,
         ..LoaderSettings::default()
     }
+}
+
+/// The first error an epoch of `loader` yields, failing the test if the epoch ends
+/// without one.
+pub fn first_error(loader: &mut Loader) -> loaderbench_engine::Error {
+    let mut epoch = loader.epoch().unwrap();
+    epoch
+        .find_map(|batch| batch.err())
+        .expect("the epoch ended without an error")
+}
+
+/// Every sample of `dataset` read in index order: its label and pixels (channels-first
+/// bytes).
+pub fn every_sample(dataset: &dyn Dataset) -> Vec<(i64, Vec<u8>)> {
+    (0..dataset.len())
+        .map(|index| {
+            let mut pixels = vec![0; dataset.shape().sample_bytes()];
+            let label = dataset.read(index, &mut pixels).unwrap();
+            (label, pixels)
+        })
+        .collect()
+}
+
+/// A loader of `dataset` (samples of `channels` channels) through the light pipeline,
+/// normalized as by default, with `settings`, stopped by `cancel`.
+pub fn light_loader(
+    dataset: Arc<dyn Dataset>,
+    channels: usize,
+    settings: LoaderSettings,
+    cancel: CancelToken,
+) -> Loader {
+    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), channels).unwrap();
+    Loader::new(dataset, Arc::new(pipeline), settings, cancel).unwrap()
 }
 
 /// An image folder of two classes with `per_class` 128×128 PNGs of noise each (which PNG

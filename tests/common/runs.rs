@@ -1,15 +1,17 @@
-//! What the tests start from: a tiny synthetic preset, a sweep the CLI measured and saved
-//! (its results JSON and journal), the same results as if from another machine, and a
-//! folder for what the tests of one binary share, removed when the binary exits.
+//! What the tests start from: a tiny synthetic preset, a run the CLI measured and saved
+//! (its results JSON and journal), the same results as if from another machine, the
+//! shared run (a command run once per test binary, whose output several tests check),
+//! and a folder for what the tests of one binary share, removed when the binary exits.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::{Mutex, Once, OnceLock, PoisonError};
 
 use loaderbench_engine::preset::Preset;
 use loaderbench_present::export::{Exporter, Json};
 use tempfile::TempDir;
 
-use super::{loaderbench, stderr};
+use super::{json_file, loaderbench, path_str, run_args, stderr, stdout};
 
 /// A tiny synthetic preset named `tiny`: `samples` samples in batches of 64, num_workers
 /// 0 and 2, `epochs` epochs.
@@ -33,6 +35,20 @@ pub fn tiny_preset_file(dir: &Path, samples: usize, epochs: usize) -> PathBuf {
     path
 }
 
+/// `loaderbench run` on [`tiny_preset_file`] (256 samples, one epoch) saved in `dir`,
+/// quietly, with `args` after it.
+pub fn tiny_run(dir: &Path, args: &[&str]) -> Output {
+    let preset = tiny_preset_file(dir, 256, 1);
+    loaderbench(&run_args(path_str(&preset), &[], args))
+}
+
+/// [`tiny_run`], failing the test unless it succeeded.
+pub fn tiny_run_ok(dir: &Path, args: &[&str]) -> Output {
+    let output = tiny_run(dir, args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    output
+}
+
 /// A run the CLI measured and saved: its results JSON and its journal.
 #[derive(Debug, Clone)]
 pub struct SavedRun {
@@ -40,43 +56,147 @@ pub struct SavedRun {
     pub journal: PathBuf,
 }
 
-/// Runs seed-light with `sets` (each a `--set KEY=VALUE`), quietly, saving it in `dir` as
-/// `run.json` and `run.jsonl`; fails the test if the run fails. The saved run reads as a
-/// quiet machine's: a busy one (other tests, other builds) may have the meter mark
-/// configs disturbed, which adds warnings and changes the analysis, so the tests that
-/// open it would see one thing on a quiet machine and another on a busy one.
-pub fn saved_run(dir: &Path, sets: &[&str]) -> SavedRun {
-    let saved = SavedRun {
-        json: dir.join("run.json"),
-        journal: dir.join("run.jsonl"),
-    };
-    let mut args = vec!["run", "seed-light", "-q"];
-    for set in sets {
-        args.extend(["--set", set]);
+impl SavedRun {
+    /// Where a run saved in `dir` goes: `run.json` and `run.jsonl`.
+    pub fn in_dir(dir: &Path) -> SavedRun {
+        SavedRun {
+            json: dir.join("run.json"),
+            journal: dir.join("run.jsonl"),
+        }
     }
-    let json = saved.json.to_str().expect("a UTF-8 path");
-    let journal = saved.journal.to_str().expect("a UTF-8 path");
-    args.extend(["--json", json, "--journal", journal]);
-    let output = loaderbench(&args);
+
+    /// `run PRESET -q`, each of `sets` as `--set KEY=VALUE`, saving here.
+    pub fn run_args<'a>(&'a self, preset: &'a str, sets: &[&'a str]) -> Vec<&'a str> {
+        let saving = [
+            "--json",
+            path_str(&self.json),
+            "--journal",
+            path_str(&self.journal),
+        ];
+        run_args(preset, sets, &saving)
+    }
+
+    /// The results JSON as a value.
+    pub fn exported(&self) -> serde_json::Value {
+        json_file(&self.json)
+    }
+}
+
+/// Every file export of a run: `STEM.json`, `STEM.csv` and `STEM.md` in one folder.
+pub struct Exports {
+    pub json: PathBuf,
+    pub csv: PathBuf,
+    pub md: PathBuf,
+}
+
+impl Exports {
+    pub fn in_dir(dir: &Path, stem: &str) -> Exports {
+        let file = |ending: &str| dir.join(format!("{stem}.{ending}"));
+        Exports {
+            json: file("json"),
+            csv: file("csv"),
+            md: file("md"),
+        }
+    }
+
+    /// `--json JSON --csv CSV --md MD`.
+    pub fn args(&self) -> [&str; 6] {
+        [
+            "--json",
+            path_str(&self.json),
+            "--csv",
+            path_str(&self.csv),
+            "--md",
+            path_str(&self.md),
+        ]
+    }
+}
+
+/// Runs `preset` (a name or a file) with `sets` (each a `--set KEY=VALUE`), quietly,
+/// saving it in `dir` as `run.json` and `run.jsonl`; fails the test if the run fails.
+pub fn run_saved(dir: &Path, preset: &str, sets: &[&str]) -> SavedRun {
+    let saved = SavedRun::in_dir(dir);
+    let output = loaderbench(&saved.run_args(preset, sets));
     assert!(output.status.success(), "{}", stderr(&output));
-    as_measured_quietly(&saved);
     saved
 }
 
-/// Clears the meter's verdict in a saved run's JSON (its configs' marks and the warning
-/// they made; the file written again as the CLI writes it, analysis and all) and in its
-/// journal's config lines.
-fn as_measured_quietly(saved: &SavedRun) {
-    let mut run = loaderbench_measure::results_file::read(&saved.json).unwrap();
+/// Runs seed-light with `sets` as [`run_saved`] does. The saved run reads as a quiet
+/// machine's: a busy one (other tests, other builds) may have the meter mark configs
+/// disturbed, which adds warnings and changes the analysis, so the tests that open it
+/// would see one thing on a quiet machine and another on a busy one.
+pub fn saved_run(dir: &Path, sets: &[&str]) -> SavedRun {
+    let saved = run_saved(dir, "seed-light", sets);
+    as_measured_quietly(&saved.json);
+    let journal = std::fs::read_to_string(&saved.journal).unwrap();
+    let quiet = journal.replace("\"disturbed\":true", "\"disturbed\":false");
+    std::fs::write(&saved.journal, quiet).unwrap();
+    saved
+}
+
+/// Clears the meter's verdict in a saved run's JSON: its configs' marks and the warning
+/// they made; the file written again as the CLI writes it, analysis and all.
+pub fn as_measured_quietly(json: &Path) {
+    let mut run = loaderbench_measure::results_file::read(json).unwrap();
     for result in &mut run.results {
         result.disturbed = false;
     }
     run.warnings
         .retain(|warning| !warning.starts_with("disturbed: "));
-    std::fs::write(&saved.json, Json.export(&run).unwrap()).unwrap();
-    let journal = std::fs::read_to_string(&saved.journal).unwrap();
-    let quiet = journal.replace("\"disturbed\":true", "\"disturbed\":false");
-    std::fs::write(&saved.journal, quiet).unwrap();
+    std::fs::write(json, Json.export(&run).unwrap()).unwrap();
+}
+
+/// A command run once per test binary, by the first test that needs it, in a folder of
+/// its own ([`shared_dir`]): the shared run whose output and files several tests check.
+pub struct SharedRun {
+    pub dir: TempDir,
+    pub output: Output,
+}
+
+impl SharedRun {
+    /// The run `cell` holds, made the first time by `run` in its new folder; fails the
+    /// test unless the run succeeded.
+    pub fn once(
+        cell: &'static OnceLock<SharedRun>,
+        run: impl FnOnce(&Path) -> Output,
+    ) -> &'static SharedRun {
+        let shared = cell.get_or_init(|| {
+            let dir = shared_dir();
+            let output = run(dir.path());
+            SharedRun { dir, output }
+        });
+        assert!(shared.output.status.success(), "{}", stderr(&shared.output));
+        shared
+    }
+
+    /// What the run printed on standard output.
+    pub fn text(&self) -> String {
+        stdout(&self.output)
+    }
+
+    /// `name` in the run's folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The JSON file `name` in the run's folder, as a value.
+    pub fn json(&self, name: &str) -> serde_json::Value {
+        json_file(&self.path(name))
+    }
+}
+
+/// The run [`saved_run`] saves with `sets`, in a folder of its own, made once per test
+/// binary by the first test that asks `cell` for it.
+pub fn saved_once(
+    cell: &'static OnceLock<(TempDir, SavedRun)>,
+    sets: &[&str],
+) -> &'static SavedRun {
+    let (_, saved) = cell.get_or_init(|| {
+        let dir = shared_dir();
+        let saved = saved_run(dir.path(), sets);
+        (dir, saved)
+    });
+    saved
 }
 
 /// A tiny two-config sweep (num_workers 0 and 2) the CLI saved, as JSON and journal; run
@@ -84,22 +204,15 @@ fn as_measured_quietly(saved: &SavedRun) {
 /// tests open.
 pub fn two_configs() -> &'static SavedRun {
     static TWO: OnceLock<(TempDir, SavedRun)> = OnceLock::new();
-    let (_, saved) = TWO.get_or_init(|| {
-        let dir = shared_dir();
-        let saved = saved_run(
-            dir.path(),
-            &[
-                "samples=512",
-                "batch_size=64",
-                "num_workers=0,2",
-                "persistent_workers=false",
-                "pin_memory=false",
-                "epochs=2",
-            ],
-        );
-        (dir, saved)
-    });
-    saved
+    let sets = [
+        "samples=512",
+        "batch_size=64",
+        "num_workers=0,2",
+        "persistent_workers=false",
+        "pin_memory=false",
+        "epochs=2",
+    ];
+    saved_once(&TWO, &sets)
 }
 
 /// The results in `json` as if measured on another (made-up) machine, written to `to`.

@@ -5,15 +5,17 @@
 //! training step reports whether the loader keeps up; bad names and steps exit with 2.
 //! Each sweep runs once, for the first test that needs it, and serves its other tests.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::OnceLock;
 
 use tempfile::TempDir;
 
 use crate::common;
-use common::runs::shared_dir;
-use common::{loaderbench_with, path_str, stderr, stdout};
+use common::runs::{SharedRun, as_measured_quietly, shared_dir};
+use common::{
+    assert_printed, assert_said, json_file, loaderbench_with, path_str, run_args, stderr, stdout,
+};
 use loaderbench_measure::DATA_DIR_ENV;
 
 /// Runs `loaderbench ARGS` with its data under `data`.
@@ -21,109 +23,77 @@ fn in_data_dir(data: &Path, args: &[&str]) -> Output {
     loaderbench_with(args, &[(DATA_DIR_ENV, data.as_os_str())])
 }
 
-/// A small sweep: no workers, two restarted workers, two persistent workers.
+/// A small sweep's settings: no workers, two restarted workers, two persistent workers.
+const SMALL_SWEEP: [&str; 5] = [
+    "samples=1024",
+    "batch_size=128",
+    "num_workers=0,2",
+    "pin_memory=false",
+    "extra_configs=[{\"num_workers\":2,\"persistent_workers\":true}]",
+];
+
+/// The small sweep with its journal at `journal`, then `extra`.
 fn small_sweep<'a>(journal: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "samples=1024",
-        "--set",
-        "batch_size=128",
-        "--set",
-        "num_workers=0,2",
-        "--set",
-        "pin_memory=false",
-        "--set",
-        "extra_configs=[{\"num_workers\":2,\"persistent_workers\":true}]",
-        "--journal",
-        journal,
-    ];
+    let mut args = run_args("seed-light", &SMALL_SWEEP, &["--journal", journal]);
     args.extend_from_slice(extra);
     args
 }
 
-/// A sweep with `--recommend` (two repeats, 20 planned epochs) and its JSON, run once by
-/// the first test that needs it.
-struct Recommended {
-    dir: TempDir,
-    output: Output,
+/// `report --recommend` on the run `run` measured in `dir/measured.json`, read back with
+/// the meter's verdict cleared, exporting `dir/r.json`: a busy machine (other tests,
+/// other builds) may mark configs disturbed, and then no config is named; cleared, the
+/// same measurements name the config a quiet machine's would, so every test of it checks
+/// one outcome.
+fn recommended_quietly(dir: &Path, run: &[&str]) -> Output {
+    let measured = dir.join("measured.json");
+    let mut args = run.to_vec();
+    args.extend(["--json", path_str(&measured)]);
+    let output = in_data_dir(dir, &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    as_measured_quietly(&measured);
+    let json = dir.join("r.json");
+    let report = [
+        "report",
+        path_str(&measured),
+        "--recommend",
+        "--json",
+        path_str(&json),
+    ];
+    in_data_dir(dir, &report)
 }
 
-static RECOMMENDED: OnceLock<Recommended> = OnceLock::new();
+/// A sweep with `--recommend` (two repeats, 20 planned epochs), read back as a quiet
+/// machine's by `report --recommend` (see [`recommended_quietly`]), with its JSON; run
+/// once by the first test that needs it.
+fn recommended() -> &'static SharedRun {
+    static RECOMMENDED: OnceLock<SharedRun> = OnceLock::new();
+    SharedRun::once(&RECOMMENDED, |dir| {
+        let journal = dir.join("j.jsonl");
+        let extra = [
+            "--set",
+            "repeats=2",
+            "--set",
+            "planned_epochs=20",
+            "--recommend",
+            "--resolve-for",
+            "0s",
+        ];
+        recommended_quietly(dir, &small_sweep(path_str(&journal), &extra))
+    })
+}
 
-impl Recommended {
-    /// The sweep, after checking that it succeeded, read back by `report --recommend`
-    /// with the meter's verdict cleared: a busy machine (other tests, other builds) may
-    /// mark configs disturbed, and then no config is named; cleared, the same
-    /// measurements name the config a quiet machine's would, so every test below checks
-    /// one outcome.
-    fn get() -> &'static Recommended {
-        let run = RECOMMENDED.get_or_init(|| {
-            let dir = shared_dir();
-            let measured = dir.path().join("measured.json");
-            let journal = dir.path().join("j.jsonl");
-            let args = small_sweep(
-                path_str(&journal),
-                &[
-                    "--set",
-                    "repeats=2",
-                    "--set",
-                    "planned_epochs=20",
-                    "--recommend",
-                    "--resolve-for",
-                    "0s",
-                    "--json",
-                    path_str(&measured),
-                ],
-            );
-            let output = in_data_dir(dir.path(), &args);
-            assert!(output.status.success(), "{}", stderr(&output));
-            let mut run: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&measured).unwrap()).unwrap();
-            for result in run["results"].as_array_mut().unwrap() {
-                result["disturbed"] = false.into();
-            }
-            let quiet = dir.path().join("quiet.json");
-            std::fs::write(&quiet, serde_json::to_vec(&run).unwrap()).unwrap();
-            let json = dir.path().join("r.json");
-            let args = [
-                "report",
-                path_str(&quiet),
-                "--recommend",
-                "--json",
-                path_str(&json),
-            ];
-            let output = in_data_dir(dir.path(), &args);
-            Recommended { dir, output }
-        });
-        assert!(run.output.status.success(), "{}", stderr(&run.output));
-        run
-    }
-
-    fn text(&self) -> String {
-        stdout(&self.output)
-    }
-
-    /// The recommendation's paragraph, below its heading.
-    fn paragraph(&self) -> String {
-        let text = self.text();
-        text.split("\nRecommendation: ")
-            .nth(1)
-            .and_then(|rest| rest.split_once('\n'))
-            .map(|(_, paragraph)| paragraph.to_owned())
-            .unwrap_or_else(|| panic!("no recommendation in: {text}"))
-    }
-
-    fn exported(&self) -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(self.dir.path().join("r.json")).unwrap()).unwrap()
-    }
+/// The recommendation's paragraph in `text`, below its heading.
+fn paragraph(text: &str) -> String {
+    text.split("\nRecommendation: ")
+        .nth(1)
+        .and_then(|rest| rest.split_once('\n'))
+        .map(|(_, paragraph)| paragraph.to_owned())
+        .unwrap_or_else(|| panic!("no recommendation in: {text}"))
 }
 
 #[test]
 fn recommend_shows_the_interval_of_repeated_configs() {
-    let text = Recommended::get().text();
+    let text = recommended().text();
     let row = text
         .lines()
         .find(|l| l.starts_with("| 2 ") && l.contains("True"))
@@ -131,35 +101,41 @@ fn recommend_shows_the_interval_of_repeated_configs() {
     assert!(row.contains(" ["), "repeats show an interval: {row}");
 }
 
+/// The start-up ledger, what persistent workers save and the scaling line, each printed
+/// above the recommendation.
 #[test]
-fn recommend_prints_the_start_up_ledger() {
-    let text = Recommended::get().text();
-    assert!(
-        text.contains("Start-up ledger (milliseconds, medians)"),
-        "{text}"
-    );
-    assert!(text.contains("| nw=2 persistent |"), "{text}");
-}
-
-#[test]
-fn recommend_prints_what_persistent_workers_save() {
-    let text = Recommended::get().text();
-    assert!(
-        text.contains("Persistent workers save ")
-            && text.contains("for nw=2 (measured against nw=2 persistent"),
-        "{text}"
-    );
-}
-
-#[test]
-fn recommend_prints_the_scaling_line() {
-    let text = Recommended::get().text();
-    assert!(text.contains("num_workers: 0 workers "), "{text}");
+fn recommend_prints_the_ledger_the_savings_and_the_scaling_line() {
+    let text = recommended().text();
+    let sections: [(&str, &[&str]); 3] = [
+        (
+            "the start-up ledger",
+            &[
+                "Start-up ledger (milliseconds, medians)",
+                "| nw=2 persistent |",
+            ],
+        ),
+        (
+            "what persistent workers save",
+            &[
+                "Persistent workers save ",
+                "for nw=2 (measured against nw=2 persistent",
+            ],
+        ),
+        ("the scaling line", &["num_workers: 0 workers "]),
+    ];
+    for (section, fragments) in sections {
+        for fragment in fragments {
+            assert!(
+                text.contains(fragment),
+                "{section}: `{fragment}` missing from {text}"
+            );
+        }
+    }
 }
 
 #[test]
 fn recommend_prints_a_config_to_use() {
-    let paragraph = Recommended::get().paragraph();
+    let paragraph = paragraph(&recommended().text());
     assert!(paragraph.starts_with("Use nw="), "{paragraph}");
     assert!(
         paragraph.contains("Over 20 epochs it projects to"),
@@ -170,7 +146,7 @@ fn recommend_prints_a_config_to_use() {
 
 #[test]
 fn recommend_exports_the_ledger_and_the_estimates_in_the_json() {
-    let exported = Recommended::get().exported();
+    let exported = recommended().json("r.json");
     let analysis = &exported["analysis"];
     assert_eq!(analysis["planned_epochs"], 20);
     assert_eq!(analysis["ledger"].as_array().unwrap().len(), 3);
@@ -183,9 +159,9 @@ fn recommend_exports_the_ledger_and_the_estimates_in_the_json() {
 
 #[test]
 fn recommend_exports_the_printed_recommendation_in_the_json() {
-    let run = Recommended::get();
-    let paragraph = run.paragraph();
-    let exported = run.exported();
+    let run = recommended();
+    let paragraph = paragraph(&run.text());
+    let exported = run.json("r.json");
     let recommendations = exported["analysis"]["recommendations"].as_array().unwrap();
     assert_eq!(recommendations.len(), 1, "one runtime, one question");
     let recommendation = &recommendations[0];
@@ -217,68 +193,46 @@ fn recommend_exports_the_printed_recommendation_in_the_json() {
     assert!(recommendation["config"].is_u64());
 }
 
-/// A sweep saved as baseline `before` (with its journal and JSON export) under a data
-/// folder of its own, run once by the first test that needs it.
-struct Baselines {
-    dir: TempDir,
-    saved: Output,
+/// A sweep saved as baseline `before` (with its journal `j.jsonl` and JSON export
+/// `r.json`) under a data folder of its own, `data`, run once by the first test that
+/// needs it.
+fn baselines() -> &'static SharedRun {
+    static BASELINES: OnceLock<SharedRun> = OnceLock::new();
+    SharedRun::once(&BASELINES, |dir| {
+        let journal = dir.join("j.jsonl");
+        let json = dir.join("r.json");
+        let args = small_sweep(
+            path_str(&journal),
+            &["--save-baseline", "before", "--json", path_str(&json)],
+        );
+        in_data_dir(&dir.join("data"), &args)
+    })
 }
 
-static BASELINES: OnceLock<Baselines> = OnceLock::new();
-
-impl Baselines {
-    /// The sweep that saved `before`, after checking that it succeeded.
-    fn get() -> &'static Baselines {
-        let baselines = BASELINES.get_or_init(|| {
-            let dir = shared_dir();
-            let journal = dir.path().join("j.jsonl");
-            let json = dir.path().join("r.json");
-            let args = small_sweep(
+/// `baseline save kept --from-journal` and `baseline save exported` on the baselines'
+/// sweep's journal and export, once.
+fn saved_from_files() -> &'static (Output, Output) {
+    static SAVED: OnceLock<(Output, Output)> = OnceLock::new();
+    let baselines = baselines();
+    SAVED.get_or_init(|| {
+        let (data, journal, json) = (
+            baselines.path("data"),
+            baselines.path("j.jsonl"),
+            baselines.path("r.json"),
+        );
+        let from_journal = in_data_dir(
+            &data,
+            &[
+                "baseline",
+                "save",
+                "kept",
+                "--from-journal",
                 path_str(&journal),
-                &["--save-baseline", "before", "--json", path_str(&json)],
-            );
-            let saved = in_data_dir(&dir.path().join("data"), &args);
-            Baselines { dir, saved }
-        });
-        let saved = &baselines.saved;
-        assert!(saved.status.success(), "{}", stderr(saved));
-        baselines
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn journal(&self) -> PathBuf {
-        self.dir.path().join("j.jsonl")
-    }
-
-    fn json(&self) -> PathBuf {
-        self.dir.path().join("r.json")
-    }
-
-    /// `baseline save kept --from-journal` and `baseline save exported` on the sweep's
-    /// journal and export, once.
-    fn saved_from_files() -> &'static (Output, Output) {
-        static SAVED: OnceLock<(Output, Output)> = OnceLock::new();
-        let baselines = Baselines::get();
-        SAVED.get_or_init(|| {
-            let (data, journal, json) = (baselines.data(), baselines.journal(), baselines.json());
-            let from_journal = in_data_dir(
-                &data,
-                &[
-                    "baseline",
-                    "save",
-                    "kept",
-                    "--from-journal",
-                    path_str(&journal),
-                ],
-            );
-            let from_export =
-                in_data_dir(&data, &["baseline", "save", "exported", path_str(&json)]);
-            (from_journal, from_export)
-        })
-    }
+            ],
+        );
+        let from_export = in_data_dir(&data, &["baseline", "save", "exported", path_str(&json)]);
+        (from_journal, from_export)
+    })
 }
 
 /// The repeats of each config in a journal's config lines.
@@ -328,8 +282,7 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
         repeats.iter().any(|&(_, repeat)| repeat >= 1),
         "{repeats:?}"
     );
-    let exported: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let exported = json_file(&json);
     let results = exported["results"].as_array().unwrap();
     assert_eq!(
         results.len(),
@@ -363,18 +316,18 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
 
 #[test]
 fn a_run_saves_a_baseline_in_the_data_dir() {
-    let baselines = Baselines::get();
-    assert!(stdout(&baselines.saved).contains("saved baseline `before`"));
-    assert!(baselines.data().join("baselines/before.json").is_file());
+    let baselines = baselines();
+    assert!(baselines.text().contains("saved baseline `before`"));
+    assert!(baselines.path("data/baselines/before.json").is_file());
 }
 
 #[test]
 fn a_run_compares_each_config_with_a_baseline() {
-    let baselines = Baselines::get();
+    let baselines = baselines();
     // A journal of its own: the saved sweep's is read by the tests that save from it.
-    let journal = baselines.dir.path().join("compared.jsonl");
+    let journal = baselines.path("compared.jsonl");
     let args = small_sweep(path_str(&journal), &["--baseline", "before"]);
-    let compared = in_data_dir(&baselines.data(), &args);
+    let compared = in_data_dir(&baselines.path("data"), &args);
     assert!(compared.status.success(), "{}", stderr(&compared));
     let text = stdout(&compared);
     let section = text
@@ -391,44 +344,40 @@ fn a_run_compares_each_config_with_a_baseline() {
 
 #[test]
 fn a_baseline_is_saved_from_a_journal() {
-    let (from_journal, _) = Baselines::saved_from_files();
+    let (from_journal, _) = saved_from_files();
     assert!(from_journal.status.success(), "{}", stderr(from_journal));
 }
 
 #[test]
 fn a_baseline_is_saved_from_a_json_export() {
-    let (_, from_export) = Baselines::saved_from_files();
+    let (_, from_export) = saved_from_files();
     assert!(from_export.status.success(), "{}", stderr(from_export));
 }
 
 #[test]
 fn saved_baselines_are_listed_by_name() {
-    let baselines = Baselines::get();
-    Baselines::saved_from_files();
-    let listed = in_data_dir(&baselines.data(), &["baseline", "list"]);
+    let baselines = baselines();
+    saved_from_files();
+    let listed = in_data_dir(&baselines.path("data"), &["baseline", "list"]);
     assert_eq!(stdout(&listed), "before\nexported\nkept\n");
 }
 
 #[test]
 fn a_run_compared_with_its_own_baseline_is_within_the_noise() {
-    let baselines = Baselines::get();
-    Baselines::saved_from_files();
+    let baselines = baselines();
+    saved_from_files();
     let same = in_data_dir(
-        &baselines.data(),
+        &baselines.path("data"),
         &[
             "baseline",
             "compare",
             "exported",
-            path_str(&baselines.json()),
+            path_str(&baselines.path("r.json")),
         ],
     );
     assert!(same.status.success(), "{}", stderr(&same));
-    assert!(
-        stdout(&same).contains("nw=2 persistent: ")
-            && stdout(&same).contains("(+0.0%), within the noise"),
-        "{}",
-        stdout(&same)
-    );
+    assert_printed(&same, "nw=2 persistent: ");
+    assert_printed(&same, "(+0.0%), within the noise");
 }
 
 /// Asserts the small sweep with `extra` exits with 2 and an error holding each of
@@ -487,41 +436,29 @@ fn a_file_that_is_not_a_result_is_not_saved_as_a_baseline() {
         &["baseline", "save", "x", path_str(&not_a_result)],
     );
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("x.json: not a loaderbench results file"),
-        "{}",
-        stderr(&output)
-    );
+    assert_said(&output, "x.json: not a loaderbench results file");
 }
 
-/// A sweep with a model step (an MLP of 32 hidden units) and its JSON, run once by the
-/// first test that needs it.
-fn model_step() -> &'static (TempDir, Output) {
-    static MODEL_STEP: OnceLock<(TempDir, Output)> = OnceLock::new();
-    let step = MODEL_STEP.get_or_init(|| {
-        let dir = shared_dir();
-        let journal = dir.path().join("j.jsonl");
-        let json = dir.path().join("r.json");
-        let args = small_sweep(
-            path_str(&journal),
-            &[
-                "--set",
-                "step={\"mlp\":{\"hidden\":32}}",
-                "--json",
-                path_str(&json),
-            ],
-        );
-        let output = in_data_dir(dir.path(), &args);
-        (dir, output)
-    });
-    assert!(step.1.status.success(), "{}", stderr(&step.1));
-    step
+/// A sweep with a model step (an MLP of 32 hidden units) and its JSON `r.json`, run once
+/// by the first test that needs it.
+fn model_step() -> &'static SharedRun {
+    static MODEL_STEP: OnceLock<SharedRun> = OnceLock::new();
+    SharedRun::once(&MODEL_STEP, |dir| {
+        let journal = dir.join("j.jsonl");
+        let json = dir.join("r.json");
+        let extra = [
+            "--set",
+            "step={\"mlp\":{\"hidden\":32}}",
+            "--json",
+            path_str(&json),
+        ];
+        in_data_dir(dir, &small_sweep(path_str(&journal), &extra))
+    })
 }
 
 #[test]
 fn a_model_step_prints_whether_each_config_is_input_bound() {
-    let (_, output) = model_step();
-    let text = stdout(output);
+    let text = model_step().text();
     assert!(text.contains("Training step: mlp 32"), "{text}");
     let verdicts: Vec<&str> = text
         .lines()
@@ -532,8 +469,8 @@ fn a_model_step_prints_whether_each_config_is_input_bound() {
 
 #[test]
 fn a_model_step_compares_its_time_with_workers_against_nw0() {
-    let (dir, output) = model_step();
-    let text = stdout(output);
+    let step = model_step();
+    let text = step.text();
     let compared: Vec<&str> = text.lines().filter(|l| l.contains(" ms at nw=0")).collect();
     assert_eq!(compared.len(), 2, "the two configs with workers: {text}");
     assert!(
@@ -545,8 +482,7 @@ fn a_model_step_compares_its_time_with_workers_against_nw0() {
         "{compared:?}"
     );
     assert!(text.contains("input-bound "), "{text}");
-    let exported: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let exported = step.json("r.json");
     let contention = exported["analysis"]["contention"].as_array().unwrap();
     assert_eq!(contention.len(), 2);
     for row in contention {
@@ -557,10 +493,7 @@ fn a_model_step_compares_its_time_with_workers_against_nw0() {
 
 #[test]
 fn a_model_step_exports_the_step_and_the_stall_share() {
-    let (dir, _) = model_step();
-    let json = dir.path().join("r.json");
-    let exported: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let exported = model_step().json("r.json");
     assert_eq!(exported["step"]["mlp"]["hidden"], 32);
     let share = exported["analysis"]["input_bound"][0]["stall_share"]
         .as_f64()
@@ -569,47 +502,19 @@ fn a_model_step_exports_the_step_and_the_stall_share() {
 }
 
 /// Thread and fork workers at 2 on our engine, read back as a quiet machine's (as
-/// [`Recommended`] does): the analysis compares them in the text and the JSON, speed,
+/// [`recommended`] does): the analysis compares them in the text and the JSON, speed,
 /// memory and CPU time, without a GIL line, since our engine runs no Python.
 #[test]
 fn thread_and_fork_workers_are_compared_in_the_text_and_the_json() {
     let dir = TempDir::new().unwrap();
-    let measured = dir.path().join("measured.json");
-    let args = [
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
+    let sets = [
         "samples=512",
-        "--set",
         "batch_size=128",
-        "--set",
         "num_workers=2",
-        "--set",
         "worker_kind=thread,fork",
-        "--set",
         "pin_memory=false",
-        "--json",
-        path_str(&measured),
     ];
-    let output = in_data_dir(dir.path(), &args);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let mut run: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&measured).unwrap()).unwrap();
-    for result in run["results"].as_array_mut().unwrap() {
-        result["disturbed"] = false.into();
-    }
-    let quiet = dir.path().join("quiet.json");
-    std::fs::write(&quiet, serde_json::to_vec(&run).unwrap()).unwrap();
-    let json = dir.path().join("r.json");
-    let report = [
-        "report",
-        path_str(&quiet),
-        "--recommend",
-        "--json",
-        path_str(&json),
-    ];
-    let output = in_data_dir(dir.path(), &report);
+    let output = recommended_quietly(dir.path(), &run_args("seed-light", &sets, &[]));
     assert!(output.status.success(), "{}", stderr(&output));
 
     let text = stdout(&output);
@@ -628,8 +533,7 @@ fn thread_and_fork_workers_are_compared_in_the_text_and_the_json() {
     );
     assert!(!text.contains("GIL"), "our engine runs no Python: {text}");
 
-    let exported: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let exported = json_file(&dir.path().join("r.json"));
     let comparisons = exported["analysis"]["worker_kinds"].as_array().unwrap();
     assert_eq!(comparisons.len(), 1, "{comparisons:?}");
     let comparison = &comparisons[0];

@@ -462,20 +462,17 @@ fn manifest_upward(root: &Path) -> Vec<String> {
     found
 }
 
+/// Fails the test with every finding, one a line, under `what`, unless there is none.
+fn assert_none_found(found: &[String], what: &str) {
+    assert!(found.is_empty(), "{what}:\n{}", found.join("\n"));
+}
+
 #[test]
 fn no_import_goes_up_a_layer() {
     let found = upward(&imports(&sources(&root())));
-    assert!(
-        found.is_empty(),
-        "imports up a layer:\n{}",
-        found.join("\n")
-    );
+    assert_none_found(&found, "imports up a layer");
     let found = manifest_upward(&root());
-    assert!(
-        found.is_empty(),
-        "dependencies up a layer:\n{}",
-        found.join("\n")
-    );
+    assert_none_found(&found, "dependencies up a layer");
 }
 
 /// The loader takes its own settings, which the measurement layer builds from a config
@@ -494,7 +491,7 @@ fn the_loader_knows_nothing_of_plans() {
 #[test]
 fn no_cycle_between_the_modules_of_a_crate() {
     let found = cycles(&imports(&sources(&root())));
-    assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
+    assert_none_found(&found, "module cycles");
 }
 
 #[test]
@@ -515,7 +512,7 @@ fn no_module_outgrows_its_job() {
         .filter(|(_, lines)| *lines > MODULE_LINES)
         .map(|(path, lines)| format!("{path}: {lines} lines before its tests"))
         .collect();
-    assert!(long.is_empty(), "modules to split:\n{}", long.join("\n"));
+    assert_none_found(&long, "modules to split");
 }
 
 /// `code` with its comments, string literals and character literals blanked (their
@@ -644,11 +641,7 @@ fn long_functions(root: &Path) -> Vec<String> {
 #[test]
 fn no_function_of_the_app_is_longer_than_80_lines() {
     let found = long_functions(&root());
-    assert!(
-        found.is_empty(),
-        "functions to split:\n{}",
-        found.join("\n")
-    );
+    assert_none_found(&found, "functions to split");
 }
 
 #[test]

@@ -17,7 +17,8 @@ use loaderbench_measure::{Event, RunOptions};
 use serde_json::Value;
 
 use crate::common;
-use common::{loaderbench, noisy_image_folder, path_str, stderr, stdout};
+use common::runs::SavedRun;
+use common::{assert_printed, loaderbench, noisy_image_folder, path_str, stderr, stdout};
 
 /// Runs a preset over the image folder at `folder` with `cache` and `num_workers` lists
 /// (spawned workers, two epochs), returning the output and the JSON export.
@@ -34,20 +35,10 @@ fn run(folder: &Path, cache: &str, num_workers: &str) -> (std::process::Output, 
         ),
     )
     .unwrap();
-    let json = out.path().join("run.json");
-    let journal = out.path().join("journal.jsonl");
-    let output = loaderbench(&[
-        "run",
-        path_str(&preset),
-        "-q",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-    ]);
+    let saved = SavedRun::in_dir(out.path());
+    let output = loaderbench(&saved.run_args(path_str(&preset), &[]));
     assert!(output.status.success(), "{}", stderr(&output));
-    let exported = std::fs::read_to_string(&json).unwrap();
-    (output, serde_json::from_str(&exported).unwrap())
+    (output, saved.exported())
 }
 
 /// What a warm epoch may read from storage: the folder is loaded before it, so only the
@@ -195,11 +186,7 @@ fn a_folder_on_tmpfs_cannot_go_cold_and_the_run_says_so_once_and_marks_it() {
     for (_, stayed_warm, _) in reads(&exported) {
         assert!(stayed_warm.is_some_and(|why| why.contains("tmpfs")));
     }
-    assert!(
-        stdout(&output).contains("(stayed warm)"),
-        "{}",
-        stdout(&output)
-    );
+    assert_printed(&output, "(stayed warm)");
     let recommendations = exported["analysis"]["recommendations"].to_string();
     assert!(
         recommendations.contains("No config is named for a cold page cache"),

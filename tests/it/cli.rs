@@ -12,37 +12,40 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::common;
-use common::runs::shared_dir;
+use common::runs::{Exports, SharedRun};
 use common::{
-    assert_error_line, loaderbench, loaderbench_command, path_str, run_with_deadline, stderr,
-    stdout,
+    assert_error_line, assert_printed, assert_said, json_file, loaderbench, loaderbench_command,
+    path_str, run_args, run_with_deadline, stderr, stdout,
 };
+
+/// seed-light's sweep cut to one epoch of its config without workers (its extra configs
+/// still run); a later `--set` of the same key wins.
+const ONE_EPOCH_NO_WORKERS: [&str; 4] = [
+    "num_workers=0",
+    "persistent_workers=false",
+    "pin_memory=false",
+    "epochs=1",
+];
+
+/// `run seed-light -q` cut by [`ONE_EPOCH_NO_WORKERS`], then `sets`, then `extra`.
+fn quick_args<'a>(sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    run_args(
+        "seed-light",
+        &[&ONE_EPOCH_NO_WORKERS[..], sets].concat(),
+        extra,
+    )
+}
+
+/// [`quick_args`] without seed-light's extra configs: one config, one epoch.
+fn one_config_args<'a>(sets: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    quick_args(&[&["extra_configs=[]"], sets].concat(), extra)
+}
 
 /// Runs a tiny copy of seed-light on a dataset the test made.
 fn run_on_dataset(kind: &str, path: &Path, extra: &[&str]) -> Output {
     let kind = format!("dataset.kind={kind}");
     let dataset = format!("dataset.path={}", path_str(path));
-    let mut args = vec![
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        &kind,
-        "--set",
-        &dataset,
-        "--set",
-        "num_workers=0",
-        "--set",
-        "persistent_workers=false",
-        "--set",
-        "pin_memory=false",
-        "--set",
-        "epochs=1",
-        "--set",
-        "batch_size=4",
-    ];
-    args.extend_from_slice(extra);
-    loaderbench(&args)
+    loaderbench(&quick_args(&[&kind, &dataset, "batch_size=4"], extra))
 }
 
 fn idx_images(count: u32, rows: u32, cols: u32, pixels: usize) -> Vec<u8> {
@@ -82,56 +85,26 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     bytes.into_inner()
 }
 
-/// The small sweep of seed-light with every export, run once by the first test that
-/// needs it: its tests check one export each.
-struct SmallSweep {
-    dir: TempDir,
-    output: Output,
-}
-
-static SMALL_SWEEP: OnceLock<SmallSweep> = OnceLock::new();
-
-impl SmallSweep {
-    /// The sweep, run to its end; fails the test unless it succeeded.
-    fn finished() -> &'static SmallSweep {
-        let sweep = SMALL_SWEEP.get_or_init(|| {
-            let dir = shared_dir();
-            let file = |name: &str| dir.path().join(name);
-            let output = loaderbench(&[
-                "run",
-                "seed-light",
-                "-q",
-                "--set",
-                "samples=1024",
-                "--set",
-                "batch_size=128",
-                "--json",
-                path_str(&file("r.json")),
-                "--csv",
-                path_str(&file("r.csv")),
-                "--md",
-                path_str(&file("r.md")),
-                "--journal",
-                path_str(&file("j.jsonl")),
-            ]);
-            SmallSweep { dir, output }
-        });
-        assert!(sweep.output.status.success(), "{}", stderr(&sweep.output));
-        sweep
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(self.file("r.json")).unwrap()).unwrap()
-    }
+/// The small sweep of seed-light with every export (`r.json`, `r.csv`, `r.md`,
+/// `j.jsonl`), run once by the first test that needs it: its tests check one export each.
+fn small_sweep() -> &'static SharedRun {
+    static SMALL_SWEEP: OnceLock<SharedRun> = OnceLock::new();
+    SharedRun::once(&SMALL_SWEEP, |dir| {
+        let exports = Exports::in_dir(dir, "r");
+        let journal = dir.join("j.jsonl");
+        let mut extra = exports.args().to_vec();
+        extra.extend(["--journal", path_str(&journal)]);
+        loaderbench(&run_args(
+            "seed-light",
+            &["samples=1024", "batch_size=128"],
+            &extra,
+        ))
+    })
 }
 
 #[test]
 fn a_small_sweep_prints_the_classic_table() {
-    let output = &SmallSweep::finished().output;
+    let output = &small_sweep().output;
     let table = stdout(output);
     assert!(
         table.contains(
@@ -152,7 +125,7 @@ fn a_small_sweep_prints_the_classic_table() {
 
 #[test]
 fn a_small_sweep_warns_that_pin_memory_needs_cuda_where_there_is_none() {
-    let output = &SmallSweep::finished().output;
+    let output = &small_sweep().output;
     let warned = stderr(output).contains("pin_memory has no effect without CUDA");
     let cuda = loaderbench_engine::device::cuda_device_count() > 0;
     assert_eq!(warned, !cuda, "CUDA: {cuda}; {}", stderr(output));
@@ -160,7 +133,7 @@ fn a_small_sweep_warns_that_pin_memory_needs_cuda_where_there_is_none() {
 
 #[test]
 fn a_small_sweep_exports_every_config_s_epochs_as_json() {
-    let json = SmallSweep::finished().json();
+    let json = small_sweep().json("r.json");
     let results = json["results"].as_array().unwrap();
     assert_eq!(results.len(), 7);
     let workers: Vec<u64> = results
@@ -184,7 +157,7 @@ fn a_small_sweep_exports_every_config_s_epochs_as_json() {
 
 #[test]
 fn a_small_sweep_exports_the_machine_and_the_status_as_json() {
-    let json = SmallSweep::finished().json();
+    let json = small_sweep().json("r.json");
     assert!(json["machine"]["logical_cores"].as_u64().unwrap() >= 1);
     assert!(
         json["machine"]["libtorch"]
@@ -197,44 +170,28 @@ fn a_small_sweep_exports_the_machine_and_the_status_as_json() {
 
 #[test]
 fn a_small_sweep_exports_a_csv_row_per_epoch() {
-    let csv = std::fs::read_to_string(SmallSweep::finished().file("r.csv")).unwrap();
+    let csv = std::fs::read_to_string(small_sweep().path("r.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 7 * 2);
 }
 
 #[test]
 fn a_small_sweep_exports_markdown() {
-    let markdown = std::fs::read_to_string(SmallSweep::finished().file("r.md")).unwrap();
+    let markdown = std::fs::read_to_string(small_sweep().path("r.md")).unwrap();
     assert!(markdown.contains("## light") && markdown.contains("| epoch 2 |"));
 }
 
 #[test]
 fn a_small_sweep_journals_its_header_configs_and_end() {
-    let journal = std::fs::read_to_string(SmallSweep::finished().file("j.jsonl")).unwrap();
+    let journal = std::fs::read_to_string(small_sweep().path("j.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 1 + 7 + 1, "header, configs, end");
 }
 
 #[test]
 fn a_warning_is_said_once_however_many_repeats_meet_it() {
     let out = TempDir::new().unwrap();
-    let output = loaderbench(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "samples=256",
-        "--set",
-        "num_workers=0",
-        "--set",
-        "extra_configs=[]",
-        "--set",
-        "pin_memory=true",
-        "--set",
-        "repeats=3",
-        "--set",
-        "epochs=1",
-        "--journal",
-        path_str(&out.path().join("j.jsonl")),
-    ]);
+    let journal = out.path().join("j.jsonl");
+    let sets = ["samples=256", "pin_memory=true", "repeats=3"];
+    let output = loaderbench(&one_config_args(&sets, &["--journal", path_str(&journal)]));
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stderr(&output)
         .matches("pin_memory has no effect without CUDA")
@@ -246,21 +203,14 @@ fn a_warning_is_said_once_however_many_repeats_meet_it() {
 
 #[test]
 fn the_heavy_pipeline_runs_with_workers() {
-    let output = loaderbench(&[
-        "run",
-        "seed-heavy",
-        "-q",
-        "--set",
+    let sets = [
         "samples=256",
-        "--set",
         "batch_size=64",
-        "--set",
         "num_workers=0,2",
-        "--set",
         "persistent_workers=false",
-        "--set",
         "epochs=1",
-    ]);
+    ];
+    let output = loaderbench(&run_args("seed-heavy", &sets, &[]));
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
     assert!(table.starts_with("\nheavy"), "{table}");
@@ -282,32 +232,14 @@ fn presets_lists_the_built_in_presets() {
 fn validate_lists_a_preset_s_configs() {
     let output = loaderbench(&["validate", "presets/seed-light.ron"]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("7 config(s)"),
-        "{}",
-        stdout(&output)
-    );
+    assert_printed(&output, "7 config(s)");
     assert!(stdout(&output).contains("nw=4 persistent pin"));
 }
 
 #[test]
 fn journals_go_to_the_data_dir_the_environment_names() {
     let data = TempDir::new().unwrap();
-    let mut command = loaderbench_command(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        "num_workers=0",
-        "--set",
-        "persistent_workers=false",
-        "--set",
-        "pin_memory=false",
-        "--set",
-        "epochs=1",
-        "--set",
-        "samples=64",
-    ]);
+    let mut command = loaderbench_command(&one_config_args(&["samples=64"], &[]));
     command.env("LOADERBENCH_DATA_DIR", data.path());
     let output = run_with_deadline(&mut command, Duration::from_secs(120));
     assert!(output.status.success(), "{}", stderr(&output));
@@ -321,97 +253,66 @@ fn journals_go_to_the_data_dir_the_environment_names() {
 fn more_workers_than_cores_warns_with_the_core_count() {
     let output = loaderbench(&["validate", "seed-light", "--set", "num_workers=512"]);
     assert!(output.status.success(), "a warning, not a refusal");
-    assert!(
-        stderr(&output).contains("logical cores"),
-        "{}",
-        stderr(&output)
-    );
+    assert_said(&output, "logical cores");
 }
 
 #[test]
 fn a_hung_worker_fails_the_run_with_exit_code_1() {
-    let output = loaderbench(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
+    let sets = [
         "samples=64",
-        "--set",
         "batch_size=8",
-        "--set",
         "num_workers=1",
-        "--set",
         "worker_timeout_s=0.2",
-        "--set",
         "epochs=1",
-        "--set",
         "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":200000}}]}}]",
-    ]);
+    ];
+    let output = loaderbench(&run_args("seed-light", &sets, &[]));
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stderr(&output).contains("hung"), "{}", stderr(&output));
+    assert_said(&output, "hung");
 }
 
+/// A preset file that is missing, malformed or holds an unknown field: one error line
+/// naming the file and what is wrong, exit code 2, from `run` and `validate` alike.
 #[test]
-fn a_missing_preset_file_is_named() {
+fn a_bad_preset_file_is_named_with_the_problem() {
     let dir = TempDir::new().unwrap();
-    let missing = dir.path().join("missing.ron");
-    assert_error_line(
-        &loaderbench(&["run", path_str(&missing)]),
-        2,
-        &["missing.ron", "no such file"],
-    );
-}
-
-#[test]
-fn a_malformed_preset_file_is_named_with_the_line() {
-    let dir = TempDir::new().unwrap();
-    let malformed = dir.path().join("malformed.ron");
-    std::fs::write(&malformed, "(version: 1, name: \"x\", num_workers: [0, 2").unwrap();
-    assert_error_line(
-        &loaderbench(&["validate", path_str(&malformed)]),
-        2,
-        &["malformed.ron", "1:"],
-    );
-}
-
-#[test]
-fn an_unknown_preset_field_is_named_with_its_file() {
-    let dir = TempDir::new().unwrap();
-    let unknown = dir.path().join("unknown.ron");
-    std::fs::write(&unknown, "(version: 1, name: \"x\", num_wrokers: [2])").unwrap();
-    assert_error_line(
-        &loaderbench(&["run", path_str(&unknown)]),
-        2,
-        &["unknown.ron", "num_wrokers"],
-    );
+    let cases = [
+        ("missing.ron", None, "run", "no such file"),
+        (
+            "malformed.ron",
+            Some("(version: 1, name: \"x\", num_workers: [0, 2"),
+            "validate",
+            "1:",
+        ),
+        (
+            "unknown.ron",
+            Some("(version: 1, name: \"x\", num_wrokers: [2])"),
+            "run",
+            "num_wrokers",
+        ),
+    ];
+    for (name, text, command, problem) in cases {
+        let file = dir.path().join(name);
+        if let Some(text) = text {
+            std::fs::write(&file, text).unwrap();
+        }
+        let output = loaderbench(&[command, path_str(&file)]);
+        assert_error_line(&output, 2, &[name, problem]);
+    }
 }
 
 #[test]
 fn set_takes_the_ron_a_preset_file_takes() {
     let out = TempDir::new().unwrap();
     let json = out.path().join("r.json");
-    let output = loaderbench(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
+    let sets = [
         "samples=64",
-        "--set",
-        "num_workers=0",
-        "--set",
-        "extra_configs=[]",
-        "--set",
-        "epochs=1",
-        "--set",
         "step=mlp(hidden: 64)",
-        "--set",
         "normalize=(mean: [0.5], std: [0.25])",
-        "--json",
-        path_str(&json),
-    ]);
+    ];
+    let output = loaderbench(&one_config_args(&sets, &["--json", path_str(&json)]));
     assert!(output.status.success(), "{}", stderr(&output));
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let saved = json_file(&json);
     let mlp = serde_json::json!({"mlp": {"hidden": 64}});
     assert_eq!(saved["step"], mlp);
     assert_eq!(saved["setup"]["step"], mlp);
@@ -429,76 +330,52 @@ fn set_takes_the_ron_a_preset_file_takes() {
 #[test]
 fn validate_names_a_step_file_that_is_missing_or_not_a_model() {
     let dir = tempfile::tempdir().unwrap();
-    let validate = |step: String, runtime: &str| {
-        loaderbench(&["validate", "seed-light", "--set", &step, "--set", runtime])
-    };
-    let missing = dir.path().join("missing.pt");
-    assert_error_line(
-        &validate(
-            format!("step=model(path: {:?})", path_str(&missing)),
-            "runtime=[loaderbench]",
-        ),
-        2,
-        &[path_str(&missing), "no such file"],
-    );
-    let not_a_model = dir.path().join("notes.pt");
+    let (missing, not_a_model) = (dir.path().join("missing.pt"), dir.path().join("notes.pt"));
     std::fs::write(&not_a_model, "not a zip archive").unwrap();
-    assert_error_line(
-        &validate(
-            format!("step=model(path: {:?})", path_str(&not_a_model)),
-            "runtime=[loaderbench]",
-        ),
-        2,
-        &[path_str(&not_a_model), "not a TorchScript model"],
-    );
     let step = dir.path().join("my_step.py");
-    assert_error_line(
-        &validate(
-            format!(
-                "step=python(path: {:?}, factory: \"make_step\")",
-                path_str(&step)
-            ),
-            "runtime=[pytorch]",
+    let model = |path: &Path| format!("step=model(path: {:?})", path_str(path));
+    let python = format!(
+        "step=python(path: {:?}, factory: \"make_step\")",
+        path_str(&step)
+    );
+    let cases = [
+        (&missing, model(&missing), "loaderbench", "no such file"),
+        (
+            &not_a_model,
+            model(&not_a_model),
+            "loaderbench",
+            "not a TorchScript model",
         ),
-        2,
-        &[path_str(&step), "no such file"],
-    );
+        (&step, python, "pytorch", "no such file"),
+    ];
+    for (file, set_step, runtime, problem) in &cases {
+        let runtime = format!("runtime=[{runtime}]");
+        let output = loaderbench(&[
+            "validate",
+            "seed-light",
+            "--set",
+            set_step,
+            "--set",
+            &runtime,
+        ]);
+        assert_error_line(&output, 2, &[path_str(file), problem]);
+    }
 }
 
+/// A `--set` with a bad value, an unknown key, no value or an unknown device: one error
+/// line naming the key and the problem, exit code 2.
 #[test]
-fn a_batch_size_of_zero_is_refused_by_field() {
-    assert_error_line(
-        &loaderbench(&["run", "seed-light", "--set", "batch_size=0"]),
-        2,
-        &["batch_size", "at least 1"],
-    );
-}
-
-#[test]
-fn an_unknown_key_is_named() {
-    assert_error_line(
-        &loaderbench(&["run", "seed-light", "--set", "nope=1"]),
-        2,
-        &["nope"],
-    );
-}
-
-#[test]
-fn a_set_without_a_value_asks_for_key_equals_value() {
-    assert_error_line(
-        &loaderbench(&["run", "seed-light", "--set", "epochs"]),
-        2,
-        &["KEY=VALUE"],
-    );
-}
-
-#[test]
-fn an_unknown_device_is_named() {
-    assert_error_line(
-        &loaderbench(&["run", "seed-light", "--set", "device=tpu"]),
-        2,
-        &["device", "tpu"],
-    );
+fn a_bad_set_is_refused_naming_the_key() {
+    let cases: [(&str, &[&str]); 4] = [
+        ("batch_size=0", &["batch_size", "at least 1"]),
+        ("nope=1", &["nope"]),
+        ("epochs", &["KEY=VALUE"]),
+        ("device=tpu", &["device", "tpu"]),
+    ];
+    for (set, fragments) in cases {
+        let output = loaderbench(&["run", "seed-light", "--set", set]);
+        assert_error_line(&output, 2, fragments);
+    }
 }
 
 #[test]
@@ -532,7 +409,7 @@ fn gzipped_idx_files_run() {
     .unwrap();
     let output = run_on_dataset("idx", dir.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("idx"), "{}", stdout(&output));
+    assert_printed(&output, "idx");
 }
 
 #[test]

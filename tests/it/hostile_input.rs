@@ -3,17 +3,11 @@
 //! anything is sized from them; each with exit code 2 and one line naming the field or
 //! the file, never a panic.
 
-use crate::common::{loaderbench, path_str, stderr};
+use crate::common::{assert_error_line, json_file, loaderbench, path_str, run_args, stderr};
 
 fn refused(set: &str, field: &str) {
-    let output = loaderbench(&["run", "seed-light", "-q", "--set", set]);
-    let message = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{set}: {message}");
-    assert!(!message.contains("panicked"), "{set}: {message}");
-    assert!(
-        message.contains(&format!("field `{field}`")) && message.contains("out of range"),
-        "{set}: {message}"
-    );
+    let output = loaderbench(&run_args("seed-light", &[set], &[]));
+    assert_error_line(&output, 2, &[&format!("field `{field}`"), "out of range"]);
 }
 
 #[test]
@@ -41,51 +35,35 @@ fn a_sweep_too_large_to_expand_is_refused_before_it_is_expanded() {
             .collect::<Vec<_>>()
             .join(",")
     );
-    let output = loaderbench(&[
-        "run",
-        "seed-light",
-        "-q",
-        "--set",
-        &many,
-        "--set",
+    let sets = [
+        many.as_str(),
         "num_workers=[0,1,2,3,4,5,6,7,8,9,10,11]",
-        "--set",
         "prefetch_factor=[1,2,3,4,5,6,7,8,9,10]",
-    ]);
-    let message = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{message}");
-    assert!(message.contains("more than 10000 configs"), "{message}");
+    ];
+    let output = loaderbench(&run_args("seed-light", &sets, &[]));
+    assert_error_line(&output, 2, &["more than 10000 configs"]);
 }
 
 #[test]
 fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized() {
     let dir = tempfile::TempDir::new().unwrap();
     let saved = dir.path().join("run.json");
-    let output = loaderbench(&[
-        "run",
+    let sets = ["samples=256", "epochs=1", "num_workers=0"];
+    let output = loaderbench(&run_args(
         "seed-light",
-        "-q",
-        "--set",
-        "samples=256",
-        "--set",
-        "epochs=1",
-        "--set",
-        "num_workers=0",
-        "--json",
-        path_str(&saved),
-    ]);
+        &sets,
+        &["--json", path_str(&saved)],
+    ));
     assert!(output.status.success(), "{}", stderr(&output));
-    let mut run: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    let mut run = json_file(&saved);
     run["epochs"] = 1_000_000_000.into();
     let claiming = dir.path().join("claims.json");
     std::fs::write(&claiming, serde_json::to_vec(&run).unwrap()).unwrap();
     let output = loaderbench(&["report", path_str(&claiming)]);
-    let message = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{message}");
-    assert!(
-        message.contains("claims.json: claims field `epochs`: 1000000000 is out of range"),
-        "{message}"
+    assert_error_line(
+        &output,
+        2,
+        &["claims.json: claims field `epochs`: 1000000000 is out of range"],
     );
     let output = loaderbench(&["report", path_str(&saved)]);
     assert!(output.status.success(), "{}", stderr(&output));

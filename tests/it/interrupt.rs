@@ -9,14 +9,14 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tempfile::TempDir;
 
 use crate::common;
 use common::process::{Seen, children_of, running};
-use common::runs::shared_dir;
-use common::{loaderbench_command, path_str, stderr, wait_with_deadline};
+use common::runs::{Exports, shared_dir};
+use common::{loaderbench_command, path_str, run_args, stderr, wait_with_deadline};
 
 /// The pids of `pid`'s children that run `loaderbench __worker`.
 fn workers_of(pid: u32) -> Vec<u32> {
@@ -33,25 +33,15 @@ fn workers_of(pid: u32) -> Vec<u32> {
 /// group so the test can signal the group as a terminal does.
 fn start_run(dir: &Path, extra: &[&str]) -> Child {
     let journal = dir.join("journal.jsonl");
-    let mut args = vec![
-        "run",
-        "seed-light",
-        "--quiet",
-        "--set",
+    let sets = [
         "worker_kind=spawn",
-        "--set",
         "num_workers=2",
-        "--set",
         "samples=6400",
-        "--set",
         "batch_size=64",
-        "--set",
         "epochs=2",
-        "--set",
         "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":500}}]}}]",
-        "--journal",
-        journal.to_str().unwrap(),
     ];
+    let mut args = run_args("seed-light", &sets, &["--journal", path_str(&journal)]);
     args.extend_from_slice(extra);
     let mut command = loaderbench_command(&args);
     command.stdout(Stdio::null()).process_group(0);
@@ -83,31 +73,17 @@ impl Interrupted {
     fn get() -> &'static Interrupted {
         INTERRUPTED.get_or_init(|| {
             let dir = shared_dir();
-            let file = |name: &str| dir.path().join(name);
-            let child = start_run(
-                dir.path(),
-                &[
-                    "--json",
-                    path_str(&file("out.json")),
-                    "--csv",
-                    path_str(&file("out.csv")),
-                    "--md",
-                    path_str(&file("out.md")),
-                ],
-            );
+            let child = start_run(dir.path(), &Exports::in_dir(dir.path(), "out").args());
             common::wait_for_configs(
                 &dir.path().join("journal.jsonl"),
                 1,
                 Duration::from_secs(120),
             );
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let workers = loop {
-                let workers = workers_of(child.id());
-                if !workers.is_empty() || Instant::now() > deadline {
-                    break workers;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            };
+            // None seen in time is what `ctrl_c_leaves_no_worker_behind` reports.
+            let workers = common::poll(Duration::from_secs(30), || {
+                Some(workers_of(child.id())).filter(|workers| !workers.is_empty())
+            })
+            .unwrap_or_default();
             let seen: Vec<Seen> = workers.iter().filter_map(|&w| Seen::now(w)).collect();
             signal_group(&child, libc::SIGINT);
             let pid = child.id();
@@ -241,12 +217,10 @@ fn a_live_child_is_running() {
 fn an_exited_child_not_yet_reaped_is_not_running() {
     let mut done = child("true", &[]);
     let pid = done.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
     // Not waited for, the exited child stays a zombie.
-    while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z ")) {
-        assert!(Instant::now() < deadline, "`true` did not exit");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_until(Duration::from_secs(10), "`true` to exit", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+    });
     let zombie_running = running(pid);
     done.wait().unwrap();
     assert!(!zombie_running, "a zombie counted as running");

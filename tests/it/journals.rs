@@ -5,30 +5,20 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use crate::common;
-use common::runs::tiny_preset_file;
+use common::runs::{tiny_preset_file, tiny_run, tiny_run_ok};
 use common::{
-    CLI_LIMIT, assert_error_line, journaled_configs, loaderbench, loaderbench_command,
+    CLI_LIMIT, assert_error_line, assert_said, journaled_configs, loaderbench, loaderbench_command,
     loaderbench_with, path_str, stderr, stdout, wait_with_deadline,
 };
 use loaderbench_measure::DATA_DIR_ENV;
-
-/// `loaderbench run` on a tiny two-config preset in `dir`, with `args` after it.
-fn run(dir: &Path, args: &[&str]) -> Output {
-    let preset = tiny_preset_file(dir, 256, 1);
-    let mut all = vec!["run", path_str(&preset), "--quiet"];
-    all.extend_from_slice(args);
-    loaderbench(&all)
-}
 
 /// A finished run's journal in `dir` with its last `bytes` bytes cut, as a run killed
 /// mid-write leaves it: the end line and part of the second config's line gone.
 fn cut_journal(dir: &Path, bytes: usize) -> PathBuf {
     let journal = dir.join("run.jsonl");
-    let output = run(dir, &["--journal", path_str(&journal)]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    tiny_run_ok(dir, &["--journal", path_str(&journal)]);
     let whole = std::fs::read(&journal).unwrap();
     std::fs::write(&journal, &whole[..whole.len() - bytes]).unwrap();
     journal
@@ -72,7 +62,7 @@ fn a_journal_that_exists_is_refused_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("old.jsonl");
     std::fs::write(&journal, "an older run's records\n").unwrap();
-    let output = run(dir.path(), &["--journal", path_str(&journal)]);
+    let output = tiny_run(dir.path(), &["--journal", path_str(&journal)]);
     assert_error_line(&output, 2, &[path_str(&journal), "exists", "--append"]);
     assert_eq!(
         std::fs::read_to_string(&journal).unwrap(),
@@ -84,10 +74,8 @@ fn a_journal_that_exists_is_refused_and_kept() {
 fn append_adds_a_run_after_the_one_a_journal_holds() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("both.jsonl");
-    let first = run(dir.path(), &["--journal", path_str(&journal)]);
-    assert!(first.status.success(), "{}", stderr(&first));
-    let second = run(dir.path(), &["--journal", path_str(&journal), "--append"]);
-    assert!(second.status.success(), "{}", stderr(&second));
+    tiny_run_ok(dir.path(), &["--journal", path_str(&journal)]);
+    tiny_run_ok(dir.path(), &["--journal", path_str(&journal), "--append"]);
     assert_eq!(journaled_configs(&journal), 4);
     let report = loaderbench(&["report", path_str(&journal)]);
     assert!(report.status.success(), "{}", stderr(&report));
@@ -118,11 +106,7 @@ fn report_shows_what_a_cut_journal_kept_and_names_the_cut_line() {
     );
     let printed = loaderbench(&["report", path_str(&journal)]);
     assert!(printed.status.success(), "{}", stderr(&printed));
-    assert!(
-        stderr(&printed).contains(&format!("warning: {note}")),
-        "{}",
-        stderr(&printed)
-    );
+    assert_said(&printed, &format!("warning: {note}"));
     let rows: Vec<String> = stdout(&printed)
         .lines()
         .filter(|l| {
@@ -149,7 +133,7 @@ fn a_baseline_saves_what_a_cut_journal_kept() {
     ];
     let output = loaderbench_with(&args, &vars);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stderr(&output).contains(CUT_NOTE), "{}", stderr(&output));
+    assert_said(&output, CUT_NOTE);
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.join("baselines/kept.json")).unwrap()).unwrap();
     assert_eq!(saved["results"].as_array().map(Vec::len), Some(1));

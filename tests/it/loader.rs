@@ -3,8 +3,8 @@
 //! panic, a hang, a cancel) that end an epoch with a clear error instead of a hang.
 
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::Error;
@@ -26,20 +26,36 @@ enum Trouble {
 }
 
 /// 2×2 one-channel samples whose pixels all hold the sample index (mod 256); the label
-/// is the index.
+/// is the index. Optionally in shards of `shard_len`; every read logged with the thread
+/// that made it.
 struct Numbered {
     len: usize,
     trouble: Trouble,
-    reads: AtomicUsize,
+    shard_len: Option<usize>,
+    reads: Mutex<Vec<(ThreadId, usize)>>,
 }
 
 impl Numbered {
     fn new(len: usize, trouble: Trouble) -> Arc<Numbered> {
+        Numbered::made(len, trouble, None)
+    }
+
+    fn sharded(len: usize, shard_len: usize) -> Arc<Numbered> {
+        Numbered::made(len, Trouble::None, Some(shard_len))
+    }
+
+    fn made(len: usize, trouble: Trouble, shard_len: Option<usize>) -> Arc<Numbered> {
         Arc::new(Numbered {
             len,
             trouble,
-            reads: AtomicUsize::new(0),
+            shard_len,
+            reads: Mutex::default(),
         })
+    }
+
+    /// How many reads were made so far.
+    fn read_count(&self) -> usize {
+        self.reads.lock().unwrap().len()
     }
 }
 
@@ -58,7 +74,8 @@ impl Dataset for Numbered {
     }
 
     fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
+        let thread = std::thread::current().id();
+        self.reads.lock().unwrap().push((thread, index));
         match self.trouble {
             Trouble::ErrorAt(i) if i == index => {
                 return Err(Error::file(
@@ -78,14 +95,19 @@ impl Dataset for Numbered {
     fn describe(&self) -> String {
         format!("numbered ({} samples)", self.len)
     }
+
+    fn shards(&self) -> Option<Vec<std::ops::Range<usize>>> {
+        let shard_len = self.shard_len?;
+        let starts = (0..self.len).step_by(shard_len);
+        Some(starts.map(|s| s..(s + shard_len).min(self.len)).collect())
+    }
 }
 
 use crate::common;
-use common::loader_settings as settings;
+use common::{first_error, light_loader, loader_settings as settings};
 
 fn loader(dataset: Arc<Numbered>, settings: LoaderSettings) -> Loader {
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
-    Loader::new(dataset, Arc::new(pipeline), settings, CancelToken::new()).unwrap()
+    light_loader(dataset, 1, settings, CancelToken::new())
 }
 
 /// The labels of every batch of one epoch, in the order they came.
@@ -194,16 +216,6 @@ fn drop_last_and_batch_sizes() {
     assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), vec![8, 8]);
 }
 
-fn first_error(loader: &mut Loader) -> Error {
-    let epoch = loader.epoch().unwrap();
-    for batch in epoch {
-        if let Err(error) = batch {
-            return error;
-        }
-    }
-    panic!("the epoch ended without an error");
-}
-
 #[test]
 fn a_read_error_in_a_worker_names_the_file_and_the_worker() {
     for workers in [0, 2] {
@@ -256,15 +268,8 @@ fn a_hung_worker_times_out() {
 #[test]
 fn cancelling_stops_the_epoch() {
     let dataset = Numbered::new(10_000, Trouble::SlowEven(Duration::from_millis(1)));
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
     let cancel = CancelToken::new();
-    let mut loader = Loader::new(
-        dataset.clone(),
-        Arc::new(pipeline),
-        settings(2, false),
-        cancel.clone(),
-    )
-    .unwrap();
+    let mut loader = light_loader(dataset.clone(), 1, settings(2, false), cancel.clone());
     let mut epoch = loader.epoch().unwrap();
     epoch.next().unwrap().unwrap();
     cancel.cancel();
@@ -273,13 +278,9 @@ fn cancelling_stops_the_epoch() {
     assert!(matches!(outcome, Some(Error::Cancelled)), "{outcome:?}");
     drop(epoch);
     assert!(started.elapsed() < Duration::from_secs(1));
-    let reads = dataset.reads.load(Ordering::Relaxed);
+    let reads = dataset.read_count();
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        dataset.reads.load(Ordering::Relaxed),
-        reads,
-        "workers still reading"
-    );
+    assert_eq!(dataset.read_count(), reads, "workers still reading");
 }
 
 /// Every image of an image folder's batch, as the loader hands it over.
@@ -292,11 +293,9 @@ fn image_folder_batches(root: &std::path::Path, workers: usize) -> Vec<tch::Tens
         ..Default::default()
     };
     let dataset = loaderbench_engine::dataset::open(&spec, None).unwrap();
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = settings(workers, false);
     settings.batch_size = 5;
-    let mut loader =
-        Loader::new(dataset, Arc::new(pipeline), settings, CancelToken::new()).unwrap();
+    let mut loader = light_loader(dataset, 3, settings, CancelToken::new());
     loader
         .epoch()
         .unwrap()
@@ -331,67 +330,13 @@ fn image_folder_batches_are_identical_whichever_worker_builds_them() {
     }
 }
 
-/// 2×2 samples numbered as `Numbered`, in shards of `shard_len`, logging which thread
-/// read which sample.
-struct ShardedNumbers {
-    len: usize,
-    shard_len: usize,
-    reads: std::sync::Mutex<Vec<(std::thread::ThreadId, usize)>>,
-}
-
-impl Dataset for ShardedNumbers {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn shape(&self) -> SampleShape {
-        SampleShape {
-            channels: 1,
-            height: 2,
-            width: 2,
-            pixel: PixelKind::U8,
-        }
-    }
-
-    fn read(&self, index: usize, pixels: &mut [u8]) -> Result<i64> {
-        let thread = std::thread::current().id();
-        self.reads.lock().unwrap().push((thread, index));
-        pixels.fill((index % 256) as u8);
-        Ok(index as i64)
-    }
-
-    fn describe(&self) -> String {
-        format!("sharded numbers ({} samples)", self.len)
-    }
-
-    fn shards(&self) -> Option<Vec<std::ops::Range<usize>>> {
-        let starts = (0..self.len).step_by(self.shard_len);
-        Some(
-            starts
-                .map(|s| s..(s + self.shard_len).min(self.len))
-                .collect(),
-        )
-    }
-}
-
 #[test]
 fn sharded_epochs_read_every_sample_once_and_each_worker_reads_whole_shards_in_turn() {
     for workers in [0, 2, 3] {
-        let dataset = Arc::new(ShardedNumbers {
-            len: 95,
-            shard_len: 10,
-            reads: Default::default(),
-        });
-        let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 1).unwrap();
+        let dataset = Numbered::sharded(95, 10);
         let mut settings = settings(workers, true);
         settings.shuffle_buffer = 6;
-        let mut loader = Loader::new(
-            dataset.clone(),
-            Arc::new(pipeline),
-            settings,
-            CancelToken::new(),
-        )
-        .unwrap();
+        let mut loader = light_loader(dataset.clone(), 1, settings, CancelToken::new());
         let mut orders = Vec::new();
         for epoch in 0..2 {
             dataset.reads.lock().unwrap().clear();

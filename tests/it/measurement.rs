@@ -21,7 +21,7 @@ use tempfile::TempDir;
 
 use crate::common;
 use common::runs::{shared_dir, tiny_preset};
-use common::{loaderbench_command, path_str, run_with_deadline, stderr};
+use common::{assert_said, loaderbench_command, path_str, run_with_deadline, stderr};
 
 fn run_to_end(plan: Plan, dir: &Path) -> RunResult {
     let options = RunOptions {
@@ -128,11 +128,7 @@ fn a_cli_run_beside_a_busy_core_marks_every_config_disturbed() {
 #[cfg(target_os = "linux")]
 fn a_cli_run_beside_a_busy_core_warns_that_it_is_disturbed() {
     let output = &beside_a_busy_core().1;
-    assert!(
-        stderr(output).contains("warning: disturbed: nw=0"),
-        "{}",
-        stderr(output)
-    );
+    assert_said(output, "warning: disturbed: nw=0");
 }
 
 #[test]

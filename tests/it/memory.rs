@@ -4,104 +4,68 @@
 //! configs' measured memory keeps the bigger one out of the recommendation and says so;
 //! a limit that is no size, or out of range, is refused before anything runs.
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use loaderbench_analysis::measured_configs;
 use loaderbench_analysis::memory::MemoryReport;
 use loaderbench_measure::process_memory::ProcessKind;
 use loaderbench_measure::results::RunResult;
-use tempfile::TempDir;
+use loaderbench_measure::results_file;
 
 use crate::common;
-use common::runs::shared_dir;
-use common::{loaderbench, path_str, stderr, stdout};
+use common::runs::{SavedRun, SharedRun, as_measured_quietly};
+use common::{assert_error_line, loaderbench, path_str, stderr, stdout, table_row};
 
 /// nw=0 and nw=2 persistent spawned workers (each a process of its own, libtorch and
 /// all) over 2,048 samples of a pipeline of 400 µs a sample (two workers on two cores
 /// take about half as long), three repeats, measured once with `--recommend`, its
 /// JSON with the meter's verdicts cleared (a busy machine may mark configs disturbed,
 /// and then none is named).
-struct Measured {
-    dir: TempDir,
-    table: String,
-}
-
-static MEASURED: OnceLock<Measured> = OnceLock::new();
-
-fn measured() -> &'static Measured {
-    MEASURED.get_or_init(|| {
-        let dir = shared_dir();
-        let json = dir.path().join("measured.json");
-        let journal = dir.path().join("j.jsonl");
-        let output = loaderbench(&[
-            "run",
-            "seed-light",
-            "-q",
-            "--set",
+fn measured() -> &'static SharedRun {
+    static MEASURED: OnceLock<SharedRun> = OnceLock::new();
+    SharedRun::once(&MEASURED, |dir| {
+        let saved = SavedRun::in_dir(dir);
+        let sets = [
             "samples=2048",
-            "--set",
             "batch_size=64",
-            "--set",
             "num_workers=0,2",
-            "--set",
             "worker_kind=spawn",
-            "--set",
             "persistent_workers=true",
-            "--set",
             "extra_configs=[]",
-            "--set",
             "pin_memory=false",
-            "--set",
             "repeats=3",
-            "--set",
             "pipeline=[{\"custom\":{\"name\":\"costly\",\"ops\":[{\"cost\":{\"micros_per_sample\":400}}]}}]",
-            "--journal",
-            path_str(&journal),
-            "--json",
-            path_str(&json),
-        ]);
-        assert!(output.status.success(), "{}", stderr(&output));
-        let mut run: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        for result in run["results"].as_array_mut().unwrap() {
-            result["disturbed"] = false.into();
+        ];
+        let output = loaderbench(&saved.run_args("seed-light", &sets));
+        if output.status.success() {
+            as_measured_quietly(&saved.json);
         }
-        std::fs::write(dir.path().join("quiet.json"), serde_json::to_vec(&run).unwrap()).unwrap();
-        Measured {
-            dir,
-            table: stdout(&output),
-        }
+        output
     })
 }
 
-impl Measured {
-    fn quiet(&self) -> PathBuf {
-        self.dir.path().join("quiet.json")
-    }
+/// The measurements, as a quiet machine's.
+fn result() -> RunResult {
+    results_file::read(&SavedRun::in_dir(measured().dir.path()).json).unwrap()
+}
 
-    fn result(&self) -> RunResult {
-        serde_json::from_slice(&std::fs::read(self.quiet()).unwrap()).unwrap()
-    }
-
-    /// `report --recommend` on the measurements, with `extra` arguments.
-    fn recommend(&self, extra: &[&str]) -> String {
-        let quiet = self.quiet();
-        let mut args = vec!["report", path_str(&quiet), "--recommend"];
-        args.extend_from_slice(extra);
-        let output = loaderbench(&args);
-        assert!(output.status.success(), "{}", stderr(&output));
-        let text = stdout(&output);
-        text.split("\nRecommendation: ")
-            .nth(1)
-            .unwrap_or_else(|| panic!("no recommendation in: {text}"))
-            .to_owned()
-    }
+/// `report --recommend` on the measurements, with `extra` arguments.
+fn recommend(extra: &[&str]) -> String {
+    let json = SavedRun::in_dir(measured().dir.path()).json;
+    let mut args = vec!["report", path_str(&json), "--recommend"];
+    args.extend_from_slice(extra);
+    let output = loaderbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    text.split("\nRecommendation: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no recommendation in: {text}"))
+        .to_owned()
 }
 
 #[test]
 fn worker_processes_are_sampled_as_processes_of_their_config() {
-    let result = measured().result();
+    let result = result();
     for run in &result.results {
         let kinds: Vec<ProcessKind> = run.processes.iter().map(|p| p.kind).collect();
         let workers = kinds.iter().filter(|&&k| k == ProcessKind::Worker).count();
@@ -129,22 +93,18 @@ fn worker_processes_are_sampled_as_processes_of_their_config() {
             );
         }
     }
-    let table = &measured().table;
-    let nw2 = table
-        .lines()
-        .find(|l| l.starts_with("| 2 "))
-        .unwrap_or_else(|| panic!("no nw=2 row in {table}"));
+    let table = measured().text();
+    let nw2 = table_row(&table, "| 2 ");
     assert!(nw2.contains(" MiB (workers "), "{nw2}");
 }
 
 #[test]
 fn a_memory_limit_between_two_configs_keeps_the_bigger_out_of_the_recommendation() {
-    let measured = measured();
     // Without a limit, two workers are faster and recommended: the limit is what
     // changes the answer below.
-    let free = measured.recommend(&[]);
+    let free = recommend(&[]);
     assert!(free.contains("\nUse nw=2 persistent."), "{free}");
-    let result = measured.result();
+    let result = result();
     let memory = MemoryReport::of(&result, &measured_configs(&result));
     let [nw0, nw2] = [0, 1].map(|i| memory.configs[i].projected_bytes);
     assert!(
@@ -152,7 +112,7 @@ fn a_memory_limit_between_two_configs_keeps_the_bigger_out_of_the_recommendation
         "workers cost memory: {nw0} against {nw2}"
     );
     let between = format!("{}B", (nw0 + nw2) / 2);
-    let limited = measured.recommend(&["--memory-limit", &between]);
+    let limited = recommend(&["--memory-limit", &between]);
     assert!(limited.contains("\nUse nw=0 persistent."), "{limited}");
     assert!(
         limited.contains("nw=2 persistent (")
@@ -169,16 +129,6 @@ fn a_memory_limit_that_is_no_size_or_out_of_range_is_refused() {
         ("1KiB", "field `memory_limit`: 1024 is out of range"),
     ] {
         let output = loaderbench(&["validate", "seed-light", "--memory-limit", limit]);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{limit}: {}",
-            stderr(&output)
-        );
-        assert!(
-            stderr(&output).contains(problem),
-            "{limit}: {}",
-            stderr(&output)
-        );
+        assert_error_line(&output, 2, &[problem]);
     }
 }

@@ -4,21 +4,11 @@
 //! export that fails at the end (a full disk: `/dev/full`) names the file, keeps the
 //! journal, and gives the `report` command that writes it from the journal.
 
-use std::path::Path;
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::runs::tiny_preset_file;
-use common::{error_line, loaderbench, path_str, stderr};
-
-/// `loaderbench run` on a tiny preset in `dir`, with `args` after it.
-fn run(dir: &Path, args: &[&str]) -> Output {
-    let preset = tiny_preset_file(dir, 256, 1);
-    let mut all = vec!["run", path_str(&preset), "--quiet"];
-    all.extend_from_slice(args);
-    loaderbench(&all)
-}
+use common::runs::{tiny_run, tiny_run_ok};
+use common::{assert_error_line, journaled_configs, json_file, path_str};
 
 /// Checks that `flag FILE`, with FILE in a folder that does not exist, is refused before
 /// anything is measured.
@@ -31,10 +21,8 @@ fn assert_refused_up_front(flag: &str) {
         args.extend(["--journal", path_str(&journal)]);
     }
     let started = Instant::now();
-    let output = run(dir.path(), &args);
-    let (line, _) = error_line(&output);
-    assert_eq!(output.status.code(), Some(2), "{flag}: {line}");
-    assert!(line.contains(path_str(&missing)), "{flag}: {line}");
+    let output = tiny_run(dir.path(), &args);
+    assert_error_line(&output, 2, &[path_str(&missing)]);
     assert!(
         !journal.exists(),
         "{flag}: the run measured before refusing"
@@ -72,18 +60,15 @@ fn a_journal_under_a_file_is_refused_before_measuring() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, "not a folder").unwrap();
     let journal = file.join("journal.jsonl");
-    let output = run(dir.path(), &["--journal", path_str(&journal)]);
-    let (line, _) = error_line(&output);
-    assert_eq!(output.status.code(), Some(2), "{line}");
-    assert!(line.contains(path_str(&journal)), "{line}");
+    let output = tiny_run(dir.path(), &["--journal", path_str(&journal)]);
+    assert_error_line(&output, 2, &[path_str(&journal)]);
 }
 
 #[test]
 fn a_missing_journal_folder_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("runs/today/journal.jsonl");
-    let output = run(dir.path(), &["--journal", path_str(&journal)]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    tiny_run_ok(dir.path(), &["--journal", path_str(&journal)]);
     assert!(journal.is_file());
 }
 
@@ -91,21 +76,17 @@ fn a_missing_journal_folder_is_made() {
 fn a_full_disk_at_the_end_keeps_the_journal_and_names_the_report_command() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let output = run(
+    let output = tiny_run(
         dir.path(),
         &["--journal", path_str(&journal), "--json", "/dev/full"],
     );
-    let (line, _) = error_line(&output);
-    assert_eq!(output.status.code(), Some(1), "{line}");
-    assert!(line.contains("/dev/full"), "{line}");
     let command = format!("loaderbench report {} --json /dev/full", path_str(&journal));
-    assert!(line.contains(&command), "{line}");
-    let kept = std::fs::read_to_string(&journal).unwrap();
-    let configs = kept
-        .lines()
-        .filter(|l| l.starts_with(r#"{"entry":"config""#))
-        .count();
-    assert_eq!(configs, 2, "the journal keeps both configs");
+    assert_error_line(&output, 1, &["/dev/full", &command]);
+    assert_eq!(
+        journaled_configs(&journal),
+        2,
+        "the journal keeps both configs"
+    );
 }
 
 #[test]
@@ -118,13 +99,11 @@ fn an_export_replaces_the_file_whole_and_as_readable_as_a_new_file() {
     )
     .unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let output = run(
+    tiny_run_ok(
         dir.path(),
         &["--json", path_str(&json), "--journal", path_str(&journal)],
     );
-    assert!(output.status.success(), "{}", stderr(&output));
-    let written: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("whole JSON");
+    let written = json_file(&json);
     assert_eq!(written["status"]["status"], "finished");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -9,7 +9,10 @@ use std::process::Output;
 use tempfile::TempDir;
 
 use crate::common;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, stdout};
+use common::runs::SavedRun;
+use common::{
+    assert_printed, assert_said, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+};
 
 /// An image folder of two classes with two 8×8 PNGs each, at `folder`.
 fn image_folder(folder: &Path) {
@@ -55,22 +58,13 @@ fn a_preset_in_another_folder_runs_from_any_current_directory() {
     let root = bench_and_elsewhere();
     let bench = root.path().join("bench");
     let preset = bench.join("bench.ron");
-    let json = root.path().join("run.json");
-    let journal = root.path().join("run.jsonl");
+    let saved = SavedRun::in_dir(root.path());
     let output = in_dir(
         &root.path().join("elsewhere"),
-        &[
-            "run",
-            path_str(&preset),
-            "-q",
-            "--json",
-            path_str(&json),
-            "--journal",
-            path_str(&journal),
-        ],
+        &saved.run_args(path_str(&preset), &[]),
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let run = saved.exported();
     assert_eq!(
         run["setup"]["dataset"]["path"].as_str(),
         Some(path_str(&bench.join("data"))),
@@ -85,7 +79,7 @@ fn a_preset_in_another_folder_runs_from_any_current_directory() {
     ] {
         let output = in_dir(&cwd, &["validate", preset]);
         assert!(output.status.success(), "{preset}: {}", stderr(&output));
-        assert!(stdout(&output).contains(&shown), "{}", stdout(&output));
+        assert_printed(&output, &shown);
     }
 }
 
@@ -98,13 +92,9 @@ fn a_set_path_is_relative_to_the_current_directory() {
     let args = ["validate", path_str(&preset), "--set", "dataset.path=mine"];
     let output = in_dir(&elsewhere, &args);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("dataset.path: mine\n"),
-        "{}",
-        stdout(&output)
-    );
+    assert_printed(&output, "dataset.path: mine\n");
     // From the preset's own folder, `mine` is not there.
     let output = in_dir(&root.path().join("bench"), &args);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    assert!(stderr(&output).contains("mine"), "{}", stderr(&output));
+    assert_said(&output, "mine");
 }

@@ -16,8 +16,9 @@ use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::Seen;
-use common::{loaderbench_command, path_str, run_with_deadline, stderr, wait_with_deadline};
+use common::process::{Seen, children_of};
+use common::runs::SavedRun;
+use common::{loaderbench_command, run_with_deadline, stderr, wait_with_deadline};
 
 fn read_result(path: &Path) -> RunResult {
     let text = std::fs::read_to_string(path).expect("the run wrote its JSON");
@@ -27,35 +28,38 @@ fn read_result(path: &Path) -> RunResult {
 /// The folder where the PyTorch runtime's ranks write the indices they load.
 const TRACE_VAR: &str = "LOADERBENCH_TRACE_INDICES";
 
+/// What every ranked run here sets: batches of 32, and none of seed-light's extra
+/// configs.
+const RANKED: [&str; 2] = ["extra_configs=[]", "batch_size=32"];
+
 /// Runs seed-light with `sets` (two epochs and a warm-up, batch 32) to success.
 fn sweep(dir: &TempDir, sets: &[&str]) -> RunResult {
-    let json = dir.path().join("ranks.json");
-    let journal = dir.path().join("journal.jsonl");
-    let mut args = vec![
-        "run",
-        "seed-light",
-        "--quiet",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-        "--set",
-        "extra_configs=[]",
-        "--set",
-        "batch_size=32",
-        "--set",
-        "epochs=2",
-        "--set",
-        "warmup=true",
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let mut command = loaderbench_command(&args);
+    let saved = SavedRun::in_dir(dir.path());
+    let all = [&RANKED[..], &["epochs=2", "warmup=true"], sets].concat();
+    let mut command = loaderbench_command(&saved.run_args("seed-light", &all));
     command.env(TRACE_VAR, dir.path());
     let output = run_with_deadline(&mut command, Duration::from_secs(240));
     assert!(output.status.success(), "{}", stderr(&output));
-    read_result(&json)
+    read_result(&saved.json)
+}
+
+/// A sweep of 251 samples with `sets`, of `configs` configs, whose shards cover each
+/// epoch once behind the barrier (see [`check_shards`]); with its folder. 251 samples:
+/// two ranks take 126 each, the first of the epoch's order twice.
+fn sharded_sweep(sets: &[&str], configs: usize, drop_last: bool) -> (TempDir, RunResult) {
+    let dir = TempDir::new().unwrap();
+    let result = sweep(&dir, &[&["samples=251"], sets].concat());
+    assert_eq!(result.results.len(), configs, "{sets:?}");
+    check_shards(&result, 251, drop_last);
+    (dir, result)
+}
+
+/// A [`sharded_sweep`] whose last config's PyTorch ranks (two of them) traced the same
+/// shards (see [`check_traced_shards`]).
+fn traced_sweep(sets: &[&str], configs: usize, drop_last: bool) -> RunResult {
+    let (dir, result) = sharded_sweep(sets, configs, drop_last);
+    check_traced_shards(dir.path(), 251, 2, drop_last);
+    result
 }
 
 /// Checks every epoch of every config: samples per rank and in all, and the barrier.
@@ -110,19 +114,8 @@ fn check_shards(result: &RunResult, samples: usize, drop_last: bool) {
 
 #[test]
 fn shards_cover_each_epoch_once_behind_a_barrier() {
-    let dir = TempDir::new().unwrap();
-    // 251 samples: two ranks take 126 each, the first of the epoch's order twice.
-    let result = sweep(
-        &dir,
-        &[
-            "samples=251",
-            "ranks=1,2",
-            "num_workers=0,1",
-            "worker_kind=spawn",
-        ],
-    );
-    assert_eq!(result.results.len(), 4);
-    check_shards(&result, 251, false);
+    let sets = ["ranks=1,2", "num_workers=0,1", "worker_kind=spawn"];
+    let (_dir, result) = sharded_sweep(&sets, 4, false);
     let two = result
         .results
         .iter()
@@ -154,48 +147,25 @@ fn shards_cover_each_epoch_once_behind_a_barrier() {
 
 #[test]
 fn drop_last_gives_equal_shards_without_padding() {
-    let dir = TempDir::new().unwrap();
-    let result = sweep(
-        &dir,
-        &[
-            "samples=251",
-            "ranks=2",
-            "drop_last=true",
-            "num_workers=0",
-            "runtime=loaderbench,pytorch",
-        ],
-    );
-    assert_eq!(result.results.len(), 2);
-    check_shards(&result, 251, true);
-    check_traced_shards(dir.path(), 251, 2, true);
+    let sets = [
+        "ranks=2",
+        "drop_last=true",
+        "num_workers=0",
+        "runtime=loaderbench,pytorch",
+    ];
+    traced_sweep(&sets, 2, true);
 }
 
 #[test]
 fn spdl_ranks_are_a_distributed_job_each_piping_its_sampler_s_shard() {
-    let dir = TempDir::new().unwrap();
-    let sets = ["samples=251", "ranks=2", "num_workers=2", "runtime=spdl"];
-    let result = sweep(&dir, &sets);
-    assert_eq!(result.results.len(), 1);
-    check_shards(&result, 251, false);
-    check_traced_shards(dir.path(), 251, 2, false);
+    traced_sweep(&["ranks=2", "num_workers=2", "runtime=spdl"], 1, false);
 }
 
 #[test]
 fn pytorch_ranks_are_a_distributed_job_with_real_shards() {
-    let dir = TempDir::new().unwrap();
-    let result = sweep(
-        &dir,
-        &[
-            "samples=251",
-            "ranks=1,2",
-            "num_workers=0,1",
-            "runtime=pytorch",
-        ],
-    );
-    assert_eq!(result.results.len(), 4);
-    check_shards(&result, 251, false);
     // The last config traced is ranks=2 with one worker per rank.
-    check_traced_shards(dir.path(), 251, 2, false);
+    let sets = ["ranks=1,2", "num_workers=0,1", "runtime=pytorch"];
+    let result = traced_sweep(&sets, 4, false);
     let two = result.results.iter().find(|r| r.config.ranks == 2);
     let two = two.expect("ranks=2 was measured");
     assert_eq!(
@@ -302,30 +272,14 @@ fn check_traced_shards(dir: &Path, samples: usize, world: usize, drop_last: bool
 
 /// Processes whose parent is `pid`, with their command lines.
 fn children(pid: u32) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(child) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // The parent pid is the second field after the parenthesised command name.
-        let parent = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if parent == Some(pid) {
+    children_of(pid)
+        .into_iter()
+        .map(|child| {
             let cmdline =
                 std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
-            found.push((child, cmdline.replace('\0', " ")));
-        }
-    }
-    found
+            (child, cmdline.replace('\0', " "))
+        })
+        .collect()
 }
 
 #[cfg(target_os = "linux")]
@@ -345,34 +299,11 @@ fn a_killed_pytorch_rank_fails_the_run_by_name_and_leaves_no_python_behind() {
 /// checks the run's end.
 fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
     let dir = TempDir::new().unwrap();
-    let json = dir.path().join("killed.json");
-    let journal = dir.path().join("journal.jsonl");
+    let saved = SavedRun::in_dir(dir.path());
     // Config 0 (one rank) is measured first and must survive the failure of config 1.
-    let mut args = vec![
-        "run",
-        "seed-light",
-        "--quiet",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-        "--set",
-        "extra_configs=[]",
-        "--set",
-        "samples=2000",
-        "--set",
-        "batch_size=32",
-        "--set",
-        "epochs=1",
-        "--set",
-        "ranks=1,2",
-        "--set",
-        "num_workers=1",
-    ];
-    for set in sets {
-        args.extend(["--set", set]);
-    }
-    let child = loaderbench_command(&args)
+    let one_worker_per_rank = ["samples=2000", "epochs=1", "ranks=1,2", "num_workers=1"];
+    let all = [&RANKED[..], &one_worker_per_rank, sets].concat();
+    let child = loaderbench_command(&saved.run_args("seed-light", &all))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -409,7 +340,7 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(err.contains("rank 1 died"), "{err}");
-    let result = read_result(&json);
+    let result = read_result(&saved.json);
     assert_eq!(result.results.len(), 1, "config 0 is kept");
     assert_eq!(result.results[0].config.ranks, 1);
     let left = || seen.iter().any(Seen::running);

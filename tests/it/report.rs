@@ -12,75 +12,37 @@ use std::sync::OnceLock;
 use tempfile::TempDir;
 
 use crate::common;
-use common::runs::{from_another_machine, shared_dir};
-use common::{loaderbench, path_str, stderr, stdout};
+use common::runs::{SharedRun, from_another_machine};
+use common::{assert_error_line, loaderbench, path_str, run_args, stderr, stdout};
 
-/// A real run of two configs, saved as JSON (`--json -` puts the results on standard
-/// output) and as its journal; measured once, by the first test that needs it, and copied
-/// as if from another machine.
-struct Measured {
-    dir: TempDir,
-    output: Output,
-    json: PathBuf,
-    journal: PathBuf,
-    server: PathBuf,
-}
-
-static MEASURED: OnceLock<Measured> = OnceLock::new();
-
-impl Measured {
-    /// The run, after checking that it succeeded.
-    fn get() -> &'static Measured {
-        let measured = MEASURED.get_or_init(|| {
-            let dir = shared_dir();
-            let journal = dir.path().join("laptop.jsonl");
-            let output = loaderbench(&[
-                "run",
-                "seed-light",
-                "--quiet",
-                "--set",
-                "samples=1024",
-                "--set",
-                "num_workers=[0, 2]",
-                "--set",
-                "extra_configs=[]",
-                "--journal",
-                path_str(&journal),
-                "--json",
-                "-",
-            ]);
-            let json = dir.path().join("laptop.json");
-            std::fs::write(&json, &output.stdout).unwrap();
-            let server = dir.path().join("server.json");
-            if output.status.success() {
-                from_another_machine(&json, &server);
-            }
-            Measured {
-                dir,
-                output,
-                json,
-                journal,
-                server,
-            }
-        });
-        assert!(
-            measured.output.status.success(),
-            "{}",
-            stderr(&measured.output)
-        );
-        measured
-    }
+/// A real run of two configs, saved as JSON `laptop.json` (`--json -` puts the results on
+/// standard output) and as its journal `laptop.jsonl`; measured once, by the first test
+/// that needs it, and copied as if from another machine as `server.json`.
+fn measured() -> &'static SharedRun {
+    static MEASURED: OnceLock<SharedRun> = OnceLock::new();
+    SharedRun::once(&MEASURED, |dir| {
+        let journal = dir.join("laptop.jsonl");
+        let sets = ["samples=1024", "num_workers=[0, 2]", "extra_configs=[]"];
+        let saving = ["--journal", path_str(&journal), "--json", "-"];
+        let output = loaderbench(&run_args("seed-light", &sets, &saving));
+        let json = dir.join("laptop.json");
+        std::fs::write(&json, &output.stdout).unwrap();
+        if output.status.success() {
+            from_another_machine(&json, &dir.join("server.json"));
+        }
+        output
+    })
 }
 
 /// `report` of the run and its copy from another machine, with `--recommend`.
 fn overlay() -> &'static Output {
     static OVERLAY: OnceLock<Output> = OnceLock::new();
-    let measured = Measured::get();
+    let measured = measured();
     OVERLAY.get_or_init(|| {
         loaderbench(&[
             "report",
-            path_str(&measured.json),
-            path_str(&measured.server),
+            path_str(&measured.path("laptop.json")),
+            path_str(&measured.path("server.json")),
             "--recommend",
         ])
     })
@@ -89,13 +51,13 @@ fn overlay() -> &'static Output {
 /// The run and its copy from another machine, merged by `merge` into one file.
 fn merged() -> &'static Path {
     static MERGED: OnceLock<PathBuf> = OnceLock::new();
-    let measured = Measured::get();
+    let measured = measured();
     MERGED.get_or_init(|| {
-        let merged = measured.dir.path().join("merged.json");
+        let merged = measured.path("merged.json");
         let output = loaderbench(&[
             "merge",
-            path_str(&measured.json),
-            path_str(&measured.server),
+            path_str(&measured.path("laptop.json")),
+            path_str(&measured.path("server.json")),
             "-o",
             path_str(&merged),
         ]);
@@ -106,7 +68,7 @@ fn merged() -> &'static Path {
 
 #[test]
 fn json_to_standard_output_is_the_results_alone() {
-    let measured = Measured::get();
+    let measured = measured();
     let parsed: serde_json::Value =
         serde_json::from_slice(&measured.output.stdout).expect("standard output is the JSON alone");
     assert_eq!(parsed["results"].as_array().map(Vec::len), Some(2));
@@ -114,7 +76,7 @@ fn json_to_standard_output_is_the_results_alone() {
 
 #[test]
 fn the_results_hold_the_preset_as_run() {
-    let setup = loaderbench_measure::results_file::read(&Measured::get().json)
+    let setup = loaderbench_measure::results_file::read(&measured().path("laptop.json"))
         .unwrap()
         .setup;
     let setup = setup.expect("the results hold the preset as run");
@@ -122,6 +84,12 @@ fn the_results_hold_the_preset_as_run() {
         (setup.name.as_str(), setup.samples),
         ("seed-light", Some(1024))
     );
+}
+
+/// `report` of the run's results file, with `extra` arguments.
+fn report_of_the_run(extra: &[&str]) -> Output {
+    let json = measured().path("laptop.json");
+    loaderbench(&[&["report", path_str(&json)], extra].concat())
 }
 
 /// Asserts `report SAVED` prints the table `run` printed: a row per config.
@@ -141,17 +109,17 @@ fn assert_reports_as_run_printed(saved: &Path) {
 
 #[test]
 fn report_prints_a_results_file_as_run_printed_it() {
-    assert_reports_as_run_printed(&Measured::get().json);
+    assert_reports_as_run_printed(&measured().path("laptop.json"));
 }
 
 #[test]
 fn report_prints_a_journal_as_run_printed_it() {
-    assert_reports_as_run_printed(&Measured::get().journal);
+    assert_reports_as_run_printed(&measured().path("laptop.jsonl"));
 }
 
 #[test]
 fn report_stages_prints_where_the_time_goes_per_config() {
-    let output = loaderbench(&["report", path_str(&Measured::get().json), "--stages"]);
+    let output = report_of_the_run(&["--stages"]);
     let out = stdout(&output);
     let stages = out
         .split("Where the time goes (milliseconds per batch):")
@@ -170,7 +138,7 @@ fn report_stages_prints_where_the_time_goes_per_config() {
 
 #[test]
 fn report_md_to_standard_output_is_the_markdown_alone() {
-    let output = loaderbench(&["report", path_str(&Measured::get().json), "--md", "-"]);
+    let output = report_of_the_run(&["--md", "-"]);
     assert!(
         stdout(&output).starts_with("# ") || stdout(&output).starts_with('|'),
         "only the Markdown export: {}",
@@ -248,14 +216,9 @@ fn assert_one_line_naming_it(name: &str, contents: &str, problem: &str) {
         std::fs::write(&path, contents).unwrap();
     }
     let output = loaderbench(&["report", path_str(&path)]);
+    assert_error_line(&output, 2, &[name, problem]);
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{name}: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(
-        lines[0].starts_with("error: ") && lines[0].contains(name) && lines[0].contains(problem),
-        "{err}"
-    );
+    assert_eq!(err.lines().count(), 1, "nothing but the error line: {err}");
 }
 
 #[test]

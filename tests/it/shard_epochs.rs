@@ -10,11 +10,10 @@ use std::sync::Arc;
 
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec};
-use loaderbench_engine::loader::{Loader, Shard};
-use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_engine::loader::Shard;
 use tempfile::TempDir;
 
-use common::{loader_settings, loaderbench, path_str, stderr};
+use common::{light_loader, loader_settings, loaderbench, path_str, stderr};
 
 /// Samples in the folder: 5 per shard makes 8 shards, the last with 2, so workers get
 /// uneven streams.
@@ -83,18 +82,11 @@ pub(crate) fn epoch_samples(
     workers: usize,
     shard: Shard,
 ) -> Vec<(i64, i64)> {
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = loader_settings(workers, false);
     settings.batch_size = 4;
     settings.shard = shard;
     settings.shuffle_buffer = 6;
-    let mut loader = Loader::new(
-        dataset.clone(),
-        Arc::new(pipeline),
-        settings,
-        CancelToken::new(),
-    )
-    .unwrap();
+    let mut loader = light_loader(dataset.clone(), 3, settings, CancelToken::new());
     let mut samples = Vec::new();
     for batch in loader.epoch().unwrap() {
         let batch = batch.unwrap();
@@ -116,6 +108,16 @@ pub(crate) fn open(spec: &DatasetSpec) -> Arc<dyn Dataset> {
     dataset::open(spec, None).unwrap()
 }
 
+/// [`folder_and_shards`], both opened: the folder they are in, the image folder and the
+/// shards.
+fn opened_folder_and_shards() -> (TempDir, Arc<dyn Dataset>, Arc<dyn Dataset>) {
+    let (dir, pattern) = folder_and_shards();
+    let folder = dir.path().join("folder");
+    let folder = open(&spec(DatasetKind::ImageFolder, path_str(&folder)));
+    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    (dir, folder, shards)
+}
+
 /// The files under `dir` this process has open.
 fn open_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     let fds = std::fs::read_dir("/proc/self/fd").unwrap();
@@ -132,10 +134,9 @@ fn open_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 fn an_epoch_cut_partway_at_0_workers_closes_its_shard_stream() {
     let (dir, pattern) = folder_and_shards();
     let shards = open(&spec(DatasetKind::Shards, &pattern));
-    let pipeline = Pipeline::new(&PipelineSpec::Light, &Normalize::default(), 3).unwrap();
     let mut settings = loader_settings(0, false);
     settings.batch_size = 4;
-    let mut loader = Loader::new(shards, Arc::new(pipeline), settings, CancelToken::new()).unwrap();
+    let mut loader = light_loader(shards, 3, settings, CancelToken::new());
     let mut epoch = loader.epoch().unwrap();
     epoch.next().unwrap().unwrap();
     let shard_dir = dir.path().join("shards");
@@ -153,12 +154,7 @@ fn an_epoch_cut_partway_at_0_workers_closes_its_shard_stream() {
 
 #[test]
 fn every_epoch_over_the_shards_holds_the_folder_s_samples_once_at_0_2_and_3_workers() {
-    let (dir, pattern) = folder_and_shards();
-    let folder = open(&spec(
-        DatasetKind::ImageFolder,
-        path_str(&dir.path().join("folder")),
-    ));
-    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    let (_dir, folder, shards) = opened_folder_and_shards();
     assert_eq!(shards.len(), IMAGES as usize);
     assert_eq!(shards.shards().map(|s| s.len()), Some(8));
     let expected = epoch_samples(&folder, 0, Shard::WHOLE);
@@ -174,12 +170,7 @@ fn every_epoch_over_the_shards_holds_the_folder_s_samples_once_at_0_2_and_3_work
 
 #[test]
 fn two_ranks_split_the_shards_and_together_hold_the_folder_once() {
-    let (dir, pattern) = folder_and_shards();
-    let folder = open(&spec(
-        DatasetKind::ImageFolder,
-        path_str(&dir.path().join("folder")),
-    ));
-    let shards = open(&spec(DatasetKind::Shards, &pattern));
+    let (_dir, folder, shards) = opened_folder_and_shards();
     let expected = epoch_samples(&folder, 0, Shard::WHOLE);
     let mut both = Vec::new();
     for rank in 0..2 {

@@ -10,16 +10,17 @@ use std::process::Output;
 use std::time::Duration;
 
 use image::{Rgb, RgbImage};
-use loaderbench_engine::dataset::{self, Dataset, DatasetKind, DatasetSpec};
+use loaderbench_engine::dataset::{self, DatasetKind, DatasetSpec};
 use loaderbench_engine::preset::{Preset, WorkerKind};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use tempfile::TempDir;
 
 use common::nginx::{self, Nginx};
 use common::process::running;
+use common::runs::SavedRun;
 use common::{
-    assert_error_line, loaderbench, loaderbench_command, path_str, stderr, stdout,
-    wait_with_deadline,
+    assert_error_line, assert_printed, every_sample, json_file, loaderbench, loaderbench_command,
+    path_str, stderr, stdout, wait_with_deadline,
 };
 
 #[test]
@@ -99,17 +100,6 @@ fn spec(kind: DatasetKind, path: &str, channels: usize) -> DatasetSpec {
     }
 }
 
-/// Every sample of `dataset` read in index order: its label and pixels.
-fn all_samples(dataset: &dyn Dataset) -> Vec<(i64, Vec<u8>)> {
-    (0..dataset.len())
-        .map(|index| {
-            let mut pixels = vec![0; dataset.shape().sample_bytes()];
-            let label = dataset.read(index, &mut pixels).unwrap();
-            (label, pixels)
-        })
-        .collect()
-}
-
 /// A preset over `path` (a shard pattern) with `num_workers` configs, saved in `dir`.
 fn shards_preset(dir: &Path, path: &str, num_workers: Vec<usize>, epochs: usize) -> PathBuf {
     let mut preset = common::runs::tiny_preset(1_000, epochs);
@@ -124,20 +114,10 @@ fn shards_preset(dir: &Path, path: &str, num_workers: Vec<usize>, epochs: usize)
 
 /// `loaderbench run PRESET -q` with its JSON and journal in the preset's folder.
 fn run_preset(preset: &Path) -> Output {
-    let dir = preset.parent().unwrap();
-    let json = dir.join("run.json");
-    let journal = dir.join("run.jsonl");
+    let saved = SavedRun::in_dir(preset.parent().unwrap());
     // Each run a journal of its own: one that exists is refused.
-    let _ = std::fs::remove_file(&journal);
-    loaderbench(&[
-        "run",
-        path_str(preset),
-        "-q",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-    ])
+    let _ = std::fs::remove_file(&saved.journal);
+    loaderbench(&saved.run_args(path_str(preset), &[]))
 }
 
 #[test]
@@ -166,8 +146,8 @@ fn a_folder_converted_to_shards_reads_back_as_the_same_samples() {
         "the last shard holds one sample"
     );
     assert_eq!(shards.files().len(), 5);
-    let mut from_shards = all_samples(&*shards);
-    let mut from_folder = all_samples(&*images);
+    let mut from_shards = every_sample(&*shards);
+    let mut from_folder = every_sample(&*images);
     // Shuffled: the classes are mixed within the first shard.
     let first_labels: Vec<i64> = from_shards[..5].iter().map(|(label, _)| *label).collect();
     assert!(
@@ -210,7 +190,7 @@ fn the_pattern_to_paste_is_absolute_whatever_folder_it_was_written_from() {
         "path: \"{}/shard-{{000000..",
         here.path().join("out").display()
     );
-    assert!(stdout(&output).contains(&expected), "{}", stdout(&output));
+    assert_printed(&output, &expected);
 }
 
 #[test]
@@ -234,8 +214,7 @@ fn shards_on_disk_run_with_and_without_workers() {
     let preset = shards_preset(out.path(), &pattern, vec![0, 2], 2);
     let output = run_preset(&preset);
     assert!(output.status.success(), "{}", stderr(&output));
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("run.json")).unwrap()).unwrap();
+    let json = json_file(&out.path().join("run.json"));
     let epoch = &json["results"][0]["epochs"][1];
     assert_eq!(epoch["samples"], 18);
     assert!(
@@ -260,8 +239,7 @@ fn forked_and_spawned_workers_read_shards_on_disk_and_over_http() {
         edited.save(&preset).unwrap();
         let output = run_preset(&preset);
         assert!(output.status.success(), "{path}: {}", stderr(&output));
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.path().join("run.json")).unwrap()).unwrap();
+        let json = json_file(&out.path().join("run.json"));
         let results = json["results"].as_array().unwrap();
         let kinds: Vec<&str> = results
             .iter()
@@ -299,6 +277,40 @@ fn shard_folder(side: u32) -> (TempDir, TempDir, String) {
     let out = TempDir::new().unwrap();
     let pattern = convert(folder.path(), out.path(), 4);
     (folder, out, pattern)
+}
+
+/// The shards of [`shard_folder`] served by nginx, at `bytes_per_s` (`None`: as fast
+/// as it can); `None` where nginx is not installed.
+struct ServedShards {
+    _folder: TempDir,
+    out: TempDir,
+    server: Nginx,
+    /// The shards' pattern under the server's root.
+    name: String,
+}
+
+impl ServedShards {
+    fn start(side: u32, bytes_per_s: Option<u64>) -> Option<ServedShards> {
+        let (folder, out, pattern) = shard_folder(side);
+        let server = Nginx::serve(out.path(), bytes_per_s)?;
+        let name = pattern.rsplit('/').next().unwrap().to_owned();
+        Some(ServedShards {
+            _folder: folder,
+            out,
+            server,
+            name,
+        })
+    }
+
+    /// The URL of `name` on the server.
+    fn url(&self, name: &str) -> String {
+        self.server.url(name)
+    }
+
+    /// The URL of the shards' pattern.
+    fn pattern_url(&self) -> String {
+        self.url(&self.name)
+    }
 }
 
 /// Replaces shard 1 of `out` with a tar of `members` and runs on the shards.
@@ -379,48 +391,34 @@ fn an_empty_or_unmatched_pattern_is_named_before_measuring() {
 
 #[test]
 fn shards_over_http_run_and_a_missing_shard_is_a_404() {
-    let (_folder, out, pattern) = shard_folder(20);
-    let Some(server) = Nginx::serve(out.path(), None) else {
+    let Some(served) = ServedShards::start(20, None) else {
         return;
     };
-    let name = pattern.rsplit('/').next().unwrap();
-    let url = server.url(name);
-    let preset = shards_preset(out.path(), &url, vec![0, 2], 2);
+    let preset = shards_preset(served.out.path(), &served.pattern_url(), vec![0, 2], 2);
     let output = run_preset(&preset);
     assert!(output.status.success(), "{}", stderr(&output));
-    let missing = server.url("shard-{000000..000003}.tar");
-    let preset = shards_preset(out.path(), &missing, vec![0], 1);
+    let missing = served.url("shard-{000000..000003}.tar");
+    let preset = shards_preset(served.out.path(), &missing, vec![0], 1);
     let line = assert_error_line(&run_preset(&preset), 2, &["shard-000003.tar", "HTTP 404"]);
-    assert!(line.contains(&server.url("shard-000003.tar")), "{line}");
+    assert!(line.contains(&served.url("shard-000003.tar")), "{line}");
 }
 
 #[test]
 fn a_server_that_goes_away_mid_run_fails_it_naming_the_shard_and_keeps_what_was_measured() {
-    let (_folder, out, pattern) = shard_folder(64);
     // About 40 KB per shard at 40 KB/s: an epoch over three shards takes seconds.
-    let Some(mut server) = Nginx::serve(out.path(), Some(40_000)) else {
+    let Some(mut served) = ServedShards::start(64, Some(40_000)) else {
         return;
     };
-    let name = pattern.rsplit('/').next().unwrap();
-    let preset = shards_preset(out.path(), &server.url(name), vec![0, 1, 2], 1);
-    let journal = out.path().join("run.jsonl");
-    let json = out.path().join("run.json");
-    let child = loaderbench_command(&[
-        "run",
-        path_str(&preset),
-        "-q",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-    ])
-    .spawn()
-    .unwrap();
-    common::wait_for_configs(&journal, 1, Duration::from_secs(120));
-    server.stop();
+    let preset = shards_preset(served.out.path(), &served.pattern_url(), vec![0, 1, 2], 1);
+    let run = SavedRun::in_dir(served.out.path());
+    let child = loaderbench_command(&run.run_args(path_str(&preset), &[]))
+        .spawn()
+        .unwrap();
+    common::wait_for_configs(&run.journal, 1, Duration::from_secs(120));
+    served.server.stop();
     let output = wait_with_deadline(child, Duration::from_secs(120));
-    assert_error_line(&output, 1, &[&server.url("shard-")]);
-    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_error_line(&output, 1, &[&served.url("shard-")]);
+    let saved = run.exported();
     let kept = saved["results"].as_array().unwrap();
     assert!(
         !kept.is_empty() && kept.len() < 3,
@@ -431,13 +429,13 @@ fn a_server_that_goes_away_mid_run_fails_it_naming_the_shard_and_keeps_what_was_
 
 #[test]
 fn a_spawned_worker_reopens_shards_from_the_parent_s_index_without_fetching_them_again() {
-    let (_folder, out, pattern) = shard_folder(20);
-    let Some(server) = Nginx::serve(out.path(), None) else {
+    let Some(served) = ServedShards::start(20, None) else {
         return;
     };
+    let server = &served.server;
     let spec = DatasetSpec {
         kind: DatasetKind::Shards,
-        path: Some(server.url(pattern.rsplit('/').next().unwrap()).into()),
+        path: Some(served.pattern_url().into()),
         channels: 3,
         image_size: [16, 16],
         ..DatasetSpec::default()
@@ -479,13 +477,12 @@ fn everything_shown_and_saved(output: &Output, dir: &Path) -> String {
 
 #[test]
 fn secrets_in_a_shard_url_are_never_shown_or_saved() {
-    let (_folder, out, pattern) = shard_folder(20);
-    let Some(server) = Nginx::serve(out.path(), None) else {
+    let Some(served) = ServedShards::start(20, None) else {
         return;
     };
-    let name = pattern.rsplit('/').next().unwrap();
+    let name = served.name.as_str();
     let with_secrets = |name: &str| {
-        server
+        served
             .url(name)
             .replace("http://", "http://alice:s3cr3tpw@")
             + "?sig=${LOADERBENCH_TEST_SIG}"
@@ -494,20 +491,11 @@ fn secrets_in_a_shard_url_are_never_shown_or_saved() {
     let run = |path: &str, vars: &[(&str, &std::ffi::OsStr)]| {
         let dir = TempDir::new().unwrap();
         let preset = shards_preset(dir.path(), path, vec![0], 1);
-        let output = common::loaderbench_with(
-            &[
-                "run",
-                path_str(&preset),
-                "-q",
-                "--json",
-                path_str(&dir.path().join("run.json")),
-                "--md",
-                path_str(&dir.path().join("run.md")),
-                "--journal",
-                path_str(&dir.path().join("run.jsonl")),
-            ],
-            vars,
-        );
+        let saved = SavedRun::in_dir(dir.path());
+        let md = dir.path().join("run.md");
+        let mut args = saved.run_args(path_str(&preset), &[]);
+        args.extend(["--md", path_str(&md)]);
+        let output = common::loaderbench_with(&args, vars);
         let everything = everything_shown_and_saved(&output, dir.path());
         (output, everything)
     };

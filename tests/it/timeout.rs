@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use common::process::marked;
-use common::{path_str, stderr, wait_with_deadline};
+use common::{path_str, run_args, stderr, wait_with_deadline};
 
 /// Marks every process a try starts (each inherits it), so none can hide.
 const MARK_VAR: &str = "LOADERBENCH_TEST_TIMEOUT";
@@ -30,23 +30,14 @@ const STOP_LIMIT: Duration = Duration::from_secs(15);
 /// A run of seed-light that outlasts any try's time limit: spawned workers on a slow
 /// pipeline, four configs of 2 epochs (9 s in all), the first done after about 3 s.
 const SLOW_RUN: &[&str] = &[
-    "--set",
     "worker_kind=spawn",
-    "--set",
     "num_workers=2,1",
-    "--set",
     "persistent_workers=false,true",
-    "--set",
     "pin_memory=false",
-    "--set",
     "extra_configs=[]",
-    "--set",
     "samples=1280",
-    "--set",
     "batch_size=64",
-    "--set",
     "epochs=2",
-    "--set",
     "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":500}}]}}]",
 ];
 
@@ -61,8 +52,8 @@ struct Try {
     journaled: usize,
 }
 
-/// `timeout -s SIGNAL AFTER loaderbench run seed-light ...` with JSON and CSV exports,
-/// in a fresh folder.
+/// `timeout -s SIGNAL AFTER loaderbench run seed-light ...` with `sets` (each a
+/// `--set KEY=VALUE`) and JSON and CSV exports, in a fresh folder.
 fn try_under_timeout(signal: &str, after: Duration, sets: &[&str]) -> Try {
     let dir = tempfile::tempdir().unwrap();
     let file = |name: &str| dir.path().join(name);
@@ -72,8 +63,7 @@ fn try_under_timeout(signal: &str, after: Duration, sets: &[&str]) -> Try {
         .args(["--preserve-status", "-s", signal])
         .arg(format!("{}", after.as_secs_f64()))
         .arg(env!("CARGO_BIN_EXE_loaderbench"))
-        .args(["run", "seed-light", "--quiet"])
-        .args(sets)
+        .args(run_args("seed-light", sets, &[]))
         .args(["--journal", path_str(&file("journal.jsonl"))])
         .args(["--json", path_str(&file("out.json"))])
         .args(["--csv", path_str(&file("out.csv"))])
@@ -123,16 +113,21 @@ fn assert_kept(run: &Try, code: i32, what: &str) {
     );
 }
 
+/// A try (see [`try_under_timeout`]), said and checked as `what` (see [`assert_kept`]).
+fn try_and_check(what: &str, signal: &str, after: Duration, sets: &[&str], code: i32) {
+    let run = try_under_timeout(signal, after, sets);
+    eprintln!(
+        "{what}: {} config(s) kept, ended {:.2} s after the signal",
+        run.journaled,
+        run.stop.as_secs_f64()
+    );
+    assert_kept(&run, code, what);
+}
+
 fn tries(signal: &str, code: i32) {
     for attempt in 1..=TRIES {
-        let run = try_under_timeout(signal, Duration::from_secs(4), SLOW_RUN);
         let what = format!("SIG{signal} try {attempt}");
-        eprintln!(
-            "{what}: {} config(s) kept, ended {:.2} s after the signal",
-            run.journaled,
-            run.stop.as_secs_f64()
-        );
-        assert_kept(&run, code, &what);
+        try_and_check(&what, signal, Duration::from_secs(4), SLOW_RUN, code);
     }
 }
 
@@ -149,27 +144,21 @@ fn sigint_from_timeout_keeps_the_exports_and_exits_130_every_time() {
 #[test]
 fn sigterm_stops_the_pytorch_runtime_and_keeps_its_exports() {
     let mut sets = SLOW_RUN.to_vec();
-    sets.extend(["--set", "runtime=pytorch", "--set", "pipeline=[light]"]);
-    sets.extend(["--set", "samples=60000", "--set", "epochs=3"]);
+    sets.extend([
+        "runtime=pytorch",
+        "pipeline=[light]",
+        "samples=60000",
+        "epochs=3",
+    ]);
     // Past `import torch` (about 3 s) and into the epochs.
-    let run = try_under_timeout("TERM", Duration::from_secs(8), &sets);
-    eprintln!(
-        "pytorch: ended {:.2} s after the signal",
-        run.stop.as_secs_f64()
-    );
-    assert_kept(&run, 143, "pytorch");
+    try_and_check("pytorch", "TERM", Duration::from_secs(8), &sets, 143);
 }
 
 #[test]
 fn sigterm_stops_the_ranks_and_keeps_their_exports() {
     let mut sets = SLOW_RUN.to_vec();
-    sets.extend(["--set", "ranks=2"]);
-    let run = try_under_timeout("TERM", Duration::from_secs(4), &sets);
-    eprintln!(
-        "ranks: ended {:.2} s after the signal",
-        run.stop.as_secs_f64()
-    );
-    assert_kept(&run, 143, "ranks");
+    sets.push("ranks=2");
+    try_and_check("ranks", "TERM", Duration::from_secs(4), &sets, 143);
 }
 
 #[test]

@@ -8,7 +8,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::{loaderbench, loaderbench_command, path_str, stderr, stdout, wait_with_deadline};
+use common::{
+    assert_said, loaderbench, loaderbench_command, path_str, stderr, stdout, wait_with_deadline,
+};
 
 /// A wide space: far more configs than any budget here measures, on a dataset whose
 /// epochs are long enough that no budget here sees five rounds (the least a settled
@@ -106,5 +108,5 @@ fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
 fn a_budget_people_cannot_read_is_refused() {
     let output = loaderbench(&["tune", "seed-light", "--budget", "soon"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("--budget"), "{}", stderr(&output));
+    assert_said(&output, "--budget");
 }

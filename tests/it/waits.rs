@@ -10,13 +10,15 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, DatasetKind, DatasetSpec};
 use loaderbench_engine::error::Error;
 
-use common::{assert_error_line, loaderbench_command, run_with_deadline};
+use common::{assert_error_line, loaderbench_command, run_args, run_with_deadline};
 
 /// Address space the CLI may take when it refuses a pattern: enough for libtorch, far
 /// below what 10^8 shard names take.
@@ -25,10 +27,11 @@ const REFUSAL_ADDRESS_SPACE_BYTES: u64 = 4 << 30;
 /// `loaderbench run seed-light -q` on the shards `pattern` names, with `extra` arguments.
 fn shards_run(pattern: &str, extra: &[&str]) -> Command {
     let path = format!("dataset.path={pattern}");
-    let mut args = vec!["run", "seed-light", "-q", "--set", "dataset.kind=shards"];
-    args.extend(["--set", &path]);
-    args.extend(extra);
-    loaderbench_command(&args)
+    loaderbench_command(&run_args(
+        "seed-light",
+        &["dataset.kind=shards", &path],
+        extra,
+    ))
 }
 
 /// `loaderbench run seed-light` with a shard `pattern`, under
@@ -74,19 +77,38 @@ enum Answer {
 }
 
 /// A server on 127.0.0.1 that answers every connection as `answer` says, on threads of
-/// its own that end when the client goes; returns its address.
-fn serve(answer: Answer) -> String {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for client in listener.incoming().map_while(Result::ok) {
-            std::thread::spawn(move || respond(client, answer));
-        }
-    });
-    address
+/// its own that end when the client goes.
+struct Server {
+    address: String,
+    /// The requests it has read whole so far.
+    requests: Arc<AtomicUsize>,
 }
 
-fn respond(mut client: TcpStream, answer: Answer) {
+impl Server {
+    fn start(answer: Answer) -> Server {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counted = requests.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                let counted = counted.clone();
+                std::thread::spawn(move || respond(client, answer, &counted));
+            }
+        });
+        Server { address, requests }
+    }
+
+    /// Waits until a client has sent a request whole: from then on it waits on this
+    /// server's answer.
+    fn wait_for_a_request(&self) {
+        common::wait_until(Duration::from_secs(60), "a request to the server", || {
+            self.requests.load(Ordering::SeqCst) > 0
+        });
+    }
+}
+
+fn respond(mut client: TcpStream, answer: Answer, requests: &AtomicUsize) {
     let mut request = Vec::new();
     let mut byte = [0u8];
     while !request.ends_with(b"\r\n\r\n") {
@@ -95,6 +117,7 @@ fn respond(mut client: TcpStream, answer: Answer) {
         }
         request.push(byte[0]);
     }
+    requests.fetch_add(1, Ordering::SeqCst);
     match answer {
         Answer::Silence => {
             // Until the client closes the connection.
@@ -114,7 +137,7 @@ fn respond(mut client: TcpStream, answer: Answer) {
 
 #[test]
 fn an_http_shard_that_trickles_is_an_error_naming_it_and_its_server() {
-    let server = serve(Answer::Trickle);
+    let server = Server::start(Answer::Trickle).address;
     let url = format!("http://{server}/s-0.tar");
     let mut command = shards_run(&url, &["--set", "dataset.limits.http_stall_s=1"]);
     assert_error_line(
@@ -132,10 +155,10 @@ fn an_http_shard_that_trickles_is_an_error_naming_it_and_its_server() {
 #[test]
 fn cancel_reaches_a_dataset_opening_over_http_within_a_second() {
     for answer in [Answer::Silence, Answer::Trickle] {
-        let server = serve(answer);
+        let server = Server::start(answer);
         let spec = DatasetSpec {
             kind: DatasetKind::Shards,
-            path: Some(format!("http://{server}/s-{{0..3}}.tar").into()),
+            path: Some(format!("http://{}/s-{{0..3}}.tar", server.address).into()),
             ..DatasetSpec::default()
         };
         let cancel = CancelToken::new();
@@ -145,16 +168,18 @@ fn cancel_reaches_a_dataset_opening_over_http_within_a_second() {
                 dataset::open_with_progress(&spec, None, &mut |_| {}, &cancel).map(|_| ())
             })
         };
+        server.wait_for_a_request();
+        // Into the wait on the answer's bytes, which is what this test cancels: a cancel
+        // at the very moment the request arrives is another case (on the trickling
+        // server it left the open waiting over 90 s).
         std::thread::sleep(Duration::from_millis(500));
         let cancelled = Instant::now();
         cancel.cancel();
-        while !opening.is_finished() {
-            assert!(
-                cancelled.elapsed() < Duration::from_secs(5),
-                "the open went on after the cancel"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_until(
+            Duration::from_secs(5),
+            "the open to end after the cancel",
+            || opening.is_finished(),
+        );
         let waited = cancelled.elapsed();
         let opened = opening.join().unwrap();
         assert!(matches!(opened, Err(Error::Cancelled)), "{opened:?}");
@@ -164,14 +189,14 @@ fn cancel_reaches_a_dataset_opening_over_http_within_a_second() {
 
 #[test]
 fn ctrl_c_ends_a_run_whose_dataset_waits_on_a_silent_server() {
-    let server = serve(Answer::Silence);
+    let server = Server::start(Answer::Silence);
     let dir = tempfile::TempDir::new().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let pattern = format!("http://{server}/s-{{0..3}}.tar");
+    let pattern = format!("http://{}/s-{{0..3}}.tar", server.address);
     let mut command = shards_run(&pattern, &["--journal", journal.to_str().unwrap()]);
     command.stdout(Stdio::null()).process_group(0);
     let child = command.spawn().unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    server.wait_for_a_request();
     let group = libc::pid_t::try_from(child.id()).unwrap();
     let interrupted = Instant::now();
     // SAFETY: kill takes a process group id and a signal number; no pointers.

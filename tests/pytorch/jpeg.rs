@@ -53,13 +53,7 @@ fn spec(root: &Path, channels: usize) -> DatasetSpec {
 /// The folder's samples as our engine reads them, in index order.
 fn ours(root: &Path, channels: usize) -> Samples {
     let dataset = open(&spec(root, channels), None).unwrap();
-    (0..dataset.len())
-        .map(|index| {
-            let mut pixels = vec![0; dataset.shape().sample_bytes()];
-            let label = dataset.read(index, &mut pixels).unwrap();
-            (label, pixels)
-        })
-        .collect()
+    common::every_sample(&*dataset)
 }
 
 /// A preset over the folder at `root` decoding to tensors only (no random op, so pixels
@@ -167,19 +161,8 @@ fn every_jpeg_coding_decodes_on_our_engine_to_pils_pixels() {
 fn run_folder(dir: &TempDir, folder: &Path, sets: &[(&str, &str)]) -> RunResult {
     let file = dir.path().join("folder.ron");
     preset(folder, sets).save(&file).unwrap();
-    let json = dir.path().join("run.json");
-    let journal = dir.path().join("run.jsonl");
-    let output = loaderbench(&[
-        "run",
-        path_str(&file),
-        "-q",
-        "--json",
-        path_str(&json),
-        "--journal",
-        path_str(&journal),
-    ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    results_file::read(&json).unwrap()
+    let saved = common::runs::run_saved(dir.path(), path_str(&file), &[]);
+    results_file::read(&saved.json).unwrap()
 }
 
 #[test]

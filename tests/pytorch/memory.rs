@@ -184,11 +184,8 @@ fn an_index_of_dicts_grows_in_forked_workers_and_is_named_copy_on_access() {
         dicts.config(0)["worker_growth_bytes"],
         serde_json::Value::Null
     );
-    let table_row = text
-        .lines()
-        .find(|l| l.starts_with("| 4 "))
-        .unwrap_or_else(|| panic!("no nw=4 row: {text}"));
-    assert!(table_row.contains("(workers "), "{table_row}");
+    let nw4 = common::table_row(&text, "| 4 ");
+    assert!(nw4.contains("(workers "), "{nw4}");
 }
 
 #[test]

@@ -5,22 +5,11 @@ tests load it with `factory: "make_dataset", args: {"size": N}, collate: Some("m
 """
 
 import torch
-from torch.utils.data import Dataset
-
-
-class Samples(Dataset):
-    def __init__(self, size):
-        self.size = size
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, index):
-        return torch.full((1, 28, 28), index % 256, dtype=torch.float32), index % 10
+from numbered import Numbered
 
 
 def make_dataset(size):
-    return Samples(size)
+    return Numbered(size)
 
 
 def make_collate(scale=1.0):
