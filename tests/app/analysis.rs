@@ -213,17 +213,7 @@ fn costs_are_drawn_from_the_run(charts: &[loaderbench_gui::Chart], result: &RunR
 fn run_in_app(dir: &Path, preset: &Preset) -> Harness<'static, App> {
     let path = dir.join("open.ron");
     preset.save(&path).unwrap();
-    let launch = Launch {
-        preset: Some(path.display().to_string()),
-        journal_dir: Some(dir.to_path_buf()),
-        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
-        ..Launch::default()
-    };
-    let harness = common::gui::builder()
-        .with_size([1280.0, 1200.0])
-        .build_eframe(move |cc| App::new(cc, launch));
-    harness.key_press_modifiers(Modifiers::COMMAND, Key::R);
-    harness
+    common::gui::app_running(dir, &path, [1280.0, 1200.0])
 }
 
 #[test]
@@ -237,7 +227,6 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         ..common::runs::tiny_preset(512, 2)
     };
     let mut harness = run_in_app(dir.path(), &preset);
-    harness.step();
     step_until(&mut harness, Duration::from_secs(60), |app| {
         app.phase() == Some(&Phase::Finished)
     });
@@ -251,9 +240,7 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
         harness.query_by_label_contains("Not resolved: ").is_some(),
         "the run bar says so"
     );
-    step_until(&mut harness, Duration::from_secs(120), |app| {
-        !app.is_running()
-    });
+    common::gui::step_until_ended(&mut harness, Duration::from_secs(120));
     harness.run_steps(2);
     let result = harness.state().result().expect("the run").clone();
     assert!(
@@ -305,9 +292,7 @@ fn cancelling_the_rounds_after_a_run_keeps_the_run_finished() {
             .is_some()
     });
     harness.key_press(Key::Escape);
-    step_until(&mut harness, Duration::from_secs(60), |app| {
-        !app.is_running()
-    });
+    common::gui::step_until_ended(&mut harness, Duration::from_secs(60));
     harness.run_steps(2);
     let app = harness.state();
     assert_eq!(app.phase(), Some(&Phase::Finished), "{:?}", app.messages());
