@@ -274,13 +274,13 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
 #[test]
 fn cancelling_the_rounds_after_a_run_keeps_the_run_finished() {
     let dir = tempfile::tempdir().unwrap();
-    // Two configs that a no-op knob tells apart (no CUDA: pin_memory does nothing), one
+    // Two configs about as fast (one worker, a prefetch queue of 2 or 3 batches), one
     // round each, and no tie margin: the recommendation stays open.
     let preset = Preset {
         resolve_for_s: 600.0,
         tie_margin: 0.0,
-        pin_memory: vec![false, true],
-        num_workers: vec![0],
+        prefetch_factor: vec![2, 3],
+        num_workers: vec![1],
         ..common::runs::tiny_preset(512, 2)
     };
     let mut harness = run_in_app(dir.path(), &preset);
