@@ -17,5 +17,6 @@ mod shards;
 mod snippet;
 mod spdl;
 mod step;
+mod user_code;
 mod user_dataset;
 mod worker_kinds;

@@ -1,17 +1,19 @@
 //! A user's own PyTorch Dataset through the CLI, as a process: the test module
 //! (tests/data/user_dataset/mnist_user.py, a map-style Dataset over IDX files with PIL
-//! and torchvision transforms) measured with every DataLoader knob it is given; the
+//! and torchvision transforms) measured with every DataLoader knob it is given, the test
+//! CNN (tests/data/step/small_cnn.py) training on its batches as a `python` step; the
 //! other shapes users write (samples as dicts, with PyTorch's default collate and with
 //! their own; an IterableDataset that shards itself across workers) giving every sample
 //! once per epoch; and each way user code can fail (a missing file or factory, an import
 //! error, an exception in the factory, in `__len__`, in `__getitem__` in the main
-//! process, in a worker or in a torchdata.nodes thread, a collate_fn that spawned workers cannot be sent) ending in
-//! one line naming the user's file and line, with exit code 2 before the run's first
-//! batch and 1 after, no Python process left behind and the configs measured before
-//! kept. A worker killed by SIGKILL ends the run at once, naming its pid. A dataset that
-//! writes bytes that are not UTF-8 to stderr runs as any other.
+//! process, in a worker or in a torchdata.nodes thread, a collate_fn that spawned
+//! workers cannot be sent) ending in one line naming the user's file and line, with exit
+//! code 2 before the run's first batch and 1 after, no Python process left behind and
+//! the configs measured before kept. A worker killed by SIGKILL ends the run at once,
+//! naming its pid. A dataset that writes bytes that are not UTF-8 to stderr runs as any
+//! other.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -21,26 +23,20 @@ use loaderbench_measure::pytorch::write_idx;
 use tempfile::TempDir;
 
 use crate::common;
+use crate::user_code::{SMALL_CNN, assert_fails_at, line_of, step_times, test_data};
 use common::process::marked;
 use common::runs::shared_dir;
 use common::{
     assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
 };
 
+/// The test module `name` of tests/data/user_dataset.
 fn module(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/user_dataset")
-        .join(name)
+    test_data(&format!("user_dataset/{name}"))
 }
 
-/// The 1-based line of `module` that contains `text`.
-fn line_of(name: &str, text: &str) -> usize {
-    let source = std::fs::read_to_string(module(name)).unwrap();
-    1 + source
-        .lines()
-        .position(|line| line.contains(text))
-        .unwrap_or_else(|| panic!("{name} has no line with {text}"))
-}
+/// The IDX test module, as [`assert_fails_at`] names it.
+const MNIST_USER: &str = "user_dataset/mnist_user.py";
 
 /// A folder with a preset that loads a test module's `make_dataset`, and the `--set`s
 /// every run of it takes.
@@ -158,15 +154,21 @@ fn assert_no_process_left(mark: &str) {
 const MARK_VAR: &str = "LOADERBENCH_TEST_USER_DATASET";
 
 /// The test module run with every knob (num_workers 0 and 2, persistent or not,
-/// shuffled), once, by the first test that needs it.
+/// shuffled), training the test CNN as a `python` step on every batch, once, by the
+/// first test that needs it.
 fn every_knob() -> &'static (Setup, Output) {
     static EVERY_KNOB: OnceLock<(Setup, Output)> = OnceLock::new();
     let run = EVERY_KNOB.get_or_init(|| {
         let setup = Setup::in_dir(shared_dir());
+        let step = format!(
+            r#"step=python(path: "{}", factory: "make_step", args: {{"lr": "0.05"}})"#,
+            test_data(SMALL_CNN).display()
+        );
         let output = setup.run(&[
             "num_workers=0,2",
             "persistent_workers=false,true",
             "shuffle=true",
+            &step,
         ]);
         (setup, output)
     });
@@ -209,6 +211,22 @@ fn every_config_records_its_python_torch_and_torchvision() {
 }
 
 #[test]
+fn the_python_step_trains_on_every_config_of_the_test_module() {
+    let (setup, output) = every_knob();
+    let out = stdout(output);
+    assert!(
+        out.contains("small_cnn.py: make_step(lr=\"0.05\")"),
+        "{out}"
+    );
+    let times = step_times(&setup.results());
+    assert_eq!(times.len(), 4);
+    for (_, times) in times {
+        assert_eq!(times.len(), 4);
+        assert!(times.iter().all(|&t| t > 0.0), "{times:?}");
+    }
+}
+
+#[test]
 fn a_missing_module_is_bad_input() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.path=no_such_module.py"]);
@@ -231,7 +249,7 @@ fn an_import_error_names_the_users_line() {
     let setup = Setup::new();
     let broken = module("broken_import.py");
     let output = setup.run(&[&format!("dataset.path={}", broken.display())]);
-    let line = line_of("broken_import.py", "import no_such_package");
+    let line = line_of("user_dataset/broken_import.py", "import no_such_package");
     let (message, code) = error_line(&output);
     let error = format!(
         "broken_import.py:{line}: ModuleNotFoundError: No module named \
@@ -254,13 +272,13 @@ fn an_import_error_names_the_users_line() {
 fn an_exception_in_the_factory_names_the_users_line() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.args.fail_at=factory"]);
-    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
-    assert_fails(
+    let data = setup.dir.path().join("data");
+    let message = format!("ValueError: cannot read {}", path_str(&data));
+    assert_fails_at(
         &output,
-        &format!(
-            "mnist_user.py:{line}: ValueError: cannot read {}",
-            path_str(&setup.dir.path().join("data"))
-        ),
+        MNIST_USER,
+        "raise ValueError(f\"cannot read",
+        &message,
         2,
     );
 }
@@ -269,27 +287,19 @@ fn an_exception_in_the_factory_names_the_users_line() {
 fn an_exception_in_len_names_the_users_line() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.args.fail_at=len"]);
-    let line = line_of("mnist_user.py", "cannot count the samples");
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: RuntimeError: cannot count the samples"),
-        2,
-    );
+    let message = "RuntimeError: cannot count the samples";
+    assert_fails_at(&output, MNIST_USER, "cannot count the samples", message, 2);
 }
 
 /// Asserts that `__getitem__` failing (with `sets` too) ends the run with the user's line,
 /// naming `sample`, and exit code `code`.
 fn assert_getitem_fails(sets: &[&str], sample: usize, code: i32) {
     let setup = Setup::new();
-    let line = line_of("mnist_user.py", "is broken");
     let mut all = vec!["dataset.args.fail_at=getitem"];
     all.extend_from_slice(sets);
     let output = setup.run(&all);
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: ValueError: sample {sample} is broken"),
-        code,
-    );
+    let message = format!("ValueError: sample {sample} is broken");
+    assert_fails_at(&output, MNIST_USER, "is broken", &message, code);
 }
 
 #[test]
@@ -331,12 +341,8 @@ fn a_worker_failing_keeps_the_configs_measured_before() {
         "num_workers=0,2",
         "start_method=spawn",
     ]);
-    let line = line_of("mnist_user.py", "is broken");
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: ValueError: sample 0 is broken"),
-        1,
-    );
+    let message = "ValueError: sample 0 is broken";
+    assert_fails_at(&output, MNIST_USER, "is broken", message, 1);
     let run = setup.results();
     assert_eq!(run["status"]["status"], "failed", "{run:#}");
     let results = run["results"].as_array().unwrap();
@@ -403,7 +409,7 @@ fn a_closure_collate_under_spawn_names_the_users_function() {
     );
     let output = setup.run(&["num_workers=2", "start_method=spawn"]);
     let (message, code) = error_line(&output);
-    let line = line_of("closure_collate.py", "def collate(");
+    let line = line_of("user_dataset/closure_collate.py", "def collate(");
     let place = format!("{}:{line}: ", module("closure_collate.py").display());
     assert!(
         message.starts_with(&place),
@@ -486,7 +492,6 @@ fn the_preset_names_the_python_to_use() {
 /// of Xvfb.
 #[cfg(feature = "gui")]
 fn in_the_window(setup: &Setup, fail_at: Option<&str>) -> Option<Output> {
-    let mut xvfb = common::gui::xvfb_or_skip()?;
     let mut preset =
         loaderbench_engine::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
     preset
@@ -501,23 +506,8 @@ fn in_the_window(setup: &Setup, fail_at: Option<&str>) -> Option<Output> {
     }
     let path = setup.dir.path().join("window.ron");
     preset.save(&path).unwrap();
-    let json = setup.json();
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "gui",
-            path_str(&path),
-            "--run",
-            "--exit",
-            "--json",
-            path_str(&json),
-            "--journal-dir",
-            path_str(setup.dir.path()),
-        ])
-        .env("DISPLAY", &xvfb.display),
-        Duration::from_secs(240),
-    );
-    xvfb.stop();
-    Some(output)
+    let limit = Duration::from_secs(240);
+    common::gui::run_in_window(&path, &setup.json(), setup.dir.path(), limit)
 }
 
 #[test]
@@ -545,7 +535,7 @@ fn the_window_exits_with_2_and_names_the_users_line_when_the_factory_fails() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let run = setup.results();
     let error = run["status"]["error"].as_str().unwrap();
-    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
+    let line = line_of(MNIST_USER, "raise ValueError(f\"cannot read");
     assert!(
         error.contains(&format!("mnist_user.py:{line}: ValueError: cannot read")),
         "{error}"
