@@ -11,6 +11,7 @@
 mod common;
 
 mod jpeg;
+mod loader_snippet;
 mod memory;
 mod runtime;
 mod shards;

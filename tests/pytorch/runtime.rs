@@ -24,6 +24,7 @@ use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
 use crate::common;
+use crate::loader_snippet::Snippet;
 use common::process::{Seen, children_of, python_in, python_turn};
 use common::runs::shared_dir;
 use common::{
@@ -195,7 +196,7 @@ fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
         &plan.configs[0],
         DatasetRequest::Idx { images, labels },
     );
-    let first_batch = python_first_batch(&serde_json::to_string(&request).unwrap(), &dir);
+    let first_batch = python_first_batch(&request, &dir);
     let mut want_pixels = Vec::new();
     let mut want_labels = Vec::new();
     let mut pixels = vec![0; 784];
@@ -209,38 +210,16 @@ fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
 
 /// The first batch of the script's own dataset and DataLoader for `request`, as bytes.
 /// It is written to a file: more than a pipe holds.
-fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
-    let out_path = dir.path().join("first-batch.json");
-    let out = std::fs::File::create(&out_path).unwrap();
+fn python_first_batch(request: &Request, dir: &TempDir) -> serde_json::Value {
     let snippet = "import json, sys; sys.path.insert(0, sys.argv[1]); import pytorch_loader as r\n\
-        request = json.loads(sys.stdin.read())\n\
+        request = json.loads(sys.stdin.readline())\n\
         loader = r.build_loader(request, r.build_dataset(request))\n\
         images, labels = next(iter(loader))\n\
         pixels = (images * 255).round().to(r.torch.uint8).flatten().tolist()\n\
-        print(json.dumps({'labels': labels.tolist(), 'pixels': pixels}))";
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
-    let mut child = python_in(dir.path())
-        .args(["-c", snippet])
-        .arg(&scripts)
-        .stdin(Stdio::piped())
-        .stdout(out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python starts");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.as_bytes())
-        .unwrap();
-    let output = wait_with_deadline(child, Duration::from_secs(120));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
+        json.dump({'labels': labels.tolist(), 'pixels': pixels}, open(sys.argv[2], 'w'))";
+    let out = dir.path().join("first-batch.json");
+    Snippet::start(snippet, std::slice::from_ref(request), &out, &[])
+        .result(Duration::from_secs(120))
 }
 
 /// Runs `loaderbench ARGS` with `python` as `LOADERBENCH_PYTHON`.

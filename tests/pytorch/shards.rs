@@ -14,7 +14,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -27,9 +27,9 @@ use loaderbench_engine::transform::PipelineSpec;
 use loaderbench_measure::pytorch::{DatasetRequest, PytorchScript, Request};
 use tempfile::TempDir;
 
+use crate::loader_snippet::Snippet;
 use common::nginx::Nginx;
 use common::process::{marked, python_turn, running};
-use common::wait_with_deadline;
 
 const CLASSES: usize = 3;
 const PER_CLASS: usize = 9;
@@ -203,38 +203,16 @@ with open(sys.argv[2], 'w') as file:
     json.dump(out, file)
 ";
 
-/// Starts the snippet on `requests`; its result file is `out`.
-fn start_snippet(requests: &[Request], out: &Path) -> std::process::Child {
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
-    // `out` lies in the test's folder, which takes Python's temporary files too.
-    let mut child = common::process::python_in(out.parent().expect("a folder"))
-        .args(["-c", SNIPPET])
-        .arg(&scripts)
-        .arg(out)
-        .env(MARK, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python starts");
-    let mut stdin = child.stdin.take().unwrap();
-    for request in requests {
-        writeln!(stdin, "{}", serde_json::to_string(request).unwrap()).unwrap();
-    }
-    child
+/// Starts the snippet on `requests`, marked; its result file is `out`.
+fn start_snippet(requests: &[Request], out: &Path) -> Snippet {
+    Snippet::start(SNIPPET, requests, out, &[(MARK, "1")])
 }
 
 /// Each request's epochs as a finished snippet wrote them: each epoch's samples in order
 /// and batch count.
-fn snippet_ordered(child: std::process::Child, out: &Path) -> Vec<Vec<(Ordered, usize)>> {
-    let output = wait_with_deadline(child, Duration::from_secs(180));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let read: Vec<Vec<serde_json::Value>> =
-        serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+fn snippet_ordered(snippet: Snippet) -> Vec<Vec<(Ordered, usize)>> {
+    let read = snippet.result(Duration::from_secs(180));
+    let read: Vec<Vec<serde_json::Value>> = serde_json::from_value(read).unwrap();
     let epoch = |epoch: &serde_json::Value| -> (Ordered, usize) {
         let samples = epoch["samples"].as_array().unwrap().iter().map(|sample| {
             (
@@ -254,7 +232,7 @@ fn snippet_ordered(child: std::process::Child, out: &Path) -> Vec<Vec<(Ordered, 
 
 /// Each request's epochs as a finished snippet wrote them: each epoch's samples and
 /// batch count.
-fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<Vec<(Samples, usize)>> {
+fn snippet_epochs(snippet: Snippet) -> Vec<Vec<(Samples, usize)>> {
     let counted = |(ordered, batches): (Ordered, usize)| {
         let mut samples = Samples::new();
         for key in ordered {
@@ -262,7 +240,7 @@ fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<Vec<(Samples, u
         }
         (samples, batches)
     };
-    let requests = snippet_ordered(child, out).into_iter();
+    let requests = snippet_ordered(snippet).into_iter();
     requests
         .map(|epochs| epochs.into_iter().map(counted).collect())
         .collect()
@@ -278,15 +256,14 @@ fn request(plan: &Plan, dataset: DatasetRequest) -> Request {
 fn read_ordered(plan: &Plan, dataset: DatasetRequest) -> Vec<(Ordered, usize)> {
     let dir = TempDir::new().unwrap();
     let out = dir.path().join("epochs.json");
-    let child = start_snippet(&[request(plan, dataset)], &out);
-    snippet_ordered(child, &out).remove(0)
+    snippet_ordered(start_snippet(&[request(plan, dataset)], &out)).remove(0)
 }
 
 /// Two epochs of each request's dataset read through the script, in one Python process.
 fn read_epochs(requests: &[Request]) -> Vec<Vec<(Samples, usize)>> {
     let dir = TempDir::new().unwrap();
     let out = dir.path().join("epochs.json");
-    snippet_epochs(start_snippet(requests, &out), &out)
+    snippet_epochs(start_snippet(requests, &out))
 }
 
 /// The folder's samples, read by torchvision's ImageFolder through the same script,
@@ -366,12 +343,12 @@ fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
         .map(|rank| {
             let request = request(&plan, shards(data.shards())).for_rank(rank, 2, &store);
             let out = dir.path().join(format!("rank{rank}.json"));
-            (start_snippet(&[request], &out), out)
+            start_snippet(&[request], &out)
         })
         .collect();
     let ranks: Vec<_> = children
         .into_iter()
-        .map(|(child, out)| snippet_epochs(child, &out).remove(0))
+        .map(|snippet| snippet_epochs(snippet).remove(0))
         .collect();
     assert_eq!((ranks[0].len(), ranks[1].len()), (2, 2));
     for (epoch, ((first, _), (second, _))) in ranks[0].iter().zip(&ranks[1]).enumerate() {
