@@ -101,6 +101,14 @@ impl Data {
     }
 }
 
+/// A fresh [`Data`] and a real nginx serving its folder; `None` (the test is skipped)
+/// where nginx is not installed.
+fn served() -> Option<(Data, Nginx)> {
+    let data = Data::new();
+    let server = Nginx::serve(data.dir.path(), None)?;
+    Some((data, server))
+}
+
 fn shard_name(shard: usize) -> String {
     format!("shards/shard-{shard:06}.tar")
 }
@@ -365,8 +373,7 @@ fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
 #[test]
 fn http_shards_from_nginx_give_the_same_samples() {
     let _turn = python_turn();
-    let data = Data::new();
-    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+    let Some((_data, server)) = served() else {
         return;
     };
     let urls = (0..SHARDS).map(|shard| server.url(&shard_name(shard)));
@@ -379,8 +386,9 @@ fn http_shards_from_nginx_give_the_same_samples() {
     assert_no_python_left();
 }
 
-/// The error of measuring `pattern` as a shards dataset on the PyTorch runtime.
-fn measure_error(pattern: &str) -> loaderbench_engine::error::Error {
+/// Checks that measuring `pattern` as a shards dataset on the PyTorch runtime fails as
+/// bad input, in the one line `expected`.
+fn assert_measuring_fails(pattern: &str, expected: &str) {
     let plan = plan(&[
         ("dataset.kind", "shards"),
         ("dataset.path", pattern),
@@ -396,27 +404,22 @@ fn measure_error(pattern: &str) -> loaderbench_engine::error::Error {
         &mut |_| {},
         &mut || Ok(()),
     );
-    measured.expect_err("the run fails")
+    let err = measured.expect_err("the run fails");
+    assert!(err.is_bad_input(), "{err}");
+    assert_eq!(err.to_string(), expected);
 }
 
 #[test]
 fn a_shard_the_server_lacks_is_one_line_naming_its_url_as_bad_input() {
     let _turn = python_turn();
-    let data = Data::new();
-    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+    let Some((_data, server)) = served() else {
         return;
     };
     // Shards 0..=3 exist; 4 does not.
     let pattern = server.url("shards/shard-{000000..000004}.tar");
-    let err = measure_error(&pattern);
-    assert!(err.is_bad_input(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "{}: HTTP 404 Not Found (curl exit status 22)",
-            server.url("shards/shard-000004.tar")
-        )
-    );
+    let missing = server.url("shards/shard-000004.tar");
+    let expected = format!("{missing}: HTTP 404 Not Found (curl exit status 22)");
+    assert_measuring_fails(&pattern, &expected);
     assert_no_python_left();
 }
 
@@ -432,15 +435,11 @@ fn a_member_with_an_unknown_extension_is_one_line_naming_shard_and_member() {
         "{}/shards/shard-{{000000..000004}}.tar",
         data.dir.path().display()
     );
-    let err = measure_error(&pattern);
-    assert!(err.is_bad_input(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "{}: member 000100.txt: unknown extension (samples are jpg, jpeg or png with cls or json)",
-            bad.display()
-        )
+    let expected = format!(
+        "{}: member 000100.txt: unknown extension (samples are jpg, jpeg or png with cls or json)",
+        bad.display()
     );
+    assert_measuring_fails(&pattern, &expected);
 }
 
 /// The data's shards gzip-compressed by hand as `tgz/shard-N.tgz`, and the folder written

@@ -19,11 +19,11 @@ use loaderbench_measure::pytorch::{python_path, write_idx};
 use tempfile::TempDir;
 
 use crate::common;
-use crate::user_code::{SMALL_CNN, assert_fails_at, step_times, test_data};
-use common::process::marked;
+use crate::user_code::{SMALL_CNN, assert_fails_at, run_command, step_times, test_data};
+use common::process::run_leaving_nothing;
 use common::runs::shared_dir;
 use common::{
-    assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+    assert_error_line, assert_fails, error_line, path_str, run_with_deadline, stderr, stdout,
 };
 
 /// The folder holding the test CNN's TorchScript exports, `small_cnn.pt` (one channel,
@@ -70,32 +70,19 @@ impl Setup {
     /// `loaderbench run` on the preset with `step` and each of `sets` as `--set`s, in
     /// `cwd`; checks that no process of the run is left.
     fn run_in(&self, cwd: &Path, step: &str, sets: &[&str]) -> Output {
-        let preset = self.dir.path().join("step.ron");
-        let journal = self.dir.path().join("journal.jsonl");
         let step = format!("step={step}");
-        let mut args = vec![
-            "run",
-            path_str(&preset),
-            "-q",
-            "--journal",
-            path_str(&journal),
-            "--set",
-            &step,
-        ];
-        for set in sets {
-            args.extend(["--set", set]);
-        }
+        let sets: Vec<&str> = std::iter::once(step.as_str())
+            .chain(sets.iter().copied())
+            .collect();
         let json = self.json();
-        args.extend(["--json", path_str(&json)]);
-        let mark = path_str(self.dir.path());
-        let output = run_with_deadline(
-            loaderbench_command(&args)
-                .current_dir(cwd)
-                .env(MARK_VAR, mark),
-            Duration::from_secs(300),
+        let mut run = run_command(
+            &self.dir.path().join("step.ron"),
+            &["-q", "--json", path_str(&json)],
+            &sets,
         );
-        assert_eq!(marked(MARK_VAR, mark), Vec::<u32>::new(), "processes left");
-        output
+        let mark = path_str(self.dir.path());
+        let limit = Duration::from_secs(300);
+        run_leaving_nothing(run.current_dir(cwd), MARK_VAR, mark, limit)
     }
 
     fn run(&self, step: &str, sets: &[&str]) -> Output {
@@ -219,10 +206,7 @@ fn python_step(factory: &str, args: &str) -> String {
 fn our_engine_refuses_a_python_step_and_names_the_runtime_to_use() {
     let setup = Setup::new("loaderbench");
     let output = setup.run(&python_step("make_step", ""), &[]);
-    let (line, code) = error_line(&output);
-    assert!(line.contains("field `runtime`"), "{line}");
-    assert!(line.contains("use runtime: [pytorch]"), "{line}");
-    assert_eq!(code, 2);
+    assert_error_line(&output, 2, &["field `runtime`", "use runtime: [pytorch]"]);
 }
 
 #[test]
@@ -269,32 +253,46 @@ fn an_import_error_in_the_step_names_the_users_line() {
     );
 }
 
+/// Runs the test CNN as a `python` step on the PyTorch runtime, with `args` (RON map
+/// entries) added to its lr and with `sets`, and checks that the run failed with `code`,
+/// naming small_cnn.py's line that holds `text`, and `message`.
+fn assert_python_step_fails(
+    args: &str,
+    sets: &[&str],
+    text: &str,
+    message: &str,
+    code: i32,
+) -> Setup {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(&python_step("make_step", args), sets);
+    assert_fails_at(&output, SMALL_CNN, text, message, code);
+    setup
+}
+
 #[test]
 fn an_exception_in_the_step_factory_names_the_users_line() {
-    let setup = Setup::new("pytorch");
-    let output = setup.run(&python_step("make_step", r#", "fail_at": "factory""#), &[]);
     let message = "ValueError: cannot build the step with lr 0.05";
-    assert_fails_at(&output, SMALL_CNN, "cannot build the step", message, 2);
+    let args = r#", "fail_at": "factory""#;
+    assert_python_step_fails(args, &[], "cannot build the step", message, 2);
 }
 
 #[test]
 fn the_step_failing_at_the_first_batch_is_bad_input() {
-    let setup = Setup::new("pytorch");
-    let output = setup.run(&python_step("make_step", r#", "fail_at": "step""#), &[]);
     let message = "RuntimeError: the step failed at batch 0";
-    assert_fails_at(&output, SMALL_CNN, "the step failed at batch", message, 2);
+    let args = r#", "fail_at": "step""#;
+    assert_python_step_fails(args, &[], "the step failed at batch", message, 2);
 }
 
 #[test]
 fn the_step_failing_later_is_a_failed_run_that_keeps_the_configs_measured_before() {
-    let setup = Setup::new("pytorch");
-    let step = python_step(
-        "make_step",
-        r#", "fail_at": "step", "fail_batch": "1", "fail_batch_size": "32""#,
+    let args = r#", "fail_at": "step", "fail_batch": "1", "fail_batch_size": "32""#;
+    let setup = assert_python_step_fails(
+        args,
+        &["batch_size=64,32"],
+        "the step failed at batch",
+        "RuntimeError: the step failed at batch 1",
+        1,
     );
-    let output = setup.run(&step, &["batch_size=64,32"]);
-    let message = "RuntimeError: the step failed at batch 1";
-    assert_fails_at(&output, SMALL_CNN, "the step failed at batch", message, 1);
     let run = setup.results();
     assert_eq!(run["status"]["status"], "failed", "{run:#}");
     let results = run["results"].as_array().unwrap();
@@ -356,21 +354,14 @@ fn a_user_dataset_and_step_beside_the_preset_run_from_another_folder() {
     );
     let preset_path = bench.join("beside.ron");
     std::fs::write(&preset_path, preset).unwrap();
-    let journal = root.path().join("journal.jsonl");
-    let mark = path_str(root.path());
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "run",
-            path_str(&preset_path),
-            "-q",
-            "--journal",
-            path_str(&journal),
-        ])
-        .current_dir(&elsewhere)
-        .env(MARK_VAR, mark),
-        Duration::from_secs(300),
+    let mut run = run_command(&preset_path, &["-q"], &[]);
+    let limit = Duration::from_secs(300);
+    let output = run_leaving_nothing(
+        run.current_dir(&elsewhere),
+        MARK_VAR,
+        path_str(root.path()),
+        limit,
     );
-    assert_eq!(marked(MARK_VAR, mark), Vec::<u32>::new(), "processes left");
     assert!(output.status.success(), "{}", stderr(&output));
     let shown = format!("{}: make_step", bench.join("code/small_cnn.py").display());
     assert!(stdout(&output).contains(&shown), "{}", stdout(&output));

@@ -23,20 +23,17 @@ use loaderbench_measure::pytorch::write_idx;
 use tempfile::TempDir;
 
 use crate::common;
-use crate::user_code::{SMALL_CNN, assert_fails_at, line_of, step_times, test_data};
-use common::process::marked;
-use common::runs::shared_dir;
-use common::{
-    assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+use crate::user_code::{
+    MNIST_USER, SMALL_CNN, assert_fails_at, line_of, run_command, step_times, test_data,
 };
+use common::process::run_leaving_nothing;
+use common::runs::shared_dir;
+use common::{assert_error_line, assert_fails, error_line, path_str, stderr, stdout};
 
 /// The test module `name` of tests/data/user_dataset.
 fn module(name: &str) -> PathBuf {
     test_data(&format!("user_dataset/{name}"))
 }
-
-/// The IDX test module, as [`assert_fails_at`] names it.
-const MNIST_USER: &str = "user_dataset/mnist_user.py";
 
 /// A folder with a preset that loads a test module's `make_dataset`, and the `--set`s
 /// every run of it takes.
@@ -57,7 +54,7 @@ impl Setup {
         let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
         write_idx(synthetic.as_ref(), &data).unwrap();
         let root = format!("dataset.args.root={}", path_str(&data));
-        let mut setup = Setup::for_module(
+        let mut setup = Setup::for_module_in(
             dir,
             "mnist_user.py",
             r#"{"root": "/not/yet/set"}"#,
@@ -69,7 +66,12 @@ impl Setup {
 
     /// `module`'s `make_dataset(**args)` (`args` as a RON map), with `collate()` as the
     /// collate_fn when given; no shuffle, batches of 64 in the main process, one epoch.
-    fn for_module(dir: TempDir, module_name: &str, args: &str, collate: Option<&str>) -> Setup {
+    fn for_module(module_name: &str, args: &str, collate: Option<&str>) -> Setup {
+        Setup::for_module_in(TempDir::new().unwrap(), module_name, args, collate)
+    }
+
+    /// [`Setup::for_module`] in the folder `dir`.
+    fn for_module_in(dir: TempDir, module_name: &str, args: &str, collate: Option<&str>) -> Setup {
         let collate = collate.map_or_else(|| "None".to_owned(), |c| format!("Some(\"{c}\")"));
         let preset = format!(
             r#"(
@@ -104,31 +106,16 @@ impl Setup {
 
     /// [`Setup::run`], failing the test if the run takes longer than `limit`.
     fn run_within(&self, sets: &[&str], limit: Duration) -> Output {
-        let preset = self.dir.path().join("user.ron");
-        let journal = self.dir.path().join("journal.jsonl");
-        // Each run a journal of its own: one that exists is refused.
-        let _ = std::fs::remove_file(&journal);
-        let mut args = vec![
-            "run",
-            path_str(&preset),
-            "-q",
-            "--journal",
-            path_str(&journal),
-        ];
-        for set in self
+        let json = self.json();
+        let sets: Vec<&str> = self
             .sets
             .iter()
             .map(String::as_str)
             .chain(sets.iter().copied())
-        {
-            args.extend(["--set", set]);
-        }
-        let json = self.json();
-        args.extend(["--json", path_str(&json)]);
-        let mark = path_str(self.dir.path());
-        let output = run_with_deadline(loaderbench_command(&args).env(MARK_VAR, mark), limit);
-        assert_no_process_left(mark);
-        output
+            .collect();
+        let preset = self.dir.path().join("user.ron");
+        let mut run = run_command(&preset, &["-q", "--json", path_str(&json)], &sets);
+        run_leaving_nothing(&mut run, MARK_VAR, path_str(self.dir.path()), limit)
     }
 
     fn json(&self) -> PathBuf {
@@ -138,16 +125,6 @@ impl Setup {
     fn results(&self) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(self.json()).unwrap()).unwrap()
     }
-}
-
-/// No process that the run started (Python, its workers, however they were started)
-/// is still there: each inherits the environment variable that marks this setup's runs.
-fn assert_no_process_left(mark: &str) {
-    let left = marked(MARK_VAR, mark);
-    assert!(
-        left.is_empty(),
-        "processes {left:?} of the run are still there"
-    );
 }
 
 /// Marks the processes of one setup's runs.
@@ -370,8 +347,7 @@ fn samples_per_epoch(setup: &Setup) -> Vec<Vec<u64>> {
 /// Runs `module`'s `make_dataset(size: 250)` for two epochs at num_workers 0 and 2 (with
 /// `collate()` when given) and asserts that every epoch gave each sample once.
 fn assert_every_sample_once_per_epoch(module_name: &str, collate: Option<&str>) {
-    let dir = TempDir::new().unwrap();
-    let setup = Setup::for_module(dir, module_name, r#"{"size": 250}"#, collate);
+    let setup = Setup::for_module(module_name, r#"{"size": 250}"#, collate);
     let output = setup.run(&["num_workers=0,2", "epochs=2"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let per_config = samples_per_epoch(&setup);
@@ -400,9 +376,7 @@ fn an_iterable_dataset_sharded_by_worker_gives_each_sample_once_per_epoch() {
 
 #[test]
 fn a_closure_collate_under_spawn_names_the_users_function() {
-    let dir = TempDir::new().unwrap();
     let setup = Setup::for_module(
-        dir,
         "closure_collate.py",
         r#"{"size": 256}"#,
         Some("make_collate"),
@@ -435,9 +409,7 @@ fn a_closure_collate_under_spawn_names_the_users_function() {
 
 #[test]
 fn a_worker_killed_by_sigkill_fails_the_run_at_once_and_keeps_the_configs_before() {
-    let dir = TempDir::new().unwrap();
     let setup = Setup::for_module(
-        dir,
         "killed_worker.py",
         r#"{"size": 256, "kill_index": 100}"#,
         None,
@@ -472,19 +444,15 @@ fn a_worker_killed_by_sigkill_fails_the_run_at_once_and_keeps_the_configs_before
 fn our_engine_refuses_a_python_dataset_and_names_the_runtime_to_use() {
     let setup = Setup::new();
     let output = setup.run(&["runtime=loaderbench"]);
-    let (line, code) = error_line(&output);
-    assert!(line.contains("field `runtime`"), "{line}");
-    assert!(line.contains("runtime: [pytorch]"), "{line}");
-    assert_eq!(code, 2);
+    assert_error_line(&output, 2, &["field `runtime`", "runtime: [pytorch]"]);
 }
 
 #[test]
 fn the_preset_names_the_python_to_use() {
     let setup = Setup::new();
     let output = setup.run(&["python=/no/such/python3"]);
-    let (line, code) = error_line(&output);
+    let line = assert_error_line(&output, 2, &[]);
     assert!(line.starts_with("/no/such/python3: not found"), "{line}");
-    assert_eq!(code, 2);
 }
 
 /// Runs the test module's preset (num_workers 0 and 2) in the window, on a display of its
