@@ -11,11 +11,13 @@
 mod common;
 
 mod jpeg;
+mod loader_snippet;
 mod memory;
 mod runtime;
 mod shards;
 mod snippet;
 mod spdl;
 mod step;
+mod user_code;
 mod user_dataset;
 mod worker_kinds;

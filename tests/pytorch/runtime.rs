@@ -24,6 +24,7 @@ use loaderbench_measure::{Event, RunHandle, RunOptions};
 use tempfile::TempDir;
 
 use crate::common;
+use crate::loader_snippet::Snippet;
 use common::process::{Seen, children_of, python_in, python_turn};
 use common::runs::shared_dir;
 use common::{
@@ -195,7 +196,7 @@ fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
         &plan.configs[0],
         DatasetRequest::Idx { images, labels },
     );
-    let first_batch = python_first_batch(&serde_json::to_string(&request).unwrap(), &dir);
+    let first_batch = python_first_batch(&request, &dir);
     let mut want_pixels = Vec::new();
     let mut want_labels = Vec::new();
     let mut pixels = vec![0; 784];
@@ -209,43 +210,16 @@ fn the_synthetic_dataset_reaches_pytorch_byte_for_byte() {
 
 /// The first batch of the script's own dataset and DataLoader for `request`, as bytes.
 /// It is written to a file: more than a pipe holds.
-fn python_first_batch(request: &str, dir: &TempDir) -> serde_json::Value {
-    let out_path = dir.path().join("first-batch.json");
-    let out = std::fs::File::create(&out_path).unwrap();
+fn python_first_batch(request: &Request, dir: &TempDir) -> serde_json::Value {
     let snippet = "import json, sys; sys.path.insert(0, sys.argv[1]); import pytorch_loader as r\n\
-        request = json.loads(sys.stdin.read())\n\
+        request = json.loads(sys.stdin.readline())\n\
         loader = r.build_loader(request, r.build_dataset(request))\n\
         images, labels = next(iter(loader))\n\
         pixels = (images * 255).round().to(r.torch.uint8).flatten().tolist()\n\
-        print(json.dumps({'labels': labels.tolist(), 'pixels': pixels}))";
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
-    let mut child = python_in(dir.path())
-        .args(["-c", snippet])
-        .arg(&scripts)
-        .stdin(Stdio::piped())
-        .stdout(out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python starts");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.as_bytes())
-        .unwrap();
-    let output = wait_with_deadline(child, Duration::from_secs(120));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&std::fs::read(&out_path).unwrap()).expect("one JSON object")
-}
-
-/// Runs `loaderbench ARGS` with `python` as `LOADERBENCH_PYTHON`.
-fn with_python(args: &[&str], python: &str) -> Output {
-    loaderbench_with(args, &[(pytorch::PYTHON_VAR, OsStr::new(python))])
+        json.dump({'labels': labels.tolist(), 'pixels': pixels}, open(sys.argv[2], 'w'))";
+    let out = dir.path().join("first-batch.json");
+    Snippet::start(snippet, std::slice::from_ref(request), &out, &[])
+        .result(Duration::from_secs(120))
 }
 
 /// The standard output of a run that must have succeeded.
@@ -265,13 +239,23 @@ fn write_preset(dir: &TempDir, preset: &Preset) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// `loaderbench run` of `preset`, written to `dir` with the run's journal, with `vars` in
+/// its environment.
+fn run_preset(dir: &TempDir, preset: &Preset, vars: &[(&str, &OsStr)]) -> Output {
+    let preset = write_preset(dir, preset);
+    let journal = dir.path().join("run.jsonl");
+    loaderbench_with(
+        &["run", &preset, "-q", "--journal", path_str(&journal)],
+        vars,
+    )
+}
+
 /// The error line of a tiny pytorch run with `python` as the Python to use.
 fn error_with_python(python: impl FnOnce(&Path) -> String) -> String {
     let dir = TempDir::new().unwrap();
-    let preset = write_preset(&dir, &pytorch_preset(&[]));
-    let journal = dir.path().join("j.jsonl");
-    let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
-    assert_error_line(&with_python(&args, &python(dir.path())), 2, &[])
+    let python = python(dir.path());
+    let vars = [(pytorch::PYTHON_VAR, OsStr::new(&python))];
+    assert_error_line(&run_preset(&dir, &pytorch_preset(&[]), &vars), 2, &[])
 }
 
 #[test]
@@ -304,14 +288,8 @@ fn a_failing_script_is_one_line_and_exit_1() {
             padding: 0,
         }],
     }];
-    let preset = write_preset(&dir, &preset);
-    let journal = dir.path().join("j.jsonl");
-    let args = ["run", &preset, "-q", "--journal", journal.to_str().unwrap()];
-    let line = assert_error_line(&loaderbench(&args), 1, &[]);
-    assert!(
-        line.contains("PyTorch DataLoader") && line.contains("crop"),
-        "{line}"
-    );
+    let output = run_preset(&dir, &preset, &[]);
+    assert_error_line(&output, 1, &["PyTorch DataLoader", "crop"]);
 }
 
 /// What Python leaves in its temporary directory goes with the run: a forkserver's
@@ -328,11 +306,11 @@ fn a_pytorch_run_leaves_nothing_in_the_temporary_directory() {
         ("start_method", "forkserver"),
         ("epochs", "1"),
     ]);
-    let preset = write_preset(&out, &preset);
-    let journal = out.path().join("run.jsonl");
-    let args = ["run", &preset, "-q", "--journal", path_str(&journal)];
-    let output = loaderbench_with(&args, &[("TMPDIR", temp.path().as_os_str())]);
-    succeeded(&output);
+    succeeded(&run_preset(
+        &out,
+        &preset,
+        &[("TMPDIR", temp.path().as_os_str())],
+    ));
     let left: Vec<String> = std::fs::read_dir(temp.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -435,27 +413,33 @@ fn python_and_its_workers_end_when_loaderbench_is_killed() {
     assert!(left.is_empty(), "{left:?} outlived the killed loaderbench");
 }
 
-/// A run long enough to act on: the heavy pipeline with two fork workers.
-fn long_run(dir: &TempDir) -> RunHandle {
+/// A run long enough to act on (the heavy pipeline with two fork workers), at its first
+/// batch: its folder, its handle, and the processes of its script (the script first,
+/// its workers after).
+fn long_run_at_first_batch() -> (TempDir, RunHandle, Vec<i32>) {
+    let dir = TempDir::new().unwrap();
     let preset = pytorch_preset(&[
         ("pipeline", "heavy"),
         ("samples", "60000"),
         ("num_workers", "2"),
         ("worker_timeout_s", "30"),
     ]);
-    start(&preset, dir).1
+    let handle = start(&preset, &dir).1;
+    events_until_batch(&handle, Duration::from_secs(120));
+    let processes = script_processes();
+    assert!(
+        processes.len() >= 3,
+        "python and its workers: {processes:?}"
+    );
+    (dir, handle, processes)
 }
 
 #[test]
 fn a_killed_worker_fails_the_run_with_a_message() {
     let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let handle = long_run(&dir);
-    events_until_batch(&handle, Duration::from_secs(120));
-    let processes = script_processes();
+    let (_dir, handle, processes) = long_run_at_first_batch();
     // The script comes first; its workers are its children.
-    let worker = *processes.last().expect("python and its workers");
-    assert!(processes.len() >= 3, "{processes:?}");
+    let worker = *processes.last().unwrap();
     // SAFETY: sending a signal to a process this test started.
     unsafe {
         libc::kill(worker, libc::SIGKILL);
@@ -471,11 +455,8 @@ fn a_killed_worker_fails_the_run_with_a_message() {
 #[test]
 fn cancelling_kills_python_and_its_workers_within_a_second() {
     let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let handle = long_run(&dir);
-    events_until_batch(&handle, Duration::from_secs(120));
-    let processes = seen(&script_processes());
-    assert!(processes.len() >= 3, "{processes:?}");
+    let (_dir, handle, processes) = long_run_at_first_batch();
+    let processes = seen(&processes);
     let cancelled = Instant::now();
     handle.cancel();
     let events = events_until_end(&handle, Duration::from_secs(5));

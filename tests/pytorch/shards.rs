@@ -6,14 +6,16 @@
 //! and 2 workers, on disk and over HTTP. Two runs with one seed read the samples in the
 //! same order, a new one each epoch. A shard the server does not have (404), a malformed
 //! member and a zstd shard each end the run with one line naming the shard, as bad
-//! input. Python tests take turns; each leaves no process behind.
+//! input. Python tests take turns; each leaves no process behind. The folder is read once
+//! per test binary, and the configs a test compares read in one Python process.
 
 use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use image::codecs::jpeg::JpegEncoder;
@@ -25,9 +27,9 @@ use loaderbench_engine::transform::PipelineSpec;
 use loaderbench_measure::pytorch::{DatasetRequest, PytorchScript, Request};
 use tempfile::TempDir;
 
+use crate::loader_snippet::Snippet;
 use common::nginx::Nginx;
 use common::process::{marked, python_turn, running};
-use common::wait_with_deadline;
 
 const CLASSES: usize = 3;
 const PER_CLASS: usize = 9;
@@ -97,6 +99,14 @@ impl Data {
             })
             .collect()
     }
+}
+
+/// A fresh [`Data`] and a real nginx serving its folder; `None` (the test is skipped)
+/// where nginx is not installed.
+fn served() -> Option<(Data, Nginx)> {
+    let data = Data::new();
+    let server = Nginx::serve(data.dir.path(), None)?;
+    Some((data, server))
 }
 
 fn shard_name(shard: usize) -> String {
@@ -176,60 +186,42 @@ type Samples = BTreeMap<(i64, String), usize>;
 /// An epoch's samples (label, pixel checksum) in the order it delivered them.
 type Ordered = Vec<(i64, String)>;
 
-/// The script's own dataset and DataLoader for `request`, iterated for two epochs in a
-/// Python process: each epoch's samples and batch count.
+/// The script's own dataset and DataLoader for each request (a JSON line each, one after
+/// another in one Python process: `import torch` once), iterated for two epochs: each
+/// request's epochs, each epoch's samples and batch count.
 const SNIPPET: &str = "import hashlib, json, sys
 sys.path.insert(0, sys.argv[1])
 import pytorch_loader as r
-request = json.loads(sys.stdin.readline())
-r.join_process_group(request)
-loader = r.build_loader(request, r.build_dataset(request))
-epochs = []
-for epoch in range(2):
-    r.before_epoch(request, loader, epoch + 1)
-    samples, batches = [], 0
-    for images, labels in loader:
-        batches += 1
-        samples += [[int(l), hashlib.sha1(i.numpy().tobytes()).hexdigest()] for i, l in zip(images, labels)]
-    epochs.append({'samples': samples, 'batches': batches})
-with open(sys.argv[2], 'w') as out:
-    json.dump(epochs, out)
+out = []
+for line in sys.stdin:
+    request = json.loads(line)
+    r.join_process_group(request)
+    loader = r.build_loader(request, r.build_dataset(request))
+    epochs = []
+    for epoch in range(2):
+        r.before_epoch(request, loader, epoch + 1)
+        samples, batches = [], 0
+        for images, labels in loader:
+            batches += 1
+            samples += [[int(l), hashlib.sha1(i.numpy().tobytes()).hexdigest()] for i, l in zip(images, labels)]
+        epochs.append({'samples': samples, 'batches': batches})
+    out.append(epochs)
+    del loader
+with open(sys.argv[2], 'w') as file:
+    json.dump(out, file)
 ";
 
-/// Starts the snippet on `request`; its result file is `out`.
-fn start_snippet(request: &Request, out: &Path) -> std::process::Child {
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
-    // `out` lies in the test's folder, which takes Python's temporary files too.
-    let mut child = common::process::python_in(out.parent().expect("a folder"))
-        .args(["-c", SNIPPET])
-        .arg(&scripts)
-        .arg(out)
-        .env(MARK, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python starts");
-    let line = serde_json::to_string(request).unwrap() + "\n";
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(line.as_bytes())
-        .unwrap();
-    child
+/// Starts the snippet on `requests`, marked; its result file is `out`.
+fn start_snippet(requests: &[Request], out: &Path) -> Snippet {
+    Snippet::start(SNIPPET, requests, out, &[(MARK, "1")])
 }
 
-/// The epochs a finished snippet wrote: each epoch's samples in order and batch count.
-fn snippet_ordered(child: std::process::Child, out: &Path) -> Vec<(Ordered, usize)> {
-    let output = wait_with_deadline(child, Duration::from_secs(180));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let epochs: serde_json::Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
-    let epochs = epochs.as_array().unwrap().iter().map(|epoch| {
+/// Each request's epochs as a finished snippet wrote them: each epoch's samples in order
+/// and batch count.
+fn snippet_ordered(snippet: Snippet) -> Vec<Vec<(Ordered, usize)>> {
+    let read = snippet.result(Duration::from_secs(180));
+    let read: Vec<Vec<serde_json::Value>> = serde_json::from_value(read).unwrap();
+    let epoch = |epoch: &serde_json::Value| -> (Ordered, usize) {
         let samples = epoch["samples"].as_array().unwrap().iter().map(|sample| {
             (
                 sample[0].as_i64().unwrap(),
@@ -240,22 +232,31 @@ fn snippet_ordered(child: std::process::Child, out: &Path) -> Vec<(Ordered, usiz
             samples.collect(),
             epoch["batches"].as_u64().unwrap() as usize,
         )
-    });
-    epochs.collect()
+    };
+    read.iter()
+        .map(|epochs| epochs.iter().map(epoch).collect())
+        .collect()
 }
 
-/// The epochs a finished snippet wrote: each epoch's samples and batch count.
-fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<(Samples, usize)> {
-    let epochs = snippet_ordered(child, out).into_iter();
-    epochs
-        .map(|(ordered, batches)| {
-            let mut samples = Samples::new();
-            for key in ordered {
-                *samples.entry(key).or_default() += 1;
-            }
-            (samples, batches)
-        })
+/// Each request's epochs as a finished snippet wrote them: each epoch's samples and
+/// batch count.
+fn snippet_epochs(snippet: Snippet) -> Vec<Vec<(Samples, usize)>> {
+    let counted = |(ordered, batches): (Ordered, usize)| {
+        let mut samples = Samples::new();
+        for key in ordered {
+            *samples.entry(key).or_default() += 1;
+        }
+        (samples, batches)
+    };
+    let requests = snippet_ordered(snippet).into_iter();
+    requests
+        .map(|epochs| epochs.into_iter().map(counted).collect())
         .collect()
+}
+
+/// A request for `dataset` with the plan's first config.
+fn request(plan: &Plan, dataset: DatasetRequest) -> Request {
+    Request::new(plan, &plan.configs[0], dataset)
 }
 
 /// Two epochs of `dataset` read through the script with the plan's first config, each
@@ -263,24 +264,42 @@ fn snippet_epochs(child: std::process::Child, out: &Path) -> Vec<(Samples, usize
 fn read_ordered(plan: &Plan, dataset: DatasetRequest) -> Vec<(Ordered, usize)> {
     let dir = TempDir::new().unwrap();
     let out = dir.path().join("epochs.json");
-    let request = Request::new(plan, &plan.configs[0], dataset);
-    snippet_ordered(start_snippet(&request, &out), &out)
+    snippet_ordered(start_snippet(&[request(plan, dataset)], &out)).remove(0)
 }
 
-/// Two epochs of `dataset` read through the script with the plan's first config.
-fn read_epochs(plan: &Plan, dataset: DatasetRequest) -> Vec<(Samples, usize)> {
+/// Two epochs of each request's dataset read through the script, in one Python process.
+fn read_epochs(requests: &[Request]) -> Vec<Vec<(Samples, usize)>> {
     let dir = TempDir::new().unwrap();
     let out = dir.path().join("epochs.json");
-    let request = Request::new(plan, &plan.configs[0], dataset);
-    snippet_epochs(start_snippet(&request, &out), &out)
+    snippet_epochs(start_snippet(requests, &out))
 }
 
-/// The folder's samples, read by torchvision's ImageFolder through the same script.
-fn folder_samples(data: &Data) -> Samples {
-    let epochs = read_epochs(&plan(&[]), image_folder(data));
-    let (samples, _) = epochs.into_iter().next().unwrap();
-    assert_eq!(samples.values().sum::<usize>(), CLASSES * PER_CLASS);
-    samples
+/// The folder's samples, read by torchvision's ImageFolder through the same script,
+/// once per test binary: every [`Data`] holds the same images (made the same way).
+fn folder_samples() -> &'static Samples {
+    static SAMPLES: OnceLock<Samples> = OnceLock::new();
+    SAMPLES.get_or_init(|| {
+        let data = Data::new();
+        let mut requests = read_epochs(&[request(&plan(&[]), image_folder(&data))]);
+        let (samples, _) = requests.remove(0).remove(0);
+        assert_eq!(samples.values().sum::<usize>(), CLASSES * PER_CLASS);
+        samples
+    })
+}
+
+/// Asserts that each request's every epoch gave `want`'s samples, each as often; `what`
+/// names request `index` in a failure.
+fn assert_every_epoch_gives(
+    read: &[Vec<(Samples, usize)>],
+    want: &Samples,
+    what: impl Fn(usize) -> String,
+) {
+    for (index, epochs) in read.iter().enumerate() {
+        assert_eq!(epochs.len(), 2, "{}", what(index));
+        for (epoch, (samples, _)) in epochs.iter().enumerate() {
+            assert_eq!(samples, want, "{}, epoch {epoch}", what(index));
+        }
+    }
 }
 
 fn assert_no_python_left() {
@@ -292,15 +311,22 @@ fn assert_no_python_left() {
 fn shards_give_every_sample_of_the_folder_once_per_epoch_at_0_2_and_3_workers() {
     let _turn = python_turn();
     let data = Data::new();
-    let want = folder_samples(&data);
-    for workers in ["0", "2", "3"] {
-        let plan = plan(&[("num_workers", workers), ("persistent_workers", "true")]);
-        let epochs = read_epochs(&plan, shards(data.shards()));
-        for (epoch, (samples, batches)) in epochs.iter().enumerate() {
-            assert_eq!(samples, &want, "nw={workers}, epoch {epoch}");
+    let want = folder_samples();
+    let workers: [usize; 3] = [0, 2, 3];
+    let requests: Vec<Request> = workers
+        .iter()
+        .map(|workers| {
+            let workers = workers.to_string();
+            let plan = plan(&[("num_workers", &workers), ("persistent_workers", "true")]);
+            request(&plan, shards(data.shards()))
+        })
+        .collect();
+    let read = read_epochs(&requests);
+    assert_every_epoch_gives(&read, want, |index| format!("nw={}", workers[index]));
+    for (workers, epochs) in workers.iter().zip(&read) {
+        for (_, batches) in epochs {
             // Each worker batches its own shards: the last batch of each may be partial.
-            let workers: usize = workers.parse().unwrap();
-            let most = (CLASSES * PER_CLASS).div_ceil(4) + workers.max(1) - 1;
+            let most = (CLASSES * PER_CLASS).div_ceil(4) + (*workers).max(1) - 1;
             assert!(*batches <= most, "nw={workers}: {batches} batches");
         }
     }
@@ -311,7 +337,7 @@ fn shards_give_every_sample_of_the_folder_once_per_epoch_at_0_2_and_3_workers() 
 fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
     let _turn = python_turn();
     let data = Data::new();
-    let want = folder_samples(&data);
+    let want = folder_samples();
     let dir = TempDir::new().unwrap();
     let store = dir.path().join("store");
     // Spawned workers: the process group is not theirs, so the rank must reach them as
@@ -323,15 +349,14 @@ fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
     ]);
     let children: Vec<_> = (0..2)
         .map(|rank| {
-            let request = Request::new(&plan, &plan.configs[0], shards(data.shards()))
-                .for_rank(rank, 2, &store);
+            let request = request(&plan, shards(data.shards())).for_rank(rank, 2, &store);
             let out = dir.path().join(format!("rank{rank}.json"));
-            (start_snippet(&request, &out), out)
+            start_snippet(&[request], &out)
         })
         .collect();
     let ranks: Vec<_> = children
         .into_iter()
-        .map(|(child, out)| snippet_epochs(child, &out))
+        .map(|snippet| snippet_epochs(snippet).remove(0))
         .collect();
     assert_eq!((ranks[0].len(), ranks[1].len()), (2, 2));
     for (epoch, ((first, _), (second, _))) in ranks[0].iter().zip(&ranks[1]).enumerate() {
@@ -340,7 +365,7 @@ fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
         for (sample, count) in second {
             *together.entry(sample.clone()).or_default() += count;
         }
-        assert_eq!(together, want, "epoch {epoch}");
+        assert_eq!(&together, want, "epoch {epoch}");
     }
     assert_no_python_left();
 }
@@ -348,27 +373,22 @@ fn two_ranks_split_the_shards_and_together_read_every_sample_once() {
 #[test]
 fn http_shards_from_nginx_give_the_same_samples() {
     let _turn = python_turn();
-    let data = Data::new();
-    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+    let Some((_data, server)) = served() else {
         return;
     };
-    let want = folder_samples(&data);
     let urls = (0..SHARDS).map(|shard| server.url(&shard_name(shard)));
     let plan = plan(&[("num_workers", "2")]);
-    for (epoch, (samples, _)) in read_epochs(&plan, shards(urls.collect()))
-        .iter()
-        .enumerate()
-    {
-        assert_eq!(samples, &want, "epoch {epoch}");
-    }
+    let read = read_epochs(&[request(&plan, shards(urls.collect()))]);
+    assert_every_epoch_gives(&read, folder_samples(), |_| "over HTTP".to_owned());
     let pid = server.pid();
     drop(server);
     assert!(!running(pid), "nginx {pid} still runs");
     assert_no_python_left();
 }
 
-/// The error of measuring `pattern` as a shards dataset on the PyTorch runtime.
-fn measure_error(pattern: &str) -> loaderbench_engine::error::Error {
+/// Checks that measuring `pattern` as a shards dataset on the PyTorch runtime fails as
+/// bad input, in the one line `expected`.
+fn assert_measuring_fails(pattern: &str, expected: &str) {
     let plan = plan(&[
         ("dataset.kind", "shards"),
         ("dataset.path", pattern),
@@ -384,27 +404,22 @@ fn measure_error(pattern: &str) -> loaderbench_engine::error::Error {
         &mut |_| {},
         &mut || Ok(()),
     );
-    measured.expect_err("the run fails")
+    let err = measured.expect_err("the run fails");
+    assert!(err.is_bad_input(), "{err}");
+    assert_eq!(err.to_string(), expected);
 }
 
 #[test]
 fn a_shard_the_server_lacks_is_one_line_naming_its_url_as_bad_input() {
     let _turn = python_turn();
-    let data = Data::new();
-    let Some(server) = Nginx::serve(data.dir.path(), None) else {
+    let Some((_data, server)) = served() else {
         return;
     };
     // Shards 0..=3 exist; 4 does not.
     let pattern = server.url("shards/shard-{000000..000004}.tar");
-    let err = measure_error(&pattern);
-    assert!(err.is_bad_input(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "{}: HTTP 404 Not Found (curl exit status 22)",
-            server.url("shards/shard-000004.tar")
-        )
-    );
+    let missing = server.url("shards/shard-000004.tar");
+    let expected = format!("{missing}: HTTP 404 Not Found (curl exit status 22)");
+    assert_measuring_fails(&pattern, &expected);
     assert_no_python_left();
 }
 
@@ -420,15 +435,11 @@ fn a_member_with_an_unknown_extension_is_one_line_naming_shard_and_member() {
         "{}/shards/shard-{{000000..000004}}.tar",
         data.dir.path().display()
     );
-    let err = measure_error(&pattern);
-    assert!(err.is_bad_input(), "{err}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "{}: member 000100.txt: unknown extension (samples are jpg, jpeg or png with cls or json)",
-            bad.display()
-        )
+    let expected = format!(
+        "{}: member 000100.txt: unknown extension (samples are jpg, jpeg or png with cls or json)",
+        bad.display()
     );
+    assert_measuring_fails(&pattern, &expected);
 }
 
 /// The data's shards gzip-compressed by hand as `tgz/shard-N.tgz`, and the folder written
@@ -471,33 +482,24 @@ fn gzip_shard_sets(data: &Data) -> (Vec<String>, Vec<String>) {
 fn gzip_shards_give_every_sample_of_the_folder_once_per_epoch_on_disk_and_over_http() {
     let _turn = python_turn();
     let data = Data::new();
-    let want = folder_samples(&data);
     let (handmade, from_cli) = gzip_shard_sets(&data);
-    for shards_set in [&handmade, &from_cli] {
+    let mut sets: Vec<(String, Vec<String>, &str)> = Vec::new();
+    for (name, set) in [("by hand", &handmade), ("from the CLI", &from_cli)] {
         for workers in ["0", "2"] {
-            let plan = plan(&[("num_workers", workers)]);
-            for (epoch, (samples, _)) in read_epochs(&plan, shards(shards_set.clone()))
-                .iter()
-                .enumerate()
-            {
-                assert_eq!(
-                    samples, &want,
-                    "{shards_set:?}: nw={workers}, epoch {epoch}"
-                );
-            }
+            sets.push((format!("{name}: nw={workers}"), set.clone(), workers));
         }
     }
-    let Some(server) = Nginx::serve(data.dir.path(), None) else {
-        return;
-    };
-    let urls = (0..SHARDS).map(|shard| server.url(&format!("tgz/shard-{shard}.tgz")));
-    let plan = plan(&[("num_workers", "2")]);
-    for (epoch, (samples, _)) in read_epochs(&plan, shards(urls.collect()))
-        .iter()
-        .enumerate()
-    {
-        assert_eq!(samples, &want, "over HTTP, epoch {epoch}");
+    let server = Nginx::serve(data.dir.path(), None);
+    if let Some(server) = &server {
+        let urls = (0..SHARDS).map(|shard| server.url(&format!("tgz/shard-{shard}.tgz")));
+        sets.push(("over HTTP".to_owned(), urls.collect(), "2"));
     }
+    let requests: Vec<Request> = sets
+        .iter()
+        .map(|(_, set, workers)| request(&plan(&[("num_workers", workers)]), shards(set.clone())))
+        .collect();
+    let read = read_epochs(&requests);
+    assert_every_epoch_gives(&read, folder_samples(), |index| sets[index].0.clone());
     drop(server);
     assert_no_python_left();
 }

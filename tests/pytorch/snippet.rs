@@ -3,8 +3,9 @@
 //! the snippet the recommendation would hand over (made from the `--json` export, so
 //! the test does not depend on which config this machine's noise favours) is run by
 //! tests/data/snippet/check_snippet.py beside the loader the runtime builds from that
-//! config's request (python/pytorch_loader.py, as the runtime ran it), and the first
-//! batches of the two must be equal in shapes and values. Once for a built-in preset
+//! config's request (python/pytorch_loader.py, as the runtime ran it), every config of a
+//! run in one Python process, and the first batches of the two must be equal in shapes
+//! and values. Once for a built-in preset
 //! (DataLoader with and without workers, and torchdata.nodes threads), once for a user's
 //! dataset with its own collate and random augmentation, and once for that dataset on
 //! the SPDL runtime, whose snippet is an SPDL pipeline.
@@ -69,33 +70,35 @@ fn plan(mut preset: Preset, sets: &[String]) -> Plan {
     Plan::from_preset(&preset, None).unwrap()
 }
 
-/// Runs the checker on `config`'s request and the snippet; fails the test unless the
-/// first batches are the same.
-fn assert_same_batches(
-    dir: &Path,
-    plan: &Plan,
-    config: usize,
-    dataset: DatasetRequest,
-    snippet: &str,
-) {
-    let request = Request::new(plan, &plan.configs[config], dataset);
-    let request_path = dir.join("request.json");
-    std::fs::write(&request_path, serde_json::to_vec(&request).unwrap()).unwrap();
-    let snippet_path = dir.join("snippet.py");
-    std::fs::write(&snippet_path, snippet).unwrap();
-    let output = common::process::python_in(dir)
+/// Runs the checker, in one Python process, on each config's request and snippet in
+/// `checks`; fails the test unless every config's first batches are the same.
+fn assert_same_batches(dir: &Path, plan: &Plan, checks: Vec<(usize, DatasetRequest, String)>) {
+    let mut command = common::process::python_in(dir);
+    command
         .arg(repo("tests/data/snippet/check_snippet.py"))
-        .arg(repo("python/pytorch_loader.py"))
-        .arg(&request_path)
-        .arg(&snippet_path)
-        .output()
-        .expect("Python starts");
+        .arg(repo("python/pytorch_loader.py"));
+    let mut snippets = Vec::new();
+    for (config, dataset, snippet) in checks {
+        let request = Request::new(plan, &plan.configs[config], dataset);
+        let request_path = dir.join(format!("request-{config}.json"));
+        std::fs::write(&request_path, serde_json::to_vec(&request).unwrap()).unwrap();
+        let snippet_path = dir.join(format!("snippet-{config}.py"));
+        std::fs::write(&snippet_path, &snippet).unwrap();
+        command.arg(request_path).arg(&snippet_path);
+        snippets.push((snippet_path, snippet));
+    }
+    let output = command.output().expect("Python starts");
     let out = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && out.contains("same: 3 batches"),
-        "{out}{}\nsnippet:\n{snippet}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let all = snippets
+        .iter()
+        .map(|(path, snippet)| format!("{}:\n{snippet}", path.display()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(output.status.success(), "{out}{}\n{all}", stderr(&output));
+    for (path, snippet) in &snippets {
+        let same = format!("{}: same: 3 batches", path.display());
+        assert!(out.lines().any(|l| l == same), "{out}\nsnippet:\n{snippet}");
+    }
 }
 
 #[test]
@@ -124,13 +127,14 @@ fn a_built_in_preset_s_snippet_yields_the_measured_batches() {
         "{}",
         snippets[2].1
     );
-    for (config, snippet) in snippets {
+    let checks = snippets.into_iter().map(|(config, snippet)| {
         let dataset = DatasetRequest::Idx {
             images: images.clone(),
             labels: labels.clone(),
         };
-        assert_same_batches(dir.path(), &plan, config, dataset, &snippet);
-    }
+        (config, dataset, snippet)
+    });
+    assert_same_batches(dir.path(), &plan, checks.collect());
 }
 
 /// The user's dataset (tests/data/user_dataset/mnist_user.py) over 512 synthetic
@@ -171,6 +175,7 @@ fn assert_user_dataset_snippets(augment: bool, sets: &[&str], expected: &[&str])
         .collect();
     let result = measured(dir.path(), path_str(&preset_path), &sets);
     let plan = plan(preset, &sets);
+    let mut checks = Vec::new();
     for (config, snippet) in snippets(&result) {
         let workers = plan.configs[config].num_workers > 0;
         for fragment in expected.iter().filter(|_| workers) {
@@ -184,8 +189,9 @@ fn assert_user_dataset_snippets(augment: bool, sets: &[&str], expected: &[&str])
             args: args.clone(),
             collate: Some("make_collate".to_owned()),
         };
-        assert_same_batches(dir.path(), &plan, config, dataset, &snippet);
+        checks.push((config, dataset, snippet));
     }
+    assert_same_batches(dir.path(), &plan, checks);
 }
 
 #[test]

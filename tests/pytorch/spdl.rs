@@ -22,12 +22,10 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::common;
+use crate::user_code::{MNIST_USER, assert_fails_at, run_command, test_data};
 use common::process::run_leaving_nothing;
 use common::runs::shared_dir;
-use common::{
-    assert_error_line, assert_fails, loaderbench_command, path_str, run_with_deadline, stderr,
-    stdout,
-};
+use common::{assert_error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout};
 
 /// Samples in the test's dataset, each labelled with its index.
 const SAMPLES: usize = 256;
@@ -85,7 +83,7 @@ impl Data {
     warmup: false,
 {fields}
 )"#,
-            module = repo("tests/data/user_dataset/mnist_user.py").display(),
+            module = test_data(MNIST_USER).display(),
             data = self.path("data").display(),
             step = repo("tests/data/step/record_labels.py").display(),
             batches = self.path("batches").display(),
@@ -98,17 +96,11 @@ impl Data {
     /// `loaderbench run` of `preset` with `sets`, exporting JSON and CSV; fails the test
     /// if a process of the run outlives it.
     fn run(&self, preset: &Path, sets: &[&str]) -> Output {
-        let journal = self.path("journal.jsonl");
-        let _ = std::fs::remove_file(&journal);
-        let mut args = vec!["run", path_str(preset), "--journal", path_str(&journal)];
         let (json, csv) = (self.path("run.json"), self.path("run.csv"));
-        args.extend(["--json", path_str(&json), "--csv", path_str(&csv)]);
-        for set in sets {
-            args.extend(["--set", set]);
-        }
+        let args = ["--json", path_str(&json), "--csv", path_str(&csv)];
         let mark = path_str(self.dir.path());
         let limit = Duration::from_secs(300);
-        run_leaving_nothing(&mut loaderbench_command(&args), MARK_VAR, mark, limit)
+        run_leaving_nothing(&mut run_command(preset, &args, sets), MARK_VAR, mark, limit)
     }
 
     fn results(&self) -> Value {
@@ -167,6 +159,15 @@ fn runtimes_side_by_side() -> &'static (Data, Output) {
     });
     assert!(run.1.status.success(), "{}", stderr(&run.1));
     run
+}
+
+/// A run of a preset `name` of its own over a fresh dataset, with `fields` (RON) and
+/// `sets`: the data (the run's exports and recorded batches), and what the run printed.
+fn run_alone(name: &str, fields: &str, sets: &[&str]) -> (Data, Output) {
+    let data = Data::new(TempDir::new().unwrap());
+    let preset = data.preset(name, fields);
+    let output = data.run(&preset, sets);
+    (data, output)
 }
 
 /// `recorded`'s batches, cut into its epochs.
@@ -272,17 +273,13 @@ fn spdl_s_threads_report_their_start_up_as_workers_do() {
 
 #[test]
 fn an_epoch_cut_after_its_window_stops_its_pipeline_and_the_next_epoch_runs() {
-    let data = Data::new(TempDir::new().unwrap());
-    let preset = data.preset(
-        "spdl-window",
-        "    runtime: [spdl],
+    let fields = "    runtime: [spdl],
     num_workers: [2],
     shuffle: true,
     epochs: 2,
     measure: windows,
-    window_s: 0.1,",
-    );
-    let output = data.run(&preset, &["batch_size=1"]);
+    window_s: 0.1,";
+    let (data, output) = run_alone("spdl-window", fields, &["batch_size=1"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let results = data.results();
     let epochs = results["results"][0]["epochs"].as_array().unwrap();
@@ -305,9 +302,8 @@ fn an_epoch_cut_after_its_window_stops_its_pipeline_and_the_next_epoch_runs() {
 
 #[test]
 fn a_knob_spdl_cannot_honour_is_refused_naming_it_and_the_runtime() {
-    let data = Data::new(TempDir::new().unwrap());
-    let preset = data.preset("spdl-refused", "    runtime: [spdl],");
-    let output = data.run(&preset, &["worker_kind=fork", "num_workers=2"]);
+    let sets = ["worker_kind=fork", "num_workers=2"];
+    let (_, output) = run_alone("spdl-refused", "    runtime: [spdl],", &sets);
     assert_error_line(&output, 2, &["worker_kind", "fork", "spdl runtime"]);
 }
 
@@ -345,27 +341,15 @@ fn an_iterable_dataset_is_refused_on_spdl_naming_the_user_s_module() {
 
 #[test]
 fn an_error_in_getitem_on_a_pipeline_thread_names_the_user_s_file_and_line() {
-    let data = Data::new(TempDir::new().unwrap());
     let fields = "    runtime: [spdl],\n    num_workers: [2],\n    shuffle: false,";
-    let preset = data.preset("spdl-failing", fields);
-    let output = data.run(&preset, &["dataset.args.fail_at=getitem"]);
-    let source = std::fs::read_to_string(repo("tests/data/user_dataset/mnist_user.py")).unwrap();
-    let line = 1 + source
-        .lines()
-        .position(|l| l.contains("is broken"))
-        .unwrap();
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: ValueError: sample 0 is broken"),
-        2,
-    );
+    let (_, output) = run_alone("spdl-failing", fields, &["dataset.args.fail_at=getitem"]);
+    let message = "ValueError: sample 0 is broken";
+    assert_fails_at(&output, MNIST_USER, "is broken", message, 2);
 }
 
 #[test]
 fn a_pipeline_that_delivers_nothing_within_the_worker_timeout_ends_the_run_naming_spdl() {
-    let data = Data::new(TempDir::new().unwrap());
     let fields = "    runtime: [spdl],\n    num_workers: [2],\n    worker_timeout_s: 1.0,";
-    let preset = data.preset("spdl-silent", fields);
-    let output = data.run(&preset, &["dataset.args.delay_s=30"]);
+    let (_, output) = run_alone("spdl-silent", fields, &["dataset.args.delay_s=30"]);
     assert_error_line(&output, 1, &["SPDL pipeline", "TimeoutError"]);
 }

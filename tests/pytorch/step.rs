@@ -1,13 +1,13 @@
 //! The training step through the CLI, as a process: the test CNN
 //! (tests/data/step/small_cnn.py) exported with torch.jit.script and trained as a `model`
 //! step on our engine and on the PyTorch runtime, from the CLI and from the app's window;
-//! the built-in steps on the PyTorch
-//! runtime at the cost they have on ours; the same CNN as a `python` step over a user's
-//! Dataset; and each way a step can be wrong (a missing or malformed file, a model that
-//! does not fit the data, a missing factory, an import error, an exception in the
-//! factory or in the step, at the first batch and later), ending in one line naming the
-//! user's file, with exit code 2 before the run's first batch and 1 after, no process
-//! left behind and the configs measured before kept.
+//! the built-in steps on the PyTorch runtime at the cost they have on ours; the same CNN
+//! as a `python` step (over a user's Dataset it trains in user_dataset's shared run); and
+//! each way a step can be wrong (a missing or malformed file, a model that does not fit
+//! the data, a missing factory, an import error, an exception in the factory or in the
+//! step, at the first batch and later), ending in one line naming the user's file, with
+//! exit code 2 before the run's first batch and 1 after, no process left behind and the
+//! configs measured before kept.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -19,26 +19,12 @@ use loaderbench_measure::pytorch::{python_path, write_idx};
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::marked;
+use crate::user_code::{SMALL_CNN, assert_fails_at, run_command, step_times, test_data};
+use common::process::run_leaving_nothing;
 use common::runs::shared_dir;
 use common::{
-    assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+    assert_error_line, assert_fails, error_line, path_str, run_with_deadline, stderr, stdout,
 };
-
-fn test_module(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-/// The 1-based line of the test module `name` that contains `text`.
-fn line_of(name: &str, text: &str) -> usize {
-    let source = std::fs::read_to_string(test_module(name)).unwrap();
-    1 + source
-        .lines()
-        .position(|line| line.contains(text))
-        .unwrap_or_else(|| panic!("{name} has no line with {text}"))
-}
 
 /// The folder holding the test CNN's TorchScript exports, `small_cnn.pt` (one channel,
 /// as the synthetic data) and `small_cnn_rgb.pt` (three), made once per test binary by
@@ -50,7 +36,7 @@ fn exports() -> &'static Path {
             let dir = shared_dir();
             let output = run_with_deadline(
                 common::process::python_in(dir.path())
-                    .arg(test_module("step/small_cnn.py"))
+                    .arg(test_data(SMALL_CNN))
                     .arg(dir.path()),
                 Duration::from_secs(240),
             );
@@ -64,39 +50,18 @@ fn exports() -> &'static Path {
 const MARK_VAR: &str = "LOADERBENCH_TEST_STEP";
 
 /// A folder with a preset: 256 synthetic samples in batches of 64, no workers, one
-/// epoch, on `runtime`; or, with `user_dataset`, the user's MNIST-like Dataset
-/// (tests/data/user_dataset/mnist_user.py) over the same samples as IDX files.
+/// epoch, on `runtime`.
 struct Setup {
     dir: TempDir,
 }
 
 impl Setup {
     fn new(runtime: &str) -> Setup {
-        Setup::write(runtime, "(kind: synthetic, seed: 0)", "samples: Some(256),")
-    }
-
-    fn user_dataset() -> Setup {
         let dir = TempDir::new().unwrap();
-        let data = dir.path().join("data");
-        std::fs::create_dir(&data).unwrap();
-        let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
-        write_idx(synthetic.as_ref(), &data).unwrap();
-        let dataset = format!(
-            r#"(kind: python, path: "{}", factory: "make_dataset", args: {{"root": "{}"}}, collate: Some("make_collate"))"#,
-            test_module("user_dataset/mnist_user.py").display(),
-            data.display()
-        );
-        Setup::write_in(dir, "pytorch", &dataset, "")
-    }
-
-    fn write(runtime: &str, dataset: &str, samples: &str) -> Setup {
-        Setup::write_in(TempDir::new().unwrap(), runtime, dataset, samples)
-    }
-
-    fn write_in(dir: TempDir, runtime: &str, dataset: &str, samples: &str) -> Setup {
         let preset = format!(
-            "(version: 1, name: \"step\", dataset: {dataset}, {samples} epochs: 1, \
-             shuffle: false, batch_size: [64], num_workers: [0], runtime: [{runtime}])"
+            "(version: 1, name: \"step\", dataset: (kind: synthetic, seed: 0), \
+             samples: Some(256), epochs: 1, shuffle: false, batch_size: [64], \
+             num_workers: [0], runtime: [{runtime}])"
         );
         std::fs::write(dir.path().join("step.ron"), preset).unwrap();
         Setup { dir }
@@ -105,32 +70,19 @@ impl Setup {
     /// `loaderbench run` on the preset with `step` and each of `sets` as `--set`s, in
     /// `cwd`; checks that no process of the run is left.
     fn run_in(&self, cwd: &Path, step: &str, sets: &[&str]) -> Output {
-        let preset = self.dir.path().join("step.ron");
-        let journal = self.dir.path().join("journal.jsonl");
         let step = format!("step={step}");
-        let mut args = vec![
-            "run",
-            path_str(&preset),
-            "-q",
-            "--journal",
-            path_str(&journal),
-            "--set",
-            &step,
-        ];
-        for set in sets {
-            args.extend(["--set", set]);
-        }
+        let sets: Vec<&str> = std::iter::once(step.as_str())
+            .chain(sets.iter().copied())
+            .collect();
         let json = self.json();
-        args.extend(["--json", path_str(&json)]);
-        let mark = path_str(self.dir.path());
-        let output = run_with_deadline(
-            loaderbench_command(&args)
-                .current_dir(cwd)
-                .env(MARK_VAR, mark),
-            Duration::from_secs(300),
+        let mut run = run_command(
+            &self.dir.path().join("step.ron"),
+            &["-q", "--json", path_str(&json)],
+            &sets,
         );
-        assert_eq!(marked(MARK_VAR, mark), Vec::<u32>::new(), "processes left");
-        output
+        let mark = path_str(self.dir.path());
+        let limit = Duration::from_secs(300);
+        run_leaving_nothing(run.current_dir(cwd), MARK_VAR, mark, limit)
     }
 
     fn run(&self, step: &str, sets: &[&str]) -> Output {
@@ -144,25 +96,6 @@ impl Setup {
     fn results(&self) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(self.json()).unwrap()).unwrap()
     }
-}
-
-/// Every batch's step time in each result, by runtime.
-fn step_times(run: &serde_json::Value) -> Vec<(String, Vec<f64>)> {
-    let results = run["results"].as_array().unwrap();
-    results
-        .iter()
-        .map(|result| {
-            let batches = result["epochs"][0]["timeline"].as_array().unwrap();
-            let times = batches
-                .iter()
-                .map(|b| b["stages"]["step_s"].as_f64().unwrap())
-                .collect();
-            (
-                result["config"]["runtime"].as_str().unwrap().to_owned(),
-                times,
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -265,36 +198,15 @@ fn a_model_that_does_not_fit_the_data_is_bad_input_on_the_pytorch_runtime() {
 fn python_step(factory: &str, args: &str) -> String {
     format!(
         r#"python(path: "{}", factory: "{factory}", args: {{"lr": "0.05"{args}}})"#,
-        test_module("step/small_cnn.py").display()
+        test_data(SMALL_CNN).display()
     )
-}
-
-#[test]
-fn the_python_step_trains_over_a_user_dataset() {
-    let setup = Setup::user_dataset();
-    let output = setup.run(&python_step("make_step", ""), &["num_workers=0,2"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert!(
-        stdout(&output).contains("small_cnn.py: make_step(lr=\"0.05\")"),
-        "{}",
-        stdout(&output)
-    );
-    let times = step_times(&setup.results());
-    assert_eq!(times.len(), 2);
-    for (_, times) in times {
-        assert_eq!(times.len(), 4);
-        assert!(times.iter().all(|&t| t > 0.0), "{times:?}");
-    }
 }
 
 #[test]
 fn our_engine_refuses_a_python_step_and_names_the_runtime_to_use() {
     let setup = Setup::new("loaderbench");
     let output = setup.run(&python_step("make_step", ""), &[]);
-    let (line, code) = error_line(&output);
-    assert!(line.contains("field `runtime`"), "{line}");
-    assert!(line.contains("use runtime: [pytorch]"), "{line}");
-    assert_eq!(code, 2);
+    assert_error_line(&output, 2, &["field `runtime`", "use runtime: [pytorch]"]);
 }
 
 #[test]
@@ -323,59 +235,62 @@ fn an_import_error_in_the_step_names_the_users_line() {
     let setup = Setup::new("pytorch");
     let step = format!(
         r#"python(path: "{}", factory: "make_step")"#,
-        test_module("step/broken_step.py").display()
+        test_data("step/broken_step.py").display()
     );
     let output = setup.run(&step, &[]);
-    let line = line_of("step/broken_step.py", "import no_such_package");
-    assert_fails(
+    let message = format!(
+        "ModuleNotFoundError: No module named 'no_such_package_for_loaderbench_steps' (the \
+         Python that ran it, {}, lacks it: install it there, or name a Python that has it in \
+         the preset's `python` field or in LOADERBENCH_PYTHON)",
+        python_path().display()
+    );
+    assert_fails_at(
         &output,
-        &format!(
-            "broken_step.py:{line}: ModuleNotFoundError: No module named \
-             'no_such_package_for_loaderbench_steps' (the Python that ran it, {}, lacks it: \
-             install it there, or name a Python that has it in the preset's `python` field \
-             or in LOADERBENCH_PYTHON)",
-            python_path().display()
-        ),
+        "step/broken_step.py",
+        "import no_such_package",
+        &message,
         2,
     );
+}
+
+/// Runs the test CNN as a `python` step on the PyTorch runtime, with `args` (RON map
+/// entries) added to its lr and with `sets`, and checks that the run failed with `code`,
+/// naming small_cnn.py's line that holds `text`, and `message`.
+fn assert_python_step_fails(
+    args: &str,
+    sets: &[&str],
+    text: &str,
+    message: &str,
+    code: i32,
+) -> Setup {
+    let setup = Setup::new("pytorch");
+    let output = setup.run(&python_step("make_step", args), sets);
+    assert_fails_at(&output, SMALL_CNN, text, message, code);
+    setup
 }
 
 #[test]
 fn an_exception_in_the_step_factory_names_the_users_line() {
-    let setup = Setup::new("pytorch");
-    let output = setup.run(&python_step("make_step", r#", "fail_at": "factory""#), &[]);
-    let line = line_of("step/small_cnn.py", "cannot build the step");
-    assert_fails(
-        &output,
-        &format!("small_cnn.py:{line}: ValueError: cannot build the step with lr 0.05"),
-        2,
-    );
+    let message = "ValueError: cannot build the step with lr 0.05";
+    let args = r#", "fail_at": "factory""#;
+    assert_python_step_fails(args, &[], "cannot build the step", message, 2);
 }
 
 #[test]
 fn the_step_failing_at_the_first_batch_is_bad_input() {
-    let setup = Setup::new("pytorch");
-    let output = setup.run(&python_step("make_step", r#", "fail_at": "step""#), &[]);
-    let line = line_of("step/small_cnn.py", "the step failed at batch");
-    assert_fails(
-        &output,
-        &format!("small_cnn.py:{line}: RuntimeError: the step failed at batch 0"),
-        2,
-    );
+    let message = "RuntimeError: the step failed at batch 0";
+    let args = r#", "fail_at": "step""#;
+    assert_python_step_fails(args, &[], "the step failed at batch", message, 2);
 }
 
 #[test]
 fn the_step_failing_later_is_a_failed_run_that_keeps_the_configs_measured_before() {
-    let setup = Setup::new("pytorch");
-    let step = python_step(
-        "make_step",
-        r#", "fail_at": "step", "fail_batch": "1", "fail_batch_size": "32""#,
-    );
-    let output = setup.run(&step, &["batch_size=64,32"]);
-    let line = line_of("step/small_cnn.py", "the step failed at batch");
-    assert_fails(
-        &output,
-        &format!("small_cnn.py:{line}: RuntimeError: the step failed at batch 1"),
+    let args = r#", "fail_at": "step", "fail_batch": "1", "fail_batch_size": "32""#;
+    let setup = assert_python_step_fails(
+        args,
+        &["batch_size=64,32"],
+        "the step failed at batch",
+        "RuntimeError: the step failed at batch 1",
         1,
     );
     let run = setup.results();
@@ -390,9 +305,6 @@ fn the_step_failing_later_is_a_failed_run_that_keeps_the_configs_measured_before
 #[test]
 #[cfg(feature = "gui")]
 fn the_window_trains_the_torchscript_model() {
-    let Some(mut xvfb) = common::gui::xvfb_or_skip() else {
-        return;
-    };
     let setup = Setup::new("loaderbench, pytorch");
     let mut preset =
         loaderbench_engine::preset::Preset::load(&setup.dir.path().join("step.ron")).unwrap();
@@ -402,22 +314,11 @@ fn the_window_trains_the_torchscript_model() {
         .unwrap();
     let path = setup.dir.path().join("window.ron");
     preset.save(&path).unwrap();
-    let json = setup.json();
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "gui",
-            path_str(&path),
-            "--run",
-            "--exit",
-            "--json",
-            path_str(&json),
-            "--journal-dir",
-            path_str(setup.dir.path()),
-        ])
-        .env("DISPLAY", &xvfb.display),
-        Duration::from_secs(240),
-    );
-    xvfb.stop();
+    let limit = Duration::from_secs(240);
+    let Some(output) = common::gui::run_in_window(&path, &setup.json(), setup.dir.path(), limit)
+    else {
+        return;
+    };
     assert!(output.status.success(), "{}", stderr(&output));
     let run = setup.results();
     assert_eq!(run["status"]["status"], "finished", "{run:#}");
@@ -437,7 +338,7 @@ fn a_user_dataset_and_step_beside_the_preset_run_from_another_folder() {
     }
     for module in ["user_dataset/mnist_user.py", "step/small_cnn.py"] {
         let name = Path::new(module).file_name().unwrap();
-        std::fs::copy(test_module(module), bench.join("code").join(name)).unwrap();
+        std::fs::copy(test_data(module), bench.join("code").join(name)).unwrap();
     }
     let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
     write_idx(synthetic.as_ref(), &bench.join("data")).unwrap();
@@ -453,21 +354,14 @@ fn a_user_dataset_and_step_beside_the_preset_run_from_another_folder() {
     );
     let preset_path = bench.join("beside.ron");
     std::fs::write(&preset_path, preset).unwrap();
-    let journal = root.path().join("journal.jsonl");
-    let mark = path_str(root.path());
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "run",
-            path_str(&preset_path),
-            "-q",
-            "--journal",
-            path_str(&journal),
-        ])
-        .current_dir(&elsewhere)
-        .env(MARK_VAR, mark),
-        Duration::from_secs(300),
+    let mut run = run_command(&preset_path, &["-q"], &[]);
+    let limit = Duration::from_secs(300);
+    let output = run_leaving_nothing(
+        run.current_dir(&elsewhere),
+        MARK_VAR,
+        path_str(root.path()),
+        limit,
     );
-    assert_eq!(marked(MARK_VAR, mark), Vec::<u32>::new(), "processes left");
     assert!(output.status.success(), "{}", stderr(&output));
     let shown = format!("{}: make_step", bench.join("code/small_cnn.py").display());
     assert!(stdout(&output).contains(&shown), "{}", stdout(&output));

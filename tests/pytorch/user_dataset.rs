@@ -1,17 +1,19 @@
 //! A user's own PyTorch Dataset through the CLI, as a process: the test module
 //! (tests/data/user_dataset/mnist_user.py, a map-style Dataset over IDX files with PIL
-//! and torchvision transforms) measured with every DataLoader knob it is given; the
+//! and torchvision transforms) measured with every DataLoader knob it is given, the test
+//! CNN (tests/data/step/small_cnn.py) training on its batches as a `python` step; the
 //! other shapes users write (samples as dicts, with PyTorch's default collate and with
 //! their own; an IterableDataset that shards itself across workers) giving every sample
 //! once per epoch; and each way user code can fail (a missing file or factory, an import
 //! error, an exception in the factory, in `__len__`, in `__getitem__` in the main
-//! process, in a worker or in a torchdata.nodes thread, a collate_fn that spawned workers cannot be sent) ending in
-//! one line naming the user's file and line, with exit code 2 before the run's first
-//! batch and 1 after, no Python process left behind and the configs measured before
-//! kept. A worker killed by SIGKILL ends the run at once, naming its pid. A dataset that
-//! writes bytes that are not UTF-8 to stderr runs as any other.
+//! process, in a worker or in a torchdata.nodes thread, a collate_fn that spawned
+//! workers cannot be sent) ending in one line naming the user's file and line, with exit
+//! code 2 before the run's first batch and 1 after, no Python process left behind and
+//! the configs measured before kept. A worker killed by SIGKILL ends the run at once,
+//! naming its pid. A dataset that writes bytes that are not UTF-8 to stderr runs as any
+//! other.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -21,25 +23,16 @@ use loaderbench_measure::pytorch::write_idx;
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::marked;
-use common::runs::shared_dir;
-use common::{
-    assert_fails, error_line, loaderbench_command, path_str, run_with_deadline, stderr, stdout,
+use crate::user_code::{
+    MNIST_USER, SMALL_CNN, assert_fails_at, line_of, run_command, step_times, test_data,
 };
+use common::process::run_leaving_nothing;
+use common::runs::shared_dir;
+use common::{assert_error_line, assert_fails, error_line, path_str, stderr, stdout};
 
+/// The test module `name` of tests/data/user_dataset.
 fn module(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/user_dataset")
-        .join(name)
-}
-
-/// The 1-based line of `module` that contains `text`.
-fn line_of(name: &str, text: &str) -> usize {
-    let source = std::fs::read_to_string(module(name)).unwrap();
-    1 + source
-        .lines()
-        .position(|line| line.contains(text))
-        .unwrap_or_else(|| panic!("{name} has no line with {text}"))
+    test_data(&format!("user_dataset/{name}"))
 }
 
 /// A folder with a preset that loads a test module's `make_dataset`, and the `--set`s
@@ -61,7 +54,7 @@ impl Setup {
         let synthetic = open(&DatasetSpec::default(), Some(256)).unwrap();
         write_idx(synthetic.as_ref(), &data).unwrap();
         let root = format!("dataset.args.root={}", path_str(&data));
-        let mut setup = Setup::for_module(
+        let mut setup = Setup::for_module_in(
             dir,
             "mnist_user.py",
             r#"{"root": "/not/yet/set"}"#,
@@ -73,7 +66,12 @@ impl Setup {
 
     /// `module`'s `make_dataset(**args)` (`args` as a RON map), with `collate()` as the
     /// collate_fn when given; no shuffle, batches of 64 in the main process, one epoch.
-    fn for_module(dir: TempDir, module_name: &str, args: &str, collate: Option<&str>) -> Setup {
+    fn for_module(module_name: &str, args: &str, collate: Option<&str>) -> Setup {
+        Setup::for_module_in(TempDir::new().unwrap(), module_name, args, collate)
+    }
+
+    /// [`Setup::for_module`] in the folder `dir`.
+    fn for_module_in(dir: TempDir, module_name: &str, args: &str, collate: Option<&str>) -> Setup {
         let collate = collate.map_or_else(|| "None".to_owned(), |c| format!("Some(\"{c}\")"));
         let preset = format!(
             r#"(
@@ -108,31 +106,16 @@ impl Setup {
 
     /// [`Setup::run`], failing the test if the run takes longer than `limit`.
     fn run_within(&self, sets: &[&str], limit: Duration) -> Output {
-        let preset = self.dir.path().join("user.ron");
-        let journal = self.dir.path().join("journal.jsonl");
-        // Each run a journal of its own: one that exists is refused.
-        let _ = std::fs::remove_file(&journal);
-        let mut args = vec![
-            "run",
-            path_str(&preset),
-            "-q",
-            "--journal",
-            path_str(&journal),
-        ];
-        for set in self
+        let json = self.json();
+        let sets: Vec<&str> = self
             .sets
             .iter()
             .map(String::as_str)
             .chain(sets.iter().copied())
-        {
-            args.extend(["--set", set]);
-        }
-        let json = self.json();
-        args.extend(["--json", path_str(&json)]);
-        let mark = path_str(self.dir.path());
-        let output = run_with_deadline(loaderbench_command(&args).env(MARK_VAR, mark), limit);
-        assert_no_process_left(mark);
-        output
+            .collect();
+        let preset = self.dir.path().join("user.ron");
+        let mut run = run_command(&preset, &["-q", "--json", path_str(&json)], &sets);
+        run_leaving_nothing(&mut run, MARK_VAR, path_str(self.dir.path()), limit)
     }
 
     fn json(&self) -> PathBuf {
@@ -144,29 +127,25 @@ impl Setup {
     }
 }
 
-/// No process that the run started (Python, its workers, however they were started)
-/// is still there: each inherits the environment variable that marks this setup's runs.
-fn assert_no_process_left(mark: &str) {
-    let left = marked(MARK_VAR, mark);
-    assert!(
-        left.is_empty(),
-        "processes {left:?} of the run are still there"
-    );
-}
-
 /// Marks the processes of one setup's runs.
 const MARK_VAR: &str = "LOADERBENCH_TEST_USER_DATASET";
 
 /// The test module run with every knob (num_workers 0 and 2, persistent or not,
-/// shuffled), once, by the first test that needs it.
+/// shuffled), training the test CNN as a `python` step on every batch, once, by the
+/// first test that needs it.
 fn every_knob() -> &'static (Setup, Output) {
     static EVERY_KNOB: OnceLock<(Setup, Output)> = OnceLock::new();
     let run = EVERY_KNOB.get_or_init(|| {
         let setup = Setup::in_dir(shared_dir());
+        let step = format!(
+            r#"step=python(path: "{}", factory: "make_step", args: {{"lr": "0.05"}})"#,
+            test_data(SMALL_CNN).display()
+        );
         let output = setup.run(&[
             "num_workers=0,2",
             "persistent_workers=false,true",
             "shuffle=true",
+            &step,
         ]);
         (setup, output)
     });
@@ -209,6 +188,22 @@ fn every_config_records_its_python_torch_and_torchvision() {
 }
 
 #[test]
+fn the_python_step_trains_on_every_config_of_the_test_module() {
+    let (setup, output) = every_knob();
+    let out = stdout(output);
+    assert!(
+        out.contains("small_cnn.py: make_step(lr=\"0.05\")"),
+        "{out}"
+    );
+    let times = step_times(&setup.results());
+    assert_eq!(times.len(), 4);
+    for (_, times) in times {
+        assert_eq!(times.len(), 4);
+        assert!(times.iter().all(|&t| t > 0.0), "{times:?}");
+    }
+}
+
+#[test]
 fn a_missing_module_is_bad_input() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.path=no_such_module.py"]);
@@ -231,7 +226,7 @@ fn an_import_error_names_the_users_line() {
     let setup = Setup::new();
     let broken = module("broken_import.py");
     let output = setup.run(&[&format!("dataset.path={}", broken.display())]);
-    let line = line_of("broken_import.py", "import no_such_package");
+    let line = line_of("user_dataset/broken_import.py", "import no_such_package");
     let (message, code) = error_line(&output);
     let error = format!(
         "broken_import.py:{line}: ModuleNotFoundError: No module named \
@@ -254,13 +249,13 @@ fn an_import_error_names_the_users_line() {
 fn an_exception_in_the_factory_names_the_users_line() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.args.fail_at=factory"]);
-    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
-    assert_fails(
+    let data = setup.dir.path().join("data");
+    let message = format!("ValueError: cannot read {}", path_str(&data));
+    assert_fails_at(
         &output,
-        &format!(
-            "mnist_user.py:{line}: ValueError: cannot read {}",
-            path_str(&setup.dir.path().join("data"))
-        ),
+        MNIST_USER,
+        "raise ValueError(f\"cannot read",
+        &message,
         2,
     );
 }
@@ -269,27 +264,19 @@ fn an_exception_in_the_factory_names_the_users_line() {
 fn an_exception_in_len_names_the_users_line() {
     let setup = Setup::new();
     let output = setup.run(&["dataset.args.fail_at=len"]);
-    let line = line_of("mnist_user.py", "cannot count the samples");
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: RuntimeError: cannot count the samples"),
-        2,
-    );
+    let message = "RuntimeError: cannot count the samples";
+    assert_fails_at(&output, MNIST_USER, "cannot count the samples", message, 2);
 }
 
 /// Asserts that `__getitem__` failing (with `sets` too) ends the run with the user's line,
 /// naming `sample`, and exit code `code`.
 fn assert_getitem_fails(sets: &[&str], sample: usize, code: i32) {
     let setup = Setup::new();
-    let line = line_of("mnist_user.py", "is broken");
     let mut all = vec!["dataset.args.fail_at=getitem"];
     all.extend_from_slice(sets);
     let output = setup.run(&all);
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: ValueError: sample {sample} is broken"),
-        code,
-    );
+    let message = format!("ValueError: sample {sample} is broken");
+    assert_fails_at(&output, MNIST_USER, "is broken", &message, code);
 }
 
 #[test]
@@ -331,12 +318,8 @@ fn a_worker_failing_keeps_the_configs_measured_before() {
         "num_workers=0,2",
         "start_method=spawn",
     ]);
-    let line = line_of("mnist_user.py", "is broken");
-    assert_fails(
-        &output,
-        &format!("mnist_user.py:{line}: ValueError: sample 0 is broken"),
-        1,
-    );
+    let message = "ValueError: sample 0 is broken";
+    assert_fails_at(&output, MNIST_USER, "is broken", message, 1);
     let run = setup.results();
     assert_eq!(run["status"]["status"], "failed", "{run:#}");
     let results = run["results"].as_array().unwrap();
@@ -364,8 +347,7 @@ fn samples_per_epoch(setup: &Setup) -> Vec<Vec<u64>> {
 /// Runs `module`'s `make_dataset(size: 250)` for two epochs at num_workers 0 and 2 (with
 /// `collate()` when given) and asserts that every epoch gave each sample once.
 fn assert_every_sample_once_per_epoch(module_name: &str, collate: Option<&str>) {
-    let dir = TempDir::new().unwrap();
-    let setup = Setup::for_module(dir, module_name, r#"{"size": 250}"#, collate);
+    let setup = Setup::for_module(module_name, r#"{"size": 250}"#, collate);
     let output = setup.run(&["num_workers=0,2", "epochs=2"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let per_config = samples_per_epoch(&setup);
@@ -394,16 +376,14 @@ fn an_iterable_dataset_sharded_by_worker_gives_each_sample_once_per_epoch() {
 
 #[test]
 fn a_closure_collate_under_spawn_names_the_users_function() {
-    let dir = TempDir::new().unwrap();
     let setup = Setup::for_module(
-        dir,
         "closure_collate.py",
         r#"{"size": 256}"#,
         Some("make_collate"),
     );
     let output = setup.run(&["num_workers=2", "start_method=spawn"]);
     let (message, code) = error_line(&output);
-    let line = line_of("closure_collate.py", "def collate(");
+    let line = line_of("user_dataset/closure_collate.py", "def collate(");
     let place = format!("{}:{line}: ", module("closure_collate.py").display());
     assert!(
         message.starts_with(&place),
@@ -429,9 +409,7 @@ fn a_closure_collate_under_spawn_names_the_users_function() {
 
 #[test]
 fn a_worker_killed_by_sigkill_fails_the_run_at_once_and_keeps_the_configs_before() {
-    let dir = TempDir::new().unwrap();
     let setup = Setup::for_module(
-        dir,
         "killed_worker.py",
         r#"{"size": 256, "kill_index": 100}"#,
         None,
@@ -466,19 +444,15 @@ fn a_worker_killed_by_sigkill_fails_the_run_at_once_and_keeps_the_configs_before
 fn our_engine_refuses_a_python_dataset_and_names_the_runtime_to_use() {
     let setup = Setup::new();
     let output = setup.run(&["runtime=loaderbench"]);
-    let (line, code) = error_line(&output);
-    assert!(line.contains("field `runtime`"), "{line}");
-    assert!(line.contains("runtime: [pytorch]"), "{line}");
-    assert_eq!(code, 2);
+    assert_error_line(&output, 2, &["field `runtime`", "runtime: [pytorch]"]);
 }
 
 #[test]
 fn the_preset_names_the_python_to_use() {
     let setup = Setup::new();
     let output = setup.run(&["python=/no/such/python3"]);
-    let (line, code) = error_line(&output);
+    let line = assert_error_line(&output, 2, &[]);
     assert!(line.starts_with("/no/such/python3: not found"), "{line}");
-    assert_eq!(code, 2);
 }
 
 /// Runs the test module's preset (num_workers 0 and 2) in the window, on a display of its
@@ -486,7 +460,6 @@ fn the_preset_names_the_python_to_use() {
 /// of Xvfb.
 #[cfg(feature = "gui")]
 fn in_the_window(setup: &Setup, fail_at: Option<&str>) -> Option<Output> {
-    let mut xvfb = common::gui::xvfb_or_skip()?;
     let mut preset =
         loaderbench_engine::preset::Preset::load(&setup.dir.path().join("user.ron")).unwrap();
     preset
@@ -501,23 +474,8 @@ fn in_the_window(setup: &Setup, fail_at: Option<&str>) -> Option<Output> {
     }
     let path = setup.dir.path().join("window.ron");
     preset.save(&path).unwrap();
-    let json = setup.json();
-    let output = run_with_deadline(
-        loaderbench_command(&[
-            "gui",
-            path_str(&path),
-            "--run",
-            "--exit",
-            "--json",
-            path_str(&json),
-            "--journal-dir",
-            path_str(setup.dir.path()),
-        ])
-        .env("DISPLAY", &xvfb.display),
-        Duration::from_secs(240),
-    );
-    xvfb.stop();
-    Some(output)
+    let limit = Duration::from_secs(240);
+    common::gui::run_in_window(&path, &setup.json(), setup.dir.path(), limit)
 }
 
 #[test]
@@ -545,7 +503,7 @@ fn the_window_exits_with_2_and_names_the_users_line_when_the_factory_fails() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let run = setup.results();
     let error = run["status"]["error"].as_str().unwrap();
-    let line = line_of("mnist_user.py", "raise ValueError(f\"cannot read");
+    let line = line_of(MNIST_USER, "raise ValueError(f\"cannot read");
     assert!(
         error.contains(&format!("mnist_user.py:{line}: ValueError: cannot read")),
         "{error}"

@@ -17,9 +17,10 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::common;
+use crate::user_code::run_command;
 use common::jpeg::{self, Coding};
 use common::process::run_leaving_nothing;
-use common::{assert_error_line, loaderbench_command, path_str, stderr};
+use common::{assert_error_line, path_str, stderr};
 
 /// Marks the processes of this module's runs.
 const MARK_VAR: &str = "LOADERBENCH_TEST_WORKER_KINDS";
@@ -69,16 +70,11 @@ impl Setup {
     /// `loaderbench run` on the preset with `sets`; no process of it outlives it.
     fn run(&self, sets: &[&str]) -> Output {
         let preset = self.dir.path().join("kinds.ron");
-        let journal = self.dir.path().join("journal.jsonl");
         let json = self.dir.path().join("run.json");
-        let mut args = vec!["run", path_str(&preset), "-q"];
-        args.extend(["--journal", path_str(&journal), "--json", path_str(&json)]);
-        for set in sets {
-            args.extend(["--set", set]);
-        }
+        let mut run = run_command(&preset, &["-q", "--json", path_str(&json)], sets);
         let mark = path_str(self.dir.path());
         let limit = Duration::from_secs(400);
-        run_leaving_nothing(&mut loaderbench_command(&args), MARK_VAR, mark, limit)
+        run_leaving_nothing(&mut run, MARK_VAR, mark, limit)
     }
 
     fn results(&self) -> Value {

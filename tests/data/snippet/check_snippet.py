@@ -1,14 +1,16 @@
 """Checks that a recommendation's snippet builds the DataLoader that was measured.
 
-Usage: check_snippet.py PYTORCH_LOADER REQUEST SNIPPET [BATCHES]
+Usage: check_snippet.py PYTORCH_LOADER REQUEST SNIPPET [REQUEST SNIPPET ...]
 
 The measured loader is built the way the PyTorch runtime builds it: by
 python/pytorch_loader.py (PYTORCH_LOADER) from the run's request (REQUEST, the JSON
 line the runtime was given), seeded as its main() seeds it. The snippet (SNIPPET) runs in
 a fresh namespace; for a built-in dataset, whose snippet starts from the user's
-`dataset`, that name is bound to the dataset the runtime built. The first BATCHES
-(default 3) batches of both loaders must be equal: the same structure, shapes, dtypes
-and values. Prints one line and exits 0 when they are, 1 when not.
+`dataset`, that name is bound to the dataset the runtime built. The first 3 batches of
+both loaders must be equal: the same structure, shapes, dtypes and values. Each pair of
+REQUEST and SNIPPET is checked in turn, in this one process (torch is imported once):
+prints one line a pair and exits 0 when every pair's batches are equal, 1 at the first
+that differs.
 """
 
 import importlib.util
@@ -78,13 +80,13 @@ def difference(expected, got, where="batch"):
     return None if expected == got else f"{where}: {expected!r:.80} against {got!r:.80}"
 
 
-def main():
-    pytorch_loader = load_pytorch_loader(sys.argv[1])
-    with open(sys.argv[2]) as file:
+def check(pytorch_loader, request_path, snippet_path, count=3):
+    """Where the snippet's first `count` batches differ from the measured loader's, or
+    None when they are equal."""
+    with open(request_path) as file:
         request = json.load(file)
-    with open(sys.argv[3]) as file:
+    with open(snippet_path) as file:
         snippet = file.read()
-    count = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 
     measured = pytorch_loader.build_loader(request, pytorch_loader.build_dataset(request))
     torch.manual_seed(request["seed"])
@@ -97,14 +99,26 @@ def main():
     got = first_batches(namespace["loader"], count)
 
     if len(got) != len(expected):
-        print(f"the snippet's loader gave {len(got)} batches, the measured one {len(expected)}")
-        finish(1)
+        return f"the snippet's loader gave {len(got)} batches, the measured one {len(expected)}"
     for index, (a, b) in enumerate(zip(expected, got)):
         found = difference(a, b, f"batch {index}")
         if found:
-            print(f"differs: {found}")
+            return f"differs: {found}"
+    return None
+
+
+def main():
+    pytorch_loader = load_pytorch_loader(sys.argv[1])
+    pairs = sys.argv[2:]
+    if not pairs or len(pairs) % 2:
+        print(__doc__.splitlines()[2])
+        finish(2)
+    for request_path, snippet_path in zip(pairs[::2], pairs[1::2]):
+        found = check(pytorch_loader, request_path, snippet_path)
+        if found:
+            print(f"{snippet_path}: {found}")
             finish(1)
-    print(f"same: {len(got)} batches")
+        print(f"{snippet_path}: same: 3 batches")
     finish(0)
 
 
