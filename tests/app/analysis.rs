@@ -9,13 +9,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use egui::Key;
 use egui::accesskit::Role;
-use egui::{Key, Modifiers};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
 use loaderbench_engine::preset::Preset;
-use loaderbench_gui::{App, Launch, Phase};
+use loaderbench_gui::{App, Phase};
 use loaderbench_measure::results::RunResult;
 
 use crate::common;

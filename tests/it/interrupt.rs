@@ -244,7 +244,7 @@ fn ctrl_c_while_resolving_keeps_the_finished_run_finished() {
     // beat the other beyond the noise) measures no round: it is run again, three times
     // at most, each attempt's lines kept for the failure's message.
     let mut attempts = Vec::new();
-    let (child, mut lines, mut seen) = loop {
+    let (child, lines, mut seen) = loop {
         assert!(
             attempts.len() < 3,
             "no resolving round began: {attempts:#?}"
