@@ -173,8 +173,12 @@ fn an_index_of_dicts_grows_in_forked_workers_and_is_named_copy_on_access() {
             seen > 32.0 * 1048576.0,
             "nw={workers}: the test saw {seen} bytes"
         );
+        // The watch sees a worker until its last sweep before the worker exits, and
+        // DataLoader ends non-persistent workers before the epoch's closing sweep: the
+        // growth after that sweep (up to 2 s of it on a busy machine) is not in the
+        // figure, which is why it may fall short of what this test saw, never beyond.
         assert!(
-            (measured - seen).abs() <= 0.2 * seen,
+            measured <= 1.2 * seen && measured >= 0.5 * seen,
             "nw={workers}: loaderbench measured {measured} bytes a worker, /proc showed {seen}"
         );
         // Every process counted: the workers' share is in the config's memory.
