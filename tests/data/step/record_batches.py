@@ -2,8 +2,9 @@
 tests load it with `step: python(path: ".../record_batches.py", factory: "make_step",
 args: {"folder": DIR})`. Each script (one per config, in plan order) writes
 `batches-N.jsonl` in the folder, N the next number free, one line per batch: its labels,
-a digest of each sample's values, and how many torchdata.nodes worker threads
-(ParallelMapper's, named after `_apply_udf`) the process holds as the batch arrives.
+a digest of each sample's values, how many torchdata.nodes worker threads
+(ParallelMapper's, named after `_apply_udf`) the process holds as the batch arrives, and
+how many child processes it has then (DataLoader's worker processes).
 """
 
 import hashlib
@@ -22,6 +23,18 @@ def claim(folder):
             number += 1
 
 
+def child_processes():
+    """The pids of this process's children, as /proc lists them for each of its threads."""
+    pids = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as children:
+                pids.update(children.read().split())
+        except OSError:
+            pass
+    return len(pids)
+
+
 def make_step(folder):
     record = claim(folder)
 
@@ -31,6 +44,7 @@ def make_step(folder):
             "labels": labels.tolist(),
             "digests": [hashlib.sha1(image.numpy().tobytes()).hexdigest()[:16] for image in images],
             "worker_threads": sum("_apply_udf" in t.name for t in threading.enumerate()),
+            "child_processes": child_processes(),
         }
         record.write(json.dumps(line) + "\n")
         record.flush()
