@@ -15,8 +15,8 @@
 //! (their start-up is part of it).
 //!
 //! Run with `cargo bench --bench worker_kinds` (`-- heavy` or `-- jpeg` for one
-//! workload); under `cargo test` (no `--bench`) a few dozen samples and one round go
-//! through every step, as a smoke test.
+//! workload); under `cargo test` (no `--bench`) a few dozen samples, one round and 2
+//! workers go through every step, as a smoke test.
 
 mod common;
 
@@ -109,10 +109,11 @@ impl Workload {
 fn main() {
     let (full, named) = common::bench_args();
     let wanted = |part: &str| named.is_empty() || named.iter().any(|n| n == part);
-    let (samples, images, rounds) = if full {
-        (12_800, 4_000, 3)
+    // The smoke version measures at 2 workers only: every step, half the processes.
+    let (samples, images, rounds, counts) = if full {
+        (12_800, 4_000, 3, "num_workers=2,4")
     } else {
-        (64, 40, 1)
+        (64, 40, 1, "num_workers=2")
     };
     let dir = tempfile::tempdir().expect("a temporary directory");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -125,16 +126,18 @@ fn main() {
         workloads.push(jpeg_folder(dir.path(), images));
     }
     for workload in workloads {
-        let figures = measure(dir.path(), &workload, rounds);
+        let figures = measure(dir.path(), &workload, rounds, counts);
         print_table(&workload.title, &figures);
     }
 }
 
-/// Every row of `workload`, round after round: per row and count, each round's figures.
+/// Every row of `workload` at the worker counts `counts` sets, round after round: per
+/// row and count, each round's figures.
 fn measure(
     dir: &Path,
     workload: &Workload,
     rounds: usize,
+    counts: &str,
 ) -> BTreeMap<(usize, usize), Vec<Figures>> {
     let mut figures: BTreeMap<(usize, usize), Vec<Figures>> = BTreeMap::new();
     for round in 0..rounds {
@@ -154,6 +157,8 @@ fn measure(
                 &kind,
                 "--set",
                 &persistent,
+                "--set",
+                counts,
             ];
             common::loaderbench(&args, &json);
             let result = results_file::read(&json).expect("the run's results");
