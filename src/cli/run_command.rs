@@ -112,7 +112,11 @@ pub fn resolve(
                 eprintln!("round {round}: {} ({left_s:.0} s left)", labels.join(", "));
             }
             ResolveEvent::Measured { config, seconds } => {
-                eprintln!("  {}: {seconds:.2} s projected", plan.label(config));
+                eprintln!(
+                    "  {}: {seconds:.2} s projected over {} epochs",
+                    plan.label(config),
+                    plan.preset.planned_epochs
+                );
             }
             ResolveEvent::NoRoom { needed_s, left_s } => eprintln!(
                 "not measured further: the next round would take about {needed_s:.0} s, \

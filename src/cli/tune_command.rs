@@ -133,7 +133,11 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         }
         TuneEvent::Measured {
             config, seconds, ..
-        } => eprintln!("  {}: {seconds:.2} s projected", plan.label(*config)),
+        } => eprintln!(
+            "  {}: {seconds:.2} s projected over {} epochs",
+            plan.label(*config),
+            plan.preset.planned_epochs
+        ),
         TuneEvent::Eliminated { config, reason } => {
             eprintln!("  out: {} ({reason})", plan.label(*config));
         }

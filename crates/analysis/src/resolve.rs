@@ -35,7 +35,7 @@ pub enum ResolveEvent {
         configs: Vec<usize>,
         left_s: f64,
     },
-    /// A config was measured in a round (its projected time).
+    /// A config was measured in a round (its projected time for the planned epochs).
     Measured {
         config: usize,
         seconds: f64,

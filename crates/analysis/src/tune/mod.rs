@@ -79,7 +79,7 @@ pub enum TuneEvent {
         round: usize,
         configs: Vec<usize>,
     },
-    /// A config was measured in a round (its projected time).
+    /// A config was measured in a round (its projected time for the planned epochs).
     Measured {
         config: usize,
         round: usize,

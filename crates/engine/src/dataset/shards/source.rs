@@ -273,7 +273,9 @@ impl BodyReader {
     fn next_chunk(&mut self) -> io::Result<Vec<u8>> {
         loop {
             if self.cancel.is_cancelled() {
-                return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+                // Not `ErrorKind::Interrupted`, which `read_to_end`, `read_exact` and
+                // `io::copy` take as "try again": they would call back here for ever.
+                return Err(io::Error::other("cancelled"));
             }
             let started = Instant::now();
             let received = self.chunks.recv_timeout(POLL);
@@ -436,6 +438,40 @@ mod tests {
             file.seek(SeekFrom::Current(-(bytes.len() as i64) - 1))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_cancelled_body_ends_a_read_to_end_instead_of_asking_it_to_retry() {
+        let (sender, chunks) = sync_channel(CHUNKS_AHEAD);
+        sender.send(Ok(vec![1, 2, 3])).unwrap();
+        let cancel = CancelToken::new();
+        let mut body = BodyReader {
+            chunks,
+            chunk: Vec::new(),
+            taken: 0,
+            server: "127.0.0.1:1".to_owned(),
+            stall_window: None,
+            cancel: cancel.clone(),
+            waited: Duration::ZERO,
+            window_bytes: 0,
+        };
+        let mut first = [0u8; 3];
+        body.read_exact(&mut first).unwrap();
+        cancel.cancel();
+        // On a thread, so that a reader looping on the cancel fails the test rather
+        // than hanging it; the sender stays open, as a trickling server's would.
+        let (done, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut rest = Vec::new();
+            let _ = done.send(body.read_to_end(&mut rest).map_err(|err| err.to_string()));
+        });
+        let ended = ended.recv_timeout(Duration::from_secs(5));
+        assert_eq!(
+            ended,
+            Ok(Err("cancelled".to_owned())),
+            "read_to_end after a cancel"
+        );
+        drop(sender);
     }
 
     #[test]
