@@ -20,6 +20,9 @@ single os.write so that lines from worker processes never interleave:
                 pytorch_nodes.py: started on its first sample), at this perf_counter time
   batch         a batch is on the device and its step done: its time since t0 (on the
                 device), its wait, its copy and its step
+  sweep         waiting for `go` after the epoch's last batch, while the workers that
+                end with its iterator are still there, so that loaderbench sweeps their
+                memory once more (the wait is left out of the epoch's seconds)
   epoch         an epoch ended, its seconds
   rank_epoch    with ranks: when this rank left the barrier and ended the epoch (time.time)
   done          every epoch measured
@@ -74,7 +77,8 @@ KNOBS = (
     "runtime",
 )
 
-# One release per `go` line loaderbench sends on stdin (see die_with_parent).
+# One release per `go` line loaderbench sends on stdin (see die_with_parent): before each
+# epoch, and after each sweep the script asks for.
 GO = threading.Semaphore(0)
 
 
@@ -427,9 +431,34 @@ def window_done_on_every_rank(rule, at_s, ranked):
     return bool(flag.item())
 
 
+def workers_end_with_epoch(loader):
+    """The batches of an epoch whose worker processes end with its iterator (a
+    DataLoader's that do not persist), over a map-style dataset, whose length is exact;
+    None otherwise."""
+    if not isinstance(loader, DataLoader) or loader.num_workers == 0:
+        return None
+    if loader.persistent_workers or isinstance(loader.dataset, IterableDataset):
+        return None
+    return epoch_batches(loader)
+
+
+def sweep_before_workers_end(epoch):
+    """Has loaderbench sweep the memory of every process once more, and waits for its
+    `go`: the workers' copy-on-access growth peaks at the end of the epoch, after the
+    last periodic sweep, and ending the iterator ends them. Returns the seconds waited,
+    which the epoch's time leaves out."""
+    asked = time.perf_counter()
+    emit(kind="sweep", epoch=epoch)
+    GO.acquire()
+    return time.perf_counter() - asked
+
+
 def measure_epoch(loader, epoch, device, step, rule, ranked):
     cuda = device.type == "cuda"
     whole = epoch_batches(loader) if rule is not None else None
+    # Stopping at the last batch, rather than at the StopIteration after it (inside
+    # which DataLoader ends the workers), keeps them alive for the epoch's last sweep.
+    last = workers_end_with_epoch(loader)
     start = time.perf_counter()
     emit(kind="epoch_start", epoch=epoch, t0=start)
     batches = iter(loader)
@@ -465,6 +494,9 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
         at_s.append(at - start)
         if whole is not None and window_done_on_every_rank(rule, at_s, ranked):
             break
+        if index == last:
+            break
+    swept_s = sweep_before_workers_end(epoch) if last is not None else 0.0
     # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end);
     # a torchdata.nodes epoch is closed, so that what its threads left wrong is raised.
     if hasattr(batches, "close"):
@@ -473,7 +505,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
     emit(
         kind="epoch",
         epoch=epoch,
-        seconds=time.perf_counter() - start,
+        seconds=time.perf_counter() - start - swept_s,
         window=rule if whole is not None else None,
         epoch_batches=whole,
     )

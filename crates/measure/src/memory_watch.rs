@@ -13,7 +13,9 @@
 //! [`SLOWEST_INTERVAL`]), and each epoch records how many sweeps it took and their CPU
 //! time. The runner opens and
 //! closes each epoch ([`MemoryWatch::begin_epoch`], [`MemoryWatch::end_epoch`]), each with
-//! a sweep of its own, so the first and last samples bracket the epoch.
+//! a sweep of its own, so the first and last samples bracket the epoch; where workers end
+//! before the epoch does (a DataLoader's that do not persist), the runtime asks for one
+//! more ([`MemoryWatch::sweep`]) while they are still there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -106,6 +108,11 @@ impl MemoryWatch {
         });
         state.sweep();
         self.shared.wake.notify_all();
+    }
+
+    /// Sweeps now, when an epoch is open: before processes that are about to end do.
+    pub fn sweep(&self) {
+        self.shared.lock().sweep();
     }
 
     /// Whether an epoch is open.

@@ -122,6 +122,10 @@ impl<'a> Job<'a> {
                 }
             };
             self.sessions[rank].take(message, self.python, &mut rank_report)?;
+            if std::mem::take(&mut self.sessions[rank].sweep_asked) {
+                self.memory.sweep();
+                self.sessions[rank].process.send(GO)?;
+            }
             self.merge_finished_epochs(report);
             if running.iter().all(|&rank| self.sessions[rank].waiting) {
                 self.let_go(before_epoch)?;

@@ -122,7 +122,8 @@ impl Request {
     }
 }
 
-/// What loaderbench answers a script's `epoch_ready` with: start the epoch.
+/// What loaderbench answers a script's `epoch_ready` with (start the epoch) and its
+/// `sweep` (the sweep is done).
 pub const GO: &str = "go";
 
 /// One line of the script's report.
@@ -147,6 +148,9 @@ pub enum Message {
     /// The script waits for `go` before `epoch`, so that loaderbench can evict the
     /// dataset's files first (`cache: cold`) or load them (`cache: warm`).
     EpochReady { epoch: usize },
+    /// The script waits for `go` at the end of `epoch` while its workers, which end
+    /// with the epoch's iterator, are still there: their memory is swept once more.
+    Sweep { epoch: usize },
     /// An epoch began at `t0` (seconds on the script's perf_counter clock).
     EpochStart { epoch: usize, t0: f64 },
     /// A worker process ran worker_init_fn at `at` (the same clock).
@@ -243,6 +247,7 @@ mod tests {
             r#"{"kind": "epoch_start", "epoch": 1, "t0": 12.5}"#,
             r#"{"kind": "worker_ready", "worker": 1, "at": 12.75}"#,
             r#"{"kind": "batch", "epoch": 1, "index": 0, "at_s": 0.5, "samples": 64, "wait_s": 0.4, "to_device_s": 0.0}"#,
+            r#"{"kind": "sweep", "epoch": 1}"#,
             r#"{"kind": "epoch", "epoch": 1, "seconds": 3.0}"#,
             r#"{"kind": "rank_epoch", "epoch": 1, "started_unix_s": 9.5, "finished_unix_s": 12.5}"#,
             r#"{"kind": "done", "peak_rss_bytes": 1024}"#,

@@ -54,6 +54,8 @@ pub struct Session {
     pub interference: Vec<(f64, Interference)>,
     /// The script waits for `go` before its next epoch.
     pub waiting: bool,
+    /// The script waits for `go` after a sweep of its processes' memory.
+    pub sweep_asked: bool,
     /// Where the script stands: running, or done (with its peak RSS where it knew it).
     pub state: ScriptState,
     /// Batches delivered in the run so far, this script's included: before the run's
@@ -116,6 +118,7 @@ impl Session {
             reading: None,
             interference: Vec::new(),
             waiting: false,
+            sweep_asked: false,
             state: ScriptState::Running,
             batches,
         }
@@ -148,6 +151,7 @@ impl Session {
             }
             Message::Note { message } => report(PytorchEvent::Note(message)),
             Message::EpochReady { .. } => self.waiting = true,
+            Message::Sweep { .. } => self.sweep_asked = true,
             Message::EpochStart { t0, .. } => {
                 self.t0 = t0;
                 self.reading = Some(meter::Reading::now());
