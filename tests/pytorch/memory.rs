@@ -15,6 +15,7 @@ use tempfile::TempDir;
 
 use crate::common;
 use common::process::{children_of, python_turn};
+use common::runs::SavedRun;
 use common::{loaderbench_command, path_str, stderr, stdout};
 
 fn module() -> PathBuf {
@@ -79,20 +80,11 @@ fn index_preset(dir: &Path, factory: &str, args: &str, knobs: &str) -> PathBuf {
     preset
 }
 
-/// A run of `preset` with the analysis and no resolving rounds, its results in `json`.
-fn recommend_args<'a>(preset: &'a Path, json: &'a Path, journal: &'a Path) -> [&'a str; 10] {
-    [
-        "run",
-        path_str(preset),
-        "-q",
-        "--recommend",
-        "--resolve-for",
-        "0s",
-        "--journal",
-        path_str(journal),
-        "--json",
-        path_str(json),
-    ]
+/// A run of `preset` saved in `saved`, with the analysis and no resolving rounds.
+fn recommend_args<'a>(saved: &'a SavedRun, preset: &'a Path) -> Vec<&'a str> {
+    let mut args = saved.run_args(path_str(preset), &[]);
+    args.extend(["--recommend", "--resolve-for", "0s"]);
+    args
 }
 
 fn run_watched(factory: &str) -> Watched {
@@ -103,8 +95,8 @@ fn run_watched(factory: &str) -> Watched {
         r#"{"size": 600000}"#,
         "num_workers: [0, 2, 4],",
     );
-    let (json, journal) = (dir.path().join("r.json"), dir.path().join("j.jsonl"));
-    let args = recommend_args(&preset, &json, &journal);
+    let saved = SavedRun::in_dir(dir.path());
+    let args = recommend_args(&saved, &preset);
     let mut child = loaderbench_command(&args)
         .spawn()
         .expect("loaderbench starts");
@@ -137,7 +129,7 @@ fn run_watched(factory: &str) -> Watched {
     }
     let output = child.wait_with_output().expect("output");
     assert!(output.status.success(), "{}", stderr(&output));
-    let exported = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let exported = saved.exported();
     Watched {
         output,
         exported,
@@ -221,14 +213,13 @@ fn workers_that_grow_in_their_last_batch_are_swept_before_they_end() {
         r#"{"size": 300000, "batch_size": 1024}"#,
         "num_workers: [2], shuffle: false,",
     );
-    let (json, journal) = (dir.path().join("r.json"), dir.path().join("j.jsonl"));
-    let args = recommend_args(&preset, &json, &journal);
+    let saved = SavedRun::in_dir(dir.path());
+    let args = recommend_args(&saved, &preset);
     let output = loaderbench_command(&args)
         .output()
         .expect("loaderbench runs");
     assert!(output.status.success(), "{}", stderr(&output));
-    let exported: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let exported = saved.exported();
     let config = &exported["analysis"]["memory"]["configs"][0];
     let objects = config["dataset_object_bytes"].as_u64().unwrap() as f64;
     let growth = config["worker_growth_bytes"].as_u64().unwrap_or(0) as f64;
