@@ -264,6 +264,12 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     let text = &analysis.recommendations[0].text;
     assert!(text.contains(" Verdict: "), "{text}");
     assert!(
+        harness
+            .query_by_label_contains("then measured further: ")
+            .is_some(),
+        "the run bar counts the rounds measured further, not only the sweep's time"
+    );
+    assert!(
         harness.query_by_label_contains(" Verdict: ").is_some(),
         "the verdict is shown"
     );

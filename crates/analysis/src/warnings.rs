@@ -114,8 +114,9 @@ fn uneven_ranks(runs: &ConfigRuns<'_>) -> Option<String> {
     })
 }
 
-/// One warning naming every config measured while other load disturbed it, or saying
-/// that the platform gave the meter no counters.
+/// One warning naming every config measured while other load disturbed it (with how
+/// many of its repeats and how much load), or saying that the platform gave the meter
+/// no counters.
 fn disturbed(result: &RunResult) -> Option<String> {
     if result.results.is_empty() {
         return None;
@@ -127,23 +128,34 @@ fn disturbed(result: &RunResult) -> Option<String> {
                 .to_owned(),
         );
     }
-    let disturbed: Vec<String> = result
-        .results
-        .iter()
-        .filter(|r| r.disturbed)
-        .map(|r| {
-            let repeat = if result.repeats > 1 {
-                format!(" repeat {}", r.repeat + 1)
-            } else {
-                String::new()
-            };
-            format!(
-                "{}{repeat} ({:.2} cores)",
-                r.label,
-                r.other_load_cores.unwrap_or(0.0)
-            )
-        })
-        .collect();
+    // Per config, in the grid's order: how many of its repeats were disturbed, and by
+    // how much load (a long resolve can disturb dozens; one line each would bury the rest).
+    let mut disturbed: Vec<String> = Vec::new();
+    for config in 0..result.configs.len() {
+        let runs: Vec<_> = result
+            .results
+            .iter()
+            .filter(|r| r.config_index == config)
+            .collect();
+        let loads: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.disturbed)
+            .map(|r| r.other_load_cores.unwrap_or(0.0))
+            .collect();
+        let (Some(first), Some(label)) = (loads.first(), runs.first().map(|r| &r.label)) else {
+            continue;
+        };
+        let low = loads.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        disturbed.push(match (runs.len(), loads.len()) {
+            (1, _) => format!("{label} ({first:.2} cores)"),
+            (of, 1) => {
+                let repeat = runs.iter().position(|r| r.disturbed).unwrap_or(0) + 1;
+                format!("{label} (repeat {repeat} of {of}, {first:.2} cores)")
+            }
+            (of, n) => format!("{label} ({n} of {of} repeats, {low:.2}–{high:.2} cores)"),
+        });
+    }
     (!disturbed.is_empty()).then(|| {
         format!(
             "disturbed: {} measured while other programs kept more than {} cores busy; \
@@ -257,6 +269,47 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(
             found[0].starts_with("disturbed: nw=0 (0.93 cores) measured"),
+            "{}",
+            found[0]
+        );
+    }
+
+    #[test]
+    fn a_config_disturbed_in_many_repeats_is_named_once_with_its_count_and_range() {
+        let repeat = |index: usize, load: Option<f64>| {
+            let mut r = run(0, config(0, false), vec![epoch(1, 0.1, 0.1, 10)]);
+            r.label = "nw=0".to_owned();
+            r.repeat = index;
+            r.other_load_cores = Some(load.unwrap_or(0.05));
+            r.disturbed = load.is_some();
+            r
+        };
+        let mut once = run(1, config(2, false), vec![epoch(1, 0.1, 0.1, 10)]);
+        once.label = "nw=2".to_owned();
+        once.other_load_cores = Some(0.7);
+        once.disturbed = true;
+        let mut quiet = once.clone();
+        quiet.repeat = 1;
+        quiet.other_load_cores = Some(0.0);
+        quiet.disturbed = false;
+        let mut r = result(
+            vec![config(0, false), config(2, false)],
+            vec![
+                repeat(0, Some(0.61)),
+                once,
+                repeat(1, None),
+                quiet,
+                repeat(2, Some(1.03)),
+                repeat(3, Some(0.8)),
+            ],
+        );
+        r.repeats = 4;
+        let found = warnings(&r);
+        assert!(
+            found[0].starts_with(
+                "disturbed: nw=0 (3 of 4 repeats, 0.61–1.03 cores), \
+                 nw=2 (repeat 1 of 2, 0.70 cores) measured"
+            ),
             "{}",
             found[0]
         );

@@ -184,7 +184,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("Verdict: not resolved after 18.5 s: one round shows nothing"),
+            text.contains(
+                "Verdict: not resolved after 1 round (18.5 s measured): one round shows nothing"
+            ),
             "{text}"
         );
         assert!(

@@ -159,15 +159,35 @@ pub(crate) fn noise_input(
     }
 }
 
-/// Seconds spent measuring the question: every epoch of every repeat (a projected one's
-/// window), warm-ups included.
-pub(super) fn measured_s(candidates: &[Candidate<'_>]) -> f64 {
-    candidates
-        .iter()
-        .flat_map(|c| &c.runs)
-        .flat_map(|r| r.warmup.iter().chain(&r.epochs))
-        .map(EpochResult::measured_s)
-        .sum()
+/// What measuring the question took: seconds of epochs (a projected one's window),
+/// warm-ups included, and rounds (the most repeats any of its configs had). Said as
+/// "67 rounds (3.5 s measured)": short epochs spend most of a round's wall time starting
+/// processes, so the seconds alone would undersell the rounds behind them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Effort {
+    pub seconds: f64,
+    pub rounds: usize,
+}
+
+impl Effort {
+    pub(super) fn of(candidates: &[Candidate<'_>]) -> Self {
+        let seconds = candidates
+            .iter()
+            .flat_map(|c| &c.runs)
+            .flat_map(|r| r.warmup.iter().chain(&r.epochs))
+            .map(EpochResult::measured_s)
+            .sum();
+        let rounds = candidates.iter().map(|c| c.runs.len()).max().unwrap_or(0);
+        Self { seconds, rounds }
+    }
+}
+
+impl std::fmt::Display for Effort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = if self.rounds == 1 { "" } else { "s" };
+        let seconds = crate::duration(self.seconds);
+        write!(f, "{} round{plural} ({seconds} measured)", self.rounds)
+    }
 }
 
 pub(crate) fn candidates<'a>(

@@ -40,7 +40,7 @@ mod text;
 mod tie;
 pub mod verdict;
 
-use candidates::measured_s;
+use candidates::Effort;
 pub(crate) use candidates::{Candidate, candidates, noise_input, projected_s};
 use noise::NoiseModel;
 pub use snippet::snippet;
@@ -226,7 +226,7 @@ fn recommend_one(
     } else {
         Outcome::Faster
     };
-    let verdict = verdict::verdict(&question, &best, chosen, measured_s(&candidates));
+    let verdict = verdict::verdict(&question, &best, chosen, Effort::of(&candidates));
     let equally_fast: Vec<String> = best
         .iter()
         .filter(|c| c.index != chosen.index)

@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::duration;
 use super::Candidate;
+use super::candidates::Effort;
 use super::noise::{Difference, NoiseSource, Relation};
 use super::tie::{Question, TIE_RULE};
 
@@ -54,13 +54,13 @@ impl Verdict {
     }
 }
 
-/// The verdict on `chosen`, the tie rule's pick of `best`, after `measured_s` seconds of
-/// measuring the question.
+/// The verdict on `chosen`, the tie rule's pick of `best`, after measuring the question
+/// for `effort`.
 pub(super) fn verdict(
     question: &Question<'_, '_>,
     best: &[&Candidate<'_>],
     chosen: &Candidate<'_>,
-    measured_s: f64,
+    effort: Effort,
 ) -> Verdict {
     let others: Vec<&Candidate<'_>> = question
         .candidates
@@ -148,7 +148,7 @@ pub(super) fn verdict(
     });
     let mut hinges_on = vec![chosen.index];
     hinges_on.extend(challengers.iter().map(|(c, _)| c.index));
-    let after = duration(measured_s);
+    let after = effort;
     let text = if !question.noise.known() {
         format!(
             "not resolved after {after}: one round shows nothing of this machine's noise; \
@@ -285,7 +285,9 @@ mod tests {
         // The pick is the tie rule's among the configs nothing beats: the fewest workers.
         assert_pick(&r, "nw=0", VerdictKind::NotResolved);
         let text = &r.verdict.text;
-        assert!(text.starts_with("not resolved after "), "{text}");
+        // After the rounds behind it, with the seconds they measured.
+        assert!(text.starts_with("not resolved after 5 rounds ("), "{text}");
+        assert!(text.contains(" s measured): "), "{text}");
         assert!(
             text.ends_with(&format!(
                 ": nw=2 looks 12% faster than nw=0, ±15%; {MEASURE_LONGER} or take nw=0"

@@ -17,7 +17,7 @@ use loaderbench_measure::measuring_child::ChildRun;
 use loaderbench_measure::results::RunResult;
 
 use super::super::messages::Messages;
-use super::resolve_run::ResolveRun;
+use super::resolve_run::{MeasuredFurther, ResolveRun};
 use super::{RunEnded, Runs};
 
 /// How long a frame may spend folding in run events; the rest wait for the next frame.
@@ -42,6 +42,8 @@ pub(super) struct LiveRun {
     pub(super) to_resolve: Option<PathBuf>,
     /// Its unresolved recommendation measured further, running or ended.
     pub(super) resolving: Option<ResolveRun>,
+    /// What that resolve measured, once it has ended.
+    pub(super) measured_further: Option<MeasuredFurther>,
 }
 
 impl LiveRun {
@@ -57,6 +59,7 @@ impl LiveRun {
             comparison: None,
             to_resolve: None,
             resolving: None,
+            measured_further: None,
         }
     }
 

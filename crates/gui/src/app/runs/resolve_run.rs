@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use loaderbench_analysis::resolve::ResolveEvent;
 use loaderbench_analysis::{Analysis, warnings};
@@ -30,6 +31,16 @@ pub(super) struct ResolveRun {
     labels: Vec<String>,
     /// What the run bar says: the round being measured.
     pub(super) status: String,
+    started: Instant,
+    /// The last round begun.
+    rounds: usize,
+}
+
+/// What a finished resolve measured, for the run bar once it has ended.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MeasuredFurther {
+    pub(super) rounds: usize,
+    pub(super) took: Duration,
 }
 
 impl ResolveRun {
@@ -62,6 +73,8 @@ impl ResolveRun {
             _scratch: scratch,
             labels,
             status: format!("Not resolved: measuring further, for up to {seconds:.0} s"),
+            started: Instant::now(),
+            rounds: 0,
         })
     }
 }
@@ -111,7 +124,7 @@ impl Runs {
         let Some(resolve) = self.live.as_mut().and_then(|run| run.resolving.as_mut()) else {
             return;
         };
-        let (labels, status) = (&resolve.labels, &mut resolve.status);
+        let (labels, status, rounds) = (&resolve.labels, &mut resolve.status, &mut resolve.rounds);
         let ended = resolve.child.drain(|event| {
             if let ResolveEvent::Round {
                 round,
@@ -123,6 +136,7 @@ impl Runs {
                     .iter()
                     .filter_map(|&i| labels.get(i).map(String::as_str))
                     .collect();
+                *rounds = round;
                 *status = format!(
                     "Not resolved: round {round} measures {} ({left_s:.0} s left)",
                     names.join(", ")
@@ -133,10 +147,15 @@ impl Runs {
             return;
         };
         let read = results_file::read(&resolve.json);
+        let further = MeasuredFurther {
+            rounds: resolve.rounds,
+            took: resolve.started.elapsed(),
+        };
         let Some(run) = self.live.as_mut() else {
             return;
         };
         run.resolving = None;
+        run.measured_further = Some(further);
         if let Ok(mut result) = read {
             let found = warnings::attach(&mut result);
             run.analysis = Some(Analysis::of(&result));

@@ -101,7 +101,18 @@ impl Runs {
             _ if resolving.is_some() => resolving.map(|r| r.status.clone()).unwrap_or_default(),
             Phase::Running => run.data.progress_line(run.elapsed()),
             Phase::Finished if run.saved => "Finished (a saved run)".to_owned(),
-            Phase::Finished => format!("Finished in {:.1} s", run.elapsed().as_secs_f64()),
+            Phase::Finished => {
+                let took = run.elapsed().as_secs_f64();
+                match run.measured_further {
+                    Some(further) => format!(
+                        "Finished in {took:.1} s, then measured further: {} round{} in {:.0} s",
+                        further.rounds,
+                        if further.rounds == 1 { "" } else { "s" },
+                        further.took.as_secs_f64()
+                    ),
+                    None => format!("Finished in {took:.1} s"),
+                }
+            }
             Phase::Cancelled => "Cancelled".to_owned(),
             Phase::Failed(_) => "Failed (see the message below)".to_owned(),
         })
