@@ -20,11 +20,19 @@ use common::{loaderbench_command, path_str, run_args, stderr, wait_with_deadline
 
 /// The pids of `pid`'s children that run `loaderbench __worker`.
 fn workers_of(pid: u32) -> Vec<u32> {
+    children_running(pid, "__worker")
+}
+
+/// The pids of `pid`'s children that run `loaderbench COMMAND`.
+fn children_running(pid: u32, command: &str) -> Vec<u32> {
     children_of(pid)
         .into_iter()
         .filter(|child| {
-            std::fs::read(format!("/proc/{child}/cmdline"))
-                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__worker"))
+            std::fs::read(format!("/proc/{child}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .split(|&b| b == 0)
+                    .any(|arg| arg == command.as_bytes())
+            })
         })
         .collect()
 }
@@ -265,6 +273,34 @@ fn ctrl_c_while_resolving_keeps_the_finished_run_finished() {
         wait_with_deadline(child, Duration::from_secs(60));
         attempts.push(seen);
     };
+    // While a round's measuring process runs, as a terminal's Ctrl-C finds it. That
+    // process leaves the signals to this one, which stops it and keeps its round: killed
+    // by the signal, its round was lost and the run said failed ("the measuring process
+    // ended without finishing", or "cannot hand the plan over" when it died starting),
+    // as often as not, by which of the two processes saw the signal first.
+    let mut measuring = Vec::new();
+    common::wait_until(
+        Duration::from_secs(60),
+        "a round's measuring process",
+        || {
+            measuring = children_running(child.id(), "__measure");
+            !measuring.is_empty()
+        },
+    );
+    let ignored = std::fs::read_to_string(format!("/proc/{}/status", measuring[0]))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        });
+    if let Some(ignored) = ignored {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            assert!(
+                ignored & (1 << (signal - 1)) != 0,
+                "signal {signal} reaches the measuring process (ignored: {ignored:#x})"
+            );
+        }
+    }
     signal_group(&child, libc::SIGINT);
     let output = wait_with_deadline(child, Duration::from_secs(60));
     seen.extend(lines.map_while(Result::ok));
