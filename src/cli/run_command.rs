@@ -47,7 +47,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         } else {
             Progress::Lines
         };
-        error = resolve(&plan, &mut result, limit, &journal, progress)?;
+        error = resolve(&plan, &mut result, limit, &journal, progress);
     }
     // With an export on standard output, that is all standard output holds.
     if !args.exports.to_stdout() {
@@ -78,16 +78,17 @@ pub enum Progress {
 }
 
 /// Measures the configs `result`'s unresolved recommendations hinge on further, for at
-/// most `limit`, appending to `journal`; returns the error of a stop or a failure.
+/// most `limit`, appending to `journal`; returns the error of a stop or a failure (the
+/// run's tables and exports are still the caller's to write).
 pub fn resolve(
     plan: &Plan,
     result: &mut RunResult,
     limit: Duration,
     journal: &Path,
     progress: Progress,
-) -> Result<Option<Error>> {
+) -> Option<Error> {
     if limit.is_zero() || loaderbench_analysis::resolve::hinges(result).is_empty() {
-        return Ok(None);
+        return None;
     }
     if progress == Progress::Lines {
         eprintln!(
@@ -132,13 +133,13 @@ pub fn resolve(
         journal,
         &interrupt::requested,
         &mut report,
-    )?;
+    );
     for message in warnings::attach(result) {
         if progress != Progress::Events {
             eprintln!("warning: {message}");
         }
     }
-    Ok(error)
+    error
 }
 
 /// The run's journal, made before anything is measured: `journal` (refused if it exists,

@@ -314,6 +314,45 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
     assert_eq!(hinges, [0, 1, 2]);
 }
 
+/// Measuring further that cannot start (here: no scratch folder, as a full or missing
+/// temporary directory gives) fails the command, but after the finished sweep's tables
+/// and exports, which keep the sweep's status: the error used to end the command
+/// before either was written.
+#[test]
+fn a_resolve_that_cannot_start_still_prints_and_exports_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let json = dir.path().join("r.json");
+    let args = small_sweep(
+        path_str(&journal),
+        &[
+            "--recommend",
+            "--resolve-for",
+            "15s",
+            "--json",
+            path_str(&json),
+        ],
+    );
+    let missing = dir.path().join("no-such-tmp");
+    let output = loaderbench_with(
+        &args,
+        &[
+            (DATA_DIR_ENV, dir.path().as_os_str()),
+            ("TMPDIR", missing.as_os_str()),
+        ],
+    );
+    common::assert_error_line(&output, 1, &["no scratch folder to measure further in"]);
+    let tables = String::from_utf8_lossy(&output.stdout);
+    assert!(tables.contains("| num_workers |"), "{tables}");
+    let exported = json_file(&json);
+    assert_eq!(
+        exported["status"]["status"], "finished",
+        "{}",
+        exported["status"]
+    );
+    assert_eq!(exported["results"].as_array().unwrap().len(), 3);
+}
+
 #[test]
 fn a_run_saves_a_baseline_in_the_data_dir() {
     let baselines = baselines();

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::Error;
-use loaderbench_engine::error::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Journal;
 use loaderbench_measure::results::{EpochResult, RunResult, RunStatus};
@@ -65,7 +64,9 @@ pub enum ResolveEnd {
 
 /// Measures `result`'s undecided configs further, for at most `limit`, appending to the
 /// journal at `journal`. Returns why it ended and, for a stop or a failure, the error;
-/// `result` holds everything measured either way.
+/// `result` holds everything measured either way, so a failure here (no scratch folder,
+/// a journal that cannot be written) never costs the caller the finished sweep's tables
+/// and exports, nor the rounds measured before it.
 pub fn resolve(
     plan: &Plan,
     result: &mut RunResult,
@@ -73,12 +74,17 @@ pub fn resolve(
     journal: &Path,
     stop_requested: &dyn Fn() -> bool,
     on_event: &mut dyn FnMut(ResolveEvent),
-) -> Result<(ResolveEnd, Option<Error>)> {
+) -> (ResolveEnd, Option<Error>) {
     let started = Instant::now();
     let deadline = started + limit;
-    let scratch =
-        tempfile::tempdir().map_err(|err| Error::run(format!("no scratch folder: {err}")))?;
-    let mut journal = Journal::reopen(journal)?;
+    let opened = tempfile::tempdir()
+        .map_err(|err| Error::run(format!("no scratch folder to measure further in: {err}")))
+        .and_then(|scratch| Ok((scratch, Journal::reopen(journal)?)));
+    // Not started: the run stays as its sweep ended (and as its journal says).
+    let (scratch, mut journal) = match opened {
+        Ok(opened) => opened,
+        Err(error) => return (ResolveEnd::Failed, Some(error)),
+    };
     let mut turn = 0;
     // What a round takes beyond its configs' epochs (opening the dataset, the process's
     // warm-up, each config's loader), as the last round measured it.
@@ -140,8 +146,13 @@ pub fn resolve(
             .map(EpochResult::measured_s)
             .sum();
         round_overhead_s = (round_started.elapsed().as_secs_f64() - measured_s).max(0.0);
+        let mut unjournaled = None;
         for config in measured.results {
-            journal.config(&config)?;
+            if unjournaled.is_none()
+                && let Err(error) = journal.config(&config)
+            {
+                unjournaled = Some(error);
+            }
             if let Some(seconds) = crate::recommend::projected_s(&config, result.planned_epochs) {
                 on_event(ResolveEvent::Measured {
                     config: config.config_index,
@@ -149,6 +160,9 @@ pub fn resolve(
                 });
             }
             result.results.push(config);
+        }
+        if let Some(error) = unjournaled {
+            break (ResolveEnd::Failed, Some(error));
         }
         match measured.end {
             RoundEnd::Done => {}
@@ -164,8 +178,15 @@ pub fn resolve(
             error: error.to_string(),
         };
     }
-    journal.end(&result.status)?;
-    Ok((end, error))
+    match journal.end(&result.status) {
+        Err(unended) if error.is_none() => {
+            result.status = RunStatus::Failed {
+                error: unended.to_string(),
+            };
+            (ResolveEnd::Failed, Some(unended))
+        }
+        _ => (end, error),
+    }
 }
 
 /// Each open question's configs, the pick first, then those most likely to change the
