@@ -330,6 +330,7 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
         for warning in loaderbench_engine::dataset::open_warnings(plan.preset.samples, &*dataset) {
             eprintln!("warning: {warning}");
         }
+        loaderbench_measure::engine_epoch::check_every_config_has_a_batch(&plan, &*dataset)?;
     }
     println!(
         "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",

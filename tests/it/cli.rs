@@ -327,6 +327,52 @@ fn set_takes_the_ron_a_preset_file_takes() {
     );
 }
 
+/// With `drop_last`, a batch larger than the samples (or than a rank's share) leaves
+/// epochs of no batch: `validate` and `run` refuse it, naming the field, where they
+/// measured empty epochs and recommended among them.
+#[test]
+fn a_batch_larger_than_the_samples_with_drop_last_is_refused() {
+    let sets = |extra: &[&'static str]| {
+        let mut args = vec![
+            "--set",
+            "samples=300",
+            "--set",
+            "batch_size=512",
+            "--set",
+            "drop_last=true",
+            "--set",
+            "num_workers=0",
+            "--set",
+            "extra_configs=[]",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    let mut validate = vec!["validate", "seed-light"];
+    validate.extend(sets(&[]));
+    assert_error_line(
+        &loaderbench(&validate),
+        2,
+        &[
+            "field `batch_size`",
+            "512 with drop_last leaves no batch of the 300 samples",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let mut run = vec!["run", "seed-light", "-q", "--journal", path_str(&journal)];
+    run.extend(sets(&["--set", "samples=1000", "--set", "ranks=2"]));
+    assert_error_line(
+        &loaderbench(&run),
+        2,
+        &["no batch of the 500 samples each of its 2 ranks gets"],
+    );
+    // Without drop_last, the short batch is an epoch's one batch: measured.
+    let mut kept = vec!["validate", "seed-light"];
+    kept.extend(sets(&["--set", "drop_last=false"]));
+    assert!(loaderbench(&kept).status.success());
+}
+
 #[test]
 fn validate_names_a_step_file_that_is_missing_or_not_a_model() {
     let dir = tempfile::tempdir().unwrap();

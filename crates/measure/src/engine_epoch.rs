@@ -9,7 +9,7 @@ use crate::results::{BatchRecord, EpochResult};
 use crate::window::WindowRule;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::Dataset;
-use loaderbench_engine::error::Result;
+use loaderbench_engine::error::{FieldError, Result};
 use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup, epoch_batch_count};
 use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_engine::preset::{Cache, Measure};
@@ -34,6 +34,39 @@ pub fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSett
         shard,
         shuffle_buffer: plan.preset.dataset.shuffle_buffer,
     }
+}
+
+/// Refuses `plan` when one of its configs would load no batch from `dataset` (with
+/// `drop_last`, a batch larger than the samples each rank gets): its epochs would
+/// measure nothing, and the analysis would pick among empty epochs.
+pub fn check_every_config_has_a_batch(plan: &Plan, dataset: &dyn Dataset) -> Result<()> {
+    for config in &plan.configs {
+        let shard = Shard {
+            rank: 0,
+            world: config.ranks.max(1),
+        };
+        let settings = loader_settings(plan, config, shard);
+        if epoch_batch_count(dataset, &settings) > 0 {
+            continue;
+        }
+        let samples = settings.shard.len(dataset.len(), settings.drop_last);
+        let per_rank = if shard.world > 1 {
+            format!(" each of its {} ranks gets", shard.world)
+        } else {
+            String::new()
+        };
+        return Err(FieldError::new(
+            plan.source.as_deref(),
+            "batch_size",
+            format!(
+                "{} with drop_last leaves no batch of the {samples} samples{per_rank}: \
+                 lower batch_size, raise samples, or set drop_last: false",
+                config.batch_size
+            ),
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// The window config `config` of `plan` measures its epochs in: `None` where the plan

@@ -244,6 +244,9 @@ impl Run {
         for config in &self.plan.configs {
             config.device.resolve()?;
         }
+        if let Some(dataset) = &dataset {
+            crate::engine_epoch::check_every_config_has_a_batch(&self.plan, &**dataset)?;
+        }
         self.plan.preset.step.check_files()?;
         // Unknown until Python has built a user's dataset.
         let batches = match (&dataset, self.plan.configs.first()) {
