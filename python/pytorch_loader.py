@@ -374,8 +374,12 @@ def spdl_pipeline(request, dataset):
 
 
 def epoch_batches(loader):
-    """The batches of a whole epoch, or None where the loader cannot say (an
-    IterableDataset): then the epoch is measured whole."""
+    """The batches of a whole epoch, or None where the loader cannot say: then the epoch
+    is measured whole. An IterableDataset's `__len__`, where it has one, says nothing of
+    what each worker yields (one that does not split itself gives every worker all of
+    it), so DataLoader's length over it is no count."""
+    if isinstance(getattr(loader, "dataset", None), IterableDataset):
+        return None
     try:
         return len(loader)
     except TypeError:

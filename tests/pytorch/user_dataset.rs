@@ -374,6 +374,26 @@ fn an_iterable_dataset_sharded_by_worker_gives_each_sample_once_per_epoch() {
     assert_every_sample_once_per_epoch("sharded_iterable.py", None);
 }
 
+/// An IterableDataset's length says nothing of what its workers yield (here each
+/// yields every sample: twice `len(DataLoader)`'s batches with 2 workers), so its
+/// epochs are measured whole even where windows are asked for; it was cut and projected
+/// over half the epoch it ran.
+#[test]
+fn an_iterable_dataset_with_a_length_is_measured_whole() {
+    let setup = Setup::for_module(
+        "iterable_with_len.py",
+        r#"{"size": 640, "delay_s": 0.001}"#,
+        None,
+    );
+    let output = setup.run(&["num_workers=2", "measure=windows", "window_s=0.1"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = setup.results();
+    let epoch = &run["results"][0]["epochs"][0];
+    assert!(epoch["projected"].is_null(), "{epoch:#}");
+    assert_eq!(epoch["batches"], 20, "{epoch:#}");
+    assert_eq!(epoch["samples"], 1280, "{epoch:#}");
+}
+
 #[test]
 fn a_closure_collate_under_spawn_names_the_users_function() {
     let setup = Setup::for_module(
