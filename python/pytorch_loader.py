@@ -373,17 +373,23 @@ def spdl_pipeline(request, dataset):
     return spdl_pipeline
 
 
-def epoch_batches(loader):
-    """The batches of a whole epoch, or None where the loader cannot say: then the epoch
-    is measured whole. An IterableDataset's `__len__`, where it has one, says nothing of
-    what each worker yields (one that does not split itself gives every worker all of
-    it), so DataLoader's length over it is no count."""
+def epoch_size(loader):
+    """The batches and samples of a whole epoch ({"batches", "samples"}, as loaderbench's
+    `EpochSize`), or None where the loader cannot say: then the epoch is measured whole.
+    An IterableDataset's `__len__`, where it has one, says nothing of what each worker
+    yields (one that does not split itself gives every worker all of it), so DataLoader's
+    length over it is no count. Every loader here (DataLoader, the torchdata.nodes and
+    SPDL ones) has a sampler, a batch size and drop_last."""
     if isinstance(getattr(loader, "dataset", None), IterableDataset):
         return None
     try:
-        return len(loader)
-    except TypeError:
+        batches = len(loader)
+        samples = len(loader.sampler)
+    except (TypeError, AttributeError):
         return None
+    if loader.drop_last:
+        samples = batches * loader.batch_size
+    return {"batches": batches, "samples": samples}
 
 
 def window_first(rule, at_s):
@@ -443,7 +449,8 @@ def workers_end_with_epoch(loader):
         return None
     if loader.persistent_workers or isinstance(loader.dataset, IterableDataset):
         return None
-    return epoch_batches(loader)
+    size = epoch_size(loader)
+    return size["batches"] if size is not None else None
 
 
 def sweep_before_workers_end(epoch):
@@ -459,7 +466,7 @@ def sweep_before_workers_end(epoch):
 
 def measure_epoch(loader, epoch, device, step, rule, ranked):
     cuda = device.type == "cuda"
-    whole = epoch_batches(loader) if rule is not None else None
+    whole = epoch_size(loader) if rule is not None else None
     # Stopping at the last batch, rather than at the StopIteration after it (inside
     # which DataLoader ends the workers), keeps them alive for the epoch's last sweep.
     last = workers_end_with_epoch(loader)
@@ -511,7 +518,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
         epoch=epoch,
         seconds=time.perf_counter() - start - swept_s,
         window=rule if whole is not None else None,
-        epoch_batches=whole,
+        epoch_size=whole,
     )
 
 

@@ -10,7 +10,9 @@ use crate::window::WindowRule;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::{FieldError, Result};
-use loaderbench_engine::loader::{Loader, LoaderSettings, Shard, WorkerStartup, epoch_batch_count};
+use loaderbench_engine::loader::{
+    EpochSize, Loader, LoaderSettings, Shard, WorkerStartup, epoch_size,
+};
 use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_engine::preset::{Cache, Measure};
 use loaderbench_engine::step::Step;
@@ -46,7 +48,7 @@ pub fn check_every_config_has_a_batch(plan: &Plan, dataset: &dyn Dataset) -> Res
             world: config.ranks.max(1),
         };
         let settings = loader_settings(plan, config, shard);
-        if epoch_batch_count(dataset, &settings) > 0 {
+        if epoch_size(dataset, &settings).batches > 0 {
             continue;
         }
         let samples = settings.shard.len(dataset.len(), settings.drop_last);
@@ -81,17 +83,17 @@ pub fn window_rule(plan: &Plan, config: &Config) -> Option<WindowRule> {
 }
 
 /// The window an epoch of config `config` of `plan` over `shard` of `dataset` is cut
-/// by, with the batches a whole epoch of that shard has; `None` where it is measured
+/// by, with the batches and samples a whole epoch of that shard has; `None` where it is measured
 /// whole (see [`window_rule`]).
 pub(crate) fn epoch_window(
     plan: &Plan,
     config: &Config,
     dataset: &dyn Dataset,
     shard: Shard,
-) -> Option<(WindowRule, usize)> {
+) -> Option<(WindowRule, EpochSize)> {
     let rule = window_rule(plan, config)?;
     let settings = loader_settings(plan, config, shard);
-    Some((rule, epoch_batch_count(dataset, &settings)))
+    Some((rule, epoch_size(dataset, &settings)))
 }
 
 /// The loader config `index` of `plan` measures with, loading `shard` of every epoch.
@@ -152,13 +154,13 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
 /// Runs one epoch, timed as ARCHITECTURE.md's measurement rules define it, with the
 /// training step on every batch; `on_batch` hears of each batch once its step is done
 /// (its time in `step_s`), and of the workers that became ready. Under `window` (its
-/// rule, and the batches a whole epoch has) the epoch is cut once the rule's window is
+/// rule, and the size of a whole epoch) the epoch is cut once the rule's window is
 /// done, and projected.
 pub(crate) fn run_epoch(
     loader: &mut Loader,
     step: &mut Step,
     epoch: usize,
-    window: Option<(WindowRule, usize)>,
+    window: Option<(WindowRule, EpochSize)>,
     mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
 ) -> Result<EpochResult> {
     let started = Instant::now();

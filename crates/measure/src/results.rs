@@ -9,7 +9,7 @@ use crate::process_memory::{EpochMemory, ProcessMemory};
 pub use crate::python_environment::PythonEnvironment;
 use crate::tune_trail::TuneTrail;
 use crate::window::{Projection, WindowRule};
-use loaderbench_engine::loader::{StageTimes, WorkerStartup};
+use loaderbench_engine::loader::{EpochSize, StageTimes, WorkerStartup};
 use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::Preset;
@@ -138,18 +138,25 @@ impl EpochResult {
         }
     }
 
-    /// An epoch measured under `window` (its rule, and the batches a whole epoch has):
-    /// projected whole from its batches where it was cut, else as measured, saying why
-    /// it was not cut where its window never steadied. `measured_s` runs from the
+    /// An epoch measured under `window` (its rule, and the batches and samples a whole
+    /// epoch has): projected whole from its batches where it was cut, else as measured,
+    /// saying why it was not cut where its window never steadied. `measured_s` runs from the
     /// epoch's start until its iterator was gone.
     pub fn from_window(
         epoch: usize,
         measured_s: f64,
         timeline: Vec<BatchRecord>,
         worker_startups: Vec<WorkerStartup>,
-        window: Option<(WindowRule, usize)>,
+        window: Option<(WindowRule, EpochSize)>,
     ) -> EpochResult {
-        let Some((rule, epoch_batches)) = window else {
+        let Some((
+            rule,
+            EpochSize {
+                batches: epoch_batches,
+                samples: epoch_samples,
+            },
+        )) = window
+        else {
             return EpochResult::from_batches(epoch, measured_s, timeline, worker_startups);
         };
         let at_s: Vec<f64> = timeline.iter().map(|b| b.at_s).collect();
@@ -168,7 +175,7 @@ impl EpochResult {
         let measured = result.batches;
         let scale = epoch_batches as f64 / measured as f64;
         let first_samples = result.timeline.first().map_or(0, |b| b.samples);
-        result.samples = (result.samples as f64 * scale).round() as usize;
+        result.samples = epoch_samples;
         result.batches = epoch_batches;
         result.summarised_batches = epoch_batches - measured;
         result.throughput = rate(result.samples, seconds);
@@ -409,6 +416,30 @@ impl RunResult {
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    #[test]
+    fn a_projected_epoch_counts_the_samples_of_the_whole_epoch() {
+        // 10,100 samples in batches of 256: 40 batches, the last of 116. Cut after 20
+        // full batches at 10 ms each, it holds the whole epoch's samples, not 40 full
+        // batches' 10,240.
+        let timeline: Vec<BatchRecord> = (0..20)
+            .map(|index| BatchRecord {
+                index,
+                at_s: 0.01 * (index + 1) as f64,
+                samples: 256,
+                stages: StageTimes::default(),
+            })
+            .collect();
+        let size = EpochSize {
+            batches: 40,
+            samples: 10_100,
+        };
+        let rule = WindowRule::new(0.06, 0);
+        let epoch = EpochResult::from_window(1, 0.2, timeline, Vec::new(), Some((rule, size)));
+        assert!(epoch.projected.is_some(), "{epoch:?}");
+        assert_eq!((epoch.batches, epoch.samples), (40, 10_100));
+        assert!((epoch.throughput - 10_100.0 / epoch.seconds).abs() < 1e-6);
+    }
 
     #[test]
     fn a_config_keeps_whole_timelines_until_its_budget_is_spent() {

@@ -36,7 +36,7 @@ use crate::transform::Pipeline;
 pub use epoch::Epoch;
 pub use pool::WorkerMessage;
 pub use sampler::{Shard, batches_per_epoch};
-use stream_order::{StreamSettings, stream_batches_per_epoch, stream_epoch};
+use stream_order::{StreamSettings, stream_epoch, stream_epoch_size};
 
 /// How often a waiting loader checks for cancellation.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -122,16 +122,28 @@ impl LoaderSettings {
     }
 }
 
-/// Batches in an epoch of `dataset` under `settings` (the first epoch's, for a sharded
-/// dataset, whose uneven shards can make epochs differ by a batch).
-pub fn epoch_batch_count(dataset: &dyn Dataset, settings: &LoaderSettings) -> usize {
+/// The batches and samples of one epoch: what a window's projection scales up to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochSize {
+    pub batches: usize,
+    pub samples: usize,
+}
+
+/// An epoch of `dataset` under `settings` (the first epoch's, for a sharded dataset,
+/// whose uneven shards can make epochs differ by a batch).
+pub fn epoch_size(dataset: &dyn Dataset, settings: &LoaderSettings) -> EpochSize {
     match dataset.shards() {
-        Some(shards) => stream_batches_per_epoch(&shards, &settings.stream()),
-        None => batches_per_epoch(
-            settings.shard.len(dataset.len(), settings.drop_last),
-            settings.batch_size,
-            settings.drop_last,
-        ),
+        Some(shards) => stream_epoch_size(&shards, &settings.stream()),
+        None => {
+            let samples = settings.shard.len(dataset.len(), settings.drop_last);
+            let batches = batches_per_epoch(samples, settings.batch_size, settings.drop_last);
+            let samples = if settings.drop_last {
+                batches * settings.batch_size
+            } else {
+                samples
+            };
+            EpochSize { batches, samples }
+        }
     }
 }
 
@@ -313,7 +325,7 @@ impl Loader {
     }
 
     pub fn batches_per_epoch(&self) -> usize {
-        epoch_batch_count(&*self.dataset, &self.settings)
+        epoch_size(&*self.dataset, &self.settings).batches
     }
 
     /// Starts an epoch: `iter(loader)`.

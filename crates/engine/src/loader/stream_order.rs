@@ -18,6 +18,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use super::EpochSize;
 use super::sampler::{Shard, mix};
 
 /// What decides a sharded epoch's order, beside the shards themselves.
@@ -88,10 +89,14 @@ pub fn stream_epoch(shards: &[Range<usize>], settings: &StreamSettings, epoch: u
     round_robin(streams)
 }
 
-/// Batches in an epoch of `settings` over `shards`: the first epoch's count (uneven
+/// An epoch of `settings` over `shards`: the first epoch's batches and samples (uneven
 /// shards can make later epochs differ by a batch or two).
-pub fn stream_batches_per_epoch(shards: &[Range<usize>], settings: &StreamSettings) -> usize {
-    stream_epoch(shards, settings, 0).batches.len()
+pub fn stream_epoch_size(shards: &[Range<usize>], settings: &StreamSettings) -> EpochSize {
+    let batches = stream_epoch(shards, settings, 0).batches;
+    EpochSize {
+        batches: batches.len(),
+        samples: batches.iter().map(Vec::len).sum(),
+    }
 }
 
 /// `samples` as a shuffle buffer of `capacity` passes them on.
@@ -262,7 +267,13 @@ mod tests {
         s.drop_last = true;
         let dropped = stream_epoch(&shards, &s, 0);
         assert_eq!(dropped.batches.len(), 2);
-        assert_eq!(stream_batches_per_epoch(&shards, &s), 2);
+        assert_eq!(
+            stream_epoch_size(&shards, &s),
+            EpochSize {
+                batches: 2,
+                samples: 8
+            }
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use loaderbench_engine::loader::EpochSize;
 use loaderbench_engine::plan::{Config, KNOBS, Plan};
 use loaderbench_engine::step::StepSpec;
 use loaderbench_engine::transform::Normalize;
@@ -174,9 +175,9 @@ pub enum Message {
         seconds: f64,
         #[serde(default)]
         window: Option<WindowRule>,
-        /// The batches of a whole epoch, where the loader knows them.
+        /// The batches and samples of a whole epoch, where the loader knows them.
         #[serde(default)]
-        epoch_batches: Option<usize>,
+        epoch_size: Option<EpochSize>,
     },
     /// With ranks, after `Epoch`: when the rank left the barrier and when it ended the
     /// epoch (seconds since the Unix epoch, a clock all ranks share).

@@ -192,7 +192,7 @@ impl Session {
                 epoch,
                 seconds,
                 window,
-                epoch_batches,
+                epoch_size,
             } => {
                 let timeline = std::mem::take(&mut self.timeline);
                 let startups = std::mem::take(&mut self.startups);
@@ -201,7 +201,7 @@ impl Session {
                     seconds,
                     timeline,
                     startups,
-                    window.zip(epoch_batches),
+                    window.zip(epoch_size),
                 );
                 let seen = self.reading.take().and_then(|r| r.interference_since());
                 result.record(seen);

@@ -13,7 +13,7 @@ use crate::storage_reads::ReadCounters;
 use crate::window::WindowRule;
 use loaderbench_engine::dataset::{Dataset, Subset};
 use loaderbench_engine::error::Result;
-use loaderbench_engine::loader::{Loader, Shard, set_intra_op_threads};
+use loaderbench_engine::loader::{EpochSize, Loader, Shard, set_intra_op_threads};
 use loaderbench_engine::preset::Runtime;
 use loaderbench_engine::step::Step;
 
@@ -111,7 +111,7 @@ impl Run {
         cache: &mut EpochCache,
         watch: &MemoryWatch,
         epoch: usize,
-        window: Option<(WindowRule, usize)>,
+        window: Option<(WindowRule, EpochSize)>,
     ) -> Result<MeasuredEpoch> {
         self.timed_epoch(config, repeat, epoch, cache, watch, || {
             let mut last_sent: Option<Instant> = None;

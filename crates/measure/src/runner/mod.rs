@@ -24,7 +24,7 @@ use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, Dataset, DatasetKind};
 use loaderbench_engine::error::{Error, Result};
-use loaderbench_engine::loader::{Shard, epoch_batch_count};
+use loaderbench_engine::loader::{Shard, epoch_size};
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Runtime;
 
@@ -251,7 +251,7 @@ impl Run {
         // Unknown until Python has built a user's dataset.
         let batches = match (&dataset, self.plan.configs.first()) {
             (Some(dataset), Some(c)) => {
-                epoch_batch_count(&**dataset, &loader_settings(&self.plan, c, Shard::WHOLE))
+                epoch_size(&**dataset, &loader_settings(&self.plan, c, Shard::WHOLE)).batches
             }
             _ => 0,
         };
