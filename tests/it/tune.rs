@@ -33,7 +33,7 @@ fn tune_stops_at_its_budget_and_leaves_its_trail_where_report_reads_it() {
     let dir = tempfile::tempdir().unwrap();
     let (json, journal) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
     let budget_s = 12.0;
-    let mut args = vec!["tune", "seed-light", "--budget", "12s", "--quiet"];
+    let mut args = vec!["tune", "seed-light", "--budget", "12s"];
     args.extend(WIDE);
     args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
     let started = Instant::now();
@@ -53,6 +53,7 @@ fn tune_stops_at_its_budget_and_leaves_its_trail_where_report_reads_it() {
         wall_s < 1.1 * budget_s + 5.0,
         "the process took {wall_s:.1} s"
     );
+    assert_rounds_begun(trail, &stderr(&output));
     let configs = result["configs"].as_array().unwrap().len();
     assert_eq!(trail["configs"].as_array().unwrap().len(), configs);
     assert!(configs > 40, "the wide space has {configs} configs");
@@ -72,6 +73,29 @@ fn tune_stops_at_its_budget_and_leaves_its_trail_where_report_reads_it() {
         text.contains("| config") && text.contains("| fate"),
         "{text}"
     );
+}
+
+/// The trail counts the rounds that ran, each announced as it began: it counted one
+/// more where the budget ended the search before a round, as it does in a budget of a
+/// second that holds the anchors' round and no other.
+fn assert_rounds_begun(trail: &serde_json::Value, err: &str) {
+    let begun = err
+        .lines()
+        .filter(|line| line.starts_with("round "))
+        .count();
+    assert_eq!(trail["rounds"], begun, "{err}");
+}
+
+#[test]
+fn a_tune_whose_budget_holds_one_round_says_one_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let mut args = vec!["tune", "seed-light", "--budget", "1s"];
+    args.extend(["--set", "samples=20000", "--set", "epochs=1"]);
+    args.extend(["--json", path_str(&json)]);
+    let output = loaderbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_rounds_begun(&read_json(&json)["tune"], &stderr(&output));
 }
 
 #[test]

@@ -153,6 +153,8 @@ pub fn tune(
         configs: anchors.clone(),
     });
     let mut round = 0;
+    // Rounds that ran: `round` is the next one's number once a round is done.
+    let mut rounds_run = 0;
     let mut queue = anchors.clone();
     let (stop, error) = loop {
         let remaining_s = budget_s - started.elapsed().as_secs_f64();
@@ -172,6 +174,7 @@ pub fn tune(
             deadline,
             stop_requested,
         );
+        rounds_run += 1;
         for message in measured.new_warnings(&mut result) {
             on_event(TuneEvent::Warning { message });
         }
@@ -238,7 +241,7 @@ pub fn tune(
         _ => RunStatus::Finished,
     };
     result.tune = Some(search::trail(
-        &result, &standings, &anchors, stop, budget_s, started, round,
+        &result, &standings, &anchors, stop, budget_s, started, rounds_run,
     ));
     if let Some(trail) = &result.tune {
         journal.tune(trail)?;

@@ -298,7 +298,7 @@ pub(super) fn trail(
     stop: TuneStop,
     budget_s: f64,
     started: Instant,
-    round: usize,
+    rounds: usize,
 ) -> TuneTrail {
     let measured: Vec<usize> = (0..standings.len())
         .filter(|&i| standings[i].rounds > 0)
@@ -327,14 +327,20 @@ pub(super) fn trail(
         used_s: started.elapsed().as_secs_f64(),
         stop,
         anchors: anchors.to_vec(),
-        rounds: round + 1,
+        rounds,
         configs,
     }
 }
 
 /// The fate of a config still a candidate when the search stopped, outside the best set.
 fn unfinished(standing: &Standing) -> Fate {
-    if standing.rounds == 0 {
+    if standing.rounds == 0 && standing.disturbed_in_a_row > 0 {
+        Fate::NotMeasured {
+            reason: "measured only while other load disturbed it; the search stopped \
+                     before a quiet round"
+                .to_owned(),
+        }
+    } else if standing.rounds == 0 {
         Fate::NotMeasured {
             reason: "the search stopped first".to_owned(),
         }
