@@ -68,6 +68,13 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
         ));
     }
     args.exports.check_writable()?;
+    // What the run was saved with (a journal's cut line, a run appended to another),
+    // before it is measured further, as `report` says it.
+    if !args.events {
+        for warning in &result.warnings {
+            eprintln!("warning: {warning}");
+        }
+    }
     let is_journal = args.run.extension().is_some_and(|e| e == "jsonl");
     let journal = if is_journal {
         args.run.clone()

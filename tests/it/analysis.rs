@@ -353,6 +353,56 @@ fn a_resolve_that_cannot_start_still_prints_and_exports_the_sweep() {
     assert_eq!(exported["results"].as_array().unwrap().len(), 3);
 }
 
+/// `resolve` on a journal cut mid-write (the run killed as it wrote its last config)
+/// says so, as `report` does, and measures the config the run never finished with the
+/// ones the answer hinges on: the verdict named the one config measured "the only
+/// config of this question", resolved.
+#[test]
+fn resolving_a_cut_journal_measures_the_configs_it_never_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let output = in_data_dir(dir.path(), &small_sweep(path_str(&journal), &[]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    // The run's header and first two configs whole, the third cut, no end.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[3].starts_with(r#"{"entry":"config""#),
+        "{}",
+        &lines[3][..40]
+    );
+    let cut = format!("{}\n{}", lines[..3].join("\n"), &lines[3][..200]);
+    std::fs::write(&journal, cut).unwrap();
+    let report = in_data_dir(dir.path(), &["report", path_str(&journal), "--recommend"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    assert_printed(
+        &report,
+        "nw=2 persistent was not measured (the run ended before it)",
+    );
+    let json = dir.path().join("r.json");
+    let args = [
+        "resolve",
+        path_str(&journal),
+        "--resolve-for",
+        "5s",
+        "--json",
+        path_str(&json),
+    ];
+    let output = in_data_dir(dir.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_said(
+        &output,
+        "line 4 is cut: the run stopped mid-write; 2 configs kept",
+    );
+    let measured: Vec<u64> = json_file(&json)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["config_index"].as_u64().unwrap())
+        .collect();
+    assert!(measured.contains(&2), "{measured:?}");
+}
+
 #[test]
 fn a_run_saves_a_baseline_in_the_data_dir() {
     let baselines = baselines();

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::{Cache, DEFAULT_TIE_MARGIN, IntraOpThreads};
-use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::stats::Estimate;
 
 use super::ConfigRuns;
@@ -126,6 +126,19 @@ pub(crate) fn same_question(a: &Config, b: &Config) -> bool {
         && a.run == b.run
 }
 
+/// The configs of `question`'s question that a run which ended early (cancelled,
+/// failed, or cut off: a journal with no end) never measured. A tune leaves configs
+/// unmeasured by design, so it has none here.
+fn unmeasured(result: &RunResult, question: &Config) -> Vec<usize> {
+    if result.tune.is_some() || result.status == RunStatus::Finished {
+        return Vec::new();
+    }
+    (0..result.configs.len())
+        .filter(|&i| same_question(&result.configs[i], question))
+        .filter(|&i| !result.results.iter().any(|r| r.config_index == i))
+        .collect()
+}
+
 fn recommend_one(
     result: &RunResult,
     members: &[&ConfigRuns<'_>],
@@ -200,9 +213,15 @@ fn recommend_one(
             return Some(no_winner(group, samples, text, verdict));
         }
     }
+    let unmeasured = unmeasured(result, &first.config);
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
-        return Some(undecided(group, &disturbed, samples));
+        return Some(undecided(
+            group,
+            &disturbed,
+            samples,
+            (&unmeasured, &result.labels),
+        ));
     }
     let question = Question {
         candidates: &candidates,
@@ -226,7 +245,8 @@ fn recommend_one(
     } else {
         Outcome::Faster
     };
-    let verdict = verdict::verdict(&question, &best, chosen, Effort::of(&candidates));
+    let verdict = verdict::verdict(&question, &best, chosen, Effort::of(&candidates))
+        .unless_unmeasured(&unmeasured, &result.labels, Some(chosen));
     let equally_fast: Vec<String> = best
         .iter()
         .filter(|c| c.index != chosen.index)
@@ -292,7 +312,14 @@ fn threads_swept(candidates: &[Candidate<'_>], chosen: &Candidate<'_>) -> Option
         .flatten()
 }
 
-fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Recommendation {
+/// No config named while every measurement of `disturbed` was; the verdict hinges on
+/// them, and on the configs `unmeasured` (with the run's labels) where there are any.
+fn undecided(
+    group: String,
+    disturbed: &[&Candidate<'_>],
+    samples: usize,
+    (unmeasured, labels): (&[usize], &[String]),
+) -> Recommendation {
     let names: Vec<String> = disturbed
         .iter()
         .map(|c| match c.other_load_cores() {
@@ -316,7 +343,8 @@ fn undecided(group: String, disturbed: &[&Candidate<'_>], samples: usize) -> Rec
                 .join(", ")
         ),
         disturbed.iter().map(|c| c.index).collect(),
-    );
+    )
+    .unless_unmeasured(unmeasured, labels, None);
     no_winner(group, samples, text, verdict)
 }
 
