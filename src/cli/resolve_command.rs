@@ -59,7 +59,12 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
              measured further",
         )
     })?;
-    let plan = Plan::from_preset(&setup, Some(&args.run))?;
+    let mut plan = Plan::from_preset(&setup, Some(&args.run))?;
+    // A wide tune saved its widened preset, and measured its plan with the configs
+    // without workers merged into one (as `tune --space wide` does).
+    if plan.configs != result.configs && result.tune.is_some() {
+        loaderbench_analysis::tune::space::merge_workerless(&mut plan);
+    }
     if plan.configs != result.configs {
         return Err(Error::file(
             &args.run,

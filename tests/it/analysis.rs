@@ -403,6 +403,41 @@ fn resolving_a_cut_journal_measures_the_configs_it_never_finished() {
     assert!(measured.contains(&2), "{measured:?}");
 }
 
+/// A wide tune's results are measured further like any run's: its saved preset is the
+/// widened one, and its plan merged the configs without workers, which `resolve`
+/// refused as "other configs than the run measured".
+#[test]
+fn a_wide_tune_can_be_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let tuned = dir.path().join("t.json");
+    let mut tune = vec![
+        "tune",
+        "seed-light",
+        "--space",
+        "wide",
+        "--budget",
+        "3s",
+        "-q",
+    ];
+    tune.extend(["--set", "samples=1024", "--json", path_str(&tuned)]);
+    let output = in_data_dir(dir.path(), &tune);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let resolved = dir.path().join("r.json");
+    let args = [
+        "resolve",
+        path_str(&tuned),
+        "--resolve-for",
+        "2s",
+        "-q",
+        "--json",
+        path_str(&resolved),
+    ];
+    let output = in_data_dir(dir.path(), &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (before, after) = (json_file(&tuned), json_file(&resolved));
+    assert_eq!(before["configs"], after["configs"]);
+}
+
 #[test]
 fn a_run_saves_a_baseline_in_the_data_dir() {
     let baselines = baselines();
