@@ -39,6 +39,19 @@ fn small_sweep<'a>(journal: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// The small sweep, recommending and measuring further for up to 15 s, exported to
+/// `json`.
+fn recommending_sweep<'a>(journal: &'a Path, json: &'a Path) -> Vec<&'a str> {
+    let extra = [
+        "--recommend",
+        "--resolve-for",
+        "15s",
+        "--json",
+        path_str(json),
+    ];
+    small_sweep(path_str(journal), &extra)
+}
+
 /// `report --recommend` on the run `run` measured in `dir/measured.json`, read back with
 /// the meter's verdict cleared, exporting `dir/r.json`: a busy machine (other tests,
 /// other builds) may mark configs disturbed, and then no config is named; cleared, the
@@ -257,16 +270,7 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
     let dir = shared_dir();
     let journal = dir.path().join("j.jsonl");
     let json = dir.path().join("r.json");
-    let mut args = small_sweep(
-        path_str(&journal),
-        &[
-            "--recommend",
-            "--resolve-for",
-            "15s",
-            "--json",
-            path_str(&json),
-        ],
-    );
+    let mut args = recommending_sweep(&journal, &json);
     args.retain(|arg| *arg != "-q");
     let output = in_data_dir(dir.path(), &args);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -323,16 +327,7 @@ fn a_resolve_that_cannot_start_still_prints_and_exports_the_sweep() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("j.jsonl");
     let json = dir.path().join("r.json");
-    let args = small_sweep(
-        path_str(&journal),
-        &[
-            "--recommend",
-            "--resolve-for",
-            "15s",
-            "--json",
-            path_str(&json),
-        ],
-    );
+    let args = recommending_sweep(&journal, &json);
     let missing = dir.path().join("no-such-tmp");
     let output = loaderbench_with(
         &args,
@@ -351,6 +346,21 @@ fn a_resolve_that_cannot_start_still_prints_and_exports_the_sweep() {
         exported["status"]
     );
     assert_eq!(exported["results"].as_array().unwrap().len(), 3);
+}
+
+/// `loaderbench resolve RUN --resolve-for LIMIT --json JSON` in `dir`, succeeded.
+fn resolved(dir: &Path, run: &Path, limit: &str, json: &Path) -> Output {
+    let args = [
+        "resolve",
+        path_str(run),
+        "--resolve-for",
+        limit,
+        "--json",
+        path_str(json),
+    ];
+    let output = in_data_dir(dir, &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    output
 }
 
 /// `resolve` on a journal cut mid-write (the run killed as it wrote its last config)
@@ -380,16 +390,7 @@ fn resolving_a_cut_journal_measures_the_configs_it_never_finished() {
         "nw=2 persistent was not measured (the run ended before it)",
     );
     let json = dir.path().join("r.json");
-    let args = [
-        "resolve",
-        path_str(&journal),
-        "--resolve-for",
-        "5s",
-        "--json",
-        path_str(&json),
-    ];
-    let output = in_data_dir(dir.path(), &args);
-    assert!(output.status.success(), "{}", stderr(&output));
+    let output = resolved(dir.path(), &journal, "5s", &json);
     assert_said(
         &output,
         "line 4 is cut: the run stopped mid-write; 2 configs kept",
@@ -422,19 +423,9 @@ fn a_wide_tune_can_be_resolved() {
     tune.extend(["--set", "samples=1024", "--json", path_str(&tuned)]);
     let output = in_data_dir(dir.path(), &tune);
     assert!(output.status.success(), "{}", stderr(&output));
-    let resolved = dir.path().join("r.json");
-    let args = [
-        "resolve",
-        path_str(&tuned),
-        "--resolve-for",
-        "2s",
-        "-q",
-        "--json",
-        path_str(&resolved),
-    ];
-    let output = in_data_dir(dir.path(), &args);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let (before, after) = (json_file(&tuned), json_file(&resolved));
+    let json = dir.path().join("r.json");
+    resolved(dir.path(), &tuned, "2s", &json);
+    let (before, after) = (json_file(&tuned), json_file(&json));
     assert_eq!(before["configs"], after["configs"]);
 }
 

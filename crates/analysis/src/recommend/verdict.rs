@@ -271,14 +271,23 @@ mod tests {
     use super::super::super::Analysis;
     use super::super::Recommendation;
     use super::*;
+    use loaderbench_engine::plan::Config;
     use loaderbench_measure::fixtures::{config, result, run, two_epochs};
-    use loaderbench_measure::results::ConfigResult;
+    use loaderbench_measure::results::{ConfigResult, RunResult, RunStatus};
 
     /// Recorded rounds of nw=0 (1 s an epoch) and nw=2, whose time in round `r` is
     /// nw=0's over `exp(log_gain + scatter[r])`: a gain of `exp(log_gain) - 1` whose
     /// per-round ratios scatter by `scatter`.
     fn measured(log_gain: f64, scatter: &[f64]) -> Recommendation {
         let configs = vec![config(0, false), config(2, false)];
+        let mut all = Analysis::of(&recorded(configs, log_gain, scatter)).recommendations;
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    }
+
+    /// The rounds [`measured`] analyses, of the first two of `configs` (the rest never
+    /// measured).
+    fn recorded(configs: Vec<Config>, log_gain: f64, scatter: &[f64]) -> RunResult {
         let drift = [1.0, 1.3, 0.9, 1.1, 1.0, 1.2];
         let mut results: Vec<ConfigResult> = Vec::new();
         for (round, s) in scatter.iter().enumerate() {
@@ -292,9 +301,7 @@ mod tests {
                 results.push(r);
             }
         }
-        let mut all = Analysis::of(&result(configs, results)).recommendations;
-        assert_eq!(all.len(), 1);
-        all.remove(0)
+        result(configs, results)
     }
 
     /// Five rounds whose ratios scatter with a standard deviation of `sd`: the 95%
@@ -319,20 +326,8 @@ mod tests {
         // nw=2 is 12% faster than nw=0 to ±4%, as in the test below; nw=4 was never
         // measured: the run was cancelled (or its journal cut) before it.
         let configs = vec![config(0, false), config(2, false), config(4, false)];
-        let mut results = Vec::new();
-        for (round, s) in scatter(sd_for(0.04)).iter().enumerate() {
-            for (index, seconds) in [(0, 1.0), (1, 1.0 / (1.12f64.ln() + s).exp())] {
-                let mut r = run(
-                    index,
-                    configs[index].clone(),
-                    two_epochs(seconds, seconds, 1),
-                );
-                r.repeat = round;
-                results.push(r);
-            }
-        }
-        let mut cut = result(configs, results);
-        cut.status = loaderbench_measure::results::RunStatus::Cancelled;
+        let mut cut = recorded(configs, 1.12f64.ln(), &scatter(sd_for(0.04)));
+        cut.status = RunStatus::Cancelled;
         let r = Analysis::of(&cut).recommendations.remove(0);
         assert_pick(&r, "nw=2", VerdictKind::NotResolved);
         assert_eq!(
@@ -342,7 +337,7 @@ mod tests {
         );
         assert_eq!(r.verdict.hinges_on, [1, 2]);
         // Finished, a run that measured every config it planned says what it measured.
-        cut.status = loaderbench_measure::results::RunStatus::Finished;
+        cut.status = RunStatus::Finished;
         let r = Analysis::of(&cut).recommendations.remove(0);
         assert_eq!(r.verdict.kind, VerdictKind::Fastest, "{}", r.verdict.text);
     }
