@@ -169,7 +169,7 @@ pub enum Message {
         step_s: f64,
     },
     /// An epoch ended (cut after its window, where `window` is given and the timeline
-    /// holds fewer than `epoch_batches`).
+    /// holds fewer batches than `epoch_size`).
     Epoch {
         epoch: usize,
         seconds: f64,
