@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use loaderbench_engine::plan::{Config, Plan};
-use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
 
@@ -152,13 +152,16 @@ pub(super) fn eliminate(
     }
 }
 
-/// `result` with no measurement marked disturbed: the search ranks by it, since it must go
-/// on however busy the machine; the final analysis still says which were disturbed.
+/// `result` as the search ranks it: no measurement marked disturbed, since it must go
+/// on however busy the machine (the final analysis still says which were disturbed), and
+/// finished, since the configs it has not measured are the search's choice, not a run
+/// that ended before them (which no verdict would call resolved).
 fn undisturbed(result: &RunResult) -> RunResult {
     let mut ranked = result.clone();
     for config in &mut ranked.results {
         config.disturbed = false;
     }
+    ranked.status = RunStatus::Finished;
     ranked
 }
 
@@ -462,6 +465,30 @@ mod tests {
         assert!(settled(&measured, &mut standings, &mut |_| {}));
         let best = best_set(&measured, &[0, 1, 2]).unwrap().0;
         assert_eq!(best, [1, 2]);
+    }
+
+    #[test]
+    fn a_tune_under_way_settles_with_configs_it_predicted_out_and_never_measured() {
+        // nw=2 beats nw=0 in every one of five rounds; nw=8 was predicted slow and never
+        // measured. The run is still running (the tune under way), and a config the
+        // search chose not to measure is no run that ended early: it settles, and nw=8
+        // stays out.
+        let configs = vec![config(0, false), config(2, false), config(8, false)];
+        let mut results = rounds(0, 0, &[1.15, 1.2, 1.18, 1.16, 1.19]);
+        results.extend(rounds(1, 2, &[1.0, 1.02, 0.98, 1.0, 1.01]));
+        let mut measured = result(configs, results);
+        measured.status = RunStatus::Running;
+        let predicted_out = Fate::Eliminated {
+            round: 0,
+            reason: "predicted slower".to_owned(),
+        };
+        let mut standings = vec![
+            standing(5, None),
+            standing(5, None),
+            standing(0, Some(predicted_out.clone())),
+        ];
+        assert!(settled(&measured, &mut standings, &mut |_| {}));
+        assert_eq!(standings[2].fate, Some(predicted_out));
     }
 
     #[test]
