@@ -67,6 +67,12 @@ fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
             .is_some(),
         "the budget bar"
     );
+    assert!(
+        harness
+            .query_by_label_contains("Seconds for the 50 planned epochs")
+            .is_some(),
+        "what the rows' figures are"
+    );
     step_until_ended(&mut harness, Duration::from_secs(120));
     let progress = harness
         .state()

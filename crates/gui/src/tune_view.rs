@@ -35,6 +35,8 @@ impl Row {
 pub struct TuneProgress {
     labels: Vec<String>,
     budget: Duration,
+    /// The epochs each config's seconds are projected over.
+    planned_epochs: usize,
     started: Instant,
     /// Set when the tune ends, to freeze the bar.
     took: Option<Duration>,
@@ -43,12 +45,14 @@ pub struct TuneProgress {
 }
 
 impl TuneProgress {
-    /// A tune of the configs named `labels` within `budget`, starting now.
-    pub fn new(labels: Vec<String>, budget: Duration) -> TuneProgress {
+    /// A tune of the configs named `labels` within `budget`, their times projected over
+    /// `planned_epochs`, starting now.
+    pub fn new(labels: Vec<String>, budget: Duration, planned_epochs: usize) -> TuneProgress {
         let rows = vec![Row::default(); labels.len()];
         TuneProgress {
             labels,
             budget,
+            planned_epochs,
             started: Instant::now(),
             took: None,
             round: None,
@@ -150,6 +154,10 @@ impl TuneProgress {
             used.as_secs_f64(),
             self.budget.as_secs_f64()
         )));
+        ui.weak(format!(
+            "Seconds for the {} planned epochs: predicted from the anchors, then measured.",
+            self.planned_epochs
+        ));
         egui::Grid::new("tune_rows").striped(true).show(ui, |ui| {
             for heading in ["config", "predicted", "measured", "standing"] {
                 ui.label(RichText::new(heading).strong());

@@ -47,7 +47,8 @@ impl Runs {
         let budget = Duration::from_secs(u64::from(self.tune_budget_s.max(1)));
         match self.spawn_tune(&plan.preset, budget, ctx) {
             Ok(mut tune) => {
-                tune.progress = TuneProgress::new(plan.labels(), budget);
+                tune.progress =
+                    TuneProgress::new(plan.labels(), budget, plan.preset.planned_epochs);
                 messages.clear_errors();
                 self.tune = Some(tune);
             }
@@ -92,7 +93,7 @@ impl Runs {
             child: EventChild::spawn(command, "tune", ctx)?,
             json,
             _scratch: scratch,
-            progress: TuneProgress::new(Vec::new(), budget),
+            progress: TuneProgress::new(Vec::new(), budget, preset.planned_epochs),
         })
     }
 
