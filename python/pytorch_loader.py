@@ -86,6 +86,14 @@ def emit(**fields):
     os.write(1, (json.dumps(fields) + "\n").encode())
 
 
+# The reports own stdout: the user's code prints to stderr (a Dataset's `print` in
+# `__getitem__`, debugging it), which loaderbench keeps for its error messages. A print
+# on stdout broke the run where it looked like a report, or glued to one and lost it. In
+# DataLoader's spawned workers and forkserver this script runs again as __mp_main__.
+if __name__ in ("__main__", "__mp_main__"):
+    sys.stdout = sys.stderr
+
+
 def fail(message, bad_input=False, environment=False, user=None, shard=None):
     """Reports the error and exits at once: waiting for worker processes could hang on
     a crashed one, and loaderbench kills the process group anyway. `user` is the

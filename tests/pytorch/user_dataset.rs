@@ -369,6 +369,18 @@ fn a_dataset_writing_bytes_that_are_not_utf8_to_stderr_runs() {
     assert_every_sample_once_per_epoch("noisy_stderr.py", None);
 }
 
+/// The user's prints go to stderr, so the reports on stdout stay whole: a printed dict
+/// broke the run ("unreadable report line"), and buffered text glued to a report lost
+/// its batch. With spawned workers too, where the script runs again in each worker.
+#[test]
+fn a_dataset_that_prints_to_stdout_is_counted_whole() {
+    assert_every_sample_once_per_epoch("printing.py", None);
+    let setup = Setup::for_module("printing.py", r#"{"size": 250}"#, None);
+    let output = setup.run(&["num_workers=2", "start_method=spawn"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(samples_per_epoch(&setup), vec![vec![250]]);
+}
+
 #[test]
 fn an_iterable_dataset_sharded_by_worker_gives_each_sample_once_per_epoch() {
     assert_every_sample_once_per_epoch("sharded_iterable.py", None);
