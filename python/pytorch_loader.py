@@ -45,6 +45,7 @@ import functools
 import gzip
 import json
 import mmap
+import multiprocessing
 import os
 import signal
 import struct
@@ -285,7 +286,7 @@ def die_with_parent_process(parent):
     script ends its process group, and the workers would outlive both. `parent` is the
     script's pid where the script starts its workers itself (fork, spawn), so that one
     whose script ended before the signal was asked for ends too; `None` under a fork
-    server, which starts them and ends after the script."""
+    server, which starts them, and dies with the script (forkserver_tie.py)."""
     if sys.platform == "linux":
         import ctypes
 
@@ -293,6 +294,17 @@ def die_with_parent_process(parent):
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def tie_fork_server():
+    """Has the fork server, once it starts, die with this script (forkserver_tie.py,
+    which it preloads; '__main__' is multiprocessing's own default). The server takes
+    its sys.path from its environment, so this script's folder goes first on PYTHONPATH
+    for it to find the module."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["__main__", "forkserver_tie"])
 
 
 def build_loader(request, dataset):
@@ -325,6 +337,8 @@ def build_loader(request, dataset):
     )
     options.update(sampler_options(request, dataset))
     if workers > 0:
+        if knobs["start_method"] == "forkserver":
+            tie_fork_server()
         options.update(
             persistent_workers=knobs["persistent_workers"],
             prefetch_factor=knobs["prefetch_factor"],

@@ -377,12 +377,26 @@ fn seen(pids: &[i32]) -> Vec<Seen> {
 #[test]
 #[cfg(target_os = "linux")]
 fn python_and_its_workers_end_when_loaderbench_is_killed() {
+    // Python and its two DataLoader workers.
+    assert_nothing_outlives_a_killed_loaderbench("fork", 3);
+    // Python, its fork server and resource tracker, and the two workers the server
+    // forked: the server, held alive by its workers, outlived the script with them.
+    assert_nothing_outlives_a_killed_loaderbench("forkserver", 5);
+}
+
+/// Kills loaderbench (SIGKILL, nothing of its own code runs) once a run of two workers
+/// started by `start_method` has `processes` processes under it, and checks that every
+/// one of them ends at once.
+#[cfg(target_os = "linux")]
+fn assert_nothing_outlives_a_killed_loaderbench(start_method: &str, processes: usize) {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
     let preset = pytorch_preset(&[
         ("pipeline", "heavy"),
         ("samples", "60000"),
         ("num_workers", "2"),
+        ("start_method", start_method),
+        ("measure", "epochs"),
     ]);
     let mut cli = loaderbench_command(&["run", &write_preset(&dir, &preset), "--quiet"])
         .stdout(Stdio::null())
@@ -390,11 +404,10 @@ fn python_and_its_workers_end_when_loaderbench_is_killed() {
         .spawn()
         .unwrap();
     let cli_pid = cli.id() as i32;
-    // Python and its two DataLoader workers.
-    let what = "Python and its two DataLoader workers";
-    let processes = common::wait_for(Duration::from_secs(120), what, || {
-        let processes = seen(&descendants_of(cli_pid));
-        (processes.len() >= 3).then_some(processes)
+    let what = format!("{processes} processes of a {start_method} run");
+    let seen_before = common::wait_for(Duration::from_secs(120), &what, || {
+        let seen = seen(&descendants_of(cli_pid));
+        (seen.len() >= processes).then_some(seen)
     });
     cli.kill().unwrap();
     cli.wait().unwrap();
@@ -402,15 +415,18 @@ fn python_and_its_workers_end_when_loaderbench_is_killed() {
     // DataLoader's next status check (every 5 s), whichever of loaderbench's own
     // parent-death signal and the script's end of its process group comes first.
     let killed = Instant::now();
-    while processes.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
+    while seen_before.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let left: Vec<String> = processes
+    let left: Vec<String> = seen_before
         .iter()
         .filter(|p| p.running())
         .map(Seen::describe)
         .collect();
-    assert!(left.is_empty(), "{left:?} outlived the killed loaderbench");
+    assert!(
+        left.is_empty(),
+        "{start_method}: {left:?} outlived the killed loaderbench"
+    );
 }
 
 /// A run long enough to act on (the heavy pipeline with two fork workers), at its first

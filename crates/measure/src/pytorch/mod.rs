@@ -48,9 +48,9 @@ use session::Session;
 const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
 /// The modules the script imports, written beside it: its training steps, how it reads
-/// tar shards, how much of a dataset is Python objects, torchdata.nodes' threads and the
-/// SPDL runtime's pipeline.
-const SIBLINGS: [(&str, &str); 5] = [
+/// tar shards, how much of a dataset is Python objects, torchdata.nodes' threads, the
+/// SPDL runtime's pipeline, and what ties a fork server to the script.
+const SIBLINGS: [(&str, &str); 6] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -70,6 +70,10 @@ const SIBLINGS: [(&str, &str); 5] = [
     (
         "pytorch_nodes.py",
         include_str!("../../../../python/pytorch_nodes.py"),
+    ),
+    (
+        "forkserver_tie.py",
+        include_str!("../../../../python/forkserver_tie.py"),
     ),
 ];
 
