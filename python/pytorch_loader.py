@@ -475,6 +475,22 @@ def workers_end_with_epoch(loader):
     return size["batches"] if size is not None else None
 
 
+def drain_in_flight(batches):
+    """Ends an epoch cut after its window as a whole epoch ends: DataLoader's workers are
+    sent no more indices and the batches already handed to them are taken, so that no
+    work of this epoch is left for the next (the next `iter()` of persistent workers
+    waits for it: the next epoch was charged with it) or for the workers' shutdown.
+    Returns the seconds it took, which the epoch leaves out. Loaders of threads
+    (torchdata.nodes, SPDL) stop theirs as they are closed."""
+    if not hasattr(batches, "_tasks_outstanding") or not hasattr(batches, "_sampler_iter"):
+        return 0.0
+    started = time.perf_counter()
+    batches._sampler_iter = iter(())
+    while batches._tasks_outstanding > 0:
+        next(batches)
+    return time.perf_counter() - started
+
+
 def sweep_before_workers_end(epoch):
     """Has loaderbench sweep the memory of every process once more, and waits for its
     `go`: the workers' copy-on-access growth peaks at the end of the epoch, after the
@@ -497,6 +513,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
     batches = iter(loader)
     index = 0
     at_s = []
+    drained_s = 0.0
     while True:
         asked = time.perf_counter()
         try:
@@ -526,6 +543,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
         index += 1
         at_s.append(at - start)
         if whole is not None and window_done_on_every_rank(rule, at_s, ranked):
+            drained_s = drain_in_flight(batches)
             break
         if index == last:
             break
@@ -538,7 +556,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
     emit(
         kind="epoch",
         epoch=epoch,
-        seconds=time.perf_counter() - start - swept_s,
+        seconds=time.perf_counter() - start - swept_s - drained_s,
         window=rule if whole is not None else None,
         epoch_size=whole,
     )

@@ -38,6 +38,35 @@ fn run_to_end(plan: Plan, dir: &Path) -> RunResult {
     last.expect("the run reported an outcome")
 }
 
+/// An epoch cut after its window takes the batches already in flight before it ends (out
+/// of its time), so nothing of it is left for the next: persistent workers stay into the
+/// next epoch, which starts none, and is projected as a whole epoch measures it. The cut
+/// dropped the workers, and a persistent config's next epoch paid their start-up again.
+#[test]
+fn a_persistent_config_cut_after_its_window_keeps_its_workers() {
+    let dir = TempDir::new().unwrap();
+    let mut preset = tiny_preset(6400, 2);
+    for (key, value) in [
+        ("num_workers", "2"),
+        ("persistent_workers", "true"),
+        ("measure", "windows"),
+        ("window_s", "0.3"),
+        ("step", "fixed(40)"),
+    ] {
+        preset.set(key, value).unwrap();
+    }
+    let result = run_to_end(Plan::from_preset(&preset, None).unwrap(), dir.path());
+    assert_eq!(result.status, RunStatus::Finished);
+    let epochs = &result.results[0].epochs;
+    assert!(epochs.iter().all(|e| e.projected.is_some()), "{epochs:#?}");
+    assert_eq!(epochs[0].worker_startups.len(), 2);
+    assert!(
+        epochs[1].worker_startups.is_empty(),
+        "{:?}",
+        epochs[1].worker_startups
+    );
+}
+
 /// Keeps one core busy until dropped.
 struct BusyLoop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
 

@@ -168,6 +168,9 @@ pub(crate) fn run_epoch(
     let mut timeline = Vec::new();
     let mut at_s = Vec::new();
     let mut startups = Vec::new();
+    // Time spent taking the cut epoch's batches in flight, which a whole epoch never
+    // has: left out of its seconds.
+    let mut drained = Duration::ZERO;
     while let Some(batch) = batches.next() {
         let batch = batch?;
         let on_device = started.elapsed();
@@ -185,12 +188,15 @@ pub(crate) fn run_epoch(
         at_s.push(record.at_s);
         on_batch(record, ready);
         if window.is_some_and(|(rule, _)| rule.done(&at_s)) {
+            let draining = Instant::now();
+            batches.drain_in_flight()?;
+            drained = draining.elapsed();
             break;
         }
     }
     // Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
     drop(batches);
-    let seconds = started.elapsed().as_secs_f64();
+    let seconds = (started.elapsed() - drained).as_secs_f64();
     Ok(EpochResult::from_window(
         epoch, seconds, timeline, startups, window,
     ))

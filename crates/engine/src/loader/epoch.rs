@@ -35,6 +35,8 @@ pub struct Epoch<'a> {
     arrived: BTreeMap<usize, Box<BuiltBatch>>,
     awaiting_ready: Vec<usize>,
     startups: VecDeque<WorkerStartup>,
+    /// Cut short with nothing left in flight (see [`Epoch::drain_in_flight`]).
+    drained: bool,
 }
 
 impl<'a> Epoch<'a> {
@@ -62,6 +64,7 @@ impl<'a> Epoch<'a> {
             arrived: BTreeMap::new(),
             awaiting_ready: started_workers,
             startups: VecDeque::new(),
+            drained: false,
         };
         epoch.owner = vec![0; epoch.batches.len()];
         epoch.prefetch()?;
@@ -290,6 +293,26 @@ impl<'a> Epoch<'a> {
         Ok((images, labels, pin, started.elapsed()))
     }
 
+    /// Ends an epoch cut short (after a measuring window) as a whole epoch ends: sends
+    /// no more tasks and takes the batches already handed to the workers, so that no
+    /// work of this epoch is left for the next one, and the workers stay (persistent
+    /// ones into the next epoch; the others stop as the epoch is dropped, as at a whole
+    /// epoch's end). Dropped without it, a cut epoch stops its workers, and a persistent
+    /// config's next epoch paid their start-up again.
+    pub fn drain_in_flight(&mut self) -> Result<()> {
+        for unsent in self.batches.iter_mut().skip(self.next_to_send) {
+            *unsent = None;
+        }
+        if self.loader.pool.is_some() {
+            while self.yielded < self.next_to_send {
+                self.receive()?;
+                self.yielded += 1;
+            }
+        }
+        self.drained = true;
+        Ok(())
+    }
+
     fn finish(&mut self) {
         if !self.loader.settings.persistent_workers {
             self.loader.pool = None;
@@ -318,7 +341,9 @@ impl Iterator for Epoch<'_> {
 
 impl Drop for Epoch<'_> {
     fn drop(&mut self) {
-        if self.yielded < self.batches.len() {
+        if self.drained {
+            self.finish();
+        } else if self.yielded < self.batches.len() {
             // An abandoned epoch leaves tasks in flight; fresh workers are simpler than
             // draining them.
             self.loader.pool = None;
