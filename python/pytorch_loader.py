@@ -510,6 +510,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
     last = workers_end_with_epoch(loader)
     start = time.perf_counter()
     emit(kind="epoch_start", epoch=epoch, t0=start)
+    sizes = batch_sizes(loader)
     batches = iter(loader)
     index = 0
     at_s = []
@@ -535,7 +536,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
             epoch=epoch,
             index=index,
             at_s=at - start,
-            samples=batch_samples(batch),
+            samples=sizes(index) if sizes is not None else batch_samples(batch),
             wait_s=taken - asked,
             to_device_s=at - taken,
             step_s=stepped - at,
@@ -800,13 +801,38 @@ def to_device(batch, device):
     return batch
 
 
+def batch_sizes(loader):
+    """Each batch's samples by its index, where the loader's sampler says them (a
+    map-style dataset in batches of `batch_size`, the last one short unless drop_last):
+    exact, whatever the user's collate_fn makes of the batch. None otherwise (an
+    IterableDataset: then `batch_samples` reads them off the batch)."""
+    size = epoch_size(loader)
+    batch_size = getattr(loader, "batch_size", None)
+    if size is None or not batch_size:
+        return None
+    return lambda index: max(0, min(batch_size, size["samples"] - index * batch_size))
+
+
 def batch_samples(batch):
-    """The samples in a batch: the first dimension of its first tensor."""
+    """The samples in a batch as its structure says: a tensor's first dimension; a dict's
+    first field that says (strings collate to a list of them); of a list or tuple, its
+    first tensor's first dimension, or the length of its first list or tuple (a collate
+    that keeps samples apart, as detection's `tuple(zip(*batch))` does)."""
     if isinstance(batch, torch.Tensor):
         return len(batch) if batch.dim() > 0 else 1
-    items = list(batch.values()) if isinstance(batch, dict) else batch
-    if isinstance(items, (list, tuple)) and items:
-        return batch_samples(items[0])
+    if isinstance(batch, dict):
+        for value in batch.values():
+            samples = batch_samples(value)
+            if samples:
+                return samples
+        return 0
+    if isinstance(batch, (list, tuple)) and batch:
+        first = batch[0]
+        if isinstance(first, (torch.Tensor, dict)):
+            return batch_samples(first)
+        if isinstance(first, (list, tuple)):
+            return len(first)
+        return len(batch)
     return 0
 
 

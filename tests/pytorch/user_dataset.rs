@@ -431,6 +431,21 @@ fn a_persistent_epoch_after_a_cut_one_is_not_charged_with_its_work() {
     assert!(first_batch(1) < 1.5 * first_batch(0), "{epochs:#}");
 }
 
+/// Every sample is counted however the batch is made: a detection collate's tuple of
+/// images (its first tensor's first dimension was the channels: 3 a batch) and dicts
+/// whose first field is a list of strings (0 a batch, a throughput of 0).
+#[test]
+fn batches_of_any_shape_count_their_samples() {
+    let boxes = Setup::for_module("detection.py", r#"{"size": 250}"#, Some("make_collate"));
+    let output = boxes.run(&["num_workers=0,2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(samples_per_epoch(&boxes), vec![vec![250]; 2]);
+    let named = Setup::for_module("detection.py", r#"{"size": 250}"#, None);
+    let output = named.run(&["dataset.factory=make_iterable", "num_workers=0,2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(samples_per_epoch(&named), vec![vec![250]; 2]);
+}
+
 #[test]
 fn a_closure_collate_under_spawn_names_the_users_function() {
     let setup = Setup::for_module(
