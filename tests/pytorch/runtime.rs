@@ -468,6 +468,26 @@ fn a_killed_worker_fails_the_run_with_a_message() {
     assert!(!error.contains('\n'), "{error}");
 }
 
+/// The script killed from outside (as the out-of-memory killer does) fails the run
+/// saying how it ended; with one rank the signal was left out.
+#[test]
+fn a_killed_script_fails_the_run_naming_the_signal() {
+    let _turn = python_turn();
+    let (_dir, handle, processes) = long_run_at_first_batch();
+    // SAFETY: sending a signal to a process this test started.
+    unsafe {
+        libc::kill(processes[0], libc::SIGKILL);
+    }
+    let events = events_until_end(&handle, Duration::from_secs(60));
+    let Some(Event::Failed { error, .. }) = events.last() else {
+        panic!("did not fail: {:#?}", events.last());
+    };
+    assert!(
+        error.contains("exited before finishing (signal: 9"),
+        "{error}"
+    );
+}
+
 #[test]
 fn cancelling_kills_python_and_its_workers_within_a_second() {
     let _turn = python_turn();

@@ -226,13 +226,13 @@ impl<'a> Job<'a> {
         let detail = process
             .last_stderr_line()
             .map_or_else(|| "no error output".to_owned(), |l| l.trim().to_owned());
+        let status = status.map_or_else(|| "its output closed".to_owned(), |s| s.to_string());
         if world == 1 {
             return Error::run(format!(
-                "the PyTorch runtime ({}) exited before finishing: {detail}",
+                "the PyTorch runtime ({}) exited before finishing ({status}): {detail}",
                 self.python.display()
             ));
         }
-        let status = status.map_or_else(|| "its output closed".to_owned(), |s| s.to_string());
         Error::run(format!(
             "rank {rank} died ({status}); the PyTorch runtime ({}) said: {detail}",
             self.python.display()
