@@ -962,10 +962,11 @@ def user_exception_line(err):
 
 
 def error_line(err):
-    """`Type: message` in one line; for a DataLoader worker that died, how it died too
-    (PyTorch raises its `exited unexpectedly` from the `is killed by signal` of its
-    SIGCHLD handler, which names the signal)."""
-    line = " ".join(f"{type(err).__name__}: {err}".split())
+    """`Type: message` in one line (for an error a worker raised, the original's, as
+    `user_exception_line` gives it, not PyTorch's whole traceback); for a DataLoader
+    worker that died, how it died too (PyTorch raises its `exited unexpectedly` from the
+    `is killed by signal` of its SIGCHLD handler, which names the signal)."""
+    line = user_exception_line(err)
     cause = err.__cause__
     if cause is not None and str(cause).startswith("DataLoader worker"):
         line += " (" + " ".join(str(cause).split()) + ")"

@@ -446,6 +446,31 @@ fn batches_of_any_shape_count_their_samples() {
     assert_eq!(samples_per_epoch(&named), vec![vec![250]; 2]);
 }
 
+/// An error raised in a worker outside the user's code (the default collate cannot
+/// stack uneven samples) is one short line, the original error's, as in the main
+/// process: it was PyTorch's whole re-raised traceback folded into one line.
+#[test]
+fn an_error_a_worker_raises_is_the_original_line() {
+    let setup = Setup::for_module("uneven.py", r#"{"size": 256}"#, None);
+    for workers in ["num_workers=0", "num_workers=2", "worker_kind=thread"] {
+        let sets = if workers.starts_with("worker_kind") {
+            vec!["num_workers=2", workers]
+        } else {
+            vec![workers]
+        };
+        let output = setup.run(&sets);
+        let (line, _) = error_line(&output);
+        assert!(
+            line.contains("RuntimeError: stack expects each tensor to be equal size"),
+            "{workers}: {line}"
+        );
+        assert!(
+            !line.contains("Traceback") && line.len() < 300,
+            "{workers}: {line}"
+        );
+    }
+}
+
 #[test]
 fn a_closure_collate_under_spawn_names_the_users_function() {
     let setup = Setup::for_module(
