@@ -973,6 +973,22 @@ def error_line(err):
     return line
 
 
+def refuse_empty_epochs(request, loader):
+    """Fails, as bad input, where an epoch would hold no batch (drop_last with a batch
+    larger than the samples, or a rank's share of them), as loaderbench refuses it for
+    the datasets it opens itself; only here is a user's dataset's length known."""
+    size = epoch_size(loader)
+    if size is None or size["batches"] > 0:
+        return
+    samples = len(loader.sampler)
+    each = " each rank gets" if request.get("ranks") else ""
+    fail(
+        f"batch_size {loader.batch_size} with drop_last leaves no batch of the {samples} "
+        f"samples{each}: lower batch_size, raise samples, or set drop_last: false",
+        bad_input=True,
+    )
+
+
 def check_knobs(request):
     """Fails unless the request sends exactly the knobs this script takes: a knob it
     ignored would be measured as if it had no effect."""
@@ -1003,6 +1019,7 @@ def main():
             torch.set_num_threads(knobs["intra_op_threads"])
         dataset = build_dataset(request)
         loader = build_loader(request, dataset)
+        refuse_empty_epochs(request, loader)
         torch.manual_seed(request["seed"])
         step = pytorch_steps.build_step(request, device, UserCode)
         emit(

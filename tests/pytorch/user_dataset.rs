@@ -471,6 +471,21 @@ fn an_error_a_worker_raises_is_the_original_line() {
     }
 }
 
+/// A batch larger than the user's dataset with drop_last leaves epochs of no batch: the
+/// run is refused as our engine refuses it for its own datasets (it measured empty
+/// epochs, a first batch of an epoch that had none).
+#[test]
+fn a_batch_larger_than_the_dataset_with_drop_last_is_refused() {
+    let setup = Setup::for_module("dict_samples.py", r#"{"size": 256}"#, None);
+    let output = setup.run(&["batch_size=300", "drop_last=true"]);
+    let (line, code) = error_line(&output);
+    assert!(
+        line.contains("batch_size 300 with drop_last leaves no batch of the 256 samples"),
+        "{line}"
+    );
+    assert_eq!(code, 2, "{line}");
+}
+
 #[test]
 fn a_closure_collate_under_spawn_names_the_users_function() {
     let setup = Setup::for_module(
