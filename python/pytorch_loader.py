@@ -666,6 +666,17 @@ def rss_bytes():
 
 
 def peak_rss_bytes():
+    """This process's peak resident memory: Linux's VmHWM, the peak of its own memory
+    since exec. `ru_maxrss` on Linux keeps the peak of the memory before exec too (the
+    fork of loaderbench that started the script: all of loaderbench's resident memory),
+    so it is the fallback only where /proc has no VmHWM."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     if resource is None:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -468,6 +468,25 @@ fn a_killed_worker_fails_the_run_with_a_message() {
     assert!(!error.contains('\n'), "{error}");
 }
 
+/// The script's peak memory is its own: Linux's `ru_maxrss` kept the peak of the
+/// process it was forked from (the runner, here this test) from before its exec, so a
+/// runner holding 1.5 GiB made every config's peak at least that.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_script_s_peak_memory_is_its_own() {
+    let _turn = python_turn();
+    let ballast = std::hint::black_box(vec![1u8; 1536 << 20]);
+    let dir = TempDir::new().unwrap();
+    let (_, handle) = start(&pytorch_preset(&[]), &dir);
+    let events = events_until_end(&handle, Duration::from_secs(120));
+    drop(ballast);
+    let Some(Event::Finished { result }) = events.last() else {
+        panic!("did not finish: {:#?}", events.last());
+    };
+    let peak = result.results[0].peak_rss_bytes.expect("the script's peak");
+    assert!(peak < 1 << 30, "{} MiB", peak >> 20);
+}
+
 /// The script killed from outside (as the out-of-memory killer does) fails the run
 /// saying how it ended; with one rank the signal was left out.
 #[test]
