@@ -1,14 +1,17 @@
 """Batches as detection and multi-field jobs make them, for loaderbench's tests: each
 sample an image and its boxes, batched by `collate()`'s `tuple(zip(*batch))` (images of
 different sizes cannot be stacked, so the batch keeps them apart: a tuple of images and
-a tuple of targets); and an IterableDataset whose samples are dicts whose first field is
-a string (`{"id": ..., "image": ...}`, collated to a list of ids and a stacked tensor).
+a tuple of targets); and sharded_iterable.py's IterableDataset with samples that are
+dicts whose first field is a string (`{"id": ..., "image": ...}`, collated to a list of
+ids and a stacked tensor).
 Load them with `factory: "make_dataset", args: {"size": N}, collate: Some("make_collate")`
 or `factory: "make_iterable", args: {"size": N}`.
 """
 
 import torch
-from torch.utils.data import Dataset, IterableDataset, get_worker_info
+from torch.utils.data import Dataset
+
+from sharded_iterable import ShardedSamples
 
 
 class Boxes(Dataset):
@@ -36,15 +39,9 @@ def make_collate():
     return collate
 
 
-class Named(IterableDataset):
-    def __init__(self, size):
-        self.size = size
-
-    def __iter__(self):
-        worker = get_worker_info()
-        first, step = (0, 1) if worker is None else (worker.id, worker.num_workers)
-        for index in range(first, self.size, step):
-            yield {"id": f"sample-{index}", "image": torch.full((1, 8, 8), float(index % 256))}
+class Named(ShardedSamples):
+    def sample(self, index):
+        return {"id": f"sample-{index}", "image": torch.full((1, 8, 8), float(index % 256))}
 
 
 def make_iterable(size):

@@ -16,7 +16,10 @@ class ShardedSamples(IterableDataset):
         worker = get_worker_info()
         first, step = (0, 1) if worker is None else (worker.id, worker.num_workers)
         for index in range(first, self.size, step):
-            yield torch.full((1, 28, 28), index % 256, dtype=torch.float32), index % 10
+            yield self.sample(index)
+
+    def sample(self, index):
+        return torch.full((1, 28, 28), index % 256, dtype=torch.float32), index % 10
 
 
 def make_dataset(size):
