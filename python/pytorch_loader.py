@@ -465,11 +465,9 @@ def window_done_on_every_rank(rule, at_s, ranked):
 
 def workers_end_with_epoch(loader):
     """The batches of an epoch whose worker processes end with its iterator (a
-    DataLoader's that do not persist), over a map-style dataset, whose length is exact;
-    None otherwise."""
-    if not isinstance(loader, DataLoader) or loader.num_workers == 0:
-        return None
-    if loader.persistent_workers or isinstance(loader.dataset, IterableDataset):
+    DataLoader's that do not persist), where `epoch_size` knows them exactly; None
+    otherwise."""
+    if not isinstance(loader, DataLoader) or loader.num_workers == 0 or loader.persistent_workers:
         return None
     size = epoch_size(loader)
     return size["batches"] if size is not None else None

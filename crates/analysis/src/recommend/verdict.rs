@@ -101,13 +101,13 @@ impl Verdict {
     }
 }
 
-/// The verdict on `chosen`, the tie rule's pick of `best`, after measuring the question
-/// for `effort`.
+/// The verdict on `chosen`, the tie rule's pick of `best`, `after` measuring the
+/// question for that long.
 pub(super) fn verdict(
     question: &Question<'_, '_>,
     best: &[&Candidate<'_>],
     chosen: &Candidate<'_>,
-    effort: Effort,
+    after: Effort,
 ) -> Verdict {
     let others: Vec<&Candidate<'_>> = question
         .candidates
@@ -195,7 +195,6 @@ pub(super) fn verdict(
     });
     let mut hinges_on = vec![chosen.index];
     hinges_on.extend(challengers.iter().map(|(c, _)| c.index));
-    let after = effort;
     let text = if !question.noise.known() {
         format!(
             "not resolved after {after}: one round shows nothing of this machine's noise; \
