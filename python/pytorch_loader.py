@@ -367,7 +367,7 @@ def thread_loader(request, loader):
             spec["path"],
         )
     timeout_s = request["worker_timeout_s"]
-    return pytorch_nodes.ThreadLoader(loader, request["knobs"], timeout_s, announce_thread)
+    return pytorch_nodes.ThreadLoader(loader, request["knobs"], timeout_s, announce_thread, fail)
 
 
 def announce_thread(worker_id, at):

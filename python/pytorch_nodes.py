@@ -18,7 +18,8 @@ after epoch (the snippet a recommendation hands over builds it the same way). Ea
 thread reports worker_ready when it starts on its first sample (DataLoader's workers
 report it from worker_init_fn, which threads have none of). When the epoch ends, whole
 or cut after its window (its iterator closed), its threads are stopped and joined before
-the next one starts; one still in `__getitem__` after the worker timeout is an error.
+the next one starts; one still in `__getitem__` after the worker timeout is an error, as
+is a wait for a batch longer than it (DataLoader's `timeout`).
 """
 
 import threading
@@ -58,9 +59,10 @@ class ThreadLoader:
     one epoch, len() its batches, `sampler` the sampler (before_epoch sets its epoch
     with ranks), `dataset` the dataset."""
 
-    def __init__(self, dataloader, knobs, timeout_s, announce):
+    def __init__(self, dataloader, knobs, timeout_s, announce, on_hung):
         self.nodes = nodes()
         self.timeout_s = timeout_s
+        self.watchdog = Watchdog(timeout_s, on_hung)
         self.dataset = dataloader.dataset
         self.sampler = dataloader.sampler
         self.generator = dataloader.generator
@@ -80,8 +82,14 @@ class ThreadLoader:
     def __iter__(self):
         fetch = Fetch(self.dataset, self.announce)
         mapper, root = self.graph(fetch)
+        batches = iter(self.nodes.Loader(root))
         try:
-            yield from self.nodes.Loader(root)
+            while True:
+                with self.watchdog:
+                    batch = next(batches, END)
+                if batch is END:
+                    return
+                yield batch
         finally:
             stop(root, mapper)
             fetch.join(self.timeout_s)
@@ -104,6 +112,45 @@ class ThreadLoader:
         if self.pin_memory:
             node = n.PinMemory(node)
         return mapper, n.Prefetcher(node, prefetch_factor=self.prefetch)
+
+
+# What `next` gives at the end of an epoch: no batch a collate_fn could return.
+END = object()
+
+
+class Watchdog:
+    """Ends the run through `on_hung(message)` when one wait for a batch lasts longer
+    than the worker timeout, as DataLoader's `timeout` does for its process workers: a
+    thread hung in the dataset's __getitem__ would otherwise hold the epoch until
+    loaderbench's own silence limit, which names neither the threads nor the knob. Used
+    as `with watchdog:` around each wait; one watching thread for the loader's life."""
+
+    def __init__(self, timeout_s, on_hung):
+        self.timeout_s = timeout_s
+        self.on_hung = on_hung
+        self.changed = threading.Condition()
+        self.deadline = None
+        threading.Thread(target=self.watch, name="loaderbench-batch-watchdog", daemon=True).start()
+
+    def __enter__(self):
+        with self.changed:
+            self.deadline = time.monotonic() + self.timeout_s
+            self.changed.notify()
+
+    def __exit__(self, *raised):
+        with self.changed:
+            self.deadline = None
+        return False
+
+    def watch(self):
+        with self.changed:
+            while self.deadline is None or time.monotonic() < self.deadline:
+                left = None if self.deadline is None else self.deadline - time.monotonic()
+                self.changed.wait(left)
+        self.on_hung(
+            f"TimeoutError: the torchdata.nodes threads delivered no batch for {self.timeout_s:g} s "
+            "(worker_timeout_s); the dataset's __getitem__ looks hung"
+        )
 
 
 class DataLoaderOrder(Sampler):

@@ -23,7 +23,8 @@ always run off the training loop, so nothing of it is the serial baseline.
 
 An exception in the user's code fails the pipeline at once (max_failures 0; SPDL would
 otherwise skip the sample) and is raised as it was raised, its traceback through the
-user's code kept, so the script names their file and line.
+user's code kept, so the script names their file and line; the short batch SPDL flushes
+as the failure ends its source is not delivered.
 """
 
 import threading
@@ -66,12 +67,19 @@ class SpdlLoader:
         pipeline = self.build(epoch, failures)
         try:
             with pipeline.auto_stop():
-                yield from pipeline.get_iterator(timeout=self.timeout_s)
+                for batch in pipeline.get_iterator(timeout=self.timeout_s):
+                    # A failure ends the source, and aggregate hands on the samples it
+                    # held as a short batch before the pipeline raises: no batch of the
+                    # epoch, and one delivered would make the error look mid-run.
+                    if failures:
+                        break
+                    yield batch
         except Exception:
-            if failures:
-                err, frames = failures[0]
-                raise err.with_traceback(frames) from None
-            raise
+            if not failures:
+                raise
+        if failures:
+            err, frames = failures[0]
+            raise err.with_traceback(frames) from None
 
     def build(self, epoch, failures):
         builder = (

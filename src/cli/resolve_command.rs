@@ -13,8 +13,9 @@ use clap::Args;
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
-use loaderbench_measure::Journal;
+use loaderbench_measure::results::RunStatus;
 use loaderbench_measure::results_file;
+use loaderbench_measure::{BEING_WRITTEN, Journal};
 
 use super::interrupt;
 use super::output::{self, ExportArgs};
@@ -52,6 +53,10 @@ impl ResolveArgs {
 
 pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
     let mut result = results_file::read(&args.run)?;
+    // Only a journal another loaderbench is writing reads as still running.
+    if result.status == RunStatus::Running {
+        return Err(Error::file(&args.run, BEING_WRITTEN));
+    }
     let setup = result.setup.clone().ok_or_else(|| {
         Error::file(
             &args.run,

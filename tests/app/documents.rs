@@ -500,7 +500,7 @@ fn a_journal_cut_mid_write_is_a_recent_run_with_what_it_kept() {
     click(&mut harness, "File");
     click(&mut harness, "Recent runs");
     harness
-        .get_by_label_contains("stopped, 1 of 2 configs")
+        .get_by_label_contains("failed, 1 of 2 configs")
         .click();
     harness.run_steps(3);
     let result = harness.state().result().expect("the cut journal opens");

@@ -1,7 +1,8 @@
 //! Journals that survive anything: two runs started at the same moment keep a journal
 //! each, a journal the user names is never emptied (refused unless `--append`), and a
 //! journal whose last line was cut mid-write (a run killed, a full disk) still reports,
-//! backs a baseline and recovers what came before the cut, with a note naming the line.
+//! backs a baseline and recovers what came before the cut, with a note naming the line;
+//! a journal another loaderbench is writing is neither measured further nor cut.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use common::{
     CLI_LIMIT, assert_error_line, assert_said, journaled_configs, loaderbench, loaderbench_command,
     loaderbench_with, path_str, stderr, stdout, wait_with_deadline,
 };
-use loaderbench_measure::DATA_DIR_ENV;
+use loaderbench_measure::{BEING_WRITTEN, DATA_DIR_ENV, NEVER_ENDED};
 
 /// A finished run's journal in `dir` with its last `bytes` bytes cut, as a run killed
 /// mid-write leaves it: the end line and part of the second config's line gone.
@@ -94,6 +95,9 @@ fn report_shows_what_a_cut_journal_kept_and_names_the_cut_line() {
     assert!(report.status.success(), "{}", stderr(&report));
     let kept: serde_json::Value = serde_json::from_slice(&report.stdout).expect("JSON");
     assert_eq!(kept["results"].as_array().map(Vec::len), Some(1));
+    // Nobody writes it any more: the run that left it failed.
+    assert_eq!(kept["status"]["status"], "failed");
+    assert_eq!(kept["status"]["error"], NEVER_ENDED);
     let note = format!("{}: {CUT_NOTE}", path_str(&journal));
     assert!(
         kept["warnings"]
@@ -116,6 +120,28 @@ fn report_shows_what_a_cut_journal_kept_and_names_the_cut_line() {
         .collect();
     assert_eq!(rows.len(), 1, "the kept config alone: {rows:?}");
     assert!(rows[0].starts_with("| 0 "), "{rows:?}");
+}
+
+#[test]
+fn a_journal_another_loaderbench_writes_is_not_measured_further_nor_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = cut_journal(dir.path(), 200);
+    let before = std::fs::read(&journal).unwrap();
+    // The lock a run holds on its journal while it writes it.
+    let writer = std::fs::File::open(&journal).unwrap();
+    writer.lock().unwrap();
+    let resolve = loaderbench(&["resolve", path_str(&journal), "--resolve-for", "30s"]);
+    assert_error_line(&resolve, 2, &[path_str(&journal), BEING_WRITTEN]);
+    let append = tiny_run(dir.path(), &["--journal", path_str(&journal), "--append"]);
+    assert_error_line(&append, 2, &[path_str(&journal), BEING_WRITTEN]);
+    let report = loaderbench(&["report", path_str(&journal), "--json", "-"]);
+    let read: serde_json::Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    assert_eq!(read["status"]["status"], "running");
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "the journal is untouched"
+    );
 }
 
 #[test]

@@ -354,9 +354,12 @@ fn an_iterable_dataset_is_refused_on_spdl_naming_the_user_s_module() {
 
 #[test]
 fn an_error_in_getitem_on_a_pipeline_thread_names_the_user_s_file_and_line() {
+    // Inside the first batch: SPDL hands on the samples before it as a short batch, which,
+    // delivered, made the error look mid-run (exit 1) where DataLoader's is bad input.
     let fields = "    runtime: [spdl],\n    num_workers: [2],\n    shuffle: false,";
-    let (_, output) = run_alone("spdl-failing", fields, &["dataset.args.fail_at=getitem"]);
-    let message = "ValueError: sample 0 is broken";
+    let sets = ["dataset.args.fail_at=getitem", "dataset.args.fail_index=5"];
+    let (_, output) = run_alone("spdl-failing", fields, &sets);
+    let message = "ValueError: sample 5 is broken";
     assert_fails_at(&output, MNIST_USER, "is broken", message, 2);
 }
 

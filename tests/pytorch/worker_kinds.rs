@@ -6,8 +6,9 @@
 //! the very same batches for the same seed, epoch after epoch; threads start no worker
 //! process, and their memory and start-ups are measured; an epoch cut after its window
 //! ends its threads before the next one starts. A knob that threads cannot honour is
-//! refused in one line naming it and the runtime, and a Python without torchdata is
-//! named with the command that installs it.
+//! refused in one line naming it and the runtime, threads that deliver no batch within the
+//! worker timeout end the run naming it, and a Python without torchdata is named with the
+//! command that installs it.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -269,6 +270,21 @@ fn persistent_threads_on_pytorch_are_refused_naming_the_knob_and_the_runtime() {
         &[
             "field `persistent_workers`",
             "worker_kind: thread on the pytorch runtime",
+        ],
+    );
+}
+
+#[test]
+fn threads_that_deliver_no_batch_within_the_worker_timeout_end_the_run_naming_the_knob() {
+    let knobs = "    worker_kind: [thread],\n    num_workers: [2],\n    worker_timeout_s: 1.0,";
+    let setup = Setup::new(4, knobs);
+    let output = setup.run(&["dataset.args.delay_s=60"]);
+    assert_error_line(
+        &output,
+        1,
+        &[
+            "torchdata.nodes threads delivered no batch for 1 s",
+            "worker_timeout_s",
         ],
     );
 }

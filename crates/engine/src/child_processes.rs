@@ -90,6 +90,25 @@ pub fn spawn_tied(mut command: Command) -> std::io::Result<Child> {
     on_launcher(move || command.spawn())
 }
 
+/// [`spawn_tied`], the child also [leaving interrupts to this
+/// process](leave_interrupts_to_parent) from before its first instruction: no Ctrl-C or
+/// termination sent to the process group reaches it between its start and its own code.
+pub fn spawn_tied_leaving_interrupts(mut command: Command) -> std::io::Result<Child> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the hook only sets signal dispositions to SIG_IGN, which is
+        // async-signal-safe, as code between fork and exec must be.
+        unsafe {
+            command.pre_exec(|| {
+                leave_interrupts_to_parent();
+                Ok(())
+            });
+        }
+    }
+    spawn_tied(command)
+}
+
 /// Makes the calling process die with its parent (Linux; elsewhere it only checks that
 /// the parent is still there). Call it in a child right after fork: it is
 /// async-signal-safe.

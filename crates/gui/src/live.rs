@@ -339,7 +339,8 @@ impl RunData {
     }
 }
 
-/// The event that ends a run with `result`'s status; a journal with no end failed.
+/// The event that ends a run with `result`'s status; a journal with no end (another
+/// loaderbench still writes it) shows what it holds so far, as failed with that said.
 fn ending(result: RunResult) -> Event {
     match result.status.clone() {
         RunStatus::Finished => Event::Finished {
@@ -354,7 +355,9 @@ fn ending(result: RunResult) -> Event {
             result: Box::new(result),
         },
         RunStatus::Running => Event::Failed {
-            error: "the run stopped before it ended (its journal has no end)".to_owned(),
+            error: "still being measured by another loaderbench: this is what it had \
+                    measured when opened"
+                .to_owned(),
             bad_input: false,
             result: Box::new(result),
         },

@@ -3,10 +3,13 @@
 //! each synced to the disk, so a crash, a failure or a cancel never loses a config that
 //! was already measured. A journal's file is made exclusively: by default under a name
 //! no other run can take ([`new_journal`]), and a file the user names must be new unless
-//! the run is appended to it ([`claim_journal`]). Reading one back keeps every complete
-//! line, and names a last line cut mid-write rather than refusing the file.
+//! the run is appended to it ([`claim_journal`]). A journal open for writing holds its
+//! file's lock, so that no second loaderbench appends to a run still being written (nor
+//! cuts the line it is writing). Reading one back keeps every complete line, and names
+//! a last line cut mid-write rather than refusing the file; a journal with no end that
+//! nobody writes is a run that stopped before it ended ([`NEVER_ENDED`]).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -28,7 +31,15 @@ enum Entry {
     End { status: RunStatus },
 }
 
-/// An open journal file.
+/// The failure of a run whose journal has no end and that nobody is writing any more:
+/// its process was killed (or the machine stopped) before it could end the journal.
+pub const NEVER_ENDED: &str = "the run stopped before it ended (its journal has no end)";
+
+/// Why a journal that another loaderbench is writing cannot be written or measured
+/// further.
+pub const BEING_WRITTEN: &str = "another loaderbench is writing this journal (its run is still going); use it once that run has ended";
+
+/// An open journal file; it holds the file's lock while it is open.
 pub struct Journal {
     path: PathBuf,
     file: File,
@@ -95,8 +106,8 @@ pub fn new_journal(dir: &Path, preset: &str) -> Result<PathBuf> {
 }
 
 /// Makes the journal the user named at `path` before anything is measured: a file that
-/// exists already is refused (it holds another run's records) unless `append`, and a new
-/// one is created exclusively.
+/// exists already is refused (it holds another run's records) unless `append`, and then
+/// while another loaderbench writes it; a new one is created exclusively.
 pub fn claim_journal(path: &Path, append: bool) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(|err| {
@@ -112,7 +123,8 @@ pub fn claim_journal(path: &Path, append: bool) -> Result<()> {
         OpenOptions::new().write(true).create_new(true).open(path)
     };
     match opened {
-        Ok(_) => Ok(()),
+        // Refused now, before anything is measured, rather than when the run opens it.
+        Ok(file) => lock_for_writing(path, &file),
         Err(err) if err.kind() == ErrorKind::AlreadyExists => Err(Error::file(
             path,
             "exists already: choose a new file, or add --append to add this run to it",
@@ -134,6 +146,7 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
+        lock_for_writing(path, &file)?;
         drop_cut_line(path, &file)?;
         let mut journal = Journal {
             path: path.to_path_buf(),
@@ -153,6 +166,7 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
+        lock_for_writing(path, &file)?;
         drop_cut_line(path, &file)?;
         Ok(Journal {
             path: path.to_path_buf(),
@@ -198,6 +212,22 @@ impl Journal {
     }
 }
 
+/// Takes the lock of the journal at `path` (open as `file`) for as long as it stays open,
+/// refusing a journal another loaderbench is writing. A file system without locks (some
+/// network ones) leaves the journal unguarded, as it was before there were locks.
+fn lock_for_writing(path: &Path, file: &File) -> Result<()> {
+    match file.try_lock() {
+        Err(TryLockError::WouldBlock) => Err(Error::file(path, BEING_WRITTEN)),
+        Ok(()) | Err(TryLockError::Error(_)) => Ok(()),
+    }
+}
+
+/// Whether a loaderbench holds the lock of the journal at `path` (is writing it).
+fn being_written(path: &Path) -> bool {
+    File::open(path)
+        .is_ok_and(|file| matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock)))
+}
+
 /// Removes a last line cut mid-write from the journal at `path` (open as `file`), so
 /// that what is appended next starts on a line of its own.
 fn drop_cut_line(path: &Path, file: &File) -> Result<()> {
@@ -213,10 +243,18 @@ fn drop_cut_line(path: &Path, file: &File) -> Result<()> {
         .map_err(|err| Error::io(path, err))
 }
 
-/// Rebuilds a run from its journal at `path`: see [`parse_journal`].
+/// Rebuilds a run from its journal at `path`: see [`parse_journal`]. A run with no end
+/// stays `Running` while a loaderbench writes its journal; one that nobody writes any
+/// more failed ([`NEVER_ENDED`]).
 pub fn read_journal(path: &Path) -> Result<RunResult> {
     let bytes = fs::read(path).map_err(|err| Error::io(path, err))?;
-    parse_journal(path, &bytes)
+    let mut run = parse_journal(path, &bytes)?;
+    if run.status == RunStatus::Running && !being_written(path) {
+        run.status = RunStatus::Failed {
+            error: NEVER_ENDED.to_owned(),
+        };
+    }
+    Ok(run)
 }
 
 /// Rebuilds a run from the journal `bytes` read from `path`: every config that finished,
@@ -368,7 +406,8 @@ mod tests {
         cut(&path, end_line + 1 + 20);
         let kept = read_journal(&path).unwrap();
         assert_eq!(kept.results, whole.results[..1]);
-        assert_eq!(kept.status, RunStatus::Running);
+        let error = NEVER_ENDED.to_owned();
+        assert_eq!(kept.status, RunStatus::Failed { error });
         let note = format!(
             "{}: line 3 is cut: the run stopped mid-write; 1 config kept",
             path.display()
@@ -413,6 +452,33 @@ mod tests {
         assert_eq!(read.results, whole.results);
         assert_eq!(read.status, RunStatus::Cancelled);
         assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    }
+
+    #[test]
+    fn a_journal_being_written_is_refused_to_a_second_writer_and_read_as_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let measured = run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]);
+        let mut header = result(vec![config(0, false)], vec![measured.clone()]);
+        header.results.clear();
+        header.status = RunStatus::Running;
+        let mut writing = Journal::create(&path, &header).unwrap();
+        writing.config(&measured).unwrap();
+        for second in [Journal::reopen(&path), Journal::create(&path, &header)] {
+            let error = second.err().expect("refused").to_string();
+            assert!(
+                error.contains("run.jsonl") && error.contains("another loaderbench is writing"),
+                "{error}"
+            );
+        }
+        assert_eq!(read_journal(&path).unwrap().status, RunStatus::Running);
+        // Its writer gone without an end line, as a killed run leaves it.
+        drop(writing);
+        let read = read_journal(&path).unwrap();
+        let error = NEVER_ENDED.to_owned();
+        assert_eq!(read.status, RunStatus::Failed { error });
+        assert_eq!(read.results.len(), 1);
+        Journal::reopen(&path).unwrap();
     }
 
     #[test]

@@ -32,8 +32,8 @@ pub mod window;
 
 pub use events::*;
 pub use journal::{
-    DATA_DIR_ENV, Journal, claim_journal, data_dir, default_journal, new_journal, parse_journal,
-    read_journal, runs_dir,
+    BEING_WRITTEN, DATA_DIR_ENV, Journal, NEVER_ENDED, claim_journal, data_dir, default_journal,
+    new_journal, parse_journal, read_journal, runs_dir,
 };
 pub use rank_merge::{RanksSummary, merge as merge_rank_epochs};
 pub use ranks::rank_main;

@@ -90,19 +90,7 @@ impl ChildRun {
         // the child ignores it, and this process stops it through `cancel`, which keeps
         // the round it is measuring (killed by the signal, that round was lost and the
         // run said failed).
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: the hook only sets signal dispositions to SIG_IGN, which is
-            // async-signal-safe, as code between fork and exec must be.
-            unsafe {
-                command.pre_exec(|| {
-                    loaderbench_engine::child_processes::leave_interrupts_to_parent();
-                    Ok(())
-                });
-            }
-        }
-        let mut child = loaderbench_engine::child_processes::spawn_tied(command)
+        let mut child = loaderbench_engine::child_processes::spawn_tied_leaving_interrupts(command)
             .map_err(|err| Error::run(format!("cannot start {}: {err}", program.display())))?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())

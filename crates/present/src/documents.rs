@@ -49,7 +49,7 @@ pub fn describe(run: &RunResult) -> String {
         RunStatus::Finished => "finished",
         RunStatus::Cancelled => "cancelled",
         RunStatus::Failed { .. } => "failed",
-        RunStatus::Running => "stopped",
+        RunStatus::Running => "running",
     };
     let measured: std::collections::BTreeSet<usize> =
         run.results.iter().map(|r| r.config_index).collect();

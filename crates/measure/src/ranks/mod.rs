@@ -236,21 +236,8 @@ fn start_rank(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // Before exec, so that no Ctrl-C or SIGTERM to the process group can reach the rank
-    // between its start and its own code: the coordinator stops its ranks itself.
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: the hook only sets signal dispositions to SIG_IGN, which is
-        // async-signal-safe, as code between fork and exec must be.
-        unsafe {
-            command.pre_exec(|| {
-                loaderbench_engine::child_processes::leave_interrupts_to_parent();
-                Ok(())
-            });
-        }
-    }
-    let mut child = loaderbench_engine::child_processes::spawn_tied(command)
+    // The coordinator stops its ranks itself.
+    let mut child = loaderbench_engine::child_processes::spawn_tied_leaving_interrupts(command)
         .map_err(|err| Error::run(format!("cannot start rank {rank}: {err}")))?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

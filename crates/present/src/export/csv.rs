@@ -24,86 +24,48 @@ struct Column {
     cell: fn(&Row) -> String,
 }
 
+/// The column `name`, filled by `cell`.
+const fn column(name: &'static str, cell: fn(&Row) -> String) -> Column {
+    Column { name, cell }
+}
+
 /// The columns before the knobs.
 const IDENTITY: [Column; 3] = [
-    Column {
-        name: "preset",
-        cell: |r| r.result.preset.clone(),
-    },
-    Column {
-        name: "config",
-        cell: |r| r.run.config_index.to_string(),
-    },
-    Column {
-        name: "label",
-        cell: |r| r.run.label.clone(),
-    },
+    column("preset", |r| r.result.preset.clone()),
+    column("config", |r| r.run.config_index.to_string()),
+    column("label", |r| r.run.label.clone()),
 ];
 
 /// The column of one stage's seconds over the epoch, named as the stage's field.
 macro_rules! stage_column {
     ($stage:ident) => {
-        Column {
-            name: stringify!($stage),
-            cell: |r| format!("{:.6}", r.epoch.stages.$stage),
-        }
+        column(stringify!($stage), |r| {
+            format!("{:.6}", r.epoch.stages.$stage)
+        })
     };
 }
 
 /// The columns after the knobs.
 const COLUMNS: [Column; 32] = [
-    Column {
-        name: "pin_memory_effective",
-        cell: |r| r.run.pin_memory_effective.to_string(),
-    },
-    Column {
-        name: "intra_op_threads_used",
-        cell: |r| r.run.intra_op_threads.to_string(),
-    },
-    Column {
-        name: "disturbed",
-        cell: |r| r.run.disturbed.to_string(),
-    },
-    Column {
-        name: "repeat",
-        cell: |r| r.run.repeat.to_string(),
-    },
-    Column {
-        name: "epoch",
-        cell: |r| r.epoch.epoch.to_string(),
-    },
-    Column {
-        name: "seconds",
-        cell: |r| format!("{:.6}", r.epoch.seconds),
-    },
-    Column {
-        name: "projected",
-        cell: |r| r.epoch.projected.is_some().to_string(),
-    },
-    Column {
-        name: "measured_s",
-        cell: |r| format!("{:.6}", r.epoch.measured_s()),
-    },
-    Column {
-        name: "first_batch_s",
-        cell: |r| format!("{:.6}", r.epoch.first_batch_s),
-    },
-    Column {
-        name: "batches",
-        cell: |r| r.epoch.batches.to_string(),
-    },
-    Column {
-        name: "samples",
-        cell: |r| r.epoch.samples.to_string(),
-    },
-    Column {
-        name: "throughput",
-        cell: |r| format!("{:.1}", r.epoch.throughput),
-    },
-    Column {
-        name: "steady_throughput",
-        cell: |r| format!("{:.1}", r.epoch.steady_throughput),
-    },
+    column("pin_memory_effective", |r| {
+        r.run.pin_memory_effective.to_string()
+    }),
+    column("intra_op_threads_used", |r| {
+        r.run.intra_op_threads.to_string()
+    }),
+    column("disturbed", |r| r.run.disturbed.to_string()),
+    column("repeat", |r| r.run.repeat.to_string()),
+    column("epoch", |r| r.epoch.epoch.to_string()),
+    column("seconds", |r| format!("{:.6}", r.epoch.seconds)),
+    column("projected", |r| r.epoch.projected.is_some().to_string()),
+    column("measured_s", |r| format!("{:.6}", r.epoch.measured_s())),
+    column("first_batch_s", |r| format!("{:.6}", r.epoch.first_batch_s)),
+    column("batches", |r| r.epoch.batches.to_string()),
+    column("samples", |r| r.epoch.samples.to_string()),
+    column("throughput", |r| format!("{:.1}", r.epoch.throughput)),
+    column("steady_throughput", |r| {
+        format!("{:.1}", r.epoch.steady_throughput)
+    }),
     stage_column!(fetch_s),
     stage_column!(decompress_s),
     stage_column!(read_s),
@@ -111,54 +73,38 @@ const COLUMNS: [Column; 32] = [
     stage_column!(to_device_s),
     stage_column!(wait_s),
     stage_column!(step_s),
-    Column {
-        name: "rank_spread_s",
-        cell: |r| format!("{:.6}", r.epoch.rank_spread_s()),
-    },
-    Column {
-        name: "other_load_cores",
-        cell: |r| optional(r.epoch.other_load_cores.map(|c| format!("{c:.3}"))),
-    },
-    Column {
-        name: "own_cpu_s",
-        cell: |r| optional(r.epoch.own_cpu_s.map(|s| format!("{s:.6}"))),
-    },
-    Column {
-        name: "read_bytes",
-        cell: |r| optional(r.epoch.read_bytes.map(|b| b.to_string())),
-    },
-    Column {
-        name: "read_mb_s",
-        cell: |r| optional(r.epoch.read_mb_s.map(|m| format!("{m:.3}"))),
-    },
-    Column {
-        name: "stayed_warm",
-        cell: |r| optional(r.run.stayed_warm.clone()),
-    },
-    Column {
-        name: "partly_cold",
-        cell: |r| optional(r.run.partly_cold.clone()),
-    },
-    Column {
-        name: "rss_before_bytes",
-        cell: |r| optional(r.run.rss_before_bytes.map(|b| b.to_string())),
-    },
-    Column {
-        name: "peak_rss_bytes",
-        cell: |r| optional(r.run.peak_rss_bytes.map(|b| b.to_string())),
-    },
-    Column {
-        name: "memory_pss_bytes",
-        cell: |r| optional(r.epoch.memory.map(|m| m.peak_pss_bytes.to_string())),
-    },
-    Column {
-        name: "main_pss_bytes",
-        cell: |r| optional(r.epoch.memory.map(|m| m.main_pss_bytes.to_string())),
-    },
-    Column {
-        name: "worker_pss_bytes",
-        cell: |r| optional(r.epoch.memory.map(|m| m.worker_pss_bytes.to_string())),
-    },
+    column("rank_spread_s", |r| {
+        format!("{:.6}", r.epoch.rank_spread_s())
+    }),
+    column("other_load_cores", |r| {
+        optional(r.epoch.other_load_cores.map(|c| format!("{c:.3}")))
+    }),
+    column("own_cpu_s", |r| {
+        optional(r.epoch.own_cpu_s.map(|s| format!("{s:.6}")))
+    }),
+    column("read_bytes", |r| {
+        optional(r.epoch.read_bytes.map(|b| b.to_string()))
+    }),
+    column("read_mb_s", |r| {
+        optional(r.epoch.read_mb_s.map(|m| format!("{m:.3}")))
+    }),
+    column("stayed_warm", |r| optional(r.run.stayed_warm.clone())),
+    column("partly_cold", |r| optional(r.run.partly_cold.clone())),
+    column("rss_before_bytes", |r| {
+        optional(r.run.rss_before_bytes.map(|b| b.to_string()))
+    }),
+    column("peak_rss_bytes", |r| {
+        optional(r.run.peak_rss_bytes.map(|b| b.to_string()))
+    }),
+    column("memory_pss_bytes", |r| {
+        optional(r.epoch.memory.map(|m| m.peak_pss_bytes.to_string()))
+    }),
+    column("main_pss_bytes", |r| {
+        optional(r.epoch.memory.map(|m| m.main_pss_bytes.to_string()))
+    }),
+    column("worker_pss_bytes", |r| {
+        optional(r.epoch.memory.map(|m| m.worker_pss_bytes.to_string()))
+    }),
 ];
 
 /// An empty cell where nothing was measured.

@@ -71,19 +71,18 @@ pub(super) fn spawn(
         .stdout(std::process::Stdio::null());
     let child_keep = keep.clone();
     // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls (fcntl, signal) without allocating; the descriptors are
-    // open in the child, inherited from this process.
+    // async-signal-safe calls (fcntl) without allocating; the descriptors are open in
+    // the child, inherited from this process.
     unsafe {
         command.pre_exec(move || {
             for &fd in &child_keep {
                 let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
                 rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
             }
-            crate::child_processes::leave_interrupts_to_parent();
             Ok(())
         });
     }
-    let child = crate::child_processes::spawn_tied(command).map_err(|err| {
+    let child = crate::child_processes::spawn_tied_leaving_interrupts(command).map_err(|err| {
         Error::run(format!(
             "could not spawn loader-worker-{id} ({}): {err}",
             executable.display()
