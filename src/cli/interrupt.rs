@@ -8,7 +8,8 @@
 //! [`REPEAT_WINDOW`] of the first is that same request. A later one is a user pressing
 //! Ctrl-C again: the process quits at once, after the [`on_quit`] writer saves what was
 //! measured if it takes under [`LAST_WRITE_LIMIT`]. Signals are taken on a thread of
-//! their own, so handling them may print, write and exit.
+//! their own, so handling them may print, write and exit. A SIGHUP ignored when the
+//! process starts (`nohup`) stays ignored: the run outlives its terminal.
 
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
@@ -49,13 +50,30 @@ pub fn install() -> Result<()> {
 #[cfg(unix)]
 fn listen() -> Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+    let mut caught = vec![SIGINT, SIGTERM];
+    // Under `nohup` (or a shell's `trap '' HUP`) the user asked for the run to outlive
+    // its terminal: SIGHUP stays ignored, as POSIX shells leave a signal ignored on entry.
+    if !ignored(SIGHUP) {
+        caught.push(SIGHUP);
+    }
+    let mut signals = signal_hook::iterator::Signals::new(caught)
         .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))?;
     std::thread::Builder::new()
         .name("loaderbench-signals".to_owned())
         .spawn(move || signals.forever().for_each(on_signal))
         .map_err(|err| Error::run_caused(format!("could not catch Ctrl-C: {err}"), err))?;
     Ok(())
+}
+
+/// Whether `signal` is ignored in this process (as it started: nothing here ignores one).
+#[cfg(unix)]
+fn ignored(signal: i32) -> bool {
+    // SAFETY: sigaction with no new action only reads the current one into `current`.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 #[cfg(not(unix))]

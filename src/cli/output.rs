@@ -72,23 +72,32 @@ impl ExportArgs {
             .any(|(path, _)| path.is_some_and(is_stdout))
     }
 
-    /// Writes every requested export; `runs` are the runs `result` shows, each with the
-    /// file it came from (for the PNG, which names them as the app does).
+    /// Writes every requested export, each whatever became of the others (a PNG on a
+    /// full disk leaves the JSON beside it written); returns the first failure. `runs`
+    /// are the runs `result` shows, each with the file it came from (for the PNG, which
+    /// names them as the app does).
     pub fn write(&self, result: &RunResult, runs: Vec<(PathBuf, RunResult)>) -> Result<()> {
-        if let Some(path) = &self.png {
-            write_png(path, self.view, runs)?;
-        }
-        self.write_text(result)
+        let text = self.write_text(result);
+        let png = match &self.png {
+            Some(path) => write_png(path, self.view, runs),
+            None => Ok(()),
+        };
+        text.and(png)
     }
 
-    /// Writes the JSON, CSV and Markdown exports (not the PNG, which takes the longest).
+    /// Writes the JSON, CSV and Markdown exports (not the PNG, which takes the longest),
+    /// each whatever became of the others; returns the first failure.
     pub fn write_text(&self, result: &RunResult) -> Result<()> {
+        let mut written = Ok(());
         for (path, exporter) in self.requests() {
             if let Some(path) = path {
-                write_to(path, &exporter.export(result)?)?;
+                let this = exporter
+                    .export(result)
+                    .and_then(|bytes| write_to(path, &bytes));
+                written = written.and(this);
             }
         }
-        Ok(())
+        written
     }
 
     /// Checks, before anything is measured, that every export can be written: its

@@ -62,7 +62,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         .write(&result, vec![(name, result.clone())])
         .map_err(|err| unwritten(&err, &args.exports, &journal))?;
     if let Some(name) = &args.save_baseline {
-        super::baseline_command::save(name, &result)?;
+        // A baseline is what later runs are judged against: a cancelled or failed sweep
+        // must not replace a whole one saved under the same name.
+        match &result.status {
+            RunStatus::Finished => super::baseline_command::save(name, &result)?,
+            status => eprintln!(
+                "baseline `{name}` not saved: the run {}; a baseline keeps a finished run",
+                match status {
+                    RunStatus::Cancelled => "was cancelled",
+                    _ => "failed",
+                }
+            ),
+        }
     }
     error.map_or(Ok(()), Err)
 }

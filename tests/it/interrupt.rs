@@ -7,7 +7,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -40,6 +40,11 @@ fn children_running(pid: u32, command: &str) -> Vec<u32> {
 /// A sweep of four spawned-worker configs, each a few seconds long, in its own process
 /// group so the test can signal the group as a terminal does.
 fn start_run(dir: &Path, extra: &[&str]) -> Child {
+    start_sweep(dir, extra, |_| {})
+}
+
+/// [`start_run`]'s sweep, its command set up by `configure` before it starts.
+fn start_sweep(dir: &Path, extra: &[&str], configure: impl FnOnce(&mut Command)) -> Child {
     let journal = dir.join("journal.jsonl");
     let sets = [
         "worker_kind=spawn",
@@ -52,7 +57,12 @@ fn start_run(dir: &Path, extra: &[&str]) -> Child {
     let mut args = run_args("seed-light", &sets, &["--journal", path_str(&journal)]);
     args.extend_from_slice(extra);
     let mut command = loaderbench_command(&args);
-    command.stdout(Stdio::null()).process_group(0);
+    // Baselines it saves go to the test's folder.
+    command
+        .env("LOADERBENCH_DATA_DIR", dir)
+        .stdout(Stdio::null())
+        .process_group(0);
+    configure(&mut command);
     command.spawn().expect("the program starts")
 }
 
@@ -81,7 +91,10 @@ impl Interrupted {
     fn get() -> &'static Interrupted {
         INTERRUPTED.get_or_init(|| {
             let dir = shared_dir();
-            let child = start_run(dir.path(), &Exports::in_dir(dir.path(), "out").args());
+            let exports = Exports::in_dir(dir.path(), "out");
+            let mut args = exports.args().to_vec();
+            args.extend(["--save-baseline", "cancelled"]);
+            let child = start_run(dir.path(), &args);
             common::wait_for_configs(
                 &dir.path().join("journal.jsonl"),
                 1,
@@ -176,6 +189,55 @@ fn ctrl_c_writes_the_markdown_with_the_finished_configs() {
     let md = std::fs::read_to_string(run.file("out.md")).unwrap();
     let rows = md.lines().filter(|line| line.starts_with("| 2 ")).count();
     assert_eq!(rows, run.results().len(), "{md}");
+}
+
+#[test]
+fn ctrl_c_saves_no_baseline_so_a_whole_one_of_that_name_is_kept() {
+    let run = Interrupted::get();
+    let err = stderr(&run.output);
+    assert!(
+        err.contains(
+            "baseline `cancelled` not saved: the run was cancelled; a baseline keeps a \
+             finished run"
+        ),
+        "{err}"
+    );
+    assert!(!run.file("baselines/cancelled.json").exists());
+}
+
+#[test]
+fn a_run_under_nohup_outlives_its_terminal_s_hangup() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    // As `nohup` starts it: SIGHUP ignored.
+    let child = start_sweep(dir.path(), &["--json", path_str(&json)], |command| {
+        // SAFETY: between fork and exec only signal(), which is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    });
+    common::wait_for_configs(
+        &dir.path().join("journal.jsonl"),
+        1,
+        Duration::from_secs(120),
+    );
+    // A closed terminal hangs up the whole group, mid-sweep (three configs to go).
+    signal_group(&child, libc::SIGHUP);
+    let output = wait_with_deadline(child, Duration::from_secs(180));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("the JSON export")).unwrap();
+    assert_eq!(result["status"]["status"], "finished", "{err}");
+    let configs = result["configs"].as_array().unwrap().len();
+    let repeats = result["repeats"].as_u64().unwrap() as usize;
+    assert_eq!(
+        result["results"].as_array().unwrap().len(),
+        configs * repeats
+    );
 }
 
 #[test]

@@ -265,6 +265,49 @@ fn follow_child(plan: &Plan, dir: &Path, cancel_after_configs: Option<usize>) ->
 }
 
 #[test]
+fn a_measuring_process_killed_before_it_starts_ends_the_run_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Takes the plan, then dies as the OOM killer would end it, before a word.
+    let program = dir.path().join("dies-at-once");
+    std::fs::write(&program, "#!/bin/sh\nread plan\nkill -9 $$\n").unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let plan = Plan::from_preset(&tiny_preset(256, 1), None).unwrap();
+    // Another test's fork may hold the new file open for a moment ("text file busy").
+    let run = common::wait_for(Duration::from_secs(10), "the script to start", || {
+        ChildRun::start(
+            &plan,
+            Some(dir.path().join("child.jsonl")),
+            Some(&program),
+            |_| {},
+            |_| {},
+        )
+        .ok()
+    });
+    let event = common::wait_for(Duration::from_secs(60), "the run's last event", || {
+        run.events()
+            .recv_timeout(Duration::from_millis(100))
+            .ok()
+            .filter(|event| event.final_result().is_some())
+    });
+    let Event::Failed {
+        error,
+        bad_input,
+        result,
+    } = event
+    else {
+        panic!("not a failure: {event:?}");
+    };
+    assert!(
+        error.starts_with("the measuring process ended without finishing (signal: 9 (SIGKILL))"),
+        "{error}"
+    );
+    assert!(!bad_input);
+    assert!(result.results.is_empty());
+    assert_eq!(result.configs.len(), plan.configs.len());
+}
+
+#[test]
 fn a_child_process_measures_with_a_gate_before_every_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let plan = Plan::from_preset(&tiny_preset(512, 2), None).unwrap();

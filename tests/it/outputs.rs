@@ -2,13 +2,15 @@
 //! `--csv`, `--md`, `--png`) or a journal that cannot be written stops the CLI at once
 //! with one line naming the file and the problem, exit code 2 and nothing measured. An
 //! export that fails at the end (a full disk: `/dev/full`) names the file, keeps the
-//! journal, and gives the `report` command that writes it from the journal.
+//! journal and the other exports, and gives the `report` command that writes it from
+//! the journal; a journal the disk cannot take mid-run fails the run, and what was
+//! measured is still shown.
 
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::runs::{tiny_run, tiny_run_ok};
-use common::{assert_error_line, journaled_configs, json_file, path_str};
+use common::runs::{Exports, tiny_preset_file, tiny_run, tiny_run_ok};
+use common::{assert_error_line, journaled_configs, json_file, path_str, run_args};
 
 /// Checks that `flag FILE`, with FILE in a folder that does not exist, is refused before
 /// anything is measured.
@@ -73,12 +75,23 @@ fn a_missing_journal_folder_is_made() {
 }
 
 #[test]
-fn a_full_disk_at_the_end_keeps_the_journal_and_names_the_report_command() {
+fn a_full_disk_at_the_end_keeps_the_journal_and_the_other_exports_and_names_the_report_command()
+{
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
+    let exports = Exports::in_dir(dir.path(), "out");
     let output = tiny_run(
         dir.path(),
-        &["--journal", path_str(&journal), "--json", "/dev/full"],
+        &[
+            "--journal",
+            path_str(&journal),
+            "--json",
+            "/dev/full",
+            "--csv",
+            path_str(&exports.csv),
+            "--md",
+            path_str(&exports.md),
+        ],
     );
     let command = format!("loaderbench report {} --json /dev/full", path_str(&journal));
     assert_error_line(&output, 1, &["/dev/full", &command]);
@@ -87,6 +100,73 @@ fn a_full_disk_at_the_end_keeps_the_journal_and_names_the_report_command() {
         2,
         "the journal keeps both configs"
     );
+    // The JSON's full disk does not cost the exports beside it.
+    let csv = std::fs::read_to_string(&exports.csv).expect("the CSV export");
+    assert_eq!(csv.lines().count(), 3, "a header and both configs: {csv}");
+    let md = std::fs::read_to_string(&exports.md).expect("the Markdown export");
+    assert!(md.contains("| num_workers"), "{md}");
+}
+
+/// `loaderbench ARGS` with every file it writes held to `bytes` (RLIMIT_FSIZE): a write
+/// past it fails as on a full disk (EFBIG, its SIGXFSZ ignored).
+fn loaderbench_with_file_size_limit(args: &[&str], bytes: u64) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = common::loaderbench_command(args);
+    // SAFETY: between fork and exec only signal() and setrlimit(), both
+    // async-signal-safe, on values copied in.
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    common::run_with_deadline(&mut command, common::CLI_LIMIT)
+}
+
+#[test]
+fn a_journal_the_disk_cannot_take_fails_the_run_and_keeps_every_config_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = tiny_preset_file(dir.path(), 256, 1);
+    // The journal's lines as this run writes them: the header, then a config a line.
+    let sized = dir.path().join("sized.jsonl");
+    tiny_run_ok(dir.path(), &["--journal", path_str(&sized)]);
+    let text = std::fs::read_to_string(&sized).unwrap();
+    let lines: Vec<u64> = text.lines().map(|l| l.len() as u64 + 1).collect();
+    // Room for the header and the first config, and half the second: the disk fills up
+    // while the second config is journaled.
+    let limit = lines[0] + lines[1] + lines[2] / 2;
+    let journal = dir.path().join("journal.jsonl");
+    let args = run_args(
+        path_str(&preset),
+        &[],
+        &["--journal", path_str(&journal), "--json", "-"],
+    );
+    let output = loaderbench_with_file_size_limit(&args, limit);
+    // A failed run (1), not bad input: the journal was fine when the run began.
+    assert_error_line(
+        &output,
+        1,
+        &["could not write the journal", path_str(&journal), "File too large"],
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"]["status"], "failed", "{result}");
+    assert_eq!(
+        result["results"].as_array().unwrap().len(),
+        2,
+        "both configs measured, the second one unjournaled"
+    );
+    // The first config's line whole, the second's cut where the disk filled up.
+    let journaled = std::fs::read_to_string(&journal).unwrap();
+    let whole: Vec<&str> = journaled.split_inclusive('\n').collect();
+    assert_eq!(whole.len(), 3, "{journaled}");
+    assert!(whole[1].starts_with(r#"{"entry":"config""#) && !whole[2].ends_with('\n'));
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //! own process makes that noise part of the scatter the verdicts are judged by. Each result is renumbered into the whole search space and
 //! stamped with the round as its repeat, so that the recommendation compares configs
 //! round by round. The round stops early, keeping every config it finished, when the
-//! budget's deadline passes or the user asks to stop.
+//! budget's deadline passes or the user asks to stop; a measuring process that does not
+//! stop within [`CANCEL_GRACE`] of being asked is ended.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -24,6 +25,11 @@ use loaderbench_measure::results::{ConfigResult, RunResult};
 
 /// How often a round looks at the clock and at the stop request between events.
 const POLL: Duration = Duration::from_millis(50);
+
+/// How long the measuring process gets to stop once asked (at the deadline, or the
+/// user's stop) before the round ends without it: stopping the PyTorch runtime's
+/// workers takes a second or two.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// What a round measured, and how it ended.
 pub(crate) struct Round {
@@ -94,20 +100,31 @@ pub(crate) fn measure(
         }
     };
     let mut config_started = Instant::now();
-    let mut asked = false;
+    let mut asked: Option<Instant> = None;
     loop {
-        if !asked && (stop_requested() || Instant::now() >= deadline) {
+        if asked.is_none() && (stop_requested() || Instant::now() >= deadline) {
             round_state.end = if stop_requested() {
                 RoundEnd::Stopped
             } else {
                 RoundEnd::Deadline
             };
             handle.cancel();
-            asked = true;
+            asked = Some(Instant::now());
         }
         let event = match handle.events().try_recv() {
             Ok(event) => event,
             Err(TryRecvError::Empty) => {
+                // A child that does not stop when asked (hung in the user's code, stopped
+                // by a debugger) must not hold the budget or the user's stop: dropping
+                // the handle ends it, keeping every config it finished.
+                if asked.is_some_and(|at| at.elapsed() >= CANCEL_GRACE) {
+                    round_state.warnings.push(format!(
+                        "the measuring process did not stop within {} s of being asked; it \
+                         was ended",
+                        CANCEL_GRACE.as_secs()
+                    ));
+                    break;
+                }
                 std::thread::sleep(POLL);
                 continue;
             }
@@ -145,7 +162,8 @@ pub(crate) fn measure(
             _ => {}
         }
     }
-    // The child has ended (its events are all in); dropping the handle reaps it.
+    // The child has ended (its events are all in), or did not stop when asked: dropping
+    // the handle reaps it, or kills it.
     drop(handle);
     round_state
 }

@@ -13,7 +13,6 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -77,9 +76,7 @@ pub fn default_journal(preset: &str) -> Result<PathBuf> {
 /// process or another, started in the same second) can take the same file.
 pub fn new_journal(dir: &Path, preset: &str) -> Result<PathBuf> {
     static TAKEN: AtomicU32 = AtomicU32::new(0);
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started_unix_s = crate::run_header::unix_now_s();
     let safe: String = preset
         .chars()
         .map(|c| {
@@ -117,6 +114,9 @@ pub fn claim_journal(path: &Path, append: bool) -> Result<()> {
             )
         })?;
     }
+    if append {
+        check_appendable(path)?;
+    }
     let opened = if append {
         OpenOptions::new().append(true).create(true).open(path)
     } else {
@@ -130,6 +130,36 @@ pub fn claim_journal(path: &Path, append: bool) -> Result<()> {
             "exists already: choose a new file, or add --append to add this run to it",
         )),
         Err(err) => Err(Error::file(path, format!("cannot be written ({err})"))),
+    }
+}
+
+/// Refuses to `--append` to anything at `path` but a journal (or nothing, or an empty
+/// file): appending would spoil a results file or notes given by mistake, and reading a
+/// device or a pipe to check it would never end.
+fn check_appendable(path: &Path) -> Result<()> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() {
+        return Err(Error::file(
+            path,
+            "is not a regular file: --append adds this run to a journal",
+        ));
+    }
+    if meta.len() == 0 {
+        return Ok(());
+    }
+    let bytes = fs::read(path).map_err(|err| Error::io(path, err))?;
+    match parse_journal(path, &bytes) {
+        Ok(_) => Ok(()),
+        Err(Error::BadFile { problem, .. }) => Err(Error::file(
+            path,
+            format!(
+                "is not a loaderbench journal ({problem}): --append adds this run only to a \
+                 journal, and would spoil this file"
+            ),
+        )),
+        Err(other) => Err(other),
     }
 }
 
@@ -204,11 +234,18 @@ impl Journal {
             serde_json::to_vec(entry).map_err(|err| Error::run_caused(err.to_string(), err))?;
         line.push(b'\n');
         // Synced at every line (one per finished config), so that a crash or a power cut
-        // loses at most the config being measured.
+        // loses at most the config being measured. A line that cannot be written (a full
+        // disk) fails the run, not the user's input: the journal was writable when the
+        // run began.
         self.file
             .write_all(&line)
             .and_then(|()| self.file.sync_data())
-            .map_err(|err| Error::io(&self.path, err))
+            .map_err(|err| {
+                Error::run_caused(
+                    format!("could not write the journal {}: {err}", self.path.display()),
+                    err,
+                )
+            })
     }
 }
 
@@ -378,14 +415,15 @@ mod tests {
     fn a_journal_the_user_names_must_be_new_unless_appended_to() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.jsonl");
-        fs::write(&path, "kept\n").unwrap();
+        journal_of_two_configs(&path);
+        let kept = fs::read(&path).unwrap();
         let error = claim_journal(&path, false).unwrap_err().to_string();
         assert!(
             error.contains("old.jsonl") && error.contains("--append"),
             "{error}"
         );
         claim_journal(&path, true).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "kept\n");
+        assert_eq!(fs::read(&path).unwrap(), kept);
         let new = dir.path().join("more/new.jsonl");
         claim_journal(&new, false).unwrap();
         assert!(new.is_file());
@@ -479,6 +517,36 @@ mod tests {
         assert_eq!(read.status, RunStatus::Failed { error });
         assert_eq!(read.results.len(), 1);
         Journal::reopen(&path).unwrap();
+    }
+
+    #[test]
+    fn append_refuses_what_is_not_a_journal_and_leaves_it_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("notes.txt");
+        let text = "precious notes line 1\nline 2, no newline at its end";
+        fs::write(&notes, text).unwrap();
+        let error = claim_journal(&notes, true).unwrap_err().to_string();
+        let start = format!("{}: is not a loaderbench journal (line 1: ", notes.display());
+        assert!(error.starts_with(&start), "{error}");
+        assert!(
+            error.ends_with("--append adds this run only to a journal, and would spoil this file"),
+            "{error}"
+        );
+        assert_eq!(fs::read_to_string(&notes).unwrap(), text);
+        // A device is refused without reading it (/dev/full reads without end).
+        let error = claim_journal(Path::new("/dev/full"), true).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/dev/full: is not a regular file: --append adds this run to a journal"
+        );
+        // A journal, an empty file and no file at all are taken.
+        let journal = dir.path().join("run.jsonl");
+        journal_of_two_configs(&journal);
+        let empty = dir.path().join("empty.jsonl");
+        fs::write(&empty, "").unwrap();
+        for path in [&journal, &empty, &dir.path().join("new.jsonl")] {
+            claim_journal(path, true).unwrap();
+        }
     }
 
     #[test]

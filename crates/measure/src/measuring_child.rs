@@ -23,6 +23,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 use crate::events::Event;
 use crate::journal::default_journal;
 use crate::results::{RunResult, RunStatus};
+use crate::run_header::unix_now_s;
 use crate::runner::{RunOptions, spawn};
 use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
@@ -114,7 +115,7 @@ impl ChildRun {
             settle: Box::new(settle),
             wake: Box::new(wake),
             stderr_tail,
-            partial: None,
+            partial: Some(RunResult::starting(plan, unix_now_s())),
         };
         let reader = std::thread::Builder::new()
             .name("loaderbench-child-events".to_owned())
@@ -195,7 +196,8 @@ struct Follower {
     settle: Settle,
     wake: Box<dyn Fn(&Event) + Send>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    /// What was measured so far, to report if the child dies without a final event.
+    /// What was measured so far (the plan's empty result until the child's `Started`),
+    /// to report if the child dies without a final event; `None` once one came.
     partial: Option<RunResult>,
 }
 

@@ -15,6 +15,14 @@ use crate::results::{RunResult, RunStatus};
 /// epochs would make them allocate per epoch.
 pub const MOST_CLAIMED_EPOCHS: u64 = 10_000_000;
 
+/// Seconds since the Unix epoch by the system clock, as a run's start is written (0 for
+/// a clock set before 1970).
+pub fn unix_now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 impl RunResult {
     /// The run of `plan` as it starts at `started_unix_s`: every config, nothing
     /// measured; what it keeps of the preset has its URLs' secrets hidden.

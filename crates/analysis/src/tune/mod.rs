@@ -13,7 +13,9 @@
 //! answer. The search also stops when the next
 //! round does not fit in what is left of the budget, or when the user stops it. Every
 //! measurement goes through the runner (the interference meter included): a disturbed
-//! measurement is dropped, and its config measured again in the next round. The result
+//! measurement is dropped, and its config measured again in the next round (the second
+//! in a row is kept, marked; a config with nothing but such measurements is one the
+//! decision hinges on, so the search does not settle on it). The result
 //! is a run like any other, its configs' repeats numbered by round, with the trail
 //! ([`TuneTrail`](loaderbench_measure::tune_trail::TuneTrail)) saying what was
 //! predicted, measured and eliminated; the recommendation's best set and tie rule name
@@ -25,7 +27,7 @@ pub mod space;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use loaderbench_engine::Error;
 use loaderbench_engine::error::Result;
@@ -184,6 +186,9 @@ pub fn tune(
         for (index, seconds) in measured.seconds {
             standings[index].last_cost_s = Some(seconds);
         }
+        // A journal that cannot be written (a full disk) ends the search as a failure,
+        // keeping everything measured for the caller's tables and exports.
+        let mut unjournaled = None;
         for config in measured.results {
             seen.results.push(config.clone());
             let standing = &mut standings[config.config_index];
@@ -195,7 +200,11 @@ pub fn tune(
             }
             standing.disturbed_in_a_row = 0;
             standing.rounds += 1;
-            journal.config(&config)?;
+            if unjournaled.is_none()
+                && let Err(error) = journal.config(&config)
+            {
+                unjournaled = Some(error);
+            }
             result.results.push(config);
         }
         for &index in &configs {
@@ -206,6 +215,9 @@ pub fn tune(
                     seconds,
                 });
             }
+        }
+        if let Some(error) = unjournaled {
+            break (TuneStop::Failed, Some(error));
         }
         match measured.end {
             RoundEnd::Done => {}
@@ -243,18 +255,25 @@ pub fn tune(
     result.tune = Some(search::trail(
         &result, &standings, &anchors, stop, budget_s, started, rounds_run,
     ));
-    if let Some(trail) = &result.tune {
-        journal.tune(trail)?;
+    let journaled = match &result.tune {
+        Some(trail) => journal.tune(trail),
+        None => Ok(()),
     }
-    journal.end(&result.status)?;
-    Ok((result, error))
+    .and_then(|()| journal.end(&result.status));
+    match journaled {
+        Err(unjournaled) if error.is_none() => {
+            result.status = RunStatus::Failed {
+                error: unjournaled.to_string(),
+            };
+            Ok((result, Some(unjournaled)))
+        }
+        _ => Ok((result, error)),
+    }
 }
 
 /// The run as a tune starts it: the whole space, nothing measured.
 fn header(plan: &Plan) -> RunResult {
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started_unix_s = loaderbench_measure::run_header::unix_now_s();
     RunResult {
         repeats: 1,
         ..RunResult::starting(plan, started_unix_s)

@@ -252,13 +252,16 @@ pub(super) fn fitting(
 /// (those set aside in the slower half included) is resolved, so that no config could
 /// still beat the pick or tie with it. A config the decision still hinges on is a
 /// candidate again if it was set aside: halving on a round or two decides only who goes
-/// first, never the answer.
+/// first, never the answer. Unlike the ranking, this judges the disturbed measurements
+/// as the final verdict does: a config measured only while other load disturbed it is
+/// one the answer hinges on, measured again while the budget lasts.
 pub(super) fn settled(
     result: &RunResult,
     standings: &mut [Standing],
     on_event: &mut dyn FnMut(TuneEvent),
 ) -> bool {
-    let mut view = undisturbed(result);
+    let mut view = result.clone();
+    view.status = RunStatus::Finished;
     view.results
         .retain(|r| standings[r.config_index].rounds > 0);
     let hinges: Vec<usize> = Analysis::of(&view)
@@ -489,6 +492,37 @@ mod tests {
         ];
         assert!(settled(&measured, &mut standings, &mut |_| {}));
         assert_eq!(standings[2].fate, Some(predicted_out));
+    }
+
+    #[test]
+    fn the_answer_is_open_while_a_config_was_measured_only_while_disturbed() {
+        // nw=2 beats nw=0 in every one of five rounds, but every measurement of nw=2 was
+        // disturbed by other load: the final verdict names no config over it, so the
+        // search is not settled, and nw=2, halved out, is measured again.
+        let configs = vec![config(0, false), config(2, false)];
+        let mut results = rounds(0, 0, &[1.15, 1.2, 1.18, 1.16, 1.19]);
+        let mut busy = rounds(1, 2, &[1.0, 1.02, 0.98, 1.0, 1.01]);
+        for run in &mut busy {
+            run.disturbed = true;
+        }
+        results.extend(busy);
+        let mut measured = result(configs, results);
+        measured.status = RunStatus::Running;
+        let halved = Fate::Eliminated {
+            round: 3,
+            reason: "in the slower half".to_owned(),
+        };
+        let mut standings = vec![standing(5, None), standing(5, Some(halved))];
+        let mut events = Vec::new();
+        assert!(!settled(&measured, &mut standings, &mut |e| events.push(e)));
+        assert!(standings[1].fate.is_none() && standings[1].reinstated);
+        assert!(matches!(events[..], [TuneEvent::Reinstated { config: 1 }]));
+
+        // The same rounds of nw=2, measured quiet: the answer settles.
+        for run in &mut measured.results {
+            run.disturbed = false;
+        }
+        assert!(settled(&measured, &mut standings, &mut |_| {}));
     }
 
     #[test]

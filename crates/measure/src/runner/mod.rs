@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
@@ -110,9 +110,7 @@ impl Drop for RunHandle {
 pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) -> RunHandle {
     let (sender, events) = unbounded();
     let cancel = CancelToken::new();
-    let started_unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let started_unix_s = crate::run_header::unix_now_s();
     // A journal that cannot be made fails the run when it starts, naming the folder.
     let (journal, journal_problem) = match options.journal {
         Some(path) => (path, None),
@@ -271,8 +269,10 @@ impl Run {
                 error: error.to_string(),
             },
         };
-        journal.end(&status)?;
-        outcome
+        // The measuring's own failure first: a journal that cannot take the end line
+        // fails a run that had none.
+        let ended = journal.end(&status);
+        outcome.and(ended)
     }
 
     fn measure_configs(
@@ -300,11 +300,13 @@ impl Run {
             let measured = runtimes
                 .for_config(&self.plan.configs[index])?
                 .measure(self, index, repeat)?;
-            journal.config(&measured)?;
+            // In the result before the journal: a journal that cannot be written fails
+            // the run, and the exports still hold every config measured.
             result.results.push(measured.clone());
             self.emit.send(Event::ConfigFinished {
-                result: Box::new(measured),
+                result: Box::new(measured.clone()),
             });
+            journal.config(&measured)?;
         }
         Ok(())
     }

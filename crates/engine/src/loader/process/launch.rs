@@ -176,12 +176,20 @@ fn fork_here(
         // handlers.
         unsafe { libc::_exit(code) };
     }
+    // Read before anything else can set errno.
+    let fork_error = std::io::Error::last_os_error();
     drop(open);
-    match rustix::process::Pid::from_raw(pid) {
+    forked(id, pid, fork_error)
+}
+
+/// The parent's side of `fork`'s return: the child, or the error for -1, which is no
+/// child's pid (taken as one, reaping would wait for any child and killing would signal
+/// every process this user may signal).
+fn forked(id: usize, pid: libc::pid_t, fork_error: std::io::Error) -> Result<Arc<ChildProcess>> {
+    match (pid > 0).then(|| rustix::process::Pid::from_raw(pid)).flatten() {
         Some(pid) => Ok(Arc::new(ChildProcess::new(pid))),
         None => Err(Error::run(format!(
-            "could not fork loader-worker-{id}: {}",
-            std::io::Error::last_os_error()
+            "could not fork loader-worker-{id}: {fork_error}"
         ))),
     }
 }
@@ -205,4 +213,20 @@ fn no_panic_hook_in_forked_children() {
 
 fn catch_exit(work: impl FnOnce() -> i32) -> i32 {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(101)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_that_failed_is_an_error_naming_the_worker_never_a_child_of_pid_minus_one() {
+        let error = forked(3, -1, std::io::Error::from_raw_os_error(libc::EAGAIN))
+            .err()
+            .expect("fork's -1 is no child");
+        assert_eq!(
+            error.to_string(),
+            "could not fork loader-worker-3: Resource temporarily unavailable (os error 11)"
+        );
+    }
 }
