@@ -129,6 +129,44 @@ fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
 }
 
 #[test]
+fn a_measuring_process_that_ignores_the_stop_is_ended_and_the_tune_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+    let mut args = vec!["tune", "seed-light", "--budget", "5m", "--quiet"];
+    args.extend(["--set", "samples=2048", "--set", "epochs=2"]);
+    args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
+    let mut command = loaderbench_command(&args);
+    command.stdout(Stdio::null());
+    let child = command.spawn().expect("the program starts");
+    common::wait_for_configs(&journal, 2, Duration::from_secs(120));
+    // The round's process, frozen as a debugger or a hung driver would leave it: it
+    // never answers the stop.
+    let measuring = common::wait_for(Duration::from_secs(60), "a round's process", || {
+        common::process::children_of(child.id()).into_iter().find(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__measure"))
+        })
+    });
+    let frozen = libc::pid_t::try_from(measuring).unwrap();
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill takes a pid and a signal number; no pointers.
+    assert_eq!(unsafe { libc::kill(frozen, libc::SIGSTOP) }, 0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let output = wait_with_deadline(child, Duration::from_secs(40));
+    let left = common::process::running(measuring);
+    // SAFETY: as above; ends the frozen process should the tune have left it.
+    unsafe { libc::kill(frozen, libc::SIGKILL) };
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(!left, "the frozen process outlived the tune");
+    let result = read_json(&json);
+    assert_eq!(result["status"]["status"], "cancelled", "{err}");
+    let kept = result["results"].as_array().unwrap().len();
+    assert!(kept >= 2, "{kept} configs kept: {err}");
+}
+
+#[test]
 fn a_budget_people_cannot_read_is_refused() {
     let output = loaderbench(&["tune", "seed-light", "--budget", "soon"]);
     assert_eq!(output.status.code(), Some(2));
