@@ -52,10 +52,14 @@ impl ReportArgs {
 }
 
 pub fn report(args: ReportArgs) -> Result<()> {
+    let memory_limit = args
+        .memory_limit
+        .as_deref()
+        .map(super::memory_limit)
+        .transpose()?;
     let runs = read_all(&args.files)?;
     let mut result = overlaid(&args.files, runs.clone())?;
-    if let Some(limit) = &args.memory_limit {
-        let limit = super::memory_limit(limit)?;
+    if let Some(limit) = memory_limit {
         let setup = result.setup.as_mut().ok_or_else(|| {
             Error::value("--memory-limit: these results do not hold the preset they ran")
         })?;

@@ -68,3 +68,25 @@ fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized(
     let output = loaderbench(&["report", path_str(&saved)]);
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+#[test]
+fn time_limits_and_sizes_past_their_range_are_refused_naming_the_flag() {
+    // An instant a hundred billion years away overflowed and panicked.
+    let output = loaderbench(&["tune", "seed-light", "--budget", "500000000000years"]);
+    assert_error_line(&output, 2, &["--budget", "over a day"]);
+    let output = loaderbench(&["tune", "seed-light", "--budget", "0s"]);
+    assert_error_line(&output, 2, &["--budget", "under a second"]);
+    let output = loaderbench(&["resolve", "any.jsonl", "--resolve-for", "2days"]);
+    assert_error_line(&output, 2, &["--resolve-for", "over a day"]);
+    let args = run_args("seed-light", &[], &["--recommend", "--resolve-for", "9999years"]);
+    assert_error_line(&loaderbench(&args), 2, &["--resolve-for", "over a day"]);
+    // `report` held the limit to no range: 0 B, and sizes past u64 saturated.
+    for limit in ["0B", "99999999999999999999EiB"] {
+        let output = loaderbench(&["report", "any.json", "--memory-limit", limit]);
+        assert_error_line(
+            &output,
+            2,
+            &[&format!("--memory-limit {limit}"), "out of range"],
+        );
+    }
+}

@@ -346,6 +346,7 @@ fn load(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<(FileBytes
 fn decompress(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<FileBytes> {
     let file = File::open(path)
         .map_err(|err| Error::file_caused(path, format!("cannot open: {err}"), err))?;
+    let file_len = file.metadata().map_or(u64::MAX, |meta| meta.len());
     let mut gz = GzDecoder::new(BufReader::new(file));
     let corrupt =
         |err: std::io::Error| Error::file_caused(path, format!("cannot decompress: {err}"), err);
@@ -359,7 +360,12 @@ fn decompress(path: &Path, role: IdxRole, limits: &DatasetLimits) -> Result<File
     let declared = layout.data_len as u64;
     let what = "the data its header declares (bytes)";
     DatasetLimits::check(path, what, declared, "idx_bytes", limits.idx_bytes)?;
-    bytes.reserve_exact(layout.data_len + 1);
+    // Room for the data up front, but never more than the file could inflate to: a
+    // header of a few bytes declaring gigabytes must not take them before the data shows
+    // it is there (deflate inflates at most 1032 times).
+    let inflates_to = file_len.saturating_mul(1032);
+    let room = (layout.data_len as u64 + 1).min(inflates_to);
+    bytes.reserve_exact(usize::try_from(room).unwrap_or(usize::MAX));
     // One byte past the data, so that the decoder reaches the end of the stream and
     // checks its CRC when the file holds exactly what the header promises, and so that
     // a stream holding more is caught.
@@ -592,6 +598,26 @@ mod tests {
         assert_eq!(
             (layout.dims, layout.data_offset, layout.data_len),
             (vec![2], 8, 2)
+        );
+    }
+
+    #[test]
+    fn a_tiny_gz_file_declaring_hundreds_of_gigabytes_takes_no_memory_for_them() {
+        // 200 × 32768 × 32768 bytes declared (214 GB, more than this machine can
+        // allocate), and none there: reserved up front, the allocation aborted the run.
+        let dir = TempDir::new().unwrap();
+        let images = write_pair(dir.path(), "train", true);
+        fs::write(&images, gzip(&idx_bytes(0x803, &[200, 32768, 32768], &[]))).unwrap();
+        let labels = dir.path().join("train-labels-idx1-ubyte.gz");
+        fs::write(&labels, gzip(&idx_bytes(0x801, &[200], &[0; 200]))).unwrap();
+        let limits = DatasetLimits {
+            idx_bytes: 1 << 40,
+            ..DatasetLimits::DEFAULT
+        };
+        let msg = Idx::open(&images, None, &limits).err().unwrap().to_string();
+        assert!(
+            msg.contains("truncated: the header promises 214748364800 bytes of data, found 0"),
+            "{msg}"
         );
     }
 

@@ -76,9 +76,9 @@ pub fn shard_locations(pattern: &str, max_shards: u64) -> Result<Vec<ShardLocati
     if pattern.trim().is_empty() {
         return Err(Error::value("dataset.path: the shard pattern is empty"));
     }
-    let expanded = expand_braces(&hide_variables(pattern), max_shards)?;
+    let expanded = expand_braces(&to_ascii(pattern)?, max_shards)?;
     let mut locations = Vec::new();
-    for name in expanded.iter().map(|name| show_variables(name)) {
+    for name in expanded.iter().map(|name| from_ascii(name)) {
         if is_url(&name) {
             locations.push(ShardLocation::Url(name));
         } else if let Some((scheme, _)) = name.split_once("://") {
@@ -123,13 +123,26 @@ fn has_glob(name: &str) -> bool {
     name.contains(['*', '?', '['])
 }
 
-/// Private-use characters that stand for `${` and `}` of an environment variable
-/// ([`crate::secrets::expand`]) while braces are expanded, so that `${SIG}` is not read
-/// as a brace set.
-const VARIABLE_OPEN: char = '\u{E000}';
-const VARIABLE_CLOSE: char = '\u{E001}';
+/// The most brace groups a pattern may hold: far more than a shard pattern needs
+/// (`s-{000..999}` has one), and few enough that expanding them never nests deeply
+/// (eight thousand groups overflowed the stack).
+const MOST_BRACES: usize = 100;
 
-fn hide_variables(pattern: &str) -> String {
+/// What stands, while braces are expanded, for `${` and `}` of an environment variable
+/// ([`crate::secrets::expand`]), so that `${SIG}` is not read as a brace set, and around
+/// each other character outside ASCII, written as its code in letters (bracoxide mixes
+/// characters and bytes when it places its tokens, and panics on text that is not
+/// ASCII). Control characters, which no path holds: a pattern with one is refused.
+const VARIABLE_OPEN: char = '\u{1}';
+const VARIABLE_CLOSE: char = '\u{2}';
+const WIDE_OPEN: char = '\u{3}';
+const WIDE_CLOSE: char = '\u{4}';
+
+/// `pattern` as bracoxide may read it: see [`VARIABLE_OPEN`].
+fn to_ascii(pattern: &str) -> Result<String> {
+    if pattern.contains(char::is_control) {
+        return Err(Error::file(pattern, "the shard pattern holds a control character"));
+    }
     let mut out = String::with_capacity(pattern.len());
     let mut rest = pattern;
     while let Some(start) = rest.find("${") {
@@ -143,12 +156,47 @@ fn hide_variables(pattern: &str) -> String {
         rest = &rest[start + length + 1..];
     }
     out.push_str(rest);
-    out
+    Ok(out.chars().fold(String::with_capacity(out.len()), |mut ascii, c| {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else {
+            // Letters, not digits, so that no code is read as a number of a range.
+            ascii.push(WIDE_OPEN);
+            ascii.extend(format!("{:x}", u32::from(c)).chars().map(hex_letter));
+            ascii.push(WIDE_CLOSE);
+        }
+        ascii
+    }))
 }
 
-fn show_variables(name: &str) -> String {
-    name.replace(VARIABLE_OPEN, "${")
-        .replace(VARIABLE_CLOSE, "}")
+/// A hex digit as a letter: `0`–`f` as `g`–`v`.
+fn hex_letter(digit: char) -> char {
+    let value = digit.to_digit(16).unwrap_or(0);
+    char::from(b'g' + value as u8)
+}
+
+/// The pattern (or a name it expanded to) as the user wrote it: [`to_ascii`] undone.
+fn from_ascii(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            VARIABLE_OPEN => out.push_str("${"),
+            VARIABLE_CLOSE => out.push('}'),
+            WIDE_OPEN => {
+                let code: String = chars
+                    .by_ref()
+                    .take_while(|&c| c != WIDE_CLOSE)
+                    .filter_map(|c| (c as u32).checked_sub(u32::from(b'g')))
+                    .filter_map(|digit| char::from_digit(digit, 16))
+                    .collect();
+                let wide = u32::from_str_radix(&code, 16).ok().and_then(char::from_u32);
+                out.push(wide.unwrap_or(char::REPLACEMENT_CHARACTER));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The strings the pattern's braces expand to (the pattern itself when it has none),
@@ -158,7 +206,14 @@ fn expand_braces(pattern: &str, max_shards: u64) -> Result<Vec<String>> {
         return Ok(vec![pattern.to_owned()]);
     }
     // Errors name the pattern as the user wrote it.
-    let shown = show_variables(pattern);
+    let shown = from_ascii(pattern);
+    let braces = pattern.matches('{').count();
+    if braces > MOST_BRACES {
+        return Err(Error::file(
+            &shown,
+            format!("the shard pattern has {braces} brace groups, more than {MOST_BRACES}"),
+        ));
+    }
     let cannot = |err: &dyn std::fmt::Display| {
         Error::file(&shown, format!("cannot expand the braces: {err}"))
     };
@@ -377,6 +432,38 @@ mod tests {
         assert!(msg.contains("the pattern names no shard"), "{msg}");
         let msg = limit("s-{0..99999999999999999999}.tar", 1).unwrap_err();
         assert!(msg.contains("cannot expand the braces"), "{msg}");
+    }
+
+    #[test]
+    fn text_outside_ascii_and_variables_before_a_brace_expand_as_written() {
+        let found = shard_locations(
+            "https://hôte/${BUCKET}/données-{0..1}-π.tar?s=${SIG}",
+            DatasetLimits::DEFAULT.shards,
+        )
+        .unwrap();
+        assert_eq!(
+            found,
+            [
+                ShardLocation::Url("https://hôte/${BUCKET}/données-0-π.tar?s=${SIG}".into()),
+                ShardLocation::Url("https://hôte/${BUCKET}/données-1-π.tar?s=${SIG}".into())
+            ]
+        );
+        let found = shard_locations("/d/{é,😀}-{9..10}", 9).unwrap();
+        let names: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["/d/é-9", "/d/é-10", "/d/😀-9", "/d/😀-10"]);
+        let msg = error("s-{0..1}\u{1}.tar");
+        assert!(msg.contains("holds a control character"), "{msg}");
+    }
+
+    #[test]
+    fn a_pattern_of_thousands_of_brace_groups_is_refused_before_it_is_parsed() {
+        let pattern = format!("s-{}.tar", "{a,b}".repeat(8000));
+        let msg = error(&pattern);
+        assert!(
+            msg.ends_with("the shard pattern has 8000 brace groups, more than 100"),
+            "{}",
+            &msg[msg.len().saturating_sub(200)..]
+        );
     }
 
     #[test]
