@@ -216,8 +216,11 @@ impl RunData {
                 self.progress.opening = None;
                 let epochs = self.epochs + usize::from(self.warmup);
                 self.progress.batches_per_epoch = batches_per_epoch;
-                self.progress.batches_total =
-                    batches_per_epoch * epochs * self.repeats * self.labels.len();
+                // Saturating: a results file replayed may claim any count of batches.
+                self.progress.batches_total = batches_per_epoch
+                    .saturating_mul(epochs)
+                    .saturating_mul(self.repeats)
+                    .saturating_mul(self.labels.len());
                 self.result = Some(*result);
             }
             Event::ConfigStarted { config, repeat } => {

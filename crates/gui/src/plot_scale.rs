@@ -131,9 +131,7 @@ pub fn spaced_whole_marks(input: GridInput, points: f32) -> Vec<GridMark> {
         }
         step *= factor;
     }
-    let first = (min / step).ceil() as i64;
-    let last = (max / step).floor() as i64;
-    (first..=last)
+    steps_between(min, max, step)
         .map(|i| GridMark {
             value: i as f64 * step,
             step_size: step,
@@ -141,11 +139,27 @@ pub fn spaced_whole_marks(input: GridInput, points: f32) -> Vec<GridMark> {
         .collect()
 }
 
+/// The most marks one step of a scale makes: a plot holds a few dozen, and bounds far
+/// past anything measured (a zoom out without end, a value no run gives) must not make
+/// billions.
+const MOST_MARKS: f64 = 1_000.0;
+
+/// The multiples of `step` from `min` to `max`, by index; none where the bounds are not
+/// finite or would make more than [`MOST_MARKS`].
+fn steps_between(min: f64, max: f64, step: f64) -> std::ops::RangeInclusive<i64> {
+    let (first, last) = ((min / step).ceil(), (max / step).floor());
+    if !(first.is_finite() && last.is_finite()) || last - first > MOST_MARKS {
+        return 1..=0;
+    }
+    first as i64..=last as i64
+}
+
 /// Grid marks of a log scale: every power of ten, and 2× and 5× while at most two
 /// decades show.
 pub fn log_marks(input: GridInput) -> Vec<GridMark> {
     let (min, max) = input.bounds;
-    let decades = (min.floor() as i64)..=(max.ceil() as i64);
+    // Every decade that shows, and the one below (whose 2× and 5× may show).
+    let decades = steps_between(min - 1.0, max + 1.0, 1.0);
     let fine = max - min <= 2.0;
     let mut marks = Vec::new();
     for decade in decades {
@@ -181,9 +195,7 @@ pub fn linear_marks(input: GridInput) -> Vec<GridMark> {
     let (min, max) = input.bounds;
     let mut marks: Vec<GridMark> = Vec::new();
     for step in [coarse, middle, fine] {
-        let first = (min / step).ceil() as i64;
-        let last = (max / step).floor() as i64;
-        for index in first..=last {
+        for index in steps_between(min, max, step) {
             let value = index as f64 * step;
             // A value on a coarser step keeps that step (its text is more prominent).
             if !marks.iter().any(|m| (m.value - value).abs() < step * 1e-6) {
@@ -341,5 +353,22 @@ mod tests {
         let fine = marks((-0.1, 1.0));
         let expected = [0.0, 2f64.log10(), 5f64.log10(), 1.0];
         assert_eq!(fine, expected, "1, 2, 5 and 10");
+    }
+
+    #[test]
+    fn bounds_past_anything_measured_make_no_marks_rather_than_billions() {
+        // A results file with an epoch of 1e307 s, or -1e308 s before its check: the
+        // decades ran from i64::MIN to i64::MAX.
+        let input = |bounds| GridInput {
+            bounds,
+            base_step_size: 0.01,
+        };
+        for bounds in [(-308.0, 307.0e10), (-1e308, 1e308), (f64::NAN, 1.0), (0.0, f64::INFINITY)]
+        {
+            assert!(log_marks(input(bounds)).is_empty(), "{bounds:?}");
+            assert!(whole_marks(input(bounds)).is_empty(), "{bounds:?}");
+            assert!(linear_marks(input(bounds)).len() <= 3_000, "{bounds:?}");
+        }
+        assert_eq!(log_marks(input((-308.0, 307.0))).len(), 616);
     }
 }
