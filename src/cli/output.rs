@@ -30,7 +30,8 @@ pub struct ExportArgs {
     /// Also write the results tables as Markdown (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     md: Option<PathBuf>,
-    /// Also write a PNG of the app's view of the results, drawn without a window.
+    /// Also write a PNG of the app's view of the results, drawn without a window (`-`:
+    /// standard output).
     #[arg(long, value_name = "FILE")]
     png: Option<PathBuf>,
     /// Also print where the time goes: milliseconds per batch in each loader stage.
@@ -65,11 +66,14 @@ impl ExportArgs {
         self.png.as_deref()
     }
 
-    /// True when an export goes to standard output, which then holds nothing else.
+    /// True when an export (the PNG included) goes to standard output, which then holds
+    /// nothing else.
     pub fn to_stdout(&self) -> bool {
         self.requests()
             .iter()
-            .any(|(path, _)| path.is_some_and(is_stdout))
+            .filter_map(|(path, _)| *path)
+            .chain(self.png())
+            .any(is_stdout)
     }
 
     /// Writes every requested export, each whatever became of the others (a PNG on a
@@ -102,10 +106,35 @@ impl ExportArgs {
 
     /// Checks, before anything is measured, that every export can be written: its
     /// folder exists and takes a new file. A run of hours must not find out at its end.
-    pub fn check_writable(&self) -> Result<()> {
-        let files = self.requests().into_iter().filter_map(|(path, _)| path);
-        for path in files.chain(self.png()) {
-            if !is_stdout(path) {
+    /// Two outputs to one place (two exports, or an export and the run's `journal`)
+    /// are refused: the second would replace the first, or mix into it on standard
+    /// output.
+    pub fn check_writable(&self, journal: Option<&Path>) -> Result<()> {
+        let flags = [
+            ("--json", self.json.as_deref()),
+            ("--csv", self.csv.as_deref()),
+            ("--md", self.md.as_deref()),
+            ("--png", self.png.as_deref()),
+            ("--journal", journal),
+        ];
+        let given: Vec<(&str, &Path)> = flags
+            .into_iter()
+            .filter_map(|(flag, path)| Some((flag, path?)))
+            .collect();
+        for (at, &(flag, path)) in given.iter().enumerate() {
+            if let Some((earlier, _)) = given[..at]
+                .iter()
+                .find(|(_, other)| same_place(path, other))
+            {
+                let place = match is_stdout(path) {
+                    true => "standard output".to_owned(),
+                    false => path.display().to_string(),
+                };
+                return Err(Error::value(format!(
+                    "{earlier} and {flag} both write to {place}: give each its own file"
+                )));
+            }
+            if flag != "--journal" && !is_stdout(path) {
                 check_folder_takes_files(path)?;
             }
         }
@@ -222,6 +251,20 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> Result<()> {
 
 fn is_stdout(path: &Path) -> bool {
     path == Path::new("-")
+}
+
+/// Whether `a` and `b` name the same file (as written, from the current directory:
+/// `out.json` and `./out.json` are one), or both standard output.
+fn same_place(a: &Path, b: &Path) -> bool {
+    if is_stdout(a) || is_stdout(b) {
+        return is_stdout(a) && is_stdout(b);
+    }
+    let absolute =
+        |path: &Path| std::path::absolute(path).map(|path| path.components().collect::<PathBuf>());
+    match (absolute(a), absolute(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// A tune's trail where there is one, one table per pipeline (with where the time goes

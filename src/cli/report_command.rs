@@ -52,6 +52,7 @@ impl ReportArgs {
 }
 
 pub fn report(args: ReportArgs) -> Result<()> {
+    args.exports.check_writable(None)?;
     let memory_limit = args
         .memory_limit
         .as_deref()

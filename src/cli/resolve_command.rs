@@ -77,7 +77,14 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
              measured further",
         ));
     }
-    args.exports.check_writable()?;
+    // The journal measured further: the run's own, else the one its results go to.
+    let is_journal = args.run.extension().is_some_and(|e| e == "jsonl");
+    let measured_into = if is_journal {
+        Some(args.run.as_path())
+    } else {
+        args.journal.as_deref()
+    };
+    args.exports.check_writable(measured_into)?;
     // What the run was saved with (a journal's cut line, a run appended to another),
     // before it is measured further, as `report` says it.
     if !args.events {
@@ -85,7 +92,6 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
             eprintln!("warning: {warning}");
         }
     }
-    let is_journal = args.run.extension().is_some_and(|e| e == "jsonl");
     let journal = if is_journal {
         args.run.clone()
     } else {

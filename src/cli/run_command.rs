@@ -33,7 +33,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(name) = &args.save_baseline {
         baseline::path(name)?;
     }
-    args.exports.check_writable()?;
+    args.exports.check_writable(args.journal.as_deref())?;
     let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     let (exports, saved) = (args.exports.clone(), journal.clone());
     interrupt::on_quit(move || save_from_journal(&exports, &saved));

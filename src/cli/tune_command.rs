@@ -73,7 +73,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
     if args.space == Space::Wide {
         space::merge_workerless(&mut plan);
     }
-    args.exports.check_writable()?;
+    args.exports.check_writable(args.journal.as_deref())?;
     let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     interrupt::install()?;
     let (exports, saved) = (args.exports.clone(), journal.clone());

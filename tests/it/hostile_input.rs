@@ -78,7 +78,11 @@ fn time_limits_and_sizes_past_their_range_are_refused_naming_the_flag() {
     assert_error_line(&output, 2, &["--budget", "under a second"]);
     let output = loaderbench(&["resolve", "any.jsonl", "--resolve-for", "2days"]);
     assert_error_line(&output, 2, &["--resolve-for", "over a day"]);
-    let args = run_args("seed-light", &[], &["--recommend", "--resolve-for", "9999years"]);
+    let args = run_args(
+        "seed-light",
+        &[],
+        &["--recommend", "--resolve-for", "9999years"],
+    );
     assert_error_line(&loaderbench(&args), 2, &["--resolve-for", "over a day"]);
     // `report` held the limit to no range: 0 B, and sizes past u64 saturated.
     for limit in ["0B", "99999999999999999999EiB"] {
@@ -96,7 +100,11 @@ fn a_results_file_whose_measurements_no_run_gives_is_refused_naming_the_value() 
     let dir = tempfile::TempDir::new().unwrap();
     let saved = dir.path().join("run.json");
     let sets = ["samples=256", "epochs=1", "num_workers=0"];
-    let output = loaderbench(&run_args("seed-light", &sets, &["--json", path_str(&saved)]));
+    let output = loaderbench(&run_args(
+        "seed-light",
+        &sets,
+        &["--json", path_str(&saved)],
+    ));
     assert!(output.status.success(), "{}", stderr(&output));
     let run = json_file(&saved);
     let edited = |edit: &dyn Fn(&mut serde_json::Value)| {
@@ -112,12 +120,24 @@ fn a_results_file_whose_measurements_no_run_gives_is_refused_naming_the_value() 
     };
     // A config the run does not have: the table dropped it without a word.
     let output = edited(&|run| run["results"][0]["config_index"] = 99.into());
-    assert_error_line(&output, 2, &["edited.json: results[0]: names config 99 of a run of"]);
+    assert_error_line(
+        &output,
+        2,
+        &["edited.json: results[0]: names config 99 of a run of"],
+    );
     // A negative epoch: the analysis said persistent workers saved 5 s an epoch.
     let output = edited(&|run| run["results"][0]["epochs"][0]["seconds"] = (-5.0).into());
-    assert_error_line(&output, 2, &["results[0]: epoch 1: seconds is -5, not a time"]);
+    assert_error_line(
+        &output,
+        2,
+        &["results[0]: epoch 1: seconds is -5, not a time"],
+    );
     let output = edited(&|run| run["results"][0]["epochs"][0]["seconds"] = 1e307.into());
-    assert_error_line(&output, 2, &["seconds is 1e307, not a time a run measures (0 to 1e7 s)"]);
+    assert_error_line(
+        &output,
+        2,
+        &["seconds is 1e307, not a time a run measures (0 to 1e7 s)"],
+    );
     let output = edited(&|run| {
         run["results"][0]["epochs"][0]["batches"] = u64::MAX.into();
     });

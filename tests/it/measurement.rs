@@ -270,8 +270,11 @@ fn a_measuring_process_killed_before_it_starts_ends_the_run_failed() {
     // Takes the plan, then dies as the OOM killer would end it, before a word.
     let program = dir.path().join("dies-at-once");
     std::fs::write(&program, "#!/bin/sh\nread plan\nkill -9 $$\n").unwrap();
-    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let plan = Plan::from_preset(&tiny_preset(256, 1), None).unwrap();
     // Another test's fork may hold the new file open for a moment ("text file busy").
     let run = common::wait_for(Duration::from_secs(10), "the script to start", || {

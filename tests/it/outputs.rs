@@ -75,8 +75,7 @@ fn a_missing_journal_folder_is_made() {
 }
 
 #[test]
-fn a_full_disk_at_the_end_keeps_the_journal_and_the_other_exports_and_names_the_report_command()
-{
+fn a_full_disk_at_the_end_keeps_the_journal_and_the_other_exports_and_names_the_report_command() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
     let exports = Exports::in_dir(dir.path(), "out");
@@ -153,7 +152,11 @@ fn a_journal_the_disk_cannot_take_fails_the_run_and_keeps_every_config_measured(
     assert_error_line(
         &output,
         1,
-        &["could not write the journal", path_str(&journal), "File too large"],
+        &[
+            "could not write the journal",
+            path_str(&journal),
+            "File too large",
+        ],
     );
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["status"]["status"], "failed", "{result}");
@@ -197,4 +200,53 @@ fn an_export_replaces_the_file_whole_and_as_readable_as_a_new_file() {
         let mode = std::fs::metadata(&json).unwrap().permissions().mode();
         assert_ne!(mode & 0o044, 0, "mode {mode:o}: others cannot read it");
     }
+}
+
+#[test]
+fn two_outputs_to_one_place_are_refused_and_a_png_on_standard_output_is_all_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = common::runs::SavedRun::in_dir(dir.path());
+    let journal = dir.path().join("journal.jsonl");
+    let json = dir.path().join("out.json");
+    tiny_run_ok(
+        dir.path(),
+        &["--journal", path_str(&journal), "--json", path_str(&json)],
+    );
+    // Mixed on standard output, JSON then CSV read as neither.
+    let output = common::loaderbench(&["report", path_str(&json), "--json", "-", "--csv", "-"]);
+    assert_error_line(
+        &output,
+        2,
+        &["--json and --csv both write to standard output"],
+    );
+    // The Markdown would replace the JSON, the export the journal it was measured into.
+    let same = format!("{}/./out.json", dir.path().display());
+    let output = common::loaderbench(&[
+        "report",
+        path_str(&json),
+        "--json",
+        path_str(&json),
+        "--md",
+        &same,
+    ]);
+    assert_error_line(&output, 2, &["--json and --md both write to", "out.json"]);
+    let output = tiny_run(
+        dir.path(),
+        &[
+            "--journal",
+            path_str(&saved.journal),
+            "--csv",
+            path_str(&saved.journal),
+        ],
+    );
+    assert_error_line(&output, 2, &["--csv and --journal both write to"]);
+    assert!(
+        !saved.journal.exists(),
+        "refused before anything was measured"
+    );
+    // The tables went to standard output before the PNG's bytes.
+    let output = common::loaderbench(&["report", path_str(&json), "--png", "-"]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    image::load_from_memory_with_format(&output.stdout, image::ImageFormat::Png)
+        .expect("standard output holds the PNG alone");
 }

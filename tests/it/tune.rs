@@ -142,10 +142,12 @@ fn a_measuring_process_that_ignores_the_stop_is_ended_and_the_tune_stops() {
     // The round's process, frozen as a debugger or a hung driver would leave it: it
     // never answers the stop.
     let measuring = common::wait_for(Duration::from_secs(60), "a round's process", || {
-        common::process::children_of(child.id()).into_iter().find(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__measure"))
-        })
+        common::process::children_of(child.id())
+            .into_iter()
+            .find(|&pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__measure"))
+            })
     });
     let frozen = libc::pid_t::try_from(measuring).unwrap();
     let pid = libc::pid_t::try_from(child.id()).unwrap();

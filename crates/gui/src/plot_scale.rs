@@ -363,8 +363,12 @@ mod tests {
             bounds,
             base_step_size: 0.01,
         };
-        for bounds in [(-308.0, 307.0e10), (-1e308, 1e308), (f64::NAN, 1.0), (0.0, f64::INFINITY)]
-        {
+        for bounds in [
+            (-308.0, 307.0e10),
+            (-1e308, 1e308),
+            (f64::NAN, 1.0),
+            (0.0, f64::INFINITY),
+        ] {
             assert!(log_marks(input(bounds)).is_empty(), "{bounds:?}");
             assert!(whole_marks(input(bounds)).is_empty(), "{bounds:?}");
             assert!(linear_marks(input(bounds)).len() <= 3_000, "{bounds:?}");

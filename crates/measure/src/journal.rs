@@ -526,7 +526,10 @@ mod tests {
         let text = "precious notes line 1\nline 2, no newline at its end";
         fs::write(&notes, text).unwrap();
         let error = claim_journal(&notes, true).unwrap_err().to_string();
-        let start = format!("{}: is not a loaderbench journal (line 1: ", notes.display());
+        let start = format!(
+            "{}: is not a loaderbench journal (line 1: ",
+            notes.display()
+        );
         assert!(error.starts_with(&start), "{error}");
         assert!(
             error.ends_with("--append adds this run only to a journal, and would spoil this file"),

@@ -51,7 +51,10 @@ impl RunResult {
                     ("seconds", epoch.seconds),
                     ("first_batch_s", epoch.first_batch_s),
                 ];
-                let timeline = epoch.timeline.iter().map(|batch| ("timeline at_s", batch.at_s));
+                let timeline = epoch
+                    .timeline
+                    .iter()
+                    .map(|batch| ("timeline at_s", batch.at_s));
                 let projected = epoch.projected.iter().flat_map(|p| {
                     [
                         ("projected measured_s", p.measured_s),

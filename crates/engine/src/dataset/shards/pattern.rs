@@ -141,7 +141,10 @@ const WIDE_CLOSE: char = '\u{4}';
 /// `pattern` as bracoxide may read it: see [`VARIABLE_OPEN`].
 fn to_ascii(pattern: &str) -> Result<String> {
     if pattern.contains(char::is_control) {
-        return Err(Error::file(pattern, "the shard pattern holds a control character"));
+        return Err(Error::file(
+            pattern,
+            "the shard pattern holds a control character",
+        ));
     }
     let mut out = String::with_capacity(pattern.len());
     let mut rest = pattern;
@@ -156,17 +159,19 @@ fn to_ascii(pattern: &str) -> Result<String> {
         rest = &rest[start + length + 1..];
     }
     out.push_str(rest);
-    Ok(out.chars().fold(String::with_capacity(out.len()), |mut ascii, c| {
-        if c.is_ascii() {
-            ascii.push(c);
-        } else {
-            // Letters, not digits, so that no code is read as a number of a range.
-            ascii.push(WIDE_OPEN);
-            ascii.extend(format!("{:x}", u32::from(c)).chars().map(hex_letter));
-            ascii.push(WIDE_CLOSE);
-        }
-        ascii
-    }))
+    Ok(out
+        .chars()
+        .fold(String::with_capacity(out.len()), |mut ascii, c| {
+            if c.is_ascii() {
+                ascii.push(c);
+            } else {
+                // Letters, not digits, so that no code is read as a number of a range.
+                ascii.push(WIDE_OPEN);
+                ascii.extend(format!("{:x}", u32::from(c)).chars().map(hex_letter));
+                ascii.push(WIDE_CLOSE);
+            }
+            ascii
+        }))
 }
 
 /// A hex digit as a letter: `0`–`f` as `g`–`v`.

@@ -186,7 +186,10 @@ fn fork_here(
 /// child's pid (taken as one, reaping would wait for any child and killing would signal
 /// every process this user may signal).
 fn forked(id: usize, pid: libc::pid_t, fork_error: std::io::Error) -> Result<Arc<ChildProcess>> {
-    match (pid > 0).then(|| rustix::process::Pid::from_raw(pid)).flatten() {
+    match (pid > 0)
+        .then(|| rustix::process::Pid::from_raw(pid))
+        .flatten()
+    {
         Some(pid) => Ok(Arc::new(ChildProcess::new(pid))),
         None => Err(Error::run(format!(
             "could not fork loader-worker-{id}: {fork_error}"
