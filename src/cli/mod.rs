@@ -376,8 +376,8 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
             loaderbench_engine::secrets::redact(&path.display().to_string())
         );
     }
-    for index in 0..plan.configs.len() {
-        println!("  {}", plan.label(index));
+    for label in plan.labels() {
+        println!("  {label}");
     }
     for warning in &plan.warnings {
         eprintln!("warning: {warning}");

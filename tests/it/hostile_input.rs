@@ -143,3 +143,47 @@ fn a_results_file_whose_measurements_no_run_gives_is_refused_naming_the_value() 
     });
     assert_error_line(&output, 2, &["batches is 18446744073709551615, over the"]);
 }
+
+#[test]
+fn a_plan_of_thousands_of_configs_is_labelled_and_extra_configs_count_toward_the_cap() {
+    // Labelling each config went over every config for each knob of each label: a
+    // sweep of 2,000 took over an hour to validate.
+    let workers = (0..20).map(|n| n.to_string()).collect::<Vec<_>>().join(",");
+    let sizes = (1..=100)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let (workers, sizes) = (
+        format!("num_workers={workers}"),
+        format!("batch_size={sizes}"),
+    );
+    let sets = [
+        workers.as_str(),
+        &sizes,
+        "persistent_workers=false",
+        "pin_memory=false",
+    ];
+    let mut args = vec!["validate", "seed-light"];
+    for set in &sets {
+        args.extend(["--set", set]);
+    }
+    let output = loaderbench(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("ok, 2000 config(s)"), "{text}");
+    assert!(text.contains("\n  nw=19 bs=1\n"), "{text}");
+    let extra: Vec<String> = (1..=10_001).map(|n| format!("(batch_size: {n})")).collect();
+    let dir = tempfile::TempDir::new().unwrap();
+    let preset = dir.path().join("extra.ron");
+    let text = format!(
+        "(version: 1, name: \"extra\", dataset: (kind: synthetic), extra_configs: [{}])",
+        extra.join(",")
+    );
+    std::fs::write(&preset, text).unwrap();
+    let output = loaderbench(&["validate", path_str(&preset)]);
+    assert_error_line(
+        &output,
+        2,
+        &["field `extra_configs`: lists 10001 configs, more than the 10000"],
+    );
+}

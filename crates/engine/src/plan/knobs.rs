@@ -4,6 +4,8 @@
 //! config work from the table through the serde form of those three types. The tests
 //! here hold the table and the three types to each other.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::Config;
@@ -59,13 +61,26 @@ pub(super) fn extra_config(
 }
 
 /// For each knob, the value most of `configs` share (the last of equally common ones).
+/// Counted in one pass per knob, keyed by each value's JSON text: labels are made for
+/// every config of plans of thousands.
 pub(super) fn most_common(configs: &[Config]) -> Result<Config, serde_json::Error> {
     let trees: Vec<Map<String, Value>> = configs.iter().map(to_fields).collect();
     let mut fields = Map::new();
     for knob in &KNOBS {
         let values: Vec<&Value> = trees.iter().filter_map(|t| t.get(knob.field)).collect();
-        let count = |v: &Value| values.iter().filter(|w| **w == v).count();
-        if let Some(value) = values.iter().copied().max_by_key(|v| count(v)) {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        let keys: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        for key in &keys {
+            *counts.entry(key.clone()).or_default() += 1;
+        }
+        let mut most: Option<(usize, &Value)> = None;
+        for (value, key) in values.iter().zip(&keys) {
+            let count = counts[key];
+            if most.is_none_or(|(best, _)| count >= best) {
+                most = Some((count, value));
+            }
+        }
+        if let Some((_, value)) = most {
             fields.insert(knob.field.to_owned(), value.clone());
         }
     }

@@ -171,7 +171,15 @@ pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
         .iter()
         .map(|(_, values)| values.len() as u64)
         .try_fold(1u64, u64::checked_mul);
-    if configs.is_none_or(|n| n > MOST_CONFIGS) {
+    let extra = preset.extra_configs.len() as u64;
+    if extra > MOST_CONFIGS {
+        return Err(FieldError::new(
+            None,
+            "extra_configs",
+            format!("lists {extra} configs, more than the {MOST_CONFIGS} a preset may measure"),
+        ));
+    }
+    if configs.is_none_or(|n| n > MOST_CONFIGS - extra) {
         let longest = lists
             .iter()
             .max_by_key(|(_, values)| values.len())
@@ -180,9 +188,9 @@ pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
             None,
             longest,
             format!(
-                "the sweep's lists make more than {MOST_CONFIGS} configs (the product of \
-                 their lengths); sweep fewer values at once, or list the configs you want \
-                 in extra_configs"
+                "the sweep's lists make more than {MOST_CONFIGS} configs with \
+                 extra_configs (the product of their lengths, and {extra} more); sweep \
+                 fewer values at once, or list the configs you want in extra_configs"
             ),
         ));
     }
