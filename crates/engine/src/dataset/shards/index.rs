@@ -486,6 +486,54 @@ mod tests {
         );
     }
 
+    /// A stream of folder headers without end, as a hostile server sends one.
+    struct EndlessFolders {
+        block: Vec<u8>,
+        at: usize,
+    }
+
+    impl Read for EndlessFolders {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = out.len().min(self.block.len() - self.at);
+            out[..n].copy_from_slice(&self.block[self.at..self.at + n]);
+            self.at = (self.at + n) % self.block.len();
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_shard_of_members_without_end_or_of_names_past_a_path_is_refused() {
+        let mut header = tar::Header::new_ustar();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_path("d/").unwrap();
+        header.set_size(0);
+        header.set_cksum();
+        let endless = EndlessFolders {
+            block: header.as_bytes().to_vec(),
+            at: 0,
+        };
+        let location = ShardLocation::Url("http://endless.example/s.tar".to_owned());
+        let msg = index_stream(
+            &location,
+            Box::new(endless),
+            Compression::None,
+            &DatasetLimits::DEFAULT,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            msg,
+            "http://endless.example/s.tar: holds more than 1000000 members, more than a shard \
+             holds (see docs/limits.md)"
+        );
+        let long = format!("{}.png", "n".repeat(members::LONGEST_MEMBER_NAME));
+        let msg = error(&[member(&long, &png(2, 2, [1, 2, 3]))]);
+        assert!(
+            msg.contains("a member name of 4100 bytes, longer than the 4096 a path may be"),
+            "{msg}"
+        );
+    }
+
     #[test]
     fn an_extension_header_over_its_cap_is_refused_before_its_payload_is_read() {
         let mut header = tar::Header::new_ustar();

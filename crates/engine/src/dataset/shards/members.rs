@@ -3,7 +3,9 @@
 //! that follows, each such header's payload (and a long link's `K`, a global PAX `g`)
 //! capped at [`MAX_EXTENSION_BYTES`] before it is read into memory, and the archive
 //! required to end with tar's end-of-archive blocks, so that a shard cut at a header
-//! boundary is named rather than read as a shorter shard.
+//! boundary is named rather than read as a shorter shard. A shard of more than
+//! [`MOST_MEMBERS`] members, or a member name longer than [`LONGEST_MEMBER_NAME`], is
+//! refused as it is met.
 
 use std::io::Read;
 
@@ -16,6 +18,15 @@ use crate::error::Result;
 /// real one holds a path or a few records, a few hundred bytes; a header claiming more
 /// is refused before its payload is read.
 pub const MAX_EXTENSION_BYTES: u64 = 1 << 20;
+
+/// The most members (extension headers and folders included) one shard may hold: a real
+/// shard holds thousands; a stream of members without end (a server sending folder
+/// headers forever) must end as an error, not hold the run.
+pub const MOST_MEMBERS: usize = 1_000_000;
+
+/// The longest member name a shard may give (4 KiB, Linux's longest path): the index
+/// keeps every sample's name, and a shard of megabyte names would take gigabytes.
+pub const LONGEST_MEMBER_NAME: usize = 4096;
 
 /// Tar's block: headers and the end-of-archive marker (two zero blocks) are one each.
 const BLOCK_BYTES: u64 = 512;
@@ -30,7 +41,13 @@ pub fn walk<R: Read>(
 ) -> Result<Option<String>> {
     let mut extended = Extended::default();
     let mut last: Option<String> = None;
-    for entry in entries.raw(true) {
+    for (index, entry) in entries.raw(true).enumerate() {
+        if index == MOST_MEMBERS {
+            return Err(location.bad(format!(
+                "holds more than {MOST_MEMBERS} members, more than a shard holds (see \
+                 docs/limits.md)"
+            )));
+        }
         let mut entry = entry.map_err(|err| {
             let after = last
                 .as_ref()
@@ -53,6 +70,14 @@ pub fn walk<R: Read>(
                 "{name}: a PAX size record of {size} bytes that its header's {} does not \
                  match: not supported",
                 entry.size()
+            )));
+        }
+        if name.len() > LONGEST_MEMBER_NAME {
+            let start: String = name.chars().take(64).collect();
+            return Err(location.bad(format!(
+                "{start}…: a member name of {} bytes, longer than the {LONGEST_MEMBER_NAME} a \
+                 path may be",
+                name.len()
             )));
         }
         last = Some(name.clone());
