@@ -411,6 +411,27 @@ fn a_name_egui_s_fonts_lack_draws_as_a_box_in_the_png() {
 }
 
 #[test]
+fn a_run_that_failed_is_drawn_with_what_it_measured() {
+    // A killed run's journal reads as failed: its PNG was refused with the app's message.
+    let dir = tempfile::tempdir().unwrap();
+    let json = two_configs().json.clone();
+    let mut failed = loaderbench_measure::results_file::read(&json).unwrap();
+    failed.results.truncate(1);
+    failed.status = loaderbench_measure::results::RunStatus::Failed {
+        error: loaderbench_measure::NEVER_ENDED.to_owned(),
+    };
+    for area in [PngArea::Plots, PngArea::Analysis] {
+        let png = loaderbench_gui::render_png(
+            vec![(dir.path().join("failed.json"), failed.clone())],
+            area,
+            1.0,
+        )
+        .unwrap();
+        assert!(image::load_from_memory(&png).unwrap().width() > 400);
+    }
+}
+
+#[test]
 fn report_draws_the_apps_png_without_a_display() {
     let dir = tempfile::tempdir().unwrap();
     let json = two_configs().json.clone();
