@@ -169,6 +169,56 @@ fn a_measuring_process_that_ignores_the_stop_is_ended_and_the_tune_stops() {
 }
 
 #[test]
+fn each_config_a_round_measures_is_journaled_as_it_finishes_not_when_the_round_ends() {
+    // Rounds of seconds a config (a slow pipeline): a tune killed mid-round (the OOM
+    // killer, a scheduler's SIGKILL) lost every config its round had finished.
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("t.jsonl");
+    let mut args = vec!["tune", "seed-light", "--budget", "5m", "--quiet"];
+    let slow =
+        r#"pipeline=[{"custom":{"name":"slow","ops":[{"cost":{"micros_per_sample":500}}]}}]"#;
+    args.extend(["--set", "samples=2048", "--set", "epochs=2", "--set", slow]);
+    args.extend(["--journal", path_str(&journal)]);
+    let mut command = loaderbench_command(&args);
+    command.stdout(Stdio::null());
+    let mut child = command.spawn().expect("the program starts");
+    let measuring = |pid: u32| {
+        common::process::children_of(pid)
+            .into_iter()
+            .find(|&child| {
+                std::fs::read(format!("/proc/{child}/cmdline"))
+                    .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__measure"))
+            })
+    };
+    // A round's process, and the configs journaled when it was first seen: the count
+    // must grow while that same process still runs (a round's configs journaled only as
+    // it ended were written with no round's process alive). A round whose configs were
+    // all disturbed (set aside, measured again) journals none; the next round counts.
+    let mut round: Option<(u32, usize)> = None;
+    common::wait_until(
+        Duration::from_secs(120),
+        "a config journaled while its round still ran",
+        || {
+            let before = measuring(child.id());
+            let journaled = common::journaled_configs(&journal);
+            let after = measuring(child.id());
+            match (before, after) {
+                (Some(a), Some(b)) if a == b => match round {
+                    Some((pid, base)) if pid == a => journaled > base,
+                    _ => {
+                        round = Some((a, journaled));
+                        false
+                    }
+                },
+                _ => false,
+            }
+        },
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
 fn a_budget_people_cannot_read_is_refused() {
     let output = loaderbench(&["tune", "seed-light", "--budget", "soon"]);
     assert_eq!(output.status.code(), Some(2));

@@ -128,6 +128,10 @@ pub fn resolve(
             left_s,
         });
         let round_started = Instant::now();
+        // A config is journaled as it finishes; a journal that cannot be written ends
+        // resolving as a failure, keeping what was measured.
+        let mut unjournaled = None;
+        let mut measured_s = 0.0;
         let mut measured = rounds::measure(
             plan,
             &hinges,
@@ -135,32 +139,32 @@ pub fn resolve(
             scratch.path(),
             deadline,
             stop_requested,
+            &mut |config| {
+                measured_s += config
+                    .warmup
+                    .iter()
+                    .chain(&config.epochs)
+                    .map(EpochResult::measured_s)
+                    .sum::<f64>();
+                if unjournaled.is_none()
+                    && let Err(error) = journal.config(&config)
+                {
+                    unjournaled = Some(error);
+                }
+                if let Some(seconds) = crate::recommend::projected_s(&config, result.planned_epochs)
+                {
+                    on_event(ResolveEvent::Measured {
+                        config: config.config_index,
+                        seconds,
+                    });
+                }
+                result.results.push(config);
+            },
         );
         for message in measured.new_warnings(result) {
             on_event(ResolveEvent::Warning { message });
         }
-        let measured_s: f64 = measured
-            .results
-            .iter()
-            .flat_map(|r| r.warmup.iter().chain(&r.epochs))
-            .map(EpochResult::measured_s)
-            .sum();
         round_overhead_s = (round_started.elapsed().as_secs_f64() - measured_s).max(0.0);
-        let mut unjournaled = None;
-        for config in measured.results {
-            if unjournaled.is_none()
-                && let Err(error) = journal.config(&config)
-            {
-                unjournaled = Some(error);
-            }
-            if let Some(seconds) = crate::recommend::projected_s(&config, result.planned_epochs) {
-                on_event(ResolveEvent::Measured {
-                    config: config.config_index,
-                    seconds,
-                });
-            }
-            result.results.push(config);
-        }
         if let Some(error) = unjournaled {
             break (ResolveEnd::Failed, Some(error));
         }

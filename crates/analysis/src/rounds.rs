@@ -31,10 +31,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// workers takes a second or two.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
-/// What a round measured, and how it ended.
+/// How a round went (its configs went to the caller as each finished).
 pub(crate) struct Round {
-    /// Finished configs, numbered in the search space, in the order they ran.
-    pub results: Vec<ConfigResult>,
     /// Seconds each finished config took, from its start to its end, for the budget.
     pub seconds: Vec<(usize, f64)>,
     pub end: RoundEnd,
@@ -71,7 +69,9 @@ impl Round {
 }
 
 /// Measures `configs` (indices into `plan`'s) once each as round `round`, the runner's
-/// journal going to a file of the round's in `scratch`.
+/// journal going to a file of the round's in `scratch`; each config goes to `finished`
+/// as soon as it is measured (numbered in the search space), so that the caller journals
+/// it then: a process killed mid-round keeps the configs the round finished.
 pub(crate) fn measure(
     plan: &Plan,
     configs: &[usize],
@@ -79,13 +79,13 @@ pub(crate) fn measure(
     scratch: &Path,
     deadline: Instant,
     stop_requested: &dyn Fn() -> bool,
+    finished: &mut dyn FnMut(ConfigResult),
 ) -> Round {
     let scratch_journal = scratch.join(format!("round-{round}.jsonl"));
     let mut sub = plan.clone();
     sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
     sub.preset.repeats = 1;
     let mut round_state = Round {
-        results: Vec::new(),
         seconds: Vec::new(),
         end: RoundEnd::Done,
         warnings: Vec::new(),
@@ -140,7 +140,7 @@ pub(crate) fn measure(
                 round_state
                     .seconds
                     .push((index, config_started.elapsed().as_secs_f64()));
-                round_state.results.push(result);
+                finished(result);
                 config_started = Instant::now();
             }
             Event::Warning { message, .. } => round_state.warnings.push(message),

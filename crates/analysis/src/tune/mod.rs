@@ -168,6 +168,9 @@ pub fn tune(
             round,
             configs: configs.clone(),
         });
+        // A journal that cannot be written (a full disk) ends the search as a failure,
+        // keeping everything measured for the caller's tables and exports.
+        let mut unjournaled = None;
         let mut measured = rounds::measure(
             plan,
             &configs,
@@ -175,6 +178,24 @@ pub fn tune(
             scratch.path(),
             deadline,
             stop_requested,
+            &mut |config| {
+                seen.results.push(config.clone());
+                let standing = &mut standings[config.config_index];
+                // A disturbed measurement says little of the config: it is measured
+                // again, up to the limit.
+                if config.disturbed && standing.disturbed_in_a_row + 1 < DISTURBED_LIMIT {
+                    standing.disturbed_in_a_row += 1;
+                    return;
+                }
+                standing.disturbed_in_a_row = 0;
+                standing.rounds += 1;
+                if unjournaled.is_none()
+                    && let Err(error) = journal.config(&config)
+                {
+                    unjournaled = Some(error);
+                }
+                result.results.push(config);
+            },
         );
         rounds_run += 1;
         for message in measured.new_warnings(&mut result) {
@@ -185,27 +206,6 @@ pub fn tune(
         }
         for (index, seconds) in measured.seconds {
             standings[index].last_cost_s = Some(seconds);
-        }
-        // A journal that cannot be written (a full disk) ends the search as a failure,
-        // keeping everything measured for the caller's tables and exports.
-        let mut unjournaled = None;
-        for config in measured.results {
-            seen.results.push(config.clone());
-            let standing = &mut standings[config.config_index];
-            // A disturbed measurement says little of the config: it is measured again,
-            // up to the limit.
-            if config.disturbed && standing.disturbed_in_a_row + 1 < DISTURBED_LIMIT {
-                standing.disturbed_in_a_row += 1;
-                continue;
-            }
-            standing.disturbed_in_a_row = 0;
-            standing.rounds += 1;
-            if unjournaled.is_none()
-                && let Err(error) = journal.config(&config)
-            {
-                unjournaled = Some(error);
-            }
-            result.results.push(config);
         }
         for &index in &configs {
             if let Some(seconds) = search::projected_s(&result, index) {
