@@ -137,6 +137,20 @@ pub fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The pids of `pid`'s children that run `loaderbench COMMAND` (`__measure`, `__worker`).
+pub fn children_running(pid: u32, command: &str) -> Vec<u32> {
+    children_of(pid)
+        .into_iter()
+        .filter(|child| {
+            std::fs::read(format!("/proc/{child}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .split(|&b| b == 0)
+                    .any(|arg| arg == command.as_bytes())
+            })
+        })
+        .collect()
+}
+
 /// The live processes whose environment holds `var=value`: a mark a test sets on the
 /// command it runs, which every process that command starts inherits.
 pub fn marked(var: &str, value: &str) -> Vec<u32> {

@@ -44,10 +44,9 @@ fn a_sweep_too_large_to_expand_is_refused_before_it_is_expanded() {
     assert_error_line(&output, 2, &["more than 10000 configs"]);
 }
 
-#[test]
-fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized() {
-    let dir = tempfile::TempDir::new().unwrap();
-    let saved = dir.path().join("run.json");
+/// A tiny run's results, saved in `dir` as `run.json`.
+fn saved_run(dir: &std::path::Path) -> std::path::PathBuf {
+    let saved = dir.join("run.json");
     let sets = ["samples=256", "epochs=1", "num_workers=0"];
     let output = loaderbench(&run_args(
         "seed-light",
@@ -55,6 +54,13 @@ fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized(
         &["--json", path_str(&saved)],
     ));
     assert!(output.status.success(), "{}", stderr(&output));
+    saved
+}
+
+#[test]
+fn a_results_file_claiming_a_billion_epochs_is_refused_before_anything_is_sized() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let saved = saved_run(dir.path());
     let mut run = json_file(&saved);
     run["epochs"] = 1_000_000_000.into();
     let claiming = dir.path().join("claims.json");
@@ -98,15 +104,7 @@ fn time_limits_and_sizes_past_their_range_are_refused_naming_the_flag() {
 #[test]
 fn a_results_file_whose_measurements_no_run_gives_is_refused_naming_the_value() {
     let dir = tempfile::TempDir::new().unwrap();
-    let saved = dir.path().join("run.json");
-    let sets = ["samples=256", "epochs=1", "num_workers=0"];
-    let output = loaderbench(&run_args(
-        "seed-light",
-        &sets,
-        &["--json", path_str(&saved)],
-    ));
-    assert!(output.status.success(), "{}", stderr(&output));
-    let run = json_file(&saved);
+    let run = json_file(&saved_run(dir.path()));
     let edited = |edit: &dyn Fn(&mut serde_json::Value)| {
         let mut run = run.clone();
         edit(&mut run);

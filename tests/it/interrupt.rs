@@ -14,27 +14,13 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{Seen, children_of, running};
+use common::process::{Seen, children_running, running};
 use common::runs::{Exports, shared_dir};
 use common::{loaderbench_command, path_str, run_args, stderr, wait_with_deadline};
 
 /// The pids of `pid`'s children that run `loaderbench __worker`.
 fn workers_of(pid: u32) -> Vec<u32> {
     children_running(pid, "__worker")
-}
-
-/// The pids of `pid`'s children that run `loaderbench COMMAND`.
-fn children_running(pid: u32, command: &str) -> Vec<u32> {
-    children_of(pid)
-        .into_iter()
-        .filter(|child| {
-            std::fs::read(format!("/proc/{child}/cmdline")).is_ok_and(|cmdline| {
-                cmdline
-                    .split(|&b| b == 0)
-                    .any(|arg| arg == command.as_bytes())
-            })
-        })
-        .collect()
 }
 
 /// A sweep of four spawned-worker configs, each a few seconds long, in its own process

@@ -3,11 +3,12 @@
 //! and a stop keeps the trail and every config measured.
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common;
+use common::process::children_running;
 use common::{
     assert_said, loaderbench, loaderbench_command, path_str, stderr, stdout, wait_with_deadline,
 };
@@ -98,16 +99,30 @@ fn a_tune_whose_budget_holds_one_round_says_one_round() {
     assert_rounds_begun(&read_json(&json)["tune"], &stderr(&output));
 }
 
-#[test]
-fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, journal) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+/// A quiet `tune seed-light --budget 5m` of 2,048 samples and 2 epochs, with `sets`
+/// more, its JSON and journal in `dir`; returns the process and the two paths.
+fn start_tune(dir: &Path, sets: &[&str]) -> (std::process::Child, PathBuf, PathBuf) {
+    let (json, journal) = (dir.join("t.json"), dir.join("t.jsonl"));
     let mut args = vec!["tune", "seed-light", "--budget", "5m", "--quiet"];
     args.extend(["--set", "samples=2048", "--set", "epochs=2"]);
+    for set in sets {
+        args.extend(["--set", set]);
+    }
     args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
     let mut command = loaderbench_command(&args);
     command.stdout(Stdio::null());
-    let child = command.spawn().expect("the program starts");
+    (command.spawn().expect("the program starts"), json, journal)
+}
+
+/// The process measuring `tune`'s round now, if one is.
+fn round_process(tune: u32) -> Option<u32> {
+    children_running(tune, "__measure").into_iter().next()
+}
+
+#[test]
+fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, json, journal) = start_tune(dir.path(), &[]);
     common::wait_for_configs(&journal, 2, Duration::from_secs(120));
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: kill takes a pid and a signal number; no pointers.
@@ -131,23 +146,12 @@ fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
 #[test]
 fn a_measuring_process_that_ignores_the_stop_is_ended_and_the_tune_stops() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, journal) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
-    let mut args = vec!["tune", "seed-light", "--budget", "5m", "--quiet"];
-    args.extend(["--set", "samples=2048", "--set", "epochs=2"]);
-    args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
-    let mut command = loaderbench_command(&args);
-    command.stdout(Stdio::null());
-    let child = command.spawn().expect("the program starts");
+    let (child, json, journal) = start_tune(dir.path(), &[]);
     common::wait_for_configs(&journal, 2, Duration::from_secs(120));
     // The round's process, frozen as a debugger or a hung driver would leave it: it
     // never answers the stop.
     let measuring = common::wait_for(Duration::from_secs(60), "a round's process", || {
-        common::process::children_of(child.id())
-            .into_iter()
-            .find(|&pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__measure"))
-            })
+        round_process(child.id())
     });
     let frozen = libc::pid_t::try_from(measuring).unwrap();
     let pid = libc::pid_t::try_from(child.id()).unwrap();
@@ -173,23 +177,9 @@ fn each_config_a_round_measures_is_journaled_as_it_finishes_not_when_the_round_e
     // Rounds of seconds a config (a slow pipeline): a tune killed mid-round (the OOM
     // killer, a scheduler's SIGKILL) lost every config its round had finished.
     let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("t.jsonl");
-    let mut args = vec!["tune", "seed-light", "--budget", "5m", "--quiet"];
     let slow =
         r#"pipeline=[{"custom":{"name":"slow","ops":[{"cost":{"micros_per_sample":500}}]}}]"#;
-    args.extend(["--set", "samples=2048", "--set", "epochs=2", "--set", slow]);
-    args.extend(["--journal", path_str(&journal)]);
-    let mut command = loaderbench_command(&args);
-    command.stdout(Stdio::null());
-    let mut child = command.spawn().expect("the program starts");
-    let measuring = |pid: u32| {
-        common::process::children_of(pid)
-            .into_iter()
-            .find(|&child| {
-                std::fs::read(format!("/proc/{child}/cmdline"))
-                    .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__measure"))
-            })
-    };
+    let (mut child, _, journal) = start_tune(dir.path(), &[slow]);
     // A round's process, and the configs journaled when it was first seen: the count
     // must grow while that same process still runs (a round's configs journaled only as
     // it ended were written with no round's process alive). A round whose configs were
@@ -199,9 +189,9 @@ fn each_config_a_round_measures_is_journaled_as_it_finishes_not_when_the_round_e
         Duration::from_secs(120),
         "a config journaled while its round still ran",
         || {
-            let before = measuring(child.id());
+            let before = round_process(child.id());
             let journaled = common::journaled_configs(&journal);
-            let after = measuring(child.id());
+            let after = round_process(child.id());
             match (before, after) {
                 (Some(a), Some(b)) if a == b => match round {
                     Some((pid, base)) if pid == a => journaled > base,
