@@ -146,12 +146,12 @@ const MOST_MARKS: f64 = 1_000.0;
 
 /// The multiples of `step` from `min` to `max`, by index; none where the bounds are not
 /// finite or would make more than [`MOST_MARKS`].
-fn steps_between(min: f64, max: f64, step: f64) -> std::ops::RangeInclusive<i64> {
+fn steps_between(min: f64, max: f64, step: f64) -> impl Iterator<Item = i64> {
     let (first, last) = ((min / step).ceil(), (max / step).floor());
-    if !(first.is_finite() && last.is_finite()) || last - first > MOST_MARKS {
-        return 1..=0;
-    }
-    first as i64..=last as i64
+    let fits = first.is_finite() && last.is_finite() && last - first <= MOST_MARKS;
+    fits.then_some(first as i64..=last as i64)
+        .into_iter()
+        .flatten()
 }
 
 /// Grid marks of a log scale: every power of ten, and 2× and 5× while at most two

@@ -81,7 +81,7 @@ impl RunResult {
                     ("throughput", epoch.throughput),
                     ("steady_throughput", epoch.steady_throughput),
                 ] {
-                    if !(rate >= 0.0) {
+                    if rate.is_nan() || rate < 0.0 {
                         return Err(bad(format!(
                             "epoch {}: {what} is {rate}, not a rate a run measures",
                             epoch.epoch
