@@ -46,7 +46,7 @@ pub fn run(command: BaselineCommand) -> Result<()> {
                     let kept = read_journal(&journal)?;
                     // What the journal says of itself (a cut last line), as `report` says it.
                     for warning in &kept.warnings {
-                        eprintln!("warning: {warning}");
+                        errln!("warning: {warning}");
                     }
                     kept
                 }
@@ -63,7 +63,7 @@ pub fn run(command: BaselineCommand) -> Result<()> {
         }
         BaselineCommand::List => {
             for name in baseline::names() {
-                println!("{name}");
+                outln!("{name}");
             }
             Ok(())
         }
@@ -78,18 +78,18 @@ pub fn save(name: &str, result: &RunResult) -> Result<()> {
         )));
     }
     let path = baseline::save(name, result)?;
-    println!("saved baseline `{name}`: {}", path.display());
+    outln!("saved baseline `{name}`: {}", path.display());
     Ok(())
 }
 
 /// Prints the change of every config both runs measured.
 pub fn print_comparison(name: &str, before: &RunResult, after: &RunResult) {
     let changes = baseline::compare(before, after);
-    println!("\nAgainst baseline `{name}` (typical epoch time, medians)");
+    outln!("\nAgainst baseline `{name}` (typical epoch time, medians)");
     if changes.is_empty() {
-        println!("no config of this run was measured in the baseline");
+        outln!("no config of this run was measured in the baseline");
     }
     for change in changes {
-        println!("{}", change.line());
+        outln!("{}", change.line());
     }
 }

@@ -26,9 +26,9 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     if compare::rows(&result).is_empty() {
         return Err(error.unwrap_or_else(|| Error::run("no config was measured on both runtimes")));
     }
-    println!(
+    outln!(
         "\nPyTorch's DataLoader against loaderbench (seconds; pytorch/ours above 1: ours is faster)"
     );
-    print!("{}", compare::table(&result));
+    out!("{}", compare::table(&result));
     error.map_or(Ok(()), Err)
 }

@@ -112,7 +112,7 @@ fn on_signal(signal: i32) {
             signal,
             at: Instant::now(),
         });
-        eprintln!("\nstopping: writing what was measured (press Ctrl-C again to quit at once)");
+        errln!("\nstopping: writing what was measured (press Ctrl-C again to quit at once)");
         return;
     };
     if first.at.elapsed() >= REPEAT_WINDOW {
@@ -125,7 +125,7 @@ fn on_signal(signal: i32) {
 /// run under the threads still measuring. Spawned and forked workers die with this
 /// process (see `loader::process`).
 fn quit_now(signal: i32) -> ! {
-    eprintln!("quitting at once");
+    errln!("quitting at once");
     if let Some(write) = lock_last_write().take() {
         let (done, written) = crossbeam_channel::bounded(1);
         let writer = std::thread::Builder::new().spawn(move || {
@@ -133,7 +133,7 @@ fn quit_now(signal: i32) -> ! {
             let _ = done.send(());
         });
         if writer.is_err() || written.recv_timeout(LAST_WRITE_LIMIT).is_err() {
-            eprintln!("the exports were not written in time; the journal keeps what was measured");
+            errln!("the exports were not written in time; the journal keeps what was measured");
         }
     }
     let code = 128 + signal;

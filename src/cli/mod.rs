@@ -4,6 +4,9 @@
 //! file, a `--set` value, an output that cannot be written), 128 + the signal's number
 //! when stopped from outside (130 Ctrl-C, 143 SIGTERM; after writing what was measured).
 
+#[macro_use]
+mod say;
+
 mod baseline_command;
 mod compare_command;
 mod interrupt;
@@ -234,7 +237,7 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             exit_code(&error)
         }
     }
@@ -357,11 +360,11 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
     } else {
         let dataset = loaderbench_engine::dataset::open(&plan.preset.dataset, plan.preset.samples)?;
         for warning in loaderbench_engine::dataset::open_warnings(plan.preset.samples, &*dataset) {
-            eprintln!("warning: {warning}");
+            errln!("warning: {warning}");
         }
         loaderbench_measure::engine_epoch::check_every_config_has_a_batch(&plan, &*dataset)?;
     }
-    println!(
+    outln!(
         "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",
         args.preset,
         plan.configs.len(),
@@ -371,16 +374,16 @@ fn validate(args: &PresetArgs) -> Result<(), Error> {
     // Resolved: a preset file's relative paths against its folder, a `--set`'s against
     // the current directory.
     for (field, path) in plan.preset.paths() {
-        println!(
+        outln!(
             "  {field}: {}",
             loaderbench_engine::secrets::redact(&path.display().to_string())
         );
     }
     for label in plan.labels() {
-        println!("  {label}");
+        outln!("  {label}");
     }
     for warning in &plan.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     Ok(())
 }
@@ -391,11 +394,11 @@ fn gui(args: GuiArgs) -> ExitCode {
         loaderbench_present::documents::is_results_file(std::path::Path::new(file))
     });
     if presets.len() > 1 {
-        eprintln!("error: one preset at a time, got {}", presets.join(", "));
+        errln!("error: one preset at a time, got {}", presets.join(", "));
         return ExitCode::from(2);
     }
     if let Some(Err(err)) = args.json.as_deref().map(output::check_folder_takes_files) {
-        eprintln!("error: {err}");
+        errln!("error: {err}");
         return ExitCode::from(2);
     }
     let launch = loaderbench_gui::Launch {
@@ -410,7 +413,7 @@ fn gui(args: GuiArgs) -> ExitCode {
     match loaderbench_gui::run(launch) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: the window could not open: {err}");
+            errln!("error: the window could not open: {err}");
             ExitCode::from(1)
         }
     }
@@ -423,6 +426,6 @@ fn list_presets() {
         let description = builtin::load(name)
             .map(|(preset, _)| preset.description)
             .unwrap_or_default();
-        println!("{name:<width$}  {description}");
+        outln!("{name:<width$}  {description}");
     }
 }

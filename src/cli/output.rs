@@ -271,25 +271,25 @@ fn same_place(a: &Path, b: &Path) -> bool {
 /// when `stages`), then the machine.
 pub fn print_tables(result: &RunResult, stages: bool) {
     if let Some(trail) = loaderbench_present::tables::tune::table(result) {
-        println!("\n{trail}");
+        outln!("\n{trail}");
     }
     if result.results.is_empty() {
         return;
     }
     for pipeline in result.pipelines() {
-        println!("\n{pipeline} — {}", result.dataset);
-        print!("{}", export::markdown::table(result, &pipeline));
+        outln!("\n{pipeline} — {}", result.dataset);
+        out!("{}", export::markdown::table(result, &pipeline));
         let stages = stages
             .then(|| loaderbench_present::tables::stages::table(result, &pipeline))
             .filter(|table| !table.is_empty());
         if let Some(table) = stages {
-            println!("\nWhere the time goes (milliseconds per batch):");
-            print!("{table}");
+            outln!("\nWhere the time goes (milliseconds per batch):");
+            out!("{table}");
         }
     }
-    println!("\n{}", result.machine.summary());
+    outln!("\n{}", result.machine.summary());
     if let Some(python) = result.python() {
-        println!("PyTorch runtime: {}", python.summary());
+        outln!("PyTorch runtime: {}", python.summary());
     }
 }
 
@@ -300,15 +300,15 @@ pub fn print_analysis(result: &RunResult, recommend: bool) {
         return;
     }
     for floor in loaderbench_analysis::aa::noise_floors(result) {
-        println!("\n{}", floor.describe());
+        outln!("\n{}", floor.describe());
     }
     let analysis = Analysis::of(result);
     if recommend {
-        println!("\n{}", analysis_text::text(&analysis).trim_end());
+        outln!("\n{}", analysis_text::text(&analysis).trim_end());
     } else if !analysis.input_bound.is_empty() || !analysis.contention.is_empty() {
-        println!("\nTraining step: {}", result.step.describe());
+        outln!("\nTraining step: {}", result.step.describe());
         for line in analysis_text::step_lines(&analysis) {
-            println!("{line}");
+            outln!("{line}");
         }
     }
 }

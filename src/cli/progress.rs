@@ -62,7 +62,7 @@ impl BatchBar {
 
     pub fn println(&self, line: String) {
         if self.bar.is_hidden() {
-            eprintln!("{line}");
+            errln!("{line}");
         } else {
             self.bar.println(line);
         }

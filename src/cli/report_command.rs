@@ -68,7 +68,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     }
     if !args.exports.to_stdout() {
         for warning in &result.warnings {
-            eprintln!("warning: {warning}");
+            errln!("warning: {warning}");
         }
         output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, args.recommend);
@@ -84,7 +84,7 @@ pub fn merge(args: MergeArgs) -> Result<()> {
         .iter()
         .filter(|w| w.starts_with("machines differ"))
     {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     let bytes =
         loaderbench_present::export::Exporter::export(&loaderbench_present::export::Json, &result)?;

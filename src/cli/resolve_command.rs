@@ -89,7 +89,7 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
     // before it is measured further, as `report` says it.
     if !args.events {
         for warning in &result.warnings {
-            eprintln!("warning: {warning}");
+            errln!("warning: {warning}");
         }
     }
     let journal = if is_journal {

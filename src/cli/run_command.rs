@@ -66,7 +66,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         // must not replace a whole one saved under the same name.
         match &result.status {
             RunStatus::Finished => super::baseline_command::save(name, &result)?,
-            status => eprintln!(
+            status => errln!(
                 "baseline `{name}` not saved: the run {}; a baseline keeps a finished run",
                 match status {
                     RunStatus::Cancelled => "was cancelled",
@@ -102,7 +102,7 @@ pub fn resolve(
         return None;
     }
     if progress == Progress::Lines {
-        eprintln!(
+        errln!(
             "not resolved yet: measuring the configs it hinges on for up to {}",
             humantime::format_duration(limit)
         );
@@ -111,7 +111,7 @@ pub fn resolve(
         Progress::Quiet => {}
         Progress::Events => {
             if let Ok(line) = serde_json::to_string(&event) {
-                println!("{line}");
+                outln!("{line}");
             }
         }
         Progress::Lines => match event {
@@ -121,20 +121,20 @@ pub fn resolve(
                 left_s,
             } => {
                 let labels: Vec<String> = configs.iter().map(|&i| plan.label(i)).collect();
-                eprintln!("round {round}: {} ({left_s:.0} s left)", labels.join(", "));
+                errln!("round {round}: {} ({left_s:.0} s left)", labels.join(", "));
             }
             ResolveEvent::Measured { config, seconds } => {
-                eprintln!(
+                errln!(
                     "  {}: {seconds:.2} s projected over {} epochs",
                     plan.label(config),
                     plan.preset.planned_epochs
                 );
             }
-            ResolveEvent::NoRoom { needed_s, left_s } => eprintln!(
+            ResolveEvent::NoRoom { needed_s, left_s } => errln!(
                 "not measured further: the next round would take about {needed_s:.0} s, \
                  and {left_s:.0} s are left (`--resolve-for` gives more)"
             ),
-            ResolveEvent::Warning { message } => eprintln!("warning: {message}"),
+            ResolveEvent::Warning { message } => errln!("warning: {message}"),
         },
     };
     let (_, error) = loaderbench_analysis::resolve::resolve(
@@ -147,7 +147,7 @@ pub fn resolve(
     );
     for message in warnings::attach(result) {
         if progress != Progress::Events {
-            eprintln!("warning: {message}");
+            errln!("warning: {message}");
         }
     }
     error
@@ -171,7 +171,7 @@ pub fn save_from_journal(exports: &ExportArgs, journal: &Path) {
         exports.write_text(&result)
     });
     if let Err(err) = saved {
-        eprintln!("error: {err}");
+        errln!("error: {err}");
     }
 }
 
@@ -276,7 +276,7 @@ pub fn execute(plan: &Plan, journal: PathBuf, quiet: bool) -> Result<(RunResult,
     let (mut result, error) =
         outcome.ok_or_else(|| Error::run("the runner stopped without reporting an outcome"))?;
     for message in warnings::attach(&mut result) {
-        eprintln!("warning: {message}");
+        errln!("warning: {message}");
     }
     Ok((result, error))
 }

@@ -63,7 +63,7 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
         &CancelToken::new(),
     )?;
     for warning in &listed.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     let mut samples = listed.samples;
     samples.shuffle(&mut StdRng::seed_from_u64(args.seed));
@@ -78,7 +78,7 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
         write_shard(&path, first, chunk, args.compress)?;
     }
     let last = chunks.len().saturating_sub(1);
-    println!(
+    outln!(
         "wrote {} samples of {} classes as {} shards in {}",
         samples.len(),
         listed.classes,
@@ -88,8 +88,8 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     // Absolute: a preset's relative paths are read against the preset's own folder,
     // which need not be this one.
     let out = std::path::absolute(&args.out).map_err(|err| Error::io(&args.out, err))?;
-    println!("use in a preset:");
-    println!(
+    outln!("use in a preset:");
+    outln!(
         "    dataset: (kind: shards, path: \"{}/shard-{{000000..{last:06}}}.{extension}\", channels: 3, \
          image_size: (64, 64), shuffle_buffer: {}),",
         out.display(),

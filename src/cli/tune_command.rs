@@ -79,8 +79,8 @@ pub fn tune(args: TuneArgs) -> Result<()> {
     let (exports, saved) = (args.exports.clone(), journal.clone());
     interrupt::on_quit(move || save_from_journal(&exports, &saved));
     if !args.quiet {
-        eprintln!("journal: {}", journal.display());
-        eprintln!(
+        errln!("journal: {}", journal.display());
+        errln!(
             "tuning {} configs within {}",
             plan.configs.len(),
             humantime::format_duration(args.budget)
@@ -94,7 +94,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
     let mut report = |event: TuneEvent| {
         if events {
             if let Ok(line) = serde_json::to_string(&event) {
-                println!("{line}");
+                outln!("{line}");
             }
         } else {
             progress(&plan, &event, args.quiet);
@@ -103,7 +103,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
     let (mut result, error) =
         loaderbench_analysis::tune::tune(&plan, &options, &interrupt::requested, &mut report)?;
     for message in warnings::attach(&mut result) {
-        eprintln!("warning: {message}");
+        errln!("warning: {message}");
     }
     if !args.exports.to_stdout() && !args.events {
         output::print_tables(&result, args.exports.stages);
@@ -126,24 +126,24 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         names.join(", ")
     };
     match event {
-        TuneEvent::Anchors { configs } => eprintln!("anchors: {}", labels(configs)),
+        TuneEvent::Anchors { configs } => errln!("anchors: {}", labels(configs)),
         TuneEvent::Predicted { .. } => {}
         TuneEvent::Round { round, configs } => {
-            eprintln!("round {round}: {} config(s)", configs.len());
+            errln!("round {round}: {} config(s)", configs.len());
         }
         TuneEvent::Measured {
             config, seconds, ..
-        } => eprintln!(
+        } => errln!(
             "  {}: {seconds:.2} s projected over {} epochs",
             plan.label(*config),
             plan.preset.planned_epochs
         ),
         TuneEvent::Eliminated { config, reason } => {
-            eprintln!("  out: {} ({reason})", plan.label(*config));
+            errln!("  out: {} ({reason})", plan.label(*config));
         }
         TuneEvent::Reinstated { config } => {
-            eprintln!("  back in: {} (still in the best set)", plan.label(*config));
+            errln!("  back in: {} (still in the best set)", plan.label(*config));
         }
-        TuneEvent::Warning { message } => eprintln!("warning: {message}"),
+        TuneEvent::Warning { message } => errln!("warning: {message}"),
     }
 }

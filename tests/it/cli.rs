@@ -629,3 +629,37 @@ fn a_file_that_is_not_npy_is_named() {
     std::fs::write(&wrong, b"not numpy at all").unwrap();
     assert_error_line(&run_on_dataset("npy", &wrong, &[]), 2, &["wrong.npy"]);
 }
+
+/// `loaderbench ARGS` whose standard output and error lead into a pipe nobody reads (a
+/// `| head` that has exited).
+fn with_no_reader(args: &[&str]) -> Output {
+    use std::os::fd::FromRawFd;
+    let mut ends = [0; 2];
+    // SAFETY: pipe fills the two descriptors of a new pipe.
+    assert_eq!(unsafe { libc::pipe(ends.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just made and are owned here alone; the read end is
+    // closed at once, so writes to the other fail with EPIPE.
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(ends[0]),
+            std::fs::File::from_raw_fd(ends[1]),
+        )
+    };
+    drop(read);
+    let mut command = loaderbench_command(args);
+    command.stdout(write.try_clone().unwrap()).stderr(write);
+    run_with_deadline(&mut command, common::CLI_LIMIT)
+}
+
+#[test]
+fn a_reader_gone_from_standard_output_costs_neither_the_run_nor_its_exports() {
+    // `println!` panicked on the closed pipe: `validate … | head -1` ended in a
+    // backtrace, and `run … | head` before it wrote its exports.
+    let output = with_no_reader(&["validate", "seed-light"]);
+    assert_eq!(output.status.code(), Some(0));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let output = with_no_reader(&one_config_args(&[], &["--json", path_str(&json)]));
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(json_file(&json)["status"]["status"], "finished");
+}

@@ -284,7 +284,7 @@ fn drop_cut_line(path: &Path, file: &File) -> Result<()> {
 /// stays `Running` while a loaderbench writes its journal; one that nobody writes any
 /// more failed ([`NEVER_ENDED`]).
 pub fn read_journal(path: &Path) -> Result<RunResult> {
-    let bytes = fs::read(path).map_err(|err| Error::io(path, err))?;
+    let bytes = crate::results_file::read_saved(path)?;
     let mut run = parse_journal(path, &bytes)?;
     if run.status == RunStatus::Running && !being_written(path) {
         run.status = RunStatus::Failed {

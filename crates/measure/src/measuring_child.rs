@@ -99,10 +99,18 @@ impl ChildRun {
             let _ = child.kill();
             return Err(Error::run("the measuring process has no pipes"));
         };
-        let line = serde_json::to_string(plan)
-            .map_err(|err| Error::run(format!("cannot encode the plan: {err}")))?;
-        writeln!(stdin, "{line}")
-            .map_err(|err| Error::run(format!("cannot hand the plan over: {err}")))?;
+        // A child that cannot be given its plan is ended, not left waiting for one.
+        let handed = serde_json::to_string(plan)
+            .map_err(|err| Error::run(format!("cannot encode the plan: {err}")))
+            .and_then(|line| {
+                writeln!(stdin, "{line}")
+                    .map_err(|err| Error::run(format!("cannot hand the plan over: {err}")))
+            });
+        if let Err(error) = handed {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
+        }
         let stdin = Arc::new(Mutex::new(Some(stdin)));
         let child = Arc::new(Mutex::new(child));
         let stderr_tail = collect_tail(stderr);
@@ -117,10 +125,21 @@ impl ChildRun {
             stderr_tail,
             partial: Some(RunResult::starting(plan, unix_now_s())),
         };
-        let reader = std::thread::Builder::new()
+        let reader = match std::thread::Builder::new()
             .name("loaderbench-child-events".to_owned())
             .spawn(move || follower.follow(stdout))
-            .map_err(|err| Error::run(format!("cannot follow the measuring process: {err}")))?;
+        {
+            Ok(reader) => reader,
+            Err(err) => {
+                if let Ok(mut child) = child.lock() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                return Err(Error::run(format!(
+                    "cannot follow the measuring process: {err}"
+                )));
+            }
+        };
         Ok(ChildRun {
             events,
             stdin,

@@ -31,6 +31,19 @@ fn first_version() -> u32 {
     1
 }
 
+/// The bytes of the saved run at `path`, which must be a regular file: a pipe would wait
+/// for a writer without end, and a device such as /dev/zero would fill the memory.
+pub(crate) fn read_saved(path: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
+    if !meta.is_file() {
+        return Err(Error::file(
+            path,
+            "is not a regular file: a saved run is a results file (.json) or a journal (.jsonl)",
+        ));
+    }
+    std::fs::read(path).map_err(|err| Error::io(path, err))
+}
+
 /// Reads the run saved at `path`: a journal when it ends in `.jsonl`, else a JSON export.
 pub fn read(path: &Path) -> Result<RunResult> {
     if path
@@ -39,7 +52,7 @@ pub fn read(path: &Path) -> Result<RunResult> {
     {
         return read_journal(path);
     }
-    let bytes = std::fs::read(path).map_err(|err| Error::io(path, err))?;
+    let bytes = read_saved(path)?;
     let Version { version } =
         serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))?;
     if version > VERSION {
@@ -138,6 +151,19 @@ mod tests {
         let path = dir.join(format!("v{version}.json"));
         std::fs::write(&path, json.to_string()).unwrap();
         path
+    }
+
+    #[test]
+    fn a_pipe_or_a_device_given_as_a_saved_run_is_refused_unread() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let fifo = dir.path().join("run.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        // Read, the pipe waited for a writer without end; /dev/zero filled the memory.
+        for saved in [fifo.as_path(), Path::new("/dev/zero")] {
+            let msg = read(saved).unwrap_err().to_string();
+            assert!(msg.contains("is not a regular file"), "{msg}");
+        }
     }
 
     #[test]

@@ -251,10 +251,18 @@ fn start_rank(
         stdin: None,
         stderr_tail: collect_tail(stderr),
     };
-    let line = serde_json::to_string(job)
-        .map_err(|err| Error::run(format!("cannot encode rank {rank}'s job: {err}")))?;
-    writeln!(stdin, "{line}")
-        .map_err(|err| Error::run(format!("cannot hand rank {rank} its job: {err}")))?;
+    // A rank that cannot be given its job is ended and reaped, not left behind.
+    let handed = serde_json::to_string(job)
+        .map_err(|err| Error::run(format!("cannot encode rank {rank}'s job: {err}")))
+        .and_then(|line| {
+            writeln!(stdin, "{line}")
+                .map_err(|err| Error::run(format!("cannot hand rank {rank} its job: {err}")))
+        });
+    if let Err(error) = handed {
+        let _ = process.child.kill();
+        let _ = process.child.wait();
+        return Err(error);
+    }
     process.stdin = Some(stdin);
     let follow = move || {
         for line in lossy_lines(stdout) {

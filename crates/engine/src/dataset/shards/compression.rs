@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 use super::pattern::ShardLocation;
 use crate::error::Result;
 
-/// The bytes read from a shard's start to tell its compression (xz's magic is the
-/// longest).
-pub const MAGIC_BYTES: usize = 6;
+/// The bytes read from a shard's start to tell its compression (bzip2's stream header
+/// is the longest).
+pub const MAGIC_BYTES: usize = 10;
 
 /// The most memory an xz stream's decoder may take (its dictionary, which the stream's
 /// header names): `xz -9` needs 65 MiB; a larger one is made only by hand, and a stream
@@ -54,16 +54,29 @@ const ZSTD: Content = Content::Refused("zstd", "zstd -d");
 const LZ4: Content = Content::Refused("lz4", "lz4 -d");
 
 /// The magic numbers, longest first where one starts another.
-const MAGIC: [(&[u8], Content); 5] = [
+const MAGIC: [(&[u8], Content); 4] = [
     (
         &[0xFD, b'7', b'z', b'X', b'Z', 0x00],
         Content::Readable(Compression::Xz),
     ),
     (&[0x28, 0xB5, 0x2F, 0xFD], ZSTD),
     (&[0x04, 0x22, 0x4D, 0x18], LZ4),
-    (b"BZh", Content::Readable(Compression::Bzip2)),
     (&[0x1F, 0x8B], Content::Readable(Compression::Gzip)),
 ];
+
+/// Whether `head` starts a bzip2 stream: `BZh`, the block size (`1`–`9`), then a block's
+/// magic (π's digits) or the stream's end (√π's). Three letters alone would take a
+/// plain tar whose first member's name starts with `BZh` for bzip2.
+fn is_bzip2(head: &[u8]) -> bool {
+    const BLOCK: [u8; 6] = [0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
+    const END: [u8; 6] = [0x17, 0x72, 0x45, 0x38, 0x50, 0x90];
+    match head {
+        [b'B', b'Z', b'h', b'1'..=b'9', rest @ ..] => {
+            rest.starts_with(&BLOCK) || rest.starts_with(&END)
+        }
+        _ => false,
+    }
+}
 
 /// The name endings that say what a shard holds (matched lower-cased).
 const ENDINGS: [(&str, Content); 13] = [
@@ -106,6 +119,9 @@ impl Compression {
 
 impl Content {
     fn of_bytes(head: &[u8]) -> Content {
+        if is_bzip2(head) {
+            return Content::Readable(Compression::Bzip2);
+        }
         MAGIC
             .iter()
             .find(|(magic, _)| head.starts_with(magic))
@@ -322,6 +338,19 @@ mod tests {
                 "{name}: only decompressing is timed"
             );
         }
+    }
+
+    #[test]
+    fn a_plain_tar_whose_first_member_is_named_bzh_is_a_plain_tar() {
+        let mut header = tar::Header::new_ustar();
+        header.set_path("BZh9.png").unwrap();
+        header.set_size(0);
+        header.set_cksum();
+        let head = &header.as_bytes()[..MAGIC_BYTES];
+        assert_eq!(of_shard(&file("a.tar"), head).unwrap(), Compression::None);
+        // An empty bzip2 stream (its end right after the header) is bzip2.
+        let empty = compressed(&[], Compression::Bzip2);
+        assert_eq!(of_shard(&file("a-0"), &empty).unwrap(), Compression::Bzip2);
     }
 
     #[test]
