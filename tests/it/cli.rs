@@ -412,11 +412,13 @@ fn validate_names_a_step_file_that_is_missing_or_not_a_model() {
 /// line naming the key and the problem, exit code 2.
 #[test]
 fn a_bad_set_is_refused_naming_the_key() {
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         ("batch_size=0", &["batch_size", "at least 1"]),
         ("nope=1", &["nope"]),
         ("epochs", &["KEY=VALUE"]),
         ("device=tpu", &["device", "tpu"]),
+        // Taken without a word before: the format's version is no setting.
+        ("version=2", &["--set version", "is not a setting"]),
     ];
     for (set, fragments) in cases {
         let output = loaderbench(&["run", "seed-light", "--set", set]);

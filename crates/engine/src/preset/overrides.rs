@@ -15,6 +15,14 @@ impl Preset {
     /// also fixes that knob in every extra config; several replace the list and drop the
     /// extra configs that give the knob another value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        // The file's format, not a setting: a preset of another version is read by the
+        // build that writes it, never made one by a `--set`.
+        if key == "version" {
+            return Err(Error::value(format!(
+                "--set version: the preset format's version ({}) is not a setting",
+                super::PRESET_VERSION
+            )));
+        }
         let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
         let as_ron = ron_value(key, value);
         // A field the preset reads is there even when left out whole (`dataset.limits`,
