@@ -10,9 +10,9 @@ use clap::Args;
 
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
-use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::results_file;
-use loaderbench_present::overlay;
+use loaderbench_present::{documents, overlay};
 
 use super::output::{self, ExportArgs};
 
@@ -69,6 +69,16 @@ pub fn report(args: ReportArgs) -> Result<()> {
     if !args.exports.to_stdout() {
         for warning in &result.warnings {
             errln!("warning: {warning}");
+        }
+        // A run that did not finish says so first (one killed before its first config
+        // has no table to show at all).
+        for (path, run) in args.files.iter().zip(&runs) {
+            if run.status != RunStatus::Finished {
+                outln!("{}: {}", path.display(), documents::describe(run));
+                if let RunStatus::Failed { error } = &run.status {
+                    outln!("  {error}");
+                }
+            }
         }
         output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, args.recommend);

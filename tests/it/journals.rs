@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use crate::common;
 use common::runs::{tiny_preset_file, tiny_run, tiny_run_ok};
 use common::{
-    CLI_LIMIT, assert_error_line, assert_said, journaled_configs, loaderbench, loaderbench_command,
-    loaderbench_with, path_str, stderr, stdout, wait_with_deadline,
+    CLI_LIMIT, assert_error_line, assert_printed, assert_said, journaled_configs, loaderbench,
+    loaderbench_command, loaderbench_with, path_str, stderr, stdout, wait_with_deadline,
 };
 use loaderbench_measure::{BEING_WRITTEN, DATA_DIR_ENV, NEVER_ENDED};
 
@@ -120,6 +120,17 @@ fn report_shows_what_a_cut_journal_kept_and_names_the_cut_line() {
         .collect();
     assert_eq!(rows.len(), 1, "the kept config alone: {rows:?}");
     assert!(rows[0].starts_with("| 0 "), "{rows:?}");
+    // How it ended comes first; a run killed before its first config printed nothing.
+    let ended = format!("  {NEVER_ENDED}");
+    assert_printed(&printed, "failed, 1 of 2 configs");
+    assert_printed(&printed, &ended);
+    let header_only = dir.path().join("header.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    std::fs::write(&header_only, text.lines().next().unwrap()).unwrap();
+    let printed = loaderbench(&["report", path_str(&header_only)]);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    assert_printed(&printed, "failed, 0 of 2 configs");
+    assert_printed(&printed, &ended);
 }
 
 #[test]
