@@ -109,7 +109,9 @@ fn proc_total_memory_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn available_memory_bytes() -> Option<u64> {
+/// The memory the kernel could give without swapping (`MemAvailable`), if it can be
+/// read.
+pub fn available_memory_bytes() -> Option<u64> {
     let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
     let system = System::new_with_specifics(memory).ok()?;
     Some(system.available_memory()).filter(|&bytes| bytes > 0)

@@ -72,8 +72,9 @@ impl Dataset for Synthetic {
     }
 }
 
-/// The zeroed pixel buffer for `len` images, or an error (not an abort) when a preset
-/// asks for more samples than fit in memory.
+/// The zeroed pixel buffer for `len` images, or an error (not an abort, nor the OOM
+/// killer's end once the zeroes touch every page) when a preset asks for more samples
+/// than the memory available holds.
 fn allocate(len: usize) -> Result<Vec<u8>> {
     let too_many = || {
         Error::value(format!(
@@ -81,6 +82,16 @@ fn allocate(len: usize) -> Result<Vec<u8>> {
         ))
     };
     let bytes = len.checked_mul(PIXELS).ok_or_else(too_many)?;
+    if let Some(available) = crate::machine::available_memory_bytes()
+        && bytes as u64 > available
+    {
+        return Err(Error::value(format!(
+            "samples: {len} synthetic samples of {PIXELS} bytes take {}, more than the {} \
+             of memory available",
+            bytesize::ByteSize::b(bytes as u64),
+            bytesize::ByteSize::b(available)
+        )));
+    }
     let mut pixels = Vec::new();
     pixels.try_reserve_exact(bytes).map_err(|_| too_many())?;
     pixels.resize(bytes, 0);
@@ -425,5 +436,11 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(msg.contains("do not fit in memory"), "{msg}");
+        // Twice the memory available, though the address space takes it: reserved,
+        // the zeroes touched every page until the OOM killer ended the run.
+        let available = crate::machine::available_memory_bytes().expect("MemAvailable");
+        let too_many = (2 * available / PIXELS as u64) as usize;
+        let msg = Synthetic::generate(too_many, 0).err().unwrap().to_string();
+        assert!(msg.contains("of memory available"), "{msg}");
     }
 }

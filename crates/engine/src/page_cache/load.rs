@@ -72,7 +72,10 @@ impl fmt::Display for NotLoaded {
 /// cache `mincore` may not see ([`Why::Unseen`]) is read whole and cannot be checked.
 /// `None` when every file is in; a file that cannot be opened or read fails the run.
 pub fn load(paths: &[PathBuf]) -> Result<Option<NotLoaded>> {
-    load_within(paths, available_memory_bytes())
+    // Where the available memory cannot be read, no bound: the check after reading
+    // tells what fitted.
+    let available = crate::machine::available_memory_bytes().unwrap_or(u64::MAX);
+    load_within(paths, available)
 }
 
 /// [`load`] with `available_bytes` of memory to load into.
@@ -123,14 +126,3 @@ fn read_through(file: &mut std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The memory the kernel could give without swapping (`MemAvailable`); where it cannot
-/// be read, no bound, and [`load`]'s check after reading tells what fitted.
-fn available_memory_bytes() -> u64 {
-    use sysinfo::{MemoryRefreshKind, RefreshKind, System};
-    let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
-    System::new_with_specifics(memory)
-        .ok()
-        .map(|system| system.available_memory())
-        .filter(|&bytes| bytes > 0)
-        .unwrap_or(u64::MAX)
-}
