@@ -88,14 +88,32 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     // Absolute: a preset's relative paths are read against the preset's own folder,
     // which need not be this one.
     let out = std::path::absolute(&args.out).map_err(|err| Error::io(&args.out, err))?;
+    let pattern = format!(
+        "{}/shard-{{000000..{last:06}}}.{extension}",
+        brace_escaped(&out.display().to_string())
+    );
+    // A RON string, its quotes and backslashes escaped, so that the line pastes whole.
+    let path = ron::to_string(&pattern).map_err(|err| Error::run(err.to_string()))?;
     outln!("use in a preset:");
     outln!(
-        "    dataset: (kind: shards, path: \"{}/shard-{{000000..{last:06}}}.{extension}\", channels: 3, \
-         image_size: (64, 64), shuffle_buffer: {}),",
-        out.display(),
+        "    dataset: (kind: shards, path: {path}, channels: 3, image_size: (64, 64), \
+         shuffle_buffer: {}),",
         per_shard.min(1000)
     );
     Ok(())
+}
+
+/// `text` with what brace expansion reads (`{`, `}`, `,` and the escape itself) escaped,
+/// so that a folder named `runs {a,b}` stays one folder in the pattern.
+fn brace_escaped(text: &str) -> String {
+    text.chars()
+        .fold(String::with_capacity(text.len()), |mut out, c| {
+            if matches!(c, '{' | '}' | ',' | '\\') {
+                out.push('\\');
+            }
+            out.push(c);
+            out
+        })
 }
 
 fn shard_name(shard: usize, extension: &str) -> String {

@@ -194,6 +194,32 @@ fn the_pattern_to_paste_is_absolute_whatever_folder_it_was_written_from() {
 }
 
 #[test]
+fn the_line_to_paste_reads_back_as_the_shards_written_whatever_the_folder_is_named() {
+    // A folder named with braces, a comma and a quote made a line that named other
+    // shards, or no valid preset at all.
+    let folder = image_folder(2, 2, 20);
+    let here = TempDir::new().unwrap();
+    let out = here.path().join("runs {a,b} \"q\"");
+    let output = loaderbench(&["shards", path_str(folder.path()), path_str(&out)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = common::stdout(&output);
+    let line = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("dataset: "))
+        .expect("the line to paste");
+    let preset = here.path().join("pasted.ron");
+    let ron = format!(
+        "(version: 1, name: \"pasted\", dataset: {})",
+        line.trim_end_matches(',')
+    );
+    std::fs::write(&preset, ron).unwrap();
+    let output = loaderbench(&["validate", path_str(&preset)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // Validating opens the dataset: every shard the pattern names is read.
+    assert_printed(&output, "pasted.ron: ok");
+}
+
+#[test]
 fn converting_into_a_folder_that_holds_shards_is_refused() {
     let folder = image_folder(2, 2, 20);
     let out = TempDir::new().unwrap();

@@ -125,4 +125,3 @@ fn read_through(file: &mut std::fs::File) -> std::io::Result<()> {
     while file.read(&mut buffer)? > 0 {}
     Ok(())
 }
-
