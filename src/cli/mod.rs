@@ -10,6 +10,7 @@ mod say;
 mod baseline_command;
 mod compare_command;
 mod interrupt;
+mod limits;
 mod output;
 mod progress;
 mod report_command;
@@ -159,7 +160,7 @@ struct RunArgs {
     /// With `--recommend`: how long to go on measuring while the recommendation is not
     /// resolved, as people write it (`90s`, `5m`, `0s` for not at all); default the
     /// preset's `resolve_for_s` (a minute).
-    #[arg(long, value_parser = time_limit, requires = "recommend")]
+    #[arg(long, value_parser = limits::time_limit, requires = "recommend")]
     resolve_for: Option<std::time::Duration>,
     /// Compare the results with a saved baseline.
     #[arg(long, value_name = "NAME")]
@@ -305,47 +306,9 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
         preset.set(key.trim(), value)?;
     }
     if let Some(limit) = &args.memory_limit {
-        preset.memory_limit = Some(memory_limit(limit)?);
+        preset.memory_limit = Some(limits::memory_limit(limit)?);
     }
     Ok((preset, origin))
-}
-
-/// A `--memory-limit` as people write sizes (`16GiB`, `512 MiB`), within the preset
-/// field's range (wherever it is given, `report` included).
-fn memory_limit(text: &str) -> Result<bytesize::ByteSize, Error> {
-    let limit: bytesize::ByteSize = text.parse().map_err(|err| {
-        Error::value(format!(
-            "--memory-limit {text}: {err} (write a size such as 16GiB or 512MiB)"
-        ))
-    })?;
-    loaderbench_engine::plan::check_number("memory_limit", "limit", limit.as_u64() as f64)
-        .map_err(|err| Error::value(format!("--memory-limit {text}: {}", err.problem)))?;
-    Ok(limit)
-}
-
-/// The longest time limit a command takes (`--resolve-for`, `--budget`): a day, as the
-/// preset's `resolve_for_s` and the app's tune budget.
-const LONGEST_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(86_400);
-
-/// A time limit as people write one (`90s`, `5m`, `2h`), at most [`LONGEST_TIME_LIMIT`].
-fn time_limit(text: &str) -> Result<std::time::Duration, String> {
-    let limit = humantime::parse_duration(text).map_err(|err| err.to_string())?;
-    if limit > LONGEST_TIME_LIMIT {
-        return Err(format!(
-            "over a day: at most {} (see docs/limits.md)",
-            humantime::format_duration(LONGEST_TIME_LIMIT)
-        ));
-    }
-    Ok(limit)
-}
-
-/// A tune's budget: a [`time_limit`] of at least a second, the least a round takes.
-fn budget(text: &str) -> Result<std::time::Duration, String> {
-    let budget = time_limit(text)?;
-    if budget < std::time::Duration::from_secs(1) {
-        return Err("under a second: a tune needs at least one round".to_owned());
-    }
-    Ok(budget)
 }
 
 fn validate(args: &PresetArgs) -> Result<(), Error> {

@@ -56,7 +56,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     let memory_limit = args
         .memory_limit
         .as_deref()
-        .map(super::memory_limit)
+        .map(super::limits::memory_limit)
         .transpose()?;
     let runs = read_all(&args.files)?;
     let mut result = overlaid(&args.files, runs.clone())?;

@@ -30,7 +30,7 @@ pub struct ResolveArgs {
     run: PathBuf,
     /// How long to go on measuring while the recommendation is not resolved (`90s`,
     /// `5m`); default the run's preset's `resolve_for_s` (a minute).
-    #[arg(long, value_parser = super::time_limit)]
+    #[arg(long, value_parser = super::limits::time_limit)]
     resolve_for: Option<Duration>,
     #[command(flatten)]
     exports: ExportArgs,

@@ -25,7 +25,7 @@ pub struct TuneArgs {
     #[command(flatten)]
     preset: PresetArgs,
     /// The time the search may take, as people write it: `90s`, `2m`, `1h 30m`.
-    #[arg(long, value_parser = super::budget)]
+    #[arg(long, value_parser = super::limits::budget)]
     budget: Duration,
     /// The configs to search: the preset's lists, or ranges wide for this machine
     /// (num_workers 0 to twice the cores, persistent on and off, prefetch 1 to 8, every

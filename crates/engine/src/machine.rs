@@ -37,7 +37,7 @@ impl Machine {
             logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             os: os_name(),
             total_memory_bytes: total_memory_bytes(),
-            available_memory_bytes: available_memory_bytes(),
+            available_memory_bytes: crate::memory::available_memory_bytes(),
             libtorch: env!("LOADERBENCH_LIBTORCH_VERSION").to_owned(),
             tch: env!("LOADERBENCH_TCH_VERSION").to_owned(),
             loaderbench: env!("CARGO_PKG_VERSION").to_owned(),
@@ -107,14 +107,6 @@ fn proc_total_memory_bytes() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kib * 1024)
-}
-
-/// The memory the kernel could give without swapping (`MemAvailable`), if it can be
-/// read.
-pub fn available_memory_bytes() -> Option<u64> {
-    let memory = RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram());
-    let system = System::new_with_specifics(memory).ok()?;
-    Some(system.available_memory()).filter(|&bytes| bytes > 0)
 }
 
 fn sysinfo_total_memory_bytes() -> Option<u64> {

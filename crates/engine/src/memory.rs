@@ -3,7 +3,8 @@
 //! from getrusage elsewhere on Unix. `None` where neither exists. Any process (a worker,
 //! a rank, the PyTorch runtime's Python) is read from `/proc/PID/smaps_rollup` with its
 //! proportional set size (shared pages divided among their sharers) and its private
-//! pages (the unique set size: what ending the process would free).
+//! pages (the unique set size: what ending the process would free). Also the memory the
+//! machine has available, which the checks of what a dataset may take compare with.
 
 /// Resets the peak resident set size so the next reading covers only what follows.
 /// Returns whether the platform supports it.
@@ -95,6 +96,15 @@ fn rusage_peak_bytes() -> Option<u64> {
 #[cfg(not(unix))]
 fn rusage_peak_bytes() -> Option<u64> {
     None
+}
+
+/// The memory the kernel could give without swapping (`MemAvailable`), if it can be
+/// read.
+pub fn available_memory_bytes() -> Option<u64> {
+    let memory = sysinfo::RefreshKind::nothing()
+        .with_memory(sysinfo::MemoryRefreshKind::nothing().with_ram());
+    let system = sysinfo::System::new_with_specifics(memory).ok()?;
+    Some(system.available_memory()).filter(|&bytes| bytes > 0)
 }
 
 #[cfg(test)]

@@ -280,11 +280,24 @@ fn drop_cut_line(path: &Path, file: &File) -> Result<()> {
         .map_err(|err| Error::io(path, err))
 }
 
+/// The bytes of the saved run at `path`, which must be a regular file: a pipe would wait
+/// for a writer without end, and a device such as /dev/zero would fill the memory.
+pub(crate) fn read_saved(path: &Path) -> Result<Vec<u8>> {
+    let meta = fs::metadata(path).map_err(|err| Error::io(path, err))?;
+    if !meta.is_file() {
+        return Err(Error::file(
+            path,
+            "is not a regular file: a saved run is a results file (.json) or a journal (.jsonl)",
+        ));
+    }
+    fs::read(path).map_err(|err| Error::io(path, err))
+}
+
 /// Rebuilds a run from its journal at `path`: see [`parse_journal`]. A run with no end
 /// stays `Running` while a loaderbench writes its journal; one that nobody writes any
 /// more failed ([`NEVER_ENDED`]).
 pub fn read_journal(path: &Path) -> Result<RunResult> {
-    let bytes = crate::results_file::read_saved(path)?;
+    let bytes = read_saved(path)?;
     let mut run = parse_journal(path, &bytes)?;
     if run.status == RunStatus::Running && !being_written(path) {
         run.status = RunStatus::Failed {

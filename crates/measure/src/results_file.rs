@@ -31,19 +31,6 @@ fn first_version() -> u32 {
     1
 }
 
-/// The bytes of the saved run at `path`, which must be a regular file: a pipe would wait
-/// for a writer without end, and a device such as /dev/zero would fill the memory.
-pub(crate) fn read_saved(path: &Path) -> Result<Vec<u8>> {
-    let meta = std::fs::metadata(path).map_err(|err| Error::io(path, err))?;
-    if !meta.is_file() {
-        return Err(Error::file(
-            path,
-            "is not a regular file: a saved run is a results file (.json) or a journal (.jsonl)",
-        ));
-    }
-    std::fs::read(path).map_err(|err| Error::io(path, err))
-}
-
 /// Reads the run saved at `path`: a journal when it ends in `.jsonl`, else a JSON export.
 pub fn read(path: &Path) -> Result<RunResult> {
     if path
@@ -52,7 +39,7 @@ pub fn read(path: &Path) -> Result<RunResult> {
     {
         return read_journal(path);
     }
-    let bytes = read_saved(path)?;
+    let bytes = crate::journal::read_saved(path)?;
     let Version { version } =
         serde_json::from_slice(&bytes).map_err(|err| problem(path, &bytes, err))?;
     if version > VERSION {

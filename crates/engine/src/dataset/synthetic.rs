@@ -82,7 +82,7 @@ fn allocate(len: usize) -> Result<Vec<u8>> {
         ))
     };
     let bytes = len.checked_mul(PIXELS).ok_or_else(too_many)?;
-    if let Some(available) = crate::machine::available_memory_bytes()
+    if let Some(available) = crate::memory::available_memory_bytes()
         && bytes as u64 > available
     {
         return Err(Error::value(format!(
@@ -438,7 +438,7 @@ mod tests {
         assert!(msg.contains("do not fit in memory"), "{msg}");
         // Twice the memory available, though the address space takes it: reserved,
         // the zeroes touched every page until the OOM killer ended the run.
-        let available = crate::machine::available_memory_bytes().expect("MemAvailable");
+        let available = crate::memory::available_memory_bytes().expect("MemAvailable");
         let too_many = (2 * available / PIXELS as u64) as usize;
         let msg = Synthetic::generate(too_many, 0).err().unwrap().to_string();
         assert!(msg.contains("of memory available"), "{msg}");

@@ -74,7 +74,7 @@ impl fmt::Display for NotLoaded {
 pub fn load(paths: &[PathBuf]) -> Result<Option<NotLoaded>> {
     // Where the available memory cannot be read, no bound: the check after reading
     // tells what fitted.
-    let available = crate::machine::available_memory_bytes().unwrap_or(u64::MAX);
+    let available = crate::memory::available_memory_bytes().unwrap_or(u64::MAX);
     load_within(paths, available)
 }
 
