@@ -204,8 +204,46 @@ fn each_config_a_round_measures_is_journaled_as_it_finishes_not_when_the_round_e
             }
         },
     );
+    // Killed as the OOM killer ends it: its rounds' scratch folder stays behind, and the
+    // next tune sweeps it.
+    let (round_pid, _) = round.expect("a round seen");
+    let cmdline = std::fs::read(format!("/proc/{round_pid}/cmdline")).unwrap();
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let at = args.iter().position(|&arg| arg == b"--journal").unwrap();
+    let scratch = PathBuf::from(String::from_utf8_lossy(args[at + 1]).into_owned())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let name = scratch.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("loaderbench-rounds-{}-", child.id())),
+        "{name}"
+    );
     let _ = child.kill();
     let _ = child.wait();
+    common::wait_until(
+        Duration::from_secs(10),
+        "the round's process to end",
+        || !common::process::running(round_pid),
+    );
+    assert!(scratch.is_dir(), "a killed tune cannot remove its own");
+    let next = dir.path().join("next.jsonl");
+    let args = [
+        "tune",
+        "seed-light",
+        "--budget",
+        "1s",
+        "--quiet",
+        "--set",
+        "samples=256",
+    ];
+    let output = loaderbench(&[&args[..], &["--journal", path_str(&next)]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        !scratch.exists(),
+        "the next tune swept {}",
+        scratch.display()
+    );
 }
 
 #[test]

@@ -77,8 +77,7 @@ pub fn resolve(
 ) -> (ResolveEnd, Option<Error>) {
     let started = Instant::now();
     let deadline = started + limit;
-    let opened = tempfile::tempdir()
-        .map_err(|err| Error::run(format!("no scratch folder to measure further in: {err}")))
+    let opened = loaderbench_measure::scratch::folder(rounds::SCRATCH_PREFIX)
         .and_then(|scratch| Ok((scratch, Journal::reopen(journal)?)));
     // Not started: the run stays as its sweep ended (and as its journal says).
     let (scratch, mut journal) = match opened {

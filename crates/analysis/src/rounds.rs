@@ -23,6 +23,11 @@ use loaderbench_measure::Event;
 use loaderbench_measure::measuring_child::ChildRun;
 use loaderbench_measure::results::{ConfigResult, RunResult};
 
+/// What the scratch folder of a tune's or a resolve's rounds is named by (a
+/// [`loaderbench_measure::scratch`] folder: one a killed process left is swept by the
+/// next).
+pub(crate) const SCRATCH_PREFIX: &str = "loaderbench-rounds-";
+
 /// How often a round looks at the clock and at the stop request between events.
 const POLL: Duration = Duration::from_millis(50);
 

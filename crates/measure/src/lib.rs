@@ -24,6 +24,7 @@ pub mod results;
 pub mod results_file;
 pub mod run_header;
 mod runner;
+pub mod scratch;
 pub mod stats;
 pub mod storage_reads;
 pub mod summary;

@@ -132,8 +132,7 @@ pub fn tune(
     let started = Instant::now();
     let deadline = started + options.budget;
     let budget_s = options.budget.as_secs_f64();
-    let scratch =
-        tempfile::tempdir().map_err(|err| Error::run(format!("no scratch folder: {err}")))?;
+    let scratch = loaderbench_measure::scratch::folder(crate::rounds::SCRATCH_PREFIX)?;
     let mut result = header(plan);
     let mut journal = Journal::create(&options.journal, &result)?;
     // Every measurement, the disturbed ones set aside included: what the model fits.
