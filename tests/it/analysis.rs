@@ -336,7 +336,14 @@ fn a_resolve_that_cannot_start_still_prints_and_exports_the_sweep() {
             ("TMPDIR", missing.as_os_str()),
         ],
     );
-    common::assert_error_line(&output, 1, &["no scratch folder to measure further in"]);
+    common::assert_error_line(
+        &output,
+        1,
+        &[
+            "cannot measure further: no scratch folder in",
+            "no-such-tmp",
+        ],
+    );
     let tables = String::from_utf8_lossy(&output.stdout);
     assert!(tables.contains("| num_workers |"), "{tables}");
     let exported = json_file(&json);

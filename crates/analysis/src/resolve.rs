@@ -78,6 +78,7 @@ pub fn resolve(
     let started = Instant::now();
     let deadline = started + limit;
     let opened = loaderbench_measure::scratch::folder(rounds::SCRATCH_PREFIX)
+        .map_err(|err| Error::run(format!("cannot measure further: {err}")))
         .and_then(|scratch| Ok((scratch, Journal::reopen(journal)?)));
     // Not started: the run stays as its sweep ended (and as its journal says).
     let (scratch, mut journal) = match opened {

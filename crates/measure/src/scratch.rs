@@ -9,14 +9,19 @@ use std::path::Path;
 use loaderbench_engine::error::{Error, Result};
 
 /// A new scratch folder named `<prefix><pid>-…` in the temporary directory, after
-/// sweeping those of `prefix` left there by processes that are gone.
+/// sweeping those of `prefix` left there by processes that are gone. A temporary
+/// directory that takes no folder (missing, full) fails the run, naming it: it is the
+/// machine's, not the user's input.
 pub fn folder(prefix: &str) -> Result<tempfile::TempDir> {
     let parent = std::env::temp_dir();
     sweep_stale(&parent, prefix);
     tempfile::Builder::new()
         .prefix(&format!("{prefix}{}-", std::process::id()))
         .tempdir_in(&parent)
-        .map_err(|err| Error::file(&parent, format!("cannot create a folder in it: {err}")))
+        .map_err(|err| {
+            let problem = format!("no scratch folder in {}: {err}", parent.display());
+            Error::run_caused(problem, err)
+        })
 }
 
 /// Removes the folders of `prefix` in `parent` whose process is no longer running.
