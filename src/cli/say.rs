@@ -45,28 +45,21 @@ macro_rules! out {
     };
 }
 
+/// [`write`], then a newline.
+pub fn write_line(stream: Stream, text: fmt::Arguments<'_>) {
+    write(stream, format_args!("{text}\n"));
+}
+
 /// `println!` without the panic (see the module).
 macro_rules! outln {
-    () => {
-        $crate::cli::say::write($crate::cli::say::Stream::Out, format_args!("\n"))
-    };
     ($($arg:tt)*) => {
-        $crate::cli::say::write(
-            $crate::cli::say::Stream::Out,
-            format_args!("{}\n", format_args!($($arg)*)),
-        )
+        $crate::cli::say::write_line($crate::cli::say::Stream::Out, format_args!($($arg)*))
     };
 }
 
 /// `eprintln!` without the panic (see the module).
 macro_rules! errln {
-    () => {
-        $crate::cli::say::write($crate::cli::say::Stream::Err, format_args!("\n"))
-    };
     ($($arg:tt)*) => {
-        $crate::cli::say::write(
-            $crate::cli::say::Stream::Err,
-            format_args!("{}\n", format_args!($($arg)*)),
-        )
+        $crate::cli::say::write_line($crate::cli::say::Stream::Err, format_args!($($arg)*))
     };
 }

@@ -8,11 +8,11 @@
 //! that their pipes reached end-of-file. Children also leave Ctrl-C and termination to
 //! this process ([`leave_interrupts_to_parent`]), which stops them itself. What a child
 //! writes is read as bytes ([`lossy_lines`]), so its pipes are drained to the end
-//! whatever it writes.
+//! whatever it writes; what it is first given goes through [`hand_over`].
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Mutex, OnceLock};
@@ -122,6 +122,28 @@ pub fn die_with_parent(parent: rustix::process::Pid) {
         // destructors or atexit handlers, which belong to the parent.
         unsafe { libc::_exit(1) };
     }
+}
+
+/// Gives a child started with piped stdin its first message, `message` as one JSON line;
+/// a child that cannot be given it is killed and reaped, not left waiting for it. `what`
+/// names the message in the error (`the plan`, `rank 2's job`).
+pub fn hand_over(
+    child: &mut Child,
+    stdin: &mut ChildStdin,
+    message: &impl serde::Serialize,
+    what: &str,
+) -> crate::Result<()> {
+    let handed = serde_json::to_string(message)
+        .map_err(|err| crate::Error::run(format!("cannot encode {what}: {err}")))
+        .and_then(|line| {
+            writeln!(stdin, "{line}")
+                .map_err(|err| crate::Error::run(format!("cannot hand {what} over: {err}")))
+        });
+    if handed.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    handed
 }
 
 /// The lines a child writes to `pipe`, until it closes it (or a read fails), each

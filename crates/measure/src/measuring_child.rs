@@ -99,18 +99,7 @@ impl ChildRun {
             let _ = child.kill();
             return Err(Error::run("the measuring process has no pipes"));
         };
-        // A child that cannot be given its plan is ended, not left waiting for one.
-        let handed = serde_json::to_string(plan)
-            .map_err(|err| Error::run(format!("cannot encode the plan: {err}")))
-            .and_then(|line| {
-                writeln!(stdin, "{line}")
-                    .map_err(|err| Error::run(format!("cannot hand the plan over: {err}")))
-            });
-        if let Err(error) = handed {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(error);
-        }
+        loaderbench_engine::child_processes::hand_over(&mut child, &mut stdin, plan, "the plan")?;
         let stdin = Arc::new(Mutex::new(Some(stdin)));
         let child = Arc::new(Mutex::new(child));
         let stderr_tail = collect_tail(stderr);

@@ -251,18 +251,8 @@ fn start_rank(
         stdin: None,
         stderr_tail: collect_tail(stderr),
     };
-    // A rank that cannot be given its job is ended and reaped, not left behind.
-    let handed = serde_json::to_string(job)
-        .map_err(|err| Error::run(format!("cannot encode rank {rank}'s job: {err}")))
-        .and_then(|line| {
-            writeln!(stdin, "{line}")
-                .map_err(|err| Error::run(format!("cannot hand rank {rank} its job: {err}")))
-        });
-    if let Err(error) = handed {
-        let _ = process.child.kill();
-        let _ = process.child.wait();
-        return Err(error);
-    }
+    let what = format!("rank {rank}'s job");
+    loaderbench_engine::child_processes::hand_over(&mut process.child, &mut stdin, job, &what)?;
     process.stdin = Some(stdin);
     let follow = move || {
         for line in lossy_lines(stdout) {
