@@ -273,6 +273,38 @@ fn persistent_workers_outlive_the_thread_that_started_them() {
     }
 }
 
+/// A journal open while workers are forked is free the moment this process closes it,
+/// though the workers run on: no worker keeps a copy holding its lock, which would refuse
+/// the journal to `--append` and `resolve` for as long as the workers live.
+#[test]
+fn a_journal_closed_while_forked_workers_run_is_not_held_by_them() {
+    use loaderbench_measure::Journal;
+    use loaderbench_measure::fixtures::{config, result};
+    use loaderbench_measure::results::RunStatus;
+
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let mut header = result(vec![config(2, true)], Vec::new());
+    header.status = RunStatus::Running;
+    let mut journal = Journal::create(&path, &header).unwrap();
+    let mut loader =
+        loader(synthetic(), settings(2, true), CancelToken::new()).with_processes(processes(
+            ProcessKind::Fork,
+            DatasetTransfer::Reopen,
+            BatchTransfer::SharedMemory,
+        ));
+    let (_, _, startups) = epoch(&mut loader);
+    assert_eq!(startups, 2);
+    journal.end(&RunStatus::Finished).unwrap();
+    drop(journal);
+    assert_eq!(children().len(), 2, "the persistent workers still run");
+    let reopened = Journal::reopen(&path).map(drop);
+    assert!(reopened.is_ok(), "{reopened:?}");
+    drop(loader);
+    assert_nothing_left();
+}
+
 /// Synthetic samples that take `delay` each to read, so an epoch lasts long enough to
 /// interfere with.
 struct Slow {

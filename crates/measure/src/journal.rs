@@ -13,12 +13,14 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::results::{ConfigResult, RunResult, RunStatus};
 use crate::tune_trail::TuneTrail;
 use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::loader::process::SharedFd;
 
 /// One line of a journal.
 #[derive(Debug, Serialize, Deserialize)]
@@ -38,10 +40,12 @@ pub const NEVER_ENDED: &str = "the run stopped before it ended (its journal has 
 /// further.
 pub const BEING_WRITTEN: &str = "another loaderbench is writing this journal (its run is still going); use it once that run has ended";
 
-/// An open journal file; it holds the file's lock while it is open.
+/// An open journal file; it holds the file's lock while it is open. No worker forked
+/// meanwhile keeps a copy of it (which would hold the lock for as long as the worker
+/// lives).
 pub struct Journal {
     path: PathBuf,
-    file: File,
+    file: SharedFd,
 }
 
 /// Overrides the user data directory (tests, portable installs).
@@ -176,8 +180,9 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
-        lock_for_writing(path, &file)?;
-        drop_cut_line(path, &file)?;
+        let file = SharedFd::unshared(file);
+        lock_for_writing(path, file.file())?;
+        drop_cut_line(path, file.file())?;
         let mut journal = Journal {
             path: path.to_path_buf(),
             file,
@@ -196,8 +201,9 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
-        lock_for_writing(path, &file)?;
-        drop_cut_line(path, &file)?;
+        let file = SharedFd::unshared(file);
+        lock_for_writing(path, file.file())?;
+        drop_cut_line(path, file.file())?;
         Ok(Journal {
             path: path.to_path_buf(),
             file,
@@ -237,9 +243,9 @@ impl Journal {
         // loses at most the config being measured. A line that cannot be written (a full
         // disk) fails the run, not the user's input: the journal was writable when the
         // run began.
-        self.file
-            .write_all(&line)
-            .and_then(|()| self.file.sync_data())
+        let mut file = self.file.file();
+        file.write_all(&line)
+            .and_then(|()| file.sync_data())
             .map_err(|err| {
                 Error::run_caused(
                     format!("could not write the journal {}: {err}", self.path.display()),
@@ -252,12 +258,24 @@ impl Journal {
 /// Takes the lock of the journal at `path` (open as `file`) for as long as it stays open,
 /// refusing a journal another loaderbench is writing. A file system without locks (some
 /// network ones) leaves the journal unguarded, as it was before there were locks.
+///
+/// A lock held a moment longer is waited for ([`LOCK_PATIENCE`]): a child process this
+/// or another loaderbench is starting holds a copy of the file until it runs its program.
 fn lock_for_writing(path: &Path, file: &File) -> Result<()> {
-    match file.try_lock() {
-        Err(TryLockError::WouldBlock) => Err(Error::file(path, BEING_WRITTEN)),
-        Ok(()) | Err(TryLockError::Error(_)) => Ok(()),
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(TryLockError::WouldBlock) => return Err(Error::file(path, BEING_WRITTEN)),
+            Ok(()) | Err(TryLockError::Error(_)) => return Ok(()),
+        }
     }
 }
+
+/// How long a journal's lock is waited for before the journal counts as being written.
+const LOCK_PATIENCE: Duration = Duration::from_millis(200);
 
 /// Whether a loaderbench holds the lock of the journal at `path` (is writing it).
 fn being_written(path: &Path) -> bool {

@@ -7,7 +7,9 @@
 //!
 //! Every descriptor a pool holds is listed in a process-wide registry for as long as it
 //! is open, so that a forked worker can close the ones that belong to other workers:
-//! otherwise a sibling holding a copy of a pipe's end would hide its end-of-file.
+//! otherwise a sibling holding a copy of a pipe's end would hide its end-of-file. A file
+//! the process writes beside its loaders (a journal, whose lock a worker's copy would
+//! keep for the worker's life) is listed there too ([`SharedFd::unshared`]).
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -28,7 +30,8 @@ pub fn registry() -> MutexGuard<'static, Vec<RawFd>> {
     OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A registered, close-on-exec descriptor: a pipe end or a segment.
+/// A registered, close-on-exec descriptor: a pipe end, a segment, or a file no forked
+/// worker keeps.
 pub struct SharedFd {
     file: Option<File>,
 }
@@ -39,6 +42,13 @@ impl SharedFd {
         SharedFd {
             file: Some(File::from(fd)),
         }
+    }
+
+    /// `file`, listed so that every worker forked while it is open closes its copy at
+    /// once: a lock held on it ends when this process closes it, not when the last
+    /// worker forked meanwhile exits.
+    pub fn unshared(file: File) -> SharedFd {
+        SharedFd::new(OwnedFd::from(file))
     }
 
     pub fn file(&self) -> &File {

@@ -153,13 +153,14 @@ fn fork_here(
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         IN_FORKED_CHILD.store(true, Ordering::Relaxed);
+        for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
+            // SAFETY: closing the child's copies of other workers' descriptors (first,
+            // so that a lock the parent lets go of is free as soon as it does).
+            unsafe { libc::close(fd) };
+        }
         crate::child_processes::die_with_parent(parent);
         crate::child_processes::leave_interrupts_to_parent();
         tch::set_num_threads(1);
-        for &fd in open.iter().filter(|fd| !keep.contains(fd)) {
-            // SAFETY: closing the child's copies of other workers' descriptors.
-            unsafe { libc::close(fd) };
-        }
         let code = catch_exit(|| {
             let segments: Vec<&File> = ends.segments.iter().map(SharedFd::file).collect();
             worker::forked_worker(

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use self::fds::{ChildProcess, SharedFd};
+use self::fds::ChildProcess;
 use self::launch::{SpawnDataset, fork, spawn};
 use self::reader::{Reader, write_tasks};
 use self::worker_messages::ToWorker;
@@ -45,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::preset::{BatchTransfer, DatasetTransfer, TransformAt};
 use crate::transform::{Normalize, Pipeline, PipelineSpec};
 
+pub use fds::SharedFd;
 pub use shared::ImageCache;
 pub use worker::worker_main;
 
