@@ -175,18 +175,7 @@ impl Journal {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(|err| Error::io(dir, err))?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|err| Error::io(path, err))?;
-        let file = SharedFd::unshared(file);
-        lock_for_writing(path, file.file())?;
-        drop_cut_line(path, file.file())?;
-        let mut journal = Journal {
-            path: path.to_path_buf(),
-            file,
-        };
+        let mut journal = Journal::open(path, OpenOptions::new().create(true))?;
         journal.append(&Entry::Run {
             run: Box::new(run.clone()),
         })?;
@@ -197,7 +186,13 @@ impl Journal {
     /// unresolved recommendation's configs), whose new configs and final status follow
     /// the old ones.
     pub fn reopen(path: &Path) -> Result<Journal> {
-        let file = OpenOptions::new()
+        Journal::open(path, &mut OpenOptions::new())
+    }
+
+    /// The journal at `path` opened with `options` to append to, locked, and without a
+    /// last line cut mid-write.
+    fn open(path: &Path, options: &mut OpenOptions) -> Result<Journal> {
+        let file = options
             .append(true)
             .open(path)
             .map_err(|err| Error::io(path, err))?;
