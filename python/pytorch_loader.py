@@ -238,6 +238,37 @@ def image_transform(spec, ops, normalize):
     return build_transform(ops, normalize, True, first=[T.Resize(spec["image_size"])])
 
 
+def read_image_list(path):
+    """The (path, label) pairs loaderbench listed, as its image_list module writes them:
+    a label and a path, each ended by a NUL byte; paths decoded as Python decodes file
+    names (`os.fsdecode`), so that any name opens."""
+    with open(path, "rb") as f:
+        fields = f.read().split(b"\0")[:-1]
+    return [(os.fsdecode(name), int(label)) for label, name in zip(fields[::2], fields[1::2])]
+
+
+class ListedImageFolder(torchvision.datasets.ImageFolder):
+    """torchvision's ImageFolder over the files loaderbench's engine listed, not its own
+    walk, which takes hidden folders as classes and orders nested folders otherwise: both
+    runtimes read the same files, in the same order, with the same labels. Every class
+    holds a file (the engine refuses an empty class folder); a class is named by the
+    first folder of its files' paths under the root."""
+
+    def __init__(self, root, samples, **kwargs):
+        self.listed = samples
+        super().__init__(root, **kwargs)
+
+    def find_classes(self, directory):
+        names = {}
+        for path, label in self.listed:
+            names.setdefault(label, os.path.relpath(path, directory).split(os.sep)[0])
+        classes = [names[label] for label in sorted(names)]
+        return classes, {name: label for label, name in enumerate(classes)}
+
+    def make_dataset(self, directory, class_to_idx, extensions=None, is_valid_file=None, allow_empty=False):
+        return self.listed
+
+
 def build_dataset(request):
     spec = request["dataset"]
     if spec["kind"] == "python":
@@ -249,8 +280,9 @@ def build_dataset(request):
         dataset = NpyDataset(spec["path"], spec.get("labels"), None)
         dataset.transform = build_transform(ops, normalize, dataset.yields_pil())
     elif spec["kind"] == "image_folder":
-        dataset = torchvision.datasets.ImageFolder(
+        dataset = ListedImageFolder(
             spec["root"],
+            read_image_list(spec["list"]),
             transform=image_transform(spec, ops, normalize),
             loader=functools.partial(load_image, mode=image_mode(spec)),
         )

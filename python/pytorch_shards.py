@@ -18,7 +18,10 @@ import urllib.request
 
 from PIL import Image
 
-IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
+# The image formats a sample may hold: torchvision's IMG_EXTENSIONS, as loaderbench's
+# engine reads them (its IMAGE_EXTENSIONS; a test in crates/measure/src/pytorch/shard_list.rs
+# holds the two lists together).
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp")
 LABEL_EXTENSIONS = ("cls", "json")
 # What WebDataset puts in every sample beside its members.
 METADATA = ("__key__", "__url__", "__local_path__")
@@ -157,7 +160,7 @@ class Decode:
         images = [name for name in members if name in IMAGE_EXTENSIONS]
         labels = [name for name in members if name in LABEL_EXTENSIONS]
         if unknown:
-            problem = f"member {key}.{unknown[0]}: unknown extension (samples are jpg, jpeg or png with cls or json)"
+            problem = f"member {key}.{unknown[0]}: unknown extension (samples are {', '.join(IMAGE_EXTENSIONS)} with cls or json)"
         elif len(images) != 1:
             problem = f"sample {key}: " + ("no image" if not images else f"two images ({key}.{images[0]}, {key}.{images[1]})")
         elif len(labels) != 1:

@@ -3,7 +3,8 @@
 //! Samples go in a seeded shuffled order, so that every shard mixes the classes, as
 //! `OUT/shard-000000.tar`, … of `--per-shard` samples each (the last may hold fewer), or
 //! with `--compress gz` as gzip-compressed `OUT/shard-000000.tar.gz`, …; sample `n` is
-//! the members `{n:06}.{jpg|jpeg|png}` (the file's own bytes, its extension lower-cased)
+//! the members `{n:06}.{ext}` (the file's own bytes, its extension lower-cased: any of
+//! the image folder's formats)
 //! and `{n:06}.cls` (its class index). A folder that holds shards already is refused
 //! rather than mixed with new ones.
 
@@ -24,7 +25,8 @@ use loaderbench_engine::{Error, Result};
 /// An image folder to convert.
 #[derive(Debug, Args)]
 pub struct ShardsArgs {
-    /// The image folder: one sub-folder per class, PNG/JPEG files inside.
+    /// The image folder: one sub-folder per class, image files inside (PNG, JPEG, BMP,
+    /// PPM/PGM, TIFF, WebP).
     folder: PathBuf,
     /// The folder to write `shard-000000.tar`, … into (made if missing).
     out: PathBuf,

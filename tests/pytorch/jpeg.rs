@@ -7,13 +7,19 @@
 //! is refused on the PyTorch runtime too, before Python starts, with one line naming the
 //! file or the shard's member and saying that 12-bit JPEGs are not supported. An image
 //! past PIL's own pixel limit but within a raised `dataset.limits.image_pixels` is read
-//! on both runtimes.
+//! on both runtimes. The other formats torchvision's `ImageFolder` reads (BMP, PPM/PGM,
+//! TIFF, WebP) give on our engine PIL's very pixels, and the PyTorch runtime's dataset,
+//! reading the files our engine listed, gives the same samples in the same order with the
+//! same labels where torchvision's own walk would not (a hidden folder, nested folders).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use loaderbench_engine::dataset::{DatasetKind, DatasetSpec, open};
+use loaderbench_engine::cancel::CancelToken;
+use loaderbench_engine::dataset::{
+    DatasetKind, DatasetLimits, DatasetSpec, list_image_folder, open,
+};
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Preset, Runtime};
 use loaderbench_engine::transform::PipelineSpec;
@@ -89,21 +95,38 @@ with open(sys.argv[2], 'w') as file:
     json.dump(out, file)
 ";
 
+/// The PyTorch runtime's request for the image folder at `root`, as a run makes it: the
+/// files our engine lists there, written to a list in `dir`.
+pub(crate) fn image_folder_request(
+    root: &Path,
+    dir: &Path,
+    channels: usize,
+    image_size: [usize; 2],
+) -> DatasetRequest {
+    let limits = DatasetLimits::DEFAULT;
+    let listed = list_image_folder(root, &limits, &mut |_| {}, &CancelToken::new()).unwrap();
+    let list = dir.join(format!("images-{channels}.list"));
+    pytorch::write_image_list(&listed.samples, &list).unwrap();
+    DatasetRequest::ImageFolder {
+        root: root.to_path_buf(),
+        list,
+        channels,
+        image_size,
+    }
+}
+
 /// The folder's samples as the PyTorch runtime's dataset gives them, as RGB and as grey.
 fn pils(root: &Path) -> [Samples; 2] {
     let plan = Plan::from_preset(&preset(root, &[("runtime", "pytorch")]), None).unwrap();
+    let dir = TempDir::new().unwrap();
     let requests: Vec<Request> = [3, 1]
         .into_iter()
         .map(|channels| {
-            let dataset = DatasetRequest::ImageFolder {
-                root: root.to_path_buf(),
-                channels,
-                image_size: [HEIGHT as usize, WIDTH as usize],
-            };
+            let size = [HEIGHT as usize, WIDTH as usize];
+            let dataset = image_folder_request(root, dir.path(), channels, size);
             Request::new(&plan, &plan.configs[0], dataset)
         })
         .collect();
-    let dir = TempDir::new().unwrap();
     let snippet = Snippet::start(SNIPPET, &requests, &dir.path().join("samples.json"), &[]);
     let read: Vec<Samples> =
         serde_json::from_value(snippet.result(Duration::from_secs(120))).unwrap();
@@ -143,6 +166,87 @@ fn every_jpeg_coding_decodes_on_our_engine_to_pils_pixels() {
             );
         }
     }
+}
+
+/// The image folder's other formats and its layout, against torchvision's: a folder
+/// holding every other format torchvision's `ImageFolder` reads (BMP, PPM, PGM, TIFF,
+/// WebP, each lossless) gives on our engine PIL's very pixels, and the PyTorch runtime's
+/// dataset gives the same samples in the same order with the same labels, where
+/// torchvision's own walk would differ: a hidden folder (`.ipynb_checkpoints`, holding an
+/// image) is no class, and a class's nested folder comes in our order.
+#[test]
+fn every_other_format_decodes_to_pils_pixels_and_both_runtimes_list_the_same_samples() {
+    use image::ImageFormat;
+    use image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let root = dir.path();
+    for folder in ["formats/nested", ".ipynb_checkpoints", "z/b"] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    let files = [
+        ("formats/a.bmp", ImageFormat::Bmp),
+        ("formats/b.ppm", ImageFormat::Pnm),
+        ("formats/c.TIF", ImageFormat::Tiff),
+        ("formats/d.webp", ImageFormat::WebP),
+        ("formats/nested/e.tiff", ImageFormat::Tiff),
+        ("formats/nested/f.png", ImageFormat::Png),
+        (".ipynb_checkpoints/g.png", ImageFormat::Png),
+        // torchvision lists a class's own files before its folders' (x before b/y).
+        ("z/x.png", ImageFormat::Png),
+        ("z/b/y.webp", ImageFormat::WebP),
+    ];
+    // PPM and PGM as files have them (binary P6 and P5; the image crate writes PAM by
+    // default, which PIL does not read).
+    let netpbm = |image: image::DynamicImage, subtype, path: &Path| {
+        let mut bytes = Vec::new();
+        let encoder = PnmEncoder::new(&mut bytes).with_subtype(subtype);
+        image.write_with_encoder(encoder).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    };
+    for (n, (name, format)) in files.iter().enumerate() {
+        let picture = jpeg::picture(n as u32, WIDTH, HEIGHT);
+        let path = root.join(name);
+        if *format == ImageFormat::Pnm {
+            let subtype = PnmSubtype::Pixmap(SampleEncoding::Binary);
+            netpbm(picture.into(), subtype, &path);
+        } else {
+            picture.save_with_format(path, *format).unwrap();
+        }
+    }
+    let grey = image::DynamicImage::ImageRgb8(jpeg::picture(9, WIDTH, HEIGHT)).into_luma8();
+    let subtype = PnmSubtype::Graymap(SampleEncoding::Binary);
+    netpbm(grey.into(), subtype, &root.join("formats/h.pgm"));
+    let [pil_rgb, pil_grey] = pils(root);
+    let labels = |samples: &Samples| samples.iter().map(|(label, _)| *label).collect::<Vec<_>>();
+    for (channels, pil) in [(3, pil_rgb), (1, pil_grey)] {
+        let ours = ours(root, channels);
+        assert_eq!(
+            labels(&ours),
+            [0, 0, 0, 0, 0, 0, 0, 1, 1],
+            "every image but the hidden folder's"
+        );
+        assert_eq!(
+            labels(&pil),
+            labels(&ours),
+            "{channels} channels: PIL's labels"
+        );
+        for (index, ((_, pixels), (_, pil_pixels))) in ours.iter().zip(&pil).enumerate() {
+            assert!(
+                pixels == pil_pixels,
+                "{channels} channels, sample {index}: not PIL's pixels"
+            );
+        }
+    }
+    let mut pixels = vec![0u8; 3 * (WIDTH * HEIGHT) as usize];
+    let dataset = open(&spec(root, 3), None).unwrap();
+    dataset.read(7, &mut pixels).unwrap();
+    let z_b_y = jpeg::picture(8, WIDTH, HEIGHT);
+    assert_eq!(
+        pixels[..(WIDTH * HEIGHT) as usize],
+        z_b_y.pixels().map(|p| p[0]).collect::<Vec<_>>()[..],
+        "z/b/y.webp before z/x.png"
+    );
 }
 
 /// `loaderbench run` on the folder at `folder` with `sets`, its preset and outputs in

@@ -163,11 +163,7 @@ fn plan(sets: &[(&str, &str)]) -> Plan {
 }
 
 fn image_folder(data: &Data) -> DatasetRequest {
-    DatasetRequest::ImageFolder {
-        root: data.folder(),
-        channels: 3,
-        image_size: [8, 8],
-    }
+    crate::jpeg::image_folder_request(&data.folder(), data.dir.path(), 3, [8, 8])
 }
 
 fn shards(locations: Vec<String>) -> DatasetRequest {
@@ -436,7 +432,7 @@ fn a_member_with_an_unknown_extension_is_one_line_naming_shard_and_member() {
         data.dir.path().display()
     );
     let expected = format!(
-        "{}: member 000100.txt: unknown extension (samples are jpg, jpeg or png with cls or json)",
+        "{}: member 000100.txt: unknown extension (samples are jpg, jpeg, png, ppm, bmp, pgm, tif, tiff, webp with cls or json)",
         bad.display()
     );
     assert_measuring_fails(&pattern, &expected);

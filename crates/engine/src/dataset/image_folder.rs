@@ -1,6 +1,7 @@
 //! The image-folder reader, laid out as torchvision's `ImageFolder`: one sub-folder per
-//! class, classes sorted by name and numbered by position, PNG/JPEG files of any size and
-//! colour type inside (searched recursively, following links; hidden files and folders
+//! class, classes sorted by name and numbered by position, image files of any size and
+//! colour type inside, of the formats torchvision reads there ([`IMAGE_EXTENSIONS`]:
+//! PNG, JPEG, BMP, PPM/PGM, TIFF, WebP) (searched recursively, following links; hidden files and folders
 //! skipped, and a folder already visited, by device and inode, skipped with a warning, so
 //! a link back up the tree is walked once). Every
 //! file's header is checked at open, on several threads with progress reported
@@ -86,7 +87,10 @@ pub fn list(
         if images.is_empty() {
             return Err(Error::file(
                 folder,
-                "no PNG or JPEG images in this class folder",
+                format!(
+                    "no images in this class folder (files ending in .{})",
+                    IMAGE_EXTENSIONS.join(", .")
+                ),
             ));
         }
         samples.extend(images.into_iter().map(|path| (path, class as i64)));
@@ -138,6 +142,10 @@ impl Dataset for ImageFolder {
 
     fn files(&self) -> Vec<PathBuf> {
         self.samples.iter().map(|(path, _)| path.clone()).collect()
+    }
+
+    fn labelled_files(&self) -> Option<Vec<(PathBuf, i64)>> {
+        Some(self.samples.clone())
     }
 
     fn warnings(&self) -> Vec<String> {
@@ -204,8 +212,7 @@ impl Walk {
         Ok(false)
     }
 
-    /// The PNG/JPEG files in `folder` and its sub-folders not visited yet, in sorted
-    /// order.
+    /// The image files in `folder` and its sub-folders not visited yet, in sorted order.
     fn images_under(&mut self, folder: &Path) -> Result<Vec<PathBuf>> {
         let mut images = Vec::new();
         if !self.visit(folder)? {
@@ -222,10 +229,17 @@ impl Walk {
     }
 }
 
+/// The extensions of the files an image folder reads, in any case: torchvision's
+/// `IMG_EXTENSIONS`, so that a folder holds the same samples for our engine as for
+/// torchvision's `ImageFolder`.
+pub const IMAGE_EXTENSIONS: [&str; 9] = [
+    "jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp",
+];
+
 fn has_image_extension(path: &Path) -> bool {
     path.extension()
         .and_then(|ext| ext.to_str())
-        .is_some_and(|ext| ["png", "jpg", "jpeg"].contains(&ext.to_ascii_lowercase().as_str()))
+        .is_some_and(|ext| IMAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
 }
 
 #[cfg(test)]
@@ -344,7 +358,79 @@ mod tests {
         fs::create_dir(&empty).unwrap();
         let msg = open_error(dir.path(), 3, [2, 2]);
         assert!(msg.starts_with(&empty.display().to_string()), "{msg}");
-        assert!(msg.contains("no PNG or JPEG images"), "{msg}");
+        assert!(msg.contains("no images in this class folder (files ending in .jpg, .jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp)"), "{msg}");
+    }
+
+    /// Every format torchvision's `ImageFolder` reads, each file the same picture in a
+    /// lossless coding, is listed and read to the PNG's pixels; a GIF (which torchvision
+    /// does not read there) is left out, as it is there.
+    #[test]
+    fn every_format_torchvision_reads_is_listed_and_read_to_the_same_pixels() {
+        use image::ImageFormat;
+        let dir = TempDir::new().unwrap();
+        let class = dir.path().join("all");
+        fs::create_dir(&class).unwrap();
+        let picture = RgbImage::from_fn(7, 5, |x, y| Rgb([x as u8 * 30, y as u8 * 40, 90]));
+        let grey = image::DynamicImage::ImageRgb8(picture.clone()).into_luma8();
+        for (name, format) in [
+            ("a.png", ImageFormat::Png),
+            ("b.bmp", ImageFormat::Bmp),
+            ("c.ppm", ImageFormat::Pnm),
+            ("d.TIF", ImageFormat::Tiff),
+            ("e.tiff", ImageFormat::Tiff),
+            ("f.webp", ImageFormat::WebP),
+            ("g.gif", ImageFormat::Gif),
+        ] {
+            let path = class.join(name);
+            if format == ImageFormat::Gif {
+                fs::write(&path, b"GIF89a, not read").unwrap();
+            } else {
+                picture.save_with_format(&path, format).unwrap();
+            }
+        }
+        // Binary P5, as files have it (the image crate writes PAM by default).
+        let mut pgm = Vec::new();
+        let encoder = image::codecs::pnm::PnmEncoder::new(&mut pgm).with_subtype(
+            image::codecs::pnm::PnmSubtype::Graymap(image::codecs::pnm::SampleEncoding::Binary),
+        );
+        image::DynamicImage::ImageLuma8(grey.clone())
+            .write_with_encoder(encoder)
+            .unwrap();
+        fs::write(class.join("h.pgm"), pgm).unwrap();
+        let folder = open(dir.path(), 3, [5, 7]).unwrap();
+        let names: Vec<String> = folder
+            .labelled_files()
+            .unwrap()
+            .iter()
+            .map(|(path, _)| path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let expected = [
+            "a.png", "b.bmp", "c.ppm", "d.TIF", "e.tiff", "f.webp", "h.pgm",
+        ];
+        assert_eq!(names, expected);
+        let read = |index| {
+            let mut pixels = vec![0u8; 3 * 5 * 7];
+            folder.read(index, &mut pixels).unwrap();
+            pixels
+        };
+        let png = read(0);
+        for (index, name) in expected.iter().enumerate().take(6) {
+            assert_eq!(read(index), png, "{name}");
+        }
+        let grey_plane: Vec<u8> = grey.into_raw();
+        assert_eq!(read(6), grey_plane.repeat(3), "h.pgm, grey as RGB");
+    }
+
+    #[test]
+    fn a_file_of_another_format_that_is_broken_is_named_at_open() {
+        let dir = write_folder();
+        let broken = dir.path().join("cats/broken.webp");
+        fs::write(&broken, b"RIFF\x10\x00\x00\x00WEBPVP8 junk").unwrap();
+        let msg = open_error(dir.path(), 3, [2, 2]);
+        assert_mentions(
+            &msg,
+            &[&broken.display().to_string(), "not a readable image"],
+        );
     }
 
     #[test]

@@ -1,14 +1,15 @@
-//! The check an image folder's files get when it is opened: each file must start with a
-//! PNG or JPEG header that gives the image a size within the dataset's limits (its
+//! The check an image folder's files get when it is opened: each file must hold the
+//! header of an image, in a format torchvision's `ImageFolder` reads (PNG, JPEG, BMP,
+//! PPM/PGM, TIFF, WebP), that gives the image a size within the dataset's limits (its
 //! pixels under `image_pixels`, the file under `file_bytes`). Only the header is read (the first
 //! bytes of a PNG; a JPEG's markers up to its frame header, skipping the segments
-//! before it), on several threads at once, with the count checked reported as it goes,
+//! before it; the other formats' headers through the `image` crate's decoders), on
+//! several threads at once, with the count checked reported as it goes,
 //! so a folder of a million files opens in seconds and a corrupt file is still named
-//! before a run starts. A tar shard's image members get the same check through
-//! [`check_reader`].
+//! before a run starts. A tar shard's image members get the same check.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -85,8 +86,9 @@ pub fn check_all(
     Ok(())
 }
 
-/// Fails unless the file at `path` is within `limits.file_bytes` and starts with a PNG
-/// or JPEG header of a non-empty image within `limits.image_pixels`.
+/// Fails unless the file at `path` is within `limits.file_bytes` and has the header of
+/// a non-empty image within `limits.image_pixels`, in a format an image folder reads
+/// (see [`check_file_header`]).
 pub fn check(path: &Path, limits: &DatasetLimits) -> Result<()> {
     let cannot_read = |err: io::Error| Error::file_caused(path, format!("cannot read: {err}"), err);
     let file = File::open(path).map_err(cannot_read)?;
@@ -98,8 +100,49 @@ pub fn check(path: &Path, limits: &DatasetLimits) -> Result<()> {
         "file_bytes",
         limits.file_bytes,
     )?;
-    check_reader(&mut BufReader::with_capacity(4096, file), limits)
+    check_file_header(&mut BufReader::with_capacity(4096, file), limits)
         .map_err(|bad| bad.at(path, None))
+}
+
+/// [`check_reader`] for a PNG or JPEG image file (or a shard's member, in memory); the
+/// header of the other formats torchvision's `ImageFolder` reads (BMP, PPM/PGM, TIFF,
+/// WebP) through the `image` crate's decoder for it, which may seek (a TIFF's first
+/// directory can lie anywhere in the file).
+pub fn check_file_header(
+    reader: &mut (impl BufRead + Seek),
+    limits: &DatasetLimits,
+) -> std::result::Result<(), BadHeader> {
+    let cannot_read = |err: io::Error| BadHeader {
+        problem: format!("not a readable image: {err}"),
+        source: Some(err),
+    };
+    let guessed = image::ImageReader::new(&mut *reader)
+        .with_guessed_format()
+        .map_err(cannot_read)?;
+    match guessed.format() {
+        Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => {
+            reader.seek(SeekFrom::Start(0)).map_err(cannot_read)?;
+            check_reader(reader, limits)
+        }
+        Some(_) => {
+            let bad = |problem: String| BadHeader {
+                problem,
+                source: None,
+            };
+            match guessed.into_dimensions() {
+                Ok((width, height)) if width > 0 && height > 0 => {
+                    check_pixels(width, height, limits).map_err(bad)
+                }
+                Ok(_) => Err(bad("the image has no pixels".to_owned())),
+                Err(err) => Err(bad(format!("not a readable image: {err}"))),
+            }
+        }
+        None => Err(BadHeader {
+            problem: "not a readable image: no PNG, JPEG, BMP, PPM/PGM, TIFF or WebP header"
+                .to_owned(),
+            source: None,
+        }),
+    }
 }
 
 /// What is wrong with an image's header, before it is told which file or member it is.

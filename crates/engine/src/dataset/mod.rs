@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;
-pub use image_folder::{ImageFolderFiles, list as list_image_folder};
+pub use image_folder::{IMAGE_EXTENSIONS, ImageFolderFiles, list as list_image_folder};
 pub use image_header::{BadHeader, check_reader as check_image_header};
 pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
@@ -48,7 +48,7 @@ pub enum DatasetKind {
     Synthetic,
     /// MNIST-family IDX files (plain or .gz): a directory or the images file.
     Idx,
-    /// One sub-folder per class holding PNG/JPEG files.
+    /// One sub-folder per class holding image files (PNG, JPEG, BMP, PPM/PGM, TIFF, WebP).
     ImageFolder,
     /// A uint8 or float32 .npy array, (N, C, H, W) or (N, H, W), plus optional labels.
     Npy,
@@ -257,6 +257,15 @@ pub trait Dataset: Send + Sync {
     /// page cache before each epoch); empty for a dataset with no local files.
     fn files(&self) -> Vec<PathBuf> {
         Vec::new()
+    }
+
+    /// For a dataset of one file per sample (an image folder): each sample's file and
+    /// label, in index order, over the whole dataset (before a preset's `samples` cut
+    /// it). The PyTorch runtime's `ImageFolder` reads this list, so that both runtimes
+    /// read the same files in the same order with the same labels. `None` (the default)
+    /// otherwise.
+    fn labelled_files(&self) -> Option<Vec<(PathBuf, i64)>> {
+        None
     }
 
     /// What a spawned worker needs beside the preset's spec to reopen this dataset

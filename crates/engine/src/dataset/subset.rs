@@ -54,6 +54,10 @@ impl Dataset for Subset {
         self.inner.files()
     }
 
+    fn labelled_files(&self) -> Option<Vec<(PathBuf, i64)>> {
+        self.inner.labelled_files()
+    }
+
     fn release_mapped_pages(&self) -> Result<()> {
         self.inner.release_mapped_pages()
     }

@@ -15,6 +15,7 @@
 
 mod folder;
 mod idx_file;
+mod image_list;
 mod job;
 mod python_process;
 mod script_messages;
@@ -36,6 +37,7 @@ use loaderbench_engine::loader::WorkerStartup;
 use loaderbench_engine::plan::Plan;
 
 pub use idx_file::write_idx;
+pub use image_list::write_image_list;
 pub use python_process::{PYTHON_VAR, python_path};
 pub use script_messages::{DatasetRequest, Message, Request, UserFrame, Versions};
 
@@ -116,8 +118,9 @@ pub struct PytorchScript {
 }
 
 impl PytorchScript {
-    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX
-    /// (`dataset` is our engine's view of the plan's dataset; a python one has none).
+    /// Writes the script and, for the synthetic dataset, `dataset`'s samples as IDX, for
+    /// an image folder the list of its files (`dataset` is our engine's view of the
+    /// plan's dataset; a python one has none).
     pub fn prepare(plan: &Plan, dataset: Option<&Arc<dyn Dataset>>) -> Result<PytorchScript> {
         let folder = ScratchFolder::create()?;
         std::fs::write(folder.script(), SCRIPT)
@@ -148,11 +151,19 @@ impl PytorchScript {
                 path: path()?,
                 labels: spec.labels.clone(),
             },
-            DatasetKind::ImageFolder => DatasetRequest::ImageFolder {
-                root: path()?,
-                channels: spec.channels,
-                image_size: spec.image_size,
-            },
+            DatasetKind::ImageFolder => {
+                let files = dataset
+                    .and_then(|d| d.labelled_files())
+                    .ok_or_else(|| Error::run("the image folder was not listed before the run"))?;
+                let list = folder.path().join("images.list");
+                image_list::write_image_list(&files, &list)?;
+                DatasetRequest::ImageFolder {
+                    root: path()?,
+                    list,
+                    channels: spec.channels,
+                    image_size: spec.image_size,
+                }
+            }
             DatasetKind::Python => user_dataset(spec)?,
             DatasetKind::Shards => shard_list::shards_request(spec, plan.preset.samples, dataset)?,
         };

@@ -26,9 +26,12 @@ pub enum DatasetRequest {
         path: PathBuf,
         labels: Option<PathBuf>,
     },
-    /// torchvision's ImageFolder, converted to `channels` and resized to `image_size`.
+    /// torchvision's ImageFolder over the files our engine listed under `root` (the
+    /// file `list`, as [`write_image_list`](super::image_list::write_image_list) writes
+    /// it), converted to `channels` and resized to `image_size`.
     ImageFolder {
         root: PathBuf,
+        list: PathBuf,
         channels: usize,
         image_size: [usize; 2],
     },

@@ -58,6 +58,25 @@ pub fn shards_request(
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_script_reads_the_image_formats_our_engine_reads_in_shards() {
+        let (_, script) = super::super::SIBLINGS
+            .iter()
+            .find(|(name, _)| *name == "pytorch_shards.py")
+            .expect("the shards script");
+        let (_, rest) = script
+            .split_once("\nIMAGE_EXTENSIONS = (")
+            .expect("the script's IMAGE_EXTENSIONS");
+        let listed: Vec<&str> = rest
+            .split_once(')')
+            .expect("a closed tuple")
+            .0
+            .split(',')
+            .map(|name| name.trim().trim_matches('"'))
+            .collect();
+        assert_eq!(listed, loaderbench_engine::dataset::IMAGE_EXTENSIONS);
+    }
+
     fn spec(path: &str) -> DatasetSpec {
         DatasetSpec {
             kind: loaderbench_engine::dataset::DatasetKind::Shards,

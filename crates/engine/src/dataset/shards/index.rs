@@ -1,8 +1,8 @@
 //! One pass over a shard at open: its tar members walked with the `tar` crate, grouped
 //! into samples by key as WebDataset groups them (the key is the member path up to the
 //! first `.` of its file name; consecutive members with one key are one sample), each
-//! sample one image (`jpg`, `jpeg`, `png`, its header checked as the image folder's
-//! files are) and one label (`cls`: a decimal integer; `json`: an integer or an object
+//! sample one image (of the image folder's formats, [`IMAGE_EXTENSIONS`], its header
+//! checked as the image folder's files are) and one label (`cls`: a decimal integer; `json`: an integer or an object
 //! with an integer `"label"`). What a sample is made of is kept (its image member's
 //! name, offset and size, and its label), so reading needs no second look at the tar
 //! headers. A local plain shard skips the image bodies by seeking (the index pass only);
@@ -21,6 +21,7 @@ use super::compression::{self, Compression, DecompressClock};
 use super::members;
 use super::pattern::ShardLocation;
 use super::source::{Http, PositionedFile};
+use crate::dataset::image_folder::IMAGE_EXTENSIONS;
 use crate::dataset::{DatasetLimits, image_header};
 use serde::{Deserialize, Serialize};
 
@@ -196,13 +197,15 @@ struct Samples<'a> {
 impl Samples<'_> {
     fn add<R: Read>(&mut self, member: String, entry: &mut tar::Entry<'_, R>) -> Result<()> {
         let (key, extension) = split_key(&member);
-        let part = match extension.to_ascii_lowercase().as_str() {
-            "jpg" | "jpeg" | "png" => Part::Image,
+        let lower = extension.to_ascii_lowercase();
+        let part = match lower.as_str() {
             "cls" | "json" => Part::Label,
+            image if IMAGE_EXTENSIONS.contains(&image) => Part::Image,
             _ => {
                 return Err(self.location.bad(format!(
-                    "{member}: unknown extension {extension:?}: a sample is an image \
-                     (.jpg, .jpeg, .png) and a label (.cls, .json)"
+                    "{member}: unknown extension {extension:?}: a sample is an image (.{}) \
+                     and a label (.cls, .json)",
+                    IMAGE_EXTENSIONS.join(", .")
                 )));
             }
         };
@@ -230,8 +233,18 @@ impl Samples<'_> {
                 DatasetLimits::check_problem(what, size, "file_bytes", limits.file_bytes)
                     .map_err(|problem| location.bad(format!("{member}: {problem}")))?;
                 let shard = location.to_string();
-                image_header::check_reader(&mut BufReader::with_capacity(4096, entry), limits)
-                    .map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
+                let checked = if matches!(lower.as_str(), "jpg" | "jpeg" | "png") {
+                    image_header::check_reader(&mut BufReader::with_capacity(4096, entry), limits)
+                } else {
+                    // The other formats' decoders seek (a TIFF's directory can lie at its
+                    // end): the member, within `file_bytes`, is checked in memory.
+                    let mut bytes = Vec::new();
+                    entry
+                        .read_to_end(&mut bytes)
+                        .map_err(|err| location.bad(format!("{member}: cannot read: {err}")))?;
+                    image_header::check_file_header(&mut Cursor::new(bytes), limits)
+                };
+                checked.map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
                 open.image = Some((member, offset, size));
             }
             Part::Label => {
@@ -390,6 +403,37 @@ mod tests {
             let at = sample.offset as usize;
             assert_eq!(&bytes[at..at + sample.size as usize], &image[..]);
         }
+    }
+
+    #[test]
+    fn images_of_the_image_folder_s_other_formats_are_indexed_and_a_broken_one_named() {
+        let encoded = |format| {
+            let mut bytes = Vec::new();
+            image::RgbImage::from_pixel(3, 2, image::Rgb([9, 8, 7]))
+                .write_to(&mut Cursor::new(&mut bytes), format)
+                .unwrap();
+            bytes
+        };
+        let members = [
+            member("a.tiff", &encoded(image::ImageFormat::Tiff)),
+            member("a.cls", b"0"),
+            member("b.webp", &encoded(image::ImageFormat::WebP)),
+            member("b.cls", b"1"),
+            member("c.BMP", &encoded(image::ImageFormat::Bmp)),
+            member("c.cls", b"2"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("formats.tar");
+        write_tar(&path, &members);
+        let found = index_local(&ShardLocation::File(path)).unwrap();
+        let names: Vec<&str> = found.iter().map(|s| s.member.as_str()).collect();
+        assert_eq!(names, ["a.tiff", "b.webp", "c.BMP"]);
+        let broken = [
+            member("a.webp", b"RIFF\x04\x00\x00\x00WEBP"),
+            member("a.cls", b"0"),
+        ];
+        let msg = error(&broken);
+        assert!(msg.contains("a.webp: not a readable image"), "{msg}");
     }
 
     #[test]
