@@ -6,7 +6,7 @@
 //! long as the process, not the thread that started them. Spawned workers
 //! reopening a dataset without files all map one sealed image the loader made once. A
 //! forked worker's panic is reported even when a lock its panic hook takes was held at
-//! the fork.
+//! the fork. Spawned workers reopen an image folder from the loader's listing.
 
 #![cfg(unix)]
 
@@ -159,6 +159,59 @@ fn spawned_and_forked_workers_deliver_the_thread_workers_batches() {
             }
         }
     }
+}
+
+/// Spawned workers reopen an image folder from the loader's listing, cut to the run's
+/// samples: a file added to the folder after the run opened it (sorting first, so a new
+/// walk would shift every index) changes nothing they deliver.
+#[test]
+fn spawned_workers_reopen_an_image_folder_from_the_loader_s_listing() {
+    let _serial = serial();
+    let dir = tempfile::TempDir::new().unwrap();
+    for class in ["a", "b"] {
+        std::fs::create_dir(dir.path().join(class)).unwrap();
+        for n in 1..=6u8 {
+            let path = dir.path().join(format!("{class}/{n}.png"));
+            image::RgbImage::from_pixel(4, 4, image::Rgb([n * 30, n, 9]))
+                .save(path)
+                .unwrap();
+        }
+    }
+    let spec = DatasetSpec {
+        kind: dataset::DatasetKind::ImageFolder,
+        path: Some(dir.path().to_path_buf()),
+        channels: 1,
+        image_size: [4, 4],
+        ..DatasetSpec::default()
+    };
+    let samples = 10;
+    let dataset = dataset::open(&spec, Some(samples)).unwrap();
+    let (reference, reference_images, _) = epoch(&mut loader(
+        dataset.clone(),
+        settings(0, false),
+        CancelToken::new(),
+    ));
+    image::RgbImage::from_pixel(4, 4, image::Rgb([255, 255, 255]))
+        .save(dir.path().join("a/0.png"))
+        .unwrap();
+    let workers = ProcessWorkers {
+        dataset: Some(spec),
+        samples: Some(samples),
+        ..processes(
+            ProcessKind::Spawn,
+            DatasetTransfer::Reopen,
+            BatchTransfer::SharedMemory,
+        )
+    };
+    let mut loader =
+        loader(dataset, settings(2, false), CancelToken::new()).with_processes(workers);
+    let (labels, images, _) = epoch(&mut loader);
+    assert_eq!(labels, reference);
+    for (a, b) in images.iter().zip(&reference_images) {
+        assert!(a.equal(b), "a batch differs from the listing's");
+    }
+    drop(loader);
+    assert_nothing_left();
 }
 
 /// The inode of this process's one shared dataset image, checking it is sealed.

@@ -54,6 +54,41 @@ impl ImageFolder {
     }
 }
 
+impl ImageFolder {
+    /// The folder as a spawned worker reopens it: from the listing the loader's own
+    /// [`reopen_index`](Dataset::reopen_index) gave, without walking the folder and
+    /// checking every header again (seconds for a large folder, in each worker's start,
+    /// where a spawned DataLoader worker gets its dataset's list of files), and without
+    /// a walk that could find other files than the run measures.
+    pub fn from_index(
+        root: &Path,
+        channels: usize,
+        size: [usize; 2],
+        limits: &DatasetLimits,
+        index: serde_json::Value,
+    ) -> Result<Self> {
+        let listed: ListedFolder = serde_json::from_value(index).map_err(|err| {
+            Error::run(format!("the image folder's list sent to a worker: {err}"))
+        })?;
+        Ok(ImageFolder {
+            root: root.to_path_buf(),
+            samples: listed.samples,
+            classes: listed.classes,
+            shape: sample_shape(channels, size)?,
+            limits: *limits,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+/// What a spawned worker is sent to reopen an image folder (see
+/// [`ImageFolder::from_index`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ListedFolder {
+    samples: Vec<(PathBuf, i64)>,
+    classes: usize,
+}
+
 /// What an image folder holds: each image with its class index, in reading order, and
 /// what the walk skipped that the user should hear of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +181,16 @@ impl Dataset for ImageFolder {
 
     fn labelled_files(&self) -> Option<Vec<(PathBuf, i64)>> {
         Some(self.samples.clone())
+    }
+
+    /// The listing, where every path is UTF-8 (JSON holds no other); `None` otherwise,
+    /// and the worker walks the folder itself.
+    fn reopen_index(&self) -> Option<serde_json::Value> {
+        let listed = ListedFolder {
+            samples: self.samples.clone(),
+            classes: self.classes,
+        };
+        serde_json::to_value(listed).ok()
     }
 
     fn warnings(&self) -> Vec<String> {
@@ -431,6 +476,44 @@ mod tests {
             &msg,
             &[&broken.display().to_string(), "not a readable image"],
         );
+    }
+
+    /// A spawned worker reopens the folder from the loader's listing: the files the run
+    /// measures, cut to its samples, even where the folder has changed since.
+    #[test]
+    fn a_spawned_worker_reopens_the_listing_not_the_folder() {
+        let dir = write_folder();
+        let spec = crate::dataset::DatasetSpec {
+            kind: crate::dataset::DatasetKind::ImageFolder,
+            path: Some(dir.path().to_path_buf()),
+            channels: 3,
+            image_size: [2, 2],
+            ..crate::dataset::DatasetSpec::default()
+        };
+        let opened = crate::dataset::open(&spec, Some(1)).unwrap();
+        let index = opened.reopen_index().expect("the listing, through the cut");
+        RgbImage::from_pixel(2, 2, Rgb([1, 2, 3]))
+            .save(dir.path().join("cats/0-new.png"))
+            .unwrap();
+        let whole = crate::dataset::reopen(&spec, None, Some(index.clone())).unwrap();
+        assert_eq!(whole.labelled_files(), write_folder_listing(dir.path()));
+        let cut = crate::dataset::reopen(&spec, Some(1), Some(index)).unwrap();
+        assert_eq!(cut.len(), 1);
+        let mut pixels = [0u8; 12];
+        assert_eq!(cut.read(0, &mut pixels).unwrap(), 0);
+        assert_eq!(
+            pixels[..4],
+            [200; 4],
+            "cats/a.png, not the file added since"
+        );
+    }
+
+    /// [`write_folder`]'s images, as listed.
+    fn write_folder_listing(root: &Path) -> Option<Vec<(PathBuf, i64)>> {
+        Some(vec![
+            (root.join("cats/a.png"), 0),
+            (root.join("dogs/b.JPG"), 1),
+        ])
     }
 
     #[test]

@@ -270,7 +270,8 @@ pub trait Dataset: Send + Sync {
 
     /// What a spawned worker needs beside the preset's spec to reopen this dataset
     /// without redoing slow work (a shard dataset's index, which took a pass over every
-    /// shard, over the network for URLs); `None` where the spec is enough. See [`reopen`].
+    /// shard, over the network for URLs; an image folder's listing, which took a walk and
+    /// a check of every file's header); `None` where the spec is enough. See [`reopen`].
     fn reopen_index(&self) -> Option<serde_json::Value> {
         None
     }
@@ -375,22 +376,34 @@ pub fn open_with_progress(
 
 /// Opens the dataset `spec` describes in a spawned worker: from `index` (what the
 /// parent's dataset gave as [`Dataset::reopen_index`]) where there is one, else as
-/// [`open`] does.
+/// [`open`] does; cut to `samples` as [`open`] cuts it.
 pub fn reopen(
     spec: &DatasetSpec,
     samples: Option<usize>,
     index: Option<serde_json::Value>,
 ) -> Result<Arc<dyn Dataset>> {
-    match (spec.kind, index) {
-        (DatasetKind::Shards, Some(index)) => Ok(Arc::new(shards::Shards::from_index(
-            spec.path.as_deref().unwrap_or(std::path::Path::new("")),
+    let path = spec.path.as_deref().unwrap_or(std::path::Path::new(""));
+    let dataset: Arc<dyn Dataset> = match (spec.kind, index) {
+        (DatasetKind::Shards, Some(index)) => Arc::new(shards::Shards::from_index(
+            path,
             &spec.limits,
             spec.channels,
             spec.image_size,
             index,
-        )?)),
-        _ => open(spec, samples),
-    }
+        )?),
+        (DatasetKind::ImageFolder, Some(index)) => Arc::new(image_folder::ImageFolder::from_index(
+            path,
+            spec.channels,
+            spec.image_size,
+            &spec.limits,
+            index,
+        )?),
+        _ => return open(spec, samples),
+    };
+    Ok(match samples {
+        Some(n) if n < dataset.len() => Arc::new(Subset::new(dataset, n)),
+        _ => dataset,
+    })
 }
 
 /// The warnings of a dataset `open` gave for `samples`: what opening it skipped

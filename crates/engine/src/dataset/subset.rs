@@ -58,6 +58,11 @@ impl Dataset for Subset {
         self.inner.labelled_files()
     }
 
+    /// The whole dataset's: [`reopen`](super::reopen) cuts it again.
+    fn reopen_index(&self) -> Option<serde_json::Value> {
+        self.inner.reopen_index()
+    }
+
     fn release_mapped_pages(&self) -> Result<()> {
         self.inner.release_mapped_pages()
     }
