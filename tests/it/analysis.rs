@@ -209,6 +209,10 @@ fn recommend_exports_the_printed_recommendation_in_the_json() {
 /// A sweep saved as baseline `before` (with its journal `j.jsonl` and JSON export
 /// `r.json`) under a data folder of its own, `data`, run once by the first test that
 /// needs it.
+/// The epochs of the baselines' runs: three typical epochs a config, whose scatter a
+/// comparison judges by.
+const BASELINE_EPOCHS: &str = "epochs=4";
+
 fn baselines() -> &'static SharedRun {
     static BASELINES: OnceLock<SharedRun> = OnceLock::new();
     SharedRun::once(&BASELINES, |dir| {
@@ -216,7 +220,14 @@ fn baselines() -> &'static SharedRun {
         let json = dir.join("r.json");
         let args = small_sweep(
             path_str(&journal),
-            &["--save-baseline", "before", "--json", path_str(&json)],
+            &[
+                "--set",
+                BASELINE_EPOCHS,
+                "--save-baseline",
+                "before",
+                "--json",
+                path_str(&json),
+            ],
         );
         in_data_dir(&dir.join("data"), &args)
     })
@@ -448,7 +459,8 @@ fn a_run_compares_each_config_with_a_baseline() {
     let baselines = baselines();
     // A journal of its own: the saved sweep's is read by the tests that save from it.
     let journal = baselines.path("compared.jsonl");
-    let args = small_sweep(path_str(&journal), &["--baseline", "before"]);
+    let extra = ["--set", BASELINE_EPOCHS, "--baseline", "before"];
+    let args = small_sweep(path_str(&journal), &extra);
     let compared = in_data_dir(&baselines.path("data"), &args);
     assert!(compared.status.success(), "{}", stderr(&compared));
     let text = stdout(&compared);
@@ -458,10 +470,34 @@ fn a_run_compares_each_config_with_a_baseline() {
         .unwrap_or_else(|| panic!("no comparison in: {text}"));
     let lines: Vec<&str> = section.lines().collect();
     assert_eq!(lines.len(), 3, "{section}");
+    // Three typical epochs on each side: every change is judged, by its interval.
     for (line, label) in lines.iter().zip(["nw=0:", "nw=2:", "nw=2 persistent:"]) {
         assert!(line.starts_with(label), "{line}");
-        assert!(line.ends_with("the noise"), "{line}");
+        let (_, verdict) = line.split_once("%): ").unwrap_or_else(|| panic!("{line}"));
+        let judged = [
+            "faster, beyond the noise (±",
+            "slower, beyond the noise (±",
+            "as fast, within ±5% (measured to ±",
+            "not resolved (±",
+        ];
+        assert!(
+            judged.iter().any(|start| verdict.starts_with(start)),
+            "{line}"
+        );
     }
+}
+
+#[test]
+fn a_change_of_single_typical_epochs_is_not_judged() {
+    let baselines = baselines();
+    let journal = baselines.path("single.jsonl");
+    let args = small_sweep(path_str(&journal), &["--baseline", "before"]);
+    let compared = in_data_dir(&baselines.path("data"), &args);
+    assert!(compared.status.success(), "{}", stderr(&compared));
+    assert_printed(
+        &compared,
+        "%): not judged: one typical epoch on a side shows no scatter; measure three epochs or more (`--set epochs=4`)",
+    );
 }
 
 #[test]
@@ -485,7 +521,7 @@ fn saved_baselines_are_listed_by_name() {
 }
 
 #[test]
-fn a_run_compared_with_its_own_baseline_is_within_the_noise() {
+fn a_run_compared_with_its_own_baseline_is_no_change() {
     let baselines = baselines();
     saved_from_files();
     let same = in_data_dir(
@@ -499,7 +535,11 @@ fn a_run_compared_with_its_own_baseline_is_within_the_noise() {
     );
     assert!(same.status.success(), "{}", stderr(&same));
     assert_printed(&same, "nw=2 persistent: ");
-    assert_printed(&same, "(+0.0%), within the noise");
+    assert_printed(&same, "(+0.0%): ");
+    // The same epochs on both sides: never a change, and always judged.
+    let text = stdout(&same);
+    assert!(!text.contains("beyond the noise"), "{text}");
+    assert!(!text.contains("not judged"), "{text}");
 }
 
 /// Asserts the small sweep with `extra` exits with 2 and an error holding each of

@@ -1,8 +1,12 @@
 //! Baselines: a run's results saved under a name (`NAME.json` in the user data
 //! directory's `loaderbench/baselines`, or under `$LOADERBENCH_DATA_DIR` when that is
 //! set), and the comparison of a later run against one — per config, matched by equal
-//! knobs or else by label, the change of the typical epoch time and whether it is
-//! beyond the noise.
+//! knobs or else by label, the change of the typical epoch time and its verdict, judged
+//! as the recommendation judges (faster or slower beyond the tie margin and the noise, as
+//! fast within the margin, or not resolved) from the scatter the two runs' own epochs
+//! show: the 95% Welch interval of the difference of their mean log epoch times. A side with a single typical
+//! epoch shows no scatter, and its change is not judged: two runs of one config differ
+//! by 20% on a noisy machine with nothing changed, so no constant stands in.
 
 use std::fs;
 use std::path::PathBuf;
@@ -12,14 +16,12 @@ use serde::{Deserialize, Serialize};
 use crate::ConfigEstimate;
 use crate::ConfigRuns;
 use crate::measured_configs;
+use crate::recommend::noise::Relation;
 use loaderbench_engine::error::{Error, Result};
 use loaderbench_measure::data_dir;
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
-
-/// Below this change, a comparison of single measurements (which carry no noise
-/// estimate) counts as noise.
-pub const SINGLE_MEASUREMENT_NOISE: f64 = 0.05;
+use loaderbench_measure::stats;
 
 /// The file of baseline `name`; names are letters, digits, `-`, `_` and `.`.
 pub fn path(name: &str) -> Result<PathBuf> {
@@ -95,32 +97,66 @@ pub struct Change {
     pub after: ConfigEstimate,
     /// `after / before − 1` of the medians: negative is faster.
     pub change: f64,
-    /// The 95% intervals do not overlap (two or more measurements on each side), or the
-    /// change exceeds the larger spread (and [`SINGLE_MEASUREMENT_NOISE`] for single
-    /// measurements).
-    pub beyond_noise: bool,
+    pub verdict: ChangeVerdict,
+}
+
+/// What a change is, against the scatter of the two runs' typical epochs and the run's
+/// tie margin, as the recommendation's [`Relation`] says it. Each interval is the
+/// half-width of the change's 95% interval, as a share (0.03 for ±3%).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ChangeVerdict {
+    /// The whole interval lies beyond the tie margin: faster or slower.
+    Beyond { interval: f64 },
+    /// The whole interval lies within ±`margin`: as fast.
+    Same { interval: f64, margin: f64 },
+    /// Neither: more epochs or repeats would settle it.
+    NotResolved { interval: f64 },
+    /// A side has one typical epoch: no scatter to judge by.
+    NotJudged,
 }
 
 impl Change {
-    /// `nw=4: 1.23 s, then 1.10 s (-10.6%), beyond the noise`.
+    /// `nw=4: 1.23 s, then 1.10 s (-10.6%): faster, beyond the noise (±3.1%)`.
     pub fn line(&self) -> String {
+        let percent = |share: f64| share * 100.0;
+        let verdict = match self.verdict {
+            ChangeVerdict::Beyond { interval } => format!(
+                "{}, beyond the noise (±{:.1}%)",
+                if self.change < 0.0 {
+                    "faster"
+                } else {
+                    "slower"
+                },
+                percent(interval)
+            ),
+            ChangeVerdict::Same { interval, margin } => format!(
+                "as fast, within ±{}% (measured to ±{:.1}%)",
+                percent(margin),
+                percent(interval)
+            ),
+            ChangeVerdict::NotResolved { interval } => format!(
+                "not resolved (±{:.1}%): measure more epochs or repeats",
+                percent(interval)
+            ),
+            ChangeVerdict::NotJudged => "not judged: one typical epoch on a side shows no \
+                scatter; measure three epochs or more (`--set epochs=4`)"
+                .to_owned(),
+        };
         format!(
-            "{}: {:.2} s, then {:.2} s ({:+.1}%), {}",
+            "{}: {:.2} s, then {:.2} s ({:+.1}%): {verdict}",
             self.label,
             self.before.epoch_s.median,
             self.after.epoch_s.median,
-            self.change * 100.0,
-            if self.beyond_noise {
-                "beyond the noise"
-            } else {
-                "within the noise"
-            }
+            percent(self.change)
         )
     }
 }
 
-/// Each config of `current` that `baseline` also measured, in `current`'s order.
+/// Each config of `current` that `baseline` also measured, in `current`'s order, judged
+/// against `current`'s tie margin.
 pub fn compare(baseline: &RunResult, current: &RunResult) -> Vec<Change> {
+    let margin = crate::recommend::tie_margin(current);
     let before = measured_configs(baseline);
     measured_configs(current)
         .iter()
@@ -129,28 +165,64 @@ pub fn compare(baseline: &RunResult, current: &RunResult) -> Vec<Change> {
                 .iter()
                 .find(|b| b.config == now.config)
                 .or_else(|| before.iter().find(|b| b.label == now.label))?;
-            change(then, now)
+            change(then, now, margin)
         })
         .collect()
 }
 
-fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>) -> Option<Change> {
+fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>, margin: f64) -> Option<Change> {
     let (before, after) = (then.estimate()?, now.estimate()?);
-    let (b, a) = (&before.epoch_s, &after.epoch_s);
-    let change = a.median / b.median - 1.0;
-    let beyond_noise = if b.n >= 2 && a.n >= 2 {
-        a.differs_from(b) && change.abs() > b.spread.max(a.spread)
-    } else {
-        change.abs() > b.spread.max(a.spread).max(SINGLE_MEASUREMENT_NOISE)
+    let logs = |runs: &ConfigRuns<'_>| -> Vec<f64> {
+        runs.typical_epochs()
+            .map(|e| e.seconds.ln())
+            .filter(|l| l.is_finite())
+            .collect()
     };
+    let verdict = judge(&logs(then), &logs(now), margin);
     Some(Change {
         config: now.index,
         label: now.label.to_owned(),
+        change: after.epoch_s.median / before.epoch_s.median - 1.0,
         before,
         after,
-        change,
-        beyond_noise,
+        verdict,
     })
+}
+
+/// The verdict on the change from log epoch times `before` to `after`: Welch's 95%
+/// interval of the difference of their means, against ±`margin`.
+fn judge(before: &[f64], after: &[f64], margin: f64) -> ChangeVerdict {
+    let (Some((mean_b, var_b)), Some((mean_a, var_a))) = (moments(before), moments(after)) else {
+        return ChangeVerdict::NotJudged;
+    };
+    let (share_b, share_a) = (var_b / before.len() as f64, var_a / after.len() as f64);
+    let se = (share_b + share_a).sqrt();
+    // Welch–Satterthwaite; identical values on both sides leave no scatter at all.
+    let df = if se > 0.0 {
+        let parts = share_b.powi(2) / (before.len() - 1) as f64
+            + share_a.powi(2) / (after.len() - 1) as f64;
+        (se.powi(4) / parts).floor() as usize
+    } else {
+        before.len() + after.len() - 2
+    };
+    let half = stats::t_975(df.max(1)).unwrap_or(f64::INFINITY) * se;
+    let interval = half.exp() - 1.0;
+    match Relation::of(mean_b - mean_a, Some(half), margin.max(0.0).ln_1p()) {
+        Relation::Faster | Relation::Slower => ChangeVerdict::Beyond { interval },
+        Relation::Tie => ChangeVerdict::Same { interval, margin },
+        Relation::Open => ChangeVerdict::NotResolved { interval },
+    }
+}
+
+/// The mean and the sample variance of `values`; `None` for fewer than two.
+fn moments(values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, variance))
 }
 
 #[cfg(test)]
@@ -167,27 +239,81 @@ mod tests {
     }
 
     #[test]
-    fn a_clear_speed_up_is_beyond_the_noise() {
+    fn a_clear_speed_up_is_faster_beyond_the_noise() {
         let before = measured(&[0.10, 0.101, 0.099]);
         let after = measured(&[0.05, 0.051, 0.049]);
         let changes = compare(&before, &after);
         assert_eq!(changes.len(), 1);
-        assert!(changes[0].beyond_noise);
-        assert!(changes[0].change < -0.4, "{}", changes[0].change);
         assert!(
-            changes[0]
-                .line()
-                .starts_with("nw=2: 1.10 s, then 0.60 s (-45."),
-            "{}",
-            changes[0].line()
+            matches!(changes[0].verdict, ChangeVerdict::Beyond { .. }),
+            "{:?}",
+            changes[0].verdict
+        );
+        assert!(changes[0].change < -0.4, "{}", changes[0].change);
+        let line = changes[0].line();
+        assert!(
+            line.starts_with("nw=2: 1.10 s, then 0.60 s (-45."),
+            "{line}"
+        );
+        assert!(line.contains("): faster, beyond the noise (±"), "{line}");
+    }
+
+    /// Log times of `seconds`, each scaled by `factor`.
+    fn logs(seconds: &[f64], factor: f64) -> Vec<f64> {
+        seconds.iter().map(|s| (s * factor).ln()).collect()
+    }
+
+    const TIGHT: [f64; 5] = [1.00, 1.01, 0.99, 1.00, 1.005];
+    const LOOSE: [f64; 3] = [1.0, 1.3, 0.8];
+
+    #[test]
+    fn a_12_percent_gain_measured_tightly_is_a_gain() {
+        let verdict = judge(&logs(&TIGHT, 1.0), &logs(&TIGHT, 0.88), 0.05);
+        let ChangeVerdict::Beyond { interval } = verdict else {
+            panic!("{verdict:?}");
+        };
+        assert!(interval < 0.02, "{interval}");
+    }
+
+    #[test]
+    fn a_12_percent_gain_measured_loosely_is_not_resolved() {
+        let verdict = judge(&logs(&LOOSE, 1.0), &logs(&LOOSE, 0.88), 0.05);
+        let ChangeVerdict::NotResolved { interval } = verdict else {
+            panic!("{verdict:?}");
+        };
+        assert!(interval > 0.12, "{interval}");
+    }
+
+    #[test]
+    fn a_2_percent_change_measured_tightly_is_as_fast_within_the_margin() {
+        let tight = [1.000, 1.002, 0.998, 1.001, 0.999];
+        let verdict = judge(&logs(&tight, 1.0), &logs(&tight, 1.02), 0.05);
+        assert!(
+            matches!(verdict, ChangeVerdict::Same { margin, .. } if margin == 0.05),
+            "{verdict:?}"
+        );
+        let verdict = judge(&logs(&tight, 1.0), &logs(&tight, 1.02), 0.01);
+        assert!(
+            matches!(verdict, ChangeVerdict::Beyond { .. }),
+            "past a 1% margin: {verdict:?}"
         );
     }
 
     #[test]
-    fn overlapping_repeats_are_within_the_noise() {
-        let before = measured(&[0.10, 0.12, 0.09]);
-        let after = measured(&[0.11, 0.095, 0.105]);
-        assert!(!compare(&before, &after)[0].beyond_noise);
+    fn one_typical_epoch_on_a_side_is_not_judged() {
+        let before = measured(&[0.1]);
+        let after = measured(&[0.2]);
+        let change = &compare(&before, &after)[0];
+        assert_eq!(change.verdict, ChangeVerdict::NotJudged);
+        assert!(
+            change.line().ends_with("(+90.9%): not judged: one typical epoch on a side shows no scatter; measure three epochs or more (`--set epochs=4`)"),
+            "{}",
+            change.line()
+        );
+        assert_eq!(
+            judge(&logs(&TIGHT, 1.0), &logs(&[1.0], 1.0), 0.05),
+            ChangeVerdict::NotJudged
+        );
     }
 
     #[test]
@@ -198,10 +324,6 @@ mod tests {
         after.results[0].config.prefetch_factor = 4;
         let changes = compare(&before, &after);
         assert_eq!(changes.len(), 1, "matched by the label nw=2");
-        assert!(
-            !changes[0].beyond_noise,
-            "a 3.6% change of one measurement is noise"
-        );
         after.labels[0] = "nw=2 prefetch=4".to_owned();
         assert!(compare(&before, &after).is_empty());
     }

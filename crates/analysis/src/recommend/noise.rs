@@ -98,6 +98,20 @@ pub enum Relation {
     Open,
 }
 
+impl Relation {
+    /// A log difference `d` (how much faster `a` is) with its 95% interval's half-width
+    /// `half` (`None`: the noise is unknown), against the log tie margin `margin`.
+    pub fn of(d: f64, half: Option<f64>, margin: f64) -> Relation {
+        match half {
+            None => Relation::Open,
+            Some(h) if d - h > margin => Relation::Faster,
+            Some(h) if d + h < -margin => Relation::Slower,
+            Some(h) if d.abs() + h < margin => Relation::Tie,
+            Some(_) => Relation::Open,
+        }
+    }
+}
+
 impl NoiseModel {
     /// Fits the model; `tie_margin` is a share (0.05 for 5%).
     pub fn fit(input: &NoiseInput, tie_margin: f64) -> NoiseModel {
@@ -166,17 +180,10 @@ impl NoiseModel {
             Some(paired) => paired,
             None => self.through_levels(a, b)?,
         };
-        let relation = match half {
-            None => Relation::Open,
-            Some(h) if d - h > self.margin => Relation::Faster,
-            Some(h) if d + h < -self.margin => Relation::Slower,
-            Some(h) if d.abs() + h < self.margin => Relation::Tie,
-            Some(_) => Relation::Open,
-        };
         Some(Difference {
             gain: d.exp() - 1.0,
             plus_minus: half.unwrap_or(f64::INFINITY),
-            relation,
+            relation: Relation::of(d, half, self.margin),
         })
     }
 
