@@ -259,11 +259,9 @@ pub trait Dataset: Send + Sync {
         Vec::new()
     }
 
-    /// For a dataset of one file per sample (an image folder): each sample's file and
-    /// label, in index order, over the whole dataset (before a preset's `samples` cut
-    /// it). The PyTorch runtime's `ImageFolder` reads this list, so that both runtimes
-    /// read the same files in the same order with the same labels. `None` (the default)
-    /// otherwise.
+    /// For a dataset of one file per sample (an image folder), each sample's file and
+    /// label in index order, before `samples` cut it: what the PyTorch runtime's
+    /// `ImageFolder` reads, so that both runtimes read the same files. `None` otherwise.
     fn labelled_files(&self) -> Option<Vec<(PathBuf, i64)>> {
         None
     }
