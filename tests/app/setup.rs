@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use egui::Key;
 use egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::plan::KNOBS;
@@ -297,6 +297,41 @@ fn an_idx_labels_file_is_edited_by_label_and_a_missing_one_is_marked() {
         Some(Path::new("/no/such/labels"))
     );
     assert!(marked(&harness, "/no/such/labels does not exist"));
+}
+
+/// A dataset kind picked before its path: Run and Tune wait, and Ctrl+R says why, until
+/// the path names a folder that exists.
+#[test]
+fn a_run_waits_for_a_dataset_path_that_exists() {
+    let (dir, mut harness) = setup_panel();
+    choose(&mut harness, "kind", "image folder");
+    assert!(marked(&harness, "this dataset needs a path"));
+    // A button's label holds its shortcut too (`Run Ctrl+R`).
+    let disabled = |harness: &Harness<'_, App>, name: &'static str| {
+        harness
+            .get_by(move |node| {
+                node.role() == Role::Button && node.label().is_some_and(|l| l.starts_with(name))
+            })
+            .accesskit_node()
+            .is_disabled()
+    };
+    assert!(disabled(&harness, "Run") && disabled(&harness, "Tune"));
+    common::gui::start_the_run(&mut harness);
+    assert_eq!(harness.state().phase(), None, "no run started");
+    let said =
+        |harness: &Harness<'_, App>| harness.state().messages().last().map(|m| m.text.clone());
+    assert_eq!(
+        said(&harness).as_deref(),
+        Some("Fix the fields marked in the side panel first.")
+    );
+    let folder = dir.path().join("folder");
+    type_into(&mut harness, "path", folder.to_str().unwrap());
+    assert!(marked(&harness, "folder does not exist"));
+    assert!(disabled(&harness, "Run"));
+    std::fs::create_dir(&folder).unwrap();
+    harness.run_steps(2);
+    assert!(!marked(&harness, "does not exist"));
+    assert!(!disabled(&harness, "Run") && !disabled(&harness, "Tune"));
 }
 
 #[test]

@@ -318,8 +318,8 @@ pub fn open_with_progress(
     let path = || {
         spec.path.clone().ok_or_else(|| {
             Error::value(format!(
-                "dataset.path: the {:?} dataset needs a path",
-                spec.kind
+                "dataset.path: the {} dataset needs a path",
+                spec.kind.label()
             ))
         })
     };

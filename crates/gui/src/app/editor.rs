@@ -126,13 +126,18 @@ impl PresetEditor {
 
     /// Whether the preset can run: it makes a plan and no field is marked.
     pub(super) fn ready(&self) -> bool {
-        self.plan.is_ok() && !self.form.has_errors()
+        self.plan.is_ok() && !self.has_marked_fields()
+    }
+
+    /// A field's text does not parse, or a file the preset names does not exist.
+    fn has_marked_fields(&self) -> bool {
+        self.form.has_errors() || setup::missing_file(&self.saved.preset).is_some()
     }
 
     /// The plan to measure; `None` (with a message saying why) while a field is marked
     /// or the preset is no plan.
     pub(super) fn plan_to_measure(&self, messages: &mut Messages) -> Option<Plan> {
-        if self.form.has_errors() {
+        if self.has_marked_fields() {
             messages.error("Fix the fields marked in the side panel first.");
             return None;
         }

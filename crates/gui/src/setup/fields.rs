@@ -11,7 +11,7 @@ use egui::{ComboBox, DragValue, Ui};
 use loaderbench_engine::plan::knob;
 use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, RunOrder};
 
-use super::{Errors, Form, Problem, choice_field, mark, parse_list, text_field};
+use super::{Errors, Form, Problem, choice_field, mark, missing, parse_list, text_field};
 
 pub(super) fn samples_field(
     ui: &mut Ui,
@@ -153,11 +153,7 @@ pub(super) fn python_path_field(ui: &mut Ui, text: &mut String, python: &mut Opt
             let path = text.trim();
             *python = (!path.is_empty()).then(|| PathBuf::from(path));
         }
-        let missing = python
-            .as_ref()
-            .filter(|p| !p.exists())
-            .map(|p| format!("{} does not exist", p.display()));
-        mark(ui, missing);
+        mark(ui, missing(python.as_deref()));
     });
     ui.end_row();
 }

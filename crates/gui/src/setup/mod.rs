@@ -373,19 +373,45 @@ fn dataset_path_error(
     preset: &Preset,
     shards: &mut ShardCheck,
 ) -> Option<String> {
-    if preset.dataset.kind == DatasetKind::Synthetic {
-        return None;
-    }
     match &preset.dataset.path {
-        None => Some("this dataset needs a path".to_owned()),
         Some(pattern) if preset.dataset.kind == DatasetKind::Shards => shards.problem(
             ctx,
             &pattern.to_string_lossy(),
             preset.dataset.limits.shards,
         ),
-        Some(path) if !path.exists() => Some(format!("{} does not exist", path.display())),
-        Some(_) => None,
+        _ => missing_dataset_path(preset),
     }
+}
+
+/// A dataset that needs a path and has none, or (but for a shard pattern, which is
+/// checked off the frame) names one that does not exist.
+fn missing_dataset_path(preset: &Preset) -> Option<String> {
+    match &preset.dataset.path {
+        _ if preset.dataset.kind == DatasetKind::Synthetic => None,
+        None => Some("this dataset needs a path".to_owned()),
+        Some(_) if preset.dataset.kind == DatasetKind::Shards => None,
+        path => missing(path.as_deref()),
+    }
+}
+
+/// `PATH does not exist`, when `path` names nothing.
+pub(crate) fn missing(path: Option<&std::path::Path>) -> Option<String> {
+    path.filter(|p| !p.exists())
+        .map(|p| format!("{} does not exist", p.display()))
+}
+
+/// The first file the preset names, in a field the setup panel shows, that does not
+/// exist (or the dataset's path, missing): each is marked beside its field, and the
+/// app starts no run while one is.
+pub fn missing_file(preset: &Preset) -> Option<String> {
+    let labels = matches!(preset.dataset.kind, DatasetKind::Idx | DatasetKind::Npy)
+        .then_some(preset.dataset.labels.as_deref())
+        .flatten();
+    let step = preset.step.path().filter(|p| !p.as_os_str().is_empty());
+    missing_dataset_path(preset)
+        .or_else(|| missing(labels))
+        .or_else(|| missing(preset.python.as_deref()))
+        .or_else(|| missing(step))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use egui::{DragValue, Ui};
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::preset::{FieldPath, Preset};
 
-use super::{Errors, Problem, choice_field, mark, text_field};
+use super::{Errors, Problem, choice_field, mark, missing, text_field};
 
 /// The text of the fields typed as text.
 #[derive(Debug, Clone, Default)]
@@ -84,14 +84,10 @@ pub fn dataset_extras(
                 let path = text.labels.trim();
                 dataset.labels = (!path.is_empty()).then(|| PathBuf::from(path));
             }
-            let missing = dataset
-                .labels
-                .as_ref()
-                .filter(|p| !p.exists())
-                .map(|p| format!("{} does not exist", p.display()));
+            let labels = missing(dataset.labels.as_deref());
             mark(
                 ui,
-                missing.or_else(|| problem(errors, &FieldPath::DATASET_LABELS)),
+                labels.or_else(|| problem(errors, &FieldPath::DATASET_LABELS)),
             );
         });
         ui.end_row();

@@ -15,7 +15,7 @@ use loaderbench_engine::step::{StepKind, StepSpec};
 
 use super::python_fields::{STEP_CALL, args_text, call_fields};
 use super::run_fields::{Field, parsed};
-use super::{Errors, Problem, mark, text_field};
+use super::{Errors, Problem, mark, missing, text_field};
 use crate::actions::{Action, Pick};
 
 /// The text of the step's fields.
@@ -223,12 +223,8 @@ fn file_field(
                 actions.push(Action::Browse(pick));
             }
         });
-        let missing = edited
-            .step
-            .path()
-            .filter(|p| !p.as_os_str().is_empty() && !p.exists())
-            .map(|p| format!("{} does not exist", p.display()));
-        mark(ui, missing.or(plan_problem));
+        let path = edited.step.path().filter(|p| !p.as_os_str().is_empty());
+        mark(ui, missing(path).or(plan_problem));
     });
     ui.end_row();
 }
