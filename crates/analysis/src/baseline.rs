@@ -1,7 +1,7 @@
 //! Baselines: a run's results saved under a name (`NAME.json` in the user data
 //! directory's `loaderbench/baselines`, or under `$LOADERBENCH_DATA_DIR` when that is
 //! set), and the comparison of a later run against one — per config, matched by equal
-//! knobs or else by label, the change of the typical epoch time and its verdict, judged
+//! knobs or else by label (the line then names the knobs that differ), the change of the typical epoch time and its verdict, judged
 //! as the recommendation judges (faster or slower beyond the tie margin and the noise, as
 //! fast within the margin, or not resolved) from the scatter the two runs' own epochs
 //! show: the 95% Welch interval of the difference of their mean log epoch times. A side with a single typical
@@ -18,6 +18,7 @@ use crate::ConfigRuns;
 use crate::measured_configs;
 use crate::recommend::noise::Relation;
 use loaderbench_engine::error::{Error, Result};
+use loaderbench_engine::plan::KNOBS_IN_CONFIG_ORDER;
 use loaderbench_measure::data_dir;
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
@@ -98,6 +99,9 @@ pub struct Change {
     /// `after / before − 1` of the medians: negative is faster.
     pub change: f64,
     pub verdict: ChangeVerdict,
+    /// Where the configs were matched by label only, each knob whose value differs:
+    /// `batch_size 256 → 512`.
+    pub knobs_differ: Vec<String>,
 }
 
 /// What a change is, against the scatter of the two runs' typical epochs and the run's
@@ -143,8 +147,13 @@ impl Change {
                 scatter; measure three epochs or more (`--set epochs=4`)"
                 .to_owned(),
         };
+        let differ = if self.knobs_differ.is_empty() {
+            String::new()
+        } else {
+            format!("; not the same config: {}", self.knobs_differ.join(", "))
+        };
         format!(
-            "{}: {:.2} s, then {:.2} s ({:+.1}%): {verdict}",
+            "{}: {:.2} s, then {:.2} s ({:+.1}%): {verdict}{differ}",
             self.label,
             self.before.epoch_s.median,
             self.after.epoch_s.median,
@@ -179,6 +188,13 @@ fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>, margin: f64) -> Option<Ch
             .collect()
     };
     let verdict = judge(&logs(then), &logs(now), margin);
+    let knobs_differ = KNOBS_IN_CONFIG_ORDER
+        .iter()
+        .filter_map(|knob| {
+            let (was, is) = ((knob.value)(then.config), (knob.value)(now.config));
+            (was != is).then(|| format!("{} {was} → {is}", knob.field))
+        })
+        .collect();
     Some(Change {
         config: now.index,
         label: now.label.to_owned(),
@@ -186,6 +202,7 @@ fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>, margin: f64) -> Option<Ch
         before,
         after,
         verdict,
+        knobs_differ,
     })
 }
 
@@ -324,6 +341,15 @@ mod tests {
         after.results[0].config.prefetch_factor = 4;
         let changes = compare(&before, &after);
         assert_eq!(changes.len(), 1, "matched by the label nw=2");
+        assert_eq!(changes[0].knobs_differ, ["prefetch_factor 2 → 4"]);
+        assert!(
+            changes[0]
+                .line()
+                .ends_with("; not the same config: prefetch_factor 2 → 4"),
+            "{}",
+            changes[0].line()
+        );
+        assert!(compare(&before, &before)[0].knobs_differ.is_empty());
         after.labels[0] = "nw=2 prefetch=4".to_owned();
         assert!(compare(&before, &after).is_empty());
     }
