@@ -100,7 +100,7 @@ pub struct Change {
     pub change: f64,
     pub verdict: ChangeVerdict,
     /// Where the configs were matched by label only, each knob whose value differs:
-    /// `batch_size 256 → 512`.
+    /// `batch_size 256, then 512`.
     pub knobs_differ: Vec<String>,
 }
 
@@ -192,7 +192,7 @@ fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>, margin: f64) -> Option<Ch
         .iter()
         .filter_map(|knob| {
             let (was, is) = ((knob.value)(then.config), (knob.value)(now.config));
-            (was != is).then(|| format!("{} {was} → {is}", knob.field))
+            (was != is).then(|| format!("{} {was}, then {is}", knob.field))
         })
         .collect();
     Some(Change {
@@ -341,11 +341,11 @@ mod tests {
         after.results[0].config.prefetch_factor = 4;
         let changes = compare(&before, &after);
         assert_eq!(changes.len(), 1, "matched by the label nw=2");
-        assert_eq!(changes[0].knobs_differ, ["prefetch_factor 2 → 4"]);
+        assert_eq!(changes[0].knobs_differ, ["prefetch_factor 2, then 4"]);
         assert!(
             changes[0]
                 .line()
-                .ends_with("; not the same config: prefetch_factor 2 → 4"),
+                .ends_with("; not the same config: prefetch_factor 2, then 4"),
             "{}",
             changes[0].line()
         );
