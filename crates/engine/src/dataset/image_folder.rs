@@ -52,9 +52,7 @@ impl ImageFolder {
             warnings: listed.warnings,
         })
     }
-}
 
-impl ImageFolder {
     /// The folder as a spawned worker reopens it: from the listing the loader's own
     /// [`reopen_index`](Dataset::reopen_index) gave, without walking the folder and
     /// checking every header again (seconds for a large folder, in each worker's start,

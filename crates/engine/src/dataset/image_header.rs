@@ -9,7 +9,7 @@
 //! before a run starts. A tar shard's image members get the same check.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -112,36 +112,27 @@ pub fn check_file_header(
     reader: &mut (impl BufRead + Seek),
     limits: &DatasetLimits,
 ) -> std::result::Result<(), BadHeader> {
-    let cannot_read = |err: io::Error| BadHeader {
+    // The format from the buffered first bytes, which stay unread for the check.
+    let magic = reader.fill_buf().map_err(|err| BadHeader {
         problem: format!("not a readable image: {err}"),
         source: Some(err),
+    })?;
+    let bad = |problem: String| BadHeader {
+        problem,
+        source: None,
     };
-    let guessed = image::ImageReader::new(&mut *reader)
-        .with_guessed_format()
-        .map_err(cannot_read)?;
-    match guessed.format() {
-        Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => {
-            reader.seek(SeekFrom::Start(0)).map_err(cannot_read)?;
-            check_reader(reader, limits)
-        }
-        Some(_) => {
-            let bad = |problem: String| BadHeader {
-                problem,
-                source: None,
-            };
-            match guessed.into_dimensions() {
-                Ok((width, height)) if width > 0 && height > 0 => {
-                    check_pixels(width, height, limits).map_err(bad)
-                }
-                Ok(_) => Err(bad("the image has no pixels".to_owned())),
-                Err(err) => Err(bad(format!("not a readable image: {err}"))),
+    match image::guess_format(magic) {
+        Ok(image::ImageFormat::Png | image::ImageFormat::Jpeg) => check_reader(reader, limits),
+        Ok(format) => match image::ImageReader::with_format(reader, format).into_dimensions() {
+            Ok((width, height)) if width > 0 && height > 0 => {
+                check_pixels(width, height, limits).map_err(bad)
             }
-        }
-        None => Err(BadHeader {
-            problem: "not a readable image: no PNG, JPEG, BMP, PPM/PGM, TIFF or WebP header"
-                .to_owned(),
-            source: None,
-        }),
+            Ok(_) => Err(bad("the image has no pixels".to_owned())),
+            Err(err) => Err(bad(format!("not a readable image: {err}"))),
+        },
+        Err(_) => Err(bad(
+            "not a readable image: no PNG, JPEG, BMP, PPM/PGM, TIFF or WebP header".to_owned(),
+        )),
     }
 }
 
