@@ -1105,4 +1105,9 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--preload"]:
+        import pytorch_preload
+
+        # Returns in each script process it forks, with the request on stdin.
+        pytorch_preload.serve()
     main()

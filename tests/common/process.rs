@@ -137,6 +137,30 @@ pub fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The PyTorch runtime's script processes that `pid` (loaderbench, or a test running it
+/// in process) runs: the children of its preloaded Python (`pytorch_loader.py
+/// --preload`), or its children running the script where it started them directly.
+pub fn pytorch_scripts_of(pid: u32) -> Vec<u32> {
+    let arguments = |pid: u32| -> Vec<Vec<u8>> {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmdline.split(|&b| b == 0).map(<[u8]>::to_vec).collect()
+    };
+    let runs_script = |args: &[Vec<u8>]| args.iter().any(|a| a.ends_with(b"pytorch_loader.py"));
+    children_of(pid)
+        .into_iter()
+        .flat_map(|child| {
+            let args = arguments(child);
+            if !runs_script(&args) {
+                Vec::new()
+            } else if args.iter().any(|a| a == b"--preload") {
+                children_of(child)
+            } else {
+                vec![child]
+            }
+        })
+        .collect()
+}
+
 /// The pids of `pid`'s children that run `loaderbench COMMAND` (`__measure`, `__worker`).
 pub fn children_running(pid: u32, command: &str) -> Vec<u32> {
     children_of(pid)

@@ -16,7 +16,7 @@ use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{Seen, children_of};
+use common::process::{Seen, children_of, children_running, pytorch_scripts_of};
 use common::runs::SavedRun;
 use common::{loaderbench_command, run_with_deadline, stderr, wait_with_deadline};
 
@@ -285,19 +285,20 @@ fn children(pid: u32) -> Vec<(u32, String)> {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_rank_fails_the_run_by_name_and_leaves_nothing_behind() {
-    kill_rank_1_mid_epoch(&["worker_kind=spawn", "step={\"fixed\":20.0}"], "__rank");
+    let ranks_of = |cli| children_running(cli, "__rank");
+    kill_rank_1_mid_epoch(&["worker_kind=spawn", "step={\"fixed\":20.0}"], ranks_of);
 }
 
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_pytorch_rank_fails_the_run_by_name_and_leaves_no_python_behind() {
-    kill_rank_1_mid_epoch(&["runtime=pytorch", "samples=16000"], "pytorch_loader.py");
+    kill_rank_1_mid_epoch(&["runtime=pytorch", "samples=16000"], pytorch_scripts_of);
 }
 
-/// Runs ranks 1 and 2 with a worker per rank, kills rank 1 of the second config (a child of
-/// the CLI whose command line holds `marker`) once both ranks have their workers, and
-/// checks the run's end.
-fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
+/// Runs ranks 1 and 2 with a worker per rank, kills rank 1 of the second config (of the
+/// rank processes `ranks_of` finds for the CLI's pid) once both ranks have their workers,
+/// and checks the run's end.
+fn kill_rank_1_mid_epoch(sets: &[&str], ranks_of: impl Fn(u32) -> Vec<u32>) {
     let dir = TempDir::new().unwrap();
     let saved = SavedRun::in_dir(dir.path());
     // Config 0 (one rank) is measured first and must survive the failure of config 1.
@@ -312,11 +313,7 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
     // Config 0 comes first; on a loaded machine, with the other tests beside this one,
     // it and the Python ranks' start-up take a while.
     let ranks = common::wait_for(Duration::from_secs(300), "the ranks to start", || {
-        let ranks: Vec<u32> = children(cli)
-            .into_iter()
-            .filter(|(_, cmd)| cmd.contains(marker))
-            .map(|(pid, _)| pid)
-            .collect();
+        let ranks = ranks_of(cli);
         // Both ranks up, each with its worker: the epoch is under way.
         (ranks.len() == 2 && ranks.iter().all(|&r| !children(r).is_empty())).then_some(ranks)
     });
@@ -332,7 +329,7 @@ fn kill_rank_1_mid_epoch(sets: &[&str], marker: &str) {
         .collect();
     // Children are listed in /proc order, which is pid order: rank 1 started second.
     let rank_1 = *ranks.iter().max().unwrap();
-    // SAFETY: kill takes a pid and a signal; the pid is a child of the CLI we started.
+    // SAFETY: kill takes a pid and a signal; the pid is a rank of the CLI we started.
     unsafe {
         libc::kill(rank_1 as libc::pid_t, libc::SIGKILL);
     }

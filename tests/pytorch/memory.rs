@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{children_of, python_turn};
+use common::process::{children_of, python_turn, pytorch_scripts_of};
 use common::runs::SavedRun;
 use common::{loaderbench_command, path_str, stderr, stdout};
 
@@ -104,7 +104,7 @@ fn run_watched(factory: &str) -> Watched {
     let deadline = Instant::now() + Duration::from_secs(600);
     while child.try_wait().expect("waitable").is_none() {
         assert!(Instant::now() < deadline, "the run hung");
-        for script in children_of(child.id()) {
+        for script in pytorch_scripts_of(child.id()) {
             let index = match scripts.iter().position(|(pid, _)| *pid == script) {
                 Some(index) => index,
                 None => {

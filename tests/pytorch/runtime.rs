@@ -7,6 +7,7 @@
 //! builds a working DataLoader. Tests that start Python take turns: they find its
 //! processes by parentage.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Output, Stdio};
@@ -25,7 +26,7 @@ use tempfile::TempDir;
 
 use crate::common;
 use crate::loader_snippet::Snippet;
-use common::process::{Seen, children_of, python_in, python_turn};
+use common::process::{Seen, children_of, python_in, python_turn, pytorch_scripts_of};
 use common::runs::shared_dir;
 use common::{
     assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
@@ -72,6 +73,99 @@ fn events_until_end(handle: &RunHandle, limit: Duration) -> Vec<Event> {
         if end {
             return events;
         }
+    }
+}
+
+/// What one `loaderbench run` of a PyTorch preset did: the script processes it ran,
+/// each with its parent, as /proc showed them every 20 ms, and its results.
+struct ScriptsSeen {
+    scripts: BTreeMap<u32, u32>,
+    results: serde_json::Value,
+}
+
+fn run_seeing_scripts(preset: &str, json: &Path, preload: &str) -> ScriptsSeen {
+    let journal = json.with_extension("jsonl");
+    let args = ["run", preset, "--quiet", "--json", path_str(json)];
+    let mut cli = loaderbench_command(&[&args[..], &["--journal", path_str(&journal)]].concat())
+        .env(pytorch::PRELOAD_VAR, preload)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut scripts = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while cli.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run hung");
+        for script in pytorch_scripts_of(cli.id()) {
+            if let Some(parent) = parent_of(script as i32) {
+                scripts.insert(script, parent as u32);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = cli.wait().unwrap();
+    assert!(status.success(), "{status}");
+    ScriptsSeen {
+        scripts,
+        results: common::json_file(json),
+    }
+}
+
+/// The peak resident and private bytes of each config's script, in config order.
+fn scripts_peaks(results: &serde_json::Value) -> Vec<(u64, u64)> {
+    let measured = results["results"].as_array().unwrap();
+    measured
+        .iter()
+        .map(|result| {
+            let processes = result["processes"].as_array().unwrap();
+            let main = processes.iter().find(|p| p["kind"] == "main").unwrap();
+            let epochs = main["epochs"].as_array().unwrap();
+            let peak = |field: &str| {
+                let peaks = epochs.iter().map(|e| e[field].as_u64().unwrap());
+                peaks.max().unwrap()
+            };
+            (peak("peak_rss_bytes"), peak("peak_private_bytes"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_s_scripts_are_forked_by_one_preloaded_python_and_weigh_what_fresh_ones_do() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[("num_workers", "0,2"), ("samples", "2048")]);
+    let preset = write_preset(&dir, &preset);
+    let forked = run_seeing_scripts(&preset, &dir.path().join("forked.json"), "1");
+    let fresh = run_seeing_scripts(&preset, &dir.path().join("fresh.json"), "0");
+
+    // Two configs, two scripts: with preloading, both children of one process (itself a
+    // child of loaderbench, which imported torch once); without, loaderbench's own.
+    assert_eq!(forked.scripts.len(), 2, "{:?}", forked.scripts);
+    let parents: BTreeSet<u32> = forked.scripts.values().copied().collect();
+    assert_eq!(parents.len(), 1, "{:?}", forked.scripts);
+    let preloaded = *parents.first().unwrap();
+    assert_eq!(fresh.scripts.len(), 2, "{:?}", fresh.scripts);
+    let fresh_parents: BTreeSet<u32> = fresh.scripts.values().copied().collect();
+    assert_eq!(fresh_parents.len(), 1, "{:?}", fresh.scripts);
+    assert!(!fresh_parents.contains(&preloaded));
+
+    // The memory figures are proportional set sizes, which other processes mapping the
+    // same libraries (libtorch: every test binary here) lower, so the runs are compared
+    // on what makes them: the pages the script maps (resident bytes: a forked script
+    // not given the library pages a fresh one maps has about 200 MB fewer) and those it
+    // holds alone (private bytes: one still sharing its pages with the preloaded Python
+    // holds a few MB alone, a fresh one hundreds).
+    let (forked_peaks, fresh_peaks) = (
+        scripts_peaks(&forked.results),
+        scripts_peaks(&fresh.results),
+    );
+    let peaks = format!("forked {forked_peaks:?}, fresh {fresh_peaks:?} (resident, private)");
+    for ((forked_rss, forked_private), (fresh_rss, fresh_private)) in
+        forked_peaks.iter().zip(&fresh_peaks)
+    {
+        let resident = *forked_rss as f64 / *fresh_rss as f64;
+        assert!((0.9..1.1).contains(&resident), "{peaks}");
+        let private = *forked_private as f64 / *fresh_private as f64;
+        assert!((0.5..2.0).contains(&private), "{peaks}");
     }
 }
 
@@ -322,17 +416,12 @@ fn a_pytorch_run_leaves_nothing_in_the_temporary_directory() {
     );
 }
 
-/// The PyTorch runtime's script that this test runs in this process (a child of ours
-/// running `pytorch_loader.py`; such tests take turns, while other tests' commands may
-/// be our children too) and the processes below it, by /proc.
+/// The PyTorch runtime's script that this test runs in this process (forked by the
+/// run's preloaded Python; such tests take turns, while other tests' commands may be our
+/// children too) and the processes below it, by /proc: the script first.
 fn script_processes() -> Vec<i32> {
-    let runs_the_script = |pid: &u32| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("pytorch_loader.py"))
-    };
-    children_of(std::process::id())
+    pytorch_scripts_of(std::process::id())
         .into_iter()
-        .filter(runs_the_script)
         .flat_map(|script| {
             let script = script as i32;
             std::iter::once(script).chain(descendants_of(script))
@@ -340,13 +429,29 @@ fn script_processes() -> Vec<i32> {
         .collect()
 }
 
+/// This process's children that run the PyTorch runtime's script: the run's preloaded
+/// Python.
+fn run_pythons() -> Vec<i32> {
+    let runs_the_script = |pid: &u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("pytorch_loader.py"))
+    };
+    children_of(std::process::id())
+        .into_iter()
+        .filter(runs_the_script)
+        .map(|pid| pid as i32)
+        .collect()
+}
+
+/// The parent of process `pid`, by /proc.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    after_name.split(' ').nth(1)?.parse().ok()
+}
+
 /// Pids of `root`'s children and their children, by /proc.
 fn descendants_of(root: i32) -> Vec<i32> {
-    let parent_of = |pid: i32| -> Option<i32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let after_name = &stat[stat.rfind(')')? + 2..];
-        after_name.split(' ').nth(1)?.parse().ok()
-    };
     let all: Vec<i32> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -511,7 +616,7 @@ fn a_killed_script_fails_the_run_naming_the_signal() {
 fn cancelling_kills_python_and_its_workers_within_a_second() {
     let _turn = python_turn();
     let (_dir, handle, processes) = long_run_at_first_batch();
-    let processes = seen(&processes);
+    let processes = seen(&[processes, run_pythons()].concat());
     let cancelled = Instant::now();
     handle.cancel();
     let events = events_until_end(&handle, Duration::from_secs(5));

@@ -32,6 +32,11 @@ const POLL: Duration = Duration::from_millis(50);
 /// this much on top of the worker timeout.
 const STARTUP_ALLOWANCE: Duration = Duration::from_secs(60);
 
+/// How long a script may take to import torch and build its dataset.
+pub fn startup_limit(worker_timeout: Duration) -> Duration {
+    worker_timeout + STARTUP_ALLOWANCE
+}
+
 /// Beyond the worker timeout, which PyTorch itself enforces and reports better.
 const SILENCE_ALLOWANCE: Duration = Duration::from_secs(10);
 
@@ -84,7 +89,7 @@ impl<'a> Job<'a> {
         report: &mut dyn FnMut(PytorchEvent),
         before_epoch: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
-        let mut silence_limit = worker_timeout + STARTUP_ALLOWANCE;
+        let mut silence_limit = startup_limit(worker_timeout);
         let mut heard = Instant::now();
         loop {
             cancel.check()?;

@@ -17,12 +17,14 @@ mod folder;
 mod idx_file;
 mod image_list;
 mod job;
+#[cfg(unix)]
+mod preloaded;
 mod python_process;
 mod script_messages;
 mod session;
 mod shard_list;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +40,8 @@ use loaderbench_engine::plan::Plan;
 
 pub use idx_file::write_idx;
 pub use image_list::write_image_list;
+#[cfg(unix)]
+pub use preloaded::PRELOAD_VAR;
 pub use python_process::{PYTHON_VAR, python_path};
 pub use script_messages::{DatasetRequest, Message, Request, UserFrame, Versions};
 
@@ -51,8 +55,9 @@ const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
 
 /// The modules the script imports, written beside it: its training steps, how it reads
 /// tar shards, how much of a dataset is Python objects, torchdata.nodes' threads, the
-/// SPDL runtime's pipeline, and what ties a fork server to the script.
-const SIBLINGS: [(&str, &str); 6] = [
+/// SPDL runtime's pipeline, the preloaded Python's fork requests, and what ties a fork
+/// server to the script.
+const SIBLINGS: [(&str, &str); 7] = [
     (
         "pytorch_steps.py",
         include_str!("../../../../python/pytorch_steps.py"),
@@ -72,6 +77,10 @@ const SIBLINGS: [(&str, &str); 6] = [
     (
         "pytorch_nodes.py",
         include_str!("../../../../python/pytorch_nodes.py"),
+    ),
+    (
+        "pytorch_preload.py",
+        include_str!("../../../../python/pytorch_preload.py"),
     ),
     (
         "forkserver_tie.py",
@@ -107,8 +116,19 @@ pub enum PytorchEvent {
     Note(String),
 }
 
+/// The run's preloaded Python, once the first measurement has asked for it.
+enum Preload {
+    NotStarted,
+    #[cfg(unix)]
+    Serving(Arc<preloaded::PreloadedPython>),
+    /// It ended (or this system has none): scripts are started directly.
+    Unavailable,
+}
+
 /// The script and the dataset's files, ready for any number of configs of one plan.
 pub struct PytorchScript {
+    /// Ended before the folder it runs in is removed.
+    preload: RefCell<Preload>,
     folder: ScratchFolder,
     python: PathBuf,
     dataset: DatasetRequest,
@@ -168,6 +188,7 @@ impl PytorchScript {
             DatasetKind::Shards => shard_list::shards_request(spec, plan.preset.samples, dataset)?,
         };
         Ok(PytorchScript {
+            preload: RefCell::new(Preload::NotStarted),
             folder,
             python: plan.preset.python.clone().unwrap_or_else(python_path),
             dataset,
@@ -202,12 +223,7 @@ impl PytorchScript {
                     Request::new(plan, config, self.dataset.clone()).for_rank(rank, world, &store);
                 let request = serde_json::to_string(&request)
                     .map_err(|err| Error::run(format!("cannot encode the request: {err}")))?;
-                let process = PythonProcess::start(
-                    &self.python,
-                    &self.folder.script(),
-                    &self.folder.python_temp(),
-                    &request,
-                )?;
+                let process = self.start_script(&request, cancel, plan)?;
                 let runtime = config.runtime;
                 Ok(Session::new(
                     rank,
@@ -262,6 +278,60 @@ impl PytorchScript {
             dataset_samples: ready.dataset_samples,
             dataset_object_bytes: ready.dataset_object_bytes,
             processes,
+        })
+    }
+
+    /// A script process with `request`: forked by the run's preloaded Python (started
+    /// by the first call, which waits while it imports torch) where there is one, else
+    /// started afresh.
+    fn start_script(
+        &self,
+        request: &str,
+        cancel: &CancelToken,
+        plan: &Plan,
+    ) -> Result<PythonProcess> {
+        #[cfg(unix)]
+        if let Some(preloaded) = self.preloaded(cancel, plan)? {
+            if let Some(process) = PythonProcess::fork(&preloaded, request)? {
+                return Ok(process);
+            }
+            *self.preload.borrow_mut() = Preload::Unavailable;
+        }
+        PythonProcess::start(
+            &self.python,
+            &self.folder.script(),
+            &self.folder.python_temp(),
+            request,
+        )
+    }
+
+    /// The run's preloaded Python, started by the first call where it is wanted.
+    #[cfg(unix)]
+    fn preloaded(
+        &self,
+        cancel: &CancelToken,
+        plan: &Plan,
+    ) -> Result<Option<Arc<preloaded::PreloadedPython>>> {
+        if matches!(*self.preload.borrow(), Preload::NotStarted) {
+            let started = if preloaded::wanted() {
+                preloaded::PreloadedPython::start(
+                    &self.python,
+                    &self.folder.script(),
+                    &self.folder.python_temp(),
+                    cancel,
+                    job::startup_limit(Duration::from_secs_f64(plan.preset.worker_timeout_s)),
+                )?
+            } else {
+                None
+            };
+            *self.preload.borrow_mut() = match started {
+                Some(preloaded) => Preload::Serving(Arc::new(preloaded)),
+                None => Preload::Unavailable,
+            };
+        }
+        Ok(match &*self.preload.borrow() {
+            Preload::Serving(preloaded) => Some(preloaded.clone()),
+            _ => None,
         })
     }
 }

@@ -1,13 +1,13 @@
-//! The Python child process: which interpreter runs the script, starting it in its own
-//! process group (so its DataLoader workers can be killed with it) with a temporary
-//! directory of the run's own (`TMPDIR`, removed with the run), reading its stdout
-//! and stderr on threads (so a silent or chatty child never blocks us), and killing the
-//! whole group when it is dropped.
+//! A script's Python process: which interpreter runs the script, starting it in its
+//! own process group (so its DataLoader workers can be killed with it) with a temporary
+//! directory of the run's own (`TMPDIR`, removed with the run) or having the run's
+//! preloaded Python fork it, reading its stdout and stderr on threads (so a silent or
+//! chatty child never blocks us), and killing the whole group when it is dropped.
 
 use std::collections::VecDeque;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,6 +15,9 @@ use crossbeam_channel::{Receiver, unbounded};
 
 use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
+
+#[cfg(unix)]
+use super::preloaded::PreloadedPython;
 
 /// The environment variable that names the Python to run.
 pub const PYTHON_VAR: &str = "LOADERBENCH_PYTHON";
@@ -44,11 +47,23 @@ pub enum Line {
     Closed,
 }
 
+/// How a script's process came to be, and so how it is waited for and killed.
+enum Leader {
+    /// Started by us: our child.
+    Started(Child),
+    /// Forked by the run's preloaded Python, whose child it is.
+    #[cfg(unix)]
+    Forked {
+        pid: u32,
+        preloaded: Arc<PreloadedPython>,
+    },
+}
+
 /// A running script. Dropping it kills the process and its workers and reaps it.
 pub struct PythonProcess {
-    child: Child,
+    leader: Leader,
     /// Held open: the script takes the end of its stdin as loaderbench being gone.
-    stdin: Option<ChildStdin>,
+    stdin: Option<Box<dyn Write + Send>>,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -56,7 +71,11 @@ pub struct PythonProcess {
 impl PythonProcess {
     /// The script's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.leader {
+            Leader::Started(child) => child.id(),
+            #[cfg(unix)]
+            Leader::Forked { pid, .. } => *pid,
+        }
     }
 
     /// Starts `python script` with `temp` as its temporary directory and writes
@@ -81,28 +100,51 @@ impl PythonProcess {
         }
         let mut child = loaderbench_engine::child_processes::spawn_tied(command)
             .map_err(|err| start_error(python, &err))?;
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+            return Err(Error::run("the PyTorch runtime's script has no pipes"));
+        };
+        PythonProcess::attach(Leader::Started(child), stdin, stdout, stderr, request)
+    }
+
+    /// Has `preloaded` fork a script and writes `request` as its first stdin line;
+    /// `None` when the preloaded Python has ended.
+    #[cfg(unix)]
+    pub fn fork(preloaded: &Arc<PreloadedPython>, request: &str) -> Result<Option<PythonProcess>> {
+        let Some((pid, pipes)) = preloaded.fork()? else {
+            return Ok(None);
+        };
+        let leader = Leader::Forked {
+            pid,
+            preloaded: preloaded.clone(),
+        };
+        PythonProcess::attach(leader, pipes.stdin, pipes.stdout, pipes.stderr, request).map(Some)
+    }
+
+    /// Reads the script's stdout and stderr on threads and sends `request`.
+    fn attach(
+        leader: Leader,
+        stdin: impl Write + Send + 'static,
+        stdout: impl Read + Send + 'static,
+        stderr: impl Read + Send + 'static,
+        request: &str,
+    ) -> Result<PythonProcess> {
         let (sender, lines) = unbounded();
-        if let Some(stdout) = child.stdout.take() {
-            std::thread::Builder::new()
-                .name("pytorch-stdout".to_owned())
-                .spawn(move || {
-                    for line in lossy_lines(stdout) {
-                        let _ = sender.send(Line::Text(line));
-                    }
-                    let _ = sender.send(Line::Closed);
-                })
-                .map_err(|err| Error::run(format!("cannot start a reader thread: {err}")))?;
-        }
-        let stderr = match child.stderr.take() {
-            Some(pipe) => collect_tail(pipe),
-            None => Arc::default(),
-        };
         let mut process = PythonProcess {
-            stdin: child.stdin.take(),
-            child,
+            leader,
+            stdin: Some(Box::new(stdin)),
             lines,
-            stderr,
+            stderr: collect_tail(stderr),
         };
+        std::thread::Builder::new()
+            .name("pytorch-stdout".to_owned())
+            .spawn(move || {
+                for line in lossy_lines(stdout) {
+                    let _ = sender.send(Line::Text(line));
+                }
+                let _ = sender.send(Line::Closed);
+            })
+            .map_err(|err| Error::run(format!("cannot start a reader thread: {err}")))?;
         process.send(request)?;
         Ok(process)
     }
@@ -125,9 +167,14 @@ impl PythonProcess {
 
     /// How the process ended, if it does within `grace`; `None` while it runs on.
     pub fn exit_status(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let child = match &mut self.leader {
+            Leader::Started(child) => child,
+            #[cfg(unix)]
+            Leader::Forked { pid, preloaded } => return preloaded.exit_status(*pid, grace),
+        };
         let deadline = std::time::Instant::now() + grace;
         loop {
-            match self.child.try_wait() {
+            match child.try_wait() {
                 Ok(Some(status)) => return Some(status),
                 Ok(None) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(10));
@@ -146,9 +193,15 @@ impl PythonProcess {
 
     /// Kills the process and everything in its group, then reaps it.
     pub fn kill(&mut self) {
-        kill_group(&mut self.child);
         self.stdin = None;
-        let _ = self.child.wait();
+        match &mut self.leader {
+            Leader::Started(child) => {
+                kill_group(child);
+                let _ = child.wait();
+            }
+            #[cfg(unix)]
+            Leader::Forked { pid, preloaded } => preloaded.release(*pid),
+        }
     }
 
     /// Waits up to `wait` for the stderr reader to see the end of the pipe, so that the

@@ -1,0 +1,241 @@
+"""The preloaded Python: the PyTorch runtime's script, run with `--preload`, imports
+torch, torchvision and the rest once, then forks one script process per measurement,
+so that a run of many configs and repeats pays `import torch` (seconds) once, not once
+a measurement. loaderbench sends each request over the socket that is this process's
+stdin: a `fork` line carrying the new process's stdin, stdout and stderr (SCM_RIGHTS).
+The forked process leads a process group of its own, as a script loaderbench starts
+does, and returns from `serve` into the script's `main`.
+
+A forked script shares its pages with this process, which would change its memory
+figures (loaderbench reads proportional set sizes): a fresh script's count every page
+of torch it touched in full. So, before the script reads its request, each side undoes
+the sharing: the script maps the library pages this process had resident
+(`MADV_POPULATE_READ`; Linux copies only the anonymous mappings' page table entries at
+fork), and this process takes its own copy of every private page it had written
+(`MADV_POPULATE_WRITE`) and unmaps its read-only file pages. The script then holds its
+pages alone, as a fresh one does. On a kernel without these (before Linux 5.14) this
+process exits before serving, and loaderbench starts every script afresh.
+
+This process reports on stdout, one JSON object a line: `preloaded` once it serves,
+`forked` with each new pid, `exited` with the pid and its wait status, and `released`
+once loaderbench has killed the pid's group and the process is reaped: until then it
+stays a zombie, so that its pid (and group id) cannot be given to another process while
+loaderbench may still signal it. When the socket closes (loaderbench ended), it kills
+every process group it has not released and exits.
+"""
+
+import ctypes
+import json
+import mmap
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+# madvise advice: drop a range's page table entries; map its pages as a read would
+# (Linux 5.14); map them as a write would, copying any shared page (Linux 5.14).
+MADV_DONTNEED = 4
+MADV_POPULATE_READ = 22
+MADV_POPULATE_WRITE = 23
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def report(**fields):
+    os.write(1, (json.dumps(fields) + "\n").encode())
+
+
+def mappings():
+    """This process's mappings from /proc/self/smaps: (start, end, permissions, path,
+    kB of anonymous pages) each."""
+    found = []
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if fields[0] == "Anonymous:":
+                found[-1][4] = int(fields[1])
+            elif "-" in fields[0] and not fields[0].endswith(":"):
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                path = fields[5] if len(fields) > 5 else ""
+                found.append([start, end, fields[1], path, 0])
+    return found
+
+
+def present_runs(pagemap, start, end):
+    """The runs of pages from `start` to `end` that are in this process's page tables:
+    (address, bytes) each, from the present bit of /proc/self/pagemap."""
+    pagemap.seek(start // PAGE * 8)
+    data = pagemap.read((end - start) // PAGE * 8)
+    entries = struct.unpack(f"{len(data) // 8}Q", data)
+    runs = []
+    first = None
+    for index, entry in enumerate(entries + (0,)):
+        if entry >> 63 and index < len(entries):
+            first = index if first is None else first
+        elif first is not None:
+            runs.append((start + first * PAGE, (index - first) * PAGE))
+            first = None
+    return runs
+
+
+def advise(runs, advice):
+    for address, length in runs:
+        if LIBC.madvise(address, length, advice) != 0:
+            raise OSError(ctypes.get_errno(), f"madvise({advice}) failed")
+
+
+def resident_library_pages():
+    """The runs of file-backed pages this process has mapped, which a forked script
+    maps again."""
+    with open("/proc/self/pagemap", "rb") as pagemap:
+        return [
+            run
+            for start, end, permissions, path, _ in mappings()
+            if path.startswith("/") and "r" in permissions
+            for run in present_runs(pagemap, start, end)
+        ]
+
+
+def unshare():
+    """Stops sharing pages with the script just forked: a copy of every present page of
+    the private writable mappings, and no entries for read-only file mappings that hold
+    no page of their own (their pages come back from the page cache when touched)."""
+    with open("/proc/self/pagemap", "rb") as pagemap:
+        for start, end, permissions, path, anonymous in mappings():
+            if permissions[3] != "p" or path.startswith("[v"):
+                continue
+            if "w" in permissions:
+                advise(present_runs(pagemap, start, end), MADV_POPULATE_WRITE)
+            elif path.startswith("/") and anonymous == 0:
+                advise([(start, end - start)], MADV_DONTNEED)
+
+
+def check_kernel():
+    """Fails where the kernel lacks the advice `unshare` and the scripts need."""
+    page = mmap.mmap(-1, PAGE)
+    byte = ctypes.c_char.from_buffer(page)
+    try:
+        advise([(ctypes.addressof(byte), PAGE)], MADV_POPULATE_WRITE)
+        advise([(ctypes.addressof(byte), PAGE)], MADV_POPULATE_READ)
+    finally:
+        del byte
+        page.close()
+
+
+def wait_status(info):
+    """A waitid result as the raw wait status loaderbench's ExitStatus reads."""
+    if info.si_code == os.CLD_EXITED:
+        return (info.si_status & 0xFF) << 8
+    dumped = 0x80 if info.si_code == os.CLD_DUMPED else 0
+    return info.si_status | dumped
+
+
+def serve():
+    """Serves fork requests until the socket closes (then exits); returns only in a
+    forked process, whose stdin, stdout and stderr are then the ones loaderbench sent."""
+    try:
+        check_kernel()
+        runs = resident_library_pages()
+    except OSError as err:
+        report(kind="not_preloaded", reason=str(err))
+        os._exit(1)
+    requests = socket.socket(fileno=0)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    # pid -> whether its exit was reported; every one is unreleased.
+    children = {}
+    pending = b""
+    report(kind="preloaded")
+    while True:
+        try:
+            readable, _, _ = select.select([requests, wake_read], [], [])
+        except InterruptedError:
+            readable = []
+        if wake_read in readable:
+            os.read(wake_read, 4096)
+        for pid, reported in list(children.items()):
+            if reported:
+                continue
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is not None:
+                children[pid] = True
+                report(kind="exited", pid=pid, status=wait_status(info))
+        if requests not in readable:
+            continue
+        data, fds, _, _ = socket.recv_fds(requests, 4096, 3)
+        if not data:
+            for pid in children:
+                kill_group(pid)
+                os.waitpid(pid, 0)
+            os._exit(0)
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            command, _, argument = line.decode().partition(" ")
+            if command == "fork" and len(fds) == 3:
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    become_script(requests, (wake_read, wake_write), fds, runs)
+                    return
+                # The script leads its group from here on, whichever side sets it first.
+                try:
+                    os.setpgid(pid, pid)
+                except OSError:
+                    pass
+                for fd in fds:
+                    os.close(fd)
+                fds = []
+                children[pid] = False
+                try:
+                    unshare()
+                except OSError:
+                    # loaderbench, seeing no `forked`, starts the scripts afresh.
+                    kill_group(pid)
+                    os._exit(1)
+                report(kind="forked", pid=pid)
+            elif command == "release" and int(argument) in children:
+                pid = int(argument)
+                kill_group(pid)
+                os.waitpid(pid, 0)
+                del children[pid]
+                report(kind="released", pid=pid)
+        for fd in fds:
+            os.close(fd)
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def become_script(requests, wake, fds, runs):
+    """In the forked process: a process group of its own, the signal handling and
+    standard streams a started script has, and the libraries' pages mapped."""
+    os.setpgid(0, 0)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in wake:
+        os.close(fd)
+    requests.close()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    try:
+        advise(runs, MADV_POPULATE_READ)
+    except OSError:
+        pass  # A library unmapped since: its pages are no longer this process's.
+    # Python's own random module reseeds itself in a forked child; numpy's legacy
+    # global generator does not, and a fresh process seeds it from the OS.
+    import numpy
+
+    numpy.random.seed()
