@@ -26,7 +26,7 @@ use tempfile::TempDir;
 
 use crate::common;
 use crate::loader_snippet::Snippet;
-use common::process::{Seen, children_of, python_in, python_turn, pytorch_scripts_of};
+use common::process::{Seen, children_of, marked, python_in, python_turn, pytorch_scripts_of};
 use common::runs::shared_dir;
 use common::{
     assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
@@ -167,6 +167,47 @@ fn a_run_s_scripts_are_forked_by_one_preloaded_python_and_weigh_what_fresh_ones_
         let private = *forked_private as f64 / *fresh_private as f64;
         assert!((0.5..2.0).contains(&private), "{peaks}");
     }
+}
+
+#[test]
+fn a_run_whose_preloaded_python_dies_measures_every_config_with_fresh_scripts() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[("batch_size", "32,64,128"), ("samples", "2048")]);
+    let preset = write_preset(&dir, &preset);
+    let json = dir.path().join("run.json");
+    let journal = dir.path().join("run.jsonl");
+    let args = ["run", &preset, "--quiet", "--json", path_str(&json)];
+    let mark = "LOADERBENCH_PRELOAD_DIES_TEST";
+    let cli = loaderbench_command(&[&args[..], &["--journal", path_str(&journal)]].concat())
+        .env(mark, "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed once it has forked the first config's script, which measures on.
+    let preloaded = common::wait_for(Duration::from_secs(120), "the first script", || {
+        let scripts = pytorch_scripts_of(cli.id());
+        let parent = scripts.first().and_then(|&script| parent_of(script as i32));
+        parent.filter(|&parent| parent != cli.id() as i32)
+    });
+    // SAFETY: sending a signal to a process this test's command started.
+    unsafe {
+        libc::kill(preloaded, libc::SIGKILL);
+    }
+    let output = wait_with_deadline(cli, Duration::from_secs(300));
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let results = common::json_file(&json);
+    let measured = results["results"].as_array().unwrap();
+    assert_eq!(measured.len(), 3, "{results}");
+    for result in measured {
+        assert_eq!(result["epochs"].as_array().unwrap().len(), 2, "{result}");
+    }
+    let left = common::poll(Duration::from_secs(2), || {
+        let left = marked(mark, "1");
+        left.is_empty().then_some(())
+    });
+    assert!(left.is_some(), "left behind: {:?}", marked(mark, "1"));
 }
 
 /// Waits for the first batch of the run; returns the events so far.
