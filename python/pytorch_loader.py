@@ -20,9 +20,10 @@ single os.write so that lines from worker processes never interleave:
                 pytorch_nodes.py: started on its first sample), at this perf_counter time
   batch         a batch is on the device and its step done: its time since t0 (on the
                 device), its wait, its copy and its step
-  sweep         waiting for `go` after the epoch's last batch, while the workers that
-                end with its iterator are still there, so that loaderbench sweeps their
-                memory once more (the wait is left out of the epoch's seconds)
+  sweep         waiting for `go` after the epoch's last batch, while its worker
+                processes (which end with its iterator, or with the loader after the
+                last epoch) are still there, so that loaderbench sweeps their memory
+                once more (the wait is left out of the epoch's seconds)
   epoch         an epoch ended, its seconds
   rank_epoch    with ranks: when this rank left the barrier and ended the epoch (time.time)
   done          every epoch measured
@@ -521,11 +522,17 @@ def drain_in_flight(batches):
     return time.perf_counter() - started
 
 
+def has_worker_processes(loader):
+    """Whether the loader's workers are processes (DataLoader's, persistent or not)."""
+    return isinstance(loader, DataLoader) and loader.num_workers > 0
+
+
 def sweep_before_workers_end(epoch):
     """Has loaderbench sweep the memory of every process once more, and waits for its
     `go`: the workers' copy-on-access growth peaks at the end of the epoch, after the
-    last periodic sweep, and ending the iterator ends them. Returns the seconds waited,
-    which the epoch's time leaves out."""
+    last periodic sweep, and ending the iterator ends them (persistent ones end with the
+    loader, right after the last epoch: in a short epoch no periodic sweep may have
+    seen them at all). Returns the seconds waited, which the epoch's time leaves out."""
     asked = time.perf_counter()
     emit(kind="sweep", epoch=epoch)
     GO.acquire()
@@ -578,7 +585,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
             break
         if index == last:
             break
-    swept_s = sweep_before_workers_end(epoch) if last is not None else 0.0
+    swept_s = sweep_before_workers_end(epoch) if has_worker_processes(loader) else 0.0
     # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end);
     # a torchdata.nodes epoch is closed, so that what its threads left wrong is raised.
     if hasattr(batches, "close"):

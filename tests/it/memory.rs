@@ -2,6 +2,7 @@
 //! a process of its config (the JSON keeps every process's series, the table's memory
 //! column sums their PSS and shows the workers' part); a `--memory-limit` between two
 //! configs' measured memory keeps the bigger one out of the recommendation and says so;
+//! workers that end with an epoch too short for a periodic sweep are still counted;
 //! a limit that is no size, or out of range, is refused before anything runs.
 
 use std::sync::OnceLock;
@@ -96,6 +97,39 @@ fn worker_processes_are_sampled_as_processes_of_their_config() {
     let table = measured().text();
     let nw2 = table_row(&table, "| 2 ");
     assert!(nw2.contains(" MiB (workers "), "{nw2}");
+}
+
+/// Workers that end with the epoch (forked, not persistent) are swept after its last
+/// batch: in an epoch far shorter than the watch's interval, as here, no periodic sweep
+/// saw them, and the config's memory left them out (0 MiB of workers beside 50 MiB for
+/// the same workers persisting).
+#[test]
+fn workers_that_end_with_a_short_epoch_are_counted() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let saved = SavedRun::in_dir(dir.path());
+    let sets = [
+        "samples=256",
+        "batch_size=64",
+        "epochs=1",
+        "num_workers=2",
+        "worker_kind=fork",
+        "persistent_workers=false",
+        "extra_configs=[]",
+    ];
+    let output = loaderbench(&saved.run_args("seed-light", &sets));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result = results_file::read(&saved.json).unwrap();
+    let run = &result.results[0];
+    let workers = run
+        .processes
+        .iter()
+        .filter(|p| p.kind == ProcessKind::Worker);
+    let memory = run.epochs[0].memory.expect("the epoch's memory");
+    assert!(
+        workers.count() == 2 && memory.worker_pss_bytes > 0,
+        "{:?}; {memory:?}",
+        run.processes
+    );
 }
 
 #[test]

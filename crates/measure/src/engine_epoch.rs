@@ -155,12 +155,14 @@ fn with_worker_processes(plan: &Plan, loader: Loader, config: &Config) -> Loader
 /// training step on every batch; `on_batch` hears of each batch once its step is done
 /// (its time in `step_s`), and of the workers that became ready. Under `window` (its
 /// rule, and the size of a whole epoch) the epoch is cut once the rule's window is
-/// done, and projected.
+/// done, and projected. `before_workers_end` runs after the last batch, while workers
+/// that end with the epoch are still there (its time is left out of the epoch's).
 pub(crate) fn run_epoch(
     loader: &mut Loader,
     step: &mut Step,
     epoch: usize,
     window: Option<(WindowRule, EpochSize)>,
+    before_workers_end: impl FnOnce(),
     mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
 ) -> Result<EpochResult> {
     let started = Instant::now();
@@ -171,6 +173,15 @@ pub(crate) fn run_epoch(
     // Time spent taking the cut epoch's batches in flight, which a whole epoch never
     // has: left out of its seconds.
     let mut drained = Duration::ZERO;
+    let mut before_workers_end = Some(before_workers_end);
+    let mut swept = Duration::ZERO;
+    let mut sweep = |swept: &mut Duration| {
+        if let Some(sweep) = before_workers_end.take() {
+            let sweeping = Instant::now();
+            sweep();
+            *swept += sweeping.elapsed();
+        }
+    };
     while let Some(batch) = batches.next() {
         let batch = batch?;
         let on_device = started.elapsed();
@@ -191,12 +202,17 @@ pub(crate) fn run_epoch(
             let draining = Instant::now();
             batches.drain_in_flight()?;
             drained = draining.elapsed();
+            sweep(&mut swept);
             break;
+        }
+        if batches.all_delivered() {
+            // The next call ends the epoch, and workers that do not persist with it.
+            sweep(&mut swept);
         }
     }
     // Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).
     drop(batches);
-    let seconds = (started.elapsed() - drained).as_secs_f64();
+    let seconds = (started.elapsed() - drained - swept).as_secs_f64();
     Ok(EpochResult::from_window(
         epoch, seconds, timeline, startups, window,
     ))

@@ -13,9 +13,11 @@
 //! [`SLOWEST_INTERVAL`]), and each epoch records how many sweeps it took and their CPU
 //! time. The runner opens and
 //! closes each epoch ([`MemoryWatch::begin_epoch`], [`MemoryWatch::end_epoch`]), each with
-//! a sweep of its own, so the first and last samples bracket the epoch; where workers end
-//! before the epoch does (a DataLoader's that do not persist), the runtime asks for one
-//! more ([`MemoryWatch::sweep`]) while they are still there.
+//! a sweep of its own, so the first and last samples bracket the epoch; after the last
+//! batch, while workers that end with the epoch (or a DataLoader's persistent ones,
+//! which end with it after the last epoch) are still there, the runtime asks for one more
+//! ([`MemoryWatch::sweep`]): an epoch shorter than the interval may otherwise have no
+//! sweep that saw them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

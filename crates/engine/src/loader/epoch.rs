@@ -71,6 +71,12 @@ impl<'a> Epoch<'a> {
         Ok(epoch)
     }
 
+    /// Whether every batch of the epoch has been handed out: the next call to `next`
+    /// ends it (and stops workers that do not persist).
+    pub fn all_delivered(&self) -> bool {
+        self.yielded == self.batches.len()
+    }
+
     /// Worker start-ups reported since the last call.
     pub fn take_worker_startups(&mut self) -> Vec<WorkerStartup> {
         self.startups.drain(..).collect()

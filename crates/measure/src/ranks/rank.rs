@@ -82,19 +82,30 @@ fn serve(out: &mut impl Write) -> Result<()> {
         }
         let started_unix_s = unix_now();
         let mut unsent = None;
-        let result = run_epoch(&mut loader, &mut step, epoch, window, |batch, startups| {
-            let messages = startups
-                .into_iter()
-                .map(|startup| FromRank::WorkerReady { startup })
-                // Every batch is news: a rank that says nothing for the worker timeout
-                // is hung.
-                .chain([FromRank::Batch { batch }]);
-            for message in messages {
-                if unsent.is_none() {
-                    unsent = send(out, &message).err();
+        // The coordinator's memory watch samples the ranks at its own pace; a rank
+        // cannot ask it for a sweep before its workers end (a gap the closing note of
+        // this change records).
+        let no_sweep = || {};
+        let result = run_epoch(
+            &mut loader,
+            &mut step,
+            epoch,
+            window,
+            no_sweep,
+            |batch, startups| {
+                let messages = startups
+                    .into_iter()
+                    .map(|startup| FromRank::WorkerReady { startup })
+                    // Every batch is news: a rank that says nothing for the worker timeout
+                    // is hung.
+                    .chain([FromRank::Batch { batch }]);
+                for message in messages {
+                    if unsent.is_none() {
+                        unsent = send(out, &message).err();
+                    }
                 }
-            }
-        })?;
+            },
+        )?;
         if let Some(error) = unsent {
             return Err(error);
         }

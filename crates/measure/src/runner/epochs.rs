@@ -115,7 +115,10 @@ impl Run {
     ) -> Result<MeasuredEpoch> {
         self.timed_epoch(config, repeat, epoch, cache, watch, || {
             let mut last_sent: Option<Instant> = None;
-            run_epoch(loader, step, epoch, window, |batch, startups| {
+            // Workers that end with the epoch are swept once more first: in an epoch
+            // shorter than the watch's interval no periodic sweep may see them.
+            let sweep = || watch.sweep();
+            run_epoch(loader, step, epoch, window, sweep, |batch, startups| {
                 for startup in startups {
                     self.emit.send(Event::WorkerReady { config, startup });
                 }
