@@ -1116,5 +1116,5 @@ if __name__ == "__main__":
         import pytorch_preload
 
         # Returns in each script process it forks, with the request on stdin.
-        pytorch_preload.serve()
+        pytorch_preload.serve(emit)
     main()

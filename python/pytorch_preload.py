@@ -25,7 +25,6 @@ every process group it has not released and exits.
 """
 
 import ctypes
-import json
 import mmap
 import os
 import select
@@ -44,10 +43,6 @@ MADV_POPULATE_WRITE = 23
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-
-
-def report(**fields):
-    os.write(1, (json.dumps(fields) + "\n").encode())
 
 
 def mappings():
@@ -75,7 +70,7 @@ def present_runs(pagemap, start, end):
     runs = []
     first = None
     for index, entry in enumerate(entries + (0,)):
-        if entry >> 63 and index < len(entries):
+        if entry >> 63:
             first = index if first is None else first
         elif first is not None:
             runs.append((start + first * PAGE, (index - first) * PAGE))
@@ -135,14 +130,15 @@ def wait_status(info):
     return info.si_status | dumped
 
 
-def serve():
-    """Serves fork requests until the socket closes (then exits); returns only in a
-    forked process, whose stdin, stdout and stderr are then the ones loaderbench sent."""
+def serve(emit):
+    """Serves fork requests until the socket closes (then exits), reporting through the
+    script's `emit`; returns only in a forked process, whose stdin, stdout and stderr
+    are then the ones loaderbench sent."""
     try:
         check_kernel()
         runs = resident_library_pages()
     except OSError as err:
-        report(kind="not_preloaded", reason=str(err))
+        emit(kind="not_preloaded", reason=str(err))
         os._exit(1)
     requests = socket.socket(fileno=0)
     wake_read, wake_write = os.pipe()
@@ -152,7 +148,7 @@ def serve():
     # pid -> whether its exit was reported; every one is unreleased.
     children = {}
     pending = b""
-    report(kind="preloaded")
+    emit(kind="preloaded")
     while True:
         try:
             readable, _, _ = select.select([requests, wake_read], [], [])
@@ -166,7 +162,7 @@ def serve():
             info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if info is not None:
                 children[pid] = True
-                report(kind="exited", pid=pid, status=wait_status(info))
+                emit(kind="exited", pid=pid, status=wait_status(info))
         if requests not in readable:
             continue
         data, fds, _, _ = socket.recv_fds(requests, 4096, 3)
@@ -200,13 +196,13 @@ def serve():
                     # loaderbench, seeing no `forked`, starts the scripts afresh.
                     kill_group(pid)
                     os._exit(1)
-                report(kind="forked", pid=pid)
+                emit(kind="forked", pid=pid)
             elif command == "release" and int(argument) in children:
                 pid = int(argument)
                 kill_group(pid)
                 os.waitpid(pid, 0)
                 del children[pid]
-                report(kind="released", pid=pid)
+                emit(kind="released", pid=pid)
         for fd in fds:
             os.close(fd)
 

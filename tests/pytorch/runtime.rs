@@ -27,7 +27,7 @@ use tempfile::TempDir;
 use crate::common;
 use crate::loader_snippet::Snippet;
 use common::process::{Seen, children_of, marked, python_in, python_turn, pytorch_scripts_of};
-use common::runs::shared_dir;
+use common::runs::{SavedRun, shared_dir};
 use common::{
     assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
     path_str, wait_with_deadline,
@@ -83,10 +83,8 @@ struct ScriptsSeen {
     results: serde_json::Value,
 }
 
-fn run_seeing_scripts(preset: &str, json: &Path, preload: &str) -> ScriptsSeen {
-    let journal = json.with_extension("jsonl");
-    let args = ["run", preset, "--quiet", "--json", path_str(json)];
-    let mut cli = loaderbench_command(&[&args[..], &["--journal", path_str(&journal)]].concat())
+fn run_seeing_scripts(preset: &str, saved: &SavedRun, preload: &str) -> ScriptsSeen {
+    let mut cli = loaderbench_command(&saved.run_args(preset, &[]))
         .env(pytorch::PRELOAD_VAR, preload)
         .stdout(Stdio::null())
         .spawn()
@@ -106,7 +104,7 @@ fn run_seeing_scripts(preset: &str, json: &Path, preload: &str) -> ScriptsSeen {
     assert!(status.success(), "{status}");
     ScriptsSeen {
         scripts,
-        results: common::json_file(json),
+        results: saved.exported(),
     }
 }
 
@@ -134,8 +132,12 @@ fn a_run_s_scripts_are_forked_by_one_preloaded_python_and_weigh_what_fresh_ones_
     let dir = TempDir::new().unwrap();
     let preset = pytorch_preset(&[("num_workers", "0,2"), ("samples", "2048")]);
     let preset = write_preset(&dir, &preset);
-    let forked = run_seeing_scripts(&preset, &dir.path().join("forked.json"), "1");
-    let fresh = run_seeing_scripts(&preset, &dir.path().join("fresh.json"), "0");
+    let saved = |name: &str| SavedRun {
+        json: dir.path().join(format!("{name}.json")),
+        journal: dir.path().join(format!("{name}.jsonl")),
+    };
+    let forked = run_seeing_scripts(&preset, &saved("forked"), "1");
+    let fresh = run_seeing_scripts(&preset, &saved("fresh"), "0");
 
     // Two configs, two scripts: with preloading, both children of one process (itself a
     // child of loaderbench, which imported torch once); without, loaderbench's own.
@@ -175,11 +177,9 @@ fn a_run_whose_preloaded_python_dies_measures_every_config_with_fresh_scripts() 
     let dir = TempDir::new().unwrap();
     let preset = pytorch_preset(&[("batch_size", "32,64,128"), ("samples", "2048")]);
     let preset = write_preset(&dir, &preset);
-    let json = dir.path().join("run.json");
-    let journal = dir.path().join("run.jsonl");
-    let args = ["run", &preset, "--quiet", "--json", path_str(&json)];
+    let saved = SavedRun::in_dir(dir.path());
     let mark = "LOADERBENCH_PRELOAD_DIES_TEST";
-    let cli = loaderbench_command(&[&args[..], &["--journal", path_str(&journal)]].concat())
+    let cli = loaderbench_command(&saved.run_args(&preset, &[]))
         .env(mark, "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -197,7 +197,7 @@ fn a_run_whose_preloaded_python_dies_measures_every_config_with_fresh_scripts() 
     }
     let output = wait_with_deadline(cli, Duration::from_secs(300));
     assert!(output.status.success(), "{}", common::stderr(&output));
-    let results = common::json_file(&json);
+    let results = saved.exported();
     let measured = results["results"].as_array().unwrap();
     assert_eq!(measured.len(), 3, "{results}");
     for result in measured {

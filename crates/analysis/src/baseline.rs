@@ -1,12 +1,13 @@
 //! Baselines: a run's results saved under a name (`NAME.json` in the user data
 //! directory's `loaderbench/baselines`, or under `$LOADERBENCH_DATA_DIR` when that is
 //! set), and the comparison of a later run against one — per config, matched by equal
-//! knobs or else by label (the line then names the knobs that differ), the change of the typical epoch time and its verdict, judged
-//! as the recommendation judges (faster or slower beyond the tie margin and the noise, as
-//! fast within the margin, or not resolved) from the scatter the two runs' own epochs
-//! show: the 95% Welch interval of the difference of their mean log epoch times. A side with a single typical
-//! epoch shows no scatter, and its change is not judged: two runs of one config differ
-//! by 20% on a noisy machine with nothing changed, so no constant stands in.
+//! knobs or else by label (the line then names the knobs that differ), the change of
+//! the typical epoch time and its verdict, judged as the recommendation judges (faster
+//! or slower beyond the tie margin and the noise, as fast within the margin, or not
+//! resolved) from the scatter the two runs' own epochs show: the 95% Welch interval of
+//! the difference of their mean log epoch times. A side with a single typical epoch
+//! shows no scatter, and its change is not judged: two runs of one config differ by 20%
+//! on a noisy machine with nothing changed, so no constant stands in.
 
 use std::fs;
 use std::path::PathBuf;

@@ -162,7 +162,7 @@ pub(crate) fn run_epoch(
     step: &mut Step,
     epoch: usize,
     window: Option<(WindowRule, EpochSize)>,
-    before_workers_end: impl FnOnce(),
+    mut before_workers_end: impl FnMut(),
     mut on_batch: impl FnMut(BatchRecord, Vec<WorkerStartup>),
 ) -> Result<EpochResult> {
     let started = Instant::now();
@@ -173,14 +173,12 @@ pub(crate) fn run_epoch(
     // Time spent taking the cut epoch's batches in flight, which a whole epoch never
     // has: left out of its seconds.
     let mut drained = Duration::ZERO;
-    let mut before_workers_end = Some(before_workers_end);
+    // Likewise the sweep before the workers end, which runs once: after the last batch.
     let mut swept = Duration::ZERO;
-    let mut sweep = |swept: &mut Duration| {
-        if let Some(sweep) = before_workers_end.take() {
-            let sweeping = Instant::now();
-            sweep();
-            *swept += sweeping.elapsed();
-        }
+    let mut sweep = || {
+        let sweeping = Instant::now();
+        before_workers_end();
+        swept = sweeping.elapsed();
     };
     while let Some(batch) = batches.next() {
         let batch = batch?;
@@ -202,12 +200,12 @@ pub(crate) fn run_epoch(
             let draining = Instant::now();
             batches.drain_in_flight()?;
             drained = draining.elapsed();
-            sweep(&mut swept);
+            sweep();
             break;
         }
         if batches.all_delivered() {
             // The next call ends the epoch, and workers that do not persist with it.
-            sweep(&mut swept);
+            sweep();
         }
     }
     // Cut or not, the epoch ends once its iterator is gone (non-persistent workers end).

@@ -28,6 +28,8 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::child_processes::lossy_lines;
 use loaderbench_engine::error::{Error, Result};
 
+use super::python_process::kill_group;
+
 /// The environment variable that, set to `0`, has every script started afresh.
 pub const PRELOAD_VAR: &str = "LOADERBENCH_PRELOAD";
 
@@ -98,7 +100,7 @@ impl Shared {
             if state.closed || left.is_zero() {
                 return None;
             }
-            state = match self.changed.wait_timeout(state, left.min(POLL)) {
+            state = match self.changed.wait_timeout(state, left) {
                 Ok((state, _)) => state,
                 Err(poisoned) => poisoned.into_inner().0,
             };
@@ -293,10 +295,8 @@ impl Drop for PreloadedPython {
             .shared
             .wait(Duration::from_secs(1), |state| state.closed.then_some(()));
         if exited.is_none() {
-            let group = rustix::process::Pid::from_child(&self.process);
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            kill_group(&mut self.process);
         }
-        let _ = self.process.kill();
         let _ = self.process.wait();
     }
 }

@@ -102,6 +102,8 @@ impl PythonProcess {
             .map_err(|err| start_error(python, &err))?;
         let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+            kill_group(&mut child);
+            let _ = child.wait();
             return Err(Error::run("the PyTorch runtime's script has no pipes"));
         };
         PythonProcess::attach(Leader::Started(child), stdin, stdout, stderr, request)
@@ -222,7 +224,7 @@ impl Drop for PythonProcess {
 
 /// SIGKILL to the child's process group (the child is its leader and not yet reaped,
 /// so the group id cannot have been reused); elsewhere, the child alone.
-fn kill_group(child: &mut Child) {
+pub(super) fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
         // A group that is already gone is ESRCH, which changes nothing.

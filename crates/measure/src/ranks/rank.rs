@@ -82,9 +82,9 @@ fn serve(out: &mut impl Write) -> Result<()> {
         }
         let started_unix_s = unix_now();
         let mut unsent = None;
-        // The coordinator's memory watch samples the ranks at its own pace; a rank
-        // cannot ask it for a sweep before its workers end (a gap the closing note of
-        // this change records).
+        // The coordinator's memory watch samples the ranks at its own pace: a rank has
+        // no way to ask it for a sweep before its workers end, so in an epoch shorter
+        // than the watch's interval they may go unseen.
         let no_sweep = || {};
         let result = run_epoch(
             &mut loader,
