@@ -90,6 +90,18 @@ pub fn spawn_tied(mut command: Command) -> std::io::Result<Child> {
     on_launcher(move || command.spawn())
 }
 
+/// SIGKILL to a child's process group, for a child started as a group's leader (not yet
+/// reaped, so the group id cannot have been reused); elsewhere, the child alone.
+pub fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        // A group that is already gone is ESRCH, which changes nothing.
+        let group = rustix::process::Pid::from_child(child);
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+}
+
 /// [`spawn_tied`], the child also [leaving interrupts to this
 /// process](leave_interrupts_to_parent) from before its first instruction: no Ctrl-C or
 /// termination sent to the process group reaches it between its start and its own code.

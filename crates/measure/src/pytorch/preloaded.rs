@@ -25,10 +25,8 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use serde::Deserialize;
 
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::child_processes::lossy_lines;
+use loaderbench_engine::child_processes::{kill_group, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
-
-use super::python_process::kill_group;
 
 /// The environment variable that, set to `0`, has every script started afresh.
 pub const PRELOAD_VAR: &str = "LOADERBENCH_PRELOAD";

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, unbounded};
 
-use loaderbench_engine::child_processes::{collect_tail, lossy_lines};
+use loaderbench_engine::child_processes::{collect_tail, kill_group, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
 
 #[cfg(unix)]
@@ -220,18 +220,6 @@ impl Drop for PythonProcess {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// SIGKILL to the child's process group (the child is its leader and not yet reaped,
-/// so the group id cannot have been reused); elsewhere, the child alone.
-pub(super) fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        // A group that is already gone is ESRCH, which changes nothing.
-        let group = rustix::process::Pid::from_child(child);
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
-    let _ = child.kill();
 }
 
 fn start_error(python: &Path, err: &std::io::Error) -> Error {
