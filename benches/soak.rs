@@ -143,6 +143,7 @@ fn soak(kind: &str, persistent: bool, checkpoints: &[usize; 3], journal: &Path) 
     let options = RunOptions {
         journal: Some(journal.to_path_buf()),
         before_epoch: Some(gate),
+        ..RunOptions::default()
     };
     let handle = loaderbench_measure::spawn(plan, options, || {});
     let mut budget = TimelineBudget::default();

@@ -16,15 +16,23 @@ fork), and this process takes its own copy of every private page it had written
 pages alone, as a fresh one does. On a kernel without these (before Linux 5.14) this
 process exits before serving, and loaderbench starts every script afresh.
 
-This process reports on stdout, one JSON object a line: `preloaded` once it serves,
-`forked` with each new pid, `exited` with the pid and its wait status, and `released`
-once loaderbench has killed the pid's group and the process is reaped: until then it
-stays a zombie, so that its pid (and group id) cannot be given to another process while
-loaderbench may still signal it. When the socket closes (loaderbench ended), it kills
-every process group it has not released and exits.
+This process reports on the socket a request came from, one JSON object a line:
+`preloaded` once it serves, `forked` with each new pid, `exited` with the pid and its
+wait status, and `released` once loaderbench has killed the pid's group and the process
+is reaped: until then it stays a zombie, so that its pid (and group id) cannot be given
+to another process while loaderbench may still signal it. When the socket closes
+(loaderbench ended), it kills every process group it has not released and exits.
+
+Shared: a process that starts many loaderbench processes (tune's and `--recommend`'s
+rounds, the test suite) starts one preloaded Python with a listening socket as its stdin
+and tells its children where it is (`LOADERBENCH_PRELOADED`); each connection is then
+served as the socket above, a fork request carrying the working directory and
+temporary directory of the loaderbench process asking, and the scripts a connection
+forked are killed when it closes. It lives until its owner kills it.
 """
 
 import ctypes
+import json
 import mmap
 import os
 import select
@@ -32,6 +40,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -131,80 +140,146 @@ def wait_status(info):
 
 
 def serve(emit):
-    """Serves fork requests until the socket closes (then exits), reporting through the
-    script's `emit`; returns only in a forked process, whose stdin, stdout and stderr
-    are then the ones loaderbench sent."""
+    """Serves fork requests until loaderbench closes the socket that is this process's
+    stdin (then exits); returns only in a forked process, whose stdin, stdout and stderr
+    are then the ones loaderbench sent. Where stdin is a listening socket (the shared
+    preloaded Python), each connection is served as that socket would be, and the
+    scripts a connection forked are killed when it closes; this process then lives until
+    it is killed."""
     try:
         check_kernel()
         runs = resident_library_pages()
     except OSError as err:
         emit(kind="not_preloaded", reason=str(err))
         os._exit(1)
-    requests = socket.socket(fileno=0)
+    stdin = socket.socket(fileno=0)
+    listener = stdin if stdin.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) else None
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    # pid -> whether its exit was reported; every one is unreleased.
-    children = {}
-    pending = b""
-    emit(kind="preloaded")
+    # Each connection's bytes not yet read as a line, and its scripts (pid -> whether
+    # the exit was reported); every script listed is unreleased.
+    connections = {}
+    if listener is None:
+        connections[stdin] = Connection(stdin)
+    else:
+        listener.setblocking(False)
+    for connection in connections.values():
+        connection.report(kind="preloaded")
     while True:
+        waiting = [wake_read, *connections] + ([listener] if listener else [])
         try:
-            readable, _, _ = select.select([requests, wake_read], [], [])
+            readable, _, _ = select.select(waiting, [], [])
         except InterruptedError:
             readable = []
         if wake_read in readable:
             os.read(wake_read, 4096)
-        for pid, reported in list(children.items()):
+        for connection in connections.values():
+            connection.report_exits()
+        if listener is not None and listener in readable:
+            try:
+                accepted, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                accepted = None
+            if accepted is not None:
+                accepted.setblocking(True)
+                connections[accepted] = Connection(accepted)
+                connections[accepted].report(kind="preloaded")
+        for sock in [sock for sock in readable if sock in connections]:
+            connection = connections[sock]
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                connection.close()
+                del connections[sock]
+                if listener is None:
+                    os._exit(0)
+                continue
+            request = connection.take(data, fds)
+            if request is None:
+                continue
+            others = [listener, wake_read, wake_write, *connections]
+            if connection.serve(request, others, runs):
+                return
+
+
+class Connection:
+    """One loaderbench process's requests and the scripts it had forked."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.pending = b""
+        self.fds = []
+        self.children = {}
+
+    def report(self, **fields):
+        try:
+            self.sock.sendall((json.dumps(fields) + "\n").encode())
+        except OSError:
+            pass  # It closed: what it asked for is killed when it is read as closed.
+
+    def report_exits(self):
+        for pid, reported in list(self.children.items()):
             if reported:
                 continue
             info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if info is not None:
-                children[pid] = True
-                emit(kind="exited", pid=pid, status=wait_status(info))
-        if requests not in readable:
-            continue
-        data, fds, _, _ = socket.recv_fds(requests, 4096, 3)
-        if not data:
-            for pid in children:
+                self.children[pid] = True
+                self.report(kind="exited", pid=pid, status=wait_status(info))
+
+    def take(self, data, fds):
+        """Adds what was read; the next whole request line when there is one (the
+        requests come one at a time, each waiting for its reply)."""
+        self.pending += data
+        self.fds += fds
+        if b"\n" not in self.pending:
+            return None
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode()
+
+    def serve(self, request, others, runs):
+        """Does what `request` asks; True in a script just forked."""
+        command, _, argument = request.partition(" ")
+        fds, self.fds = self.fds, []
+        if command == "fork" and len(fds) == 3:
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                become_script(others, fds, json.loads(argument or "{}"), runs)
+                return True
+            # The script leads its group from here on, whichever side sets it first.
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            self.children[pid] = False
+            try:
+                unshare()
+            except OSError:
+                # loaderbench, seeing no `forked`, starts the scripts afresh.
                 kill_group(pid)
-                os.waitpid(pid, 0)
-            os._exit(0)
-        pending += data
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            command, _, argument = line.decode().partition(" ")
-            if command == "fork" and len(fds) == 3:
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    become_script(requests, (wake_read, wake_write), fds, runs)
-                    return
-                # The script leads its group from here on, whichever side sets it first.
-                try:
-                    os.setpgid(pid, pid)
-                except OSError:
-                    pass
-                for fd in fds:
-                    os.close(fd)
-                fds = []
-                children[pid] = False
-                try:
-                    unshare()
-                except OSError:
-                    # loaderbench, seeing no `forked`, starts the scripts afresh.
-                    kill_group(pid)
-                    os._exit(1)
-                emit(kind="forked", pid=pid)
-            elif command == "release" and int(argument) in children:
-                pid = int(argument)
-                kill_group(pid)
-                os.waitpid(pid, 0)
-                del children[pid]
-                emit(kind="released", pid=pid)
+                os._exit(1)
+            self.report(kind="forked", pid=pid)
+        elif command == "release" and int(argument) in self.children:
+            pid = int(argument)
+            kill_group(pid)
+            os.waitpid(pid, 0)
+            del self.children[pid]
+            self.report(kind="released", pid=pid)
         for fd in fds:
             os.close(fd)
+        return False
+
+    def close(self):
+        """Kills and reaps every script not released, and closes the socket."""
+        for pid in self.children:
+            kill_group(pid)
+            os.waitpid(pid, 0)
+        self.children = {}
+        self.sock.close()
 
 
 def kill_group(pid):
@@ -214,18 +289,28 @@ def kill_group(pid):
         pass
 
 
-def become_script(requests, wake, fds, runs):
-    """In the forked process: a process group of its own, the signal handling and
-    standard streams a started script has, and the libraries' pages mapped."""
+def become_script(others, fds, place, runs):
+    """In the forked process: a process group of its own, the signal handling, standard
+    streams, working directory and temporary directory of a script loaderbench starts,
+    and the libraries' pages mapped."""
     os.setpgid(0, 0)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for fd in wake:
-        os.close(fd)
-    requests.close()
+    for other in others:
+        if other is None:
+            continue
+        if isinstance(other, int):
+            os.close(other)
+        else:
+            other.close()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
+    if "cwd" in place:
+        os.chdir(place["cwd"])
+    if "tmpdir" in place:
+        os.environ["TMPDIR"] = place["tmpdir"]
+        tempfile.tempdir = None
     try:
         advise(runs, MADV_POPULATE_READ)
     except OSError:

@@ -1,11 +1,13 @@
 //! What the benchmarks share: running a preset in-process on the runner, as the CLI
 //! does, and taking its finished result; several rounds' results as one; running the
 //! CLI as a process and reading its pick, its best set and paired ratios the way the
-//! recommendation does; folders of photo-like JPEGs. Each benchmark uses some of them.
+//! recommendation does; folders of photo-like JPEGs; one preloaded Python for all the
+//! PyTorch runs of a benchmark. Each benchmark uses some of them.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use image::codecs::jpeg::JpegEncoder;
@@ -13,6 +15,7 @@ use image::{Rgb, RgbImage};
 use loaderbench_analysis::Analysis;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
+use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::stats;
 use loaderbench_measure::{Event, RunOptions};
@@ -28,15 +31,30 @@ pub fn bench_args() -> (bool, Vec<String>) {
     (full, named)
 }
 
+/// The preloaded Python every run of the benchmark forks its PyTorch scripts from, as
+/// tune's rounds do, started by the first: the runs, in this process or in a
+/// `loaderbench` process of their own, then pay no `import torch` (seconds) each.
+fn shared_preloaded_python() -> Option<&'static Arc<SharedPreloadedPython>> {
+    static SHARED: OnceLock<Option<Arc<SharedPreloadedPython>>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            let python = loaderbench_measure::pytorch::python_path();
+            SharedPreloadedPython::start(&python).ok()?.map(Arc::new)
+        })
+        .as_ref()
+}
+
 /// Runs `preset` to the end (its journal, named after `bench`, is removed afterwards);
 /// panics if it fails or reports nothing for ten minutes.
 pub fn run(preset: Preset, bench: &str) -> RunResult {
     let plan = Plan::from_preset(&preset, None).expect("a plan");
+    let runs_python = plan.configs.iter().any(|c| c.runtime.runs_python());
     let journal = std::env::temp_dir().join(format!("{bench}-bench-{}.jsonl", std::process::id()));
     let handle = loaderbench_measure::spawn(
         plan,
         RunOptions {
             journal: Some(journal.clone()),
+            preloaded: runs_python.then(shared_preloaded_python).flatten().cloned(),
             ..RunOptions::default()
         },
         || {},
@@ -75,7 +93,11 @@ pub fn merged(runs: &[RunResult]) -> RunResult {
 /// Runs `loaderbench ARGS --json JSON`; panics with its error output if it fails.
 pub fn loaderbench(args: &[&str], json: &Path) {
     let journal = json.with_extension("jsonl");
-    let output = Command::new(env!("CARGO_BIN_EXE_loaderbench"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+    if let Some(preloaded) = shared_preloaded_python() {
+        preloaded.share_with(&mut command);
+    }
+    let output = command
         .args(args)
         .arg("--json")
         .arg(json)

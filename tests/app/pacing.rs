@@ -57,6 +57,7 @@ impl Paced {
             &plan,
             Some(dir.path().join("paced.jsonl")),
             Some(Path::new(env!("CARGO_BIN_EXE_loaderbench"))),
+            None,
             move |queued| {
                 settling.settle(&ctx, queued);
                 gates_seen.lock().unwrap().push(Instant::now());

@@ -25,8 +25,10 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::loader::{Loader, LoaderSettings};
 use loaderbench_engine::transform::{Normalize, Pipeline, PipelineSpec};
+use loaderbench_measure::pytorch;
 
-/// `loaderbench ARGS` with no standard input and its output captured.
+/// `loaderbench ARGS` with no standard input and its output captured, offered the test
+/// binary's [shared preloaded Python](shared_preloaded_python).
 pub fn loaderbench_command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
     command
@@ -34,7 +36,23 @@ pub fn loaderbench_command(args: &[&str]) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(preloaded) = shared_preloaded_python() {
+        preloaded.share_with(&mut command);
+    }
     command
+}
+
+/// The preloaded Python every loaderbench process a test starts is offered, as tune
+/// offers its rounds one, started with the first: a PyTorch run forks its scripts from it
+/// instead of importing torch again (seconds of CPU a run). A run given other
+/// environment variables starts its own; a test that looks at a run's processes takes
+/// the offer away ([`process::own_processes`]).
+pub fn shared_preloaded_python() -> Option<&'static pytorch::SharedPreloadedPython> {
+    static SHARED: std::sync::OnceLock<Option<pytorch::SharedPreloadedPython>> =
+        std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| pytorch::SharedPreloadedPython::start(&pytorch::python_path()).ok()?)
+        .as_ref()
 }
 
 /// `run PRESET -q`, each of `sets` as `--set KEY=VALUE`, then `extra`: the words of a

@@ -137,10 +137,20 @@ pub fn children_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Has the run `command` starts start its own preloaded Python, under it, not fork its
+/// scripts from the test binary's shared one: for a test that finds a run's processes
+/// below it.
+pub fn own_processes(command: &mut Command) -> &mut Command {
+    command.env_remove(loaderbench_measure::pytorch::SHARED_VAR)
+}
+
 /// The PyTorch runtime's script processes that `pid` (loaderbench, or a test running it
 /// in process) runs: the children of its preloaded Python (`pytorch_loader.py
-/// --preload`), or its children running the script where it started them directly.
+/// --preload`), or its children running the script where it started them directly;
+/// not those of the test binary's shared preloaded Python, which other tests' commands
+/// fork theirs from.
 pub fn pytorch_scripts_of(pid: u32) -> Vec<u32> {
+    let shared = super::shared_preloaded_python().map(|python| python.pid());
     let arguments = |pid: u32| -> Vec<Vec<u8>> {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         cmdline.split(|&b| b == 0).map(<[u8]>::to_vec).collect()
@@ -148,6 +158,7 @@ pub fn pytorch_scripts_of(pid: u32) -> Vec<u32> {
     let runs_script = |args: &[Vec<u8>]| args.iter().any(|a| a.ends_with(b"pytorch_loader.py"));
     children_of(pid)
         .into_iter()
+        .filter(|&child| Some(child) != shared)
         .flat_map(|child| {
             let args = arguments(child);
             if !runs_script(&args) {
@@ -196,19 +207,30 @@ pub fn marked(var: &str, value: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Runs `command` to its end within `limit` with the mark `var=value`, then checks that
-/// no process it started (however started: Python, its workers, ranks) is still there.
-pub fn run_leaving_nothing(
-    command: &mut Command,
-    var: &str,
-    value: &str,
-    limit: Duration,
-) -> Output {
-    let output = super::run_with_deadline(command.env(var, value), limit);
-    let left = marked(var, value);
+/// Runs `command` to its end within `limit` in `dir`, a folder of the test's own, then
+/// checks that no process it started (however started: Python, its workers, ranks, the
+/// scripts a shared preloaded Python forked for it in its working directory) is still
+/// there: each works in `dir`, as none of them changes directory.
+pub fn run_leaving_nothing(command: &mut Command, dir: &Path, limit: Duration) -> Output {
+    let output = super::run_with_deadline(command.current_dir(dir), limit);
+    let left = working_in(dir);
     assert!(
         left.is_empty(),
         "processes {left:?} of the run are still there"
     );
     output
+}
+
+/// The live processes whose working directory is `dir`.
+pub fn working_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+        .filter(|&pid| running(pid))
+        .collect()
 }

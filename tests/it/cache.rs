@@ -134,6 +134,7 @@ fn a_warm_config_after_an_eviction_reads_nothing_from_storage_in_its_first_epoch
     let options = RunOptions {
         journal: Some(folder.path().join("run.jsonl")),
         before_epoch: Some(Box::new(evict)),
+        ..RunOptions::default()
     };
     let handle =
         loaderbench_measure::spawn(Plan::from_preset(&preset, None).unwrap(), options, || {});

@@ -225,6 +225,7 @@ fn follow_child(plan: &Plan, dir: &Path, cancel_after_configs: Option<usize>) ->
         plan,
         Some(dir.join("child.jsonl")),
         Some(Path::new(env!("CARGO_BIN_EXE_loaderbench"))),
+        None,
         move |_| {
             counted.fetch_add(1, Ordering::SeqCst);
         },
@@ -282,6 +283,7 @@ fn a_measuring_process_killed_before_it_starts_ends_the_run_failed() {
             &plan,
             Some(dir.path().join("child.jsonl")),
             Some(&program),
+            None,
             |_| {},
             |_| {},
         )

@@ -16,7 +16,7 @@ use loaderbench_measure::results::RunResult;
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{Seen, children_of, children_running, pytorch_scripts_of};
+use common::process::{Seen, children_of, children_running, own_processes, pytorch_scripts_of};
 use common::runs::SavedRun;
 use common::{loaderbench_command, run_with_deadline, stderr, wait_with_deadline};
 
@@ -304,11 +304,14 @@ fn kill_rank_1_mid_epoch(sets: &[&str], ranks_of: impl Fn(u32) -> Vec<u32>) {
     // Config 0 (one rank) is measured first and must survive the failure of config 1.
     let one_worker_per_rank = ["samples=2000", "epochs=1", "ranks=1,2", "num_workers=1"];
     let all = [&RANKED[..], &one_worker_per_rank, sets].concat();
-    let child = loaderbench_command(&saved.run_args("seed-light", &all))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The ranks are found below the CLI.
+    let child = own_processes(&mut loaderbench_command(
+        &saved.run_args("seed-light", &all),
+    ))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let cli = child.id();
     // Config 0 comes first; on a loaded machine, with the other tests beside this one,
     // it and the Python ranks' start-up take a while.

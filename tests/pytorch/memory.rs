@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::common;
-use common::process::{children_of, python_turn, pytorch_scripts_of};
+use common::process::{children_of, own_processes, python_turn, pytorch_scripts_of};
 use common::runs::SavedRun;
 use common::{loaderbench, loaderbench_command, path_str, stderr, stdout};
 
@@ -98,7 +98,8 @@ fn run_watched(factory: &str) -> Watched {
     );
     let saved = SavedRun::in_dir(dir.path());
     let args = recommend_args(&saved, &preset);
-    let mut child = loaderbench_command(&args)
+    // The scripts are found below the CLI.
+    let mut child = own_processes(&mut loaderbench_command(&args))
         .spawn()
         .expect("loaderbench starts");
     let mut scripts: Vec<(u32, BTreeMap<u32, Seen>)> = Vec::new();

@@ -26,11 +26,14 @@ use tempfile::TempDir;
 
 use crate::common;
 use crate::loader_snippet::Snippet;
-use common::process::{Seen, children_of, marked, python_in, python_turn, pytorch_scripts_of};
+use common::process::{
+    Seen, children_of, children_running, marked, own_processes, python_in, python_turn,
+    pytorch_scripts_of,
+};
 use common::runs::{SavedRun, shared_dir};
 use common::{
-    assert_error_line, loaderbench, loaderbench_command, loaderbench_with, noisy_image_folder,
-    path_str, wait_with_deadline,
+    assert_error_line, json_file, loaderbench, loaderbench_command, loaderbench_with,
+    noisy_image_folder, path_str, wait_with_deadline,
 };
 
 /// A tiny preset on the PyTorch runtime (256 samples in batches of 64), with `sets`.
@@ -84,7 +87,7 @@ struct ScriptsSeen {
 }
 
 fn run_seeing_scripts(preset: &str, saved: &SavedRun, preload: &str) -> ScriptsSeen {
-    let mut cli = loaderbench_command(&saved.run_args(preset, &[]))
+    let mut cli = own_processes(&mut loaderbench_command(&saved.run_args(preset, &[])))
         .env(pytorch::PRELOAD_VAR, preload)
         .stdout(Stdio::null())
         .spawn()
@@ -172,6 +175,125 @@ fn a_run_s_scripts_are_forked_by_one_preloaded_python_and_weigh_what_fresh_ones_
 }
 
 #[test]
+#[cfg(target_os = "linux")]
+fn a_tune_s_rounds_fork_their_scripts_from_one_shared_preloaded_python_and_count_them_as_theirs() {
+    let dir = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[
+        ("num_workers", "0,2"),
+        ("samples", "2048"),
+        ("epochs", "1"),
+        ("measure", "epochs"),
+    ]);
+    let preset = write_preset(&dir, &preset);
+    let json = dir.path().join("tune.json");
+    let journal = dir.path().join("tune.jsonl");
+    let args = [
+        "tune",
+        &preset,
+        "--budget",
+        "25s",
+        "-q",
+        "--json",
+        path_str(&json),
+        "--journal",
+        path_str(&journal),
+    ];
+    // Its processes are found below it.
+    let mut tune = own_processes(&mut loaderbench_command(&args))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Each script seen, with its parent; and any Python a round's process started.
+    let mut scripts = BTreeMap::new();
+    let mut under_rounds = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while tune.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the tune hung");
+        for script in pytorch_scripts_of(tune.id()) {
+            if let Some(parent) = parent_of(script as i32) {
+                scripts.insert(script, parent);
+            }
+        }
+        for round in children_running(tune.id(), "__measure") {
+            under_rounds.extend(pytorch_scripts_of(round));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(tune.wait().unwrap().success());
+    let results = json_file(&json);
+    let rounds = results["tune"]["rounds"].as_u64().unwrap();
+    assert!(rounds >= 2, "{rounds} rounds");
+    let parents: BTreeSet<i32> = scripts.values().copied().collect();
+    assert_eq!(
+        parents.len(),
+        1,
+        "every round's scripts have one parent: {scripts:?}"
+    );
+    assert!(scripts.len() >= 3, "{scripts:?}");
+    assert_eq!(
+        under_rounds,
+        Vec::<u32>::new(),
+        "no round starts its own Python"
+    );
+    // The meter counts the scripts' CPU as the run's, though they are not below the
+    // round's process: else every epoch reads as other load.
+    for result in results["results"].as_array().unwrap() {
+        for epoch in result["epochs"].as_array().unwrap() {
+            let own_cpu_s = epoch["own_cpu_s"].as_f64().unwrap();
+            let seconds = epoch["seconds"].as_f64().unwrap();
+            assert!(
+                own_cpu_s > 0.2 * seconds,
+                "{}: {own_cpu_s} s of CPU in a {seconds} s epoch",
+                result["label"]
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_run_killed_while_it_shares_a_preloaded_python_leaves_none_of_its_processes() {
+    let shared = common::shared_preloaded_python()
+        .expect("the test binary shares a preloaded Python")
+        .pid();
+    let dir = TempDir::new().unwrap();
+    let preset = pytorch_preset(&[
+        ("pipeline", "heavy"),
+        ("samples", "60000"),
+        ("num_workers", "2"),
+        ("measure", "epochs"),
+    ]);
+    let preset = write_preset(&dir, &preset);
+    let saved = SavedRun::in_dir(dir.path());
+    let mut cli = loaderbench_command(&saved.run_args(&preset, &[]))
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its script is the shared Python's child that works in the run's directory.
+    let here = dir.path().canonicalize().unwrap();
+    let in_run =
+        |pid: &u32| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|d| d == here);
+    let script = common::wait_for(
+        Duration::from_secs(120),
+        "the script and its workers",
+        || {
+            children_of(shared)
+                .into_iter()
+                .filter(in_run)
+                .find(|&script| children_of(script).len() >= 2)
+        },
+    );
+    let processes = seen(&[vec![script as i32], descendants_of(script as i32)].concat());
+    let left = kill_leaving(&mut cli, &processes);
+    assert_eq!(left, Vec::<String>::new(), "outlived the run");
+    assert!(
+        common::process::running(shared),
+        "the shared preloaded Python serves on"
+    );
+}
+
+#[test]
 fn a_run_whose_preloaded_python_dies_measures_every_config_with_fresh_scripts() {
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
@@ -179,7 +301,7 @@ fn a_run_whose_preloaded_python_dies_measures_every_config_with_fresh_scripts() 
     let preset = write_preset(&dir, &preset);
     let saved = SavedRun::in_dir(dir.path());
     let mark = "LOADERBENCH_PRELOAD_DIES_TEST";
-    let cli = loaderbench_command(&saved.run_args(&preset, &[]))
+    let cli = own_processes(&mut loaderbench_command(&saved.run_args(&preset, &[])))
         .env(mark, "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -471,14 +593,16 @@ fn script_processes() -> Vec<i32> {
 }
 
 /// This process's children that run the PyTorch runtime's script: the run's preloaded
-/// Python.
+/// Python (not the shared one other tests' commands use).
 fn run_pythons() -> Vec<i32> {
+    let shared = common::shared_preloaded_python().map(|python| python.pid());
     let runs_the_script = |pid: &u32| {
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("pytorch_loader.py"))
     };
     children_of(std::process::id())
         .into_iter()
+        .filter(|&pid| Some(pid) != shared)
         .filter(runs_the_script)
         .map(|pid| pid as i32)
         .collect()
@@ -544,35 +668,46 @@ fn assert_nothing_outlives_a_killed_loaderbench(start_method: &str, processes: u
         ("start_method", start_method),
         ("measure", "epochs"),
     ]);
-    let mut cli = loaderbench_command(&["run", &write_preset(&dir, &preset), "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Its processes are found below it.
+    let mut cli = own_processes(&mut loaderbench_command(&[
+        "run",
+        &write_preset(&dir, &preset),
+        "--quiet",
+    ]))
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let cli_pid = cli.id() as i32;
     let what = format!("{processes} processes of a {start_method} run");
     let seen_before = common::wait_for(Duration::from_secs(120), &what, || {
         let seen = seen(&descendants_of(cli_pid));
         (seen.len() >= processes).then_some(seen)
     });
-    cli.kill().unwrap();
-    cli.wait().unwrap();
     // At once: the workers die with the script (their parent-death signal), not at
     // DataLoader's next status check (every 5 s), whichever of loaderbench's own
     // parent-death signal and the script's end of its process group comes first.
-    let killed = Instant::now();
-    while seen_before.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let left: Vec<String> = seen_before
-        .iter()
-        .filter(|p| p.running())
-        .map(Seen::describe)
-        .collect();
+    let left = kill_leaving(&mut cli, &seen_before);
     assert!(
         left.is_empty(),
         "{start_method}: {left:?} outlived the killed loaderbench"
     );
+}
+
+/// Kills loaderbench (SIGKILL) and gives `processes` of its run two seconds to end:
+/// those still running then, described.
+fn kill_leaving(cli: &mut std::process::Child, processes: &[Seen]) -> Vec<String> {
+    cli.kill().unwrap();
+    cli.wait().unwrap();
+    let killed = Instant::now();
+    while processes.iter().any(Seen::running) && killed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    processes
+        .iter()
+        .filter(|p| p.running())
+        .map(Seen::describe)
+        .collect()
 }
 
 /// A run long enough to act on (the heavy pipeline with two fork workers), at its first

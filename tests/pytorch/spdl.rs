@@ -36,9 +36,6 @@ fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
-/// Marks the processes of this module's runs.
-const MARK_VAR: &str = "LOADERBENCH_TEST_SPDL";
-
 /// A folder with the IDX files of [`SAMPLES`] synthetic images, each labelled with its
 /// index, and a folder for the recording step's files.
 struct Data {
@@ -98,9 +95,12 @@ impl Data {
     fn run(&self, preset: &Path, sets: &[&str]) -> Output {
         let (json, csv) = (self.path("run.json"), self.path("run.csv"));
         let args = ["--json", path_str(&json), "--csv", path_str(&csv)];
-        let mark = path_str(self.dir.path());
         let limit = Duration::from_secs(300);
-        run_leaving_nothing(&mut run_command(preset, &args, sets), MARK_VAR, mark, limit)
+        run_leaving_nothing(
+            &mut run_command(preset, &args, sets),
+            self.dir.path(),
+            limit,
+        )
     }
 
     fn results(&self) -> Value {

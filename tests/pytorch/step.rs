@@ -46,9 +46,6 @@ fn exports() -> &'static Path {
         .path()
 }
 
-/// Marks the processes of one run.
-const MARK_VAR: &str = "LOADERBENCH_TEST_STEP";
-
 /// A folder with a preset: 256 synthetic samples in batches of 64, no workers, one
 /// epoch, on `runtime`.
 struct Setup {
@@ -80,9 +77,8 @@ impl Setup {
             &["-q", "--json", path_str(&json)],
             &sets,
         );
-        let mark = path_str(self.dir.path());
         let limit = Duration::from_secs(300);
-        run_leaving_nothing(run.current_dir(cwd), MARK_VAR, mark, limit)
+        run_leaving_nothing(&mut run, cwd, limit)
     }
 
     fn run(&self, step: &str, sets: &[&str]) -> Output {
@@ -356,12 +352,7 @@ fn a_user_dataset_and_step_beside_the_preset_run_from_another_folder() {
     std::fs::write(&preset_path, preset).unwrap();
     let mut run = run_command(&preset_path, &["-q"], &[]);
     let limit = Duration::from_secs(300);
-    let output = run_leaving_nothing(
-        run.current_dir(&elsewhere),
-        MARK_VAR,
-        path_str(root.path()),
-        limit,
-    );
+    let output = run_leaving_nothing(&mut run, &elsewhere, limit);
     assert!(output.status.success(), "{}", stderr(&output));
     let shown = format!("{}: make_step", bench.join("code/small_cnn.py").display());
     assert!(stdout(&output).contains(&shown), "{}", stdout(&output));

@@ -115,7 +115,7 @@ impl Setup {
             .collect();
         let preset = self.dir.path().join("user.ron");
         let mut run = run_command(&preset, &["-q", "--json", path_str(&json)], &sets);
-        run_leaving_nothing(&mut run, MARK_VAR, path_str(self.dir.path()), limit)
+        run_leaving_nothing(&mut run, self.dir.path(), limit)
     }
 
     fn json(&self) -> PathBuf {
@@ -126,9 +126,6 @@ impl Setup {
         serde_json::from_str(&std::fs::read_to_string(self.json()).unwrap()).unwrap()
     }
 }
-
-/// Marks the processes of one setup's runs.
-const MARK_VAR: &str = "LOADERBENCH_TEST_USER_DATASET";
 
 /// The test module run with every knob (num_workers 0 and 2, persistent or not,
 /// shuffled), training the test CNN as a `python` step on every batch, once, by the

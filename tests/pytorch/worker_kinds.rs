@@ -23,9 +23,6 @@ use common::jpeg::{self, Coding};
 use common::process::run_leaving_nothing;
 use common::{assert_error_line, path_str, stderr};
 
-/// Marks the processes of this module's runs.
-const MARK_VAR: &str = "LOADERBENCH_TEST_WORKER_KINDS";
-
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -73,9 +70,8 @@ impl Setup {
         let preset = self.dir.path().join("kinds.ron");
         let json = self.dir.path().join("run.json");
         let mut run = run_command(&preset, &["-q", "--json", path_str(&json)], sets);
-        let mark = path_str(self.dir.path());
         let limit = Duration::from_secs(400);
-        run_leaving_nothing(&mut run, MARK_VAR, mark, limit)
+        run_leaving_nothing(&mut run, self.dir.path(), limit)
     }
 
     fn results(&self) -> Value {

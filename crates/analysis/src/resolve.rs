@@ -22,7 +22,7 @@ use loaderbench_measure::Journal;
 use loaderbench_measure::results::{EpochResult, RunResult, RunStatus};
 
 use crate::Analysis;
-use crate::rounds::{self, RoundEnd};
+use crate::rounds::{RoundEnd, Rounds};
 
 /// What resolving reports as it goes (as JSON lines too, for the app).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,11 +77,11 @@ pub fn resolve(
 ) -> (ResolveEnd, Option<Error>) {
     let started = Instant::now();
     let deadline = started + limit;
-    let opened = loaderbench_measure::scratch::folder(rounds::SCRATCH_PREFIX)
+    let opened = Rounds::open(plan)
         .map_err(|err| Error::run(format!("cannot measure further: {err}")))
-        .and_then(|scratch| Ok((scratch, Journal::reopen(journal)?)));
+        .and_then(|rounds| Ok((rounds, Journal::reopen(journal)?)));
     // Not started: the run stays as its sweep ended (and as its journal says).
-    let (scratch, mut journal) = match opened {
+    let (rounds, mut journal) = match opened {
         Ok(opened) => opened,
         Err(error) => return (ResolveEnd::Failed, Some(error)),
     };
@@ -132,11 +132,10 @@ pub fn resolve(
         // resolving as a failure, keeping what was measured.
         let mut unjournaled = None;
         let mut measured_s = 0.0;
-        let mut measured = rounds::measure(
+        let mut measured = rounds.measure(
             plan,
             &hinges,
             round,
-            scratch.path(),
             deadline,
             stop_requested,
             &mut |config| {

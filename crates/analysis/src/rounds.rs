@@ -8,11 +8,12 @@
 //! processes and the verdicts would claim more than a rerun repeats. Each round in its
 //! own process makes that noise part of the scatter the verdicts are judged by. Each result is renumbered into the whole search space and
 //! stamped with the round as its repeat, so that the recommendation compares configs
-//! round by round. The round stops early, keeping every config it finished, when the
+//! round by round. The rounds' processes share one preloaded Python
+//! ([`SharedPreloadedPython`]): each forks its scripts from it rather than importing
+//! torch again, the scripts as fresh as ever. The round stops early, keeping every config it finished, when the
 //! budget's deadline passes or the user asks to stop; a measuring process that does not
 //! stop within [`CANCEL_GRACE`] of being asked is ended.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::TryRecvError;
@@ -21,6 +22,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Event;
 use loaderbench_measure::measuring_child::ChildRun;
+use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{ConfigResult, RunResult};
 
 /// What the scratch folder of a tune's or a resolve's rounds is named by (a
@@ -73,102 +75,120 @@ impl Round {
     }
 }
 
-/// Measures `configs` (indices into `plan`'s) once each as round `round`, the runner's
-/// journal going to a file of the round's in `scratch`; each config goes to `finished`
-/// as soon as it is measured (numbered in the search space), so that the caller journals
-/// it then: a process killed mid-round keeps the configs the round finished.
-pub(crate) fn measure(
-    plan: &Plan,
-    configs: &[usize],
-    round: usize,
-    scratch: &Path,
-    deadline: Instant,
-    stop_requested: &dyn Fn() -> bool,
-    finished: &mut dyn FnMut(ConfigResult),
-) -> Round {
-    let scratch_journal = scratch.join(format!("round-{round}.jsonl"));
-    let mut sub = plan.clone();
-    sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
-    sub.preset.repeats = 1;
-    let mut round_state = Round {
-        seconds: Vec::new(),
-        end: RoundEnd::Done,
-        warnings: Vec::new(),
-        dataset: None,
-    };
-    let journal = Some(scratch_journal);
-    let handle = match ChildRun::start(&sub, journal, None, |_| {}, |_| {}) {
-        Ok(handle) => handle,
-        Err(error) => {
-            round_state.end = RoundEnd::Failed(error);
-            return round_state;
-        }
-    };
-    let mut config_started = Instant::now();
-    let mut asked: Option<Instant> = None;
-    loop {
-        if asked.is_none() && (stop_requested() || Instant::now() >= deadline) {
-            round_state.end = if stop_requested() {
-                RoundEnd::Stopped
-            } else {
-                RoundEnd::Deadline
-            };
-            handle.cancel();
-            asked = Some(Instant::now());
-        }
-        let event = match handle.events().try_recv() {
-            Ok(event) => event,
-            Err(TryRecvError::Empty) => {
-                // A child that does not stop when asked (hung in the user's code, stopped
-                // by a debugger) must not hold the budget or the user's stop: dropping
-                // the handle ends it, keeping every config it finished.
-                if asked.is_some_and(|at| at.elapsed() >= CANCEL_GRACE) {
-                    round_state.warnings.push(format!(
-                        "the measuring process did not stop within {} s of being asked; it \
-                         was ended",
-                        CANCEL_GRACE.as_secs()
-                    ));
-                    break;
-                }
-                std::thread::sleep(POLL);
-                continue;
-            }
-            Err(TryRecvError::Disconnected) => break,
-        };
-        match event {
-            Event::ConfigFinished { result } => {
-                let mut result = *result;
-                let index = configs[result.config_index];
-                result.config_index = index;
-                result.repeat = round;
-                result.label = plan.label(index);
-                round_state
-                    .seconds
-                    .push((index, config_started.elapsed().as_secs_f64()));
-                finished(result);
-                config_started = Instant::now();
-            }
-            Event::Warning { message, .. } => round_state.warnings.push(message),
-            Event::Failed {
-                error,
-                bad_input,
-                result,
-            } => {
-                round_state.dataset = Some(result.dataset);
-                round_state.end = RoundEnd::Failed(if bad_input {
-                    Error::value(error)
-                } else {
-                    Error::run(error)
-                });
-            }
-            Event::Finished { result } | Event::Cancelled { result } => {
-                round_state.dataset = Some(result.dataset);
-            }
-            _ => {}
-        }
+/// What a tune's or a resolve's rounds share: the scratch folder their journals go to,
+/// and the preloaded Python their processes fork scripts from.
+pub(crate) struct Rounds {
+    scratch: tempfile::TempDir,
+    preloaded: Option<SharedPreloadedPython>,
+}
+
+impl Rounds {
+    /// The scratch folder, and a preloaded Python where `plan`'s configs run Python.
+    pub(crate) fn open(plan: &Plan) -> Result<Rounds, Error> {
+        Ok(Rounds {
+            scratch: loaderbench_measure::scratch::folder(SCRATCH_PREFIX)?,
+            preloaded: loaderbench_measure::pytorch::share_preloaded(plan),
+        })
     }
-    // The child has ended (its events are all in), or did not stop when asked: dropping
-    // the handle reaps it, or kills it.
-    drop(handle);
-    round_state
+
+    /// Measures `configs` (indices into `plan`'s) once each as round `round`, the
+    /// runner's journal going to a file of the round's in the scratch folder; each
+    /// config goes to `finished` as soon as it is measured (numbered in the search
+    /// space), so that the caller journals it then: a process killed mid-round keeps
+    /// the configs the round finished.
+    pub(crate) fn measure(
+        &self,
+        plan: &Plan,
+        configs: &[usize],
+        round: usize,
+        deadline: Instant,
+        stop_requested: &dyn Fn() -> bool,
+        finished: &mut dyn FnMut(ConfigResult),
+    ) -> Round {
+        let journal = Some(self.scratch.path().join(format!("round-{round}.jsonl")));
+        let mut sub = plan.clone();
+        sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
+        sub.preset.repeats = 1;
+        let mut round_state = Round {
+            seconds: Vec::new(),
+            end: RoundEnd::Done,
+            warnings: Vec::new(),
+            dataset: None,
+        };
+        let preloaded = self.preloaded.as_ref();
+        let handle = match ChildRun::start(&sub, journal, None, preloaded, |_| {}, |_| {}) {
+            Ok(handle) => handle,
+            Err(error) => {
+                round_state.end = RoundEnd::Failed(error);
+                return round_state;
+            }
+        };
+        let mut config_started = Instant::now();
+        let mut asked: Option<Instant> = None;
+        loop {
+            if asked.is_none() && (stop_requested() || Instant::now() >= deadline) {
+                round_state.end = if stop_requested() {
+                    RoundEnd::Stopped
+                } else {
+                    RoundEnd::Deadline
+                };
+                handle.cancel();
+                asked = Some(Instant::now());
+            }
+            let event = match handle.events().try_recv() {
+                Ok(event) => event,
+                Err(TryRecvError::Empty) => {
+                    // A child that does not stop when asked (hung in the user's code, stopped
+                    // by a debugger) must not hold the budget or the user's stop: dropping
+                    // the handle ends it, keeping every config it finished.
+                    if asked.is_some_and(|at| at.elapsed() >= CANCEL_GRACE) {
+                        round_state.warnings.push(format!(
+                            "the measuring process did not stop within {} s of being asked; it \
+                         was ended",
+                            CANCEL_GRACE.as_secs()
+                        ));
+                        break;
+                    }
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => break,
+            };
+            match event {
+                Event::ConfigFinished { result } => {
+                    let mut result = *result;
+                    let index = configs[result.config_index];
+                    result.config_index = index;
+                    result.repeat = round;
+                    result.label = plan.label(index);
+                    round_state
+                        .seconds
+                        .push((index, config_started.elapsed().as_secs_f64()));
+                    finished(result);
+                    config_started = Instant::now();
+                }
+                Event::Warning { message, .. } => round_state.warnings.push(message),
+                Event::Failed {
+                    error,
+                    bad_input,
+                    result,
+                } => {
+                    round_state.dataset = Some(result.dataset);
+                    round_state.end = RoundEnd::Failed(if bad_input {
+                        Error::value(error)
+                    } else {
+                        Error::run(error)
+                    });
+                }
+                Event::Finished { result } | Event::Cancelled { result } => {
+                    round_state.dataset = Some(result.dataset);
+                }
+                _ => {}
+            }
+        }
+        // The child has ended (its events are all in), or did not stop when asked: dropping
+        // the handle reaps it, or kills it.
+        drop(handle);
+        round_state
+    }
 }

@@ -22,6 +22,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 
 use crate::events::Event;
 use crate::journal::default_journal;
+use crate::pytorch::SharedPreloadedPython;
 use crate::results::{RunResult, RunStatus};
 use crate::run_header::unix_now_s;
 use crate::runner::{RunOptions, spawn};
@@ -59,7 +60,8 @@ pub struct ChildRun {
 
 impl ChildRun {
     /// Starts measuring `plan` in `executable` (this program when `None`), journaled to
-    /// `journal` (a new one in [`runs_dir`](crate::runs_dir) when `None`). `settle` is
+    /// `journal` (a new one in [`runs_dir`](crate::runs_dir) when `None`), offered
+    /// `preloaded` to fork its scripts from. `settle` is
     /// called on a background thread, with the queue of events not yet taken, whenever
     /// the child waits before an epoch; `go` is sent when it returns. `wake` is called
     /// after each event is queued.
@@ -67,6 +69,7 @@ impl ChildRun {
         plan: &Plan,
         journal: Option<PathBuf>,
         executable: Option<&Path>,
+        preloaded: Option<&SharedPreloadedPython>,
         settle: impl FnMut(&Receiver<Event>) + Send + 'static,
         wake: impl Fn(&Event) + Send + 'static,
     ) -> Result<ChildRun> {
@@ -87,6 +90,9 @@ impl ChildRun {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(preloaded) = preloaded {
+            preloaded.share_with(&mut command);
+        }
         // A terminal's Ctrl-C (or `timeout`'s signal) goes to the whole process group:
         // the child ignores it, and this process stops it through `cancel`, which keeps
         // the round it is measuring (killed by the signal, that round was lost and the
@@ -305,6 +311,7 @@ pub fn serve(journal: Option<PathBuf>) -> u8 {
         RunOptions {
             journal,
             before_epoch: Some(Box::new(before_epoch)),
+            ..RunOptions::default()
         },
         || {},
     );

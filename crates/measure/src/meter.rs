@@ -2,7 +2,8 @@
 //! records how busy the machine was with anything other than this run
 //! (`other_load_cores`) and how much CPU the run itself used (`own_cpu_s`). The run is
 //! this process with every process below it (worker processes, the PyTorch runtime's
-//! Python and its workers); in the app, which measures in a child process, the window's
+//! Python and its workers) and below the processes it [adopted](Adopted) (scripts a
+//! shared preloaded Python forked for it); in the app, which measures in a child process, the window's
 //! own drawing counts as other load. On Linux the counters come from /proc/stat and
 //! /proc/<pid>/stat (clock ticks); elsewhere there are none and nothing is recorded.
 //! The arithmetic is pure, over [`CpuCounters`] snapshots, so it is tested with fake
@@ -187,9 +188,9 @@ pub fn parse_process_ticks(stat: &str) -> Option<ProcessTicks> {
     })
 }
 
-/// The ticks of `root` and every process below it, from `(pid, process)` pairs.
-pub fn tree_ticks(root: u32, processes: &[(u32, ProcessTicks)]) -> u64 {
-    let members = tree(root, processes);
+/// The ticks of `roots` and every process below them, from `(pid, process)` pairs.
+pub fn tree_ticks(roots: &[u32], processes: &[(u32, ProcessTicks)]) -> u64 {
+    let members = forest(roots, processes);
     processes
         .iter()
         .filter(|(pid, _)| members.contains(pid))
@@ -213,6 +214,52 @@ pub fn tree(root: u32, processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
     members
 }
 
+/// `roots` and every process below them, each once.
+pub fn forest(roots: &[u32], processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
+    let mut members: Vec<u32> = roots
+        .iter()
+        .flat_map(|&root| tree(root, processes))
+        .collect();
+    members.sort_unstable();
+    members.dedup();
+    members
+}
+
+/// The processes this run adopted, by pid (a pid twice where two holders adopted it).
+static ADOPTED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// A process of this run that is not below this process (a script that a shared
+/// preloaded Python forked for it), counted with every process below it as the run's
+/// own for as long as this is held.
+pub struct Adopted(u32);
+
+impl Adopted {
+    pub fn new(pid: u32) -> Adopted {
+        adopted().push(pid);
+        Adopted(pid)
+    }
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        let mut adopted = adopted();
+        if let Some(at) = adopted.iter().position(|pid| *pid == self.0) {
+            adopted.swap_remove(at);
+        }
+    }
+}
+
+fn adopted() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    ADOPTED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The roots of the run's processes: this process and those it adopted.
+fn run_roots() -> Vec<u32> {
+    let mut roots = vec![std::process::id()];
+    roots.extend(adopted().iter().copied());
+    roots
+}
+
 /// Every process visible in /proc with its parent; none where /proc is missing.
 pub fn processes() -> Vec<(u32, ProcessTicks)> {
     #[cfg(target_os = "linux")]
@@ -225,12 +272,13 @@ pub fn processes() -> Vec<(u32, ProcessTicks)> {
     }
 }
 
-/// This process and every live process below it (worker processes, ranks, the PyTorch
-/// runtime's Python and its workers); this process alone where /proc is missing.
+/// This process and every live process below it or below a process it adopted (worker
+/// processes, ranks, the PyTorch runtime's Python and its workers); this process alone
+/// where /proc is missing.
 pub fn run_processes() -> Vec<u32> {
     #[cfg(target_os = "linux")]
     {
-        tree(std::process::id(), &processes())
+        forest(&run_roots(), &processes())
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -240,12 +288,14 @@ pub fn run_processes() -> Vec<u32> {
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::{CpuCounters, ProcessTicks, parse_machine_ticks, parse_process_ticks, tree_ticks};
+    use super::{
+        CpuCounters, ProcessTicks, parse_machine_ticks, parse_process_ticks, run_roots, tree_ticks,
+    };
 
     pub fn read() -> Option<CpuCounters> {
         let tick_s = 1.0 / rustix::param::clock_ticks_per_second() as f64;
         let (busy, cores) = parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)?;
-        let own = tree_ticks(std::process::id(), &processes());
+        let own = tree_ticks(&run_roots(), &processes());
         Some(CpuCounters {
             machine_busy_s: busy as f64 * tick_s,
             own_s: own as f64 * tick_s,
@@ -335,8 +385,11 @@ mod tests {
             (12, process(11, 3)),
             (20, process(1, 900)),
         ];
-        assert_eq!(tree_ticks(10, &processes), 15);
-        assert_eq!(tree_ticks(20, &processes), 900);
+        assert_eq!(tree_ticks(&[10], &processes), 15);
+        assert_eq!(tree_ticks(&[20], &processes), 900);
+        assert_eq!(tree_ticks(&[11, 20], &processes), 908);
+        // A root below another is counted once.
+        assert_eq!(tree_ticks(&[10, 11], &processes), 15);
     }
 
     #[test]

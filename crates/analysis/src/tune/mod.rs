@@ -38,7 +38,7 @@ use loaderbench_measure::tune_trail::{Fate, TuneStop};
 
 use serde::{Deserialize, Serialize};
 
-use crate::rounds::{self, RoundEnd};
+use crate::rounds::{RoundEnd, Rounds};
 pub use model::Model;
 
 /// Configs the model predicts beyond this multiple of the best prediction are not
@@ -132,7 +132,7 @@ pub fn tune(
     let started = Instant::now();
     let deadline = started + options.budget;
     let budget_s = options.budget.as_secs_f64();
-    let scratch = loaderbench_measure::scratch::folder(crate::rounds::SCRATCH_PREFIX)?;
+    let rounds = Rounds::open(plan)?;
     let mut result = header(plan);
     let mut journal = Journal::create(&options.journal, &result)?;
     // Every measurement, the disturbed ones set aside included: what the model fits.
@@ -170,11 +170,10 @@ pub fn tune(
         // A journal that cannot be written (a full disk) ends the search as a failure,
         // keeping everything measured for the caller's tables and exports.
         let mut unjournaled = None;
-        let mut measured = rounds::measure(
+        let mut measured = rounds.measure(
             plan,
             &configs,
             round,
-            scratch.path(),
             deadline,
             stop_requested,
             &mut |config| {

@@ -23,6 +23,8 @@ mod python_process;
 mod script_messages;
 mod session;
 mod shard_list;
+#[cfg(unix)]
+mod shared_preloaded;
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -44,54 +46,58 @@ pub use image_list::write_image_list;
 pub use preloaded::PRELOAD_VAR;
 pub use python_process::{PYTHON_VAR, python_path};
 pub use script_messages::{DatasetRequest, Message, Request, UserFrame, Versions};
+#[cfg(unix)]
+pub use shared_preloaded::{SHARED_VAR, SharedPreloadedPython};
 
 use folder::ScratchFolder;
 use job::Job;
 use python_process::PythonProcess;
 use session::Session;
 
-/// The script, shipped inside the binary so that it works from any directory.
-const SCRIPT: &str = include_str!("../../../../python/pytorch_loader.py");
+/// The Python that runs `plan`'s scripts: the preset's, else [`python_path`].
+fn plan_python(plan: &Plan) -> PathBuf {
+    plan.preset.python.clone().unwrap_or_else(python_path)
+}
 
-/// The modules the script imports, written beside it: its training steps, how it reads
-/// tar shards, how much of a dataset is Python objects, torchdata.nodes' threads, the
-/// SPDL runtime's pipeline, the preloaded Python's fork requests, and what ties a fork
-/// server to the script.
-const SIBLINGS: [(&str, &str); 7] = [
-    (
-        "pytorch_steps.py",
-        include_str!("../../../../python/pytorch_steps.py"),
-    ),
-    (
-        "pytorch_shards.py",
-        include_str!("../../../../python/pytorch_shards.py"),
-    ),
-    (
-        "pytorch_objects.py",
-        include_str!("../../../../python/pytorch_objects.py"),
-    ),
-    (
-        "spdl_pipeline.py",
-        include_str!("../../../../python/spdl_pipeline.py"),
-    ),
-    (
-        "pytorch_nodes.py",
-        include_str!("../../../../python/pytorch_nodes.py"),
-    ),
-    (
-        "pytorch_preload.py",
-        include_str!("../../../../python/pytorch_preload.py"),
-    ),
-    (
-        "forkserver_tie.py",
-        include_str!("../../../../python/forkserver_tie.py"),
-    ),
-];
+/// A preloaded Python for the loaderbench processes that will measure `plan` (a tune's
+/// or a resolve's rounds) to share, where its configs run Python and preloading is
+/// wanted. Sharing only saves time: where it cannot start, each run starts its own and
+/// reports what stops it.
+#[cfg(unix)]
+pub fn share_preloaded(plan: &Plan) -> Option<SharedPreloadedPython> {
+    if !plan
+        .configs
+        .iter()
+        .any(|config| config.runtime.runs_python())
+    {
+        return None;
+    }
+    SharedPreloadedPython::start(&plan_python(plan))
+        .ok()
+        .flatten()
+}
+
+/// Where there is no preloaded Python (outside Unix), there is none to share: this type
+/// has no values.
+#[cfg(not(unix))]
+pub enum SharedPreloadedPython {}
+
+#[cfg(not(unix))]
+impl SharedPreloadedPython {
+    pub fn share_with(&self, _command: &mut std::process::Command) {
+        match *self {}
+    }
+}
+
+#[cfg(not(unix))]
+pub fn share_preloaded(_plan: &Plan) -> Option<SharedPreloadedPython> {
+    None
+}
 
 /// The knobs the script takes: the names in its `KNOBS = (...)`.
 #[cfg(test)]
 fn script_knobs() -> Vec<&'static str> {
-    let Some((_, rest)) = SCRIPT.split_once("\nKNOBS = (") else {
+    let Some((_, rest)) = folder::SCRIPT.split_once("\nKNOBS = (") else {
         return Vec::new();
     };
     let names = rest.split_once(')').map_or("", |(names, _)| names);
@@ -129,6 +135,8 @@ enum Preload {
 pub struct PytorchScript {
     /// Ended before the folder it runs in is removed.
     preload: RefCell<Preload>,
+    /// The preloaded Python the caller offered, tried first.
+    offered: Option<Arc<SharedPreloadedPython>>,
     folder: ScratchFolder,
     python: PathBuf,
     dataset: DatasetRequest,
@@ -142,13 +150,7 @@ impl PytorchScript {
     /// an image folder the list of its files (`dataset` is our engine's view of the
     /// plan's dataset; a python one has none).
     pub fn prepare(plan: &Plan, dataset: Option<&Arc<dyn Dataset>>) -> Result<PytorchScript> {
-        let folder = ScratchFolder::create()?;
-        std::fs::write(folder.script(), SCRIPT)
-            .map_err(|err| Error::file(folder.script(), err.to_string()))?;
-        for (name, text) in SIBLINGS {
-            let path = folder.path().join(name);
-            std::fs::write(&path, text).map_err(|err| Error::file(&path, err.to_string()))?;
-        }
+        let folder = ScratchFolder::with_scripts()?;
         let spec = &plan.preset.dataset;
         let path = || {
             spec.path
@@ -189,11 +191,17 @@ impl PytorchScript {
         };
         Ok(PytorchScript {
             preload: RefCell::new(Preload::NotStarted),
+            offered: None,
             folder,
-            python: plan.preset.python.clone().unwrap_or_else(python_path),
+            python: plan_python(plan),
             dataset,
             batches: Cell::new(0),
         })
+    }
+
+    /// Offers `preloaded` to fork the scripts from, where it runs this plan's Python.
+    pub fn offer(&mut self, preloaded: Option<Arc<SharedPreloadedPython>>) {
+        self.offered = preloaded;
     }
 
     /// The Python that runs the script.
@@ -292,7 +300,8 @@ impl PytorchScript {
     ) -> Result<PythonProcess> {
         #[cfg(unix)]
         if let Some(preloaded) = self.preloaded(cancel, plan)? {
-            if let Some(process) = PythonProcess::fork(&preloaded, request)? {
+            let temp = self.folder.python_temp();
+            if let Some(process) = PythonProcess::fork(&preloaded, &temp, request)? {
                 return Ok(process);
             }
             *self.preload.borrow_mut() = Preload::Unavailable;
@@ -305,7 +314,8 @@ impl PytorchScript {
         )
     }
 
-    /// The run's preloaded Python, started by the first call where it is wanted.
+    /// The run's preloaded Python: the shared one this process was offered, else one
+    /// started by the first call, where it is wanted.
     #[cfg(unix)]
     fn preloaded(
         &self,
@@ -313,14 +323,9 @@ impl PytorchScript {
         plan: &Plan,
     ) -> Result<Option<Arc<preloaded::PreloadedPython>>> {
         if matches!(*self.preload.borrow(), Preload::NotStarted) {
+            let limit = job::startup_limit(Duration::from_secs_f64(plan.preset.worker_timeout_s));
             let started = if preloaded::wanted() {
-                preloaded::PreloadedPython::start(
-                    &self.python,
-                    &self.folder.script(),
-                    &self.folder.python_temp(),
-                    cancel,
-                    job::startup_limit(Duration::from_secs_f64(plan.preset.worker_timeout_s)),
-                )?
+                self.find_preloaded(cancel, limit)?
             } else {
                 None
             };
@@ -333,6 +338,34 @@ impl PytorchScript {
             Preload::Serving(preloaded) => Some(preloaded.clone()),
             _ => None,
         })
+    }
+
+    /// The preloaded Python to fork this run's scripts from: a shared one it was
+    /// offered (here, else in this process's environment) that runs its Python, else
+    /// one of its own.
+    #[cfg(unix)]
+    fn find_preloaded(
+        &self,
+        cancel: &CancelToken,
+        limit: Duration,
+    ) -> Result<Option<preloaded::PreloadedPython>> {
+        let offered = self
+            .offered
+            .as_ref()
+            .and_then(|s| s.socket_for(&self.python));
+        if let Some(socket) = offered.or_else(|| shared_preloaded::offered(&self.python)) {
+            let shared = preloaded::PreloadedPython::connect(&socket, &self.python, cancel, limit)?;
+            if shared.is_some() {
+                return Ok(shared);
+            }
+        }
+        preloaded::PreloadedPython::start(
+            &self.python,
+            &self.folder.script(),
+            &self.folder.python_temp(),
+            cancel,
+            limit,
+        )
     }
 }
 

@@ -2,15 +2,17 @@
 //! with `--preload`, which imports torch, torchvision and the rest and then forks one
 //! script process per measurement, so that a run pays `import torch` (about 4 s of CPU
 //! on these machines) once rather than once per config and repeat. Each fork request
-//! carries the new process's stdin, stdout and stderr (pipes of ours, passed over the
-//! Unix socket that is the preloaded Python's stdin), so the forked script talks to
-//! loaderbench exactly as one it started would, in a process group of its own. The
-//! preloaded Python keeps each exited script a zombie until [`PreloadedPython::release`]
-//! (its pid, and so its group id, cannot come round to another process before
-//! loaderbench has killed the group), and it reports each exit's wait status. Linux
-//! only, and `LOADERBENCH_PRELOAD=0` turns it off: then every script is started afresh.
+//! carries the new process's stdin, stdout and stderr (pipes of ours, passed over a
+//! Unix socket), so the forked script talks to loaderbench exactly as one it started
+//! would, in a process group of its own. The preloaded Python keeps each exited script
+//! a zombie until [`PreloadedPython::release`] (its pid, and so its group id, cannot
+//! come round to another process before loaderbench has killed the group), and it
+//! reports each exit's wait status on the socket. A run offered a shared one
+//! (`shared_preloaded`) connects to it instead of starting its own. Linux only, and `LOADERBENCH_PRELOAD=0` turns
+//! it off: then every script is started afresh.
 
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
 use std::io::{IoSlice, PipeReader, PipeWriter};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
@@ -25,7 +27,7 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use serde::Deserialize;
 
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::child_processes::{kill_group, lossy_lines};
+use loaderbench_engine::child_processes::kill_group;
 use loaderbench_engine::error::{Error, Result};
 
 /// The environment variable that, set to `0`, has every script started afresh.
@@ -47,20 +49,9 @@ const POLL: Duration = Duration::from_millis(50);
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Report {
     Preloaded,
-    Forked {
-        pid: u32,
-    },
-    Exited {
-        pid: u32,
-        status: i32,
-    },
-    Released {
-        pid: u32,
-    },
-    /// The script's own reports (an import that failed says why): the direct start
-    /// that follows says it again.
-    #[serde(other)]
-    Other,
+    Forked { pid: u32 },
+    Exited { pid: u32, status: i32 },
+    Released { pid: u32 },
 }
 
 /// What the preloaded Python has reported so far.
@@ -113,12 +104,14 @@ pub struct ForkedPipes {
     pub stderr: PipeReader,
 }
 
-/// The preloaded Python of one run. Dropping it ends it and every script it forked.
+/// The preloaded Python of one run: one it started, or its connection to a shared one.
+/// Dropping it ends every script it forked, and the process where it started it.
 pub struct PreloadedPython {
     /// The fork and release requests; one at a time, each waiting for its reply.
     requests: Mutex<UnixStream>,
     shared: Arc<Shared>,
-    process: Child,
+    /// The process, where this run started it.
+    process: Option<Child>,
 }
 
 impl PreloadedPython {
@@ -144,48 +137,75 @@ impl PreloadedPython {
             .arg("--preload")
             .env("TMPDIR", temp)
             .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0);
-        let Ok(mut process) = loaderbench_engine::child_processes::spawn_tied(command) else {
+        let Ok(process) = loaderbench_engine::child_processes::spawn_tied(command) else {
             // The direct start names a Python that cannot run.
             return Ok(None);
         };
+        PreloadedPython::serving(ours, Some(process), python, cancel, limit)
+    }
+
+    /// Connects to the shared preloaded Python listening on `socket`, which runs
+    /// `python`, and waits until it serves, at most `limit`. `None` where it is gone.
+    pub fn connect(
+        socket: &Path,
+        python: &Path,
+        cancel: &CancelToken,
+        limit: Duration,
+    ) -> Result<Option<PreloadedPython>> {
+        let Ok(stream) = UnixStream::connect(socket) else {
+            return Ok(None);
+        };
+        PreloadedPython::serving(stream, None, python, cancel, limit)
+    }
+
+    /// Follows the reports on `stream` and waits until the preloaded Python serves.
+    fn serving(
+        stream: UnixStream,
+        process: Option<Child>,
+        python: &Path,
+        cancel: &CancelToken,
+        limit: Duration,
+    ) -> Result<Option<PreloadedPython>> {
         let shared = Arc::new(Shared {
             state: Mutex::default(),
             changed: Condvar::new(),
         });
-        if let Some(stdout) = process.stdout.take() {
-            let reader = shared.clone();
-            let read = move || {
-                for line in lossy_lines(stdout) {
-                    let mut state = reader.lock();
-                    match serde_json::from_str(&line) {
-                        Ok(Report::Preloaded) => state.preloaded = true,
-                        Ok(Report::Forked { pid }) => state.forked = Some(pid),
-                        Ok(Report::Exited { pid, status }) => {
-                            state.exits.insert(pid, ExitStatus::from_raw(status));
-                        }
-                        Ok(Report::Released { pid }) => {
-                            state.released.insert(pid);
-                        }
-                        Ok(Report::Other) | Err(_) => {}
-                    }
-                    reader.changed.notify_all();
-                }
-                reader.lock().closed = true;
-                reader.changed.notify_all();
-            };
-            std::thread::Builder::new()
-                .name("preloaded-python".to_owned())
-                .spawn(read)
-                .map_err(|err| Error::run(format!("cannot start a reader thread: {err}")))?;
-        }
+        let reports = stream.try_clone();
         let preloaded = PreloadedPython {
-            requests: Mutex::new(ours),
-            shared,
+            requests: Mutex::new(stream),
+            shared: shared.clone(),
             process,
         };
+        let reports = reports.map_err(|err| {
+            Error::run(format!("cannot read the preloaded Python's socket: {err}"))
+        })?;
+        let read = move || {
+            for line in BufReader::new(reports).lines() {
+                let Ok(line) = line else { break };
+                let mut state = shared.lock();
+                match serde_json::from_str(&line) {
+                    Ok(Report::Preloaded) => state.preloaded = true,
+                    Ok(Report::Forked { pid }) => state.forked = Some(pid),
+                    Ok(Report::Exited { pid, status }) => {
+                        state.exits.insert(pid, ExitStatus::from_raw(status));
+                    }
+                    Ok(Report::Released { pid }) => {
+                        state.released.insert(pid);
+                    }
+                    Err(_) => {}
+                }
+                shared.changed.notify_all();
+            }
+            shared.lock().closed = true;
+            shared.changed.notify_all();
+        };
+        std::thread::Builder::new()
+            .name("preloaded-python".to_owned())
+            .spawn(read)
+            .map_err(|err| Error::run(format!("cannot start a reader thread: {err}")))?;
         let deadline = Instant::now() + limit;
         loop {
             cancel.check()?;
@@ -208,14 +228,19 @@ impl PreloadedPython {
         }
     }
 
-    /// Forks a script process and returns its pid with our ends of its pipes; `None`
-    /// when the preloaded Python has ended (scripts are then started directly).
-    pub fn fork(&self) -> Result<Option<(u32, ForkedPipes)>> {
+    /// Forks a script process, in this process's working directory with `temp` as its
+    /// temporary directory, and returns its pid with our ends of its pipes; `None` when
+    /// the preloaded Python has ended (scripts are then started directly).
+    pub fn fork(&self, temp: &Path) -> Result<Option<(u32, ForkedPipes)>> {
         let pipe_error =
             |err: std::io::Error| Error::run(format!("cannot make a pipe for the script: {err}"));
         let (stdin_theirs, stdin) = std::io::pipe().map_err(pipe_error)?;
         let (stdout, stdout_theirs) = std::io::pipe().map_err(pipe_error)?;
         let (stderr, stderr_theirs) = std::io::pipe().map_err(pipe_error)?;
+        let cwd = std::env::current_dir()
+            .map_err(|err| Error::run(format!("cannot read the working directory: {err}")))?;
+        let place = serde_json::json!({ "cwd": cwd, "tmpdir": temp });
+        let line = format!("fork {place}\n");
         let requests = self.requests.lock().unwrap_or_else(|p| p.into_inner());
         self.shared.lock().forked = None;
         let fds = [
@@ -228,7 +253,7 @@ impl PreloadedPython {
         control.push(SendAncillaryMessage::ScmRights(&fds));
         let sent = rustix::net::sendmsg(
             &*requests,
-            &[IoSlice::new(b"fork\n")],
+            &[IoSlice::new(line.as_bytes())],
             &mut control,
             SendFlags::NOSIGNAL,
         );
@@ -257,6 +282,11 @@ impl PreloadedPython {
             .wait(grace, |state| state.exits.get(&pid).copied())
     }
 
+    /// Whether it is a shared one, not this run's child.
+    pub fn is_shared(&self) -> bool {
+        self.process.is_none()
+    }
+
     /// Kills script `pid`'s process group and has it reaped. Where the preloaded Python
     /// has ended, the group is killed from here.
     pub fn release(&self, pid: u32) {
@@ -281,20 +311,24 @@ impl PreloadedPython {
 }
 
 impl Drop for PreloadedPython {
-    /// Closes the socket (the preloaded Python then kills what it has not released and
-    /// exits), kills its group and reaps it.
+    /// Closes the socket (the preloaded Python then kills what it has not released,
+    /// and one this run started exits), and kills the group of one this run started
+    /// and reaps it.
     fn drop(&mut self) {
         let _ = self
             .requests
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
             .shutdown(std::net::Shutdown::Both);
+        let Some(process) = &mut self.process else {
+            return;
+        };
         let exited = self
             .shared
             .wait(Duration::from_secs(1), |state| state.closed.then_some(()));
         if exited.is_none() {
-            kill_group(&mut self.process);
+            kill_group(process);
         }
-        let _ = self.process.wait();
+        let _ = process.wait();
     }
 }

@@ -51,11 +51,13 @@ pub enum Line {
 enum Leader {
     /// Started by us: our child.
     Started(Child),
-    /// Forked by the run's preloaded Python, whose child it is.
+    /// Forked by the run's preloaded Python, whose child it is; adopted into the run
+    /// where that Python is a shared one, which no process of the run is above.
     #[cfg(unix)]
     Forked {
         pid: u32,
         preloaded: Arc<PreloadedPython>,
+        _adopted: Option<crate::meter::Adopted>,
     },
 }
 
@@ -109,16 +111,23 @@ impl PythonProcess {
         PythonProcess::attach(Leader::Started(child), stdin, stdout, stderr, request)
     }
 
-    /// Has `preloaded` fork a script and writes `request` as its first stdin line;
-    /// `None` when the preloaded Python has ended.
+    /// Has `preloaded` fork a script with `temp` as its temporary directory and writes
+    /// `request` as its first stdin line; `None` when the preloaded Python has ended.
     #[cfg(unix)]
-    pub fn fork(preloaded: &Arc<PreloadedPython>, request: &str) -> Result<Option<PythonProcess>> {
-        let Some((pid, pipes)) = preloaded.fork()? else {
+    pub fn fork(
+        preloaded: &Arc<PreloadedPython>,
+        temp: &Path,
+        request: &str,
+    ) -> Result<Option<PythonProcess>> {
+        let Some((pid, pipes)) = preloaded.fork(temp)? else {
             return Ok(None);
         };
         let leader = Leader::Forked {
             pid,
             preloaded: preloaded.clone(),
+            _adopted: preloaded
+                .is_shared()
+                .then(|| crate::meter::Adopted::new(pid)),
         };
         PythonProcess::attach(leader, pipes.stdin, pipes.stdout, pipes.stderr, request).map(Some)
     }
@@ -172,7 +181,7 @@ impl PythonProcess {
         let child = match &mut self.leader {
             Leader::Started(child) => child,
             #[cfg(unix)]
-            Leader::Forked { pid, preloaded } => return preloaded.exit_status(*pid, grace),
+            Leader::Forked { pid, preloaded, .. } => return preloaded.exit_status(*pid, grace),
         };
         let deadline = std::time::Instant::now() + grace;
         loop {
@@ -202,7 +211,7 @@ impl PythonProcess {
                 let _ = child.wait();
             }
             #[cfg(unix)]
-            Leader::Forked { pid, preloaded } => preloaded.release(*pid),
+            Leader::Forked { pid, preloaded, .. } => preloaded.release(*pid),
         }
     }
 

@@ -60,7 +60,7 @@ mod tests {
 
     #[test]
     fn the_script_reads_the_image_formats_our_engine_reads_in_shards() {
-        let (_, script) = super::super::SIBLINGS
+        let (_, script) = super::super::folder::SIBLINGS
             .iter()
             .find(|(name, _)| *name == "pytorch_shards.py")
             .expect("the shards script");

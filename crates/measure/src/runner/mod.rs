@@ -19,6 +19,7 @@ use crate::engine_epoch::loader_settings;
 use crate::events::Event;
 use crate::journal::{Journal, default_journal, runs_dir};
 use crate::meter;
+use crate::pytorch::SharedPreloadedPython;
 use crate::rank_merge::RanksSummary;
 use crate::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 use loaderbench_engine::cancel::CancelToken;
@@ -48,6 +49,10 @@ pub struct RunOptions {
     pub journal: Option<PathBuf>,
     /// Waited on before each epoch; `None` starts epochs at once.
     pub before_epoch: Option<EpochGate>,
+    /// A preloaded Python to fork the PyTorch runtime's scripts from, where it runs the
+    /// plan's Python; else the run starts its own (as it does when this process was
+    /// offered none).
+    pub preloaded: Option<Arc<SharedPreloadedPython>>,
 }
 
 /// A run in progress: its events, and the means to cancel it.
@@ -130,6 +135,7 @@ pub fn spawn(plan: Plan, options: RunOptions, wake: impl Fn() + Send + 'static) 
         journal_problem,
         started_unix_s,
         before_epoch: RefCell::new(options.before_epoch),
+        preloaded: options.preloaded,
         warned: RefCell::new(HashSet::new()),
     };
     let thread = std::thread::Builder::new()
@@ -165,6 +171,7 @@ struct Run {
     journal_problem: Option<Error>,
     started_unix_s: u64,
     before_epoch: RefCell<Option<EpochGate>>,
+    preloaded: Option<Arc<SharedPreloadedPython>>,
     /// The warnings already passed on: each is said once per run, not once per repeat.
     warned: RefCell<HashSet<String>>,
 }
@@ -290,7 +297,7 @@ impl Run {
         {
             self.warm_up_process(dataset)?;
         }
-        let mut runtimes = Runtimes::new(dataset);
+        let mut runtimes = Runtimes::new(dataset, self.preloaded.clone());
         for (index, repeat) in self.plan.schedule() {
             self.cancel.check()?;
             self.emit.send(Event::ConfigStarted {

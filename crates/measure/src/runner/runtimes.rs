@@ -21,7 +21,7 @@ use crate::engine_epoch::{build_loader, epoch_window};
 use crate::events::Event;
 use crate::memory_watch::MemoryWatch;
 use crate::process_memory::ProcessKind;
-use crate::pytorch::{PytorchEvent, PytorchScript};
+use crate::pytorch::{PytorchEvent, PytorchScript, SharedPreloadedPython};
 use crate::rank_merge::RanksSummary;
 use crate::ranks::{RankProgress, Ranks};
 use crate::results::ConfigResult;
@@ -41,7 +41,10 @@ pub(super) struct Runtimes {
 
 impl Runtimes {
     /// `dataset` is the one our engine opened, `None` for a user's Python dataset.
-    pub(super) fn new(dataset: Option<&Arc<dyn Dataset>>) -> Runtimes {
+    pub(super) fn new(
+        dataset: Option<&Arc<dyn Dataset>>,
+        preloaded: Option<Arc<SharedPreloadedPython>>,
+    ) -> Runtimes {
         Runtimes {
             ours: dataset.map(|dataset| OurLoader {
                 dataset: dataset.clone(),
@@ -51,6 +54,7 @@ impl Runtimes {
             },
             pytorch: Pytorch {
                 dataset: dataset.cloned(),
+                preloaded,
                 script: None,
             },
         }
@@ -169,6 +173,7 @@ impl ConfigRuntime for Ranked {
 /// PyTorch's DataLoader in the PyTorch runtime, its progress relayed as events.
 struct Pytorch {
     dataset: Option<Arc<dyn Dataset>>,
+    preloaded: Option<Arc<SharedPreloadedPython>>,
     script: Option<PytorchScript>,
 }
 
@@ -176,9 +181,11 @@ impl ConfigRuntime for Pytorch {
     fn measure(&mut self, run: &Run, index: usize, repeat: usize) -> Result<ConfigResult> {
         let script = match &mut self.script {
             Some(script) => script,
-            None => self
-                .script
-                .insert(PytorchScript::prepare(&run.plan, self.dataset.as_ref())?),
+            None => {
+                let mut script = PytorchScript::prepare(&run.plan, self.dataset.as_ref())?;
+                script.offer(self.preloaded.clone());
+                self.script.insert(script)
+            }
         };
         // The script reads the meter around each of its epochs itself, and waits before
         // each epoch until the page cache is made cold or warm.

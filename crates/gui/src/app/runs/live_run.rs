@@ -197,7 +197,7 @@ impl Runs {
             }
         };
         let program = self.measurer.program.as_deref();
-        ChildRun::start(plan, journal, program, settle, wake)
+        ChildRun::start(plan, journal, program, None, settle, wake)
     }
 
     /// Stops the run measured here.
