@@ -21,7 +21,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     }
     let plan = Plan::from_preset(&preset, Some(&origin))?;
     let journal = prepare_journal(args.journal, args.append, &plan)?;
-    let (result, error) = execute(&plan, journal, args.quiet)?;
+    let (result, error) = execute(&plan, journal, args.quiet, None)?;
     print_tables(&result, false);
     if compare::rows(&result).is_empty() {
         return Err(error.unwrap_or_else(|| Error::run("no config was measured on both runtimes")));

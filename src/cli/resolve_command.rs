@@ -113,7 +113,7 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
     let limit = args
         .resolve_for
         .unwrap_or_else(|| Duration::from_secs_f64(setup.resolve_for_s));
-    let error = resolve(&plan, &mut result, limit, &journal, progress);
+    let error = resolve(&plan, &mut result, limit, &journal, None, progress);
     if !args.exports.to_stdout() && !args.events {
         output::print_tables(&result, args.exports.stages);
         output::print_analysis(&result, true);

@@ -8,6 +8,7 @@
 //! writing fails.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::TryRecvError;
@@ -17,6 +18,7 @@ use loaderbench_analysis::{baseline, warnings};
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
+use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::{
     Event, RunHandle, RunOptions, claim_journal, default_journal, read_journal,
@@ -37,7 +39,13 @@ pub fn run(args: RunArgs) -> Result<()> {
     let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     let (exports, saved) = (args.exports.clone(), journal.clone());
     interrupt::on_quit(move || save_from_journal(&exports, &saved));
-    let (mut result, mut error) = execute(&plan, journal.clone(), args.quiet)?;
+    // The sweep and the rounds that resolve it fork their scripts from one preloaded
+    // Python: the rounds' processes would otherwise import torch once more.
+    let preloaded = args
+        .recommend
+        .then(|| loaderbench_measure::pytorch::share_preloaded(&plan).map(Arc::new))
+        .flatten();
+    let (mut result, mut error) = execute(&plan, journal.clone(), args.quiet, preloaded.clone())?;
     if args.recommend && error.is_none() {
         let limit = args
             .resolve_for
@@ -47,7 +55,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         } else {
             Progress::Lines
         };
-        error = resolve(&plan, &mut result, limit, &journal, progress);
+        error = resolve(&plan, &mut result, limit, &journal, preloaded, progress);
     }
     // With an export on standard output, that is all standard output holds.
     if !args.exports.to_stdout() {
@@ -89,13 +97,15 @@ pub enum Progress {
 }
 
 /// Measures the configs `result`'s unresolved recommendations hinge on further, for at
-/// most `limit`, appending to `journal`; returns the error of a stop or a failure (the
+/// most `limit`, appending to `journal`, the rounds forking their scripts from
+/// `preloaded` where given; returns the error of a stop or a failure (the
 /// run's tables and exports are still the caller's to write).
 pub fn resolve(
     plan: &Plan,
     result: &mut RunResult,
     limit: Duration,
     journal: &Path,
+    preloaded: Option<Arc<SharedPreloadedPython>>,
     progress: Progress,
 ) -> Option<Error> {
     if limit.is_zero() || loaderbench_analysis::resolve::hinges(result).is_empty() {
@@ -142,6 +152,7 @@ pub fn resolve(
         result,
         limit,
         journal,
+        preloaded,
         &interrupt::requested,
         &mut report,
     );
@@ -210,14 +221,20 @@ fn paced(handle: &RunHandle) -> impl Iterator<Item = Event> + '_ {
     })
 }
 
-/// Runs `plan` with a progress bar; returns what was measured and, if the run did not
-/// finish, why.
-pub fn execute(plan: &Plan, journal: PathBuf, quiet: bool) -> Result<(RunResult, Option<Error>)> {
+/// Runs `plan` with a progress bar, forking its PyTorch scripts from `preloaded` where
+/// given; returns what was measured and, if the run did not finish, why.
+pub fn execute(
+    plan: &Plan,
+    journal: PathBuf,
+    quiet: bool,
+    preloaded: Option<Arc<SharedPreloadedPython>>,
+) -> Result<(RunResult, Option<Error>)> {
     let epochs = plan.preset.epochs + usize::from(plan.preset.warmup);
     let runs_per_config = plan.preset.repeats * epochs;
     let progress = BatchBar::new(quiet);
     let options = RunOptions {
         journal: Some(journal),
+        preloaded,
         ..RunOptions::default()
     };
     interrupt::install()?;

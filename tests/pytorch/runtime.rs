@@ -253,6 +253,45 @@ fn a_tune_s_rounds_fork_their_scripts_from_one_shared_preloaded_python_and_count
 
 #[test]
 #[cfg(target_os = "linux")]
+fn a_recommended_run_and_the_rounds_that_resolve_it_import_torch_once() {
+    let dir = TempDir::new().unwrap();
+    // One measurement each of two close configs: the verdict needs rounds beyond it.
+    let preset = pytorch_preset(&[("num_workers", "0,1"), ("epochs", "1")]);
+    let preset = write_preset(&dir, &preset);
+    let saved = SavedRun::in_dir(dir.path());
+    let mut args = saved.run_args(&preset, &[]);
+    args.retain(|arg| *arg != "-q");
+    args.extend(["--recommend", "--resolve-for", "15s"]);
+    // Its preloaded Pythons are found below it.
+    let mut cli = own_processes(&mut loaderbench_command(&args))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let preloads = |pid: u32| {
+        children_of(pid).into_iter().filter(|child| {
+            std::fs::read(format!("/proc/{child}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"--preload"))
+        })
+    };
+    let mut seen = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while cli.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run hung");
+        seen.extend(preloads(cli.id()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = cli.wait_with_output().unwrap();
+    let said = common::stderr(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("round 1:"),
+        "no round resolved the sweep: {said}"
+    );
+    assert_eq!(seen.len(), 1, "preloaded Pythons {seen:?}");
+}
+
+#[test]
+#[cfg(target_os = "linux")]
 fn a_run_killed_while_it_shares_a_preloaded_python_leaves_none_of_its_processes() {
     let shared = common::shared_preloaded_python()
         .expect("the test binary shares a preloaded Python")

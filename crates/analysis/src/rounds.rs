@@ -14,6 +14,7 @@
 //! budget's deadline passes or the user asks to stop; a measuring process that does not
 //! stop within [`CANCEL_GRACE`] of being asked is ended.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::TryRecvError;
@@ -79,15 +80,20 @@ impl Round {
 /// and the preloaded Python their processes fork scripts from.
 pub(crate) struct Rounds {
     scratch: tempfile::TempDir,
-    preloaded: Option<SharedPreloadedPython>,
+    preloaded: Option<Arc<SharedPreloadedPython>>,
 }
 
 impl Rounds {
-    /// The scratch folder, and a preloaded Python where `plan`'s configs run Python.
-    pub(crate) fn open(plan: &Plan) -> Result<Rounds, Error> {
+    /// The scratch folder, and a preloaded Python where `plan`'s configs run Python:
+    /// `preloaded` where the caller has one, else one started here.
+    pub(crate) fn open(
+        plan: &Plan,
+        preloaded: Option<Arc<SharedPreloadedPython>>,
+    ) -> Result<Rounds, Error> {
         Ok(Rounds {
             scratch: loaderbench_measure::scratch::folder(SCRATCH_PREFIX)?,
-            preloaded: loaderbench_measure::pytorch::share_preloaded(plan),
+            preloaded: preloaded
+                .or_else(|| loaderbench_measure::pytorch::share_preloaded(plan).map(Arc::new)),
         })
     }
 
@@ -115,7 +121,7 @@ impl Rounds {
             warnings: Vec::new(),
             dataset: None,
         };
-        let preloaded = self.preloaded.as_ref();
+        let preloaded = self.preloaded.as_deref();
         let handle = match ChildRun::start(&sub, journal, None, preloaded, |_| {}, |_| {}) {
             Ok(handle) => handle,
             Err(error) => {

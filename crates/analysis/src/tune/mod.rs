@@ -132,7 +132,7 @@ pub fn tune(
     let started = Instant::now();
     let deadline = started + options.budget;
     let budget_s = options.budget.as_secs_f64();
-    let rounds = Rounds::open(plan)?;
+    let rounds = Rounds::open(plan, None)?;
     let mut result = header(plan);
     let mut journal = Journal::create(&options.journal, &result)?;
     // Every measurement, the disturbed ones set aside included: what the model fits.
