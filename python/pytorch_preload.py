@@ -198,12 +198,11 @@ def serve(emit):
                 if listener is None:
                     os._exit(0)
                 continue
-            request = connection.take(data, fds)
-            if request is None:
-                continue
-            others = [listener, wake_read, wake_write, *connections]
-            if connection.serve(request, others, runs):
-                return
+            connection.take(data, fds)
+            for request in connection.requests():
+                others = [listener, wake_read, wake_write, *connections]
+                if connection.serve(request, others, runs):
+                    return
 
 
 class Connection:
@@ -231,46 +230,58 @@ class Connection:
                 self.report(kind="exited", pid=pid, status=wait_status(info))
 
     def take(self, data, fds):
-        """Adds what was read; the next whole request line when there is one (the
-        requests come one at a time, each waiting for its reply)."""
+        """Adds what was read: bytes, and the descriptors that came with a fork line."""
         self.pending += data
         self.fds += fds
-        if b"\n" not in self.pending:
-            return None
-        line, self.pending = self.pending.split(b"\n", 1)
-        return line.decode()
+
+    def requests(self):
+        """The whole request lines read so far, each once."""
+        while b"\n" in self.pending:
+            line, self.pending = self.pending.split(b"\n", 1)
+            yield line.decode()
 
     def serve(self, request, others, runs):
         """Does what `request` asks; True in a script just forked."""
         command, _, argument = request.partition(" ")
-        fds, self.fds = self.fds, []
-        if command == "fork" and len(fds) == 3:
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                become_script(others, fds, json.loads(argument or "{}"), runs)
-                return True
-            # The script leads its group from here on, whichever side sets it first.
-            try:
-                os.setpgid(pid, pid)
-            except OSError:
-                pass
-            self.children[pid] = False
-            try:
-                unshare()
-            except OSError:
-                # loaderbench, seeing no `forked`, starts the scripts afresh.
-                kill_group(pid)
-                os._exit(1)
-            self.report(kind="forked", pid=pid)
-        elif command == "release" and int(argument) in self.children:
+        if command == "fork":
+            fds, self.fds = self.fds[:3], self.fds[3:]
+            return self.fork(fds, json.loads(argument or "{}"), others, runs)
+        if command == "release" and int(argument) in self.children:
             pid = int(argument)
             kill_group(pid)
             os.waitpid(pid, 0)
             del self.children[pid]
             self.report(kind="released", pid=pid)
+        return False
+
+    def fork(self, fds, place, others, runs):
+        """Forks a script with `fds` as its stdin, stdout and stderr, working in
+        `place`; True in the script."""
+        if len(fds) != 3:
+            # loaderbench, seeing no `forked`, starts the scripts afresh.
+            for fd in fds:
+                os.close(fd)
+            return False
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            become_script(others, fds, place, runs)
+            return True
         for fd in fds:
             os.close(fd)
+        # The script leads its group from here on, whichever side sets it first.
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.children[pid] = False
+        try:
+            unshare()
+        except OSError:
+            # loaderbench, seeing no `forked`, starts the scripts afresh.
+            kill_group(pid)
+            os._exit(1)
+        self.report(kind="forked", pid=pid)
         return False
 
     def close(self):
