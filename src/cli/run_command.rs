@@ -43,7 +43,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Python: the rounds' processes would otherwise import torch once more.
     let preloaded = args
         .recommend
-        .then(|| loaderbench_measure::pytorch::share_preloaded(&plan).map(Arc::new))
+        .then(|| loaderbench_measure::pytorch::share_preloaded(&plan))
         .flatten();
     let (mut result, mut error) = execute(&plan, journal.clone(), args.quiet, preloaded.clone())?;
     if args.recommend && error.is_none() {

@@ -10,9 +10,9 @@
 //! stamped with the round as its repeat, so that the recommendation compares configs
 //! round by round. The rounds' processes share one preloaded Python
 //! ([`SharedPreloadedPython`]): each forks its scripts from it rather than importing
-//! torch again, the scripts as fresh as ever. The round stops early, keeping every config it finished, when the
-//! budget's deadline passes or the user asks to stop; a measuring process that does not
-//! stop within [`CANCEL_GRACE`] of being asked is ended.
+//! torch again, the scripts as fresh as ever. The round stops early, keeping every
+//! config it finished, when the budget's deadline passes or the user asks to stop; a
+//! measuring process that does not stop within [`CANCEL_GRACE`] of being asked is ended.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,8 +92,7 @@ impl Rounds {
     ) -> Result<Rounds, Error> {
         Ok(Rounds {
             scratch: loaderbench_measure::scratch::folder(SCRATCH_PREFIX)?,
-            preloaded: preloaded
-                .or_else(|| loaderbench_measure::pytorch::share_preloaded(plan).map(Arc::new)),
+            preloaded: preloaded.or_else(|| loaderbench_measure::pytorch::share_preloaded(plan)),
         })
     }
 
@@ -149,8 +148,8 @@ impl Rounds {
                     // the handle ends it, keeping every config it finished.
                     if asked.is_some_and(|at| at.elapsed() >= CANCEL_GRACE) {
                         round_state.warnings.push(format!(
-                            "the measuring process did not stop within {} s of being asked; it \
-                         was ended",
+                            "the measuring process did not stop within {} s of being asked; \
+                             it was ended",
                             CANCEL_GRACE.as_secs()
                         ));
                         break;

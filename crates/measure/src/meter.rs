@@ -3,8 +3,8 @@
 //! (`other_load_cores`) and how much CPU the run itself used (`own_cpu_s`). The run is
 //! this process with every process below it (worker processes, the PyTorch runtime's
 //! Python and its workers) and below the processes it [adopted](Adopted) (scripts a
-//! shared preloaded Python forked for it); in the app, which measures in a child process, the window's
-//! own drawing counts as other load. On Linux the counters come from /proc/stat and
+//! shared preloaded Python forked for it); in the app, which measures in a child
+//! process, the window's own drawing counts as other load. On Linux the counters come from /proc/stat and
 //! /proc/<pid>/stat (clock ticks); elsewhere there are none and nothing is recorded.
 //! The arithmetic is pure, over [`CpuCounters`] snapshots, so it is tested with fake
 //! counters.

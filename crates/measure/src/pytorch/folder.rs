@@ -1,7 +1,7 @@
 //! The PyTorch runtime's scratch folder: the script (shipped inside the binary, so that
 //! it works from any directory) and the dataset's IDX files for one plan, and the
-//! temporary directory its Python processes are given (`TMPDIR`), in a private folder of the temporary directory that is removed when the run drops it:
-//! what Python leaves in its temporary directory (multiprocessing's `pymp-*` folders,
+//! temporary directory its Python processes are given (`TMPDIR`), in a private folder
+//! of the temporary directory that is removed when the run drops it: what Python leaves in its temporary directory (multiprocessing's `pymp-*` folders,
 //! whose forkserver dies with the script's process group before it can remove them,
 //! torch's `torchinductor_*` cache) goes with it. A run that is killed cannot remove its
 //! own (45 MB for the built-in data): it is a [`crate::scratch`] folder, which the next

@@ -64,7 +64,7 @@ fn plan_python(plan: &Plan) -> PathBuf {
 /// wanted. Sharing only saves time: where it cannot start, each run starts its own and
 /// reports what stops it.
 #[cfg(unix)]
-pub fn share_preloaded(plan: &Plan) -> Option<SharedPreloadedPython> {
+pub fn share_preloaded(plan: &Plan) -> Option<Arc<SharedPreloadedPython>> {
     if !plan
         .configs
         .iter()
@@ -72,9 +72,8 @@ pub fn share_preloaded(plan: &Plan) -> Option<SharedPreloadedPython> {
     {
         return None;
     }
-    SharedPreloadedPython::start(&plan_python(plan))
-        .ok()
-        .flatten()
+    let started = SharedPreloadedPython::start(&plan_python(plan));
+    started.ok().flatten().map(Arc::new)
 }
 
 /// Where there is no preloaded Python (outside Unix), there is none to share: this type
@@ -90,7 +89,7 @@ impl SharedPreloadedPython {
 }
 
 #[cfg(not(unix))]
-pub fn share_preloaded(_plan: &Plan) -> Option<SharedPreloadedPython> {
+pub fn share_preloaded(_plan: &Plan) -> Option<Arc<SharedPreloadedPython>> {
     None
 }
 

@@ -12,7 +12,6 @@
 //! it off: then every script is started afresh.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::io::{IoSlice, PipeReader, PipeWriter};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
@@ -27,7 +26,7 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use serde::Deserialize;
 
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::child_processes::kill_group;
+use loaderbench_engine::child_processes::{kill_group, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
 
 /// The environment variable that, set to `0`, has every script started afresh.
@@ -183,8 +182,7 @@ impl PreloadedPython {
             Error::run(format!("cannot read the preloaded Python's socket: {err}"))
         })?;
         let read = move || {
-            for line in BufReader::new(reports).lines() {
-                let Ok(line) = line else { break };
+            for line in lossy_lines(reports) {
                 let mut state = shared.lock();
                 match serde_json::from_str(&line) {
                     Ok(Report::Preloaded) => state.preloaded = true,
@@ -280,11 +278,6 @@ impl PreloadedPython {
     pub fn exit_status(&self, pid: u32, grace: Duration) -> Option<ExitStatus> {
         self.shared
             .wait(grace, |state| state.exits.get(&pid).copied())
-    }
-
-    /// Whether it is a shared one, not this run's child.
-    pub fn is_shared(&self) -> bool {
-        self.process.is_none()
     }
 
     /// Kills script `pid`'s process group and has it reaped. Where the preloaded Python

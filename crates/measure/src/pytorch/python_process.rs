@@ -51,13 +51,13 @@ pub enum Line {
 enum Leader {
     /// Started by us: our child.
     Started(Child),
-    /// Forked by the run's preloaded Python, whose child it is; adopted into the run
-    /// where that Python is a shared one, which no process of the run is above.
+    /// Forked by the run's preloaded Python, whose child it is; adopted into the run,
+    /// since a shared preloaded Python is below no process of the run.
     #[cfg(unix)]
     Forked {
         pid: u32,
         preloaded: Arc<PreloadedPython>,
-        _adopted: Option<crate::meter::Adopted>,
+        _adopted: crate::meter::Adopted,
     },
 }
 
@@ -125,9 +125,7 @@ impl PythonProcess {
         let leader = Leader::Forked {
             pid,
             preloaded: preloaded.clone(),
-            _adopted: preloaded
-                .is_shared()
-                .then(|| crate::meter::Adopted::new(pid)),
+            _adopted: crate::meter::Adopted::new(pid),
         };
         PythonProcess::attach(leader, pipes.stdin, pipes.stdout, pipes.stderr, request).map(Some)
     }
