@@ -2,8 +2,9 @@
 //! a process of its config (the JSON keeps every process's series, the table's memory
 //! column sums their PSS and shows the workers' part); a `--memory-limit` between two
 //! configs' measured memory keeps the bigger one out of the recommendation and says so;
-//! workers that end with an epoch too short for a periodic sweep are still counted;
-//! a limit that is no size, or out of range, is refused before anything runs.
+//! workers that end with an epoch too short for a periodic sweep are still counted, on
+//! one rank and on two; a limit that is no size, or out of range, is refused before
+//! anything runs.
 
 use std::sync::OnceLock;
 
@@ -105,8 +106,22 @@ fn worker_processes_are_sampled_as_processes_of_their_config() {
 /// the same workers persisting).
 #[test]
 fn workers_that_end_with_a_short_epoch_are_counted() {
+    assert_each_worker_seen_in_a_short_epoch(1);
+}
+
+/// Likewise below each rank: a rank asks its coordinator for the sweep, and waits for it,
+/// before its workers end.
+#[test]
+fn workers_of_ranks_that_end_with_a_short_epoch_are_counted() {
+    assert_each_worker_seen_in_a_short_epoch(2);
+}
+
+/// One short epoch of `ranks` ranks, each with two forked workers that end with it:
+/// every worker is seen, with its memory.
+fn assert_each_worker_seen_in_a_short_epoch(ranks: usize) {
     let dir = tempfile::TempDir::new().unwrap();
     let saved = SavedRun::in_dir(dir.path());
+    let ranks_set = format!("ranks={ranks}");
     let sets = [
         "samples=256",
         "batch_size=64",
@@ -115,14 +130,14 @@ fn workers_that_end_with_a_short_epoch_are_counted() {
         "worker_kind=fork",
         "persistent_workers=false",
         "extra_configs=[]",
+        &ranks_set,
     ];
     let output = loaderbench(&saved.run_args("seed-light", &sets));
     assert!(output.status.success(), "{}", stderr(&output));
     let result = results_file::read(&saved.json).unwrap();
     let run = &result.results[0];
-    // Each worker is seen, with its memory. The epoch's own figures are those of its
-    // peak, which may come after the workers ended (the main process still growing):
-    // their share there can be none.
+    // The epoch's own figures are those of its peak, which may come after the workers
+    // ended (the main process still growing): their share there can be none.
     let workers: Vec<_> = run
         .processes
         .iter()
@@ -133,7 +148,9 @@ fn workers_that_end_with_a_short_epoch_are_counted() {
         .flat_map(|worker| worker.epochs.iter().map(|epoch| epoch.peak_pss_bytes))
         .collect();
     assert!(
-        workers.len() == 2 && peaks.len() == 2 && peaks.iter().all(|&peak| peak > 0),
+        workers.len() == 2 * ranks
+            && peaks.len() == 2 * ranks
+            && peaks.iter().all(|&peak| peak > 0),
         "{:?}",
         run.processes
     );

@@ -82,22 +82,26 @@ impl Ranks {
             let process = start_rank(&program, &job, sender.clone())?;
             ranks.processes.push(process);
         }
-        ranks.gather(|_, message| matches!(message, FromRank::Ready).then_some(()))?;
+        ranks.gather(&|| {}, |_, message| {
+            matches!(message, FromRank::Ready).then_some(())
+        })?;
         Ok(ranks)
     }
 
     /// Opens the barrier for epoch `epoch` and waits for every rank to finish it; rank
-    /// 0's progress goes to `progress`. The result is the slowest rank's epoch with
-    /// samples and throughput over all ranks, and each rank's own figures.
+    /// 0's progress goes to `progress`, and `sweep` runs each time a rank asks for one
+    /// (after its last batch, before its workers end). The result is the slowest rank's
+    /// epoch with samples and throughput over all ranks, and each rank's own figures.
     pub fn epoch(
         &mut self,
         epoch: usize,
+        sweep: &dyn Fn(),
         mut progress: impl FnMut(RankProgress),
     ) -> Result<EpochResult> {
         for rank in 0..self.processes.len() {
             self.tell(rank, GO)?;
         }
-        let finished = self.gather(|rank, message| match message {
+        let finished = self.gather(sweep, |rank, message| match message {
             FromRank::Epoch {
                 result,
                 started_unix_s,
@@ -126,7 +130,7 @@ impl Ranks {
         for process in &mut self.processes {
             process.stdin = None;
         }
-        let summaries = self.gather(|_, message| match message {
+        let summaries = self.gather(&|| {}, |_, message| match message {
             FromRank::Done { summary } => Some(summary),
             _ => None,
         })?;
@@ -146,9 +150,11 @@ impl Ranks {
     }
 
     /// Waits until every rank has sent the message `wanted` picks, and returns them in
-    /// rank order. Other messages go to `wanted` too.
+    /// rank order. Other messages go to `wanted` too, but a rank's request for a sweep,
+    /// which `sweep` answers before the rank hears `go`.
     fn gather<T>(
         &mut self,
+        sweep: &dyn Fn(),
         mut wanted: impl FnMut(usize, FromRank) -> Option<T>,
     ) -> Result<Vec<T>> {
         let world = self.processes.len();
@@ -159,6 +165,11 @@ impl Ranks {
             match self.messages.recv_timeout(CANCEL_POLL) {
                 Ok((rank, Some(FromRank::Failed { error }))) => {
                     return Err(Error::run(format!("rank {rank} failed: {error}")));
+                }
+                Ok((rank, Some(FromRank::Sweep))) => {
+                    sweep();
+                    self.tell(rank, GO)?;
+                    heard[rank] = Instant::now();
                 }
                 Ok((rank, Some(message))) => {
                     heard[rank] = Instant::now();

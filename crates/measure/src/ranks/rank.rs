@@ -1,11 +1,13 @@
 //! One rank's process (the hidden `__rank` command): reads its [`RankJob`] from stdin,
 //! opens the dataset and builds the config's loader on its shard, as the runner would,
-//! then runs an epoch each time the coordinator says `go`, reporting on stdout. It
+//! then runs an epoch each time the coordinator says `go`, reporting on stdout; after
+//! an epoch's last batch it has the coordinator sweep memory before its workers end. It
 //! ends when stdin closes, and dies with the coordinator. For `cache: cold`, it releases
 //! its mapped pages of the dataset before each epoch's report, so that the coordinator
 //! can evict the files before the next.
 //! As under torchrun, `intra_op_threads: auto` means one thread per rank.
 
+use std::cell::RefCell;
 use std::io::{BufRead, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -81,17 +83,31 @@ fn serve(out: &mut impl Write) -> Result<()> {
             )));
         }
         let started_unix_s = unix_now();
+        // Both callbacks below write to stdout, one at a time.
+        let writer = RefCell::new(&mut *out);
         let mut unsent = None;
-        // The coordinator's memory watch samples the ranks at its own pace: a rank has
-        // no way to ask it for a sweep before its workers end, so in an epoch shorter
-        // than the watch's interval they may go unseen.
-        let no_sweep = || {};
+        let mut unswept = None;
+        // The coordinator's memory watch samples at its own pace: in an epoch shorter
+        // than its interval, workers that end with the epoch would go unseen, so the
+        // rank has it sweep once more before they end, and waits until it has.
+        let sweep = || {
+            let answered = send(&mut **writer.borrow_mut(), &FromRank::Sweep).and_then(|()| {
+                let mut answer = String::new();
+                match stdin.read_line(&mut answer) {
+                    Ok(_) if answer.trim() == GO => Ok(()),
+                    _ => Err(Error::run("the coordinator did not answer a sweep")),
+                }
+            });
+            if unswept.is_none() {
+                unswept = answered.err();
+            }
+        };
         let result = run_epoch(
             &mut loader,
             &mut step,
             epoch,
             window,
-            no_sweep,
+            sweep,
             |batch, startups| {
                 let messages = startups
                     .into_iter()
@@ -101,12 +117,12 @@ fn serve(out: &mut impl Write) -> Result<()> {
                     .chain([FromRank::Batch { batch }]);
                 for message in messages {
                     if unsent.is_none() {
-                        unsent = send(out, &message).err();
+                        unsent = send(&mut **writer.borrow_mut(), &message).err();
                     }
                 }
             },
         )?;
-        if let Some(error) = unsent {
+        if let Some(error) = unsent.or(unswept) {
             return Err(error);
         }
         let finished_unix_s = unix_now();

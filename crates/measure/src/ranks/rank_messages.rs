@@ -1,7 +1,8 @@
 //! What a rank process and its coordinator say to each other, one JSON line at a time:
 //! the coordinator sends the [`RankJob`] first, then `go` before each epoch (the barrier
 //! opens) and closes the rank's stdin when the config is done; the rank answers on its
-//! stdout with [`FromRank`] messages.
+//! stdout with [`FromRank`] messages. A rank that asks for a sweep waits for the `go`
+//! that says it is done.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,8 +22,8 @@ pub struct RankJob {
     pub shard: Shard,
 }
 
-/// A rank's messages, in order: `Ready`, then per epoch any `WorkerReady` and `Batch`
-/// followed by `Epoch`, and `Done` once stdin closes; `Failed` ends it at any point.
+/// A rank's messages, in order: `Ready`, then per epoch any `WorkerReady` and `Batch`,
+/// a `Sweep` after the last batch, followed by `Epoch`, and `Done` once stdin closes; `Failed` ends it at any point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "message")]
 pub enum FromRank {
@@ -34,6 +35,9 @@ pub enum FromRank {
     Batch {
         batch: BatchRecord,
     },
+    /// The epoch's last batch is in and the workers that end with the epoch are still
+    /// there: the coordinator sweeps the memory of every process, then sends `go`.
+    Sweep,
     Epoch {
         result: Box<EpochResult>,
         started_unix_s: f64,

@@ -141,7 +141,7 @@ impl ConfigRuntime for Ranked {
         let watch = MemoryWatch::start(roots.collect());
         let (warmup, measured) = run.warmup_and_measured(|epoch| {
             run.timed_epoch(index, repeat, epoch, &mut cache, &watch, || {
-                ranks.epoch(epoch, |progress| {
+                ranks.epoch(epoch, &|| watch.sweep(), |progress| {
                     run.emit.send(match progress {
                         RankProgress::WorkerReady(startup) => Event::WorkerReady {
                             config: index,
