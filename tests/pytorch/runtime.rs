@@ -192,7 +192,7 @@ fn a_tune_s_rounds_fork_their_scripts_from_one_shared_preloaded_python_and_count
         "tune",
         &preset,
         "--budget",
-        "40s",
+        "20s",
         "-q",
         "--json",
         path_str(&json),
