@@ -170,14 +170,15 @@ fn every_jpeg_coding_decodes_on_our_engine_to_pils_pixels() {
 
 /// The image folder's other formats and its layout, against torchvision's: a folder
 /// holding every other format torchvision's `ImageFolder` reads (BMP, PPM, PGM, TIFF,
-/// WebP, each lossless) gives on our engine PIL's very pixels, and the PyTorch runtime's
+/// WebP, each lossless, and PNGs of 16-bit grey and colour) gives on our engine PIL's
+/// very pixels, and the PyTorch runtime's
 /// dataset gives the same samples in the same order with the same labels, where
 /// torchvision's own walk would differ: a hidden folder (`.ipynb_checkpoints`, holding an
 /// image) is no class, and a class's nested folder comes in our order.
 #[test]
 fn every_other_format_decodes_to_pils_pixels_and_both_runtimes_list_the_same_samples() {
-    use image::ImageFormat;
     use image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
+    use image::{ImageBuffer, ImageFormat, Luma, Rgb};
     let _turn = python_turn();
     let dir = TempDir::new().unwrap();
     let root = dir.path();
@@ -217,13 +218,30 @@ fn every_other_format_decodes_to_pils_pixels_and_both_runtimes_list_the_same_sam
     let grey = image::DynamicImage::ImageRgb8(jpeg::picture(9, WIDTH, HEIGHT)).into_luma8();
     let subtype = PnmSubtype::Graymap(SampleEncoding::Binary);
     netpbm(grey.into(), subtype, &root.join("formats/h.pgm"));
+    // PNGs of 16-bit samples, whose every byte matters: PIL clips grey ones at 255 and
+    // keeps the high byte of the others.
+    let sixteen_bit = |n: u32| -> Vec<u16> {
+        let picture = jpeg::picture(n, WIDTH, HEIGHT).into_raw();
+        let spread = |(i, &v): (usize, &u8)| u16::from(v) * 3 + (i % 7) as u16 * 40;
+        picture.iter().enumerate().map(spread).collect()
+    };
+    let grey_values: Vec<u16> = sixteen_bit(10).into_iter().step_by(3).collect();
+    ImageBuffer::<Luma<u16>, _>::from_raw(WIDTH, HEIGHT, grey_values)
+        .unwrap()
+        .save(root.join("formats/i.png"))
+        .unwrap();
+    let rgb_values: Vec<u16> = sixteen_bit(11).iter().map(|v| v.wrapping_mul(85)).collect();
+    ImageBuffer::<Rgb<u16>, _>::from_raw(WIDTH, HEIGHT, rgb_values)
+        .unwrap()
+        .save(root.join("formats/j.png"))
+        .unwrap();
     let [pil_rgb, pil_grey] = pils(root);
     let labels = |samples: &Samples| samples.iter().map(|(label, _)| *label).collect::<Vec<_>>();
     for (channels, pil) in [(3, pil_rgb), (1, pil_grey)] {
         let ours = ours(root, channels);
         assert_eq!(
             labels(&ours),
-            [0, 0, 0, 0, 0, 0, 0, 1, 1],
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1],
             "every image but the hidden folder's"
         );
         assert_eq!(
@@ -240,7 +258,7 @@ fn every_other_format_decodes_to_pils_pixels_and_both_runtimes_list_the_same_sam
     }
     let mut pixels = vec![0u8; 3 * (WIDTH * HEIGHT) as usize];
     let dataset = open(&spec(root, 3), None).unwrap();
-    dataset.read(7, &mut pixels).unwrap();
+    dataset.read(9, &mut pixels).unwrap();
     let z_b_y = jpeg::picture(8, WIDTH, HEIGHT);
     assert_eq!(
         pixels[..(WIDTH * HEIGHT) as usize],

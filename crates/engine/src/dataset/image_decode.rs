@@ -1,7 +1,8 @@
 //! One image file turned into one sample: read into a reused buffer, decoded (JPEG with
 //! zune-jpeg straight to RGB or grey, and the JPEGs it refuses, arithmetic-coded or
 //! lossless, with libjpeg-turbo, the decoder PIL's wheels bundle ([`jpeg_fallback`]); PNG
-//! through the `image` crate), resized with fast_image_resize's SIMD convolution
+//! and the rest through the `image` crate, 16-bit samples cut to 8 bits as PIL cuts them),
+//! resized with fast_image_resize's SIMD convolution
 //! (bilinear with the filter widened when shrinking, as Pillow's `resize` does, so it
 //! matches torchvision's `Resize`) and written channels-first in one pass.
 //! [`decode_sample`] does the same for an image's bytes already in memory (a tar shard's
@@ -241,7 +242,7 @@ fn decode_other(
         .map_err(cannot_decode)?;
     let (width, height) = image::ImageDecoder::dimensions(&decoder);
     image_header::check_pixels(width, height, limits)?;
-    let image = image::DynamicImage::from_decoder(decoder).map_err(cannot_decode)?;
+    let image = as_pil_reads(image::DynamicImage::from_decoder(decoder).map_err(cannot_decode)?);
     let (width, height) = (image.width(), image.height());
     *out = if channels == 1 && image.color().has_color() {
         // Not `into_luma8`: the image crate weighs colour by Rec. 709, and JPEGs (their
@@ -254,6 +255,35 @@ fn decode_other(
         image.into_rgb8().into_raw()
     };
     Ok(Decoded { width, height })
+}
+
+/// An image of 16-bit samples (a PNG's or a TIFF's) as PIL gives it to torchvision:
+/// grey (PIL's mode `I;16`) with each value clipped at 255, which is what its
+/// `convert("RGB")` and `convert("L")` do; colour, and grey with alpha, with each value's
+/// high byte, as PIL reads them. The `image` crate's own conversion rounds to the nearest
+/// 8-bit value instead, a different sample from the PyTorch runtime's.
+fn as_pil_reads(image: image::DynamicImage) -> image::DynamicImage {
+    use image::{DynamicImage, ImageBuffer};
+    let (width, height) = (image.width(), image.height());
+    let high_bytes = |samples: &[u16]| samples.iter().map(|v| v.to_be_bytes()[0]).collect();
+    // Each buffer holds as many samples as the image it came from.
+    let converted = match &image {
+        DynamicImage::ImageLuma16(grey) => {
+            let clipped = grey.iter().map(|&v| u8::try_from(v).unwrap_or(u8::MAX));
+            ImageBuffer::from_raw(width, height, clipped.collect()).map(DynamicImage::ImageLuma8)
+        }
+        DynamicImage::ImageLumaA16(pixels) => {
+            ImageBuffer::from_raw(width, height, high_bytes(pixels)).map(DynamicImage::ImageLumaA8)
+        }
+        DynamicImage::ImageRgb16(pixels) => {
+            ImageBuffer::from_raw(width, height, high_bytes(pixels)).map(DynamicImage::ImageRgb8)
+        }
+        DynamicImage::ImageRgba16(pixels) => {
+            ImageBuffer::from_raw(width, height, high_bytes(pixels)).map(DynamicImage::ImageRgba8)
+        }
+        _ => None,
+    };
+    converted.unwrap_or(image)
 }
 
 /// ITU-R 601 luma of one RGB pixel, to the bit as PIL's `convert("L")` computes it
@@ -516,6 +546,51 @@ mod tests {
                 from_jpeg.iter().all(|&v| v.abs_diff(pil) <= 3),
                 "{colour:?}: {from_jpeg:?}"
             );
+        }
+    }
+
+    /// PIL's pixels for each 16-bit PNG (Pillow 13.0, `convert("RGB")` and
+    /// `convert("L")`, channels-first here): grey clipped at 255, the rest by high byte.
+    #[test]
+    fn a_16_bit_png_reads_as_pil_reads_it() {
+        use image::ImageBuffer;
+        let dir = TempDir::new().unwrap();
+        let save = |name: &str, image: Option<DynamicImage>| {
+            let path = dir.path().join(name);
+            image.expect("whole pixels").save(&path).unwrap();
+            path
+        };
+        let values = [0u16, 255, 256, 0x80FF, 0x8100, 65535].to_vec();
+        let rgba_values = [&values[..], &[1000, 2000]].concat();
+        fn buffer<P: image::Pixel<Subpixel = u16>>(
+            width: u32,
+            values: &[u16],
+        ) -> Option<ImageBuffer<P, Vec<u16>>> {
+            ImageBuffer::from_raw(width, 1, Vec::from(values))
+        }
+        let grey = save(
+            "grey.png",
+            buffer(6, &values).map(DynamicImage::ImageLuma16),
+        );
+        let grey_alpha = save("ga.png", buffer(3, &values).map(DynamicImage::ImageLumaA16));
+        let rgb = save("rgb.png", buffer(2, &values).map(DynamicImage::ImageRgb16));
+        let rgba = save(
+            "rgba.png",
+            buffer(2, &rgba_values).map(DynamicImage::ImageRgba16),
+        );
+        let cases: [(&Path, usize, usize, &[u8]); 8] = [
+            (&grey, 6, 1, &[0, 255, 255, 255, 255, 255]),
+            (&grey, 6, 3, &[0, 255, 255, 255, 255, 255].repeat(3)),
+            (&grey_alpha, 3, 1, &[0, 1, 129]),
+            (&grey_alpha, 3, 3, &[0, 1, 129].repeat(3)),
+            (&rgb, 2, 3, &[0, 128, 0, 129, 1, 255]),
+            (&rgb, 2, 1, &[0, 143]),
+            (&rgba, 2, 3, &[0, 129, 0, 255, 1, 3]),
+            (&rgba, 2, 1, &[0, 189]),
+        ];
+        for (path, width, channels, pil) in cases {
+            let ours = read(path, shape(channels, 1, width));
+            assert_eq!(ours, pil, "{} in {channels} channels", path.display());
         }
     }
 
