@@ -123,6 +123,12 @@ pub fn check_file_header(
     };
     match image::guess_format(magic) {
         Ok(image::ImageFormat::Png | image::ImageFormat::Jpeg) => check_reader(reader, limits),
+        // The `image` crate reads the Netpbm family's PAM too; PIL reads none but P1–P6.
+        Ok(image::ImageFormat::Pnm) if magic.starts_with(b"P7") => Err(bad(
+            "a PAM file (P7 header): not supported (PIL, and so torchvision, reads only the \
+             P1-P6 PPM/PGM/PBM headers; save it as binary PPM, P6, or PGM, P5)"
+                .to_owned(),
+        )),
         Ok(format) => match image::ImageReader::with_format(reader, format).into_dimensions() {
             Ok((width, height)) if width > 0 && height > 0 => {
                 check_pixels(width, height, limits).map_err(bad)
@@ -350,6 +356,17 @@ mod tests {
             .write_to(&mut bytes, image::ImageFormat::Png)
             .unwrap();
         assert_eq!(size_of(bytes.get_ref()).unwrap(), Header::Size(5, 3));
+    }
+
+    #[test]
+    fn a_pam_file_pil_cannot_read_is_refused_and_a_binary_ppm_is_not() {
+        let limits = DatasetLimits::default();
+        let check = |bytes: &[u8]| check_file_header(&mut io::Cursor::new(bytes), &limits);
+        let pam = b"P7\nWIDTH 2\nHEIGHT 1\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n\x01\x02\x03\x04\x05\x06";
+        let problem = check(pam).unwrap_err().into_problem();
+        assert!(problem.starts_with("a PAM file (P7 header)"), "{problem}");
+        let ppm = b"P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06";
+        assert!(check(ppm).is_ok());
     }
 
     #[test]
