@@ -639,8 +639,10 @@ fn a_model_step_compares_its_time_with_workers_against_nw0() {
         compared
             .iter()
             .all(|l| l.contains("2 workers slow your step by")
-                || l.contains("2 workers leave your step's time as it is")
-                || l.contains("your step is")),
+                || l.contains("2 workers leave your step's time as it is, within 5%")
+                || l.contains("2 workers may slow your step by")
+                || l.contains("your step is")
+                || l.contains("your step may be")),
         "{compared:?}"
     );
     assert!(text.contains("input-bound "), "{text}");

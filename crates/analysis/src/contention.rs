@@ -4,7 +4,12 @@
 //! workers (nw=0: same runtime, pipeline, batch size, device and intra-op threads), so
 //! the analysis can say "2 workers slow your step by 40%"; and, per question, the share
 //! of the epoch the step waited for data at each config ("input-bound 38% at nw=0, 3% at
-//! nw=2"), which says what the workers bought the step.
+//! nw=2"), which says what the workers bought the step. Whether the workers changed the
+//! step's time is judged by the recommendation's noise model ([`NoiseModel`]) over the
+//! step's time per batch, round by round and epoch by epoch, against the run's tie margin:
+//! a slowdown beyond the noise, a tie within the margin, or not resolved.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,10 +19,8 @@ use loaderbench_measure::stats;
 
 use super::ConfigRuns;
 use super::input::InputBound;
-
-/// A change in the step's time per batch within this share of nw=0's is no change: the
-/// step's own run-to-run spread on a quiet machine is of this order.
-pub const SAME_STEP_SHARE: f64 = 0.05;
+use crate::recommend::noise::{NoiseInput, NoiseModel, Relation};
+use loaderbench_measure::results::{ConfigResult, EpochResult};
 
 /// One config's step time per batch against its config without workers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,17 +47,23 @@ pub struct StepContention {
 /// The step's seconds per batch in one config, the median over its typical epochs;
 /// `None` without batches or without step time.
 pub fn step_per_batch_s(runs: &ConfigRuns<'_>) -> Option<f64> {
-    let per_batch: Vec<f64> = runs
-        .typical_epochs()
-        .filter(|e| e.batches > 0)
-        .map(|e| e.stages.step_s / e.batches as f64)
-        .collect();
-    stats::median(&per_batch).filter(|&s| s > 0.0)
+    let per_batch: Vec<f64> = runs.typical_epochs().filter_map(epoch_step_s).collect();
+    stats::median(&per_batch)
+}
+
+/// One epoch's step seconds per batch; `None` without batches or step time.
+fn epoch_step_s(epoch: &EpochResult) -> Option<f64> {
+    let per_batch = epoch.stages.step_s / epoch.batches as f64;
+    (epoch.batches > 0 && per_batch > 0.0).then_some(per_batch)
 }
 
 /// Every config with workers compared with its config without workers, where the run
-/// measured both; empty without a step.
-pub fn contention(configs: &[ConfigRuns<'_>], step: &StepSpec) -> Vec<StepContention> {
+/// measured both; empty without a step. A change within `tie_margin` (a share) is none.
+pub fn contention(
+    configs: &[ConfigRuns<'_>],
+    step: &StepSpec,
+    tie_margin: f64,
+) -> Vec<StepContention> {
     if step.is_none() {
         return Vec::new();
     }
@@ -65,7 +74,7 @@ pub fn contention(configs: &[ConfigRuns<'_>], step: &StepSpec) -> Vec<StepConten
             let alone = configs
                 .iter()
                 .find(|other| other.config.num_workers == 0 && alike(other.config, runs.config))?;
-            compare(runs, alone)
+            compare(runs, alone, tie_margin)
         })
         .collect()
 }
@@ -82,23 +91,63 @@ fn alike(a: &Config, b: &Config) -> bool {
         && a.intra_op_threads == b.intra_op_threads
 }
 
-fn compare(runs: &ConfigRuns<'_>, alone: &ConfigRuns<'_>) -> Option<StepContention> {
+/// The noise model's input for the step's time per batch of `alone` (config 0) and the
+/// config with workers (1): each repeat's median as a round, each repeat's epochs after
+/// the first for the scatter within a round.
+fn step_noise_input(alone: &ConfigRuns<'_>, runs: &ConfigRuns<'_>) -> NoiseInput {
+    let by_round = |config: &ConfigRuns<'_>| -> BTreeMap<usize, f64> {
+        let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for run in &config.runs {
+            let per_batch = run.typical_epochs().filter_map(epoch_step_s);
+            rounds.entry(run.repeat).or_default().extend(per_batch);
+        }
+        rounds
+            .into_iter()
+            .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
+            .collect()
+    };
+    let later = |run: &&ConfigResult| run.epochs.iter().skip(1).filter_map(epoch_step_s).collect();
+    NoiseInput {
+        rounds: vec![by_round(alone), by_round(runs)],
+        later_epochs: alone.runs.iter().chain(&runs.runs).map(later).collect(),
+        aa_ratios: Vec::new(),
+    }
+}
+
+fn compare(
+    runs: &ConfigRuns<'_>,
+    alone: &ConfigRuns<'_>,
+    tie_margin: f64,
+) -> Option<StepContention> {
     let step = step_per_batch_s(runs)?;
     let alone_step = step_per_batch_s(alone)?;
     let slowdown = step / alone_step - 1.0;
+    let model = NoiseModel::fit(&step_noise_input(alone, runs), tie_margin);
+    // How much faster the step is alone: a `Faster` relation is workers slowing it.
+    let difference = model.compare(0, 1)?;
     let (workers, s) = match runs.config.num_workers {
         1 => ("1 worker".to_owned(), "s"),
         n => (format!("{n} workers"), ""),
     };
-    let change = if slowdown >= SAME_STEP_SHARE {
-        format!("{workers} slow{s} your step by {:.0}%", slowdown * 100.0)
-    } else if slowdown <= -SAME_STEP_SHARE {
-        format!(
-            "your step is {:.0}% faster with {workers}",
-            -slowdown * 100.0
-        )
+    let percent = slowdown.abs() * 100.0;
+    let change = match difference.relation {
+        Relation::Faster => format!("{workers} slow{s} your step by {percent:.0}%"),
+        Relation::Slower => format!("your step is {percent:.0}% faster with {workers}"),
+        Relation::Tie => format!(
+            "{workers} leave{s} your step's time as it is, within {:.0}%",
+            model.tie_margin() * 100.0
+        ),
+        Relation::Open if slowdown >= 0.0 => {
+            format!("{workers} may slow your step by {percent:.0}%, not resolved")
+        }
+        Relation::Open => {
+            format!("your step may be {percent:.0}% faster with {workers}, not resolved")
+        }
+    };
+    let noise = if difference.plus_minus.is_finite() {
+        format!("±{:.0}%", difference.plus_minus * 100.0)
     } else {
-        format!("{workers} leave{s} your step's time as it is")
+        "no noise measured to judge it by".to_owned()
     };
     let disturbed = [runs, alone]
         .iter()
@@ -117,7 +166,7 @@ fn compare(runs: &ConfigRuns<'_>, alone: &ConfigRuns<'_>) -> Option<StepContenti
         slowdown,
         disturbed,
         sentence: format!(
-            "{change} ({:.1} ms per batch, {:.1} ms at {}{caveat})",
+            "{change} ({:.1} ms per batch, {:.1} ms at {}, {noise}{caveat})",
             step * 1e3,
             alone_step * 1e3,
             alone.label
@@ -149,13 +198,48 @@ mod tests {
         epoch
     }
 
+    /// Epochs whose step took each of `step_ms` per batch.
+    fn epochs(step_ms: &[f64], wait_s: f64) -> Vec<EpochResult> {
+        step_ms.iter().map(|&ms| epoch(ms, wait_s)).collect()
+    }
+
+    /// The contention sentences of nw=0 with `alone` and nw=2 with `workers`, each a
+    /// list of epochs' step milliseconds per batch.
+    fn sentences(alone: &[f64], workers: &[f64]) -> Vec<String> {
+        let configs = vec![config(0, false), config(2, false)];
+        let runs = vec![
+            run(0, configs[0].clone(), epochs(alone, 0.0)),
+            run(1, configs[1].clone(), epochs(workers, 0.0)),
+        ];
+        let mut r = result(configs, runs);
+        r.step = StepSpec::Fixed(4.0);
+        let analysis = Analysis::of(&r);
+        analysis
+            .contention
+            .into_iter()
+            .map(|c| c.sentence)
+            .collect()
+    }
+
     #[test]
-    fn workers_that_slow_the_step_are_named_with_the_slowdown() {
+    fn workers_that_slow_the_step_beyond_the_noise_are_named_with_the_slowdown() {
         let configs = vec![config(0, false), config(2, false), config(1, false)];
         let runs = vec![
-            run(0, configs[0].clone(), vec![epoch(4.0, 0.006)]),
-            run(1, configs[1].clone(), vec![epoch(5.6, 0.0005)]),
-            run(2, configs[2].clone(), vec![epoch(4.1, 0.0005)]),
+            run(
+                0,
+                configs[0].clone(),
+                epochs(&[4.0, 4.0, 4.04, 3.96, 4.0], 0.006),
+            ),
+            run(
+                1,
+                configs[1].clone(),
+                epochs(&[5.6, 5.6, 5.65, 5.55, 5.6], 0.0005),
+            ),
+            run(
+                2,
+                configs[2].clone(),
+                epochs(&[4.0, 4.0, 4.02, 3.98, 4.01], 0.0005),
+            ),
         ];
         let mut r = result(configs, runs);
         assert!(
@@ -169,17 +253,45 @@ mod tests {
             .iter()
             .map(|c| c.sentence.as_str())
             .collect();
-        assert_eq!(
-            sentences,
-            [
-                "2 workers slow your step by 40% (5.6 ms per batch, 4.0 ms at nw=0)",
-                "1 worker leaves your step's time as it is (4.1 ms per batch, 4.0 ms at nw=0)",
-            ]
+        assert!(
+            sentences[0].starts_with(
+                "2 workers slow your step by 40% (5.6 ms per batch, 4.0 ms at nw=0, ±"
+            ),
+            "{sentences:?}"
+        );
+        assert!(
+            sentences[1].starts_with(
+                "1 worker leaves your step's time as it is, within 5% (4.0 ms per batch, \
+                 4.0 ms at nw=0, ±"
+            ),
+            "{sentences:?}"
         );
         assert!((analysis.contention[0].slowdown - 0.4).abs() < 1e-9);
         assert_eq!(
             super::input_bound_line(&analysis.input_bound).unwrap(),
             "input-bound 60% at nw=0, 5% at nw=2, 5% at nw=1"
+        );
+    }
+
+    /// A 7% slowdown in epochs that scatter by ±15% is no finding; nor is any slowdown
+    /// with a single epoch each, which shows no noise.
+    #[test]
+    fn a_slowdown_the_noise_cannot_resolve_is_said_to_be_open() {
+        let open = sentences(
+            &[4.0, 4.0, 3.4, 4.6, 3.8, 4.2],
+            &[4.28, 4.28, 3.64, 4.92, 4.07, 4.49],
+        );
+        assert!(
+            open[0].starts_with("2 workers may slow your step by 7%, not resolved (4.3 ms"),
+            "{open:?}"
+        );
+        let unmeasured = sentences(&[4.0], &[5.6]);
+        assert_eq!(
+            unmeasured,
+            [
+                "2 workers may slow your step by 40%, not resolved (5.6 ms per batch, 4.0 ms at \
+              nw=0, no noise measured to judge it by)"
+            ]
         );
     }
 
@@ -194,9 +306,10 @@ mod tests {
         let contention = &Analysis::of(&r).contention[0];
         assert!(contention.disturbed);
         assert!(
-            contention
-                .sentence
-                .ends_with("4.0 ms at nw=0; disturbed by other load, re-run on a quiet machine)"),
+            contention.sentence.ends_with(
+                "4.0 ms at nw=0, no noise measured to judge it by; disturbed by other load, \
+                 re-run on a quiet machine)"
+            ),
             "{}",
             contention.sentence
         );

@@ -90,7 +90,8 @@ impl Analysis {
             .collect::<Vec<_>>();
         let memory = memory::MemoryReport::of(result, &configs);
         let recommendations = recommend::recommend(result, &configs, &input_bound, &memory);
-        let contention = contention::contention(&configs, &result.step);
+        let contention =
+            contention::contention(&configs, &result.step, recommend::tie_margin(result));
         Analysis {
             worker_kinds: worker_kinds::compare(result, &configs),
             planned_epochs: result.planned_epochs,
