@@ -418,7 +418,6 @@ mod tests {
         for (name, format) in [
             ("a.png", ImageFormat::Png),
             ("b.bmp", ImageFormat::Bmp),
-            ("c.ppm", ImageFormat::Pnm),
             ("d.TIF", ImageFormat::Tiff),
             ("e.tiff", ImageFormat::Tiff),
             ("f.webp", ImageFormat::WebP),
@@ -431,15 +430,19 @@ mod tests {
                 picture.save_with_format(&path, format).unwrap();
             }
         }
-        // Binary P5, as files have it (the image crate writes PAM by default).
-        let mut pgm = Vec::new();
-        let encoder = image::codecs::pnm::PnmEncoder::new(&mut pgm).with_subtype(
-            image::codecs::pnm::PnmSubtype::Graymap(image::codecs::pnm::SampleEncoding::Binary),
-        );
-        image::DynamicImage::ImageLuma8(grey.clone())
-            .write_with_encoder(encoder)
-            .unwrap();
-        fs::write(class.join("h.pgm"), pgm).unwrap();
+        // Binary P6 and P5, as files have them (the image crate writes PAM by default,
+        // which PIL does not read).
+        use image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
+        let netpbm = |image: image::DynamicImage, subtype, name: &str| {
+            let mut bytes = Vec::new();
+            let encoder = PnmEncoder::new(&mut bytes).with_subtype(subtype);
+            image.write_with_encoder(encoder).unwrap();
+            fs::write(class.join(name), bytes).unwrap();
+        };
+        let pixmap = PnmSubtype::Pixmap(SampleEncoding::Binary);
+        netpbm(picture.clone().into(), pixmap, "c.ppm");
+        let graymap = PnmSubtype::Graymap(SampleEncoding::Binary);
+        netpbm(grey.clone().into(), graymap, "h.pgm");
         let folder = open(dir.path(), 3, [5, 7]).unwrap();
         let names: Vec<String> = folder
             .labelled_files()
