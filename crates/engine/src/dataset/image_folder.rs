@@ -136,11 +136,23 @@ pub fn list(
             total: paths.len(),
         });
     };
-    image_header::check_all(&paths, threads, limits, &mut report, cancel)?;
+    let clipped = image_header::check_all(&paths, threads, limits, &mut report, cancel)?;
+    let mut warnings = walk.warnings;
+    if let Some(&first) = clipped.first() {
+        warnings.push(format!(
+            "{} of {} images are 16-bit grey (the first: {}): PIL opens them as mode I;16 \
+             and clips every value above 255 when torchvision converts them, so both \
+             runtimes here read them as PIL does, mostly white; a job that trains on them \
+             loads them with a loader of its own (a Python Dataset, `kind: python`)",
+            clipped.len(),
+            paths.len(),
+            paths[first].display()
+        ));
+    }
     Ok(ImageFolderFiles {
         samples,
         classes: classes.len(),
-        warnings: walk.warnings,
+        warnings,
     })
 }
 
@@ -535,6 +547,39 @@ mod tests {
         assert_mentions(&msg, &["dataset.channels", "not 4"]);
         let msg = open_error(dir.path(), 1, [0, 2]);
         assert!(msg.contains("dataset.image_size"), "{msg}");
+    }
+
+    /// 16-bit grey images, which PIL clips, are counted and the first named, once; 16-bit
+    /// colour, which PIL scales, is not (a PNG and a TIFF of each).
+    #[test]
+    fn sixteen_bit_grey_images_are_warned_of_and_sixteen_bit_colour_is_not() {
+        use image::{DynamicImage, ImageBuffer};
+        let dir = TempDir::new().unwrap();
+        let class = dir.path().join("depth");
+        fs::create_dir(&class).unwrap();
+        let values: Vec<u16> = (0..12).map(|i| i * 5000).collect();
+        let grey = ImageBuffer::from_raw(4, 3, values.clone()).map(DynamicImage::ImageLuma16);
+        let rgb = ImageBuffer::from_raw(2, 2, values).map(DynamicImage::ImageRgb16);
+        let (grey, rgb) = (grey.unwrap(), rgb.unwrap());
+        for name in ["a.png", "b.tif"] {
+            rgb.save(class.join(name)).unwrap();
+        }
+        let folder = open(dir.path(), 1, [2, 2]).unwrap();
+        assert_eq!(folder.warnings(), Vec::<String>::new());
+        for name in ["c.png", "d.tiff"] {
+            grey.save(class.join(name)).unwrap();
+        }
+        let folder = open(dir.path(), 1, [2, 2]).unwrap();
+        let warnings = folder.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let first = class.join("c.png");
+        assert!(
+            warnings[0].starts_with(&format!(
+                "2 of 4 images are 16-bit grey (the first: {}): PIL opens them as mode I;16",
+                first.display()
+            )),
+            "{warnings:?}"
+        );
     }
 
     #[test]

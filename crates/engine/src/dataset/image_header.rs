@@ -6,7 +6,9 @@
 //! before it; the other formats' headers through the `image` crate's decoders), on
 //! several threads at once, with the count checked reported as it goes,
 //! so a folder of a million files opens in seconds and a corrupt file is still named
-//! before a run starts. A tar shard's image members get the same check.
+//! before a run starts. A tar shard's image members get the same check. A good header
+//! also says how PIL will cut its samples to 8 bits ([`PilConversion`]): an image folder
+//! warns of 16-bit grey images, which PIL clips.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek};
@@ -26,8 +28,22 @@ const CHUNK: usize = 64;
 /// How often the progress callback hears the count.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
+/// How PIL cuts an image's samples to the 8 bits torchvision's loader converts to, as far
+/// as its header tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PilConversion {
+    /// 8-bit samples, or 16-bit colour (and grey with alpha) that PIL reads by each
+    /// value's high byte.
+    #[default]
+    Scales,
+    /// 16-bit grey, PIL's mode `I;16`: its `convert("L")` and `convert("RGB")` clip every
+    /// value above 255 to 255.
+    ClipsGrey16,
+}
+
 /// Checks every file in `paths` on `threads` threads, calling `progress(checked)` on the
-/// calling thread as the count grows and once at the end. Fails with the error of the
+/// calling thread as the count grows and once at the end; returns the indices, in order,
+/// of the files PIL clips ([`PilConversion::ClipsGrey16`]). Fails with the error of the
 /// first bad file in `paths` order among those found; once `cancel` is cancelled, the
 /// threads stop after their current chunk and the check is `Cancelled`.
 pub fn check_all(
@@ -36,11 +52,12 @@ pub fn check_all(
     limits: &DatasetLimits,
     progress: &mut dyn FnMut(usize),
     cancel: &CancelToken,
-) -> Result<()> {
+) -> Result<Vec<usize>> {
     let next = AtomicUsize::new(0);
     let checked = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<(usize, Error)>> = Mutex::new(None);
+    let clipped: Mutex<Vec<usize>> = Mutex::new(Vec::new());
     let work = || {
         while !failed.load(Ordering::Relaxed) && !cancel.is_cancelled() {
             let start = next.fetch_add(CHUNK, Ordering::Relaxed);
@@ -49,15 +66,25 @@ pub fn check_all(
             }
             let end = (start + CHUNK).min(paths.len());
             for (index, path) in paths.iter().enumerate().take(end).skip(start) {
-                if let Err(error) = check(path, limits) {
-                    failed.store(true, Ordering::Relaxed);
-                    // A poisoned lock only means another checker panicked; the slot is
-                    // still a plain Option.
-                    let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                    if slot.as_ref().is_none_or(|(at, _)| index < *at) {
-                        *slot = Some((index, error));
+                match check(path, limits) {
+                    Ok(PilConversion::Scales) => {}
+                    Ok(PilConversion::ClipsGrey16) => {
+                        // A poisoned lock only means another checker panicked.
+                        clipped
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(index);
                     }
-                    return;
+                    Err(error) => {
+                        failed.store(true, Ordering::Relaxed);
+                        // A poisoned lock only means another checker panicked; the slot is
+                        // still a plain Option.
+                        let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        if slot.as_ref().is_none_or(|(at, _)| index < *at) {
+                            *slot = Some((index, error));
+                        }
+                        return;
+                    }
                 }
             }
             checked.fetch_add(end - start, Ordering::Relaxed);
@@ -83,13 +110,15 @@ pub fn check_all(
         return Err(error);
     }
     progress(paths.len());
-    Ok(())
+    let mut clipped = clipped.into_inner().unwrap_or_else(|p| p.into_inner());
+    clipped.sort_unstable();
+    Ok(clipped)
 }
 
 /// Fails unless the file at `path` is within `limits.file_bytes` and has the header of
 /// a non-empty image within `limits.image_pixels`, in a format an image folder reads
-/// (see [`check_file_header`]).
-pub fn check(path: &Path, limits: &DatasetLimits) -> Result<()> {
+/// (see [`check_file_header`]), and says how PIL converts it.
+pub fn check(path: &Path, limits: &DatasetLimits) -> Result<PilConversion> {
     let cannot_read = |err: io::Error| Error::file_caused(path, format!("cannot read: {err}"), err);
     let file = File::open(path).map_err(cannot_read)?;
     let bytes = file.metadata().map_err(cannot_read)?.len();
@@ -111,7 +140,7 @@ pub fn check(path: &Path, limits: &DatasetLimits) -> Result<()> {
 pub fn check_file_header(
     reader: &mut (impl BufRead + Seek),
     limits: &DatasetLimits,
-) -> std::result::Result<(), BadHeader> {
+) -> std::result::Result<PilConversion, BadHeader> {
     // The format from the buffered first bytes, which stay unread for the check.
     let magic = reader.fill_buf().map_err(|err| BadHeader {
         problem: format!("not a readable image: {err}"),
@@ -129,11 +158,19 @@ pub fn check_file_header(
              P1-P6 PPM/PGM/PBM headers; save it as binary PPM, P6, or PGM, P5)"
                 .to_owned(),
         )),
-        Ok(format) => match image::ImageReader::with_format(reader, format).into_dimensions() {
-            Ok((width, height)) if width > 0 && height > 0 => {
-                check_pixels(width, height, limits).map_err(bad)
+        Ok(format) => match image::ImageReader::with_format(reader, format).into_decoder() {
+            Ok(decoder) => {
+                let (width, height) = image::ImageDecoder::dimensions(&decoder);
+                let conversion = match image::ImageDecoder::color_type(&decoder) {
+                    image::ColorType::L16 => PilConversion::ClipsGrey16,
+                    _ => PilConversion::Scales,
+                };
+                if width == 0 || height == 0 {
+                    return Err(bad("the image has no pixels".to_owned()));
+                }
+                check_pixels(width, height, limits).map_err(bad)?;
+                Ok(conversion)
             }
-            Ok(_) => Err(bad("the image has no pixels".to_owned())),
             Err(err) => Err(bad(format!("not a readable image: {err}"))),
         },
         Err(_) => Err(bad(
@@ -174,14 +211,15 @@ impl BadHeader {
 pub fn check_reader(
     reader: &mut impl Read,
     limits: &DatasetLimits,
-) -> std::result::Result<(), BadHeader> {
+) -> std::result::Result<PilConversion, BadHeader> {
     let bad = |problem: String| BadHeader {
         problem,
         source: None,
     };
     match image_size(reader) {
-        Ok(Header::Size(width, height)) if width > 0 && height > 0 => {
-            check_pixels(width, height, limits).map_err(bad)
+        Ok(Header::Size(width, height, conversion)) if width > 0 && height > 0 => {
+            check_pixels(width, height, limits).map_err(bad)?;
+            Ok(conversion)
         }
         Ok(Header::Size(..)) => Err(bad("the image has no pixels".to_owned())),
         Ok(Header::JpegPrecision(bits)) => Err(bad(format!(
@@ -214,8 +252,9 @@ pub fn check_pixels(
 /// What an image file's header says.
 #[derive(Debug, PartialEq, Eq)]
 enum Header {
-    /// A PNG, or a JPEG of 8-bit samples, of this width and height.
-    Size(u32, u32),
+    /// A PNG, or a JPEG of 8-bit samples, of this width and height, and how PIL converts
+    /// its samples.
+    Size(u32, u32, PilConversion),
     /// A JPEG whose samples have this many bits (12, or a lossless JPEG's 2 to 16):
     /// PIL reads none but 8-bit ones, and neither does our engine.
     JpegPrecision(u8),
@@ -236,16 +275,21 @@ fn image_size(reader: &mut impl Read) -> io::Result<Header> {
     }
 }
 
-/// The IHDR chunk that must follow the PNG signature.
+/// The IHDR chunk that must follow the PNG signature: its length and type, then the
+/// width, the height, the bit depth and the colour type (0 for grey).
 fn png_size(reader: &mut impl Read) -> io::Result<Header> {
-    let mut chunk = [0u8; 16];
+    let mut chunk = [0u8; 18];
     reader.read_exact(&mut chunk)?;
     if &chunk[4..8] != b"IHDR" {
         return Ok(Header::Unknown);
     }
     let word =
         |at: usize| u32::from_be_bytes([chunk[at], chunk[at + 1], chunk[at + 2], chunk[at + 3]]);
-    Ok(Header::Size(word(8), word(12)))
+    let conversion = match (chunk[16], chunk[17]) {
+        (16, 0) => PilConversion::ClipsGrey16,
+        _ => PilConversion::Scales,
+    };
+    Ok(Header::Size(word(8), word(12), conversion))
 }
 
 /// Walks a JPEG's markers (after SOI; `already` holds the bytes read past it) to the
@@ -276,7 +320,8 @@ fn jpeg_size(reader: &mut impl Read, already: &[u8]) -> io::Result<Header> {
                 }
                 let height = u16::from_be_bytes([header[3], header[4]]);
                 let width = u16::from_be_bytes([header[5], header[6]]);
-                return Ok(Header::Size(u32::from(width), u32::from(height)));
+                let (width, height) = (u32::from(width), u32::from(height));
+                return Ok(Header::Size(width, height, PilConversion::Scales));
             }
             _ => {
                 let mut length = [0u8; 2];
@@ -339,14 +384,20 @@ mod tests {
     #[test]
     fn jpeg_size_is_found_past_segments_larger_than_the_buffer() {
         let plain = jpeg(37, 21);
-        assert_eq!(size_of(&plain).unwrap(), Header::Size(37, 21));
+        assert_eq!(
+            size_of(&plain).unwrap(),
+            Header::Size(37, 21, PilConversion::Scales)
+        );
         // An APP1 segment of 20,000 bytes (an EXIF block with a thumbnail) after SOI.
         let mut with_exif = plain[..2].to_vec();
         with_exif.extend([0xFF, 0xE1]);
         with_exif.extend(20_000u16.to_be_bytes());
         with_exif.extend(std::iter::repeat_n(0xAB, 19_998));
         with_exif.extend(&plain[2..]);
-        assert_eq!(size_of(&with_exif).unwrap(), Header::Size(37, 21));
+        assert_eq!(
+            size_of(&with_exif).unwrap(),
+            Header::Size(37, 21, PilConversion::Scales)
+        );
     }
 
     #[test]
@@ -355,7 +406,10 @@ mod tests {
         RgbImage::new(5, 3)
             .write_to(&mut bytes, image::ImageFormat::Png)
             .unwrap();
-        assert_eq!(size_of(bytes.get_ref()).unwrap(), Header::Size(5, 3));
+        assert_eq!(
+            size_of(bytes.get_ref()).unwrap(),
+            Header::Size(5, 3, PilConversion::Scales)
+        );
     }
 
     #[test]
@@ -473,7 +527,7 @@ mod tests {
         bomb[sof + 5..sof + 9].copy_from_slice(&[0x40, 0, 0x40, 0]);
         let problem = match check_reader(&mut &bomb[..], &DatasetLimits::DEFAULT) {
             Err(bad) => bad.problem,
-            Ok(()) => panic!("a 16384×16384 header passed"),
+            Ok(_) => panic!("a 16384×16384 header passed"),
         };
         assert_eq!(
             problem,
@@ -498,7 +552,7 @@ mod tests {
         assert_eq!(size_of(&twelve_bit).unwrap(), Header::JpegPrecision(12));
         let problem = match check_reader(&mut &twelve_bit[..], &DatasetLimits::DEFAULT) {
             Err(bad) => bad.problem,
-            Ok(()) => panic!("a 12-bit JPEG passed"),
+            Ok(_) => panic!("a 12-bit JPEG passed"),
         };
         assert!(
             problem.starts_with("a 12-bit JPEG: not supported"),

@@ -244,6 +244,8 @@ impl Samples<'_> {
                         .map_err(|err| location.bad(format!("{member}: cannot read: {err}")))?;
                     image_header::check_file_header(&mut Cursor::new(bytes), limits)
                 };
+                // A shard's 16-bit grey members are clipped as PIL clips them, unwarned:
+                // the shard index is built member by member, not in one check.
                 checked.map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
                 open.image = Some((member, offset, size));
             }
