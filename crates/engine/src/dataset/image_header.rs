@@ -32,10 +32,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 /// as its header tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PilConversion {
-    /// 8-bit samples, or 16-bit colour (and grey with alpha) that PIL reads by each
-    /// value's high byte.
+    /// The image's levels are kept: 8-bit samples as they are, 16-bit colour (and grey
+    /// with alpha) by each value's high byte.
     #[default]
-    Scales,
+    KeepsLevels,
     /// 16-bit grey, PIL's mode `I;16`: its `convert("L")` and `convert("RGB")` clip every
     /// value above 255 to 255.
     ClipsGrey16,
@@ -67,7 +67,7 @@ pub fn check_all(
             let end = (start + CHUNK).min(paths.len());
             for (index, path) in paths.iter().enumerate().take(end).skip(start) {
                 match check(path, limits) {
-                    Ok(PilConversion::Scales) => {}
+                    Ok(PilConversion::KeepsLevels) => {}
                     Ok(PilConversion::ClipsGrey16) => {
                         // A poisoned lock only means another checker panicked.
                         clipped
@@ -163,7 +163,7 @@ pub fn check_file_header(
                 let (width, height) = image::ImageDecoder::dimensions(&decoder);
                 let conversion = match image::ImageDecoder::color_type(&decoder) {
                     image::ColorType::L16 => PilConversion::ClipsGrey16,
-                    _ => PilConversion::Scales,
+                    _ => PilConversion::KeepsLevels,
                 };
                 if width == 0 || height == 0 {
                     return Err(bad("the image has no pixels".to_owned()));
@@ -287,7 +287,7 @@ fn png_size(reader: &mut impl Read) -> io::Result<Header> {
         |at: usize| u32::from_be_bytes([chunk[at], chunk[at + 1], chunk[at + 2], chunk[at + 3]]);
     let conversion = match (chunk[16], chunk[17]) {
         (16, 0) => PilConversion::ClipsGrey16,
-        _ => PilConversion::Scales,
+        _ => PilConversion::KeepsLevels,
     };
     Ok(Header::Size(word(8), word(12), conversion))
 }
@@ -321,7 +321,7 @@ fn jpeg_size(reader: &mut impl Read, already: &[u8]) -> io::Result<Header> {
                 let height = u16::from_be_bytes([header[3], header[4]]);
                 let width = u16::from_be_bytes([header[5], header[6]]);
                 let (width, height) = (u32::from(width), u32::from(height));
-                return Ok(Header::Size(width, height, PilConversion::Scales));
+                return Ok(Header::Size(width, height, PilConversion::KeepsLevels));
             }
             _ => {
                 let mut length = [0u8; 2];
@@ -386,7 +386,7 @@ mod tests {
         let plain = jpeg(37, 21);
         assert_eq!(
             size_of(&plain).unwrap(),
-            Header::Size(37, 21, PilConversion::Scales)
+            Header::Size(37, 21, PilConversion::KeepsLevels)
         );
         // An APP1 segment of 20,000 bytes (an EXIF block with a thumbnail) after SOI.
         let mut with_exif = plain[..2].to_vec();
@@ -396,7 +396,7 @@ mod tests {
         with_exif.extend(&plain[2..]);
         assert_eq!(
             size_of(&with_exif).unwrap(),
-            Header::Size(37, 21, PilConversion::Scales)
+            Header::Size(37, 21, PilConversion::KeepsLevels)
         );
     }
 
@@ -408,7 +408,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             size_of(bytes.get_ref()).unwrap(),
-            Header::Size(5, 3, PilConversion::Scales)
+            Header::Size(5, 3, PilConversion::KeepsLevels)
         );
     }
 
