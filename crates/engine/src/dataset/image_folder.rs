@@ -139,14 +139,11 @@ pub fn list(
     let clipped = image_header::check_all(&paths, threads, limits, &mut report, cancel)?;
     let mut warnings = walk.warnings;
     if let Some(&first) = clipped.first() {
-        warnings.push(format!(
-            "{} of {} images are 16-bit grey (the first: {}): PIL opens them as mode I;16 \
-             and clips every value above 255 when torchvision converts them, so both \
-             runtimes here read them as PIL does, mostly white; a job that trains on them \
-             loads them with a loader of its own (a Python Dataset, `kind: python`)",
+        let first = paths[first].display().to_string();
+        warnings.push(image_header::clipped_grey_warning(
             clipped.len(),
             paths.len(),
-            paths[first].display()
+            &first,
         ));
     }
     Ok(ImageFolderFiles {

@@ -41,6 +41,17 @@ pub enum PilConversion {
     ClipsGrey16,
 }
 
+/// The warning for a dataset of which `count` of `total` images are ones PIL clips
+/// ([`PilConversion::ClipsGrey16`]), `first` naming the first of them.
+pub fn clipped_grey_warning(count: usize, total: usize, first: &str) -> String {
+    format!(
+        "{count} of {total} images are 16-bit grey (the first: {first}): PIL opens them as \
+         mode I;16 and clips every value above 255 when torchvision converts them, so both \
+         runtimes here read them as PIL does, mostly white; a job that trains on them loads \
+         them with a loader of its own (a Python Dataset, `kind: python`)"
+    )
+}
+
 /// Checks every file in `paths` on `threads` threads, calling `progress(checked)` on the
 /// calling thread as the count grows and once at the end; returns the indices, in order,
 /// of the files PIL clips ([`PilConversion::ClipsGrey16`]). Fails with the error of the

@@ -21,8 +21,9 @@ use super::compression::{self, Compression, DecompressClock};
 use super::members;
 use super::pattern::ShardLocation;
 use super::source::{Http, PositionedFile};
+use crate::dataset::DatasetLimits;
 use crate::dataset::image_folder::IMAGE_EXTENSIONS;
-use crate::dataset::{DatasetLimits, image_header};
+use crate::dataset::image_header::{self, PilConversion};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -39,6 +40,10 @@ pub struct SampleEntry {
     pub offset: u64,
     pub size: u64,
     pub label: i64,
+    /// PIL clips the image's samples (16-bit grey, see [`PilConversion`]): the dataset
+    /// warns of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pil_clips: bool,
 }
 
 /// What the index pass found in one shard.
@@ -182,7 +187,7 @@ enum Part {
 /// The sample being gathered: its key and the members seen so far.
 struct Open {
     key: String,
-    image: Option<(String, u64, u64)>,
+    image: Option<(String, u64, u64, PilConversion)>,
     label: Option<(String, i64)>,
 }
 
@@ -222,7 +227,7 @@ impl Samples<'_> {
         let open = self.open.as_mut().expect("a sample is open");
         match part {
             Part::Image => {
-                if let Some((first, _, _)) = &open.image {
+                if let Some((first, ..)) = &open.image {
                     return Err(location.bad(format!(
                         "{member}: two images under the key {key} (the first is {first})"
                     )));
@@ -244,10 +249,8 @@ impl Samples<'_> {
                         .map_err(|err| location.bad(format!("{member}: cannot read: {err}")))?;
                     image_header::check_file_header(&mut Cursor::new(bytes), limits)
                 };
-                // A shard's 16-bit grey members are clipped as PIL clips them, unwarned:
-                // the shard index is built member by member, not in one check.
-                checked.map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
-                open.image = Some((member, offset, size));
+                let conversion = checked.map_err(|bad| bad.at(Path::new(&shard), Some(&member)))?;
+                open.image = Some((member, offset, size, conversion));
             }
             Part::Label => {
                 if let Some((first, _)) = &open.label {
@@ -269,16 +272,17 @@ impl Samples<'_> {
             return Ok(());
         };
         match (open.image, open.label) {
-            (Some((member, offset, size)), Some((_, label))) => {
+            (Some((member, offset, size, conversion)), Some((_, label))) => {
                 self.done.push(SampleEntry {
                     member,
                     offset,
                     size,
                     label,
+                    pil_clips: conversion == PilConversion::ClipsGrey16,
                 });
                 Ok(())
             }
-            (Some((member, _, _)), None) => Err(self.location.bad(format!(
+            (Some((member, ..)), None) => Err(self.location.bad(format!(
                 "{member}: no label: the sample {} needs a .cls or .json member beside it",
                 open.key
             ))),

@@ -24,7 +24,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::{
-    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode, image_folder,
+    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode,
+    image_folder, image_header,
 };
 use serde::{Deserialize, Serialize};
 
@@ -182,6 +183,20 @@ impl Dataset for Shards {
         let shards = self.catalog.shards.len();
         let files = files::describe("shards", Path::new(&self.pattern), self.len(), self.shape);
         crate::secrets::redact(&format!("{files}, {shards} shards")).into_owned()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let shards = &self.catalog.shards;
+        let mut clipped = shards.iter().flat_map(|shard| {
+            let clipped = shard.samples.iter().filter(|sample| sample.pil_clips);
+            clipped.map(move |sample| (&shard.location, &sample.member))
+        });
+        let Some((location, member)) = clipped.next() else {
+            return Vec::new();
+        };
+        let first = format!("{location}: {member}");
+        let warning = image_header::clipped_grey_warning(1 + clipped.count(), self.len(), &first);
+        vec![crate::secrets::redact(&warning).into_owned()]
     }
 
     fn shards(&self) -> Option<Vec<Range<usize>>> {
@@ -363,6 +378,33 @@ mod tests {
         let mut pixels = vec![0; 18];
         let label = shards.read(index, &mut pixels).unwrap();
         (pixels, label)
+    }
+
+    /// A 16-bit grey PNG member, which PIL clips, is warned of, naming its shard; the
+    /// 8-bit samples beside it are not.
+    #[test]
+    fn a_shard_s_16_bit_grey_images_are_warned_of() {
+        let dir = TempDir::new().unwrap();
+        let mut members = samples(0, 2);
+        let mut grey = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageLuma16(image::ImageBuffer::from_pixel(3, 2, image::Luma([9000])))
+            .write_to(&mut grey, image::ImageFormat::Png)
+            .unwrap();
+        members.push(("000002.png".to_owned(), grey.into_inner()));
+        members.push(("000002.cls".to_owned(), b"1".to_vec()));
+        let path = dir.path().join("s-000.tar");
+        write_tar(&path, &members);
+        let plain = dir.path().join("t-000.tar");
+        write_tar(&plain, &samples(0, 2));
+        let open_path = |path: &Path| open(&path.display().to_string(), None);
+        assert_eq!(open_path(&plain).warnings(), Vec::<String>::new());
+        let warnings = open_path(&path).warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let first = format!(
+            "1 of 3 images are 16-bit grey (the first: {}: 000002.png)",
+            path.display()
+        );
+        assert!(warnings[0].starts_with(&first), "{warnings:?}");
     }
 
     #[test]
