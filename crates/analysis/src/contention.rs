@@ -9,8 +9,6 @@
 //! step's time per batch, round by round and epoch by epoch, against the run's tie margin:
 //! a slowdown beyond the noise, a tie within the margin, or not resolved.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
@@ -95,16 +93,15 @@ fn alike(a: &Config, b: &Config) -> bool {
 /// config with workers (1): each repeat's median as a round, each repeat's epochs after
 /// the first for the scatter within a round.
 fn step_noise_input(alone: &ConfigRuns<'_>, runs: &ConfigRuns<'_>) -> NoiseInput {
-    let by_round = |config: &ConfigRuns<'_>| -> BTreeMap<usize, f64> {
-        let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-        for run in &config.runs {
-            let per_batch = run.typical_epochs().filter_map(epoch_step_s);
-            rounds.entry(run.repeat).or_default().extend(per_batch);
-        }
-        rounds
-            .into_iter()
-            .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
-            .collect()
+    // A repeat's step time per batch: the median over its typical epochs.
+    let by_round = |config: &ConfigRuns<'_>| {
+        NoiseInput::by_round(config.runs.iter().copied(), |run| {
+            stats::median(
+                &run.typical_epochs()
+                    .filter_map(epoch_step_s)
+                    .collect::<Vec<_>>(),
+            )
+        })
     };
     let later = |run: &&ConfigResult| run.epochs.iter().skip(1).filter_map(epoch_step_s).collect();
     NoiseInput {

@@ -105,16 +105,7 @@ fn by_round<'r>(
     runs: impl IntoIterator<Item = &'r ConfigResult>,
     planned_epochs: usize,
 ) -> BTreeMap<usize, f64> {
-    let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for run in runs {
-        if let Some(seconds) = projected_s(run, planned_epochs) {
-            rounds.entry(run.repeat).or_default().push(seconds);
-        }
-    }
-    rounds
-        .into_iter()
-        .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
-        .collect()
+    NoiseInput::by_round(runs, |run| projected_s(run, planned_epochs))
 }
 
 /// What the noise model of a question is fitted to: each candidate's rounds, each

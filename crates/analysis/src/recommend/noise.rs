@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use loaderbench_measure::results::ConfigResult;
 use loaderbench_measure::stats;
 
 /// Rounds two configs must share to be compared by their own per-round ratios: two
@@ -72,6 +73,26 @@ pub struct NoiseInput {
     pub later_epochs: Vec<Vec<f64>>,
     /// Per round of an A/A check, the copy's projected time over the original's.
     pub aa_ratios: Vec<f64>,
+}
+
+impl NoiseInput {
+    /// One config's rounds: `value` of each of its results, by repeat number (the median
+    /// where several results measured the same repeat: a folded no-op twin, a copy).
+    pub fn by_round<'r>(
+        runs: impl IntoIterator<Item = &'r ConfigResult>,
+        value: impl Fn(&ConfigResult) -> Option<f64>,
+    ) -> BTreeMap<usize, f64> {
+        let mut rounds: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for run in runs {
+            if let Some(value) = value(run) {
+                rounds.entry(run.repeat).or_default().push(value);
+            }
+        }
+        rounds
+            .into_iter()
+            .filter_map(|(round, values)| Some((round, stats::median(&values)?)))
+            .collect()
+    }
 }
 
 /// How config `a` compares with config `b`.

@@ -7,8 +7,8 @@
 //! several threads at once, with the count checked reported as it goes,
 //! so a folder of a million files opens in seconds and a corrupt file is still named
 //! before a run starts. A tar shard's image members get the same check. A good header
-//! also says how PIL will cut its samples to 8 bits ([`PilConversion`]): an image folder
-//! warns of 16-bit grey images, which PIL clips.
+//! also says how PIL will cut its samples to 8 bits ([`PilConversion`]): image folders and
+//! shards warn of 16-bit grey images, which PIL clips.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek};

@@ -23,7 +23,8 @@ pub struct RankJob {
 }
 
 /// A rank's messages, in order: `Ready`, then per epoch any `WorkerReady` and `Batch`,
-/// a `Sweep` after the last batch, followed by `Epoch`, and `Done` once stdin closes; `Failed` ends it at any point.
+/// a `Sweep` after the last batch, followed by `Epoch`, and `Done` once stdin closes;
+/// `Failed` ends it at any point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "message")]
 pub enum FromRank {
