@@ -19,8 +19,9 @@ process exits before serving, and loaderbench starts every script afresh.
 This process reports on the socket a request came from, one JSON object a line:
 `preloaded` once it serves, `forked` with each new pid, `exited` with the pid and its
 wait status, and `released` once loaderbench has killed the pid's group and the process
-is reaped: until then it stays a zombie, so that its pid (and group id) cannot be given
-to another process while loaderbench may still signal it. When the socket closes
+is reaped (or at once, for a pid it no longer has): until then it stays a zombie, so
+that its pid (and group id) cannot be given to another process while loaderbench may
+still signal it. When the socket closes
 (loaderbench ended), it kills every process group it has not released and exits.
 
 Shared: a process that starts many loaderbench processes (tune's and `--recommend`'s
@@ -246,11 +247,13 @@ class Connection:
         if command == "fork":
             fds, self.fds = self.fds[:3], self.fds[3:]
             return self.fork(fds, json.loads(argument or "{}"), others, runs)
-        if command == "release" and int(argument) in self.children:
+        if command == "release":
+            # A pid not (or no longer) ours is answered too: the caller waits for it.
             pid = int(argument)
-            kill_group(pid)
-            os.waitpid(pid, 0)
-            del self.children[pid]
+            if pid in self.children:
+                kill_group(pid)
+                os.waitpid(pid, 0)
+                del self.children[pid]
             self.report(kind="released", pid=pid)
         return False
 

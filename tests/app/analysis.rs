@@ -223,7 +223,7 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     // the run again with the new rounds and its verdict.
     let dir = tempfile::tempdir().unwrap();
     let preset = Preset {
-        resolve_for_s: 20.0,
+        resolve_for_s: 6.0,
         ..common::runs::tiny_preset(512, 2)
     };
     let mut harness = run_in_app(dir.path(), &preset);

@@ -39,13 +39,13 @@ fn small_sweep<'a>(journal: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-/// The small sweep, recommending and measuring further for up to 15 s, exported to
+/// The small sweep, recommending and measuring further for up to 6 s, exported to
 /// `json`.
 fn recommending_sweep<'a>(journal: &'a Path, json: &'a Path) -> Vec<&'a str> {
     let extra = [
         "--recommend",
         "--resolve-for",
-        "15s",
+        "6s",
         "--json",
         path_str(json),
     ];
@@ -287,7 +287,7 @@ fn an_unresolved_recommendation_is_measured_further_within_its_limit() {
     assert!(output.status.success(), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
-        err.contains("not resolved yet: measuring the configs it hinges on for up to 15s"),
+        err.contains("not resolved yet: measuring the configs it hinges on for up to 6s"),
         "{err}"
     );
     // Every config, or on a busy machine those whose one round was disturbed.

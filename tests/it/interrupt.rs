@@ -26,16 +26,22 @@ fn workers_of(pid: u32) -> Vec<u32> {
 /// A sweep of four spawned-worker configs, each a few seconds long, in its own process
 /// group so the test can signal the group as a terminal does.
 fn start_run(dir: &Path, extra: &[&str]) -> Child {
-    start_sweep(dir, extra, |_| {})
+    start_sweep(dir, "samples=6400", extra, |_| {})
 }
 
-/// [`start_run`]'s sweep, its command set up by `configure` before it starts.
-fn start_sweep(dir: &Path, extra: &[&str], configure: impl FnOnce(&mut Command)) -> Child {
+/// [`start_run`]'s sweep on `samples` (a `--set`), its command set up by `configure`
+/// before it starts.
+fn start_sweep(
+    dir: &Path,
+    samples: &str,
+    extra: &[&str],
+    configure: impl FnOnce(&mut Command),
+) -> Child {
     let journal = dir.join("journal.jsonl");
     let sets = [
         "worker_kind=spawn",
         "num_workers=2",
-        "samples=6400",
+        samples,
         "batch_size=64",
         "epochs=2",
         "pipeline=[{\"custom\":{\"name\":\"slow\",\"ops\":[{\"cost\":{\"micros_per_sample\":500}}]}}]",
@@ -195,8 +201,11 @@ fn ctrl_c_saves_no_baseline_so_a_whole_one_of_that_name_is_kept() {
 fn a_run_under_nohup_outlives_its_terminal_s_hangup() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    // As `nohup` starts it: SIGHUP ignored.
-    let child = start_sweep(dir.path(), &["--json", path_str(&json)], |command| {
+    // As `nohup` starts it: SIGHUP ignored. It runs to its end, so on a fifth of the
+    // samples: its three configs after the hangup still take seconds (each epoch starts
+    // its spawned workers), where the whole sweep of `start_run` burns 30 s of CPU.
+    let json_args = ["--json", path_str(&json)];
+    let child = start_sweep(dir.path(), "samples=1280", &json_args, |command| {
         // SAFETY: between fork and exec only signal(), which is async-signal-safe.
         unsafe {
             command.pre_exec(|| {

@@ -4,7 +4,8 @@
 //! keep its exports (the JSON and CSV hold every config the journal holds, the run marked
 //! cancelled), exit with 128 + the signal (143 for SIGTERM, 130 for SIGINT), and leave
 //! no worker, rank or Python process behind. Five tries per signal on our engine's
-//! spawned workers, one each on the PyTorch runtime and on ranks. Also: a second signal
+//! spawned workers, each signalled at another moment of the run, one each on the PyTorch
+//! runtime and on ranks. Also: a second signal
 //! a second after the first quits at once, still writing the JSON.
 #![cfg(target_os = "linux")]
 
@@ -124,10 +125,14 @@ fn try_and_check(what: &str, signal: &str, after: Duration, sets: &[&str], code:
     assert_kept(&run, code, what);
 }
 
+/// [`TRIES`] tries of [`SLOW_RUN`] under `timeout -s SIGNAL`, each signalled later than
+/// the one before, from 1 s (its spawned workers starting, nothing measured yet) to 4 s
+/// (the first config journaled, the next measuring).
 fn tries(signal: &str, code: i32) {
     for attempt in 1..=TRIES {
         let what = format!("SIG{signal} try {attempt}");
-        try_and_check(&what, signal, Duration::from_secs(4), SLOW_RUN, code);
+        let after = Duration::from_secs_f64(1.0 + 3.0 * (attempt - 1) as f64 / (TRIES - 1) as f64);
+        try_and_check(&what, signal, after, SLOW_RUN, code);
     }
 }
 

@@ -814,6 +814,7 @@ fn the_script_s_peak_memory_is_its_own() {
 fn a_killed_script_fails_the_run_naming_the_signal() {
     let _turn = python_turn();
     let (_dir, handle, processes) = long_run_at_first_batch();
+    let killed = Instant::now();
     // SAFETY: sending a signal to a process this test started.
     unsafe {
         libc::kill(processes[0], libc::SIGKILL);
@@ -825,6 +826,14 @@ fn a_killed_script_fails_the_run_naming_the_signal() {
     assert!(
         error.contains("exited before finishing (signal: 9"),
         "{error}"
+    );
+    // Its preloaded Python was asked to release it twice (once on describing its end,
+    // once on dropping it); the second time it knew no such script and said nothing,
+    // and the run waited 10 s for the answer before it ended.
+    assert!(
+        killed.elapsed() < Duration::from_secs(5),
+        "failed {:?} after the kill",
+        killed.elapsed()
     );
 }
 

@@ -68,6 +68,9 @@ pub struct PythonProcess {
     stdin: Option<Box<dyn Write + Send>>,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Killed and reaped (or released to the preloaded Python, which reaps it): its pid
+    /// and group id may since be another process's.
+    ended: bool,
 }
 
 impl PythonProcess {
@@ -144,6 +147,7 @@ impl PythonProcess {
             stdin: Some(Box::new(stdin)),
             lines,
             stderr: collect_tail(stderr),
+            ended: false,
         };
         std::thread::Builder::new()
             .name("pytorch-stdout".to_owned())
@@ -200,9 +204,12 @@ impl PythonProcess {
         lines.iter().rev().find(|l| !l.trim().is_empty()).cloned()
     }
 
-    /// Kills the process and everything in its group, then reaps it.
+    /// Kills the process and everything in its group, then reaps it; once.
     pub fn kill(&mut self) {
         self.stdin = None;
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
         match &mut self.leader {
             Leader::Started(child) => {
                 kill_group(child);
