@@ -9,7 +9,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use loaderbench_measure::process_memory::ProcessKind;
 use loaderbench_measure::results::RunResult;
@@ -295,6 +295,10 @@ fn a_killed_pytorch_rank_fails_the_run_by_name_and_leaves_no_python_behind() {
     kill_rank_1_mid_epoch(&["runtime=pytorch", "samples=16000"], pytorch_scripts_of);
 }
 
+/// How long a run whose rank was killed may take to end: the other rank and every
+/// worker killed, the tables and exports written, on a loaded machine.
+const STOP_LIMIT: Duration = Duration::from_secs(8);
+
 /// Runs ranks 1 and 2 with a worker per rank, kills rank 1 of the second config (of the
 /// rank processes `ranks_of` finds for the CLI's pid) once both ranks have their workers,
 /// and checks the run's end.
@@ -336,10 +340,18 @@ fn kill_rank_1_mid_epoch(sets: &[&str], ranks_of: impl Fn(u32) -> Vec<u32>) {
     unsafe {
         libc::kill(rank_1 as libc::pid_t, libc::SIGKILL);
     }
+    let killed = Instant::now();
     let output = wait_with_deadline(child, Duration::from_secs(60));
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(err.contains("rank 1 died"), "{err}");
+    // A dead Python rank was released to its preloaded Python twice, and the second
+    // release, of a pid it no longer had, went unanswered for 10 s.
+    assert!(
+        killed.elapsed() < STOP_LIMIT,
+        "ended {:?} after the kill",
+        killed.elapsed()
+    );
     let result = read_result(&saved.json);
     assert_eq!(result.results.len(), 1, "config 0 is kept");
     assert_eq!(result.results[0].config.ranks, 1);
