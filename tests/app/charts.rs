@@ -190,7 +190,7 @@ fn with_a_step_the_step_stacks_on_the_wait_and_its_contention_is_said() {
     // One epoch each shows no noise to judge the slowdown by.
     harness.get_by_label(
         "nw=2: 2 workers may slow your step by 40%, not resolved (5.6 ms per batch, 4.0 ms at \
-         nw=0, no noise measured to judge it by)",
+         nw=0, no noise measured to judge it by): measure more epochs or repeats",
     );
     harness.get_by_label("input-bound 60% at nw=0, 5% at nw=2");
 }

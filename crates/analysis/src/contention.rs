@@ -146,6 +146,13 @@ fn compare(
     } else {
         "no noise measured to judge it by".to_owned()
     };
+    // What answers an open question, as a baseline comparison says it: later epochs
+    // show the scatter within a round, more repeats narrow the noise between rounds.
+    let hint = if difference.relation == Relation::Open {
+        ": measure more epochs or repeats"
+    } else {
+        ""
+    };
     let disturbed = [runs, alone]
         .iter()
         .any(|config| config.runs.iter().any(|r| r.disturbed));
@@ -163,7 +170,7 @@ fn compare(
         slowdown,
         disturbed,
         sentence: format!(
-            "{change} ({:.1} ms per batch, {:.1} ms at {}, {noise}{caveat})",
+            "{change} ({:.1} ms per batch, {:.1} ms at {}, {noise}{caveat}){hint}",
             step * 1e3,
             alone_step * 1e3,
             alone.label
@@ -282,12 +289,16 @@ mod tests {
             open[0].starts_with("2 workers may slow your step by 7%, not resolved (4.3 ms"),
             "{open:?}"
         );
+        assert!(
+            open[0].ends_with("): measure more epochs or repeats"),
+            "{open:?}"
+        );
         let unmeasured = sentences(&[4.0], &[5.6]);
         assert_eq!(
             unmeasured,
             [
                 "2 workers may slow your step by 40%, not resolved (5.6 ms per batch, 4.0 ms at \
-              nw=0, no noise measured to judge it by)"
+              nw=0, no noise measured to judge it by): measure more epochs or repeats"
             ]
         );
     }
@@ -305,7 +316,7 @@ mod tests {
         assert!(
             contention.sentence.ends_with(
                 "4.0 ms at nw=0, no noise measured to judge it by; disturbed by other load, \
-                 re-run on a quiet machine)"
+                 re-run on a quiet machine): measure more epochs or repeats"
             ),
             "{}",
             contention.sentence
