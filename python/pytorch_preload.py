@@ -21,8 +21,8 @@ This process reports on the socket a request came from, one JSON object a line:
 wait status, and `released` once loaderbench has killed the pid's group and the process
 is reaped (or at once, for a pid it no longer has): until then it stays a zombie, so
 that its pid (and group id) cannot be given to another process while loaderbench may
-still signal it. When the socket closes
-(loaderbench ended), it kills every process group it has not released and exits.
+still signal it. When the socket closes (loaderbench ended), it kills every process
+group it has not released and exits.
 
 Shared: a process that starts many loaderbench processes (tune's and `--recommend`'s
 rounds, the test suite) starts one preloaded Python with a listening socket as its stdin
