@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
+use image_folder::height_width;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;
@@ -101,8 +102,8 @@ pub struct DatasetSpec {
     /// Channels the images are converted to (`image_folder`): 1 (grey) or 3 (RGB).
     #[serde(default = "default_channels")]
     pub channels: usize,
-    /// `[height, width]` that `image_folder` images are resized to.
-    #[serde(default = "default_image_size")]
+    /// `[height, width]` (or `(h, w)`) that `image_folder` images are resized to.
+    #[serde(default = "default_image_size", deserialize_with = "height_width")]
     pub image_size: [usize; 2],
     /// Seed of the synthetic generator.
     #[serde(default)]

@@ -389,6 +389,39 @@ mod tests {
     }
 
     #[test]
+    fn image_size_reads_from_either_bracket_and_names_what_it_wants() {
+        for written in ["(64, 48)", "[64, 48]"] {
+            let preset = Preset::from_ron(
+                &format!("(version: 1, name: \"x\", dataset: (image_size: {written}))"),
+                origin(),
+            )
+            .unwrap();
+            assert_eq!(preset.dataset.image_size, [64, 48], "{written}");
+            assert_eq!(
+                Preset::from_ron(&preset.to_ron(), origin()).unwrap(),
+                preset
+            );
+        }
+        let mut preset = Preset::default();
+        preset
+            .set(
+                "dataset",
+                "(kind: image_folder, path: \"d\", image_size: [32, 24])",
+            )
+            .unwrap();
+        assert_eq!(preset.dataset.image_size, [32, 24]);
+        for wrong in ["[64]", "(64, 48, 3)", "64"] {
+            let err = Preset::from_ron(
+                &format!("(version: 1, name: \"x\", dataset: (image_size: {wrong}))"),
+                origin(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("[height, width]"), "{wrong}: {err}");
+        }
+    }
+
+    #[test]
     fn wrong_version_is_rejected() {
         let err = Preset::from_ron("(version: 7, name: \"x\")", origin()).unwrap_err();
         assert!(err.to_string().contains("version"), "{err}");
