@@ -122,9 +122,11 @@ fn compare(
     let model = NoiseModel::fit(&step_noise_input(alone, runs), tie_margin);
     // How much faster the step is alone: a `Faster` relation is workers slowing it.
     let difference = model.compare(0, 1)?;
-    let (workers, s) = match runs.config.num_workers {
-        1 => ("1 worker".to_owned(), "s"),
-        n => (format!("{n} workers"), ""),
+    let workers = crate::workers(runs.config.num_workers);
+    let s = if runs.config.num_workers == 1 {
+        "s"
+    } else {
+        ""
     };
     let percent = slowdown.abs() * 100.0;
     let change = match difference.relation {

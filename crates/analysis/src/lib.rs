@@ -36,6 +36,15 @@ pub use ledger::{BreakEven, LedgerRow};
 pub use recommend::{Outcome, Recommendation};
 pub use scaling::ScalingCurve;
 
+/// `n` workers in words: "0 workers", "1 worker", "4 workers".
+pub fn workers(n: usize) -> String {
+    if n == 1 {
+        "1 worker".to_owned()
+    } else {
+        format!("{n} workers")
+    }
+}
+
 /// One config's epoch times, repeats and epochs folded together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfigEstimate {

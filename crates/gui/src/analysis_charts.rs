@@ -3,8 +3,8 @@
 //! against `num_workers`, the Amdahl fit and the knee marked), the stall per batch with
 //! a training step, and the change against a baseline.
 
-use loaderbench_analysis::Analysis;
 use loaderbench_analysis::baseline::Change;
+use loaderbench_analysis::{Analysis, workers};
 use loaderbench_present::views::ChartId;
 
 use super::charts::{Axis, Chart, Mark, Series, configs_axis, grouped};
@@ -79,7 +79,7 @@ pub fn scaling(analysis: &Analysis) -> Chart {
             .and_then(|workers| curve.points.iter().find(|p| p.num_workers == workers));
         if let Some(knee) = knee {
             highlights.push(Series {
-                name: format!("{} knee: {} workers", curve.family, knee.num_workers),
+                name: format!("{} knee: {}", curve.family, workers(knee.num_workers)),
                 color: index,
                 points: vec![[knee.num_workers as f64, knee.steady_epoch_s]],
             });

@@ -8,7 +8,7 @@
 //! finished run's [`RunResult`]; the throughput's knee comes from its [`Analysis`].
 
 use loaderbench_analysis::scaling::{family_name, worker_families};
-use loaderbench_analysis::{Analysis, ConfigRuns, measured_configs, mib};
+use loaderbench_analysis::{Analysis, ConfigRuns, measured_configs, mib, workers};
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::DatasetTransfer;
 use loaderbench_measure::process_memory::ProcessKind;
@@ -268,7 +268,7 @@ pub fn throughput(result: &RunResult, analysis: &Analysis) -> Chart {
             .and_then(|workers| whole.iter().find(|p| p[0] == workers as f64));
         if let Some(point) = knee {
             highlights.push(Series {
-                name: format!("{family} knee: {} workers", point[0]),
+                name: format!("{family} knee: {}", workers(point[0] as usize)),
                 color: SHADE_STEP + index,
                 points: vec![*point],
             });

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::tables::render;
 
 use loaderbench_analysis::scaling::{KNEE_GAIN, ScalingCurve};
-use loaderbench_analysis::{Analysis, Recommendation};
+use loaderbench_analysis::{Analysis, Recommendation, workers};
 
 /// The whole analysis, sections separated by blank lines.
 pub fn text(analysis: &Analysis) -> String {
@@ -121,11 +121,12 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
     let points: Vec<String> = curve
         .points
         .iter()
-        .map(|p| format!("{} workers {:.2} s", p.num_workers, p.steady_epoch_s))
+        .map(|p| format!("{} {:.2} s", workers(p.num_workers), p.steady_epoch_s))
         .collect();
     let knee = match curve.knee_workers {
-        Some(workers) => format!(
-            "knee at {workers} workers (the next count gains under {:.0}% per worker)",
+        Some(knee) => format!(
+            "knee at {} (the next count gains under {:.0}% per worker)",
+            workers(knee),
             KNEE_GAIN * 100.0
         ),
         None => "no knee: still scaling at the largest count".to_owned(),
@@ -139,7 +140,28 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loaderbench_analysis::scaling::ScalingPoint;
     use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
+
+    #[test]
+    fn one_worker_is_a_worker_in_the_scaling_line() {
+        let point = |num_workers, steady_epoch_s| ScalingPoint {
+            num_workers,
+            config: num_workers,
+            steady_epoch_s,
+        };
+        let curve = ScalingCurve {
+            family: "num_workers".to_owned(),
+            points: vec![point(0, 2.0), point(1, 1.0), point(2, 0.95)],
+            knee_workers: Some(1),
+            fit: None,
+        };
+        assert_eq!(
+            scaling_line(&curve),
+            "num_workers: 0 workers 2.00 s, 1 worker 1.00 s, 2 workers 0.95 s; knee at 1 worker \
+             (the next count gains under 10% per worker)"
+        );
+    }
 
     #[test]
     fn report_has_every_section() {

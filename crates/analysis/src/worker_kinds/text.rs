@@ -2,8 +2,8 @@
 //! against the processes, their typical epochs, memory and CPU time), what to do where
 //! the noise leaves a count open, then what the GIL estimate says and how it was made.
 
-use super::super::mib;
 use super::super::recommend::{MEMORY_TIE_SHARE, RERUN};
+use super::super::{mib, workers};
 use super::{GilShare, KindPoint, Standing, WorkerKindComparison};
 
 pub(super) fn paragraph(
@@ -185,13 +185,4 @@ fn workers_list(workers: &[usize]) -> String {
     };
     let plural = if workers == [1] { "worker" } else { "workers" };
     format!("{listed} {plural}")
-}
-
-/// `n` workers in words: "1 worker", "4 workers".
-fn workers(n: usize) -> String {
-    if n == 1 {
-        "1 worker".to_owned()
-    } else {
-        format!("{n} workers")
-    }
 }
