@@ -65,18 +65,16 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
         )
     })?;
     let mut plan = Plan::from_preset(&setup, Some(&args.run))?;
-    // A wide tune saved its widened preset, and measured its plan with the configs
-    // without workers merged into one (as `tune --space wide` does).
-    if plan.configs != result.configs && result.tune.is_some() {
-        loaderbench_analysis::tune::space::merge_workerless(&mut plan);
-    }
-    if plan.configs != result.configs {
+    if !plan.settles(&result.configs) {
         return Err(Error::file(
             &args.run,
             "its preset gives other configs than the run measured, so it cannot be \
              measured further",
         ));
     }
+    // Measured further as it was measured (an earlier loaderbench's copies of the config
+    // without workers included), so each result keeps its config.
+    plan.configs = result.configs.clone();
     // The journal measured further: the run's own, else the one its results go to.
     let is_journal = args.run.extension().is_some_and(|e| e == "jsonl");
     let measured_into = if is_journal {

@@ -69,10 +69,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
         let machine = Machine::current();
         space::widen(&mut preset, machine.logical_cores, machine.cuda_devices > 0)?;
     }
-    let mut plan = Plan::from_preset(&preset, Some(&origin))?;
-    if args.space == Space::Wide {
-        space::merge_workerless(&mut plan);
-    }
+    let plan = Plan::from_preset(&preset, Some(&origin))?;
     args.exports.check_writable(args.journal.as_deref())?;
     let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     interrupt::install()?;

@@ -31,7 +31,7 @@ use common::{assert_said, loaderbench_command, run_with_deadline, stderr, stdout
 fn saved_json() -> &'static Path {
     static EIGHT: OnceLock<(TempDir, SavedRun)> = OnceLock::new();
     let swept = [
-        "num_workers=0,1",
+        "num_workers=1,2",
         "persistent_workers=false,true",
         "pin_memory=false,true",
     ];

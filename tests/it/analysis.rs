@@ -423,8 +423,7 @@ fn resolving_a_cut_journal_measures_the_configs_it_never_finished() {
 }
 
 /// A wide tune's results are measured further like any run's: its saved preset is the
-/// widened one, and its plan merged the configs without workers, which `resolve`
-/// refused as "other configs than the run measured".
+/// widened one, whose plan measures the config without workers once.
 #[test]
 fn a_wide_tune_can_be_resolved() {
     let dir = tempfile::tempdir().unwrap();

@@ -171,7 +171,7 @@ fn a_memory_limit_between_two_configs_keeps_the_bigger_out_of_the_recommendation
     );
     let between = format!("{}B", (nw0 + nw2) / 2);
     let limited = recommend(&["--memory-limit", &between]);
-    assert!(limited.contains("\nUse nw=0 persistent."), "{limited}");
+    assert!(limited.contains("\nUse nw=0."), "{limited}");
     assert!(
         limited.contains("nw=2 persistent (")
             && limited.contains("does not fit the memory limit of"),

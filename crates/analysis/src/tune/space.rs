@@ -7,7 +7,6 @@
 //! them, as the batch size, the pipeline and everything else do.
 
 use loaderbench_engine::error::Result;
-use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::{Preset, Runtime, WorkerKind};
 
 /// Widens `preset`'s lists for a machine with `cores` logical cores, with CUDA or not.
@@ -49,28 +48,6 @@ pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
         preset.set("start_method", &list(start_methods()))?;
     }
     preset.set("extra_configs", "[]")
-}
-
-/// Keeps one of the configs without workers that differ only in knobs of workers
-/// (persistent, prefetch, worker kind, start method): a wide space crosses every such
-/// knob with `num_workers: 0` too, and those configs are one and the same loader.
-pub fn merge_workerless(plan: &mut Plan) {
-    let Some(first) = plan.configs.iter().find(|c| c.num_workers == 0).cloned() else {
-        return;
-    };
-    let mut kept: Vec<loaderbench_engine::plan::Config> = Vec::new();
-    for mut config in std::mem::take(&mut plan.configs) {
-        if config.num_workers == 0 {
-            config.persistent_workers = first.persistent_workers;
-            config.prefetch_factor = first.prefetch_factor;
-            config.worker_kind = first.worker_kind;
-            config.start_method = first.start_method;
-        }
-        if !kept.contains(&config) {
-            kept.push(config);
-        }
-    }
-    plan.configs = kept;
 }
 
 /// Our engine's worker kinds here: processes exist on Unix only.
@@ -146,11 +123,8 @@ mod tests {
     fn configs_without_workers_are_one_config() {
         let mut preset = Preset::default();
         widen(&mut preset, 2, false).unwrap();
-        let mut plan = Plan::from_preset(&preset, None).unwrap();
-        let before = plan.configs.len();
-        merge_workerless(&mut plan);
+        let plan = Plan::from_preset(&preset, None).unwrap();
         let workerless = plan.configs.iter().filter(|c| c.num_workers == 0).count();
         assert_eq!(workerless, 1);
-        assert_eq!(plan.configs.len(), before - (before / 4 - 1), "{before}");
     }
 }

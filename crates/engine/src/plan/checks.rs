@@ -74,16 +74,10 @@ pub(super) fn check_preset(preset: &Preset) -> std::result::Result<(), FieldErro
     super::ranges::check_preset_numbers(preset)
 }
 
+/// Checks a config: its values ([`check_values`]), then what its runtime and kinds can
+/// run together.
 pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldError> {
-    if config.batch_size == 0 {
-        return Err(field("batch_size", "must be at least 1"));
-    }
-    if config.ranks == 0 {
-        return Err(field("ranks", "must be at least 1"));
-    }
-    if config.prefetch_factor == 0 {
-        return Err(field("prefetch_factor", "must be at least 1"));
-    }
+    check_values(config)?;
     let engine_processes = matches!(config.worker_kind, WorkerKind::Fork | WorkerKind::Spawn);
     if config.runtime == Runtime::Loaderbench && engine_processes && !cfg!(unix) {
         return Err(field(
@@ -105,6 +99,21 @@ pub(super) fn check_config(config: &Config) -> std::result::Result<(), FieldErro
     if config.runtime.runs_python() {
         crate::transform::check_torchvision(&config.pipeline)
             .map_err(|err| field("pipeline", err))?;
+    }
+    Ok(())
+}
+
+/// Checks each of a config's values on its own: counts of at least 1, and every number
+/// within its range.
+pub(super) fn check_values(config: &Config) -> std::result::Result<(), FieldError> {
+    if config.batch_size == 0 {
+        return Err(field("batch_size", "must be at least 1"));
+    }
+    if config.ranks == 0 {
+        return Err(field("ranks", "must be at least 1"));
+    }
+    if config.prefetch_factor == 0 {
+        return Err(field("prefetch_factor", "must be at least 1"));
     }
     super::ranges::check_config_numbers(config)
 }

@@ -11,8 +11,8 @@ use super::worker_kinds;
 use crate::device::DeviceSpec;
 use crate::error::FieldError;
 use crate::preset::{
-    BatchTransfer, Cache, ConfigPoint, DatasetTransfer, IntraOpThreads, Preset, Runtime,
-    StartMethod, TransformAt, WorkerKind,
+    BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, Preset, Runtime, StartMethod,
+    TransformAt, WorkerKind,
 };
 use crate::transform::PipelineSpec;
 
@@ -88,9 +88,10 @@ fn is_zero(value: &usize) -> bool {
 impl Default for Config {
     /// The config of the default preset.
     fn default() -> Config {
-        knobs::extra_config(&Preset::default(), &ConfigPoint::default())
-            .expect("the default preset's first values make a config")
-            .settled(false)
+        let preset = Preset::default();
+        let first =
+            knobs::first_values(&preset).expect("the default preset's first values make a config");
+        first.clone().settled(&preset, &first)
     }
 }
 
@@ -146,11 +147,22 @@ impl Config {
     }
 
     /// The same config with the start method, the worker kind and where transforms run
-    /// reset where they do not matter (see [`worker_kinds::settled`]); where the preset
-    /// gives no start method (`start_method_given` false), a PyTorch config's `fork` or
-    /// `spawn` kind picks it.
-    pub(super) fn settled(mut self, start_method_given: bool) -> Config {
+    /// reset where they do not matter (see [`worker_kinds::settled`]); where `preset`
+    /// gives no start method, a PyTorch config's `fork` or `spawn` kind picks it. Without
+    /// workers, the knobs only workers use take their value in `first` (the preset's
+    /// first values), so a sweep of them measures the config without workers once, not
+    /// once per value.
+    pub(super) fn settled(mut self, preset: &Preset, first: &Config) -> Config {
+        if self.num_workers == 0 {
+            self.persistent_workers = first.persistent_workers;
+            self.prefetch_factor = first.prefetch_factor;
+            self.in_order = first.in_order;
+            self.worker_kind = first.worker_kind;
+            self.dataset_transfer = first.dataset_transfer;
+            self.batch_transfer = first.batch_transfer;
+        }
         self.worker_kind = worker_kinds::settled(&self);
+        let start_method_given = preset.start_method != [StartMethod::platform_default()];
         if !start_method_given && let Some(method) = worker_kinds::start_method_of_kind(&self) {
             self.start_method = method;
         }

@@ -60,6 +60,11 @@ pub(super) fn extra_config(
     config(fields)
 }
 
+/// The config of each list's first value.
+pub(super) fn first_values(preset: &Preset) -> Result<Config, serde_json::Error> {
+    extra_config(preset, &ConfigPoint::default())
+}
+
 /// For each knob, the value most of `configs` share (the last of equally common ones).
 /// Counted in one pass per knob, keyed by each value's JSON text: labels are made for
 /// every config of plans of thousands.

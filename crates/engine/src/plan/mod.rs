@@ -15,7 +15,7 @@ pub use config::Config;
 pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
 pub use ranges::{MOST_CONFIGS, NumberRange, RANGES, check_number};
 
-use checks::{check_config, check_preset, user_dataset_configs, warnings};
+use checks::{check_config, check_preset, check_values, user_dataset_configs, warnings};
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::dataset::DatasetKind;
 use crate::device::DeviceSpec;
 use crate::error::{Error, FieldError, Result};
-use crate::preset::{Preset, RunOrder, Runtime, StartMethod};
+use crate::preset::{Preset, RunOrder, Runtime};
 use crate::step::StepSpec;
 
 /// Everything a run needs, checked: the preset, whose fields (epochs, repeats, the
@@ -77,23 +77,18 @@ impl Plan {
                 .map_err(|err| bad(&format!("extra_configs[{i}]"), &err))?;
             configs.push((config, Some(i)));
         }
+        let first = knobs::first_values(preset).map_err(mismatch)?;
         let mut unique: Vec<(Config, Option<usize>)> = Vec::with_capacity(configs.len());
-        // A preset that leaves start_method at its default lets a process kind pick it.
-        let start_method_given = preset.start_method != [StartMethod::platform_default()];
         for (config, extra) in configs {
-            let config = config.settled(start_method_given);
+            // Its values as given: settling sets aside what workers alone use.
+            check_values(&config).map_err(|err| in_file(within_extra(err, extra)))?;
+            let config = config.settled(preset, &first);
             if !unique.iter().any(|(seen, _)| *seen == config) {
                 unique.push((config, extra));
             }
         }
-        // A value only an extra config gives is named there, not in the sweep's list.
         for (config, extra) in &unique {
-            check_config(config)
-                .map_err(|err| match extra {
-                    Some(i) => err.within(&format!("extra_configs[{i}]")),
-                    None => err,
-                })
-                .map_err(in_file)?;
+            check_config(config).map_err(|err| in_file(within_extra(err, *extra)))?;
         }
         let mut configs: Vec<Config> = unique.into_iter().map(|(config, _)| config).collect();
         spdl_knobs::check_dataset(preset.dataset.kind, &configs).map_err(in_file)?;
@@ -159,6 +154,23 @@ impl Plan {
         }
     }
 
+    /// Whether `configs`, saved by a run of this plan's preset, are this plan's configs
+    /// as an earlier loaderbench made them: each is one of this plan's once settled, and
+    /// each of this plan's is one of them. A run saved before a config without workers
+    /// was measured once (rather than once per value of `persistent_workers`,
+    /// `prefetch_factor`, `in_order` or `worker_kind`) holds such copies.
+    pub fn settles(&self, configs: &[Config]) -> bool {
+        let Ok(first) = knobs::first_values(&self.preset) else {
+            return false;
+        };
+        let settled: Vec<Config> = configs
+            .iter()
+            .map(|config| config.clone().settled(&self.preset, &first))
+            .collect();
+        settled.iter().all(|config| self.configs.contains(config))
+            && self.configs.iter().all(|config| settled.contains(config))
+    }
+
     /// The label of config `index` within this plan.
     pub fn label(&self, index: usize) -> String {
         self.configs[index].label(&self.common_config())
@@ -168,6 +180,15 @@ impl Plan {
     pub fn labels(&self) -> Vec<String> {
         let common = self.common_config();
         self.configs.iter().map(|c| c.label(&common)).collect()
+    }
+}
+
+/// `err`, named in extra config `extra` where only an extra config gives the value, not
+/// in the sweep's list.
+fn within_extra(err: FieldError, extra: Option<usize>) -> FieldError {
+    match extra {
+        Some(i) => err.within(&format!("extra_configs[{i}]")),
+        None => err,
     }
 }
 
@@ -262,6 +283,67 @@ mod tests {
         preset.set("pin_memory", "false").unwrap();
         let plan = Plan::from_preset(&preset, None).unwrap();
         assert_eq!(plan.configs.len(), 1);
+    }
+
+    #[test]
+    fn knobs_only_workers_use_do_not_multiply_the_config_without_workers() {
+        let labels = |sets: &[(&str, &str)]| test_plans::plan(sets).unwrap().labels();
+        let workers_only = [
+            ("num_workers", "0,2"),
+            ("persistent_workers", "false,true"),
+            ("in_order", "true,false"),
+            ("prefetch_factor", "4,2"),
+        ];
+        let mut sets = workers_only.to_vec();
+        sets.extend([
+            ("worker_kind", "thread,spawn"),
+            ("dataset_transfer", "reopen,copy"),
+            ("batch_transfer", "shared_memory,pipe"),
+        ]);
+        let ours = labels(&sets);
+        // Each of the six knobs doubles the configs with workers only.
+        assert_eq!(ours.len(), 1 + (1 << 6), "{ours:?}");
+        assert_eq!(ours[0], "nw=0");
+        assert_eq!(ours.iter().filter(|l| l.starts_with("nw=0")).count(), 1);
+        let mut sets = workers_only.to_vec();
+        sets.extend([("runtime", "pytorch"), ("worker_kind", "auto,spawn")]);
+        let pytorch = labels(&sets);
+        assert_eq!(pytorch.len(), 1 + (1 << 4), "{pytorch:?}");
+        assert_eq!(pytorch.iter().filter(|l| l.starts_with("nw=0")).count(), 1);
+        // What still differs without workers stays: pinning is the consumer's.
+        let pinned = labels(&[
+            ("num_workers", "0"),
+            ("persistent_workers", "true"),
+            ("pin_memory", "false,true"),
+        ]);
+        assert_eq!(pinned, ["nw=0", "nw=0 pin"]);
+    }
+
+    #[test]
+    fn a_run_saved_with_copies_of_the_config_without_workers_settles_to_the_plan() {
+        let plan =
+            test_plans::plan(&[("num_workers", "0,2"), ("persistent_workers", "false,true")])
+                .unwrap();
+        assert_eq!(plan.labels(), ["nw=0", "nw=2", "nw=2 persistent"]);
+        let mut saved = plan.configs.clone();
+        saved.insert(
+            2,
+            Config {
+                persistent_workers: true,
+                ..saved[0].clone()
+            },
+        );
+        assert!(plan.settles(&saved));
+        assert!(plan.settles(&plan.configs));
+        assert!(
+            !plan.settles(&saved[..2]),
+            "nw=2 persistent is not among them"
+        );
+        saved.push(Config {
+            num_workers: 4,
+            ..saved[1].clone()
+        });
+        assert!(!plan.settles(&saved), "nw=4 is not the plan's");
     }
 
     #[test]

@@ -95,7 +95,8 @@ pub(super) const PERSISTENT_WORKERS: Knob = Knob {
     field: "persistent_workers",
     label: "persistent",
     value: |c| c.persistent_workers.to_string(),
-    tag: |c, _| c.persistent_workers.then(|| "persistent".to_owned()),
+    // Without workers nothing persists, whatever the preset's first value says.
+    tag: |c, _| (c.persistent_workers && c.num_workers > 0).then(|| "persistent".to_owned()),
     column: Column::Classic,
     python: Some(Python {
         keyword: "persistent_workers",
@@ -141,7 +142,7 @@ pub(super) const IN_ORDER: Knob = Knob {
     field: "in_order",
     label: "in order",
     value: |c| c.in_order.to_string(),
-    tag: |c, _| (!c.in_order).then(|| "unordered".to_owned()),
+    tag: |c, _| (!c.in_order && c.num_workers > 0).then(|| "unordered".to_owned()),
     column: Column::WhereVaries(|c| python_bool(c.in_order)),
     python: Some(Python {
         keyword: "in_order",
