@@ -1,6 +1,7 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
 //! out after a round (projected past the memory limit; beaten beyond the noise by the
-//! recommendation's own best set, once each has two measurements; then the slower half), when the answer is settled
+//! recommendation's own best set, once each has two measurements; then the slower half of
+//! those the open answer does not hinge on), when the answer is settled
 //! (every verdict resolved; who is reinstated until then),
 //! the next round's order and what of it fits in the budget, and the trail as the
 //! search ends.
@@ -128,10 +129,12 @@ pub(super) fn eliminate(
             )
         })
         .collect();
-    // A reinstated config is only eliminated when beaten: halving set it aside once.
+    // A reinstated config is only eliminated when beaten: halving set it aside once. One
+    // the answer hinges on is not halved either: `settled` would reinstate it at once.
+    let hinges = hinges(result, standings);
     let mut unbeaten: Vec<(usize, f64)> = best
         .iter()
-        .filter(|&&i| !standings[i].reinstated)
+        .filter(|&&i| !standings[i].reinstated && !hinges.contains(&i))
         .filter_map(|&i| Some((i, projected_s(result, i)?)))
         .collect();
     if unbeaten.len() > 2 {
@@ -260,15 +263,7 @@ pub(super) fn settled(
     standings: &mut [Standing],
     on_event: &mut dyn FnMut(TuneEvent),
 ) -> bool {
-    let mut view = result.clone();
-    view.status = RunStatus::Finished;
-    view.results
-        .retain(|r| standings[r.config_index].rounds > 0);
-    let hinges: Vec<usize> = Analysis::of(&view)
-        .recommendations
-        .into_iter()
-        .flat_map(|r| r.verdict.hinges_on)
-        .collect();
+    let hinges = hinges(result, standings);
     for &index in &hinges {
         let standing = &mut standings[index];
         if matches!(standing.fate, Some(Fate::Eliminated { .. })) {
@@ -278,6 +273,19 @@ pub(super) fn settled(
         }
     }
     hinges.is_empty()
+}
+
+/// The configs the verdicts over everything measured hinge on (see [`settled`]).
+fn hinges(result: &RunResult, standings: &[Standing]) -> Vec<usize> {
+    let mut view = result.clone();
+    view.status = RunStatus::Finished;
+    view.results
+        .retain(|r| standings[r.config_index].rounds > 0);
+    Analysis::of(&view)
+        .recommendations
+        .into_iter()
+        .flat_map(|r| r.verdict.hinges_on)
+        .collect()
 }
 
 /// A config's median projected time over its repeats, as the recommendation projects it.
@@ -432,6 +440,34 @@ mod tests {
             "does not fit the memory limit of 512.0 MiB (memory_limit): 900.0 MiB at the end \
              of an epoch of the whole dataset"
         );
+    }
+
+    /// Halving a config the open answer hinges on only set it aside for `settled` to
+    /// bring back at once: the trail said "out: nw=2 (in the slower half)" and "back in:
+    /// nw=2" after the same round.
+    #[test]
+    fn the_configs_an_open_answer_hinges_on_are_not_halved() {
+        let configs = vec![
+            config(0, false),
+            config(1, false),
+            config(2, false),
+            config(4, false),
+        ];
+        let mut results = rounds(0, 0, &[1.0, 1.1]);
+        results.extend(rounds(1, 1, &[1.02, 1.05]));
+        results.extend(rounds(2, 2, &[1.05, 1.0]));
+        results.extend(rounds(3, 4, &[1.08, 1.03]));
+        let measured = result(configs, results);
+        let mut standings: Vec<Standing> = (0..4).map(|_| standing(2, None)).collect();
+        assert_eq!(
+            hinges(&measured, &standings).len(),
+            4,
+            "nothing is resolved"
+        );
+        let mut events = Vec::new();
+        eliminate(&measured, &mut standings, 2, &mut |e| events.push(e));
+        assert!(events.is_empty(), "{events:?}");
+        assert!(standings.iter().all(|s| s.fate.is_none()));
     }
 
     #[test]
