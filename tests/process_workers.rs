@@ -349,7 +349,7 @@ fn a_journal_closed_while_forked_workers_run_is_not_held_by_them() {
         ));
     let (_, _, startups) = epoch(&mut loader);
     assert_eq!(startups, 2);
-    journal.end(&RunStatus::Finished).unwrap();
+    journal.end(&RunStatus::Finished, None).unwrap();
     drop(journal);
     assert_eq!(children().len(), 2, "the persistent workers still run");
     let reopened = Journal::reopen(&path).map(drop);

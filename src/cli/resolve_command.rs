@@ -95,7 +95,7 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
     } else {
         let path = prepare_journal(args.journal.clone(), false, &plan)?;
         let mut copy = Journal::create(&path, &result)?;
-        copy.end(&result.status)?;
+        copy.end(&result.status, None)?;
         path
     };
     interrupt::install()?;

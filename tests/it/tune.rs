@@ -80,6 +80,13 @@ mod on_a_quiet_machine {
             text.contains("| config") && text.contains("| fate"),
             "{text}"
         );
+        // The dataset the rounds opened, though the header was written before any did.
+        let dataset = result["dataset"].as_str().unwrap();
+        assert!(
+            dataset.starts_with("synthetic FashionMNIST-shaped ("),
+            "{dataset}"
+        );
+        assert!(text.contains(&format!("\nlight — {dataset}\n")), "{text}");
     }
 }
 

@@ -185,7 +185,7 @@ pub fn resolve(
             error: error.to_string(),
         };
     }
-    match journal.end(&result.status) {
+    match journal.end(&result.status, None) {
         Err(unended) if error.is_none() => {
             result.status = RunStatus::Failed {
                 error: unended.to_string(),

@@ -26,10 +26,21 @@ use loaderbench_engine::loader::process::SharedFd;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "entry")]
 enum Entry {
-    Run { run: Box<RunResult> },
-    Config { result: Box<ConfigResult> },
-    Tune { trail: Box<TuneTrail> },
-    End { status: RunStatus },
+    Run {
+        run: Box<RunResult>,
+    },
+    Config {
+        result: Box<ConfigResult>,
+    },
+    Tune {
+        trail: Box<TuneTrail>,
+    },
+    End {
+        status: RunStatus,
+        /// The dataset's description, where the header was written before it was known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dataset: Option<String>,
+    },
 }
 
 /// The failure of a run whose journal has no end and that nobody is writing any more:
@@ -223,10 +234,13 @@ impl Journal {
         })
     }
 
-    /// Appends the run's final status.
-    pub fn end(&mut self, status: &RunStatus) -> Result<()> {
+    /// Appends the run's final status, with the dataset's description where the header
+    /// was written before the dataset was opened (a tune's rounds open it in their own
+    /// processes).
+    pub fn end(&mut self, status: &RunStatus, dataset: Option<&str>) -> Result<()> {
         self.append(&Entry::End {
             status: status.clone(),
+            dataset: dataset.filter(|d| !d.is_empty()).map(str::to_owned),
         })
     }
 
@@ -364,7 +378,12 @@ pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<RunResult> {
             }
             (Entry::Config { result }, Some(run)) => run.results.push(*result),
             (Entry::Tune { trail }, Some(run)) => run.tune = Some(*trail),
-            (Entry::End { status }, Some(run)) => run.status = status,
+            (Entry::End { status, dataset }, Some(run)) => {
+                run.status = status;
+                if let Some(dataset) = dataset {
+                    run.dataset = dataset;
+                }
+            }
             (_, None) => {
                 return Err(Error::file(
                     path,
@@ -398,6 +417,29 @@ mod tests {
     use super::*;
     use crate::fixtures::{config, epoch, result, run};
 
+    /// A tune writes its header before any round has opened the dataset: the end says
+    /// what it was, and the journal reads back with it (`report` headed its tables with
+    /// "light — " and nothing more).
+    #[test]
+    fn a_dataset_described_at_the_end_fills_the_header_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tune.jsonl");
+        let measured = run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]);
+        let mut header = result(vec![config(0, false)], vec![measured.clone()]);
+        header.results.clear();
+        header.dataset = String::new();
+        let mut journal = Journal::create(&path, &header).unwrap();
+        journal.config(&measured).unwrap();
+        journal
+            .end(&RunStatus::Finished, Some("synthetic (8 samples)"))
+            .unwrap();
+        drop(journal);
+        assert_eq!(
+            read_journal(&path).unwrap().dataset,
+            "synthetic (8 samples)"
+        );
+    }
+
     /// A finished two-config run's journal at `path`; returns the run.
     fn journal_of_two_configs(path: &Path) -> RunResult {
         let whole = result(
@@ -414,7 +456,7 @@ mod tests {
         for measured in &whole.results {
             journal.config(measured).unwrap();
         }
-        journal.end(&RunStatus::Finished).unwrap();
+        journal.end(&RunStatus::Finished, None).unwrap();
         whole
     }
 
@@ -511,7 +553,7 @@ mod tests {
         let whole = journal_of_two_configs(&path);
         cut(&path, 10);
         let mut journal = Journal::reopen(&path).unwrap();
-        journal.end(&RunStatus::Cancelled).unwrap();
+        journal.end(&RunStatus::Cancelled, None).unwrap();
         let read = read_journal(&path).unwrap();
         assert_eq!(read.results, whole.results);
         assert_eq!(read.status, RunStatus::Cancelled);

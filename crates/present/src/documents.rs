@@ -101,7 +101,7 @@ mod tests {
             run.results.clear();
             let mut journal = loaderbench_measure::Journal::create(&path, &run).unwrap();
             journal.config(&measured).unwrap();
-            journal.end(&status).unwrap();
+            journal.end(&status, None).unwrap();
         };
         write("1-old.jsonl", "old", RunStatus::Finished);
         std::thread::sleep(std::time::Duration::from_millis(20));

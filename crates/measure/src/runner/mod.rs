@@ -278,7 +278,7 @@ impl Run {
         };
         // The measuring's own failure first: a journal that cannot take the end line
         // fails a run that had none.
-        let ended = journal.end(&status);
+        let ended = journal.end(&status, None);
         outcome.and(ended)
     }
 
