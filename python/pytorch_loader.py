@@ -23,7 +23,9 @@ single os.write so that lines from worker processes never interleave:
   sweep         waiting for `go` after the epoch's last batch, while its worker
                 processes (which end with its iterator, or with the loader after the
                 last epoch) are still there, so that loaderbench sweeps their memory
-                once more (the wait is left out of the epoch's seconds)
+                once more (the wait is left out of the epoch's seconds); and, for an
+                IterableDataset, before DataLoader ends each worker whose iterator ran
+                out mid-epoch
   epoch         an epoch ended, its seconds
   rank_epoch    with ranks: when this rank left the barrier and ended the epoch (time.time)
   done          every epoch measured
@@ -539,6 +541,24 @@ def sweep_before_workers_end(epoch):
     return time.perf_counter() - asked
 
 
+def sweep_as_iterable_workers_end(batches, epoch, swept):
+    """Has loaderbench sweep the memory of every process before DataLoader ends a worker
+    whose IterableDataset iterator ran out: DataLoader ends each such worker at once,
+    mid-epoch, so the sweep after the last batch came too late for it. Adds the seconds
+    waited to `swept[0]`, which the epoch's time leaves out. (Persistent workers stay
+    for that sweep; map-style datasets' workers end only with the iterator.)"""
+    end_worker = getattr(batches, "_mark_worker_as_unavailable", None)
+    if end_worker is None:
+        return
+
+    def swept_then_ended(worker_id, shutdown=False):
+        if not shutdown:
+            swept[0] += sweep_before_workers_end(epoch)
+        end_worker(worker_id, shutdown)
+
+    batches._mark_worker_as_unavailable = swept_then_ended
+
+
 def measure_epoch(loader, epoch, device, step, rule, ranked):
     cuda = device.type == "cuda"
     whole = epoch_size(loader) if rule is not None else None
@@ -549,16 +569,23 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
     emit(kind="epoch_start", epoch=epoch, t0=start)
     sizes = batch_sizes(loader)
     batches = iter(loader)
+    swept_s = [0.0]
+    if has_worker_processes(loader) and isinstance(loader.dataset, IterableDataset):
+        sweep_as_iterable_workers_end(batches, epoch, swept_s)
     index = 0
     at_s = []
     drained_s = 0.0
     while True:
         asked = time.perf_counter()
+        swept_before = swept_s[0]
         try:
             batch = next(batches)
         except StopIteration:
             break
         taken = time.perf_counter()
+        # A worker's sweep while this batch was awaited is no wait for it, and the
+        # epoch's clock leaves every sweep out.
+        swept_in_wait = swept_s[0] - swept_before
         batch = to_device(batch, device)
         if cuda:
             torch.cuda.synchronize(device)
@@ -572,20 +599,21 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
             kind="batch",
             epoch=epoch,
             index=index,
-            at_s=at - start,
+            at_s=at - start - swept_s[0],
             samples=sizes(index) if sizes is not None else batch_samples(batch),
-            wait_s=taken - asked,
+            wait_s=taken - asked - swept_in_wait,
             to_device_s=at - taken,
             step_s=stepped - at,
         )
         index += 1
-        at_s.append(at - start)
+        at_s.append(at - start - swept_s[0])
         if whole is not None and window_done_on_every_rank(rule, at_s, ranked):
             drained_s = drain_in_flight(batches)
             break
         if index == last:
             break
-    swept_s = sweep_before_workers_end(epoch) if has_worker_processes(loader) else 0.0
+    if has_worker_processes(loader):
+        swept_s[0] += sweep_before_workers_end(epoch)
     # Cut or not, the epoch ends once its iterator is gone (non-persistent workers end);
     # a torchdata.nodes epoch is closed, so that what its threads left wrong is raised.
     if hasattr(batches, "close"):
@@ -594,7 +622,7 @@ def measure_epoch(loader, epoch, device, step, rule, ranked):
     emit(
         kind="epoch",
         epoch=epoch,
-        seconds=time.perf_counter() - start - swept_s - drained_s,
+        seconds=time.perf_counter() - start - swept_s[0] - drained_s,
         window=rule if whole is not None else None,
         epoch_size=whole,
     )

@@ -404,6 +404,32 @@ fn an_iterable_dataset_with_a_length_is_measured_whole() {
     assert_eq!(epoch["samples"], 1280, "{epoch:#}");
 }
 
+/// The workers of an IterableDataset end as their iterators run out, mid-epoch
+/// (DataLoader ends each at once): each is swept before it is ended. The epoch's sweep
+/// after the last batch came too late for them, so in epochs shorter than the periodic
+/// sweep's interval the run said nothing of the workers' memory.
+#[test]
+fn the_workers_of_an_iterable_dataset_are_counted_before_they_end() {
+    let setup = Setup::for_module(
+        "iterable_with_len.py",
+        r#"{"size": 64, "delay_s": 0}"#,
+        None,
+    );
+    let output = setup.run(&["num_workers=2", "epochs=3"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = setup.results();
+    let result = &run["results"][0];
+    for epoch in result["epochs"].as_array().unwrap() {
+        assert!(
+            epoch["memory"]["worker_pss_bytes"].as_u64() > Some(0),
+            "{epoch:#}"
+        );
+    }
+    let processes = result["processes"].as_array().unwrap();
+    let workers = processes.iter().filter(|p| p["kind"] == "worker").count();
+    assert_eq!(workers, 6, "two a epoch: {processes:#?}");
+}
+
 /// An epoch cut after its window takes the batches in flight in DataLoader's workers
 /// before it ends (out of its time): the next epoch of persistent workers starts clean.
 /// Left in flight, they were charged to the next epoch's first batch (1.91 s against
