@@ -38,11 +38,7 @@ pub use scaling::ScalingCurve;
 
 /// `n` workers in words: "0 workers", "1 worker", "4 workers".
 pub fn workers(n: usize) -> String {
-    if n == 1 {
-        "1 worker".to_owned()
-    } else {
-        format!("{n} workers")
-    }
+    loaderbench_engine::counted(n, "worker")
 }
 
 /// One config's epoch times, repeats and epochs folded together.

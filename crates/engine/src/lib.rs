@@ -25,3 +25,23 @@ pub mod step;
 pub mod transform;
 
 pub use error::{Error, Result};
+
+/// `count` of `noun` in words, the noun plural but for one: "1 shard", "4 shards",
+/// "2 classes".
+pub fn counted(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ if noun.ends_with('s') => format!("{count} {noun}es"),
+        _ => format!("{count} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::counted(1, "shard"), "1 shard");
+        assert_eq!(super::counted(0, "worker"), "0 workers");
+        assert_eq!(super::counted(2, "class"), "2 classes");
+    }
+}

@@ -353,10 +353,8 @@ pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<RunResult> {
             Ok(entry) => entry,
             // Not followed by a newline: the last write never ended.
             Err(_) if lines.peek().is_none() => {
-                let kept = match run.as_ref().map_or(0, |run| run.results.len()) {
-                    1 => "1 config".to_owned(),
-                    n => format!("{n} configs"),
-                };
+                let configs = run.as_ref().map_or(0, |run| run.results.len());
+                let kept = loaderbench_engine::counted(configs, "config");
                 notes.push(format!(
                     "{}: line {number} is cut: the run stopped mid-write; {kept} kept",
                     path.display()

@@ -179,7 +179,7 @@ impl Dataset for ImageFolder {
 
     fn describe(&self) -> String {
         let files = files::describe("image_folder", &self.root, self.len(), self.shape);
-        format!("{files}, {} classes", self.classes)
+        format!("{files}, {}", crate::counted(self.classes, "class"))
     }
 
     fn files(&self) -> Vec<PathBuf> {

@@ -86,10 +86,10 @@ impl Messages {
                 // Newest first, so each removal leaves the earlier indices in place.
                 actions.extend(warnings.iter().map(|(i, _)| Action::DismissMessage(*i)));
             }
-            let title = match warnings.len() {
-                1 => "1 warning from the run".to_owned(),
-                n => format!("{n} warnings from the run"),
-            };
+            let title = format!(
+                "{} from the run",
+                loaderbench_engine::counted(warnings.len(), "warning")
+            );
             let title = RichText::new(title).color(ui.visuals().warn_fg_color);
             egui::CollapsingHeader::new(title)
                 .id_salt("run_warnings")

@@ -77,11 +77,10 @@ pub fn model_errors(result: &RunResult) -> Option<String> {
         .iter()
         .filter_map(|(runtime, errors)| {
             let median = loaderbench_measure::stats::median(errors)?;
-            let n = errors.len();
             Some(format!(
-                "{runtime} ±{:.0}% ({n} config{})",
+                "{runtime} ±{:.0}% ({})",
                 median * 100.0,
-                if n == 1 { "" } else { "s" }
+                loaderbench_engine::counted(errors.len(), "config")
             ))
         })
         .collect();

@@ -182,7 +182,8 @@ impl Dataset for Shards {
     fn describe(&self) -> String {
         let shards = self.catalog.shards.len();
         let files = files::describe("shards", Path::new(&self.pattern), self.len(), self.shape);
-        crate::secrets::redact(&format!("{files}, {shards} shards")).into_owned()
+        let shards = crate::counted(shards, "shard");
+        crate::secrets::redact(&format!("{files}, {shards}")).into_owned()
     }
 
     fn warnings(&self) -> Vec<String> {
