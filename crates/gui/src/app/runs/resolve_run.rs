@@ -3,9 +3,10 @@
 //! the preset's `resolve_for_s`. `loaderbench resolve` does it in a child process (as the
 //! app's runs and tunes are measured, so the window never shares the measured process),
 //! appending to the run's journal, its rounds reported as JSON lines (`--events`) and
-//! shown in the run bar as they come. When it ends, the run is shown again with its new
-//! rounds, its analysis and verdicts redone. Cancel is Ctrl-C to the child, which keeps
-//! what it measured. A scripted run (`gui --run --exit`) ends as it was measured.
+//! shown in the run bar as they come. As rounds end, the run is shown again from the
+//! journal (at most once a second), its analysis and verdicts redone; when the resolve
+//! ends, from what it saved. Cancel is Ctrl-C to the child, which keeps what it
+//! measured. A scripted run (`gui --run --exit`) ends as it was measured.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use loaderbench_analysis::resolve::ResolveEvent;
 use loaderbench_analysis::{Analysis, warnings};
+use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::results_file;
 
 use crate::live::RunData;
@@ -21,10 +23,17 @@ use super::super::messages::Messages;
 use super::Runs;
 use super::event_child::EventChild;
 
+/// How often, at most, the run is shown again from its journal while rounds go on.
+const REFRESH: Duration = Duration::from_secs(1);
+
 /// A resolve in its child process, or ended.
 pub(super) struct ResolveRun {
     child: EventChild<ResolveEvent>,
     json: PathBuf,
+    /// The run's journal, which the child appends each round's configs to.
+    journal: PathBuf,
+    /// When the run was last shown again from the journal, and the round begun then.
+    shown: (Instant, usize),
     /// Holds the results until the run is shown again.
     _scratch: tempfile::TempDir,
     /// The run's config labels, to say what a round measures.
@@ -70,6 +79,8 @@ impl ResolveRun {
         Ok(ResolveRun {
             child: EventChild::spawn(command, "resolve", ctx)?,
             json,
+            journal: journal.to_path_buf(),
+            shown: (Instant::now(), 1),
             _scratch: scratch,
             labels,
             status: format!("Not resolved: measuring further, for up to {seconds:.0} s"),
@@ -144,6 +155,21 @@ impl Runs {
             }
         });
         let Some(ended) = ended else {
+            // A round has ended since the run was last shown: show it with its rounds.
+            let (at, round) = resolve.shown;
+            if resolve.rounds > round && at.elapsed() >= REFRESH {
+                resolve.shown = (Instant::now(), resolve.rounds);
+                let read = results_file::read(&resolve.journal);
+                if let (Ok(result), Some(run)) = (read, self.live.as_mut()) {
+                    // Its sweep finished; the rounds after it go on.
+                    let result = RunResult {
+                        status: RunStatus::Finished,
+                        ..result
+                    };
+                    run.analysis = Some(Analysis::of(&result));
+                    run.data = RunData::replayed(result);
+                }
+            }
             return;
         };
         let read = results_file::read(&resolve.json);
