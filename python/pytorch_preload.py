@@ -42,6 +42,7 @@ import socket
 import struct
 import sys
 import tempfile
+import time
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -297,10 +298,32 @@ class Connection:
 
 
 def kill_group(pid):
+    """SIGKILL to group `pid`, then a wait (at most 2 s) until none of its processes runs
+    any more, each gone or a zombie: a DataLoader worker with much memory resident takes
+    tens of milliseconds to free it, and none may outlive the loaderbench that exits
+    once its script is released."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    deadline = time.monotonic() + 2.0
+    while group_runs(pid) and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def group_runs(group):
+    """True while a process of `group` is neither gone nor a zombie."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X", b"x"):
+            return True
+    return False
 
 
 def become_script(others, fds, place, runs):

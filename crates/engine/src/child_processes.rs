@@ -8,7 +8,9 @@
 //! that their pipes reached end-of-file. Children also leave Ctrl-C and termination to
 //! this process ([`leave_interrupts_to_parent`]), which stops them itself. What a child
 //! writes is read as bytes ([`lossy_lines`]), so its pipes are drained to the end
-//! whatever it writes; what it is first given goes through [`hand_over`].
+//! whatever it writes; what it is first given goes through [`hand_over`]. A group killed
+//! with [`kill_group`] or [`end_group`] has ended when they return: none of its processes
+//! still frees its memory.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,6 +18,8 @@ use std::process::{Child, ChildStdin, Command};
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Mutex, OnceLock};
+#[cfg(unix)]
+use std::time::{Duration, Instant};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -90,16 +94,63 @@ pub fn spawn_tied(mut command: Command) -> std::io::Result<Child> {
     on_launcher(move || command.spawn())
 }
 
+/// How long [`end_group`] waits for a killed group's processes to be gone: a process
+/// with gigabytes resident takes tens of milliseconds to free them after SIGKILL.
+#[cfg(unix)]
+const GROUP_END_LIMIT: Duration = Duration::from_secs(2);
+
 /// SIGKILL to a child's process group, for a child started as a group's leader (not yet
-/// reaped, so the group id cannot have been reused); elsewhere, the child alone.
+/// reaped, so the group id cannot have been reused), waiting until the group has ended
+/// ([`end_group`]); elsewhere, the child alone.
 pub fn kill_group(child: &mut Child) {
     #[cfg(unix)]
-    {
-        // A group that is already gone is ESRCH, which changes nothing.
-        let group = rustix::process::Pid::from_child(child);
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    }
+    end_group(rustix::process::Pid::from_child(child));
     let _ = child.kill();
+}
+
+/// SIGKILL to process group `group`, then a wait (at most two seconds) until none of its
+/// processes runs any more, each gone or a zombie: what the group held (its memory, its
+/// cores) is free when this returns, and no process of it outlives a loaderbench that
+/// exits next.
+#[cfg(unix)]
+pub fn end_group(group: rustix::process::Pid) {
+    // A group that is already gone is ESRCH, which changes nothing.
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let deadline = Instant::now() + GROUP_END_LIMIT;
+    while group_runs(group.as_raw_nonzero().get()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// True while a process of group `group` runs (it is neither gone nor a zombie); read
+/// from /proc on Linux, elsewhere never.
+#[cfg(unix)]
+fn group_runs(group: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.parse::<u32>().is_ok())
+        })
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .any(|stat| {
+            state_and_group(&stat)
+                .is_some_and(|(state, of)| of == group && !matches!(state, "Z" | "X" | "x"))
+        })
+}
+
+/// A process's state and process group, from its /proc `stat` line: the first and third
+/// fields after the command's closing parenthesis.
+#[cfg(unix)]
+fn state_and_group(stat: &str) -> Option<(&str, i32)> {
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?;
+    Some((state, fields.nth(1)?.parse().ok()?))
 }
 
 /// [`spawn_tied`], the child also [leaving interrupts to this
@@ -233,6 +284,48 @@ mod tests {
         assert!(panicked.is_err(), "the caller sees the failure");
         assert_eq!(on_launcher(|| 2 + 2), 4);
     }
+
+    /// The resident memory of group `group`'s processes, in KiB.
+    #[cfg(target_os = "linux")]
+    fn group_rss_kib(group: i32) -> u64 {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| {
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                (state_and_group(&stat)?.1 == group).then_some(())?;
+                let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+                let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .sum()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_killed_group_has_ended_when_its_leader_is_reaped() {
+        use std::os::unix::process::CommandExt;
+        // The leader dies at once; dd, with a gigabyte resident, takes tens of
+        // milliseconds to free it after SIGKILL, as a DataLoader worker does.
+        let mut command = Command::new("sh");
+        command
+            .args([
+                "-c",
+                "dd if=/dev/zero of=/dev/null bs=1G count=1000000 2>/dev/null & wait",
+            ])
+            .process_group(0);
+        let mut child = command.spawn().unwrap();
+        let group = i32::try_from(child.id()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while group_rss_kib(group) < 900 * 1024 {
+            assert!(Instant::now() < deadline, "dd never filled its buffer");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_group(&mut child);
+        child.wait().unwrap();
+        assert!(!group_runs(group), "a process of the group still runs");
+    }
+
     #[test]
     fn lines_that_are_not_utf8_are_read_lossily_to_the_end() {
         let written: &[u8] = b"one\r\n\xff\xfe warning\nlast";

@@ -26,7 +26,7 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use serde::Deserialize;
 
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::child_processes::{kill_group, lossy_lines};
+use loaderbench_engine::child_processes::{end_group, kill_group, lossy_lines};
 use loaderbench_engine::error::{Error, Result};
 
 /// The environment variable that, set to `0`, has every script started afresh.
@@ -297,7 +297,7 @@ impl PreloadedPython {
             .ok()
             .and_then(rustix::process::Pid::from_raw);
         if let (false, Some(group)) = (released, group) {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            end_group(group);
         }
         self.shared.lock().exits.remove(&pid);
     }
