@@ -63,7 +63,7 @@ except ImportError:
 
 
 # The knobs loaderbench sends under "knobs" in the request, by their names in its knob
-# table (crates/engine/src/knob_table.rs); a test there checks that this list names exactly the knobs the
+# table (crates/engine/src/plan/knob_table/); a test there checks that this list names exactly the knobs the
 # table sends, and the script refuses a request that sends others.
 KNOBS = (
     "pipeline",
@@ -342,6 +342,32 @@ def tie_fork_server():
     multiprocessing.get_context("forkserver").set_forkserver_preload(["__main__", "forkserver_tie"])
 
 
+def check_workers_while_waiting():
+    """Has DataLoader, waiting for a batch under a `timeout`, check its workers every
+    MP_STATUS_CHECK_INTERVAL (5 s) as it does without one. With a timeout it waits the
+    whole of it at once and learns of a dead worker only from SIGCHLD, whose handler runs
+    only when the signal interrupts the main thread's wait; delivered to another thread
+    (the queues' feeder threads, a user's), a worker the out-of-memory killer ended read as
+    "DataLoader timed out after 60 seconds", a minute later. Once per process."""
+    iterator = torch.utils.data.dataloader._MultiProcessingDataLoaderIter
+    original = iterator._try_get_data
+    if getattr(original, "checks_workers", False):
+        return
+    interval = torch.utils.data._utils.MP_STATUS_CHECK_INTERVAL
+
+    def try_get_data(self, timeout=interval):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            # Raises where a worker has died, as each of DataLoader's own checks does.
+            got = original(self, max(0.0, min(left, interval)))
+            if got[0] or left <= interval:
+                return got
+
+    try_get_data.checks_workers = True
+    iterator._try_get_data = try_get_data
+
+
 def build_loader(request, dataset):
     generator = torch.Generator()
     generator.manual_seed(request["seed"])
@@ -372,6 +398,7 @@ def build_loader(request, dataset):
     )
     options.update(sampler_options(request, dataset))
     if workers > 0:
+        check_workers_while_waiting()
         if knobs["start_method"] == "forkserver":
             tie_fork_server()
         options.update(
