@@ -158,6 +158,58 @@ fn stopping_a_tune_keeps_its_trail_and_what_it_measured() {
 }
 
 #[test]
+fn each_line_of_a_round_names_a_config_that_round_measured() {
+    // A round stopped before it measured anything listed under its heading every config
+    // it had planned that an earlier round had measured, with that round's time.
+    let dir = tempfile::tempdir().unwrap();
+    let (json, log) = (dir.path().join("t.json"), dir.path().join("err.txt"));
+    let journal = dir.path().join("t.jsonl");
+    let slow =
+        r#"pipeline=[{"custom":{"name":"slow","ops":[{"cost":{"micros_per_sample":500}}]}}]"#;
+    let mut args = vec!["tune", "seed-light", "--budget", "5m"];
+    args.extend(["--set", "samples=2048", "--set", "epochs=2", "--set", slow]);
+    args.extend(["--json", path_str(&json), "--journal", path_str(&journal)]);
+    let mut command = loaderbench_command(&args);
+    command
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let child = command.spawn().expect("the program starts");
+    let printed = || std::fs::read_to_string(&log).unwrap_or_default();
+    common::wait_until(Duration::from_secs(120), "round 1 to begin", || {
+        printed().lines().any(|line| line.starts_with("round 1:"))
+    });
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill takes a pid and a signal number; no pointers.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let output = wait_with_deadline(child, Duration::from_secs(30));
+    let err = printed();
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    let results = read_json(&json)["results"].as_array().unwrap().clone();
+    let measured = |label: &str, round: u64| {
+        results
+            .iter()
+            .any(|r| r["label"] == label && r["repeat"] == round)
+    };
+    let mut round = None;
+    let mut lines = 0;
+    for line in err.lines() {
+        if let Some(heading) = line.strip_prefix("round ") {
+            round = heading
+                .split(':')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok());
+        } else if let Some((label, _)) = line.trim_start().split_once(": ")
+            && line.contains(" s projected over ")
+        {
+            let round = round.expect("a round's heading first");
+            assert!(measured(label, round), "{label} in round {round}: {err}");
+            lines += 1;
+        }
+    }
+    assert_eq!(lines, results.len(), "{err}");
+}
+
+#[test]
 fn a_measuring_process_that_ignores_the_stop_is_ended_and_the_tune_stops() {
     let dir = tempfile::tempdir().unwrap();
     let (child, json, journal) = start_tune(dir.path(), &[]);

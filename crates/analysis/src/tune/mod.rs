@@ -81,7 +81,8 @@ pub enum TuneEvent {
         round: usize,
         configs: Vec<usize>,
     },
-    /// A config was measured in a round (its projected time for the planned epochs).
+    /// A config was measured in a round, reported as it finished: its projected time
+    /// for the planned epochs, over every round that measured it.
     Measured {
         config: usize,
         round: usize,
@@ -192,7 +193,15 @@ pub fn tune(
                 {
                     unjournaled = Some(error);
                 }
+                let index = config.config_index;
                 result.results.push(config);
+                if let Some(seconds) = search::projected_s(&result, index) {
+                    on_event(TuneEvent::Measured {
+                        config: index,
+                        round,
+                        seconds,
+                    });
+                }
             },
         );
         rounds_run += 1;
@@ -204,15 +213,6 @@ pub fn tune(
         }
         for (index, seconds) in measured.seconds {
             standings[index].last_cost_s = Some(seconds);
-        }
-        for &index in &configs {
-            if let Some(seconds) = search::projected_s(&result, index) {
-                on_event(TuneEvent::Measured {
-                    config: index,
-                    round,
-                    seconds,
-                });
-            }
         }
         if let Some(error) = unjournaled {
             break (TuneStop::Failed, Some(error));
