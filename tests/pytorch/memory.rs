@@ -283,3 +283,44 @@ fn persistent_workers_are_counted_in_a_short_last_epoch() {
         );
     }
 }
+
+/// A run starts its own preloaded Python below it, to fork its PyTorch scripts from,
+/// and keeps it, idle, to the end: every config of our engine measured after a PyTorch
+/// one counted it as a worker (368 MiB at nw=0), which the tie rule's "least memory"
+/// then weighed.
+#[test]
+fn our_engine_s_config_after_a_pytorch_one_has_no_worker_at_nw_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, journal) = (dir.path().join("run.json"), dir.path().join("run.jsonl"));
+    let sets = [
+        "runtime=pytorch,loaderbench",
+        "num_workers=0",
+        "samples=512",
+        "extra_configs=[]",
+    ];
+    let extra = ["--json", path_str(&json), "--journal", path_str(&journal)];
+    let args = common::run_args("seed-light", &sets, &extra);
+    let output = common::run_with_deadline(
+        own_processes(&mut loaderbench_command(&args)),
+        Duration::from_secs(120),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run = common::json_file(&json);
+    let results = run["results"].as_array().unwrap();
+    let runtimes: Vec<&str> = results
+        .iter()
+        .map(|r| r["config"]["runtime"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        runtimes,
+        ["pytorch", "loaderbench"],
+        "measured in this order"
+    );
+    let kinds: Vec<&str> = results[1]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["main"], "{:#}", results[1]["processes"]);
+}

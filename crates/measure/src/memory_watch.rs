@@ -2,7 +2,8 @@
 //! while its epochs run, from outside them, the same way for every runtime. It is given
 //! the config's root processes (this process for our engine, the Python script for the
 //! PyTorch runtime, each rank's process for ranks) and finds the rest as their
-//! descendants in /proc at every sweep: a descendant is a worker, or a helper where its
+//! descendants in /proc at every sweep, but for a preloaded Python that stands by below
+//! this process ([`meter::StandingBy`]): a descendant is a worker, or a helper where its
 //! command line says it is multiprocessing's resource tracker or fork server. Each sweep
 //! reads every process's `/proc/PID/smaps_rollup` (PSS and private bytes). Reading
 //! smaps_rollup walks the process's page tables, so it is not free (measured here: 12 ms
@@ -205,7 +206,7 @@ impl State {
         let table = meter::processes();
         let mut sums: HashMap<ProcessKind, u64> = HashMap::new();
         for &(root, root_kind) in &self.roots {
-            for pid in meter::tree(root, &table) {
+            for pid in meter::config_tree(root, &table) {
                 let Some(usage) = memory::process_memory(pid) else {
                     continue;
                 };

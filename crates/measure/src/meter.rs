@@ -214,6 +214,18 @@ pub fn tree(root: u32, processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
     members
 }
 
+/// `root` and every process below it but those [standing by](StandingBy) and theirs
+/// (`root` itself always): the processes of the config `root` runs.
+pub fn config_tree(root: u32, processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
+    let standing_by = STANDING_BY.pids().clone();
+    let kept: Vec<(u32, ProcessTicks)> = processes
+        .iter()
+        .filter(|(pid, _)| *pid == root || !standing_by.contains(pid))
+        .copied()
+        .collect();
+    tree(root, &kept)
+}
+
 /// `roots` and every process below them, each once.
 pub fn forest(roots: &[u32], processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
     let mut members: Vec<u32> = roots
@@ -225,38 +237,81 @@ pub fn forest(roots: &[u32], processes: &[(u32, ProcessTicks)]) -> Vec<u32> {
     members
 }
 
-/// The processes this run adopted, by pid (a pid twice where two holders adopted it).
-static ADOPTED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+/// Pids listed for as long as their [`Listed`] guards are held (a pid twice where two
+/// hold it).
+struct PidList(std::sync::Mutex<Vec<u32>>);
 
-/// A process of this run that is not below this process (a script that a shared
-/// preloaded Python forked for it), counted with every process below it as the run's
-/// own for as long as this is held.
-pub struct Adopted(u32);
+impl PidList {
+    const fn new() -> PidList {
+        PidList(std::sync::Mutex::new(Vec::new()))
+    }
 
-impl Adopted {
-    pub fn new(pid: u32) -> Adopted {
-        adopted().push(pid);
-        Adopted(pid)
+    fn pids(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn list(&'static self, pid: u32) -> Listed {
+        self.pids().push(pid);
+        Listed { list: self, pid }
     }
 }
 
-impl Drop for Adopted {
+/// A pid's place in a [`PidList`], given up when dropped.
+struct Listed {
+    list: &'static PidList,
+    pid: u32,
+}
+
+impl Drop for Listed {
     fn drop(&mut self) {
-        let mut adopted = adopted();
-        if let Some(at) = adopted.iter().position(|pid| *pid == self.0) {
-            adopted.swap_remove(at);
+        let mut pids = self.list.pids();
+        if let Some(at) = pids.iter().position(|pid| *pid == self.pid) {
+            pids.swap_remove(at);
         }
     }
 }
 
-fn adopted() -> std::sync::MutexGuard<'static, Vec<u32>> {
-    ADOPTED.lock().unwrap_or_else(|p| p.into_inner())
+/// The processes this run adopted.
+static ADOPTED: PidList = PidList::new();
+
+/// A process of this run that is not below this process (a script that a shared
+/// preloaded Python forked for it), counted with every process below it as the run's
+/// own for as long as this is held.
+pub struct Adopted {
+    _listed: Listed,
+}
+
+impl Adopted {
+    pub fn new(pid: u32) -> Adopted {
+        Adopted {
+            _listed: ADOPTED.list(pid),
+        }
+    }
+}
+
+/// The processes of this run that belong to none of its configs.
+static STANDING_BY: PidList = PidList::new();
+
+/// A process below this one that belongs to none of the run's configs (a preloaded
+/// Python, idle between the scripts it forks, each of which the config it measures
+/// adopts): for as long as this is held, a config's processes ([`config_tree`]) leave it
+/// and everything below it out. The run's CPU still counts it.
+pub struct StandingBy {
+    _listed: Listed,
+}
+
+impl StandingBy {
+    pub fn new(pid: u32) -> StandingBy {
+        StandingBy {
+            _listed: STANDING_BY.list(pid),
+        }
+    }
 }
 
 /// The roots of the run's processes: this process and those it adopted.
 fn run_roots() -> Vec<u32> {
     let mut roots = vec![std::process::id()];
-    roots.extend(adopted().iter().copied());
+    roots.extend(ADOPTED.pids().iter().copied());
     roots
 }
 

@@ -111,6 +111,8 @@ pub struct PreloadedPython {
     shared: Arc<Shared>,
     /// The process, where this run started it.
     process: Option<Child>,
+    /// Its process belongs to none of the configs whose scripts it forks.
+    _standing_by: Option<crate::meter::StandingBy>,
 }
 
 impl PreloadedPython {
@@ -176,6 +178,9 @@ impl PreloadedPython {
         let preloaded = PreloadedPython {
             requests: Mutex::new(stream),
             shared: shared.clone(),
+            _standing_by: process
+                .as_ref()
+                .map(|p| crate::meter::StandingBy::new(p.id())),
             process,
         };
         let reports = reports.map_err(|err| {

@@ -42,6 +42,8 @@ pub struct SharedPreloadedPython {
     offer: OsString,
     /// Holds the scripts it runs and the socket; removed after the process ends.
     _folder: ScratchFolder,
+    /// Its process belongs to none of the configs whose scripts it forks.
+    _standing_by: crate::meter::StandingBy,
 }
 
 impl SharedPreloadedPython {
@@ -69,6 +71,7 @@ impl SharedPreloadedPython {
         let mut offer = OsString::from(format!("{:016x}:", identity_of(python)));
         offer.push(&socket);
         Ok(Some(SharedPreloadedPython {
+            _standing_by: crate::meter::StandingBy::new(process.id()),
             process,
             python: python.to_path_buf(),
             socket,
