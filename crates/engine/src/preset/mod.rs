@@ -287,9 +287,18 @@ fn ron_options() -> ron::Options {
 impl Preset {
     /// Parses RON text; `origin` names the file in errors.
     pub fn from_ron(text: &str, origin: &Path) -> Result<Preset> {
-        let preset: Preset = ron_options()
-            .from_str(text)
-            .map_err(|err| Error::file_caused(origin, format!("{err}"), err))?;
+        let preset: Preset = ron_options().from_str(text).map_err(|err| {
+            let hint = match &err.code {
+                ron::Error::MissingStructField {
+                    field: "version",
+                    outer,
+                } if outer.as_deref() == Some("Preset") => {
+                    format!(" (a preset's first field is `version: {PRESET_VERSION},`)")
+                }
+                _ => String::new(),
+            };
+            Error::file_caused(origin, format!("{err}{hint}"), err)
+        })?;
         if preset.version != PRESET_VERSION {
             return Err(Error::from(FieldError::new(
                 Some(origin),
@@ -419,6 +428,16 @@ mod tests {
             .to_string();
             assert!(err.contains("[height, width]"), "{wrong}: {err}");
         }
+    }
+
+    #[test]
+    fn a_preset_without_its_version_is_told_what_to_write() {
+        let err = Preset::from_ron("(name: \"x\")", origin()).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("missing field named `version` in `Preset` (a preset's first field is `version: 1,`)"),
+            "{err}"
+        );
     }
 
     #[test]
