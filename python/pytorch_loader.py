@@ -360,12 +360,41 @@ def check_workers_while_waiting():
         while True:
             left = deadline - time.monotonic()
             # Raises where a worker has died, as each of DataLoader's own checks does.
-            got = original(self, max(0.0, min(left, interval)))
+            try:
+                got = original(self, max(0.0, min(left, interval)))
+            except RuntimeError as err:
+                raise with_how_workers_ended(self, err)
             if got[0] or left <= interval:
                 return got
 
     try_get_data.checks_workers = True
     iterator._try_get_data = try_get_data
+
+
+def with_how_workers_ended(iterator, err):
+    """`err` as it is, unless it is DataLoader's "worker (pid(s) …) exited unexpectedly"
+    from its check of its workers' state, which does not say how they ended (only its
+    SIGCHLD handler's error does, and which of the two sees a death first is a race): then
+    the same error, raised from how each ended ("… is killed by signal: Killed." as the
+    handler says it, or the exit code). SIGKILL is the out-of-memory killer, most often."""
+    cause = err.__cause__
+    if "exited unexpectedly" not in str(err) or str(cause).startswith("DataLoader worker"):
+        return err
+    ended = []
+    for worker in iterator._workers:
+        code = worker.exitcode
+        if code is not None and code < 0:
+            ended.append(
+                f"DataLoader worker (pid {worker.pid}) is killed by signal: "
+                f"{signal.strsignal(-code)}."
+            )
+        elif code:
+            ended.append(f"DataLoader worker (pid {worker.pid}) exited with code {code}.")
+    if not ended:
+        return err
+    described = RuntimeError(str(err))
+    described.__cause__ = RuntimeError(" ".join(ended))
+    return described
 
 
 def build_loader(request, dataset):

@@ -3,18 +3,20 @@ out-of-memory killer would end it): `__getitem__` kills its own process at `kill
 only in a worker (`get_worker_info()` is not None), so that num_workers 0 runs through.
 loaderbench's tests load it with `factory: "make_dataset", args: {"size": N, "kill_index": I}`.
 
-The factory, run in the script's main thread, also leaves SIGCHLD to another thread (a
-thread of the user's takes it; the main thread blocks it), as the kernel may deliver it
-anyway: DataLoader's SIGCHLD handler then never interrupts the main thread's wait for a
-batch, and only its checks of the workers' state see the death.
+The factory also keeps DataLoader from installing its SIGCHLD handler, as DataLoader does
+itself when iterated outside the main thread, and as it amounts to when the kernel
+delivers the signal to a thread other than the main one while that waits for a batch: only
+DataLoader's checks of its workers' state see the death, on every run. Those wait the whole
+`timeout` at once, and their error, "DataLoader worker (pid(s) …) exited unexpectedly",
+does not say how the worker ended.
 """
 
 import os
 import signal
-import threading
 
 import torch
 from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data._utils import signal_handling
 
 
 class KilledWorker(Dataset):
@@ -32,6 +34,5 @@ class KilledWorker(Dataset):
 
 
 def make_dataset(size, kill_index):
-    threading.Thread(target=threading.Event().wait, daemon=True).start()
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    signal_handling._SIGCHLD_handler_set = True
     return KilledWorker(size, kill_index)
