@@ -294,8 +294,9 @@ def build_dataset(request):
         return pytorch_shards.shard_dataset(request, transform, image_mode(spec))
     else:
         raise UnsupportedOp(f"unknown dataset kind {spec['kind']}")
+    length = checked_len(dataset, spec)
     samples = request.get("samples")
-    if samples is not None and samples < len(dataset):
+    if samples is not None and samples < length:
         dataset = Subset(dataset, range(samples))
     return dataset
 
@@ -832,6 +833,7 @@ def die_with_parent():
 
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
+import inspect  # noqa: E402
 import pickle  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
@@ -868,20 +870,48 @@ def user_module(named):
     return importlib.import_module(os.path.splitext(name)[0])
 
 
-def user_callable(module, spec, field, section="dataset"):
+def call_user(module, spec, field, args, section="dataset"):
+    """`spec[field]`(**args), a function of the user's `module`. A name the module lacks,
+    or arguments the function's signature does not take, are bad input naming the module:
+    calling it with them would raise a TypeError at no line of the user's, read as a
+    failed run."""
     name = spec[field]
     function = getattr(module, name, None)
     if not callable(function):
         problem = "is not callable" if function is not None else "is not defined"
         raise UserInputError(f"`{name}` ({section}.{field}) {problem} in the module", spec["path"])
-    return function
+    try:
+        inspect.signature(function).bind(**args)
+    except TypeError as err:
+        given = f"{section}.args {json.dumps(args)}" if args else "no arguments"
+        raise UserInputError(
+            f"`{name}` ({section}.{field}) cannot be called with {given}: {err}", spec["path"]
+        ) from None
+    except ValueError:
+        pass  # No signature to check (a builtin): the call itself says.
+    return function(**args)
+
+
+def checked_len(dataset, spec):
+    """len(dataset). Where len() itself refuses what the factory gave (no `__len__`, or
+    one that returns no integer), rather than the user's `__len__` raising, bad input
+    naming the module: the TypeError would name no line of theirs."""
+    try:
+        return len(dataset)
+    except TypeError as err:
+        if err.__traceback__.tb_next is not None:
+            raise
+        raise UserInputError(
+            f"len() of what `{spec['factory']}` (dataset.factory) gives fails: {err}",
+            spec["path"],
+        ) from None
 
 
 class UserCode:
     """What pytorch_steps needs of the helpers above."""
 
     module = staticmethod(user_module)
-    function = staticmethod(user_callable)
+    call = staticmethod(call_user)
 
     @staticmethod
     def fail_file(path, message):
@@ -893,7 +923,7 @@ def user_dataset(request):
     map-style dataset. An IterableDataset is taken as it is (a note says what it means)."""
     spec = request["dataset"]
     module = user_module(spec["path"])
-    dataset = user_callable(module, spec, "factory")(**spec["args"])
+    dataset = call_user(module, spec, "factory", spec["args"])
     if isinstance(dataset, IterableDataset):
         emit(
             kind="note",
@@ -901,8 +931,9 @@ def user_dataset(request):
             "samples do not apply, and each worker iterates it as its own code shards it",
         )
         return dataset
+    length = checked_len(dataset, spec)
     samples = request.get("samples")
-    if samples is not None and samples < len(dataset):
+    if samples is not None and samples < length:
         dataset = Subset(dataset, range(samples))
     return dataset
 
@@ -916,7 +947,7 @@ def user_loader_options(request, dataset):
     options = {}
     if spec.get("collate"):
         module = user_module(spec["path"])
-        options["collate_fn"] = user_callable(module, spec, "collate")()
+        options["collate_fn"] = call_user(module, spec, "collate", {})
     if isinstance(dataset, IterableDataset):
         options.update(shuffle=False, generator=None)
     return options

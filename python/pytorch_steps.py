@@ -49,8 +49,7 @@ def build_step(request, device, user):
         return ModelStep(step["path"], step["lr"], device, user)
     if kind == "python":
         module = user.module(step["path"])
-        factory = user.function(module, step, "factory", "step")
-        return factory(**step.get("args", {}))
+        return user.call(module, step, "factory", step.get("args", {}), "step")
     raise ValueError(f"unknown step kind {kind}")
 
 

@@ -18,6 +18,7 @@ mod resolve_command;
 mod run_command;
 mod shards_command;
 mod tune_command;
+mod validate_command;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,8 +46,8 @@ enum Command {
     /// Find the best settings for a preset within a time budget: predict from a few
     /// configs, measure the promising ones in rounds, drop the slower, stop when settled.
     Tune(tune_command::TuneArgs),
-    /// Check a preset (and any --set values) without running it: its dataset opens and
-    /// its step's file loads.
+    /// Check a preset (and any --set values) without running it: its dataset opens, every
+    /// config gets a batch, and its step and Python code load.
     Validate(PresetArgs),
     /// List the built-in presets.
     Presets,
@@ -213,7 +214,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Run(args)) => run_command::run(args),
         Some(Command::Tune(args)) => tune_command::tune(args),
-        Some(Command::Validate(args)) => validate(&args),
+        Some(Command::Validate(args)) => validate_command::validate(&args),
         Some(Command::Compare(args)) => compare_command::compare(args),
         Some(Command::Report(args)) => report_command::report(args),
         Some(Command::Resolve(args)) => resolve_command::resolve_saved(args),
@@ -309,46 +310,6 @@ fn load_preset(args: &PresetArgs) -> Result<(Preset, PathBuf), Error> {
         preset.memory_limit = Some(limits::memory_limit(limit)?);
     }
     Ok((preset, origin))
-}
-
-fn validate(args: &PresetArgs) -> Result<(), Error> {
-    let plan = load_plan(args)?;
-    // A model is loaded once, as a run loads it; a python step's module must exist.
-    plan.preset.step.check_files()?;
-    if plan.preset.dataset.kind == loaderbench_engine::dataset::DatasetKind::Python {
-        // The user's module runs in Python only; here it must at least exist.
-        if let Some(path) = plan.preset.dataset.path.as_ref().filter(|p| !p.is_file()) {
-            return Err(Error::file(path, "no such file"));
-        }
-    } else {
-        let dataset = loaderbench_engine::dataset::open(&plan.preset.dataset, plan.preset.samples)?;
-        for warning in loaderbench_engine::dataset::open_warnings(plan.preset.samples, &*dataset) {
-            errln!("warning: {warning}");
-        }
-        loaderbench_measure::engine_epoch::check_every_config_has_a_batch(&plan, &*dataset)?;
-    }
-    outln!(
-        "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",
-        args.preset,
-        plan.configs.len(),
-        plan.preset.repeats,
-        plan.preset.epochs
-    );
-    // Resolved: a preset file's relative paths against its folder, a `--set`'s against
-    // the current directory.
-    for (field, path) in plan.preset.paths() {
-        outln!(
-            "  {field}: {}",
-            loaderbench_engine::secrets::redact(&path.display().to_string())
-        );
-    }
-    for label in plan.labels() {
-        outln!("  {label}");
-    }
-    for warning in &plan.warnings {
-        errln!("warning: {warning}");
-    }
-    Ok(())
 }
 
 #[cfg(feature = "gui")]

@@ -118,6 +118,22 @@ impl Setup {
         run_leaving_nothing(&mut run, self.dir.path(), limit)
     }
 
+    /// `loaderbench validate` on the preset, with the setup's `--set`s and `sets`.
+    fn validate(&self, sets: &[&str]) -> Output {
+        let preset = self.dir.path().join("user.ron");
+        let mut args = vec!["validate", path_str(&preset)];
+        for set in self
+            .sets
+            .iter()
+            .map(String::as_str)
+            .chain(sets.iter().copied())
+        {
+            args.extend(["--set", set]);
+        }
+        let mut validate = common::loaderbench_command(&args);
+        run_leaving_nothing(&mut validate, self.dir.path(), Duration::from_secs(120))
+    }
+
     fn json(&self) -> PathBuf {
         self.dir.path().join("run.json")
     }
@@ -264,6 +280,66 @@ fn an_exception_in_len_names_the_users_line() {
     let output = setup.run(&["dataset.args.fail_at=len"]);
     let message = "RuntimeError: cannot count the samples";
     assert_fails_at(&output, MNIST_USER, "cannot count the samples", message, 2);
+}
+
+#[test]
+fn a_length_that_is_no_integer_is_bad_input_naming_the_module() {
+    let setup = Setup::new();
+    let output = setup.run(&["dataset.args.fail_at=len_type"]);
+    assert_fails(
+        &output,
+        "mnist_user.py: len() of what `make_dataset` (dataset.factory) gives fails: 'str' \
+         object cannot be interpreted as an integer",
+        2,
+    );
+}
+
+#[test]
+fn validate_loads_the_users_dataset_as_a_run_does() {
+    let setup = Setup::new();
+    let output = setup.validate(&[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = stdout(&output);
+    assert!(printed.contains("\n  dataset: 256 samples\n"), "{printed}");
+    let output = setup.validate(&["dataset.factory=make_nothing"]);
+    assert_fails(
+        &output,
+        "mnist_user.py: `make_nothing` (dataset.factory) is not defined in the module",
+        2,
+    );
+    let output = setup.validate(&["dataset.args.fail_at=factory"]);
+    let data = setup.dir.path().join("data");
+    let message = format!("ValueError: cannot read {}", path_str(&data));
+    let raise = "raise ValueError(f\"cannot read";
+    assert_fails_at(&output, MNIST_USER, raise, &message, 2);
+    // Every config, not only the one the script builds, gets a batch of the 256.
+    let output = setup.validate(&["drop_last=true", "batch_size=64,512"]);
+    assert_error_line(
+        &output,
+        2,
+        &["field `batch_size`: 512 with drop_last leaves no batch of the 256 samples"],
+    );
+}
+
+#[test]
+fn validate_refuses_arguments_the_factories_do_not_take() {
+    let setup = Setup::new();
+    let output = setup.validate(&["dataset.args.roto=/data"]);
+    let called = "mnist_user.py: `make_dataset` (dataset.factory) cannot be called with \
+                  dataset.args {\"root\": ";
+    let refused = "\"roto\": \"/data\"}: got an unexpected keyword argument 'roto'";
+    assert_error_line(&output, 2, &[called, refused]);
+    let step = format!(
+        r#"step=python(path: "{}", factory: "make_step", args: {{"rate": "0.05"}})"#,
+        test_data(SMALL_CNN).display()
+    );
+    let output = setup.validate(&[&step]);
+    assert_fails(
+        &output,
+        "small_cnn.py: `make_step` (step.factory) cannot be called with step.args \
+         {\"rate\": \"0.05\"}: got an unexpected keyword argument 'rate'",
+        2,
+    );
 }
 
 /// Asserts that `__getitem__` failing (with `sets` too) ends the run with the user's line,

@@ -11,7 +11,7 @@ use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::{FieldError, Result};
 use loaderbench_engine::loader::{
-    EpochSize, Loader, LoaderSettings, Shard, WorkerStartup, epoch_size,
+    EpochSize, Loader, LoaderSettings, Shard, WorkerStartup, epoch_size, indexed_epoch_size,
 };
 use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_engine::preset::{Cache, Measure};
@@ -42,16 +42,32 @@ pub fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSett
 /// `drop_last`, a batch larger than the samples each rank gets): its epochs would
 /// measure nothing, and the analysis would pick among empty epochs.
 pub fn check_every_config_has_a_batch(plan: &Plan, dataset: &dyn Dataset) -> Result<()> {
+    check_batches(plan, dataset.len(), |settings| {
+        epoch_size(dataset, settings)
+    })
+}
+
+/// [`check_every_config_has_a_batch`] for a dataset read by index that is known only by
+/// its `len` (a user's Python Dataset, which only the PyTorch runtime opens).
+pub fn check_every_config_has_a_batch_of(plan: &Plan, len: usize) -> Result<()> {
+    check_batches(plan, len, |settings| indexed_epoch_size(len, settings))
+}
+
+fn check_batches(
+    plan: &Plan,
+    len: usize,
+    epoch_size: impl Fn(&LoaderSettings) -> EpochSize,
+) -> Result<()> {
     for config in &plan.configs {
         let shard = Shard {
             rank: 0,
             world: config.ranks.max(1),
         };
         let settings = loader_settings(plan, config, shard);
-        if epoch_size(dataset, &settings).batches > 0 {
+        if epoch_size(&settings).batches > 0 {
             continue;
         }
-        let samples = settings.shard.len(dataset.len(), settings.drop_last);
+        let samples = settings.shard.len(len, settings.drop_last);
         let per_rank = if shard.world > 1 {
             format!(" each of its {} ranks gets", shard.world)
         } else {

@@ -6,7 +6,7 @@ A map-style Dataset over MNIST-format IDX files (`train-images-idx3-ubyte` and
 `train-labels-idx1-ubyte` in `root`), each sample a PIL image through torchvision
 transforms, as a training script would write it. `fail_at` ("factory", "len" or
 "getitem"), `fail_index` and `only_in_workers` make it raise where the tests need an
-error in user code; `delay_s` makes every `__getitem__` that slow, for the tests of a
+error in user code, and `fail_at="len_type"` gives `__len__` a length that is no integer; `delay_s` makes every `__getitem__` that slow, for the tests of a
 loader that delivers nothing in time.
 """
 
@@ -41,6 +41,8 @@ class MnistUser(Dataset):
     def __len__(self):
         if self.fail_at == "len":
             raise RuntimeError("cannot count the samples")
+        if self.fail_at == "len_type":
+            return str(len(self.images))
         return len(self.images)
 
     def __getitem__(self, index):

@@ -134,17 +134,20 @@ pub struct EpochSize {
 pub fn epoch_size(dataset: &dyn Dataset, settings: &LoaderSettings) -> EpochSize {
     match dataset.shards() {
         Some(shards) => stream_epoch_size(&shards, &settings.stream()),
-        None => {
-            let samples = settings.shard.len(dataset.len(), settings.drop_last);
-            let batches = batches_per_epoch(samples, settings.batch_size, settings.drop_last);
-            let samples = if settings.drop_last {
-                batches * settings.batch_size
-            } else {
-                samples
-            };
-            EpochSize { batches, samples }
-        }
+        None => indexed_epoch_size(dataset.len(), settings),
     }
+}
+
+/// An epoch under `settings` of a dataset of `len` samples read by index.
+pub fn indexed_epoch_size(len: usize, settings: &LoaderSettings) -> EpochSize {
+    let samples = settings.shard.len(len, settings.drop_last);
+    let batches = batches_per_epoch(samples, settings.batch_size, settings.drop_last);
+    let samples = if settings.drop_last {
+        batches * settings.batch_size
+    } else {
+        samples
+    };
+    EpochSize { batches, samples }
 }
 
 /// Seconds spent in each stage of one batch.

@@ -11,8 +11,10 @@
 //! turns the JSON lines it streams into the same batches, worker start-ups and epochs
 //! that our loader produces, ending in a [`ConfigResult`]. With ranks, it runs the script
 //! once per rank as a torch.distributed job (see [`job`]). Cancelling or failing kills
-//! every script's process group, so PyTorch's worker processes go with it.
+//! every script's process group, so PyTorch's worker processes go with it. [`check`]
+//! loads a preset's Python code without measuring, for `validate`.
 
+mod check;
 mod folder;
 mod idx_file;
 mod image_list;
@@ -40,6 +42,7 @@ use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::WorkerStartup;
 use loaderbench_engine::plan::Plan;
 
+pub use check::{has_python_code, load_python_code};
 pub use idx_file::write_idx;
 pub use image_list::write_image_list;
 #[cfg(unix)]
