@@ -2,15 +2,18 @@
 //! dataset opens as a run opens it and every config gets a batch of it; a model step
 //! loads; a user's Python code (a Dataset, a collate, a training step) is loaded in
 //! Python as the PyTorch runtime loads it, its factory called once, so a missing factory
-//! or one that raises fails here rather than at its config in a run. Prints the configs
-//! the preset makes and the paths it resolved.
+//! or one that raises fails here rather than at its config in a run; a Dataset of many
+//! Python objects that forked workers would copy is warned of. Prints the configs the
+//! preset makes and the paths it resolved.
 
+use loaderbench_analysis::memory::GROWTH_MIN_BYTES;
+use loaderbench_analysis::mib;
 use loaderbench_engine::Error;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{self, DatasetKind};
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::engine_epoch;
-use loaderbench_measure::pytorch;
+use loaderbench_measure::pytorch::{self, LoadedDataset};
 
 use super::PresetArgs;
 
@@ -18,7 +21,7 @@ pub fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = super::load_plan(args)?;
     // A model is loaded once, as a run loads it; a python step's module must exist.
     plan.preset.step.check_files()?;
-    let samples = check_dataset(&plan)?;
+    let python_dataset = check_dataset(&plan)?;
     outln!(
         "{}: ok, {} config(s) × {} repeat(s) × {} epoch(s)",
         args.preset,
@@ -26,8 +29,8 @@ pub fn validate(args: &PresetArgs) -> Result<(), Error> {
         plan.preset.repeats,
         plan.preset.epochs
     );
-    if let Some(samples) = samples {
-        outln!("  dataset: {samples} samples");
+    if let Some(found) = python_dataset {
+        describe_python_dataset(&plan, found);
     }
     // Resolved: a preset file's relative paths against its folder, a `--set`'s against
     // the current directory.
@@ -47,17 +50,16 @@ pub fn validate(args: &PresetArgs) -> Result<(), Error> {
 }
 
 /// Opens `plan`'s dataset as a run would (a python one in Python) and checks that every
-/// config gets a batch of it; the samples in the whole dataset, where a python one has a
-/// length.
-fn check_dataset(plan: &Plan) -> Result<Option<usize>, Error> {
+/// config gets a batch of it; what loading a python one found.
+fn check_dataset(plan: &Plan) -> Result<Option<LoadedDataset>, Error> {
     let cancel = CancelToken::new();
     if plan.preset.dataset.kind == DatasetKind::Python {
-        let whole = pytorch::load_python_code(plan, None, &cancel)?;
-        if let Some(whole) = whole {
+        let found = pytorch::load_python_code(plan, None, &cancel)?;
+        if let Some(whole) = found.samples {
             let used = plan.preset.samples.map_or(whole, |cut| cut.min(whole));
             engine_epoch::check_every_config_has_a_batch_of(plan, used)?;
         }
-        return Ok(whole);
+        return Ok(Some(found));
     }
     let opened = dataset::open(&plan.preset.dataset, plan.preset.samples)?;
     for warning in dataset::open_warnings(plan.preset.samples, &*opened) {
@@ -68,4 +70,40 @@ fn check_dataset(plan: &Plan) -> Result<Option<usize>, Error> {
         pytorch::load_python_code(plan, Some(&opened), &cancel)?;
     }
     Ok(None)
+}
+
+/// A user's Dataset as loading it found it: its length and its Python objects, with a
+/// warning where forked workers would copy a large part of them (copy-on-access; `run`
+/// measures how much).
+fn describe_python_dataset(plan: &Plan, found: LoadedDataset) {
+    let samples = found.samples.map(|n| format!("{n} samples"));
+    let objects = found.object_bytes.map(|bytes| {
+        if bytes < 1 << 20 {
+            "under 1 MiB of Python objects".to_owned()
+        } else {
+            format!("about {} of Python objects", mib(bytes))
+        }
+    });
+    let parts: Vec<String> = samples.into_iter().chain(objects).collect();
+    if !parts.is_empty() {
+        outln!("  dataset: {}", parts.join(", "));
+    }
+    let forked: Vec<String> = (0..plan.configs.len())
+        .filter(|&i| plan.configs[i].forks_workers())
+        .map(|i| plan.label(i))
+        .collect();
+    let Some(bytes) = found.object_bytes.filter(|&b| b >= GROWTH_MIN_BYTES) else {
+        return;
+    };
+    if forked.is_empty() {
+        return;
+    }
+    errln!(
+        "warning: the Dataset keeps about {} of Python objects (lists, dicts, strings): \
+         forked workers ({}) copy their pages as they touch them (copy-on-access), up to a \
+         whole copy each; `run` measures how much. An index in numpy arrays or a \
+         torch.Tensor is not copied",
+        mib(bytes),
+        forked.join(", ")
+    );
 }

@@ -251,6 +251,36 @@ fn an_index_of_numpy_arrays_does_not_grow_and_gets_no_warning() {
     }
 }
 
+/// `validate` loads the Dataset and says what forked workers would copy, before any run.
+#[test]
+fn validate_warns_of_a_dataset_of_python_objects_that_forked_workers_copy() {
+    let dir = TempDir::new().unwrap();
+    let validate = |factory: &str| {
+        let knobs = "num_workers: [0, 2],";
+        let preset = index_preset(dir.path(), factory, r#"{"size": 300000}"#, knobs);
+        let methods = "start_method=fork,spawn";
+        let output = loaderbench(&["validate", path_str(&preset), "--set", methods]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        (stdout(&output), stderr(&output))
+    };
+    let (printed, warned) = validate("make_dicts");
+    assert!(
+        printed.contains("\n  dataset: 300000 samples, about "),
+        "{printed}"
+    );
+    let warning = "warning: the Dataset keeps about ";
+    assert!(warned.contains(warning), "{warned}");
+    // Only the forked workers copy: spawned ones unpickle their own.
+    assert!(
+        warned.contains("forked workers (nw=2) copy their pages"),
+        "{warned}"
+    );
+    let (printed, warned) = validate("make_arrays");
+    let small = "\n  dataset: 300000 samples, under 1 MiB of Python objects\n";
+    assert!(printed.contains(small), "{printed}");
+    assert!(!warned.contains("warning"), "{warned}");
+}
+
 /// Persistent workers end with the loader, right after the last epoch. In an epoch too
 /// short for a periodic sweep to fall while they lived, no sweep saw them, and the
 /// config's memory left them out: 0 MiB of workers beside 271 MiB for the same workers

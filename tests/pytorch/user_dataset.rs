@@ -300,7 +300,7 @@ fn validate_loads_the_users_dataset_as_a_run_does() {
     let output = setup.validate(&[]);
     assert!(output.status.success(), "{}", stderr(&output));
     let printed = stdout(&output);
-    assert!(printed.contains("\n  dataset: 256 samples\n"), "{printed}");
+    assert!(printed.contains("\n  dataset: 256 samples, "), "{printed}");
     let output = setup.validate(&["dataset.factory=make_nothing"]);
     assert_fails(
         &output,

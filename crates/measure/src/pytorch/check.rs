@@ -30,15 +30,25 @@ pub fn has_python_code(plan: &Plan) -> bool {
                 .any(|c| c.runtime != Runtime::Loaderbench))
 }
 
+/// What loading a preset's Python code found of the dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadedDataset {
+    /// Samples in the whole dataset, where it has a length.
+    pub samples: Option<usize>,
+    /// About how many bytes of Python objects it holds (what forked workers copy as
+    /// they touch them).
+    pub object_bytes: Option<u64>,
+}
+
 /// Loads `plan`'s dataset and step in Python as its first config that Python runs
-/// would (with one rank), measuring nothing, and returns the samples in the whole
-/// dataset where it has a length. `dataset` is our engine's view of a dataset that is
-/// not Python's own, as [`PytorchScript::prepare`] takes it.
+/// would (with one rank), measuring nothing, and says what it found of the dataset.
+/// `dataset` is our engine's view of a dataset that is not Python's own, as
+/// [`PytorchScript::prepare`] takes it.
 pub fn load_python_code(
     plan: &Plan,
     dataset: Option<&Arc<dyn Dataset>>,
     cancel: &CancelToken,
-) -> Result<Option<usize>> {
+) -> Result<LoadedDataset> {
     let config = plan
         .configs
         .iter()
@@ -62,8 +72,9 @@ pub fn load_python_code(
         &mut |_| {},
         &mut || Ok(()),
     )?;
-    Ok(job.sessions[0]
-        .ready
-        .as_ref()
-        .and_then(|r| r.dataset_samples))
+    let ready = job.sessions[0].ready.clone().unwrap_or_default();
+    Ok(LoadedDataset {
+        samples: ready.dataset_samples,
+        object_bytes: ready.dataset_object_bytes,
+    })
 }

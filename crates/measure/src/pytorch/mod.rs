@@ -42,7 +42,7 @@ use loaderbench_engine::error::{Error, Result};
 use loaderbench_engine::loader::WorkerStartup;
 use loaderbench_engine::plan::Plan;
 
-pub use check::{has_python_code, load_python_code};
+pub use check::{LoadedDataset, has_python_code, load_python_code};
 pub use idx_file::write_idx;
 pub use image_list::write_image_list;
 #[cfg(unix)]
