@@ -88,13 +88,13 @@ fn describe_python_dataset(plan: &Plan, found: LoadedDataset) {
     if !parts.is_empty() {
         outln!("  dataset: {}", parts.join(", "));
     }
+    let Some(bytes) = found.object_bytes.filter(|&b| b >= GROWTH_MIN_BYTES) else {
+        return;
+    };
     let forked: Vec<String> = (0..plan.configs.len())
         .filter(|&i| plan.configs[i].forks_workers())
         .map(|i| plan.label(i))
         .collect();
-    let Some(bytes) = found.object_bytes.filter(|&b| b >= GROWTH_MIN_BYTES) else {
-        return;
-    };
     if forked.is_empty() {
         return;
     }
