@@ -343,29 +343,33 @@ def tie_fork_server():
     multiprocessing.get_context("forkserver").set_forkserver_preload(["__main__", "forkserver_tie"])
 
 
+# How often DataLoader checks its workers while it waits for a batch (its own interval
+# is MP_STATUS_CHECK_INTERVAL, 5 s): a check is a non-blocking wait on each worker.
+WORKER_CHECK_S = 1.0
+
+
 def check_workers_while_waiting():
-    """Has DataLoader, waiting for a batch under a `timeout`, check its workers every
-    MP_STATUS_CHECK_INTERVAL (5 s) as it does without one. With a timeout it waits the
-    whole of it at once and learns of a dead worker only from SIGCHLD, whose handler runs
-    only when the signal interrupts the main thread's wait; delivered to another thread
-    (the queues' feeder threads, a user's), a worker the out-of-memory killer ended read as
-    "DataLoader timed out after 60 seconds", a minute later. Once per process."""
+    """Has DataLoader, waiting for a batch, check its workers every WORKER_CHECK_S, with
+    a `timeout` as without one. With a timeout it waits the whole of it at once and learns
+    of a dead worker only from SIGCHLD, whose handler runs only when the signal
+    interrupts the main thread's wait; delivered to another thread (the queues' feeder
+    threads, a user's), a worker the out-of-memory killer ended read as "DataLoader timed
+    out after 60 seconds", a minute later. Once per process."""
     iterator = torch.utils.data.dataloader._MultiProcessingDataLoaderIter
     original = iterator._try_get_data
     if getattr(original, "checks_workers", False):
         return
-    interval = torch.utils.data._utils.MP_STATUS_CHECK_INTERVAL
 
-    def try_get_data(self, timeout=interval):
+    def try_get_data(self, timeout=torch.utils.data._utils.MP_STATUS_CHECK_INTERVAL):
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             # Raises where a worker has died, as each of DataLoader's own checks does.
             try:
-                got = original(self, max(0.0, min(left, interval)))
+                got = original(self, max(0.0, min(left, WORKER_CHECK_S)))
             except RuntimeError as err:
                 raise with_how_workers_ended(self, err)
-            if got[0] or left <= interval:
+            if got[0] or left <= WORKER_CHECK_S:
                 return got
 
     try_get_data.checks_workers = True
