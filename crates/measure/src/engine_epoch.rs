@@ -53,10 +53,12 @@ pub fn check_every_config_has_a_batch_of(plan: &Plan, len: usize) -> Result<()> 
     check_batches(plan, len, |settings| indexed_epoch_size(len, settings))
 }
 
+/// Refuses `plan` at its first config whose epoch, as `size_of` gives it from the
+/// config's loader settings, holds no batch of the `len` samples.
 fn check_batches(
     plan: &Plan,
     len: usize,
-    epoch_size: impl Fn(&LoaderSettings) -> EpochSize,
+    size_of: impl Fn(&LoaderSettings) -> EpochSize,
 ) -> Result<()> {
     for config in &plan.configs {
         let shard = Shard {
@@ -64,7 +66,7 @@ fn check_batches(
             world: config.ranks.max(1),
         };
         let settings = loader_settings(plan, config, shard);
-        if epoch_size(&settings).batches > 0 {
+        if size_of(&settings).batches > 0 {
             continue;
         }
         let samples = settings.shard.len(len, settings.drop_last);
