@@ -498,10 +498,12 @@ fn the_workers_of_an_iterable_dataset_are_counted_before_they_end() {
     let workers: Vec<&serde_json::Value> =
         processes.iter().filter(|p| p["kind"] == "worker").collect();
     assert_eq!(workers.len(), 6, "two a epoch: {processes:#?}");
-    // Each epoch's two workers were swept, with their memory. (Not the epoch's own
-    // figure: its parts are those of the sweep where the sum peaked, which may be one
-    // before the workers were forked, forking splitting the main process's PSS.)
+    // Each epoch's two workers were swept, with their memory, and are in the epoch's
+    // parts: those of the sweep that read the most processes (the sum may peak at a
+    // sweep before the workers were forked, forking splitting the main process's PSS).
     for epoch in 1..=3 {
+        let memory = &run["results"][0]["epochs"][epoch - 1]["memory"];
+        assert!(memory["worker_pss_bytes"].as_u64() > Some(0), "{memory:#}");
         let swept = workers.iter().filter(|worker| {
             worker["epochs"]
                 .as_array()

@@ -87,7 +87,8 @@ pub struct ConfigMemory {
     pub label: String,
     /// Every process's PSS summed at its peak.
     pub measured_bytes: u64,
-    /// The main process's (or the ranks') and the workers' parts of that peak.
+    /// The main process's (or the ranks') and the workers' parts, with every process
+    /// running (at the sweep that read the most processes; see `EpochMemory`).
     pub main_bytes: u64,
     pub worker_bytes: u64,
     /// How much a forked worker's private memory grew within an epoch (the median over

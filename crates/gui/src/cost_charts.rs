@@ -132,8 +132,8 @@ const KINDS: [(ProcessKind, &str); 4] = [
     (ProcessKind::Helper, "helpers"),
 ];
 
-/// Per config, its processes' PSS at its peak (the median over repeats), stacked by kind
-/// of process, and on top what the workers' copy-on-access adds by the end of an epoch of
+/// Per config, its processes' PSS (the median over repeats), stacked by kind of process
+/// as the fullest sweep found them (see `EpochMemory`), and on top what the workers' copy-on-access adds by the end of an epoch of
 /// the whole dataset, in MiB. A run saved before processes were sampled shows its main
 /// process's peak RSS. Configs that differ only in the dataset transfer stand side by
 /// side.

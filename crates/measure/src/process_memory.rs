@@ -83,7 +83,11 @@ pub struct ProcessMemory {
 pub struct EpochMemory {
     /// The peak, over the epoch's sweeps, of the sum of every process's PSS.
     pub peak_pss_bytes: u64,
-    /// That peak's part in each kind of process, at the sweep where the sum peaked.
+    /// Each kind of process's part, at the fullest sweep: the one that read the most
+    /// processes, and of those the one with the largest sum. Their sum is at most the
+    /// peak, which may come at a sweep before the workers started (where forked workers
+    /// hold little of their own, forking only splits the main process's PSS among them),
+    /// and a split taken there would give the workers nothing.
     pub main_pss_bytes: u64,
     pub worker_pss_bytes: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -101,7 +105,7 @@ fn is_zero(bytes: &u64) -> bool {
 }
 
 impl EpochMemory {
-    /// The PSS of one kind of process at the sweep where the sum peaked.
+    /// The PSS of one kind of process at the fullest sweep.
     pub fn of_kind(&self, kind: ProcessKind) -> u64 {
         match kind {
             ProcessKind::Main => self.main_pss_bytes,

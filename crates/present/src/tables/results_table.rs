@@ -4,12 +4,13 @@
 //! column for each other knob whose value differs between the run's configs (worker kind,
 //! batch size, transfers, runtime, start method…), then `first batch | epoch 1 | epoch 2
 //! …` in seconds (medians over repeats followed by their 95% interval), `memory` (every
-//! process's PSS summed at its peak, and the workers' part of it; the main process's
-//! peak RSS for results saved before processes were sampled) when `num_workers` varies, and `storage
-//! read` (a typical epoch's bytes from storage and their rate) when a config is
-//! `cache: cold` or a warm one was partly cold, a cold config that stayed warm and a
-//! warm one whose files were not all in the page cache marked so and explained below. The
-//! Markdown exporter renders it as text and the desktop app draws it as a grid.
+//! process's PSS summed at its peak, and the workers' part with them all running; the
+//! main process's peak RSS for results saved before processes were sampled) when
+//! `num_workers` varies, and `storage read` (a typical epoch's bytes from storage and
+//! their rate) when a config is `cache: cold` or a warm one was partly cold, a cold config
+//! that stayed warm and a warm one whose files were not all in the page cache marked so
+//! and explained below. The Markdown exporter renders it as text and the desktop app
+//! draws it as a grid.
 
 use loaderbench_engine::plan::{Config, KNOBS_IN_CONFIG_ORDER};
 use loaderbench_engine::preset::Cache;
@@ -183,7 +184,7 @@ fn cells(row: &SummaryRow, extra: &[KnobColumn]) -> Vec<String> {
 }
 
 /// Config `index`'s memory, the median over repeats: every process's PSS summed at its
-/// peak, with the workers' part (`1022.3 MiB (workers 542.4 MiB)`); the main process's
+/// peak, with the workers' part at the sweep that read the most processes (`1022.3 MiB (workers 542.4 MiB)`); the main process's
 /// peak RSS (`210.5 MiB RSS`) where processes were not sampled; a dash when neither was.
 fn memory(result: &RunResult, index: usize) -> String {
     let runs = || result.results.iter().filter(|r| r.config_index == index);
