@@ -132,11 +132,15 @@ fn a_tiny_run_fills_the_plots_and_the_table() {
     assert!(harness.query_by_label_contains("Finished in").is_some());
 }
 
+/// In a window narrower than the progress line, which then ends in `…` rather than
+/// widening the results view past the window (the plots, the table and the analysis
+/// were cut at its edge while a run went on).
 #[test]
 fn cancelling_returns_to_idle() {
     let dir = tempfile::tempdir().unwrap();
     let preset = tiny_preset_file(dir.path(), 60_000, 20);
-    let mut harness = app_running(dir.path(), &preset, SIZE);
+    let narrow = [900.0, 800.0];
+    let mut harness = app_running(dir.path(), &preset, narrow);
     assert!(harness.state().is_running());
     // Into the measuring child's first epoch: the progress line says how long is left
     // once a batch is done (20 epochs of 60,000 samples take far longer than the wait).
@@ -144,6 +148,8 @@ fn cancelling_returns_to_idle() {
         harness.step();
         harness.query_by_label_contains(" · about ").is_some()
     });
+    let progress = harness.get_by_label_contains(" · about ").rect();
+    assert!(progress.right() <= narrow[0], "{progress:?}");
     assert!(harness.state().is_running());
     harness.key_press(Key::Escape);
     step_until_ended(&mut harness, Duration::from_secs(30));

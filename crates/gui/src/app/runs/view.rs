@@ -51,7 +51,9 @@ impl Runs {
             }
             if let Some(status) = self.status() {
                 ui.separator();
-                ui.label(RichText::new(status).monospace());
+                // Cut to the window with `…` (whole on hover): a line wider than the
+                // window would widen the results view below past it.
+                ui.add(egui::Label::new(RichText::new(status).monospace()).truncate());
             }
         });
         if let Some(run) = &self.live
