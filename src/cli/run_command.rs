@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::TryRecvError;
 
@@ -20,6 +20,7 @@ use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_measure::time_left::UnitClock;
 use loaderbench_measure::{
     Event, RunHandle, RunOptions, claim_journal, default_journal, read_journal,
 };
@@ -231,7 +232,8 @@ pub fn execute(
 ) -> Result<(RunResult, Option<Error>)> {
     let epochs = plan.preset.epochs + usize::from(plan.preset.warmup);
     let runs_per_config = plan.preset.repeats * epochs;
-    let progress = BatchBar::new(quiet);
+    let mut progress = BatchBar::new(quiet);
+    let mut clock = UnitClock::new(&plan.configs, plan.preset.repeats, epochs);
     let options = RunOptions {
         journal: Some(journal),
         preloaded,
@@ -242,7 +244,9 @@ pub fn execute(
     progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;
     let mut batches_done = 0;
+    let started = Instant::now();
     for event in paced(&handle) {
+        clock.observe(&event, started.elapsed().as_secs_f64());
         match event {
             Event::DatasetOpening { checked, total } => progress.checking(checked, total),
             Event::Started {
@@ -267,7 +271,8 @@ pub fn execute(
                     );
                 }
                 // Batch events come a few a second; the position says how far it is.
-                progress.set_position(batches_done + batch.index as u64 + 1);
+                let left = clock.seconds_left(started.elapsed().as_secs_f64());
+                progress.set_position(batches_done + batch.index as u64 + 1, left);
             }
             Event::EpochFinished { result, .. } => batches_done += result.batches as u64,
             Event::Warning { message, .. } => progress.println(format!("warning: {message}")),

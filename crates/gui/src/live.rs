@@ -10,6 +10,7 @@ use std::time::Duration;
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::Event;
 use loaderbench_measure::results::{RunResult, RunStatus};
+use loaderbench_measure::time_left::{UnitClock, clock};
 
 use super::palette::SHADE_STEP;
 
@@ -74,6 +75,9 @@ pub struct RunData {
     pub bad_input: bool,
     /// Batches of the epochs that have finished.
     batches_finished: usize,
+    /// When each unit (a repeat of a config) started and how long the finished ones
+    /// took, for the time left: fed by [`RunData::apply_at`].
+    clock: UnitClock,
     pub warnings: Vec<String>,
 }
 
@@ -94,6 +98,7 @@ impl RunData {
             running: None,
             bad_input: false,
             batches_finished: 0,
+            clock: UnitClock::default(),
             warnings: Vec::new(),
             labels,
         }
@@ -203,6 +208,13 @@ impl RunData {
         self.phase == Phase::Running
     }
 
+    /// Folds in one event that came `at` into the run: as [`RunData::apply`], and the
+    /// unit clock's times.
+    pub fn apply_at(&mut self, event: Event, at: Duration) {
+        self.clock.observe(&event, at.as_secs_f64());
+        self.apply(event);
+    }
+
     /// Folds one event in.
     pub fn apply(&mut self, event: Event) {
         match event {
@@ -221,6 +233,7 @@ impl RunData {
                     .saturating_mul(epochs)
                     .saturating_mul(self.repeats)
                     .saturating_mul(self.labels.len());
+                self.clock = UnitClock::new(&result.configs, self.repeats, epochs);
                 self.result = Some(*result);
             }
             Event::ConfigStarted { config, repeat } => {
@@ -332,7 +345,12 @@ impl RunData {
         line
     }
 
+    /// The time left: the unit clock's estimate where it has one (configs of different
+    /// runtimes take very different times), else the run's rate of batches.
     fn seconds_left(&self, elapsed: Duration) -> Option<f64> {
+        if let Some(left) = self.clock.seconds_left(elapsed.as_secs_f64()) {
+            return Some(left);
+        }
         let p = &self.progress;
         if p.batches_done == 0 || p.batches_total == 0 {
             return None;
@@ -371,16 +389,6 @@ enum Slot {
     FirstBatch,
     Epoch,
     Wait,
-}
-
-/// `m:ss`, or `0.0 s` under ten seconds.
-fn clock(seconds: f64) -> String {
-    if seconds < 10.0 {
-        format!("{seconds:.1} s")
-    } else {
-        let whole = seconds.round() as u64;
-        format!("{}:{:02}", whole / 60, whole % 60)
-    }
 }
 
 #[cfg(test)]
@@ -477,6 +485,43 @@ mod tests {
             line,
             "config 1/1 nw=4 persistent · epoch 1/2 · batch 5/10 · 2.0 s elapsed · about 6.0 s left"
         );
+    }
+
+    /// One of our engine's configs took a second; a PyTorch config has finished the
+    /// first of its two epochs after 10 s: 10 s left for it and 20 s for the next PyTorch
+    /// config (the rate of batches over the run said 11 s).
+    #[test]
+    fn progress_line_takes_the_time_left_per_runtime() {
+        use loaderbench_engine::preset::Runtime;
+        use loaderbench_measure::fixtures::{config, epoch, result, run};
+        let mut pytorch = config(0, false);
+        pytorch.runtime = Runtime::Pytorch;
+        let configs = vec![config(0, false), pytorch.clone(), pytorch];
+        let labels = ["nw=0", "nw=0 pytorch", "nw=0 pytorch 2"].map(String::from);
+        let mut data = RunData::new(labels.to_vec(), 2, 1, false);
+        data.apply(Event::Started {
+            result: Box::new(result(configs.clone(), Vec::new())),
+            batches_per_epoch: 10,
+        });
+        let at = Duration::from_secs_f64;
+        let started = |config| Event::ConfigStarted { config, repeat: 0 };
+        let epoch_done = |config, number| Event::EpochFinished {
+            config,
+            repeat: 0,
+            result: Box::new(epoch(number, 0.05, 0.05, 10)),
+        };
+        data.apply_at(started(0), at(0.0));
+        data.apply_at(epoch_done(0, 1), at(0.5));
+        data.apply_at(epoch_done(0, 2), at(1.0));
+        let finished = run(0, configs[0].clone(), vec![epoch(1, 0.05, 0.05, 10)]);
+        let finished = Event::ConfigFinished {
+            result: Box::new(finished),
+        };
+        data.apply_at(finished, at(1.0));
+        data.apply_at(started(1), at(1.0));
+        data.apply_at(epoch_done(1, 1), at(11.0));
+        let line = data.progress_line(at(11.0));
+        assert!(line.ends_with("· about 0:30 left"), "{line}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod scratch;
 pub mod stats;
 pub mod storage_reads;
 pub mod summary;
+pub mod time_left;
 pub mod tune_trail;
 pub mod window;
 

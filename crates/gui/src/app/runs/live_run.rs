@@ -80,7 +80,7 @@ impl LiveRun {
         };
         let deadline = Instant::now() + EVENT_BUDGET;
         while let Ok(event) = handle.events().try_recv() {
-            self.data.apply(event);
+            self.data.apply_at(event, self.started.elapsed());
             if Instant::now() >= deadline {
                 return !handle.events().is_empty();
             }

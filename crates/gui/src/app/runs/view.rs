@@ -38,7 +38,8 @@ impl Runs {
             } else {
                 self.start_buttons(ui, ready, actions);
             }
-            if let Some(plan) = plan {
+            // While a run goes on, its progress line says as much (and needs the room).
+            if let Some(plan) = plan.filter(|_| !self.is_running()) {
                 ui.label(
                     RichText::new(format!(
                         "{} config(s) × {} repeat(s) × {} epoch(s)",
