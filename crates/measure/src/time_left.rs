@@ -16,7 +16,6 @@
 //! Until some unit or epoch has finished, the progress line keeps the rate of batches.
 
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::WorkerKind;
 
 use crate::events::Event;
 
@@ -132,14 +131,7 @@ impl UnitClock {
 
 /// What puts a config's units in one family: its runtime, and how its workers start.
 fn family(config: &Config) -> (&'static str, &'static str) {
-    let workers = if config.num_workers == 0 {
-        "none"
-    } else if config.worker_kind == WorkerKind::Auto {
-        config.start_method.name()
-    } else {
-        config.worker_kind.name()
-    };
-    (config.runtime.name(), workers)
+    (config.runtime.name(), config.worker_start())
 }
 
 /// A time as the progress lines write it: `4.2 s` under ten seconds, else `1:05`.
@@ -160,7 +152,7 @@ fn mean(values: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::fixtures::config;
-    use loaderbench_engine::preset::{Runtime, StartMethod};
+    use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
 
     /// A unit of `config` that ran from `from_s` to `to_s`.
     fn took(clock: &mut UnitClock, config: usize, from_s: f64, to_s: f64) {

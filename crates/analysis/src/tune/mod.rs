@@ -280,7 +280,9 @@ fn header(plan: &Plan) -> RunResult {
 
 /// The anchors, per question (each runtime its own): the config with the fewest workers,
 /// the one nearest the core count and the one with the most, each the first in the grid
-/// with its count.
+/// with its count; then, for each way of starting workers (`Config::worker_start`) none
+/// of those has, its config nearest the core count, so that the model learns what its
+/// workers cost to start (a spawned worker's many times a forked one's).
 fn anchors(plan: &Plan, cores: usize) -> Vec<usize> {
     let workers = |i: usize| plan.configs[i].num_workers;
     let mut chosen: BTreeSet<usize> = BTreeSet::new();
@@ -295,10 +297,24 @@ fn anchors(plan: &Plan, cores: usize) -> Vec<usize> {
             .filter(|&i| crate::recommend::same_question(&plan.configs[i], config))
             .collect();
         let all = question.iter().copied();
+        let near_cores = |i: &usize| (workers(*i).abs_diff(cores), *i);
         let fewest = all.clone().min_by_key(|&i| (workers(i), i));
         let most = all.clone().min_by_key(|&i| (usize::MAX - workers(i), i));
-        let near_cores = all.min_by_key(|&i| (workers(i).abs_diff(cores), i));
-        chosen.extend([fewest, near_cores, most].into_iter().flatten());
+        let near = all.clone().min_by_key(near_cores);
+        chosen.extend([fewest, near, most].into_iter().flatten());
+        for &i in &question {
+            let start = plan.configs[i].worker_start();
+            let known = chosen
+                .iter()
+                .any(|&c| question.contains(&c) && plan.configs[c].worker_start() == start);
+            if !known {
+                let alike = question
+                    .iter()
+                    .copied()
+                    .filter(|&c| plan.configs[c].worker_start() == start);
+                chosen.extend(alike.min_by_key(near_cores));
+            }
+        }
     }
     chosen.into_iter().collect()
 }
@@ -329,5 +345,28 @@ mod tests {
             }
         }
         assert_eq!(chosen.len(), 9, "{chosen:?}");
+    }
+
+    /// PyTorch's fork and spawn configs of one question: the fork ones give the three
+    /// anchors by worker count, and spawn its own nearest the cores.
+    #[test]
+    fn each_way_of_starting_workers_has_an_anchor() {
+        use loaderbench_engine::preset::StartMethod;
+        let preset = Preset {
+            num_workers: vec![0, 1, 2, 4],
+            runtime: vec![Runtime::Pytorch],
+            start_method: vec![StartMethod::Fork, StartMethod::Spawn],
+            ..Preset::default()
+        };
+        let plan = Plan::from_preset(&preset, None).unwrap();
+        let chosen: Vec<(&str, usize)> = anchors(&plan, 2)
+            .into_iter()
+            .map(|i| (plan.configs[i].worker_start(), plan.configs[i].num_workers))
+            .collect();
+        let mut expected = vec![("none", 0), ("fork", 2), ("fork", 4), ("spawn", 2)];
+        let mut sorted = chosen.clone();
+        sorted.sort();
+        expected.sort();
+        assert_eq!(sorted, expected, "{chosen:?}");
     }
 }

@@ -4,8 +4,10 @@
 //! steady rate) and the start-up (the first batch beyond that rate: workers starting,
 //! the pipeline filling). The anchors' work against their worker counts gives an Amdahl
 //! fit ([`amdahl_fit`], no workers counting as one, workers past the cores adding
-//! nothing); their start-ups a cost per worker. A persistent config pays start-up once, any
-//! other in every epoch. The model knows nothing of worker kinds or prefetch depth, so
+//! nothing); their start-ups a cost per worker for each way of starting them
+//! ([`Config::worker_start`]: a spawned worker imports torch, a forked one does not), the
+//! anchors' median for a way none of them took. A persistent config pays start-up once,
+//! any other in every epoch. The model knows nothing of prefetch depth or transfers, so
 //! it ranks the configs that differ only in those alike: the measurements decide. Each
 //! runtime (each question: runtime, pipeline, ranks, cache) has its own anchors and its
 //! own fit, since our engine's anchors say nothing of PyTorch's DataLoader.
@@ -26,8 +28,11 @@ pub struct Model {
     fit: Option<AmdahlFit>,
     /// (workers, work per epoch) of each anchor, for configs the fit does not cover.
     anchors: Vec<(usize, f64)>,
-    /// Start-up seconds per worker, per epoch that starts workers.
-    startup_per_worker_s: f64,
+    /// Start-up seconds per worker, per epoch that starts workers, for each way of
+    /// starting them the anchors took ([`Config::worker_start`]).
+    startup_per_worker_s: Vec<(&'static str, f64)>,
+    /// The median of those, for a way no anchor took.
+    startup_per_worker_any_s: f64,
     cores: usize,
 }
 
@@ -45,14 +50,27 @@ impl Model {
         if anchors.is_empty() {
             return None;
         }
-        let per_worker: Vec<f64> = measured
+        let per_worker: Vec<(&'static str, f64)> = measured
             .iter()
             .filter(|runs| runs.config.num_workers > 0)
             .filter_map(|runs| {
                 let startups: Vec<f64> = runs.first_epochs().filter_map(startup_s).collect();
-                Some(stats::median(&startups)? / runs.config.num_workers as f64)
+                let per_worker = stats::median(&startups)? / runs.config.num_workers as f64;
+                Some((runs.config.worker_start(), per_worker))
             })
             .collect();
+        let mut starts: Vec<&'static str> = per_worker.iter().map(|(start, _)| *start).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let median_of = |start: &str| {
+            let alike: Vec<f64> = per_worker
+                .iter()
+                .filter(|(s, _)| *s == start)
+                .map(|(_, seconds)| *seconds)
+                .collect();
+            stats::median(&alike).unwrap_or(0.0)
+        };
+        let all: Vec<f64> = per_worker.iter().map(|(_, seconds)| *seconds).collect();
         let cores = result.machine.logical_cores.max(1);
         let effective: Vec<(usize, f64)> = anchors
             .iter()
@@ -61,7 +79,8 @@ impl Model {
         Some(Model {
             fit: amdahl_fit(&effective),
             anchors,
-            startup_per_worker_s: stats::median(&per_worker).unwrap_or(0.0),
+            startup_per_worker_s: starts.iter().map(|&s| (s, median_of(s))).collect(),
+            startup_per_worker_any_s: stats::median(&all).unwrap_or(0.0),
             cores,
         })
     }
@@ -80,7 +99,12 @@ impl Model {
         } else {
             epochs
         };
-        epochs as f64 * work + startups as f64 * self.startup_per_worker_s * workers as f64
+        let per_worker = self
+            .startup_per_worker_s
+            .iter()
+            .find(|(start, _)| *start == config.worker_start())
+            .map_or(self.startup_per_worker_any_s, |(_, seconds)| *seconds);
+        epochs as f64 * work + startups as f64 * per_worker * workers as f64
     }
 
     fn nearest_anchor_work_s(&self, workers: usize) -> f64 {
@@ -131,6 +155,37 @@ mod tests {
         let model = Model::fit(&anchors(), &config(0, false)).unwrap();
         assert!((model.predict_s(&config(0, false), 1) - 0.40).abs() < 1e-9);
         assert!((model.predict_s(&config(2, false), 1) - (0.20 + 0.6)).abs() < 1e-9);
+    }
+
+    /// A spawned anchor's workers cost 3 s each to start, a forked one's 0.3 s: each
+    /// config's start-up is its own way's, and a way no anchor took gets their median.
+    #[test]
+    fn each_way_of_starting_workers_costs_its_own_start_up() {
+        use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
+        let pytorch = |workers, method| {
+            let mut config = config(workers, false);
+            config.runtime = Runtime::Pytorch;
+            config.worker_kind = WorkerKind::Auto;
+            config.start_method = method;
+            config
+        };
+        let configs = vec![
+            pytorch(0, StartMethod::Fork),
+            pytorch(2, StartMethod::Fork),
+            pytorch(2, StartMethod::Spawn),
+        ];
+        let results = vec![
+            run(0, configs[0].clone(), vec![epoch(1, 0.04, 0.04, 10)]),
+            run(1, configs[1].clone(), vec![epoch(1, 0.62, 0.02, 10)]),
+            run(2, configs[2].clone(), vec![epoch(1, 6.02, 0.02, 10)]),
+        ];
+        let model = Model::fit(&result(configs.clone(), results), &configs[0]).unwrap();
+        let predict = |workers, method| model.predict_s(&pytorch(workers, method), 1);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(predict(4, StartMethod::Fork), 0.1 + 4.0 * 0.3));
+        assert!(close(predict(4, StartMethod::Spawn), 0.1 + 4.0 * 3.0));
+        let forkserver = predict(2, StartMethod::Forkserver);
+        assert!(close(forkserver, 0.2 + 2.0 * 1.65), "{forkserver}");
     }
 
     #[test]

@@ -134,6 +134,20 @@ impl Config {
             && self.worker_kind != WorkerKind::Thread
     }
 
+    /// How the workers start, as a name: `none` without workers, else the start method
+    /// where it matters (PyTorch's `fork`, `spawn` or `forkserver`), else the worker kind
+    /// (`thread`, or our engine's `fork` or `spawn`). Configs that differ in it pay very
+    /// different start-ups: a spawned worker imports torch, a forked one does not.
+    pub fn worker_start(&self) -> &'static str {
+        if self.num_workers == 0 {
+            "none"
+        } else if self.uses_start_method() {
+            self.start_method.name()
+        } else {
+            self.worker_kind.name()
+        }
+    }
+
     /// True when the workers are processes forked from the loading process.
     pub fn forks_workers(&self) -> bool {
         self.num_workers > 0
