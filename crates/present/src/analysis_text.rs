@@ -202,7 +202,9 @@ mod tests {
         // One round shows nothing of the noise: nothing beats anything yet, and the
         // verdict says so.
         assert!(
-            text.contains("nw=2, nw=2 persistent are as fast within the noise"),
+            text.contains(
+                "nw=2, nw=2 persistent are not shown slower beyond the noise and the tie margin"
+            ),
             "{text}"
         );
         assert!(

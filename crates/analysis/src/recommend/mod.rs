@@ -526,8 +526,10 @@ mod tests {
         // than nw=0 over 50 epochs, within the tie margin.
         assert_eq!(r.equally_fast, ["nw=4 persistent"]);
         assert!(
-            r.text
-                .contains("nw=4 persistent is as fast within the noise; nw=0 is picked by the tie"),
+            r.text.contains(
+                "nw=4 persistent is not shown slower beyond the noise and the tie margin; \
+                           nw=0 is picked by the tie"
+            ),
             "{}",
             r.text
         );
