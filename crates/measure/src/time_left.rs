@@ -9,10 +9,10 @@
 //! what the finished units of its family took on average; where none has finished, what
 //! the unit under way projects from its own progress if it is of that family, else the
 //! average finished unit of its runtime (or the unit under way's, if it is of that
-//! runtime), else of the run. The unit under way is expected
-//! to take what its own progress projects once it has finished an epoch (progress is
-//! counted in whole epochs, since an epoch measured in a window of its batches ends long
-//! before its last batch), and at least as long as if its epoch under way ended now.
+//! runtime), else of the run. The unit under way is expected to take what its own
+//! progress projects once it has finished an epoch (progress is counted in whole epochs,
+//! since an epoch measured in a window of its batches ends long before its last batch),
+//! and at least as long as if its epoch under way ended now.
 //! Until some unit or epoch has finished, the progress line keeps the rate of batches.
 
 use loaderbench_engine::plan::Config;
@@ -82,6 +82,7 @@ impl UnitClock {
     /// The seconds left at `now_s`; `None` until something says how long a unit takes.
     pub fn seconds_left(&self, now_s: f64) -> Option<f64> {
         let (current, started) = self.current?;
+        let family = *self.families.get(current)?;
         let ran = (now_s - started).max(0.0);
         let epochs = self.epochs.max(1) as f64;
         let done = self.epochs_done.min(self.epochs) as f64;
@@ -98,15 +99,14 @@ impl UnitClock {
         let of_family = |family| took_where(&|c| self.families[c] == family);
         let of_runtime = |runtime| took_where(&|c| self.families[c].0 == runtime);
         let of_run = took_where(&|_| true);
-        let family = self.families[current];
+        if projected.is_none() && of_run.is_none() {
+            return None; // Nothing has finished: the progress line takes the batches' rate.
+        }
         let this_unit = projected
             .or(of_family(family))
             .or(of_runtime(family.0))
             .or(of_run)
             .map_or(least, |total| total.max(least));
-        if projected.is_none() && of_run.is_none() {
-            return None; // Nothing has finished: the progress line takes the batches' rate.
-        }
         // A unit to come: its family's, else this unit's where it is of that family, else
         // its runtime's, else this unit's where it is of that runtime, else the run's.
         let estimate = |config: usize| {

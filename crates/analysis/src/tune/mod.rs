@@ -300,7 +300,7 @@ fn anchors(plan: &Plan, cores: usize) -> Vec<usize> {
         let near_cores = |i: &usize| (workers(*i).abs_diff(cores), *i);
         let fewest = all.clone().min_by_key(|&i| (workers(i), i));
         let most = all.clone().min_by_key(|&i| (usize::MAX - workers(i), i));
-        let near = all.clone().min_by_key(near_cores);
+        let near = all.min_by_key(near_cores);
         chosen.extend([fewest, near, most].into_iter().flatten());
         for &i in &question {
             let start = plan.configs[i].worker_start();
