@@ -203,7 +203,8 @@ mod tests {
         // verdict says so.
         assert!(
             text.contains(
-                "nw=2, nw=2 persistent are not shown slower beyond the noise and the tie margin"
+                "nw=2, nw=2 persistent are not shown slower beyond the noise by more than \
+                 the tie margin"
             ),
             "{text}"
         );

@@ -104,6 +104,10 @@ pub struct Difference {
     /// the shares that matter).
     pub plus_minus: f64,
     pub relation: Relation,
+    /// `a` is faster beyond the noise (its interval leaves out no difference) and, as
+    /// measured, by more than the tie margin: settled when `relation` is
+    /// [`Relation::Faster`], still open when the interval reaches inside the margin.
+    pub ahead: bool,
 }
 
 /// A difference against the tie margin.
@@ -205,6 +209,7 @@ impl NoiseModel {
             gain: d.exp() - 1.0,
             plus_minus: half.unwrap_or(f64::INFINITY),
             relation: Relation::of(d, half, self.margin),
+            ahead: d > self.margin && half.is_some_and(|h| d - h > 0.0),
         })
     }
 

@@ -70,8 +70,9 @@ pub(super) fn paragraph(
             ));
         }
     }
-    // The rest of the best set: none is beaten beyond the noise and the tie margin,
-    // which is not to say it ties (the verdict says how far each comparison is open).
+    // The rest of the best set: none is beaten (slower beyond the noise, by more than
+    // the tie margin as measured), which is not to say it ties (the verdict says how far
+    // each comparison is open).
     if !r.equally_fast.is_empty() {
         let is = if r.equally_fast.len() == 1 {
             "is"
@@ -79,8 +80,8 @@ pub(super) fn paragraph(
             "are"
         };
         text.push_str(&format!(
-            " {} {is} not shown slower beyond the noise and the tie margin; {} is picked by \
-             the tie rule ({TIE_RULE}).",
+            " {} {is} not shown slower beyond the noise by more than the tie margin; {} is \
+             picked by the tie rule ({TIE_RULE}).",
             r.equally_fast.join(", "),
             chosen.label,
         ));

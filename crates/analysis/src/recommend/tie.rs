@@ -1,12 +1,14 @@
 //! The best set and the tie rule. A config is in the best set when no other config of
-//! its question is faster than it by more than the tie margin, beyond the noise that this
-//! run measured ([`noise`](super::noise)): every member is a right answer, so which one
-//! is recommended must not depend on noise. The tie rule takes the fewest workers, then
-//! the least memory (within [`MEMORY_TIE_SHARE`] of the least counts as least), then not
-//! persistent, then the first in the grid. Because the set holds every config that
-//! nothing beats, not just those near this run's fastest, a run that reorders equal
-//! configs recommends the same one, and so does a run whose measurements cannot yet tell
-//! two configs apart.
+//! its question beats it: is faster beyond the noise that this run measured
+//! ([`noise`](super::noise)), by more than the tie margin as measured. Every member is a
+//! right answer, so which one is recommended must not depend on noise; a config that
+//! lost every round by far stays out even while its interval still reaches inside the
+//! margin (the verdict then hinges on it, and more rounds settle it). The tie rule takes
+//! the fewest workers, then the least memory (within [`MEMORY_TIE_SHARE`] of the least
+//! counts as least), then not persistent, then the first in the grid. Because the set
+//! holds every config that nothing beats, not just those near this run's fastest, a run
+//! that reorders equal configs recommends the same one, and so does a run whose
+//! measurements cannot yet tell two configs apart.
 
 use super::Candidate;
 use super::noise::{Difference, NoiseModel, Relation};
@@ -38,11 +40,19 @@ impl<'c, 'a> Question<'c, 'a> {
         self.noise.compare(self.position(a)?, self.position(b)?)
     }
 
-    /// True when `faster` is faster than `slower` by more than the tie margin, beyond
-    /// the noise.
+    /// True when `faster` is faster than `slower` beyond the noise, by more than the tie
+    /// margin as measured ([`Difference::ahead`]).
     pub fn beats(&self, faster: &Candidate<'_>, slower: &Candidate<'_>) -> bool {
-        self.compare(faster, slower)
-            .is_some_and(|d| d.relation == Relation::Faster)
+        self.compare(faster, slower).is_some_and(|d| d.ahead)
+    }
+
+    /// True when another config is faster than `c` by more than the tie margin beyond
+    /// the noise: no further round brings it back.
+    pub fn settled_out(&self, c: &Candidate<'_>) -> bool {
+        self.candidates.iter().any(|d| {
+            self.compare(d, c)
+                .is_some_and(|d| d.relation == Relation::Faster)
+        })
     }
 
     /// The configs that no other beats, in grid order. Never empty when there are

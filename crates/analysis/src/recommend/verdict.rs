@@ -125,14 +125,12 @@ pub(super) fn verdict(
         .iter()
         .map(|c| (*c, question.compare(chosen, c)))
         .collect();
-    // Open against the pick: a config of the best set that does not tie with it. (Every
-    // config outside the set is beaten beyond the margin and the noise.)
+    // Open against the pick: a config that does not tie with it, of the best set or out
+    // of it with an interval that still reaches inside the margin.
     let open: Vec<(&Candidate<'_>, Option<Difference>)> = compared
         .iter()
         .copied()
-        .filter(|(c, d)| {
-            best.iter().any(|b| b.index == c.index) && d.is_none_or(|d| d.relation != Relation::Tie)
-        })
+        .filter(|(c, d)| !question.settled_out(c) && d.is_none_or(|d| d.relation != Relation::Tie))
         .collect();
     let margin = question.noise.tie_margin();
     if open.is_empty() && best.len() == 1 {
@@ -144,11 +142,11 @@ pub(super) fn verdict(
         let text = match d {
             Some(d) => format!(
                 "{} is fastest: {} faster than {}, the next, beyond this machine's noise \
-                 (±{})",
+                 ({})",
                 chosen.label,
                 percent(d.gain),
                 next.label,
-                percent(d.plus_minus)
+                plus_minus(d.gain, d.plus_minus)
             ),
             None => format!("{} is fastest", chosen.label),
         };
@@ -214,10 +212,14 @@ pub(super) fn verdict(
             (chosen.label, other.label, d.gain)
         };
         format!(
-            "not resolved after {after}: {faster} looks {} faster than {slower}, ±{}; \
+            "not resolved after {after}: {faster} looks {} faster than {slower}{}; \
              {MEASURE_LONGER} or take {}",
             percent(gain),
-            percent(d.plus_minus),
+            if wide(d.plus_minus) {
+                format!(" ({})", plus_minus(gain, d.plus_minus))
+            } else {
+                format!(", {}", plus_minus(gain, d.plus_minus))
+            },
             chosen.label
         )
     };
@@ -233,6 +235,7 @@ fn no_difference() -> Difference {
         gain: 0.0,
         plus_minus: f64::INFINITY,
         relation: Relation::Open,
+        ahead: false,
     }
 }
 
@@ -254,6 +257,33 @@ pub fn percent(share: f64) -> String {
     } else {
         format!("{p:.0}%")
     }
+}
+
+/// Log half-widths beyond this are given as the interval's ends: `±68%` beside a 70% gain
+/// reads as "at least 2% faster", where the interval runs from 16% slower to 236% faster.
+const WIDE_HALF_WIDTH: f64 = 0.2;
+
+/// A gain's 95% interval from its log half-width `half`: `±4.0%`, or where that is wide,
+/// its ends (`95% interval: 16% slower to 236% faster`).
+fn plus_minus(gain: f64, half: f64) -> String {
+    if !wide(half) {
+        return format!("±{}", percent(half));
+    }
+    let ratio = 1.0 + gain;
+    let (low, high) = (ratio * (-half).exp(), ratio * half.exp());
+    let end = |r: f64| {
+        if r < 1.0 {
+            format!("{} slower", percent(1.0 / r - 1.0))
+        } else {
+            format!("{} faster", percent(r - 1.0))
+        }
+    };
+    format!("95% interval: {} to {}", end(low), end(high))
+}
+
+/// True when a log half-width is given by the interval's ends.
+fn wide(half: f64) -> bool {
+    half.is_finite() && half > WIDE_HALF_WIDTH
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -372,6 +402,44 @@ mod tests {
         assert!(
             r.snippet.is_some(),
             "the pick's snippet comes with every verdict"
+        );
+    }
+
+    #[test]
+    fn a_12_percent_gain_beyond_the_noise_but_not_yet_the_margin_moves_the_pick_unresolved() {
+        // Faster in every round, by 12% ±10%: nw=0 lost beyond the noise, though the
+        // interval still reaches inside the 5% margin. The pick is the config that won,
+        // and the verdict still hinges on the one it beat.
+        let r = measured(1.12f64.ln(), &scatter(sd_for(0.10)));
+        assert_pick(&r, "nw=2", VerdictKind::NotResolved);
+        assert!(r.equally_fast.is_empty(), "{}", r.text);
+        assert!(
+            r.verdict.text.ends_with(&format!(
+                ": nw=2 looks 12% faster than nw=0, ±10.0%; {MEASURE_LONGER} or take nw=2"
+            )),
+            "{}",
+            r.verdict.text
+        );
+        assert_eq!(r.verdict.hinges_on, [1, 0]);
+        assert!(
+            r.text
+                .contains("1.1× as fast as nw=0 (1.00 s per epoch) beyond the noise.")
+        );
+    }
+
+    #[test]
+    fn a_wide_interval_is_given_by_its_ends_not_as_plus_minus() {
+        // 70% faster in every round but scattering by ±68% on the log scale: read as a
+        // share, "±68%" would say at least 2% faster; the interval reaches 16% slower.
+        let r = measured(1.7f64.ln(), &scatter(sd_for(0.68)));
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        assert!(
+            r.verdict.text.ends_with(&format!(
+                ": nw=2 looks 70% faster than nw=0 (95% interval: 16% slower to 236% \
+                 faster); {MEASURE_LONGER} or take nw=0"
+            )),
+            "{}",
+            r.verdict.text
         );
     }
 

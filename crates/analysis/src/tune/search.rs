@@ -119,9 +119,14 @@ pub(super) fn eliminate(
     // One measurement has no noise to be beyond: until each has two, halving alone.
     let judged = candidates.iter().all(|&i| standings[i].rounds >= 2);
     let best = if judged { best } else { candidates.clone() };
+    // One the answer hinges on is neither eliminated nor halved, though out of the best
+    // set (beaten with an interval that still reaches inside the margin): `settled` would
+    // reinstate it at once. A reinstated config is only eliminated when beaten: halving
+    // set it aside once.
+    let hinges = hinges(result, standings);
     let mut out: Vec<(usize, String)> = candidates
         .iter()
-        .filter(|i| !best.contains(i))
+        .filter(|i| !best.contains(i) && !hinges.contains(i))
         .map(|&i| {
             (
                 i,
@@ -129,9 +134,6 @@ pub(super) fn eliminate(
             )
         })
         .collect();
-    // A reinstated config is only eliminated when beaten: halving set it aside once. One
-    // the answer hinges on is not halved either: `settled` would reinstate it at once.
-    let hinges = hinges(result, standings);
     let mut unbeaten: Vec<(usize, f64)> = best
         .iter()
         .filter(|&&i| !standings[i].reinstated && !hinges.contains(&i))
@@ -466,6 +468,29 @@ mod tests {
         );
         let mut events = Vec::new();
         eliminate(&measured, &mut standings, 2, &mut |e| events.push(e));
+        assert!(events.is_empty(), "{events:?}");
+        assert!(standings.iter().all(|s| s.fate.is_none()));
+    }
+
+    /// nw=2 is 12% faster than nw=0 in five rounds, ±10%: nw=0 is out of the best set
+    /// while the interval still reaches inside the margin, so the answer hinges on it;
+    /// eliminated, `settled` would bring it back after the same round.
+    #[test]
+    fn a_config_beaten_short_of_the_margin_stays_while_the_answer_hinges_on_it() {
+        let configs = vec![config(0, false), config(2, false)];
+        let sd = 0.10 * 5f64.sqrt() / 2.776;
+        let nw2: Vec<f64> = [sd, -sd, sd, -sd, 0.0]
+            .iter()
+            .map(|s| 1.0 / (1.12f64.ln() + s).exp())
+            .collect();
+        let mut results = rounds(0, 0, &[1.0; 5]);
+        results.extend(rounds(1, 2, &nw2));
+        let measured = result(configs, results);
+        let mut standings = vec![standing(5, None), standing(5, None)];
+        assert_eq!(best_set(&measured, &[0, 1]), Some((vec![1], 1)));
+        assert_eq!(hinges(&measured, &standings), [1, 0]);
+        let mut events = Vec::new();
+        eliminate(&measured, &mut standings, 5, &mut |e| events.push(e));
         assert!(events.is_empty(), "{events:?}");
         assert!(standings.iter().all(|s| s.fate.is_none()));
     }
