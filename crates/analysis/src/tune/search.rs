@@ -400,6 +400,14 @@ mod tests {
         }
     }
 
+    /// Runs the elimination after `round` and asserts that it put no config out.
+    fn assert_none_eliminated(measured: &RunResult, standings: &mut [Standing], round: usize) {
+        let mut events = Vec::new();
+        eliminate(measured, standings, round, &mut |e| events.push(e));
+        assert!(events.is_empty(), "{events:?}");
+        assert!(standings.iter().all(|s| s.fate.is_none()));
+    }
+
     #[test]
     fn a_config_past_the_memory_limit_drops_out_however_fast() {
         let configs = vec![config(0, false), config(2, false)];
@@ -466,10 +474,7 @@ mod tests {
             4,
             "nothing is resolved"
         );
-        let mut events = Vec::new();
-        eliminate(&measured, &mut standings, 2, &mut |e| events.push(e));
-        assert!(events.is_empty(), "{events:?}");
-        assert!(standings.iter().all(|s| s.fate.is_none()));
+        assert_none_eliminated(&measured, &mut standings, 2);
     }
 
     /// nw=2 is 12% faster than nw=0 in five rounds, ±10%: nw=0 is out of the best set
@@ -489,10 +494,7 @@ mod tests {
         let mut standings = vec![standing(5, None), standing(5, None)];
         assert_eq!(best_set(&measured, &[0, 1]), Some((vec![1], 1)));
         assert_eq!(hinges(&measured, &standings), [1, 0]);
-        let mut events = Vec::new();
-        eliminate(&measured, &mut standings, 5, &mut |e| events.push(e));
-        assert!(events.is_empty(), "{events:?}");
-        assert!(standings.iter().all(|s| s.fate.is_none()));
+        assert_none_eliminated(&measured, &mut standings, 5);
     }
 
     #[test]
