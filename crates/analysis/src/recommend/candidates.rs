@@ -4,7 +4,7 @@
 //! per-round projected time for the planned epochs, and what the noise model is fitted
 //! to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use loaderbench_engine::plan::Config;
 use loaderbench_engine::preset::Cache;
@@ -168,7 +168,19 @@ impl Effort {
             .flat_map(|r| r.warmup.iter().chain(&r.epochs))
             .map(EpochResult::measured_s)
             .sum();
-        let rounds = candidates.iter().map(|c| c.runs.len()).max().unwrap_or(0);
+        // Rounds, not measurements: a folded no-op twin or a copy measured the same
+        // round as the config it is folded into.
+        let rounds = candidates
+            .iter()
+            .map(|c| {
+                c.runs
+                    .iter()
+                    .map(|r| r.repeat)
+                    .collect::<BTreeSet<_>>()
+                    .len()
+            })
+            .max()
+            .unwrap_or(0);
         Self { seconds, rounds }
     }
 }

@@ -705,24 +705,31 @@ mod tests {
         );
     }
 
-    #[test]
-    fn pin_memory_without_effect_is_the_same_config() {
-        // seed-light-pytorch's trap: nw=0 ran first and paid the process's warm-up, so
-        // nw=0 pin (a no-op without CUDA) looked 6× as fast.
+    /// nw=0, its `pin_memory` twin ("nw=0 pin") and nw=2, measured as `measure` gives
+    /// them the plain config and the pinned one.
+    fn with_pin_twin(measure: impl FnOnce(Config, Config) -> Vec<ConfigResult>) -> RunResult {
         let plain = config(0, false);
         let pinned = Config {
             pin_memory: true,
             ..plain.clone()
         };
-        let mut r = result(
-            vec![plain.clone(), pinned.clone(), config(2, false)],
+        let configs = vec![plain.clone(), pinned.clone(), config(2, false)];
+        let mut r = result(configs, measure(plain, pinned));
+        r.labels[1] = "nw=0 pin".to_owned();
+        r
+    }
+
+    #[test]
+    fn pin_memory_without_effect_is_the_same_config() {
+        // seed-light-pytorch's trap: nw=0 ran first and paid the process's warm-up, so
+        // nw=0 pin (a no-op without CUDA) looked 6× as fast.
+        let mut r = with_pin_twin(|plain, pinned| {
             three_rounds(vec![
                 run(0, plain, two_epochs(0.6, 0.06, 11)),
                 run(1, pinned, two_epochs(0.1, 0.01, 11)),
                 measured(2, 2, false, 0.5, 0.1),
-            ]),
-        );
-        r.labels[1] = "nw=0 pin".to_owned();
+            ])
+        });
         let rec = only(&r);
         assert_eq!(rec.label.as_deref(), Some("nw=0"));
         assert_eq!(rec.config, Some(0));
@@ -740,6 +747,26 @@ mod tests {
         let rec = only(&r);
         assert_eq!(rec.label.as_deref(), Some("nw=0 pin"));
         assert!(!rec.text.contains("no effect"), "{}", rec.text);
+    }
+
+    #[test]
+    fn a_folded_twin_measured_in_the_same_round_is_not_a_round_of_its_own() {
+        // seed-light with one repeat said "not resolved after 2 rounds: one round shows
+        // nothing of this machine's noise": nw=0 held its pin twin's measurement too.
+        let r = with_pin_twin(|plain, pinned| {
+            vec![
+                run(0, plain, two_epochs(0.6, 0.5, 11)),
+                run(1, pinned, two_epochs(0.6, 0.5, 11)),
+                measured(2, 2, false, 0.5, 0.4),
+            ]
+        });
+        let rec = only(&r);
+        assert!(
+            rec.verdict.text.starts_with("not resolved after 1 round (")
+                && rec.verdict.text.contains("one round shows nothing"),
+            "{}",
+            rec.verdict.text
+        );
     }
 
     #[test]
