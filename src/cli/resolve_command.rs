@@ -2,7 +2,9 @@
 //! further (`loaderbench_analysis::resolve`) for at most `--resolve-for`, then printed
 //! as `run --recommend` prints it, with the same exports. A journal gets the new rounds
 //! appended; a results file's run is first copied to a new journal, so nothing measured
-//! is ever lost. With `--events`, progress goes to standard output as JSON lines and
+//! is ever lost. Only a run measured on this machine (as its summary gives it: CPU, cores,
+//! OS, libtorch, loaderbench) is measured further: rounds from here beside another
+//! machine's would be compared as if they were one machine's. With `--events`, progress goes to standard output as JSON lines and
 //! nothing else does (the app's resolve).
 
 use std::path::PathBuf;
@@ -12,6 +14,7 @@ use clap::Args;
 
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
+use loaderbench_engine::machine::Machine;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::results::RunStatus;
 use loaderbench_measure::results_file;
@@ -56,6 +59,17 @@ pub fn resolve_saved(args: ResolveArgs) -> Result<()> {
     // Only a journal another loaderbench is writing reads as still running.
     if result.status == RunStatus::Running {
         return Err(Error::file(&args.run, BEING_WRITTEN));
+    }
+    let here = Machine::current().summary();
+    if result.machine.summary() != here {
+        return Err(Error::file(
+            &args.run,
+            format!(
+                "was measured on {}, and this is {here}: rounds measured here would be \
+                 compared with its as one machine's, so it cannot be measured further here",
+                result.machine.summary()
+            ),
+        ));
     }
     let setup = result.setup.clone().ok_or_else(|| {
         Error::file(

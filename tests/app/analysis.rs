@@ -12,7 +12,7 @@ use std::time::Duration;
 use egui::Key;
 use egui::accesskit::Role;
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 
 use loaderbench_engine::preset::Preset;
 use loaderbench_gui::{App, Phase};
@@ -272,6 +272,71 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     assert!(
         harness.query_by_label_contains(" Verdict: ").is_some(),
         "the verdict is shown"
+    );
+}
+
+/// A journal opened alone, whose recommendation is open, is measured further with the
+/// Measure further button, within the budget field's seconds, appending to the journal;
+/// the run bar says what it measured. The same run opened from its results JSON has no
+/// journal to append to, and the button stays grey.
+#[test]
+fn measure_further_measures_an_opened_journal_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = common::runs::SavedRun::in_dir(dir.path());
+    // One round of two epochs: nothing of the noise shows, so the answer is open.
+    let preset = tiny_preset_file(dir.path(), 512, 2);
+    let output = common::loaderbench(&saved.run_args(common::path_str(&preset), &[]));
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let read = |path: &Path| loaderbench_measure::results_file::read(path).unwrap();
+    let before = read(&saved.journal).results.len();
+    let app_on = |results: &Path| {
+        let launch = loaderbench_gui::Launch {
+            results: vec![results.to_path_buf()],
+            journal_dir: Some(dir.path().to_path_buf()),
+            measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+            ..loaderbench_gui::Launch::default()
+        };
+        let mut harness = common::gui::builder()
+            .with_size([1280.0, 1200.0])
+            .build_eframe(move |cc| App::new(cc, launch));
+        harness.run_steps(3);
+        harness
+    };
+    let further_disabled = |harness: &Harness<'_, App>| {
+        harness
+            .get_by_role_and_label(Role::Button, "Measure further")
+            .accesskit_node()
+            .is_disabled()
+    };
+    assert!(further_disabled(&app_on(&saved.json)), "a results file");
+    let mut harness = app_on(&saved.journal);
+    assert!(
+        !further_disabled(&harness),
+        "{:?}",
+        harness.state().messages()
+    );
+    common::gui::type_into_role(&mut harness, Role::SpinButton, "budget s", "5");
+    common::gui::click(&mut harness, "Measure further");
+    assert!(
+        harness.state().is_running(),
+        "measuring further: {:?}",
+        harness.state().messages()
+    );
+    step_until_ended(&mut harness, Duration::from_secs(120));
+    harness.run_steps(2);
+    let journaled = read(&saved.journal);
+    assert!(
+        journaled.results.len() > before,
+        "{before} configs: {:?}",
+        harness.state().messages()
+    );
+    let shown = harness.state().result().expect("the run");
+    assert_eq!(shown.results.len(), journaled.results.len(), "shown again");
+    assert!(
+        harness
+            .query_by_label_contains("Finished (a saved run), then measured further: ")
+            .is_some(),
+        "the run bar says what it measured"
     );
 }
 

@@ -155,6 +155,36 @@ fn a_journal_another_loaderbench_writes_is_not_measured_further_nor_cut() {
     );
 }
 
+/// A run measured on another machine is not measured further here: its rounds and
+/// this machine's would be compared as one machine's.
+#[test]
+fn a_journal_from_another_machine_is_not_measured_further() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("run.jsonl");
+    tiny_run_ok(dir.path(), &["--journal", path_str(&journal)]);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let mut run: serde_json::Value = serde_json::from_str(header).unwrap();
+    run["run"]["machine"]["cpu_model"] = "Another CPU".into();
+    let moved = format!("{run}\n{rest}");
+    std::fs::write(&journal, &moved).unwrap();
+    let resolve = loaderbench(&["resolve", path_str(&journal), "--resolve-for", "30s"]);
+    assert_error_line(
+        &resolve,
+        2,
+        &[
+            path_str(&journal),
+            "was measured on Another CPU · ",
+            "so it cannot be measured further here",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        moved,
+        "untouched"
+    );
+}
+
 #[test]
 fn a_baseline_saves_what_a_cut_journal_kept() {
     let dir = tempfile::tempdir().unwrap();

@@ -51,6 +51,8 @@ pub enum Action {
     StartRun,
     /// Tune the preset within the budget field's seconds.
     StartTune,
+    /// Measure the shown run further, within the budget field's seconds.
+    MeasureFurther,
     /// The tune budget field changed (seconds).
     TuneBudget(u32),
     /// Stop the run or the tune.

@@ -300,6 +300,7 @@ impl App {
                     self.runs.start_tune(ctx, &plan, &mut self.messages);
                 }
             }
+            Action::MeasureFurther => self.runs.measure_further(ctx, &mut self.messages),
             Action::CopyMarkdown => self.copy_markdown(ctx),
             Action::ExportPng(area) => self.export_png(area),
             Action::ExportData(format) => self.export_data(format),

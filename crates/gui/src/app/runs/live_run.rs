@@ -3,7 +3,7 @@
 //! [`pacing`](crate::pacing) for how the window keeps out of the measured epochs), its
 //! events folded into the live data each frame within a time budget, cancelled, and what
 //! happens when it ends (analysis, warnings, how it ended, and its journal handed to the
-//! resolve where the recommendation is open).
+//! resolve where the recommendation is open, and kept for measuring it further).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -40,6 +40,9 @@ pub(super) struct LiveRun {
     pub(super) saved: bool,
     /// The journal of a run measured here that just ended, for its resolve to take.
     pub(super) to_resolve: Option<PathBuf>,
+    /// Its journal, which measuring it further appends to: a run measured here once it
+    /// has finished, or the one journal opened.
+    pub(super) journal: Option<PathBuf>,
     /// Its unresolved recommendation measured further, running or ended.
     pub(super) resolving: Option<ResolveRun>,
     /// What that resolve measured, once it has ended.
@@ -58,6 +61,7 @@ impl LiveRun {
             analysis: None,
             comparison: None,
             to_resolve: None,
+            journal: None,
             resolving: None,
             measured_further: None,
         }
@@ -95,8 +99,11 @@ impl LiveRun {
             return None;
         }
         self.took = Some(self.started.elapsed());
-        if self.data.phase == Phase::Finished {
-            self.to_resolve = self.handle.as_ref().map(|h| h.journal_path().to_path_buf());
+        if self.data.phase == Phase::Finished
+            && let Some(handle) = &self.handle
+        {
+            self.journal = Some(handle.journal_path().to_path_buf());
+            self.to_resolve = self.journal.clone();
         }
         self.handle = None;
         if let Some(result) = self.data.result.as_mut() {

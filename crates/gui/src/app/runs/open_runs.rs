@@ -65,7 +65,14 @@ impl Runs {
         let result = overlay::overlay(runs)?;
         self.selected = None;
         messages.clear_errors();
-        self.live = Some(LiveRun::replayed(result));
+        let mut run = LiveRun::replayed(result);
+        // One journal opened alone can be measured further, appending to it.
+        if let [(path, _)] = self.shown.as_slice()
+            && path.extension().is_some_and(|e| e == "jsonl")
+        {
+            run.journal = Some(path.clone());
+        }
+        self.live = Some(run);
         self.end_of_run(messages)
     }
 

@@ -6,7 +6,9 @@
 //! shown in the run bar as they come. As rounds end, the run is shown again from the
 //! journal (at most once a second), its analysis and verdicts redone; when the resolve
 //! ends, from what it saved. Cancel is Ctrl-C to the child, which keeps what it
-//! measured. A scripted run (`gui --run --exit`) ends as it was measured.
+//! measured. A scripted run (`gui --run --exit`) ends as it was measured. The Measure
+//! further button does the same again, for up to the budget field's seconds, on the run
+//! shown: one measured here, or a journal opened alone.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +43,10 @@ pub(super) struct ResolveRun {
     /// What the run bar says: the round being measured.
     pub(super) status: String,
     started: Instant,
-    /// The last round begun.
+    /// The last round begun (its number among the run's rounds).
     rounds: usize,
+    /// How many rounds it has begun.
+    begun: usize,
 }
 
 /// What a finished resolve measured, for the run bar once it has ended.
@@ -86,6 +90,7 @@ impl ResolveRun {
             status: format!("Not resolved: measuring further, for up to {seconds:.0} s"),
             started: Instant::now(),
             rounds: 0,
+            begun: 0,
         })
     }
 }
@@ -112,6 +117,52 @@ impl Runs {
         if seconds <= 0.0 || scripted || loaderbench_analysis::resolve::hinges(result).is_empty() {
             return;
         }
+        self.start_resolve(ctx, &journal, seconds, messages);
+    }
+
+    /// True when the shown run can be measured further: it has ended with a journal,
+    /// nothing runs, and some verdict hinges on configs to measure.
+    pub(in super::super) fn can_measure_further(&self) -> bool {
+        !self.is_running()
+            && self.live.as_ref().is_some_and(|run| {
+                run.journal.is_some()
+                    && run.analysis.as_ref().is_some_and(|analysis| {
+                        analysis
+                            .recommendations
+                            .iter()
+                            .any(|r| !r.verdict.hinges_on.is_empty())
+                    })
+            })
+    }
+
+    /// Measures the shown run further for up to the budget field's seconds, as
+    /// `loaderbench resolve` does, appending to its journal (the Measure further button).
+    pub(in super::super) fn measure_further(
+        &mut self,
+        ctx: &egui::Context,
+        messages: &mut Messages,
+    ) {
+        if !self.can_measure_further() {
+            return;
+        }
+        let Some(journal) = self.live.as_ref().and_then(|run| run.journal.clone()) else {
+            return;
+        };
+        messages.clear_errors();
+        self.start_resolve(ctx, &journal, f64::from(self.tune_budget_s), messages);
+    }
+
+    /// Starts resolving the shown run from `journal` for at most `seconds`.
+    fn start_resolve(
+        &mut self,
+        ctx: &egui::Context,
+        journal: &Path,
+        seconds: f64,
+        messages: &mut Messages,
+    ) {
+        let Some(labels) = self.result().map(|result| result.labels.clone()) else {
+            return;
+        };
         let program = match &self.measurer.program {
             Some(program) => program.clone(),
             None => match std::env::current_exe() {
@@ -119,7 +170,7 @@ impl Runs {
                 Err(err) => return messages.error(format!("Resolving could not start: {err}")),
             },
         };
-        match ResolveRun::spawn(&program, &journal, seconds, result.labels.clone(), ctx) {
+        match ResolveRun::spawn(&program, journal, seconds, labels, ctx) {
             Ok(resolve) => {
                 if let Some(run) = &mut self.live {
                     run.resolving = Some(resolve);
@@ -135,7 +186,8 @@ impl Runs {
         let Some(resolve) = self.live.as_mut().and_then(|run| run.resolving.as_mut()) else {
             return;
         };
-        let (labels, status, rounds) = (&resolve.labels, &mut resolve.status, &mut resolve.rounds);
+        let (labels, status) = (&resolve.labels, &mut resolve.status);
+        let (rounds, begun) = (&mut resolve.rounds, &mut resolve.begun);
         let ended = resolve.child.drain(|event| {
             if let ResolveEvent::Round {
                 round,
@@ -148,6 +200,7 @@ impl Runs {
                     .filter_map(|&i| labels.get(i).map(String::as_str))
                     .collect();
                 *rounds = round;
+                *begun += 1;
                 *status = format!(
                     "Not resolved: round {round} measures {} ({left_s:.0} s left)",
                     names.join(", ")
@@ -174,7 +227,7 @@ impl Runs {
         };
         let read = results_file::read(&resolve.json);
         let further = MeasuredFurther {
-            rounds: resolve.rounds,
+            rounds: resolve.begun,
             took: resolve.started.elapsed(),
         };
         let Some(run) = self.live.as_mut() else {

@@ -1,5 +1,5 @@
-//! The runs drawn: the run bar (Run or Cancel, Tune and its budget, the plan's size, how
-//! the run stands, its progress), the tune's progress, the live plots with the
+//! The runs drawn: the run bar (Run or Cancel, Tune, Measure further and their budget,
+//! the plan's size, how the run stands, its progress), the tune's progress, the live plots with the
 //! timeline, the results table, and the analysis of an ended run.
 
 use egui::{Rect, RichText, Ui};
@@ -83,6 +83,22 @@ impl Runs {
         if tune.clicked() {
             actions.push(Action::StartTune);
         }
+        let further = ui
+            .add_enabled(
+                self.can_measure_further(),
+                egui::Button::new("Measure further"),
+            )
+            .on_hover_text(
+                "Measure the configs the open verdicts hinge on, within the budget, \
+                 appending to the run's journal",
+            )
+            .on_disabled_hover_text(
+                "For a finished run, measured here or opened from its journal, whose \
+                 recommendation is not resolved",
+            );
+        if further.clicked() {
+            actions.push(Action::MeasureFurther);
+        }
         let mut budget = self.tune_budget_s;
         let label = ui.label("budget s");
         let field = ui
@@ -103,17 +119,20 @@ impl Runs {
         Some(match &run.data.phase {
             _ if resolving.is_some() => resolving.map(|r| r.status.clone()).unwrap_or_default(),
             Phase::Running => run.data.progress_line(run.elapsed()),
-            Phase::Finished if run.saved => "Finished (a saved run)".to_owned(),
             Phase::Finished => {
-                let took = run.elapsed().as_secs_f64();
+                let finished = if run.saved {
+                    "Finished (a saved run)".to_owned()
+                } else {
+                    format!("Finished in {:.1} s", run.elapsed().as_secs_f64())
+                };
                 match run.measured_further {
                     Some(further) => format!(
-                        "Finished in {took:.1} s, then measured further: {} round{} in {:.0} s",
+                        "{finished}, then measured further: {} round{} in {:.0} s",
                         further.rounds,
                         if further.rounds == 1 { "" } else { "s" },
                         further.took.as_secs_f64()
                     ),
-                    None => format!("Finished in {took:.1} s"),
+                    None => finished,
                 }
             }
             Phase::Cancelled => "Cancelled".to_owned(),
