@@ -283,8 +283,18 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
 fn measure_further_measures_an_opened_journal_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let saved = common::runs::SavedRun::in_dir(dir.path());
-    // One round of two epochs: nothing of the noise shows, so the answer is open.
-    let preset = tiny_preset_file(dir.path(), 512, 2);
+    // Two configs that are one loader, two rounds, no tie margin: neither is faster
+    // beyond the noise, nor equally fast within 0%, so the answer stays open.
+    let preset = dir.path().join("open.ron");
+    Preset {
+        repeats: 2,
+        tie_margin: 0.0,
+        in_order: vec![true, false],
+        num_workers: vec![1],
+        ..common::runs::tiny_preset(512, 2)
+    }
+    .save(&preset)
+    .unwrap();
     let output = common::loaderbench(&saved.run_args(common::path_str(&preset), &[]));
     assert!(output.status.success(), "{}", common::stderr(&output));
     let read = |path: &Path| loaderbench_measure::results_file::read(path).unwrap();
@@ -332,11 +342,18 @@ fn measure_further_measures_an_opened_journal_within_the_budget() {
     );
     let shown = harness.state().result().expect("the run");
     assert_eq!(shown.results.len(), journaled.results.len(), "shown again");
+    // The rounds it began, counted (not the last one's number among the run's rounds).
+    let mut rounds: Vec<usize> = journaled.results.iter().map(|r| r.repeat).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let further = rounds.len() - 2;
+    let said = format!(
+        "Finished (a saved run), then measured further: {further} round{} in ",
+        if further == 1 { "" } else { "s" }
+    );
     assert!(
-        harness
-            .query_by_label_contains("Finished (a saved run), then measured further: ")
-            .is_some(),
-        "the run bar says what it measured"
+        harness.query_by_label_contains(&said).is_some(),
+        "the run bar says what it measured: {said}"
     );
 }
 
