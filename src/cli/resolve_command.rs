@@ -2,10 +2,10 @@
 //! further (`loaderbench_analysis::resolve`) for at most `--resolve-for`, then printed
 //! as `run --recommend` prints it, with the same exports. A journal gets the new rounds
 //! appended; a results file's run is first copied to a new journal, so nothing measured
-//! is ever lost. Only a run measured on this machine (as its summary gives it: CPU, cores,
-//! OS, libtorch, loaderbench) is measured further: rounds from here beside another
-//! machine's would be compared as if they were one machine's. With `--events`, progress goes to standard output as JSON lines and
-//! nothing else does (the app's resolve).
+//! is ever lost. Only a run measured on this machine (as its summary gives it: CPU,
+//! cores, OS, libtorch, loaderbench) is measured further: rounds from here beside another
+//! machine's would be compared as if they were one machine's. With `--events`, progress
+//! goes to standard output as JSON lines and nothing else does (the app's resolve).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -38,11 +38,11 @@ pub(super) struct LiveRun {
     pub(super) comparison: Option<(String, Vec<Change>)>,
     /// Read from a file rather than measured here: it has no duration to show.
     pub(super) saved: bool,
-    /// The journal of a run measured here that just ended, for its resolve to take.
-    pub(super) to_resolve: Option<PathBuf>,
     /// Its journal, which measuring it further appends to: a run measured here once it
     /// has finished, or the one journal opened.
     pub(super) journal: Option<PathBuf>,
+    /// A run measured here that just finished, for its resolve to take up.
+    pub(super) resolve_pending: bool,
     /// Its unresolved recommendation measured further, running or ended.
     pub(super) resolving: Option<ResolveRun>,
     /// What that resolve measured, once it has ended.
@@ -60,8 +60,8 @@ impl LiveRun {
             took: None,
             analysis: None,
             comparison: None,
-            to_resolve: None,
             journal: None,
+            resolve_pending: false,
             resolving: None,
             measured_further: None,
         }
@@ -103,7 +103,7 @@ impl LiveRun {
             && let Some(handle) = &self.handle
         {
             self.journal = Some(handle.journal_path().to_path_buf());
-            self.to_resolve = self.journal.clone();
+            self.resolve_pending = true;
         }
         self.handle = None;
         if let Some(result) = self.data.result.as_mut() {

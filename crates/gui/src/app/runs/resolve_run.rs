@@ -104,9 +104,13 @@ impl Runs {
         scripted: bool,
         messages: &mut Messages,
     ) {
-        let Some(journal) = self.live.as_mut().and_then(|run| run.to_resolve.take()) else {
+        let Some(run) = self.live.as_mut() else {
             return;
         };
+        let Some(journal) = run.journal.clone().filter(|_| run.resolve_pending) else {
+            return;
+        };
+        run.resolve_pending = false;
         let Some(result) = self.result() else {
             return;
         };

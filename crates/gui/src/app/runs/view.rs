@@ -1,6 +1,6 @@
 //! The runs drawn: the run bar (Run or Cancel, Tune, Measure further and their budget,
-//! the plan's size, how the run stands, its progress), the tune's progress, the live plots with the
-//! timeline, the results table, and the analysis of an ended run.
+//! the plan's size, how the run stands, its progress), the tune's progress, the live
+//! plots with the timeline, the results table, and the analysis of an ended run.
 
 use egui::{Rect, RichText, Ui};
 
