@@ -275,6 +275,64 @@ fn a_run_whose_recommendation_is_open_is_measured_further_in_the_window() {
     );
 }
 
+/// The app showing the saved run `results`, measuring with this build's `loaderbench`,
+/// journals in `dir`.
+fn measuring_app_on(dir: &Path, results: &Path) -> Harness<'static, App> {
+    let launch = loaderbench_gui::Launch {
+        results: vec![results.to_path_buf()],
+        journal_dir: Some(dir.to_path_buf()),
+        measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
+        ..loaderbench_gui::Launch::default()
+    };
+    let mut harness = common::gui::builder()
+        .with_size([1280.0, 1200.0])
+        .build_eframe(move |cc| App::new(cc, launch));
+    harness.run_steps(3);
+    harness
+}
+
+/// A journal from another machine is refused when measured further: the message says
+/// why, the journal is untouched, and the run bar claims nothing measured.
+#[test]
+fn measure_further_refuses_a_journal_from_another_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("run.jsonl");
+    let preset = tiny_preset_file(dir.path(), 512, 2);
+    let output = common::loaderbench(&[
+        "run",
+        common::path_str(&preset),
+        "--quiet",
+        "--journal",
+        common::path_str(&journal),
+    ]);
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    common::runs::from_another_machine(&journal, &journal);
+    let moved = std::fs::read_to_string(&journal).unwrap();
+    let mut harness = measuring_app_on(dir.path(), &journal);
+    common::gui::click(&mut harness, "Measure further");
+    step_until_ended(&mut harness, Duration::from_secs(60));
+    harness.run_steps(2);
+    let messages = harness.state().messages();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.text.starts_with("Measuring further failed: ")
+                && m.text.contains("was measured on Made-up Xeon 9999 · ")),
+        "{messages:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        moved,
+        "untouched"
+    );
+    assert!(
+        harness
+            .query_by_label_contains("then measured further")
+            .is_none(),
+        "nothing was measured further"
+    );
+}
+
 /// A journal opened alone, whose recommendation is open, is measured further with the
 /// Measure further button, within the budget field's seconds, appending to the journal;
 /// the run bar says what it measured. The same run opened from its results JSON has no
@@ -299,27 +357,17 @@ fn measure_further_measures_an_opened_journal_within_the_budget() {
     assert!(output.status.success(), "{}", common::stderr(&output));
     let read = |path: &Path| loaderbench_measure::results_file::read(path).unwrap();
     let before = read(&saved.journal).results.len();
-    let app_on = |results: &Path| {
-        let launch = loaderbench_gui::Launch {
-            results: vec![results.to_path_buf()],
-            journal_dir: Some(dir.path().to_path_buf()),
-            measurer: Some(env!("CARGO_BIN_EXE_loaderbench").into()),
-            ..loaderbench_gui::Launch::default()
-        };
-        let mut harness = common::gui::builder()
-            .with_size([1280.0, 1200.0])
-            .build_eframe(move |cc| App::new(cc, launch));
-        harness.run_steps(3);
-        harness
-    };
     let further_disabled = |harness: &Harness<'_, App>| {
         harness
             .get_by_role_and_label(Role::Button, "Measure further")
             .accesskit_node()
             .is_disabled()
     };
-    assert!(further_disabled(&app_on(&saved.json)), "a results file");
-    let mut harness = app_on(&saved.journal);
+    assert!(
+        further_disabled(&measuring_app_on(dir.path(), &saved.json)),
+        "a results file"
+    );
+    let mut harness = measuring_app_on(dir.path(), &saved.journal);
     assert!(
         !further_disabled(&harness),
         "{:?}",

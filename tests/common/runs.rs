@@ -215,12 +215,25 @@ pub fn two_configs() -> &'static SavedRun {
     saved_once(&TWO, &sets)
 }
 
-/// The results in `json` as if measured on another (made-up) machine, written to `to`.
-pub fn from_another_machine(json: &Path, to: &Path) -> PathBuf {
-    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    run["machine"]["cpu_model"] = "Made-up Xeon 9999".into();
-    run["machine"]["logical_cores"] = 64.into();
-    std::fs::write(to, serde_json::to_vec_pretty(&run).unwrap()).unwrap();
+/// The saved run in `saved` (results JSON, or a journal: its header line) as if measured
+/// on another (made-up) machine, written to `to` (which may be `saved`).
+pub fn from_another_machine(saved: &Path, to: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(saved).unwrap();
+    let move_machine = |machine: &mut serde_json::Value| {
+        machine["cpu_model"] = "Made-up Xeon 9999".into();
+        machine["logical_cores"] = 64.into();
+    };
+    let moved = if saved.extension().is_some_and(|e| e == "jsonl") {
+        let (header, rest) = text.split_once('\n').unwrap();
+        let mut run: serde_json::Value = serde_json::from_str(header).unwrap();
+        move_machine(&mut run["run"]["machine"]);
+        format!("{run}\n{rest}")
+    } else {
+        let mut run: serde_json::Value = serde_json::from_str(&text).unwrap();
+        move_machine(&mut run["machine"]);
+        serde_json::to_string_pretty(&run).unwrap()
+    };
+    std::fs::write(to, moved).unwrap();
     to.to_path_buf()
 }
 

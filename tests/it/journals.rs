@@ -162,19 +162,15 @@ fn a_journal_from_another_machine_is_not_measured_further() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("run.jsonl");
     tiny_run_ok(dir.path(), &["--journal", path_str(&journal)]);
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let (header, rest) = text.split_once('\n').unwrap();
-    let mut run: serde_json::Value = serde_json::from_str(header).unwrap();
-    run["run"]["machine"]["cpu_model"] = "Another CPU".into();
-    let moved = format!("{run}\n{rest}");
-    std::fs::write(&journal, &moved).unwrap();
+    common::runs::from_another_machine(&journal, &journal);
+    let moved = std::fs::read_to_string(&journal).unwrap();
     let resolve = loaderbench(&["resolve", path_str(&journal), "--resolve-for", "30s"]);
     assert_error_line(
         &resolve,
         2,
         &[
             path_str(&journal),
-            "was measured on Another CPU · ",
+            "was measured on Made-up Xeon 9999 · ",
             "so it cannot be measured further here",
         ],
     );

@@ -238,7 +238,10 @@ impl Runs {
             return;
         };
         run.resolving = None;
-        run.measured_further = Some(further);
+        // A resolve that began no round (refused, or resolved at once) measured nothing.
+        if further.rounds > 0 {
+            run.measured_further = Some(further);
+        }
         if let Ok(mut result) = read {
             let found = warnings::attach(&mut result);
             run.analysis = Some(Analysis::of(&result));
