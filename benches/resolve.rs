@@ -9,8 +9,10 @@
 //!   ratio in the reference), each run's wall time and verdict (goals: 5 of 5, regret at
 //!   most 5%, each under 2 minutes);
 //! - `pytorch`: three runs of seed-light-pytorch with `--recommend`, against a reference
-//!   of three rounds, one before each run: the same pick for the PyTorch question 3 of 3, regret at
-//!   most 5%;
+//!   of three rounds of the whole preset and twelve of seed-light (the configs of its
+//!   loaderbench question, a second or two a round where the whole preset's take a
+//!   minute and a half), each question judged by the reference that measured it most:
+//!   the same pick 3 of 3, regret at most 5%;
 //! - `mnist`: the MNIST-example-shaped job (a user's Dataset over 60,000 IDX images,
 //!   `tests/data/user_dataset/mnist_user.py`, with a two-conv CNN training step,
 //!   `tests/data/step/small_cnn.py`, on the PyTorch runtime; num_workers 0, 1, 2, 4 and 2
@@ -32,7 +34,7 @@ use std::time::Instant;
 
 use loaderbench_analysis::Analysis;
 use loaderbench_engine::preset::Preset;
-use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results::{ConfigResult, RunResult};
 use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
 use loaderbench_measure::window::WindowRule;
@@ -51,16 +53,25 @@ fn main() {
             &smoke,
             &["--resolve-for", "5s"],
             1,
-            3,
+            &[("seed-light", 3)],
         );
         return;
     }
     if wanted("seeds") {
-        same_pick(dir.path(), "seed-heavy", &[], &[], 5, 20);
-        same_pick(dir.path(), "seed-light", &[], &[], 5, 20);
+        same_pick(dir.path(), "seed-heavy", &[], &[], 5, &[("seed-heavy", 20)]);
+        same_pick(dir.path(), "seed-light", &[], &[], 5, &[("seed-light", 20)]);
     }
     if wanted("pytorch") {
-        same_pick(dir.path(), "seed-light-pytorch", &[], &[], 3, 3);
+        // The loaderbench question's configs are seed-light's, measured in a second or
+        // two a round, where a round of the whole preset takes a minute and a half.
+        same_pick(
+            dir.path(),
+            "seed-light-pytorch",
+            &[],
+            &[],
+            3,
+            &[("seed-light-pytorch", 3), ("seed-light", 12)],
+        );
     }
     if wanted("mnist") {
         mnist_job(dir.path());
@@ -68,25 +79,35 @@ fn main() {
 }
 
 /// `runs` runs of `preset --recommend` (with `sets` on the preset, `flags` on the
-/// command) against a reference of `rounds` rounds interleaved with them; prints the
-/// picks, their regret, their time and verdicts, per question.
-fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usize, rounds: usize) {
+/// command) against `references` (each a preset run `rounds` times, with `sets`)
+/// interleaved with them; prints the picks, their regret, their time and verdicts, per
+/// question, each question judged by the reference that measured its configs most.
+fn same_pick(
+    dir: &Path,
+    preset: &str,
+    sets: &[&str],
+    flags: &[&str],
+    runs: usize,
+    references: &[(&str, usize)],
+) {
     // The reference's rounds each in a fresh process, as resolving measures: a
     // process's own state changes configs' times, and one process would carry its bias
     // into every round. They are spread before, between and after the runs: this
     // machine's speed drifts by half over minutes, and a reference measured first
     // judged the runs by a state of the machine they never saw.
     let started = Instant::now();
-    let mut reference_runs = Vec::new();
+    let mut reference_runs: Vec<Vec<RunResult>> = vec![Vec::new(); references.len()];
     let mut measured_runs = Vec::new();
     let mut walls = Vec::new();
     for slot in 0..=runs {
-        for round in (0..rounds).filter(|r| r * (runs + 1) / rounds == slot) {
-            let json = dir.join(format!("{preset}-reference-{round}.json"));
-            let mut args = vec!["run", preset, "--quiet"];
-            args.extend_from_slice(sets);
-            loaderbench(&args, &json);
-            reference_runs.push(results_file::read(&json).expect("a reference round"));
+        for (which, &(reference, rounds)) in references.iter().enumerate() {
+            for round in (0..rounds).filter(|r| r * (runs + 1) / rounds == slot) {
+                let json = dir.join(format!("{preset}-reference-{reference}-{round}.json"));
+                let mut args = vec!["run", reference, "--quiet"];
+                args.extend_from_slice(sets);
+                loaderbench(&args, &json);
+                reference_runs[which].push(results_file::read(&json).expect("a reference round"));
+            }
         }
         if slot == runs {
             break;
@@ -100,50 +121,80 @@ fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usiz
         walls.push(run_started.elapsed().as_secs_f64());
         measured_runs.push(results_file::read(&json).expect("the run"));
     }
-    let reference = common::merged(&reference_runs);
+    let references: Vec<RunResult> = reference_runs
+        .iter()
+        .map(|rounds| undisturbed(&common::merged(rounds)))
+        .collect();
+    let described: Vec<String> = references
+        .iter()
+        .map(|r| format!("{} rounds of {}", r.repeats, r.preset))
+        .collect();
     println!(
-        "resolve: {preset}: {runs} runs and a reference of {rounds} rounds between them, each a \
-         fresh process, in {:.0} s",
+        "resolve: {preset}: {runs} runs and a reference of {} between them, each a fresh \
+         process, in {:.0} s",
+        described.join(" and "),
         started.elapsed().as_secs_f64()
     );
-    let questions = Analysis::of(&reference).recommendations.len();
-    let mut picks: Vec<Vec<String>> = vec![Vec::new(); questions];
-    let mut regrets: Vec<Vec<f64>> = vec![Vec::new(); questions];
-    let mut verdicts: Vec<Vec<String>> = vec![Vec::new(); questions];
-    for run in &measured_runs {
-        let recommendations = Analysis::of(&undisturbed(run)).recommendations;
-        for (question, recommendation) in recommendations.iter().enumerate().take(questions) {
-            let label = recommendation.label.clone().unwrap_or("nothing".to_owned());
-            verdicts[question].push(format!("{:?}", recommendation.verdict.kind));
-            if let Some(regret) = recommendation.config.and_then(|p| regret(&reference, p)) {
-                regrets[question].push(regret);
+    let first = undisturbed(&measured_runs[0]);
+    let questions = Analysis::of(&first).recommendations;
+    for (question, recommendation) in questions.iter().enumerate() {
+        let own = only_question(&first, question);
+        let labels: Vec<&str> = own.results.iter().map(|r| r.label.as_str()).collect();
+        // The reference that measured this question's configs most, and its question.
+        let measured_in = |reference: &RunResult| {
+            let in_question = |r: &&ConfigResult| labels.contains(&r.label.as_str());
+            reference.results.iter().filter(in_question).count()
+        };
+        let Some(judge) = references.iter().max_by_key(|r| measured_in(r)) else {
+            continue;
+        };
+        let judged = (0..Analysis::of(judge).recommendations.len())
+            .map(|j| only_question(judge, j))
+            .find(|view| {
+                view.results
+                    .iter()
+                    .any(|r| labels.contains(&r.label.as_str()))
+            })
+            .unwrap_or_else(|| judge.clone());
+        let mut picks = Vec::new();
+        let mut regrets = Vec::new();
+        let mut verdicts = Vec::new();
+        for run in &measured_runs {
+            let recommendations = Analysis::of(&undisturbed(run)).recommendations;
+            let Some(answer) = recommendations.get(question) else {
+                continue;
+            };
+            let label = answer.label.clone().unwrap_or("nothing".to_owned());
+            verdicts.push(format!("{:?}", answer.verdict.kind));
+            if let Some(regret) = regret(&judged, &label) {
+                regrets.push(regret);
             }
-            picks[question].push(label);
+            picks.push(label);
         }
-    }
-    let reference_recommendations = Analysis::of(&undisturbed(&reference)).recommendations;
-    for (question, recommendation) in reference_recommendations.iter().enumerate() {
-        let (best, _) = best_set(&undisturbed(&only_question(&reference, question)));
-        let same = picks[question]
-            .iter()
-            .filter(|p| Some(*p) == picks[question].first())
-            .count();
-        let worst = regrets[question].iter().copied().fold(0.0, f64::max);
+        let (best, _) = best_set(&judged);
+        let judge_verdict = Analysis::of(&judged)
+            .recommendations
+            .into_iter()
+            .next()
+            .map_or(String::new(), |r| r.verdict.text);
+        let same = picks.iter().filter(|p| Some(*p) == picks.first()).count();
+        let worst = regrets.iter().copied().fold(0.0, f64::max);
         println!("  {}", recommendation.group);
         println!(
-            "    reference: best set {}; its verdict: {}",
-            names(&reference, &best),
-            recommendation.verdict.text
+            "    reference ({} rounds of {}): best set {}; its verdict: {judge_verdict}",
+            judge.repeats,
+            judge.preset,
+            names(&judged, &best),
         );
         println!(
             "    picks: {} — the same pick {same} of {runs} (goal {runs} of {runs})",
-            picks[question].join(", ")
+            picks.join(", ")
         );
         println!(
             "    regret against the reference's fastest: worst {:+.1}% (goal at most 5%); \
              verdicts: {}",
             worst * 100.0,
-            verdicts[question].join(", ")
+            verdicts.join(", ")
         );
     }
     let walls: Vec<String> = walls.iter().map(|s| format!("{s:.0}")).collect();
@@ -155,9 +206,11 @@ fn same_pick(dir: &Path, preset: &str, sets: &[&str], flags: &[&str], runs: usiz
     println!("  wall time per run: {} s{goal}", walls.join(", "));
 }
 
-/// How much slower `pick` is than the reference's fastest config of its question: the
-/// median of their per-round ratio in the reference, less one (0 when it is the fastest).
-fn regret(reference: &RunResult, pick: usize) -> Option<f64> {
+/// How much slower the config labelled `pick` is than the reference's fastest config of
+/// its question: the median of their per-round ratio in the reference, less one (0 when
+/// it is the fastest).
+fn regret(reference: &RunResult, pick: &str) -> Option<f64> {
+    let pick = reference.labels.iter().position(|l| l == pick)?;
     let question = reference.configs.get(pick)?;
     let fastest = (0..reference.configs.len())
         .filter(|&i| {
