@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::TryRecvError;
 
 use loaderbench_analysis::resolve::ResolveEvent;
-use loaderbench_analysis::{baseline, warnings};
+use loaderbench_analysis::{RoundGate, RoundsOptions, baseline, warnings};
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
+use loaderbench_measure::measuring_child::ParentGate;
 use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::time_left::UnitClock;
@@ -148,12 +149,16 @@ pub fn resolve(
             ResolveEvent::Warning { message } => errln!("warning: {message}"),
         },
     };
+    let options = RoundsOptions {
+        preloaded,
+        gate: (progress == Progress::Events).then(parent_gate),
+    };
     let (_, error) = loaderbench_analysis::resolve::resolve(
         plan,
         result,
         limit,
         journal,
-        preloaded,
+        options,
         &interrupt::requested,
         &mut report,
     );
@@ -163,6 +168,13 @@ pub fn resolve(
         }
     }
     error
+}
+
+/// The gate of a process that reports its events to the app: its rounds wait before
+/// each epoch until the app's window has drawn and gone quiet.
+pub fn parent_gate() -> RoundGate {
+    let gate = ParentGate::listen();
+    Arc::new(move || gate.wait())
 }
 
 /// The run's journal, made before anything is measured: `journal` (refused if it exists,

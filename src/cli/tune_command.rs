@@ -86,6 +86,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
     let options = TuneOptions {
         budget: args.budget,
         journal: journal.clone(),
+        gate: args.events.then(super::run_command::parent_gate),
     };
     let events = args.events;
     let mut report = |event: TuneEvent| {

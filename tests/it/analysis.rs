@@ -39,6 +39,14 @@ fn small_sweep<'a>(journal: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// The small sweep measured in `dir`, journaled to `dir/j.jsonl`; returns the journal.
+fn swept(dir: &Path) -> std::path::PathBuf {
+    let journal = dir.join("j.jsonl");
+    let output = in_data_dir(dir, &small_sweep(path_str(&journal), &[]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    journal
+}
+
 /// The small sweep, recommending and measuring further for up to 6 s, exported to
 /// `json`.
 fn recommending_sweep<'a>(journal: &'a Path, json: &'a Path) -> Vec<&'a str> {
@@ -388,9 +396,7 @@ fn resolved(dir: &Path, run: &Path, limit: &str, json: &Path) -> Output {
 #[test]
 fn resolving_a_cut_journal_measures_the_configs_it_never_finished() {
     let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("j.jsonl");
-    let output = in_data_dir(dir.path(), &small_sweep(path_str(&journal), &[]));
-    assert!(output.status.success(), "{}", stderr(&output));
+    let journal = swept(dir.path());
     // The run's header and first two configs whole, the third cut, no end.
     let text = std::fs::read_to_string(&journal).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -715,4 +721,80 @@ fn thread_and_fork_workers_are_compared_in_the_text_and_the_json() {
         let cpu = point[format!("{side}_cpu_s")].as_f64().unwrap();
         assert!(cpu > 0.0, "{side}: {point}");
     }
+}
+
+/// `loaderbench resolve --events` (the app's resolve) stops before each epoch its rounds
+/// measure, writes `gate` and waits for `go` on its standard input, so that the app's
+/// window draws only between epochs: held at its first gate, it reports nothing, and it
+/// passes a gate before each config it measures.
+#[test]
+fn an_events_resolve_waits_at_each_gate_for_the_app() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let journal = swept(dir.path());
+    let json = dir.path().join("r.json");
+    let args = [
+        "resolve",
+        path_str(&journal),
+        "--resolve-for",
+        "4s",
+        "--json",
+        path_str(&json),
+        "--events",
+        "--quiet",
+    ];
+    let mut child = common::loaderbench_command(&args)
+        .env(DATA_DIR_ENV, dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines, received) = crossbeam_channel::unbounded();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let next = |limit: Duration| received.recv_timeout(limit).ok();
+    // Up to the first gate: the round starting.
+    let mut seen = Vec::new();
+    loop {
+        let line = next(Duration::from_secs(60)).expect("a gate before the first epoch");
+        if line == "gate" {
+            break;
+        }
+        seen.push(line);
+    }
+    assert!(
+        seen.iter().all(|l| !l.contains(r#""event":"measured""#)),
+        "measured before any gate: {seen:?}"
+    );
+    // Held there for a second (the child waits two at most), it measures nothing.
+    let held = Instant::now();
+    while held.elapsed() < Duration::from_secs(1) {
+        if let Some(line) = next(Duration::from_millis(50)) {
+            panic!("the resolve went on without its go: {line}");
+        }
+    }
+    writeln!(stdin, "go").unwrap();
+    let (mut gates, mut measured) = (1, 0);
+    while let Some(line) = next(Duration::from_secs(60)) {
+        if line == "gate" {
+            gates += 1;
+            let _ = writeln!(stdin, "go");
+        } else if line.contains(r#""event":"measured""#) {
+            measured += 1;
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(measured > 0, "the resolve measured nothing");
+    assert!(
+        gates >= measured,
+        "{gates} gates for {measured} configs measured"
+    );
 }

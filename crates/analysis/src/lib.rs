@@ -34,6 +34,7 @@ use loaderbench_measure::stats::{self, Estimate};
 
 pub use ledger::{BreakEven, LedgerRow};
 pub use recommend::{Outcome, Recommendation};
+pub use rounds::{RoundGate, RoundsOptions};
 pub use scaling::ScalingCurve;
 
 /// `n` workers in words: "0 workers", "1 worker", "4 workers".

@@ -18,7 +18,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -26,11 +25,10 @@ use serde::{Deserialize, Serialize};
 use loaderbench_engine::Error;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Journal;
-use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 
 use crate::Analysis;
-use crate::rounds::{RoundEnd, Rounds};
+use crate::rounds::{RoundEnd, Rounds, RoundsOptions};
 
 /// What resolving reports as it goes (as JSON lines too, for the app).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,8 +69,8 @@ pub enum ResolveEnd {
 }
 
 /// Measures `result`'s undecided configs further, for at most `limit`, appending to the
-/// journal at `journal`, its rounds forking their PyTorch scripts from `preloaded` where
-/// the caller has one (else from one started here). Returns why it ended and, for a stop or a failure, the error;
+/// journal at `journal`, its rounds as `options` gives them (the preloaded Python they
+/// fork their scripts from, the gate before each epoch). Returns why it ended and, for a stop or a failure, the error;
 /// `result` holds everything measured either way, so a failure here (no scratch folder,
 /// a journal that cannot be written) never costs the caller the finished sweep's tables
 /// and exports, nor the rounds measured before it.
@@ -81,13 +79,13 @@ pub fn resolve(
     result: &mut RunResult,
     limit: Duration,
     journal: &Path,
-    preloaded: Option<Arc<SharedPreloadedPython>>,
+    options: RoundsOptions,
     stop_requested: &dyn Fn() -> bool,
     on_event: &mut dyn FnMut(ResolveEvent),
 ) -> (ResolveEnd, Option<Error>) {
     let started = Instant::now();
     let deadline = started + limit;
-    let opened = Rounds::open(plan, preloaded)
+    let opened = Rounds::open(options)
         .map_err(|err| Error::run(format!("cannot measure further: {err}")))
         .and_then(|rounds| Ok((rounds, Journal::reopen(journal)?)));
     // Not started: the run stays as its sweep ended (and as its journal says).

@@ -14,7 +14,7 @@
 //! config it finished, when the budget's deadline passes or the user asks to stop; a
 //! measuring process that does not stop within [`CANCEL_GRACE`] of being asked is ended.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::TryRecvError;
@@ -30,6 +30,10 @@ use loaderbench_measure::results::{ConfigResult, RunResult};
 /// [`loaderbench_measure::scratch`] folder: one a killed process left is swept by the
 /// next).
 pub(crate) const SCRATCH_PREFIX: &str = "loaderbench-rounds-";
+
+/// How long the first round that runs Python waits for the preloaded Python it starts
+/// to import torch (seconds here; a cold disk can take a minute).
+const IMPORT_LIMIT: Duration = Duration::from_secs(120);
 
 /// How often a round looks at the clock and at the stop request between events.
 const POLL: Duration = Duration::from_millis(50);
@@ -76,24 +80,65 @@ impl Round {
     }
 }
 
+/// Waited on before each epoch a round measures, while the measuring process waits at
+/// its gate: the app's window draws there (through
+/// [`ParentGate`](loaderbench_measure::measuring_child::ParentGate)), so that drawing
+/// never competes with a measured epoch.
+pub type RoundGate = Arc<dyn Fn() + Send + Sync>;
+
+/// What the caller of a tune or a resolve gives its rounds.
+#[derive(Clone, Default)]
+pub struct RoundsOptions {
+    /// A preloaded Python to fork the rounds' scripts from; else one is started where
+    /// the plan runs Python.
+    pub preloaded: Option<Arc<SharedPreloadedPython>>,
+    /// Waited on before each measured epoch; `None` starts epochs at once.
+    pub gate: Option<RoundGate>,
+}
+
 /// What a tune's or a resolve's rounds share: the scratch folder their journals go to,
-/// and the preloaded Python their processes fork scripts from.
+/// the preloaded Python their processes fork scripts from, and the gate before each
+/// epoch.
 pub(crate) struct Rounds {
     scratch: tempfile::TempDir,
-    preloaded: Option<Arc<SharedPreloadedPython>>,
+    /// The caller's preloaded Python, else one started by the first round that runs
+    /// Python: started with the first round, its import of torch (seconds of CPU) would
+    /// run beside that round's first configs and disturb them.
+    preloaded: OnceLock<Option<Arc<SharedPreloadedPython>>>,
+    gate: Option<RoundGate>,
 }
 
 impl Rounds {
-    /// The scratch folder, and a preloaded Python where `plan`'s configs run Python:
-    /// `preloaded` where the caller has one, else one started here.
-    pub(crate) fn open(
-        plan: &Plan,
-        preloaded: Option<Arc<SharedPreloadedPython>>,
-    ) -> Result<Rounds, Error> {
+    /// The scratch folder, and the caller's preloaded Python where it has one.
+    pub(crate) fn open(options: RoundsOptions) -> Result<Rounds, Error> {
+        let preloaded = OnceLock::new();
+        if let Some(shared) = options.preloaded {
+            let _ = preloaded.set(Some(shared));
+        }
         Ok(Rounds {
             scratch: loaderbench_measure::scratch::folder(SCRATCH_PREFIX)?,
-            preloaded: preloaded.or_else(|| loaderbench_measure::pytorch::share_preloaded(plan)),
+            preloaded,
+            gate: options.gate,
         })
+    }
+
+    /// The preloaded Python `plan`'s scripts fork from, started now where `plan` runs
+    /// Python and none is yet, and waited for until it serves: the round's configs
+    /// measured before its first script would otherwise run beside the import.
+    fn preloaded(&self, plan: &Plan) -> Option<&SharedPreloadedPython> {
+        let runs_python = plan.configs.iter().any(|c| c.runtime.runs_python());
+        if !runs_python && self.preloaded.get().is_none() {
+            return None;
+        }
+        self.preloaded
+            .get_or_init(|| {
+                let shared = loaderbench_measure::pytorch::share_preloaded(plan)?;
+                // One that does not serve is still offered: the scripts then start
+                // their own and say why.
+                shared.wait_serving(IMPORT_LIMIT);
+                Some(shared)
+            })
+            .as_deref()
     }
 
     /// Measures `configs` (indices into `plan`'s) once each as round `round`, the
@@ -120,8 +165,14 @@ impl Rounds {
             warnings: Vec::new(),
             dataset: None,
         };
-        let preloaded = self.preloaded.as_deref();
-        let handle = match ChildRun::start(&sub, journal, None, preloaded, |_| {}, |_| {}) {
+        let preloaded = self.preloaded(&sub);
+        let gate = self.gate.clone();
+        let settle = move |_: &_| {
+            if let Some(gate) = &gate {
+                gate();
+            }
+        };
+        let handle = match ChildRun::start(&sub, journal, None, preloaded, settle, |_| {}) {
             Ok(handle) => handle,
             Err(error) => {
                 round_state.end = RoundEnd::Failed(error);

@@ -139,7 +139,7 @@ impl Pacer {
     /// process goes quiet, each within its limit; otherwise it opens at once, after the
     /// quiet if a frame may still be drawing. No frame starts from its end until the
     /// epoch has ended.
-    pub fn settle(&self, ctx: &egui::Context, events: &Receiver<Event>) {
+    pub fn settle<T>(&self, ctx: &egui::Context, events: &Receiver<T>) {
         let now = Instant::now();
         let (draw, recent_frame) = {
             let mut pace = self.lock();
@@ -199,7 +199,8 @@ impl Pacer {
         self.notify();
     }
 
-    fn run_ended(&self) {
+    /// The run has ended: frames are no longer paced.
+    pub fn run_ended(&self) {
         *self.lock() = Pace::default();
         self.notify();
     }
@@ -280,7 +281,7 @@ mod tests {
     #[test]
     fn the_first_gate_opens_without_a_frame_and_the_interval_counts_from_it() {
         let pacer = Pacer::default();
-        let (_, events) = crossbeam_channel::unbounded();
+        let (_, events) = crossbeam_channel::unbounded::<Event>();
         pacer.settle(&egui::Context::default(), &events);
         assert!(!pacer.lock().drawing);
         let due = pacer.next_frame_in().unwrap();

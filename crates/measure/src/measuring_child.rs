@@ -44,8 +44,10 @@ const EVENT_POLL: Duration = Duration::from_millis(50);
 /// How long a cancelled or dropped child gets to end before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
-const AT_GATE: &str = "gate";
-const GO: &str = "go";
+/// The line a measuring process writes when it waits before an epoch.
+pub const AT_GATE: &str = "gate";
+/// The line that lets it go on.
+pub const GO: &str = "go";
 const CANCEL: &str = "cancel";
 
 /// A run in a child process, seen from the parent: the same events as an in-process
@@ -338,6 +340,54 @@ pub fn serve(journal: Option<PathBuf>) -> u8 {
         return 1;
     }
     forward(handle.events(), &gate_rx)
+}
+
+/// The gate of a process that measures in children of its own and reports its events
+/// to a parent on stdout (`loaderbench resolve --events` and `tune --events`, the app's):
+/// when one of its children waits before an epoch, [`ParentGate::wait`] writes `gate`
+/// among those events and waits for the parent's `go` on stdin, at most [`GATE_LIMIT`],
+/// so that the parent's window draws between epochs, as it does for a run of its own.
+/// Once stdin has closed it waits no more.
+pub struct ParentGate {
+    go: Receiver<()>,
+}
+
+impl ParentGate {
+    /// Starts listening on stdin for the parent's `go`.
+    pub fn listen() -> ParentGate {
+        let (go_tx, go) = bounded::<()>(1);
+        let listen = move || {
+            for line in std::io::stdin().lock().lines() {
+                match line.as_deref().map(str::trim) {
+                    Ok(GO) => {
+                        let _ = go_tx.try_send(());
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        };
+        // Without the thread the sender is gone, and the gate never waits.
+        let _ = std::thread::Builder::new()
+            .name("loaderbench-parent-gate".to_owned())
+            .spawn(listen);
+        ParentGate { go }
+    }
+
+    /// Tells the parent an epoch is about to start and waits for its `go`.
+    pub fn wait(&self) {
+        // A `go` that came after an earlier gate gave up waiting is not this gate's.
+        while self.go.try_recv().is_ok() {}
+        let mut stdout = std::io::stdout().lock();
+        if writeln!(stdout, "{AT_GATE}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return;
+        }
+        drop(stdout);
+        let _ = self.go.recv_timeout(GATE_LIMIT);
+    }
 }
 
 /// Writes the runner's events to stdout until the run ends; returns the exit code.

@@ -38,7 +38,7 @@ use loaderbench_measure::tune_trail::{Fate, TuneStop};
 
 use serde::{Deserialize, Serialize};
 
-use crate::rounds::{RoundEnd, Rounds};
+use crate::rounds::{RoundEnd, RoundGate, Rounds, RoundsOptions};
 pub use model::Model;
 
 /// Configs the model predicts beyond this multiple of the best prediction are not
@@ -61,6 +61,9 @@ pub struct TuneOptions {
     pub budget: Duration,
     /// Where the trail and every measured config are journaled.
     pub journal: PathBuf,
+    /// Waited on before each epoch a round measures (the app's window draws there);
+    /// `None` starts epochs at once.
+    pub gate: Option<RoundGate>,
 }
 
 /// What a tune reports as it goes (as JSON lines too, for the app's tune process).
@@ -133,7 +136,10 @@ pub fn tune(
     let started = Instant::now();
     let deadline = started + options.budget;
     let budget_s = options.budget.as_secs_f64();
-    let rounds = Rounds::open(plan, None)?;
+    let rounds = Rounds::open(RoundsOptions {
+        preloaded: None,
+        gate: options.gate.clone(),
+    })?;
     let mut result = header(plan);
     let mut journal = Journal::create(&options.journal, &result)?;
     // Every measurement, the disturbed ones set aside included: what the model fits.

@@ -89,6 +89,10 @@ impl SharedPreloadedPython {
     pub fn share_with(&self, _command: &mut std::process::Command) {
         match *self {}
     }
+
+    pub fn wait_serving(&self, _limit: Duration) -> bool {
+        match *self {}
+    }
 }
 
 #[cfg(not(unix))]

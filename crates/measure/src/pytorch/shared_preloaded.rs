@@ -17,6 +17,7 @@ use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use loaderbench_engine::child_processes::kill_group;
 use loaderbench_engine::error::{Error, Result};
@@ -88,6 +89,16 @@ impl SharedPreloadedPython {
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.process.id()
+    }
+
+    /// Waits until it has imported torch and serves, at most `limit`; false where it
+    /// ended first or the limit passed. A process that measures while it imports (seconds
+    /// of CPU) measures beside that load.
+    pub fn wait_serving(&self, limit: Duration) -> bool {
+        let cancel = loaderbench_engine::cancel::CancelToken::new();
+        let served =
+            super::preloaded::PreloadedPython::connect(&self.socket, &self.python, &cancel, limit);
+        matches!(served, Ok(Some(_)))
     }
 
     /// Offers it to the loaderbench process `command` starts.

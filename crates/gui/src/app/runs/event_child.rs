@@ -1,16 +1,24 @@
 //! A child process that reports as JSON lines on its standard output (`loaderbench tune
 //! --events`, `loaderbench resolve --events`): started tied to this process, its lines
 //! parsed on a thread that wakes the window for each, the tail of its standard error kept
-//! for the error it may end with, and stopped as Ctrl-C would stop it in a terminal.
+//! for the error it may end with, and stopped as Ctrl-C would stop it in a terminal. The
+//! child measures in rounds of its own; before each epoch it writes `gate` and waits for
+//! `go`, which the thread sends once the window's [`Pacer`] has let it draw and gone
+//! quiet, as for a run measured here, so the window's drawing never competes with a
+//! measured epoch.
 
 use std::collections::VecDeque;
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{Receiver, unbounded};
 use serde::de::DeserializeOwned;
 
 use loaderbench_engine::child_processes::{collect_tail, lossy_lines, spawn_tied};
+use loaderbench_measure::measuring_child::{AT_GATE, GO};
+
+use crate::pacing::Pacer;
 
 /// The exit code of a child stopped by Ctrl-C, which keeps what it measured.
 const STOPPED: i32 = 130;
@@ -31,6 +39,8 @@ impl Ended {
 /// A child reporting events of type `E`.
 pub(super) struct EventChild<E> {
     child: Option<Child>,
+    /// Paces the window while the child measures.
+    pub(super) pacer: Pacer,
     /// The child's events; `None` once its standard output closed.
     events: Receiver<Option<E>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -45,11 +55,13 @@ impl<E: DeserializeOwned + Send + 'static> EventChild<E> {
         ctx: &egui::Context,
     ) -> std::io::Result<EventChild<E>> {
         command
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = spawn_tied(command)?;
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             let _ = child.kill();
             let _ = child.wait();
             return Err(std::io::Error::other(format!(
@@ -58,20 +70,33 @@ impl<E: DeserializeOwned + Send + 'static> EventChild<E> {
         };
         let (sender, events) = unbounded();
         let wake = ctx.clone();
+        let pacer = Pacer::default();
+        let (pacing, queued) = (pacer.clone(), events.clone());
         std::thread::Builder::new()
             .name(format!("loaderbench-{name}"))
             .spawn(move || {
+                let mut stdin: Option<ChildStdin> = Some(stdin);
                 for line in lossy_lines(stdout) {
-                    if let Ok(event) = serde_json::from_str::<E>(&line) {
+                    if line == AT_GATE {
+                        pacing.settle(&wake, &queued);
+                        // A child that no longer listens measures on after its limit.
+                        if let Some(pipe) = stdin.as_mut()
+                            && writeln!(pipe, "{GO}").and_then(|()| pipe.flush()).is_err()
+                        {
+                            stdin = None;
+                        }
+                    } else if let Ok(event) = serde_json::from_str::<E>(&line) {
                         let _ = sender.send(Some(event));
                         wake.request_repaint();
                     }
                 }
+                pacing.run_ended();
                 let _ = sender.send(None);
                 wake.request_repaint();
             })?;
         Ok(EventChild {
             child: Some(child),
+            pacer,
             events,
             stderr: collect_tail(stderr),
             closed: false,
@@ -120,5 +145,37 @@ impl<E: DeserializeOwned + Send + 'static> EventChild<E> {
             return;
         }
         let _ = child.kill();
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A child that waits at a gate hears `go` from the window's side, once it has
+    /// passed the pacer, and reports on.
+    #[test]
+    fn a_gate_is_answered_with_go() {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            r#"echo gate; read answer; echo "{\"answer\": \"$answer\"}""#,
+        ]);
+        let ctx = egui::Context::default();
+        let mut child: EventChild<serde_json::Value> =
+            EventChild::spawn(command, "gate-test", &ctx).unwrap();
+        let mut answers = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let ended = loop {
+            if let Some(ended) = child.drain(|event| answers.push(event["answer"].clone())) {
+                break ended;
+            }
+            assert!(Instant::now() < deadline, "the child never ended");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(ended.code, Some(0));
+        assert_eq!(answers, ["go"]);
+        assert_eq!(child.pacer.next_frame_in(), None, "not paced once it ended");
     }
 }

@@ -23,6 +23,7 @@ use loaderbench_measure::results::RunResult;
 use crate::actions::Action;
 use crate::charts::{self, Chart};
 use crate::live::{Phase, RunData};
+use crate::pacing::Pacer;
 use crate::tune_view::TuneProgress;
 use crate::{analysis_charts, analysis_view, cost_charts};
 
@@ -160,17 +161,29 @@ impl Runs {
         if left_over {
             return Some(LIVE_FRAME_INTERVAL);
         }
-        self.live
-            .as_ref()
-            .filter(|run| run.data.is_running())
-            .and_then(|run| run.pacer.next_frame_in())
+        self.pacers().find_map(Pacer::next_frame_in)
     }
 
-    /// Waits, at the top of a frame, until the measuring run lets the window draw.
+    /// Waits, at the top of a frame, until what measures (the run, its resolve, the
+    /// tune) lets the window draw.
     pub(super) fn wait_to_draw(&self) {
-        if let Some(run) = &self.live {
-            run.pacer.wait_to_draw();
+        for pacer in self.pacers() {
+            pacer.wait_to_draw();
         }
+    }
+
+    /// The pacers of what may be measuring: the run's, its resolve's and the tune's (a
+    /// pacer of nothing measuring lets every frame draw).
+    fn pacers(&self) -> impl Iterator<Item = &Pacer> {
+        let live = self.live.as_ref();
+        let run = live
+            .filter(|run| run.data.is_running())
+            .map(|run| &run.pacer);
+        let resolve = live
+            .and_then(|run| run.resolving.as_ref())
+            .map(|resolve| resolve.pacer());
+        let tune = self.tune.as_ref().map(|tune| tune.pacer());
+        run.into_iter().chain(resolve).chain(tune)
     }
 
     /// Takes one of the runs' own actions: the tune budget, cancelling, the timeline's

@@ -24,6 +24,7 @@ use crate::live::RunData;
 use super::super::messages::Messages;
 use super::Runs;
 use super::event_child::EventChild;
+use crate::pacing::Pacer;
 
 /// How often, at most, the run is shown again from its journal while rounds go on.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -59,6 +60,10 @@ pub(super) struct MeasuredFurther {
 impl ResolveRun {
     pub(super) fn is_running(&self) -> bool {
         self.child.is_running()
+    }
+
+    pub(super) fn pacer(&self) -> &Pacer {
+        &self.child.pacer
     }
 
     /// Starts `program resolve JOURNAL` for at most `seconds`.

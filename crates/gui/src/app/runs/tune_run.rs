@@ -20,6 +20,7 @@ use super::super::messages::Messages;
 use super::event_child::EventChild;
 use super::live_run::LiveRun;
 use super::{RunEnded, Runs};
+use crate::pacing::Pacer;
 
 /// A tune the window shows: running in its child, or ended.
 pub(super) struct TuneRun {
@@ -33,6 +34,10 @@ pub(super) struct TuneRun {
 impl TuneRun {
     pub(super) fn is_running(&self) -> bool {
         self.child.is_running()
+    }
+
+    pub(super) fn pacer(&self) -> &Pacer {
+        &self.child.pacer
     }
 }
 
