@@ -18,7 +18,7 @@ use loaderbench_analysis::{RoundGate, RoundsOptions, baseline, warnings};
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
-use loaderbench_measure::measuring_child::ParentGate;
+use loaderbench_measure::parent_gate::ParentGate;
 use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::time_left::UnitClock;

@@ -676,8 +676,10 @@ fn a_model_step_exports_the_step_and_the_stall_share() {
 #[test]
 fn thread_and_fork_workers_are_compared_in_the_text_and_the_json() {
     let dir = TempDir::new().unwrap();
+    // Epochs long enough that their CPU time is counted: the kernel counts it in ticks
+    // of 10 ms, and 512 samples took 10 ms with threads.
     let sets = [
-        "samples=512",
+        "samples=4096",
         "batch_size=128",
         "num_workers=2",
         "worker_kind=thread,fork",

@@ -82,7 +82,7 @@ impl Round {
 
 /// Waited on before each epoch a round measures, while the measuring process waits at
 /// its gate: the app's window draws there (through
-/// [`ParentGate`](loaderbench_measure::measuring_child::ParentGate)), so that drawing
+/// [`ParentGate`](loaderbench_measure::parent_gate::ParentGate)), so that drawing
 /// never competes with a measured epoch.
 pub type RoundGate = Arc<dyn Fn() + Send + Sync>;
 

@@ -15,6 +15,7 @@ mod journal;
 pub mod measuring_child;
 pub mod memory_watch;
 pub mod meter;
+pub mod parent_gate;
 pub mod process_memory;
 mod python_environment;
 pub mod pytorch;

@@ -342,54 +342,6 @@ pub fn serve(journal: Option<PathBuf>) -> u8 {
     forward(handle.events(), &gate_rx)
 }
 
-/// The gate of a process that measures in children of its own and reports its events
-/// to a parent on stdout (`loaderbench resolve --events` and `tune --events`, the app's):
-/// when one of its children waits before an epoch, [`ParentGate::wait`] writes `gate`
-/// among those events and waits for the parent's `go` on stdin, at most [`GATE_LIMIT`],
-/// so that the parent's window draws between epochs, as it does for a run of its own.
-/// Once stdin has closed it waits no more.
-pub struct ParentGate {
-    go: Receiver<()>,
-}
-
-impl ParentGate {
-    /// Starts listening on stdin for the parent's `go`.
-    pub fn listen() -> ParentGate {
-        let (go_tx, go) = bounded::<()>(1);
-        let listen = move || {
-            for line in std::io::stdin().lock().lines() {
-                match line.as_deref().map(str::trim) {
-                    Ok(GO) => {
-                        let _ = go_tx.try_send(());
-                    }
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
-        };
-        // Without the thread the sender is gone, and the gate never waits.
-        let _ = std::thread::Builder::new()
-            .name("loaderbench-parent-gate".to_owned())
-            .spawn(listen);
-        ParentGate { go }
-    }
-
-    /// Tells the parent an epoch is about to start and waits for its `go`.
-    pub fn wait(&self) {
-        // A `go` that came after an earlier gate gave up waiting is not this gate's.
-        while self.go.try_recv().is_ok() {}
-        let mut stdout = std::io::stdout().lock();
-        if writeln!(stdout, "{AT_GATE}")
-            .and_then(|()| stdout.flush())
-            .is_err()
-        {
-            return;
-        }
-        drop(stdout);
-        let _ = self.go.recv_timeout(GATE_LIMIT);
-    }
-}
-
 /// Writes the runner's events to stdout until the run ends; returns the exit code.
 fn forward(events: &Receiver<Event>, gate: &Receiver<()>) -> u8 {
     let mut stdout = std::io::stdout().lock();
