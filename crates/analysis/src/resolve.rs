@@ -70,10 +70,10 @@ pub enum ResolveEnd {
 
 /// Measures `result`'s undecided configs further, for at most `limit`, appending to the
 /// journal at `journal`, its rounds as `options` gives them (the preloaded Python they
-/// fork their scripts from, the gate before each epoch). Returns why it ended and, for a stop or a failure, the error;
-/// `result` holds everything measured either way, so a failure here (no scratch folder,
-/// a journal that cannot be written) never costs the caller the finished sweep's tables
-/// and exports, nor the rounds measured before it.
+/// fork their scripts from, the gate before each epoch). Returns why it ended and, for a
+/// stop or a failure, the error; `result` holds everything measured either way, so a
+/// failure here (no scratch folder, a journal that cannot be written) never costs the
+/// caller the finished sweep's tables and exports, nor the rounds measured before it.
 pub fn resolve(
     plan: &Plan,
     result: &mut RunResult,

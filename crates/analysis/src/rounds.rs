@@ -123,9 +123,10 @@ impl Rounds {
     }
 
     /// The preloaded Python `plan`'s scripts fork from, started now where `plan` runs
-    /// Python and none is yet, and waited for until it serves: the round's configs
-    /// measured before its first script would otherwise run beside the import.
-    fn preloaded(&self, plan: &Plan) -> Option<&SharedPreloadedPython> {
+    /// Python and none is yet, and waited for until it serves (at most until `deadline`):
+    /// the round's configs measured before its first script would otherwise run beside
+    /// the import.
+    fn preloaded(&self, plan: &Plan, deadline: Instant) -> Option<&SharedPreloadedPython> {
         let runs_python = plan.configs.iter().any(|c| c.runtime.runs_python());
         if !runs_python && self.preloaded.get().is_none() {
             return None;
@@ -135,7 +136,8 @@ impl Rounds {
                 let shared = loaderbench_measure::pytorch::share_preloaded(plan)?;
                 // One that does not serve is still offered: the scripts then start
                 // their own and say why.
-                shared.wait_serving(IMPORT_LIMIT);
+                let left = deadline.saturating_duration_since(Instant::now());
+                shared.wait_serving(IMPORT_LIMIT.min(left));
                 Some(shared)
             })
             .as_deref()
@@ -165,7 +167,7 @@ impl Rounds {
             warnings: Vec::new(),
             dataset: None,
         };
-        let preloaded = self.preloaded(&sub);
+        let preloaded = self.preloaded(&sub, deadline);
         let gate = self.gate.clone();
         let settle = move |_: &_| {
             if let Some(gate) = &gate {
