@@ -240,18 +240,25 @@ fn a_tune_s_rounds_fork_their_scripts_from_one_shared_preloaded_python_and_count
         "no round starts its own Python"
     );
     // The meter counts the scripts' CPU as the run's, though they are not below the
-    // round's process: else every epoch reads as other load.
+    // round's process: else every epoch reads as other load, and the run's own CPU is
+    // the round's process waiting for its events. Summed over the tune: an epoch of a
+    // tenth of a second is a few of the kernel's 10 ms ticks, and on a machine busy
+    // with other tests the script gets a share of a core.
+    let (mut own_cpu_s, mut seconds, mut epochs) = (0.0, 0.0, Vec::new());
     for result in results["results"].as_array().unwrap() {
         for epoch in result["epochs"].as_array().unwrap() {
-            let own_cpu_s = epoch["own_cpu_s"].as_f64().unwrap();
-            let seconds = epoch["seconds"].as_f64().unwrap();
-            assert!(
-                own_cpu_s > 0.2 * seconds,
-                "{}: {own_cpu_s} s of CPU in a {seconds} s epoch",
-                result["label"]
-            );
+            own_cpu_s += epoch["own_cpu_s"].as_f64().unwrap();
+            seconds += epoch["seconds"].as_f64().unwrap();
+            epochs.push(format!(
+                "{} {}/{}",
+                result["label"], epoch["own_cpu_s"], epoch["seconds"]
+            ));
         }
     }
+    assert!(
+        own_cpu_s > 0.2 * seconds,
+        "{own_cpu_s} s of CPU in {seconds} s of epochs: {epochs:?}"
+    );
 }
 
 #[test]
