@@ -3,7 +3,7 @@
 //! measured, every other config predicted from its runtime's, and those predicted far behind the best ([`MODEL_KEEP`])
 //! left out. Then successive halving: every remaining candidate gets a round; after
 //! each round, the candidates that another beats beyond the noise drop out, and of the
-//! rest the slower half (none the open answer hinges on), while the better keep getting rounds, each round running them
+//! rest each question's slower half (none the open answer hinges on), while the better keep getting rounds, each round running them
 //! one after another in turn. The search stops as soon as the answer is settled: the
 //! recommendation's verdict over everything measured (those set aside in the slower half
 //! included) is resolved, the pick fastest or equally fast as the rest of the best set

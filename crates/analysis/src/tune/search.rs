@@ -1,7 +1,7 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
 //! out after a round (projected past the memory limit; beaten beyond the noise by the
-//! recommendation's own best set, once each has two measurements; then the slower half of
-//! those the open answer does not hinge on), when the answer is settled
+//! recommendation's own best set, once each has two measurements; then each question's
+//! slower half of those the open answer does not hinge on), when the answer is settled
 //! (every verdict resolved; who is reinstated until then),
 //! the next round's order and what of it fits in the budget, and the trail as the
 //! search ends.
@@ -77,7 +77,8 @@ pub(super) fn predict(
 
 /// After round `round`, once every candidate has a measurement: the candidates projected
 /// past the memory limit drop out, then those another beats beyond the noise (once each
-/// has two, so that there is noise to be beyond), then the slower half of the rest.
+/// has two, so that there is noise to be beyond), then each question's slower half of
+/// the rest.
 pub(super) fn eliminate(
     result: &RunResult,
     standings: &mut [Standing],
@@ -134,16 +135,29 @@ pub(super) fn eliminate(
             )
         })
         .collect();
-    let mut unbeaten: Vec<(usize, f64)> = best
+    let unbeaten: Vec<(usize, f64)> = best
         .iter()
         .filter(|&&i| !standings[i].reinstated && !hinges.contains(&i))
         .filter_map(|&i| Some((i, projected_s(result, i)?)))
         .collect();
-    if unbeaten.len() > 2 {
-        unbeaten.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        let keep = unbeaten.len().div_ceil(2);
+    // Halved question by question: the PyTorch runtime's configs are not the slower
+    // half of a tune for taking longer than our engine's.
+    let mut questions: Vec<Vec<(usize, f64)>> = Vec::new();
+    for (index, seconds) in unbeaten {
+        let config = &result.configs[index];
+        match questions
+            .iter_mut()
+            .find(|q| same_question(&result.configs[q[0].0], config))
+        {
+            Some(question) => question.push((index, seconds)),
+            None => questions.push(vec![(index, seconds)]),
+        }
+    }
+    for mut question in questions.into_iter().filter(|q| q.len() > 2) {
+        question.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let keep = question.len().div_ceil(2);
         out.extend(
-            unbeaten[keep..]
+            question[keep..]
                 .iter()
                 .map(|&(i, _)| (i, "in the slower half".to_owned())),
         );
@@ -406,6 +420,49 @@ mod tests {
         eliminate(measured, standings, round, &mut |e| events.push(e));
         assert!(events.is_empty(), "{events:?}");
         assert!(standings.iter().all(|s| s.fate.is_none()));
+    }
+
+    /// Two questions, each a resolved tie of three configs: our engine's at a second,
+    /// the PyTorch runtime's at a hundred. Each question's slower half is set aside; the
+    /// PyTorch runtime's configs are not all "the slower half" of the tune.
+    #[test]
+    fn each_question_is_halved_on_its_own() {
+        let mut configs: Vec<Config> = [0, 2, 4].iter().map(|&w| config(w, false)).collect();
+        for workers in [0, 2, 4] {
+            let mut slow = config(workers, false);
+            slow.runtime = loaderbench_engine::preset::Runtime::Pytorch;
+            configs.push(slow);
+        }
+        let mut results = Vec::new();
+        for (index, config) in configs.iter().enumerate() {
+            let scale = if index < 3 { 1.0 } else { 100.0 };
+            let level = scale * (1.0 + 0.002 * index as f64);
+            let seconds: Vec<f64> = [1.0, 1.001, 0.999, 1.0, 1.0005]
+                .iter()
+                .map(|s| s * level)
+                .collect();
+            results.extend(
+                rounds(index, config.num_workers, &seconds)
+                    .into_iter()
+                    .map(|mut r| {
+                        r.config = config.clone();
+                        r
+                    }),
+            );
+        }
+        let mut measured = result(configs, results);
+        for label in &mut measured.labels[3..] {
+            label.push_str(" pytorch");
+        }
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
+        assert!(
+            hinges(&measured, &standings).is_empty(),
+            "both are resolved"
+        );
+        let mut events = Vec::new();
+        eliminate(&measured, &mut standings, 5, &mut |e| events.push(e));
+        let out: Vec<usize> = (0..6).filter(|&i| standings[i].fate.is_some()).collect();
+        assert_eq!(out, [2, 5], "the slowest of each question: {events:?}");
     }
 
     #[test]
