@@ -34,12 +34,12 @@ use std::time::Instant;
 
 use loaderbench_analysis::Analysis;
 use loaderbench_engine::preset::Preset;
-use loaderbench_measure::results::{ConfigResult, RunResult};
+use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
 use loaderbench_measure::window::WindowRule;
 
-use common::{best_set, loaderbench, names, paired_ratio};
+use common::{best_set, loaderbench, names, regret, undisturbed};
 
 fn main() {
     let (full, named) = common::bench_args();
@@ -100,15 +100,8 @@ fn same_pick(
     let mut measured_runs = Vec::new();
     let mut walls = Vec::new();
     for slot in 0..=runs {
-        for (which, &(reference, rounds)) in references.iter().enumerate() {
-            for round in (0..rounds).filter(|r| r * (runs + 1) / rounds == slot) {
-                let json = dir.join(format!("{preset}-reference-{reference}-{round}.json"));
-                let mut args = vec!["run", reference, "--quiet"];
-                args.extend_from_slice(sets);
-                loaderbench(&args, &json);
-                reference_runs[which].push(results_file::read(&json).expect("a reference round"));
-            }
-        }
+        let slots = (slot, runs + 1);
+        common::reference_rounds(dir, preset, references, sets, slots, &mut reference_runs);
         if slot == runs {
             break;
         }
@@ -138,24 +131,9 @@ fn same_pick(
     let first = undisturbed(&measured_runs[0]);
     let questions = Analysis::of(&first).recommendations;
     for (question, recommendation) in questions.iter().enumerate() {
-        let own = only_question(&first, question);
-        let labels: Vec<&str> = own.results.iter().map(|r| r.label.as_str()).collect();
-        // The reference that measured this question's configs most, and its question.
-        let measured_in = |reference: &RunResult| {
-            let in_question = |r: &&ConfigResult| labels.contains(&r.label.as_str());
-            reference.results.iter().filter(in_question).count()
-        };
-        let Some(judge) = references.iter().max_by_key(|r| measured_in(r)) else {
+        let Some((judge, judged)) = common::judge(&references, &first, question) else {
             continue;
         };
-        let judged = (0..Analysis::of(judge).recommendations.len())
-            .map(|j| only_question(judge, j))
-            .find(|view| {
-                view.results
-                    .iter()
-                    .any(|r| labels.contains(&r.label.as_str()))
-            })
-            .unwrap_or_else(|| judge.clone());
         let mut picks = Vec::new();
         let mut regrets = Vec::new();
         let mut verdicts = Vec::new();
@@ -204,63 +182,6 @@ fn same_pick(
         _ => "",
     };
     println!("  wall time per run: {} s{goal}", walls.join(", "));
-}
-
-/// How much slower the config labelled `pick` is than the reference's fastest config of
-/// its question: the median of their per-round ratio in the reference, less one (0 when
-/// it is the fastest).
-fn regret(reference: &RunResult, pick: &str) -> Option<f64> {
-    let pick = reference.labels.iter().position(|l| l == pick)?;
-    let question = reference.configs.get(pick)?;
-    let fastest = (0..reference.configs.len())
-        .filter(|&i| {
-            let c = &reference.configs[i];
-            c.runtime == question.runtime && c.pipeline == question.pipeline
-        })
-        .filter_map(|i| Some((i, level(reference, i)?)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?
-        .0;
-    Some(paired_ratio(reference, pick, fastest)? - 1.0)
-}
-
-/// A config's median time per round in `result`.
-fn level(result: &RunResult, index: usize) -> Option<f64> {
-    let totals: Vec<f64> = result
-        .results
-        .iter()
-        .filter(|r| r.config_index == index)
-        .map(|r| r.epochs.iter().map(|e| e.seconds).sum())
-        .collect();
-    stats::median(&totals)
-}
-
-/// `result` as if nothing were disturbed: the benchmark's own load is not the question.
-fn undisturbed(result: &RunResult) -> RunResult {
-    let mut view = result.clone();
-    for config in &mut view.results {
-        config.disturbed = false;
-    }
-    view
-}
-
-/// `result` with only the configs of its `question`-th recommendation's question.
-fn only_question(result: &RunResult, question: usize) -> RunResult {
-    let recommendations = Analysis::of(result).recommendations;
-    let Some(first) = recommendations
-        .get(question)
-        .and_then(|r| r.config)
-        .map(|i| result.configs[i].clone())
-    else {
-        return result.clone();
-    };
-    let mut view = result.clone();
-    view.results.retain(|r| {
-        r.config.runtime == first.runtime
-            && r.config.pipeline == first.pipeline
-            && r.config.ranks == first.ranks
-            && r.config.cache == first.cache
-    });
-    view
 }
 
 /// The MNIST-example-shaped job: tune within 5 minutes against whole epochs.

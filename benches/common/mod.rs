@@ -1,7 +1,7 @@
 //! What the benchmarks share: running a preset in-process on the runner, as the CLI
 //! does, and taking its finished result; several rounds' results as one; running the
 //! CLI as a process and reading its pick, its best set and paired ratios the way the
-//! recommendation does; folders of photo-like JPEGs; one preloaded Python for all the
+//! recommendation does, and judging a pick by a reference; folders of photo-like JPEGs; one preloaded Python for all the
 //! PyTorch runs of a benchmark. Each benchmark uses some of them.
 #![allow(dead_code)]
 
@@ -16,7 +16,8 @@ use loaderbench_analysis::Analysis;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
 use loaderbench_measure::pytorch::SharedPreloadedPython;
-use loaderbench_measure::results::RunResult;
+use loaderbench_measure::results::{ConfigResult, RunResult};
+use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
 use loaderbench_measure::{Event, RunOptions};
 
@@ -201,4 +202,111 @@ pub fn photo_like(width: u32, height: u32, seed: u32) -> RgbImage {
             (value + noise).clamp(0.0, 255.0) as u8
         }))
     })
+}
+
+/// The reference of `references` that measured the configs of `run`'s `question`-th
+/// question most, and that reference's view of the question (only its configs): each
+/// question is judged by what measured it most (a long reference of our engine's configs
+/// beside a few rounds of a preset whose PyTorch configs take a minute).
+pub fn judge<'a>(
+    references: &'a [RunResult],
+    run: &RunResult,
+    question: usize,
+) -> Option<(&'a RunResult, RunResult)> {
+    let own = only_question(run, question);
+    let labels: Vec<&str> = own.results.iter().map(|r| r.label.as_str()).collect();
+    let measured_in = |reference: &RunResult| {
+        let in_question = |r: &&ConfigResult| labels.contains(&r.label.as_str());
+        reference.results.iter().filter(in_question).count()
+    };
+    let judge = references.iter().max_by_key(|r| measured_in(r))?;
+    let judged = (0..Analysis::of(judge).recommendations.len())
+        .map(|j| only_question(judge, j))
+        .find(|view| {
+            view.results
+                .iter()
+                .any(|r| labels.contains(&r.label.as_str()))
+        })
+        .unwrap_or_else(|| judge.clone());
+    Some((judge, judged))
+}
+
+/// How much slower the config labelled `pick` is than the reference's fastest config of
+/// its question: the median of their per-round ratio in the reference, less one (0 when
+/// it is the fastest).
+pub fn regret(reference: &RunResult, pick: &str) -> Option<f64> {
+    let pick = reference.labels.iter().position(|l| l == pick)?;
+    let question = reference.configs.get(pick)?;
+    let fastest = (0..reference.configs.len())
+        .filter(|&i| {
+            let c = &reference.configs[i];
+            c.runtime == question.runtime && c.pipeline == question.pipeline
+        })
+        .filter_map(|i| Some((i, level(reference, i)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?
+        .0;
+    Some(paired_ratio(reference, pick, fastest)? - 1.0)
+}
+
+/// A config's median time per round in `result`.
+fn level(result: &RunResult, index: usize) -> Option<f64> {
+    let totals: Vec<f64> = result
+        .results
+        .iter()
+        .filter(|r| r.config_index == index)
+        .map(|r| r.epochs.iter().map(|e| e.seconds).sum())
+        .collect();
+    stats::median(&totals)
+}
+
+/// `result` as if nothing were disturbed: the benchmark's own load is not the question.
+pub fn undisturbed(result: &RunResult) -> RunResult {
+    let mut view = result.clone();
+    for config in &mut view.results {
+        config.disturbed = false;
+    }
+    view
+}
+
+/// `result` with only the configs of its `question`-th recommendation's question.
+pub fn only_question(result: &RunResult, question: usize) -> RunResult {
+    let recommendations = Analysis::of(result).recommendations;
+    let Some(first) = recommendations
+        .get(question)
+        .and_then(|r| r.config)
+        .map(|i| result.configs[i].clone())
+    else {
+        return result.clone();
+    };
+    let mut view = result.clone();
+    view.results.retain(|r| {
+        r.config.runtime == first.runtime
+            && r.config.pipeline == first.pipeline
+            && r.config.ranks == first.ranks
+            && r.config.cache == first.cache
+    });
+    view
+}
+
+/// Runs the rounds of `references` (each a preset run `rounds` times with `sets`, in a
+/// fresh process) that fall in `slot` of `slots`: each reference's rounds spread evenly
+/// before, between and after the runs they judge (this machine's speed drifts by half
+/// over minutes). Each round goes to its reference's list in `measured`.
+pub fn reference_rounds(
+    dir: &Path,
+    name: &str,
+    references: &[(&str, usize)],
+    sets: &[&str],
+    (slot, slots): (usize, usize),
+    measured: &mut [Vec<RunResult>],
+) {
+    for (which, &(reference, rounds)) in references.iter().enumerate() {
+        for round in (0..rounds).filter(|r| r * slots / rounds == slot) {
+            let json = dir.join(format!("{name}-reference-{reference}-{round}.json"));
+            let mut args = vec!["run", reference, "--quiet"];
+            args.extend_from_slice(sets);
+            loaderbench(&args, &json);
+            measured[which].push(results_file::read(&json).expect("a reference round"));
+        }
+    }
 }

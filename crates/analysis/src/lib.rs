@@ -6,11 +6,12 @@
 //! and serial fraction ([`scaling`]); whether training is input-bound ([`input`]) and
 //! how much loader workers slow the training step ([`contention`]); thread workers
 //! against process workers at the same counts, with the GIL's share of a Python
-//! `__getitem__` ([`worker_kinds`]); the recommendation per question ([`recommend`]). Its text for the CLI is the
-//! presentation layer's (`loaderbench_present::analysis_text`).
+//! `__getitem__` ([`worker_kinds`]); the recommendation per question ([`recommend`]).
+//! Its text for the CLI is the presentation layer's (`loaderbench_present::analysis_text`).
 //! Two parts measure as they analyse: [`tune`], the best settings within a budget, and
 //! [`resolve`], which measures a finished run's undecided configs further; both measure
-//! in rounds ([`rounds`]).
+//! in rounds ([`rounds`]) that share their time between the open questions
+//! ([`time_share`]).
 
 pub mod aa;
 pub mod baseline;
@@ -22,6 +23,7 @@ pub mod recommend;
 pub mod resolve;
 mod rounds;
 pub mod scaling;
+mod time_share;
 pub mod tune;
 pub mod warnings;
 pub mod worker_kinds;

@@ -1,22 +1,18 @@
 //! Resolve: a finished run whose recommendation is not resolved is measured further,
-//! round after round, until it is or a time limit passes. Each round measures the
-//! configs the verdicts hinge on (the pick and every config that could still beat it or
-//! tie with it: [`Verdict::hinges_on`](crate::recommend::Verdict)), once each, one after
-//! another, as `run` measures them ([`rounds`](crate::rounds)), their order turned each
-//! round so that none always runs first; the new repeats are numbered after the run's,
-//! appended to its journal and to the result. The open questions share the time: each
-//! is charged what its configs took in the rounds so far (and its share of each round's
-//! start-up), and a round measures the question whose next round would end soonest with
-//! those that would end within one round of it, so a question whose configs take a
-//! tenth of a second (our engine's, beside the PyTorch runtime's of seconds) is measured
-//! round after round first, not once per slow round. A round holds what fits in the time
-//! left (each config's last measurement): every question's pick and its likeliest
-//! challengers first; a round the limit cuts short keeps every config it finished, and a
-//! stopped one (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep
-//! finished. `run --recommend`, `loaderbench resolve` and the app's analysis all resolve
-//! through here.
+//! round after round, until it is or a time limit passes. Each round measures the configs
+//! the verdicts hinge on (the pick and every config that could still beat it or tie with
+//! it: [`Verdict::hinges_on`](crate::recommend::Verdict)), once each, one after another,
+//! as `run` measures them ([`rounds`](crate::rounds)), their order turned each round so
+//! that none always runs first; the new repeats are numbered after the run's, appended to
+//! its journal and to the result. The open questions share the time
+//! ([`time_share`](crate::time_share)): a question whose configs take a tenth of a second
+//! (our engine's, beside the PyTorch runtime's of seconds) is measured round after round
+//! first, not once per slow round. A round holds what fits in the time left (each
+//! config's last measurement): every question's pick and its likeliest challengers first;
+//! a round the limit cuts short keeps every config it finished, and a stopped one
+//! (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep finished. `run
+//! --recommend`, `loaderbench resolve` and the app's analysis all resolve through here.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -29,6 +25,7 @@ use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult, RunStat
 
 use crate::Analysis;
 use crate::rounds::{RoundEnd, Rounds, RoundsOptions};
+use crate::time_share::{Question, TimeShares};
 
 /// What resolving reports as it goes (as JSON lines too, for the app).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,16 +94,15 @@ pub fn resolve(
     // What a round takes beyond its configs' epochs (opening the dataset, the process's
     // warm-up, each config's loader), as the last round measured it.
     let mut round_overhead_s = 0.0;
-    // Seconds of this resolve charged to each question, by its group.
-    let mut charged: HashMap<String, f64> = HashMap::new();
+    let mut shares = TimeShares::default();
     let (end, error) = loop {
         let questions = open_questions(result);
         if questions.is_empty() {
             break (ResolveEnd::Resolved, None);
         }
         let left_s = limit.as_secs_f64() - started.elapsed().as_secs_f64();
-        let due = due(&questions, &charged, |q| {
-            q.hinges
+        let due = shares.due(&questions, |q| {
+            q.configs
                 .iter()
                 .map(|&c| last_cost_s(result, c))
                 .sum::<f64>()
@@ -121,7 +117,7 @@ pub fn resolve(
             let needed_s = questions
                 .iter()
                 .map(|q| {
-                    q.hinges
+                    q.configs
                         .iter()
                         .take(2)
                         .map(|&c| last_cost_s(result, c))
@@ -183,7 +179,7 @@ pub fn resolve(
         }
         let epochs_s: f64 = measured_s.iter().map(|(_, s)| s).sum();
         round_overhead_s = (round_started.elapsed().as_secs_f64() - epochs_s).max(0.0);
-        charge(&mut charged, &questions, &measured_s, round_overhead_s);
+        shares.charge(&questions, &measured_s, round_overhead_s);
         if let Some(error) = unjournaled {
             break (ResolveEnd::Failed, Some(error));
         }
@@ -212,79 +208,17 @@ pub fn resolve(
     }
 }
 
-/// A question whose verdict is open: its group (`synthetic · light · pytorch`) and the
-/// configs the verdict hinges on, the pick first, then those most likely to change the
-/// decision.
-#[derive(Debug, Clone, PartialEq)]
-struct OpenQuestion {
-    group: String,
-    hinges: Vec<usize>,
-}
-
-fn open_questions(result: &RunResult) -> Vec<OpenQuestion> {
+/// The questions whose verdict is open, each measuring the configs its verdict hinges
+/// on: the pick first, then those most likely to change the decision.
+fn open_questions(result: &RunResult) -> Vec<Question> {
     Analysis::of(result)
         .recommendations
         .into_iter()
-        .filter(|r| !r.verdict.hinges_on.is_empty())
-        .map(|r| OpenQuestion {
-            group: r.group,
-            hinges: r.verdict.hinges_on,
+        .filter_map(|r| {
+            let first = *r.verdict.hinges_on.first()?;
+            Some(Question::of(&result.configs, first, r.verdict.hinges_on))
         })
         .collect()
-}
-
-/// The questions whose turn it is, given what each has been `charged` so far and what a
-/// round of its own would `cost`: the question whose next round would end soonest (its
-/// charge and cost together), and every question whose next round would end within one
-/// round of that one's. Each question so gets an equal share of the time, the quick
-/// first: with rounds of 30 s and of 1 s, the quick question is due alone until it has
-/// been charged about as much as one round of the slow one, then both are; questions of
-/// about the same cost share their rounds (and the rounds' start-up).
-fn due(
-    questions: &[OpenQuestion],
-    charged: &HashMap<String, f64>,
-    cost: impl Fn(&OpenQuestion) -> f64,
-) -> Vec<OpenQuestion> {
-    let ends: Vec<(f64, f64)> = questions
-        .iter()
-        .map(|q| {
-            let cost = cost(q);
-            (charged.get(&q.group).copied().unwrap_or(0.0) + cost, cost)
-        })
-        .collect();
-    let Some(&(soonest, its_cost)) = ends.iter().min_by(|a, b| a.0.total_cmp(&b.0)) else {
-        return Vec::new();
-    };
-    questions
-        .iter()
-        .zip(&ends)
-        .filter(|(_, (end, _))| *end <= soonest + its_cost)
-        .map(|(q, _)| q.clone())
-        .collect()
-}
-
-/// Charges each question of a round the seconds its configs were measured (`seconds`,
-/// per config) and an equal share of the round's `overhead_s`
-/// among the questions it measured.
-fn charge(
-    charged: &mut HashMap<String, f64>,
-    questions: &[OpenQuestion],
-    seconds: &[(usize, f64)],
-    overhead_s: f64,
-) {
-    let measured: Vec<&OpenQuestion> = questions
-        .iter()
-        .filter(|q| seconds.iter().any(|(c, _)| q.hinges.contains(c)))
-        .collect();
-    for question in &measured {
-        let own: f64 = seconds
-            .iter()
-            .filter(|(c, _)| question.hinges.contains(c))
-            .map(|(_, s)| s)
-            .sum();
-        *charged.entry(question.group.clone()).or_default() +=
-            own + overhead_s / measured.len() as f64;
-    }
 }
 
 /// The configs of the next round that fit in `left_s`: taken from the questions in turn,
@@ -292,13 +226,13 @@ fn charge(
 /// those whose last measurement would not fit; a question that gets only its pick of
 /// several gives it back, since a pick alone compares with nothing (a question that
 /// hinges on one config, measured while disturbed, keeps it).
-fn fitting(result: &RunResult, questions: &[OpenQuestion], left_s: f64) -> Vec<usize> {
+fn fitting(result: &RunResult, questions: &[Question], left_s: f64) -> Vec<usize> {
     let mut left = left_s;
     let mut chosen: Vec<usize> = Vec::new();
-    let longest = questions.iter().map(|q| q.hinges.len()).max().unwrap_or(0);
+    let longest = questions.iter().map(|q| q.configs.len()).max().unwrap_or(0);
     for position in 0..longest {
         for question in questions {
-            let Some(&config) = question.hinges.get(position) else {
+            let Some(&config) = question.configs.get(position) else {
                 continue;
             };
             let cost = last_cost_s(result, config);
@@ -309,7 +243,7 @@ fn fitting(result: &RunResult, questions: &[OpenQuestion], left_s: f64) -> Vec<u
         }
     }
     for question in questions {
-        let hinges = &question.hinges;
+        let hinges = &question.configs;
         let measured = hinges.iter().filter(|c| chosen.contains(c)).count();
         if measured == 1 && hinges.len() > 1 {
             chosen.retain(|c| !hinges.contains(c));
@@ -322,7 +256,7 @@ fn fitting(result: &RunResult, questions: &[OpenQuestion], left_s: f64) -> Vec<u
 pub fn hinges(result: &RunResult) -> Vec<usize> {
     let mut hinges: Vec<usize> = open_questions(result)
         .into_iter()
-        .flat_map(|q| q.hinges)
+        .flat_map(|q| q.configs)
         .collect();
     hinges.sort_unstable();
     hinges.dedup();
@@ -367,10 +301,10 @@ mod tests {
         result(configs, results)
     }
 
-    fn question(group: &str, hinges: &[usize]) -> OpenQuestion {
-        OpenQuestion {
-            group: group.to_owned(),
-            hinges: hinges.to_vec(),
+    fn question(first: usize, hinges: &[usize]) -> Question {
+        Question {
+            first,
+            configs: hinges.to_vec(),
         }
     }
 
@@ -378,7 +312,7 @@ mod tests {
     fn a_slow_question_does_not_starve_a_quick_one() {
         // A slow question (configs 0–2, 30 s each) and a quick one (3 and 4, 1 s each).
         let run = measured(&[30.0, 30.0, 30.0, 1.0, 1.0]);
-        let questions = [question("slow", &[0, 1, 2]), question("quick", &[3, 4])];
+        let questions = [question(0, &[0, 1, 2]), question(3, &[3, 4])];
         // All of it fits in 100 s.
         assert_eq!(fitting(&run, &questions, 100.0), [0, 3, 1, 4, 2]);
         // In 40 s the quick question's pair fits, and the slow one's pick alone is given
@@ -387,59 +321,7 @@ mod tests {
         // In 62 s the slow one's pick and its likeliest challenger fit too.
         assert_eq!(fitting(&run, &questions, 62.0), [0, 3, 1, 4]);
         // A question that hinges on one config alone (measured while disturbed) keeps it.
-        let lone = [question("slow", &[0]), question("quick", &[3, 4])];
+        let lone = [question(0, &[0]), question(3, &[3, 4])];
         assert_eq!(fitting(&run, &lone, 40.0), [0, 3, 4]);
-    }
-
-    #[test]
-    fn questions_of_about_the_same_cost_share_their_rounds() {
-        let questions = [question("light", &[0, 1]), question("heavy", &[2, 3])];
-        let cost = |q: &OpenQuestion| if q.group == "light" { 10.0 } else { 12.0 };
-        assert_eq!(due(&questions, &HashMap::new(), cost), questions);
-        // A question charged a round ahead waits for the other.
-        let charged = HashMap::from([("light".to_owned(), 0.0), ("heavy".to_owned(), 12.0)]);
-        assert_eq!(due(&questions, &charged, cost), questions[..1]);
-    }
-
-    #[test]
-    fn open_questions_share_the_time_so_a_quick_one_gets_many_rounds() {
-        // The slow question's round measures two configs of 15 s, the quick one's two of
-        // 0.2 s, each round starting in 0.6 s (shared among the questions it measures).
-        let questions = [question("slow", &[0, 1]), question("quick", &[2, 3])];
-        let cost_s = [15.0, 15.0, 0.2, 0.2];
-        let overhead_s = 0.6;
-        let own_round_s =
-            |q: &OpenQuestion| q.hinges.iter().map(|&c| cost_s[c]).sum::<f64>() + overhead_s;
-        let mut charged = HashMap::new();
-        let mut rounds = HashMap::<String, usize>::new();
-        let mut spent_s = 0.0;
-        let mut first_round = Vec::new();
-        while spent_s < 120.0 {
-            let due = due(&questions, &charged, own_round_s);
-            assert!(!due.is_empty(), "some question is always due");
-            if first_round.is_empty() {
-                first_round = due.iter().map(|q| q.group.clone()).collect();
-            }
-            let seconds: Vec<(usize, f64)> = due
-                .iter()
-                .flat_map(|q| q.hinges.iter().map(|&c| (c, cost_s[c])))
-                .collect();
-            spent_s += seconds.iter().map(|(_, s)| s).sum::<f64>() + overhead_s;
-            for question in &due {
-                *rounds.entry(question.group.clone()).or_default() += 1;
-            }
-            charge(&mut charged, &questions, &seconds, overhead_s);
-        }
-        // Each question was charged about half the time, the quick one's rounds many
-        // more, and first: before, every round held both, and the quick question had one
-        // round for each of the slow one's.
-        let (slow, quick) = (charged["slow"], charged["quick"]);
-        assert!(
-            (slow - quick).abs() <= own_round_s(&questions[0]),
-            "{slow} s against {quick} s"
-        );
-        assert_eq!(first_round, ["quick"]);
-        assert_eq!(rounds["slow"], 2);
-        assert!(rounds["quick"] >= 50, "{} rounds", rounds["quick"]);
     }
 }

@@ -3,16 +3,17 @@
 //! measures them (its warm-up, gate and interference meter included), as a plan of their
 //! own, in a fresh process (`loaderbench __measure`, as the app measures). A process's
 //! own state (where glibc's allocator left its heaps, which cores its threads landed on)
-//! changes a config's time by up to a quarter and differently per config; rounds in
-//! one process would share it, so their scatter would understate the noise between
-//! processes and the verdicts would claim more than a rerun repeats. Each round in its
-//! own process makes that noise part of the scatter the verdicts are judged by. Each result is renumbered into the whole search space and
-//! stamped with the round as its repeat, so that the recommendation compares configs
-//! round by round. The rounds' processes share one preloaded Python
-//! ([`SharedPreloadedPython`]): each forks its scripts from it rather than importing
-//! torch again, the scripts as fresh as ever. The round stops early, keeping every
-//! config it finished, when the budget's deadline passes or the user asks to stop; a
-//! measuring process that does not stop within [`CANCEL_GRACE`] of being asked is ended.
+//! changes a config's time by up to a quarter and differently per config; rounds in one
+//! process would share it, so their scatter would understate the noise between processes
+//! and the verdicts would claim more than a rerun repeats. Each round in its own process
+//! makes that noise part of the scatter the verdicts are judged by. Each result is
+//! renumbered into the whole search space and stamped with the round as its repeat, so
+//! that the recommendation compares configs round by round. The rounds' processes share
+//! one preloaded Python ([`SharedPreloadedPython`]): each forks its scripts from it
+//! rather than importing torch again, the scripts as fresh as ever. The round stops
+//! early, keeping every config it finished, when the budget's deadline passes or the user
+//! asks to stop; a measuring process that does not stop within [`CANCEL_GRACE`] of being
+//! asked is ended.
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};

@@ -1,29 +1,36 @@
 //! Tune: the best settings within a time budget, and the same answer every time. Three
 //! stages. The model first ([`model`]): a few anchor configs of each runtime are
-//! measured, every other config predicted from its runtime's, and those predicted far behind the best ([`MODEL_KEEP`])
-//! left out. Then successive halving: every remaining candidate gets a round; after
-//! each round, the candidates that another beats beyond the noise drop out, and of the
-//! rest each question's slower half (none the open answer hinges on), while the better keep getting rounds, each round running them
-//! one after another in turn. The search stops as soon as the answer is settled: the
-//! recommendation's verdict over everything measured (those set aside in the slower half
-//! included) is resolved, the pick fastest or equally fast as the rest of the best set
-//! beyond this run's noise ([`recommend::noise`](crate::recommend::noise)). A config the
-//! decision still hinges on is reinstated if it was set aside and measured until then,
-//! since halving on one or two noisy rounds decides only who goes first, never the
-//! answer. The search also stops when the next
-//! round does not fit in what is left of the budget, or when the user stops it. Every
-//! measurement goes through the runner (the interference meter included): a disturbed
-//! measurement is dropped, and its config measured again in the next round (the second
-//! in a row is kept, marked; a config with nothing but such measurements is one the
-//! decision hinges on, so the search does not settle on it). The result
-//! is a run like any other, its configs' repeats numbered by round, with the trail
-//! ([`TuneTrail`](loaderbench_measure::tune_trail::TuneTrail)) saying what was
-//! predicted, measured and eliminated; the recommendation's best set and tie rule name
-//! the config to use.
+//! measured, every other config predicted from its runtime's, and those predicted far
+//! behind the best ([`MODEL_KEEP`]) left out. Then successive halving, question by
+//! question (each runtime, pipeline, rank count and cache its own): a round measures the
+//! candidates of the questions whose turn it is, one after another, the open questions
+//! sharing the time ([`time_share`](crate::time_share)), so that our engine's configs of
+//! a tenth of a second get their rounds beside the PyTorch runtime's of seconds; each
+//! question's pick and its likeliest challengers go first, so that a round the budget
+//! cuts short measures what decides the answer. After each round, of the questions it
+//! measured, the candidates that another beats beyond the noise drop out, and of the rest
+//! each question's slower half (none the open answer hinges on). A question is settled,
+//! and leaves the rounds, once every candidate of it is measured and the recommendation's
+//! verdict over everything measured (those set aside in the slower half included) is
+//! resolved: the pick fastest or equally fast as the rest of the best set beyond this
+//! run's noise ([`recommend::noise`](crate::recommend::noise)). A config the decision
+//! still hinges on is reinstated if it was set aside and measured until then, since
+//! halving on one or two noisy rounds decides only who goes first, never the answer. The
+//! search stops once every question is settled, when the next round does not fit in what
+//! is left of the budget, or when the user stops it. Every measurement goes through the
+//! runner (the interference meter included): a disturbed measurement is dropped, and its
+//! config measured again in the next round of its question (the second in a row is kept,
+//! marked; a config with nothing but such measurements is one the decision hinges on, so
+//! the search does not settle on it). The result is a run like any other, its configs'
+//! repeats numbered by round, with the trail
+//! ([`TuneTrail`](loaderbench_measure::tune_trail::TuneTrail)) saying what was predicted,
+//! measured and eliminated; the recommendation's best set and tie rule name the config to
+//! use.
 
 mod model;
 mod search;
 pub mod space;
+mod trail;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -39,6 +46,7 @@ use loaderbench_measure::tune_trail::{Fate, TuneStop};
 use serde::{Deserialize, Serialize};
 
 use crate::rounds::{RoundEnd, RoundGate, Rounds, RoundsOptions};
+use crate::time_share::{Question, TimeShares};
 pub use model::Model;
 
 /// Configs the model predicts beyond this multiple of the best prediction are not
@@ -164,9 +172,16 @@ pub fn tune(
     // Rounds that ran: `round` is the next one's number once a round is done.
     let mut rounds_run = 0;
     let mut queue = anchors.clone();
+    // The open questions' candidates, for a round when those of the questions due do not
+    // fit in the budget.
+    let mut open: Vec<usize> = Vec::new();
+    let mut shares = TimeShares::default();
     let (stop, error) = loop {
         let remaining_s = budget_s - started.elapsed().as_secs_f64();
-        let configs = search::fitting(&queue, &standings, remaining_s, round);
+        let mut configs = search::fitting(&queue, &standings, remaining_s, round);
+        if configs.is_empty() {
+            configs = search::fitting(&open, &standings, remaining_s, round);
+        }
         if configs.is_empty() {
             break (TuneStop::Budget, None);
         }
@@ -177,6 +192,7 @@ pub fn tune(
         // A journal that cannot be written (a full disk) ends the search as a failure,
         // keeping everything measured for the caller's tables and exports.
         let mut unjournaled = None;
+        let round_started = Instant::now();
         let mut measured = rounds.measure(
             plan,
             &configs,
@@ -211,6 +227,11 @@ pub fn tune(
             },
         );
         rounds_run += 1;
+        let configs_s: f64 = measured.seconds.iter().map(|(_, s)| s).sum();
+        // What the round took beyond its configs (starting its measuring process).
+        let round_overhead_s = (round_started.elapsed().as_secs_f64() - configs_s).max(0.0);
+        let measured_questions = Question::all(&plan.configs, &configs);
+        shares.charge(&measured_questions, &measured.seconds, round_overhead_s);
         for message in measured.new_warnings(&mut result) {
             on_event(TuneEvent::Warning { message });
         }
@@ -232,22 +253,15 @@ pub fn tune(
         if round == 0 {
             search::predict(plan, &seen, &mut standings, on_event);
         } else {
-            search::eliminate(&result, &mut standings, round, on_event);
+            search::eliminate(&result, &mut standings, &configs, round, on_event);
         }
-        let candidates = |standings: &[Standing]| -> Vec<usize> {
-            (0..standings.len())
-                .filter(|&i| standings[i].fate.is_none())
-                .collect()
-        };
-        if round > 0 && search::settled(&result, &mut standings, on_event) {
-            break (TuneStop::Settled, None);
-        }
-        let candidates = candidates(&standings);
-        if candidates.is_empty() {
+        let questions = search::open_questions(&result, &mut standings, on_event);
+        if questions.is_empty() {
             break (TuneStop::Settled, None);
         }
         round += 1;
-        queue = search::order(&candidates, &standings, &result, round);
+        queue = search::next_round(&questions, &standings, &shares, round_overhead_s);
+        open = search::in_turn(&questions);
     };
     result.status = match (&stop, &error) {
         (TuneStop::Cancelled, _) => RunStatus::Cancelled,
@@ -256,7 +270,7 @@ pub fn tune(
         },
         _ => RunStatus::Finished,
     };
-    result.tune = Some(search::trail(
+    result.tune = Some(trail::trail(
         &result, &standings, &anchors, stop, budget_s, started, rounds_run,
     ));
     let journaled = match &result.tune {

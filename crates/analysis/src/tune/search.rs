@@ -1,21 +1,20 @@
 //! The search's rules, between rounds: what the model leaves out, which candidates drop
-//! out after a round (projected past the memory limit; beaten beyond the noise by the
-//! recommendation's own best set, once each has two measurements; then each question's
-//! slower half of those the open answer does not hinge on), when the answer is settled
-//! (every verdict resolved; who is reinstated until then),
-//! the next round's order and what of it fits in the budget, and the trail as the
-//! search ends.
-
-use std::time::Instant;
+//! out after a round (of the questions it measured: projected past the memory limit;
+//! beaten beyond the noise by the recommendation's own best set, once each has two
+//! measurements; then each question's slower half of those the open answer does not
+//! hinge on), which questions are still open (who is reinstated until their verdict is
+//! resolved), which of them the next round measures (their turn in the time they share)
+//! and in what order, and what of it fits in the budget.
 
 use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::stats;
-use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
+use loaderbench_measure::tune_trail::Fate;
 
 use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
 use crate::memory::MemoryReport;
 use crate::recommend::same_question;
+use crate::time_share::{Question, TimeShares};
 use crate::{Analysis, measured_configs, mib};
 
 /// Fits a model per question (each runtime's own anchors) and predicts every config from
@@ -75,18 +74,26 @@ pub(super) fn predict(
     }
 }
 
-/// After round `round`, once every candidate has a measurement: the candidates projected
-/// past the memory limit drop out, then those another beats beyond the noise (once each
-/// has two, so that there is noise to be beyond), then each question's slower half of
-/// the rest.
+/// After round `round`, which measured `measured`, among the candidates of the questions
+/// it measured (a question left out of a round has nothing new to be judged by), once
+/// every one of them has a measurement: those projected past the memory limit drop out,
+/// then those another beats beyond the noise (once each has two, so that there is noise
+/// to be beyond), then each question's slower half of the rest.
 pub(super) fn eliminate(
     result: &RunResult,
     standings: &mut [Standing],
+    measured: &[usize],
     round: usize,
     on_event: &mut dyn FnMut(TuneEvent),
 ) {
+    let configs = &result.configs;
     let candidates: Vec<usize> = (0..standings.len())
         .filter(|&i| standings[i].fate.is_none())
+        .filter(|&i| {
+            measured
+                .iter()
+                .any(|&m| same_question(&configs[m], &configs[i]))
+        })
         .collect();
     // Every candidate gets a measurement before any is judged: one set aside as
     // disturbed is measured again first.
@@ -121,7 +128,7 @@ pub(super) fn eliminate(
     let judged = candidates.iter().all(|&i| standings[i].rounds >= 2);
     let best = if judged { best } else { candidates.clone() };
     // One the answer hinges on is neither eliminated nor halved, though out of the best
-    // set (beaten with an interval that still reaches inside the margin): `settled` would
+    // set (beaten with an interval that still reaches inside the margin): `open_questions` would
     // reinstate it at once. A reinstated config is only eliminated when beaten: halving
     // set it aside once.
     let hinges = hinges(result, standings);
@@ -175,7 +182,7 @@ pub(super) fn eliminate(
 /// on however busy the machine (the final analysis still says which were disturbed), and
 /// finished, since the configs it has not measured are the search's choice, not a run
 /// that ended before them (which no verdict would call resolved).
-fn undisturbed(result: &RunResult) -> RunResult {
+pub(super) fn undisturbed(result: &RunResult) -> RunResult {
     let mut ranked = result.clone();
     for config in &mut ranked.results {
         config.disturbed = false;
@@ -186,7 +193,7 @@ fn undisturbed(result: &RunResult) -> RunResult {
 
 /// The best set of `configs` by the recommendation's own rule, and the config its tie
 /// rule picks (the first of the set when it names none); `None` for no configs.
-fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, usize)> {
+pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, usize)> {
     let mut view = result.clone();
     view.results.retain(|r| configs.contains(&r.config_index));
     let index_of = |label: &str| result.labels.iter().position(|l| l == label);
@@ -212,13 +219,11 @@ fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, usize)
     Some((best, pick))
 }
 
-/// The next round's order: by what each config is expected to take, fastest first, turned
-/// by the round number so that no config always runs first.
+/// `candidates` by what each is expected to take over the planned epochs, fastest first.
 pub(super) fn order(
     candidates: &[usize],
     standings: &[Standing],
     result: &RunResult,
-    round: usize,
 ) -> Vec<usize> {
     let mut ordered = candidates.to_vec();
     let expected = |i: usize| {
@@ -227,15 +232,57 @@ pub(super) fn order(
             .unwrap_or(f64::INFINITY)
     };
     ordered.sort_by(|&a, &b| expected(a).total_cmp(&expected(b)).then(a.cmp(&b)));
-    if !ordered.is_empty() {
-        let turn = round % ordered.len();
-        ordered.rotate_left(turn);
-    }
     ordered
 }
 
-/// The configs of `queue` that fit in `remaining_s`, in order; the anchors' round is
-/// always tried (nothing is known of their cost yet).
+/// The next round's configs: those of the questions due ([`TimeShares::due`]) among the
+/// `open` ones, each question's round costing what its candidates' measurements are
+/// expected to take and the round's `overhead_s`, taken in turn from the questions (see
+/// [`in_turn`]).
+pub(super) fn next_round(
+    open: &[Question],
+    standings: &[Standing],
+    shares: &TimeShares,
+    overhead_s: f64,
+) -> Vec<usize> {
+    let cost = |q: &Question| {
+        let configs: f64 = q.configs.iter().map(|&i| cost_s(standings, i)).sum();
+        configs + overhead_s
+    };
+    in_turn(&shares.due(open, cost))
+}
+
+/// The configs of `questions` taken from each in turn: every question's first, then every
+/// one's second, and so on; so a round the budget cuts short measures each question's
+/// likeliest configs.
+pub(super) fn in_turn(questions: &[Question]) -> Vec<usize> {
+    let longest = questions.iter().map(|q| q.configs.len()).max().unwrap_or(0);
+    (0..longest)
+        .flat_map(|position| {
+            questions
+                .iter()
+                .filter_map(move |q| q.configs.get(position))
+        })
+        .copied()
+        .collect()
+}
+
+/// What measuring config `index` is expected to take: its last measurement, else the
+/// model's epochs and a loader's set-up, else the typical config's.
+fn cost_s(standings: &[Standing], index: usize) -> f64 {
+    let known: Vec<f64> = standings.iter().filter_map(|s| s.last_cost_s).collect();
+    let typical = stats::median(&known).unwrap_or(UNKNOWN_COST_S);
+    standings[index]
+        .last_cost_s
+        .or(standings[index]
+            .predicted_cost_s
+            .map(|s| s + CONFIG_OVERHEAD_S))
+        .unwrap_or(typical)
+}
+
+/// The configs of `queue` that fit in `remaining_s`, taken in order, then turned by the
+/// round number so that no config always runs first; the anchors' round is always tried
+/// as it is (nothing is known of their cost yet).
 pub(super) fn fitting(
     queue: &[usize],
     standings: &[Standing],
@@ -245,40 +292,41 @@ pub(super) fn fitting(
     if round == 0 {
         return queue.to_vec();
     }
-    let known: Vec<f64> = standings.iter().filter_map(|s| s.last_cost_s).collect();
-    let typical = stats::median(&known).unwrap_or(UNKNOWN_COST_S);
     // Taken as they come: a round that runs over is stopped at the deadline, so the
     // budget is used to its end rather than left over by a cautious estimate.
     let mut left = remaining_s;
     let mut chosen = Vec::new();
     for &index in queue {
-        let cost = standings[index]
-            .last_cost_s
-            .or(standings[index]
-                .predicted_cost_s
-                .map(|s| s + CONFIG_OVERHEAD_S))
-            .unwrap_or(typical);
+        let cost = cost_s(standings, index);
         if cost > left {
             break;
         }
         left -= cost;
         chosen.push(index);
     }
+    if !chosen.is_empty() {
+        let turn = round % chosen.len();
+        chosen.rotate_left(turn);
+    }
     chosen
 }
 
-/// Whether the answer is settled: every question's verdict over everything measured
-/// (those set aside in the slower half included) is resolved, so that no config could
-/// still beat the pick or tie with it. A config the decision still hinges on is a
-/// candidate again if it was set aside: halving on a round or two decides only who goes
-/// first, never the answer. Unlike the ranking, this judges the disturbed measurements
-/// as the final verdict does: a config measured only while other load disturbed it is
-/// one the answer hinges on, measured again while the budget lasts.
-pub(super) fn settled(
+/// The questions still open, each with its candidates, the likeliest to matter first:
+/// those the verdict hinges on (the pick, then the likeliest to change the decision),
+/// then the rest by what each is expected to take ([`order`]). None once the answer is
+/// settled. A question is open while a candidate of it has no measurement yet, or while
+/// its verdict over everything measured (those set aside in the slower half included) is
+/// not resolved, so that a config could still beat the pick or tie with it. A config the
+/// decision still hinges on is a candidate again if it was set aside: halving on a round
+/// or two decides only who goes first, never the answer. Unlike the ranking, this judges
+/// the disturbed measurements as the final verdict does: a config measured only while
+/// other load disturbed it is one the answer hinges on, measured again while the budget
+/// lasts. A settled question leaves the rounds.
+pub(super) fn open_questions(
     result: &RunResult,
     standings: &mut [Standing],
     on_event: &mut dyn FnMut(TuneEvent),
-) -> bool {
+) -> Vec<Question> {
     let hinges = hinges(result, standings);
     for &index in &hinges {
         let standing = &mut standings[index];
@@ -288,10 +336,22 @@ pub(super) fn settled(
             on_event(TuneEvent::Reinstated { config: index });
         }
     }
-    hinges.is_empty()
+    let others: Vec<usize> = (0..standings.len())
+        .filter(|&i| standings[i].fate.is_none() && !hinges.contains(&i))
+        .collect();
+    let mut candidates = hinges.clone();
+    candidates.extend(order(&others, standings, result));
+    Question::all(&result.configs, &candidates)
+        .into_iter()
+        .filter(|q| {
+            q.configs
+                .iter()
+                .any(|i| standings[*i].rounds == 0 || hinges.contains(i))
+        })
+        .collect()
 }
 
-/// The configs the verdicts over everything measured hinge on (see [`settled`]).
+/// The configs the verdicts over everything measured hinge on (see [`open_questions`]).
 fn hinges(result: &RunResult, standings: &[Standing]) -> Vec<usize> {
     let mut view = result.clone();
     view.status = RunStatus::Finished;
@@ -317,69 +377,6 @@ pub(super) fn projected_s(result: &RunResult, index: usize) -> Option<f64> {
 
 fn label(result: &RunResult, index: usize) -> &str {
     result.labels.get(index).map_or("?", String::as_str)
-}
-
-/// The trail as the search ends: every measured config in the final best set is `Best`,
-/// whatever round it left in.
-pub(super) fn trail(
-    result: &RunResult,
-    standings: &[Standing],
-    anchors: &[usize],
-    stop: TuneStop,
-    budget_s: f64,
-    started: Instant,
-    rounds: usize,
-) -> TuneTrail {
-    let measured: Vec<usize> = (0..standings.len())
-        .filter(|&i| standings[i].rounds > 0)
-        .collect();
-    let best = best_set(&undisturbed(result), &measured).map_or(Vec::new(), |(best, _)| best);
-    let configs = standings
-        .iter()
-        .enumerate()
-        .map(|(index, standing)| TunedConfig {
-            config: index,
-            predicted_s: standing.predicted_s.filter(|_| !anchors.contains(&index)),
-            measured_s: projected_s(result, index),
-            rounds: standing.rounds,
-            fate: if standing.rounds > 0 && best.contains(&index) {
-                Fate::Best
-            } else {
-                standing
-                    .fate
-                    .clone()
-                    .unwrap_or_else(|| unfinished(standing))
-            },
-        })
-        .collect();
-    TuneTrail {
-        budget_s,
-        used_s: started.elapsed().as_secs_f64(),
-        stop,
-        anchors: anchors.to_vec(),
-        rounds,
-        configs,
-    }
-}
-
-/// The fate of a config still a candidate when the search stopped, outside the best set.
-fn unfinished(standing: &Standing) -> Fate {
-    if standing.rounds == 0 && standing.disturbed_in_a_row > 0 {
-        Fate::NotMeasured {
-            reason: "measured only while other load disturbed it; the search stopped \
-                     before a quiet round"
-                .to_owned(),
-        }
-    } else if standing.rounds == 0 {
-        Fate::NotMeasured {
-            reason: "the search stopped first".to_owned(),
-        }
-    } else {
-        Fate::Eliminated {
-            round: standing.rounds,
-            reason: "slower than the best set beyond the noise".to_owned(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -417,7 +414,7 @@ mod tests {
     /// Runs the elimination after `round` and asserts that it put no config out.
     fn assert_none_eliminated(measured: &RunResult, standings: &mut [Standing], round: usize) {
         let mut events = Vec::new();
-        eliminate(measured, standings, round, &mut |e| events.push(e));
+        eliminate(measured, standings, &[0], round, &mut |e| events.push(e));
         assert!(events.is_empty(), "{events:?}");
         assert!(standings.iter().all(|s| s.fate.is_none()));
     }
@@ -427,40 +424,16 @@ mod tests {
     /// PyTorch runtime's configs are not all "the slower half" of the tune.
     #[test]
     fn each_question_is_halved_on_its_own() {
-        let mut configs: Vec<Config> = [0, 2, 4].iter().map(|&w| config(w, false)).collect();
-        for workers in [0, 2, 4] {
-            let mut slow = config(workers, false);
-            slow.runtime = loaderbench_engine::preset::Runtime::Pytorch;
-            configs.push(slow);
-        }
-        let mut results = Vec::new();
-        for (index, config) in configs.iter().enumerate() {
-            let scale = if index < 3 { 1.0 } else { 100.0 };
-            let level = scale * (1.0 + 0.002 * index as f64);
-            let seconds: Vec<f64> = [1.0, 1.001, 0.999, 1.0, 1.0005]
-                .iter()
-                .map(|s| s * level)
-                .collect();
-            results.extend(
-                rounds(index, config.num_workers, &seconds)
-                    .into_iter()
-                    .map(|mut r| {
-                        r.config = config.clone();
-                        r
-                    }),
-            );
-        }
-        let mut measured = result(configs, results);
-        for label in &mut measured.labels[3..] {
-            label.push_str(" pytorch");
-        }
+        let measured = two_resolved_ties();
         let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
         assert!(
             hinges(&measured, &standings).is_empty(),
             "both are resolved"
         );
         let mut events = Vec::new();
-        eliminate(&measured, &mut standings, 5, &mut |e| events.push(e));
+        eliminate(&measured, &mut standings, &[0, 3], 5, &mut |e| {
+            events.push(e)
+        });
         let out: Vec<usize> = (0..6).filter(|&i| standings[i].fate.is_some()).collect();
         assert_eq!(out, [2, 5], "the slowest of each question: {events:?}");
     }
@@ -494,7 +467,7 @@ mod tests {
         });
         let mut standings = vec![standing(2, None), standing(2, None)];
         let mut events = Vec::new();
-        eliminate(&result, &mut standings, 2, &mut |e| events.push(e));
+        eliminate(&result, &mut standings, &[0, 1], 2, &mut |e| events.push(e));
         assert_eq!(standings[0].fate, None, "nw=0 fits and stays");
         let Some(Fate::Eliminated { reason, .. }) = &standings[1].fate else {
             panic!(
@@ -509,7 +482,7 @@ mod tests {
         );
     }
 
-    /// Halving a config the open answer hinges on only set it aside for `settled` to
+    /// Halving a config the open answer hinges on only set it aside for `open_questions` to
     /// bring back at once: the trail said "out: nw=2 (in the slower half)" and "back in:
     /// nw=2" after the same round.
     #[test]
@@ -536,7 +509,7 @@ mod tests {
 
     /// nw=2 is 12% faster than nw=0 in five rounds, ±10%: nw=0 is out of the best set
     /// while the interval still reaches inside the margin, so the answer hinges on it;
-    /// eliminated, `settled` would bring it back after the same round.
+    /// eliminated, `open_questions` would bring it back after the same round.
     #[test]
     fn a_config_beaten_short_of_the_margin_stays_while_the_answer_hinges_on_it() {
         let configs = vec![config(0, false), config(2, false)];
@@ -573,7 +546,7 @@ mod tests {
             standing(3, None),
         ];
         let mut events = Vec::new();
-        assert!(!settled(&measured, &mut standings, &mut |e| events.push(e)));
+        assert!(!open_questions(&measured, &mut standings, &mut |e| events.push(e)).is_empty());
         assert!(standings[0].fate.is_none() && standings[0].reinstated);
         assert!(matches!(events[..], [TuneEvent::Reinstated { config: 0 }]));
 
@@ -585,7 +558,7 @@ mod tests {
         for standing in &mut standings {
             standing.rounds = 5;
         }
-        assert!(settled(&measured, &mut standings, &mut |_| {}));
+        assert!(open_questions(&measured, &mut standings, &mut |_| {}).is_empty());
         let best = best_set(&measured, &[0, 1, 2]).unwrap().0;
         assert_eq!(best, [1, 2]);
     }
@@ -610,7 +583,7 @@ mod tests {
             standing(5, None),
             standing(0, Some(predicted_out.clone())),
         ];
-        assert!(settled(&measured, &mut standings, &mut |_| {}));
+        assert!(open_questions(&measured, &mut standings, &mut |_| {}).is_empty());
         assert_eq!(standings[2].fate, Some(predicted_out));
     }
 
@@ -634,7 +607,7 @@ mod tests {
         };
         let mut standings = vec![standing(5, None), standing(5, Some(halved))];
         let mut events = Vec::new();
-        assert!(!settled(&measured, &mut standings, &mut |e| events.push(e)));
+        assert!(!open_questions(&measured, &mut standings, &mut |e| events.push(e)).is_empty());
         assert!(standings[1].fate.is_none() && standings[1].reinstated);
         assert!(matches!(events[..], [TuneEvent::Reinstated { config: 1 }]));
 
@@ -642,7 +615,7 @@ mod tests {
         for run in &mut measured.results {
             run.disturbed = false;
         }
-        assert!(settled(&measured, &mut standings, &mut |_| {}));
+        assert!(open_questions(&measured, &mut standings, &mut |_| {}).is_empty());
     }
 
     #[test]
@@ -660,7 +633,7 @@ mod tests {
         assert_eq!(best_set(&measured, &[0, 1]).unwrap(), (vec![0, 1], 0));
         let mut standings = vec![standing(5, Some(halved)), standing(5, None)];
         let mut events = Vec::new();
-        assert!(!settled(&measured, &mut standings, &mut |e| events.push(e)));
+        assert!(!open_questions(&measured, &mut standings, &mut |e| events.push(e)).is_empty());
         assert!(standings[0].fate.is_none() && standings[0].reinstated);
         assert!(matches!(events[..], [TuneEvent::Reinstated { config: 0 }]));
 
@@ -670,6 +643,163 @@ mod tests {
         let measured = result(configs, results);
         standings[0].rounds = 6;
         standings[1].rounds = 6;
-        assert!(settled(&measured, &mut standings, &mut |_| {}));
+        assert!(open_questions(&measured, &mut standings, &mut |_| {}).is_empty());
+    }
+
+    /// Our engine's configs (0–2, `ours`) and the PyTorch runtime's (3–5, `pytorch`),
+    /// config `i` measured in rounds of `seconds(i)`.
+    fn two_questions(seconds: impl Fn(usize) -> Vec<f64>) -> RunResult {
+        let mut configs: Vec<Config> = [0, 2, 4].iter().map(|&w| config(w, false)).collect();
+        for workers in [0, 2, 4] {
+            let mut slow = config(workers, false);
+            slow.runtime = loaderbench_engine::preset::Runtime::Pytorch;
+            configs.push(slow);
+        }
+        let mut results = Vec::new();
+        for (index, config) in configs.iter().enumerate() {
+            let measured = rounds(index, config.num_workers, &seconds(index));
+            results.extend(measured.into_iter().map(|mut r| {
+                r.config = config.clone();
+                r
+            }));
+        }
+        let mut measured = result(configs, results);
+        for label in &mut measured.labels[3..] {
+            label.push_str(" pytorch");
+        }
+        measured
+    }
+
+    /// Five rounds of our engine's config `i` of [`two_questions`], a resolved question:
+    /// nw=2 and nw=4 ahead of nw=0 in every round.
+    fn ours_resolved(i: usize) -> Vec<f64> {
+        match i {
+            0 => vec![1.15, 1.2, 1.18, 1.16, 1.19],
+            1 => vec![1.0, 1.02, 0.98, 1.0, 1.01],
+            _ => vec![1.01, 1.0, 0.99, 1.0, 1.0],
+        }
+    }
+
+    /// Two questions, each a tie of three configs resolved in five rounds: our engine's
+    /// at a second, the PyTorch runtime's at a hundred.
+    fn two_resolved_ties() -> RunResult {
+        two_questions(|i| {
+            let scale = if i < 3 { 1.0 } else { 100.0 };
+            let level = scale * (1.0 + 0.002 * i as f64);
+            [1.0, 1.001, 0.999, 1.0, 1.0005]
+                .iter()
+                .map(|s| s * level)
+                .collect()
+        })
+    }
+
+    /// Our engine's configs take 0.1 s, the PyTorch runtime's 10 s: the next rounds
+    /// measure ours alone until they have been charged about one round of PyTorch's,
+    /// then both.
+    #[test]
+    fn the_quick_question_has_its_rounds_before_one_of_the_slow_one() {
+        let measured = two_questions(|i| vec![if i < 3 { 0.1 } else { 10.0 }]);
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(1, None)).collect();
+        for (index, standing) in standings.iter_mut().enumerate() {
+            standing.last_cost_s = Some(if index < 3 { 0.1 } else { 10.0 });
+        }
+        let open = Question::all(&measured.configs, &[0, 1, 2, 3, 4, 5]);
+        let mut shares = TimeShares::default();
+        let mut next = next_round(&open, &standings, &shares, 0.5);
+        next.sort_unstable();
+        assert_eq!(next, [0, 1, 2]);
+        // Ours charged 29 s (their rounds and start-ups): a round of PyTorch's would end
+        // within one of ours, and both are measured.
+        shares.charge(&open, &[(0, 9.0), (1, 10.0), (2, 10.0)], 0.0);
+        let mut next = next_round(&open, &standings, &shares, 0.5);
+        next.sort_unstable();
+        assert_eq!(next, [0, 1, 2, 3, 4, 5]);
+    }
+
+    /// A round that measured only our engine's configs halves only their question: the
+    /// PyTorch runtime's have nothing new to be judged by.
+    #[test]
+    fn a_question_the_round_did_not_measure_is_not_halved() {
+        let measured = two_resolved_ties();
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
+        let mut events = Vec::new();
+        eliminate(&measured, &mut standings, &[1, 0, 2], 5, &mut |e| {
+            events.push(e)
+        });
+        let out: Vec<usize> = (0..6).filter(|&i| standings[i].fate.is_some()).collect();
+        assert_eq!(out, [2], "{events:?}");
+    }
+
+    /// Our engine's question is resolved (nw=2 ahead in every round), the PyTorch
+    /// runtime's is not (nw=0 behind in two rounds of five): only the PyTorch runtime's
+    /// configs are measured further.
+    #[test]
+    fn a_settled_question_leaves_the_rounds() {
+        let measured = two_questions(|i| match i {
+            0..=2 => ours_resolved(i),
+            3 => vec![1.0, 1.2, 0.97, 1.0, 1.15],
+            _ => vec![1.0; 5],
+        });
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
+        let open = open_questions(&measured, &mut standings, &mut |_| {});
+        assert_eq!(open.len(), 1, "{open:?}");
+        let mut configs = open[0].configs.clone();
+        // The pick goes first: nw=0, the fewest workers of a tie.
+        assert_eq!(configs[0], 3, "{configs:?}");
+        configs.sort_unstable();
+        assert_eq!(configs, [3, 4, 5]);
+    }
+
+    /// The PyTorch runtime's nw=2 is the pick of one round (the fewest workers measured),
+    /// nw=4 its challenger, and nw=0, not yet measured, is expected to be the fastest: a
+    /// round with room for two measures the pick and its challenger. Taking the fastest
+    /// expected first, a round measured new configs and left the pick on one round, which
+    /// the tie rule then named at 68% over the fastest.
+    #[test]
+    fn the_configs_the_answer_hinges_on_are_measured_first() {
+        let measured = two_questions(|i| match i {
+            0..=2 => ours_resolved(i),
+            3 => Vec::new(),
+            4 => vec![6.6],
+            _ => vec![4.1],
+        });
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
+        standings[3].rounds = 0;
+        standings[3].predicted_s = Some(3.0);
+        standings[4].rounds = 1;
+        standings[5].rounds = 1;
+        let open = open_questions(&measured, &mut standings, &mut |_| {});
+        assert_eq!(in_turn(&open), [4, 5, 3]);
+        for standing in &mut standings[3..] {
+            standing.last_cost_s = Some(5.0);
+        }
+        let mut round = fitting(&in_turn(&open), &standings, 11.0, 3);
+        round.sort_unstable();
+        assert_eq!(round, [4, 5]);
+    }
+
+    /// Four configs of 5 s a measurement, projected to take 1 to 4 s, and 11 s left: the
+    /// round measures the two fastest, whatever its number (turned, so that neither
+    /// always runs first). Turned before it was cut, round 3 measured the slowest first
+    /// and the fastest, and the PyTorch runtime's best configs sat out a round that the
+    /// budget cut short.
+    #[test]
+    fn a_round_the_budget_cuts_short_measures_the_likeliest_configs() {
+        let configs: Vec<Config> = (0..4).map(|w| config(w, false)).collect();
+        let measured = result(configs, Vec::new());
+        let mut standings: Vec<Standing> = (0..4).map(|_| standing(1, None)).collect();
+        for (index, standing) in standings.iter_mut().enumerate() {
+            standing.predicted_s = Some(4.0 - index as f64);
+            standing.last_cost_s = Some(5.0);
+        }
+        let queue = order(&[0, 1, 2, 3], &standings, &measured);
+        assert_eq!(queue, [3, 2, 1, 0]);
+        for round in 1..5 {
+            let mut chosen = fitting(&queue, &standings, 11.0, round);
+            chosen.sort_unstable();
+            assert_eq!(chosen, [2, 3], "round {round}");
+        }
+        assert_eq!(fitting(&queue, &standings, 11.0, 1), [2, 3]);
+        assert_eq!(fitting(&queue, &standings, 11.0, 2), [3, 2]);
     }
 }
