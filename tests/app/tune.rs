@@ -1,7 +1,7 @@
 //! The Tune button through egui_kittest: the budget field, the tune running in its child
 //! process as the CLI's `tune` does, configs appearing as they are predicted and
 //! measured, those out of the search listed with their reason, the budget bar, and its
-//! results shown when it ends; Cancel keeps what it measured.
+//! results and each config's fate shown when it ends; Cancel keeps what it measured.
 
 use std::path::Path;
 use std::time::Duration;
@@ -83,12 +83,17 @@ fn the_tune_button_tunes_within_the_budget_and_greys_out_what_drops_out() {
         !progress.eliminated().is_empty(),
         "with four configs, the slower half leaves after the first round"
     );
+    // Once it has ended, each row says what the trail says became of its config.
     assert!(
         harness
-            .query_all_by_label_contains("out: ")
+            .query_all_by_label_contains("out after round ")
             .next()
             .is_some(),
-        "a row says why it is out"
+        "a row says when and why it left"
+    );
+    assert!(
+        harness.query_all_by_label("in the search").next().is_none(),
+        "no config is still in a search that has ended"
     );
     assert!(
         harness

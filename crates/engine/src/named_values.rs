@@ -56,9 +56,11 @@ pub(crate) use named_values;
 
 /// A knob's value type, as the app edits it: a choice among named values, or text.
 pub trait KnobValue: Clone + PartialEq + 'static {
-    /// Every value there is to choose from, with its name; `None` when the value is
-    /// typed as text.
-    fn choices() -> Option<Vec<(String, Self)>>;
+    /// Every value there is to choose from, with its name; `None` (the default) when
+    /// the value is typed as text.
+    fn choices() -> Option<Vec<(String, Self)>> {
+        None
+    }
     /// The value as a preset writes it.
     fn text(&self) -> String;
     /// Reads a value typed as text.

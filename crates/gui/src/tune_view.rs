@@ -1,8 +1,9 @@
 //! A tune as the window shows it: a budget bar (the time used of the budget, moving
 //! while the tune runs), then a row per config of the search space as it is predicted
 //! and measured: the model's projected time, the measured one, and where it stands.
-//! Configs out of the search grey out, with the reason; when the tune ends, its trail
-//! marks the best set.
+//! Configs out of the search grey out, with the reason; when the tune ends, each row says
+//! what its trail says became of the config (in the best set, out after a round and why,
+//! or not measured and why), as the CLI's trail table does.
 
 use std::time::{Duration, Instant};
 
@@ -20,13 +21,32 @@ struct Row {
     measured_s: Option<f64>,
     /// Why it left the search, once it has.
     out: Option<String>,
-    /// In the best set, once the tune has ended.
-    best: bool,
+    /// What became of it, once the tune has ended (its trail's word).
+    fate: Option<Fate>,
 }
 
 impl Row {
     fn shown(&self) -> bool {
         self.anchor || self.predicted_s.is_some() || self.measured_s.is_some()
+    }
+
+    /// Where the config stands: its fate once the tune has ended, else whether it is
+    /// still in the search.
+    fn standing(&self) -> String {
+        match (&self.fate, &self.out) {
+            (Some(fate), _) => fate.describe(),
+            (None, Some(reason)) => format!("out: {reason}"),
+            (None, None) if self.measured_s.is_some() => "in the search".to_owned(),
+            (None, None) => "predicted".to_owned(),
+        }
+    }
+
+    /// Whether the row greys out: out of the search, or of the best set once it ended.
+    fn faded(&self) -> bool {
+        match &self.fate {
+            Some(fate) => *fate != Fate::Best,
+            None => self.out.is_some(),
+        }
     }
 }
 
@@ -96,16 +116,14 @@ impl TuneProgress {
         }
     }
 
-    /// The tune ended; `trail` (when its results came back) marks the best set.
+    /// The tune ended; `trail` (when its results came back) says what became of each
+    /// config.
     pub fn finish(&mut self, trail: Option<&TuneTrail>) {
         self.took = Some(self.started.elapsed());
         for config in trail.map_or(&[][..], |t| t.configs.as_slice()) {
             if let Some(row) = self.rows.get_mut(config.config) {
-                row.best = config.fate == Fate::Best;
+                row.fate = Some(config.fate.clone());
                 row.measured_s = config.measured_s.or(row.measured_s);
-                if row.best {
-                    row.out = None;
-                }
             }
         }
     }
@@ -167,12 +185,6 @@ impl TuneProgress {
                 if !row.shown() {
                     continue;
                 }
-                let standing = match (&row.out, row.best) {
-                    (_, true) => "best set".to_owned(),
-                    (Some(reason), false) => format!("out: {reason}"),
-                    (None, false) if row.measured_s.is_some() => "in the search".to_owned(),
-                    (None, false) => "predicted".to_owned(),
-                };
                 let name = if row.anchor {
                     format!("{label} (anchor)")
                 } else {
@@ -182,14 +194,90 @@ impl TuneProgress {
                     name,
                     seconds(row.predicted_s),
                     seconds(row.measured_s),
-                    standing,
+                    row.standing(),
                 ];
                 for cell in cells {
                     let text = RichText::new(cell);
-                    ui.label(if row.out.is_some() { text.weak() } else { text });
+                    ui.label(if row.faded() { text.weak() } else { text });
                 }
                 ui.end_row();
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loaderbench_measure::tune_trail::{TuneStop, TunedConfig};
+
+    use super::*;
+
+    /// While the tune runs, rows say whether each config is in the search; once it has
+    /// ended, what its trail says: the window's last word is the CLI's. It said "in the
+    /// search" and "predicted" of configs the search would never measure again.
+    #[test]
+    fn an_ended_tune_s_rows_say_what_the_trail_says_of_each_config() {
+        let labels = ["nw=0", "nw=2", "nw=4"].map(str::to_owned).to_vec();
+        let mut progress = TuneProgress::new(labels, Duration::from_secs(60), 50);
+        progress.apply(&TuneEvent::Anchors {
+            configs: vec![0, 1],
+        });
+        progress.apply(&TuneEvent::Predicted {
+            config: 2,
+            seconds: 3.0,
+        });
+        for config in [0, 1] {
+            progress.apply(&TuneEvent::Measured {
+                config,
+                round: 0,
+                seconds: 2.0 + config as f64,
+            });
+        }
+        let standings = |progress: &TuneProgress| -> Vec<String> {
+            progress.rows.iter().map(Row::standing).collect()
+        };
+        assert_eq!(
+            standings(&progress),
+            ["in the search", "in the search", "predicted"]
+        );
+        let fates = [
+            Fate::Best,
+            Fate::Eliminated {
+                round: 1,
+                reason: "slower than nw=0 beyond the noise".to_owned(),
+            },
+            Fate::NotMeasured {
+                reason: "the search stopped first".to_owned(),
+            },
+        ];
+        let trail = TuneTrail {
+            budget_s: 60.0,
+            used_s: 60.0,
+            stop: TuneStop::Budget,
+            anchors: vec![0, 1],
+            rounds: 2,
+            configs: fates
+                .iter()
+                .enumerate()
+                .map(|(config, fate)| TunedConfig {
+                    config,
+                    predicted_s: None,
+                    measured_s: None,
+                    rounds: 1,
+                    fate: fate.clone(),
+                })
+                .collect(),
+        };
+        progress.finish(Some(&trail));
+        assert_eq!(
+            standings(&progress),
+            [
+                "best set",
+                "out after round 1: slower than nw=0 beyond the noise",
+                "not measured: the search stopped first"
+            ]
+        );
+        let faded: Vec<bool> = progress.rows.iter().map(Row::faded).collect();
+        assert_eq!(faded, [false, true, true]);
     }
 }

@@ -415,6 +415,15 @@ mod tests {
     use super::*;
     use crate::fixtures::{config, epoch, result, run};
 
+    /// A run of one config as its header has it, nothing measured yet, and that config
+    /// measured once.
+    fn one_config() -> (RunResult, ConfigResult) {
+        let measured = run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]);
+        let mut header = result(vec![config(0, false)], vec![measured.clone()]);
+        header.results.clear();
+        (header, measured)
+    }
+
     /// A tune writes its header before any round has opened the dataset: the end says
     /// what it was, and the journal reads back with it (`report` headed its tables with
     /// "light — " and nothing more).
@@ -422,9 +431,7 @@ mod tests {
     fn a_dataset_described_at_the_end_fills_the_header_s() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tune.jsonl");
-        let measured = run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]);
-        let mut header = result(vec![config(0, false)], vec![measured.clone()]);
-        header.results.clear();
+        let (mut header, measured) = one_config();
         header.dataset = String::new();
         let mut journal = Journal::create(&path, &header).unwrap();
         journal.config(&measured).unwrap();
@@ -562,9 +569,7 @@ mod tests {
     fn a_journal_being_written_is_refused_to_a_second_writer_and_read_as_running() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.jsonl");
-        let measured = run(0, config(0, false), vec![epoch(1, 1.0, 0.1, 4)]);
-        let mut header = result(vec![config(0, false)], vec![measured.clone()]);
-        header.results.clear();
+        let (mut header, measured) = one_config();
         header.status = RunStatus::Running;
         let mut writing = Journal::create(&path, &header).unwrap();
         writing.config(&measured).unwrap();

@@ -169,10 +169,6 @@ pub trait KnobLists {
 }
 
 impl KnobValue for usize {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
     fn text(&self) -> String {
         self.to_string()
     }
@@ -200,10 +196,6 @@ impl KnobValue for bool {
 
 /// Devices are named: `cpu`, `cuda`, `cuda:N`.
 impl KnobValue for String {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
     fn text(&self) -> String {
         self.clone()
     }
@@ -215,10 +207,6 @@ impl KnobValue for String {
 
 /// Pipelines are written as presets write them (RON).
 impl KnobValue for PipelineSpec {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
     fn text(&self) -> String {
         ron::to_string(self).unwrap_or_else(|_| self.name().to_owned())
     }

@@ -152,10 +152,6 @@ impl IntraOpThreads {
 }
 
 impl KnobValue for IntraOpThreads {
-    fn choices() -> Option<Vec<(String, Self)>> {
-        None
-    }
-
     fn text(&self) -> String {
         self.name()
     }
