@@ -40,7 +40,7 @@ pub(super) fn trail(
                 standing
                     .fate
                     .clone()
-                    .unwrap_or_else(|| unfinished(standing))
+                    .unwrap_or_else(|| unfinished(standing, rounds.saturating_sub(1)))
             },
         })
         .collect();
@@ -54,8 +54,9 @@ pub(super) fn trail(
     }
 }
 
-/// The fate of a config still a candidate when the search stopped, outside the best set.
-fn unfinished(standing: &Standing) -> Fate {
+/// The fate of a config still a candidate when the search stopped after round
+/// `last_round`, outside the best set.
+fn unfinished(standing: &Standing, last_round: usize) -> Fate {
     if standing.rounds == 0 && standing.disturbed_in_a_row > 0 {
         Fate::NotMeasured {
             reason: "measured only while other load disturbed it; the search stopped \
@@ -68,8 +69,63 @@ fn unfinished(standing: &Standing) -> Fate {
         }
     } else {
         Fate::Eliminated {
-            round: standing.rounds,
+            round: last_round,
             reason: "slower than the best set beyond the noise".to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
+
+    use super::*;
+
+    /// nw=2 beat nw=0 in both of its rounds, 2 and 3 of a search that stopped after round
+    /// 5 (its budget spent on another question): nw=0 is out after round 5, when the
+    /// search stopped. The trail said "out after round 2", its count of rounds.
+    #[test]
+    fn a_candidate_outside_the_best_set_is_out_after_the_round_the_search_stopped_at() {
+        let configs = vec![config(0, false), config(2, false)];
+        let mut results = Vec::new();
+        for (index, seconds) in [(0, 2.0), (1, 1.0)] {
+            for round in [2, 3] {
+                let mut measured = run(
+                    index,
+                    configs[index].clone(),
+                    vec![epoch(1, seconds, seconds, 1)],
+                );
+                measured.repeat = round;
+                results.push(measured);
+            }
+        }
+        let measured = result(configs, results);
+        let standing = Standing {
+            predicted_s: None,
+            predicted_cost_s: None,
+            last_cost_s: None,
+            rounds: 2,
+            disturbed_in_a_row: 0,
+            reinstated: false,
+            fate: None,
+        };
+        let standings = [standing.clone(), standing];
+        let trail = trail(
+            &measured,
+            &standings,
+            &[],
+            TuneStop::Budget,
+            60.0,
+            Instant::now(),
+            6,
+        );
+        let fates: Vec<String> = trail.configs.iter().map(|c| c.fate.describe()).collect();
+        assert_eq!(
+            fates,
+            [
+                "out after round 5: slower than the best set beyond the noise",
+                "best set"
+            ]
+        );
     }
 }
