@@ -319,15 +319,7 @@ pub fn serve(journal: Option<PathBuf>) -> u8 {
     );
     let cancel = handle.canceller();
     let listen = move || {
-        for line in std::io::stdin().lock().lines() {
-            match line.as_deref().map(str::trim) {
-                Ok(GO) => {
-                    let _ = go_tx.try_send(());
-                }
-                Ok(CANCEL) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
+        listen_to_parent(&go_tx);
         // Told to stop, or the parent is gone.
         cancel.cancel();
     };
@@ -340,6 +332,20 @@ pub fn serve(journal: Option<PathBuf>) -> u8 {
         return 1;
     }
     forward(handle.events(), &gate_rx)
+}
+
+/// Reads the parent's lines on stdin, each `go` letting a gate that waits pass (through
+/// `go`), until the parent says `cancel` or stdin ends.
+pub(crate) fn listen_to_parent(go: &Sender<()>) {
+    for line in std::io::stdin().lock().lines() {
+        match line.as_deref().map(str::trim) {
+            Ok(GO) => {
+                let _ = go.try_send(());
+            }
+            Ok(CANCEL) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// Writes the runner's events to stdout until the run ends; returns the exit code.

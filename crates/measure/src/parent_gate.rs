@@ -5,14 +5,14 @@
 //! [`GATE_LIMIT`] later, so that the window draws between epochs, as it does for a run
 //! measured in its own child ([`crate::measuring_child`]).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use crossbeam_channel::{Receiver, bounded};
 
-use crate::measuring_child::{AT_GATE, GATE_LIMIT, GO};
+use crate::measuring_child::{AT_GATE, GATE_LIMIT, listen_to_parent};
 
 /// Passes the gates of this process's measuring children on to its parent; once
-/// stdin has closed it waits no more.
+/// stdin has closed (or said `cancel`) it waits no more.
 pub struct ParentGate {
     go: Receiver<()>,
 }
@@ -21,17 +21,7 @@ impl ParentGate {
     /// Starts listening on stdin for the parent's `go`.
     pub fn listen() -> ParentGate {
         let (go_tx, go) = bounded::<()>(1);
-        let listen = move || {
-            for line in std::io::stdin().lock().lines() {
-                match line.as_deref().map(str::trim) {
-                    Ok(GO) => {
-                        let _ = go_tx.try_send(());
-                    }
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
-        };
+        let listen = move || listen_to_parent(&go_tx);
         // Without the thread the sender is gone, and the gate never waits.
         let _ = std::thread::Builder::new()
             .name("loaderbench-parent-gate".to_owned())
