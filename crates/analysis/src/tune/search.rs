@@ -220,11 +220,7 @@ pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usi
 }
 
 /// `candidates` by what each is expected to take over the planned epochs, fastest first.
-pub(super) fn order(
-    candidates: &[usize],
-    standings: &[Standing],
-    result: &RunResult,
-) -> Vec<usize> {
+fn order(candidates: &[usize], standings: &[Standing], result: &RunResult) -> Vec<usize> {
     let mut ordered = candidates.to_vec();
     let expected = |i: usize| {
         projected_s(result, i)
