@@ -29,8 +29,9 @@ named_values! {
     #[derive(Default)]
     pub enum DatasetTransfer {
         /// The worker opens it itself: files are memory-mapped (pages shared with every
-        /// process), the synthetic dataset is regenerated from its seed; a forked worker
-        /// uses the pages it inherited.
+        /// process), and a dataset without files (the synthetic one) is mapped from an
+        /// image the loading process wrote once; a forked worker uses the pages it
+        /// inherited.
         #[default]
         Reopen = "reopen",
         /// The worker gets a private copy of every sample, as a pickled dataset would be.
