@@ -14,11 +14,17 @@
 //! no measurement were disturbed (the benchmark's own load is not the question); the
 //! count of disturbed ones is printed. Under `cargo test` (no `--bench`) it runs a smoke
 //! version: seed-light on 2,048 samples, the grid once, tune once.
+//!
+//! `against=PATH` after `--` judges a second build beside this one (the `loaderbench`
+//! binary of an earlier commit, copied out of `target/release`): after each reference
+//! slot, a tune by each build, the two alternating, on the same machine and against the
+//! same references; each build's lines then say how many rounds its tunes got and in how
+//! many the tune's own verdict was resolved.
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use loaderbench_analysis::Analysis;
@@ -26,7 +32,7 @@ use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
 
-use common::{best_set, loaderbench, merged, names, regret, undisturbed};
+use common::{best_set, loaderbench, loaderbench_at, merged, names, regret, undisturbed};
 
 fn main() {
     let (full, named) = common::bench_args();
@@ -35,10 +41,21 @@ fn main() {
         .iter()
         .find_map(|n| n.strip_prefix("share=")?.parse::<f64>().ok())
         .unwrap_or(0.25);
+    let mut builds = vec![Build {
+        name: "this build".to_owned(),
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_loaderbench")),
+    }];
+    builds.extend(named.iter().filter_map(|n| {
+        let binary = n.strip_prefix("against=")?;
+        Some(Build {
+            name: format!("against {binary}"),
+            binary: PathBuf::from(binary),
+        })
+    }));
     let named: Vec<&str> = named
         .iter()
         .map(String::as_str)
-        .filter(|n| !n.starts_with("share="))
+        .filter(|n| !n.starts_with("share=") && !n.starts_with("against="))
         .collect();
     let presets: Vec<&str> = if !named.is_empty() {
         named
@@ -56,19 +73,36 @@ fn main() {
             "seed-light-pytorch" if full => &[("seed-light", 12)],
             _ => &[],
         };
-        against_the_grid(dir.path(), preset, full, share, references);
+        against_the_grid(dir.path(), preset, full, share, references, &builds);
     }
 }
 
-/// Grid runs and tunes of one preset, against the grid and the `references` (each a
-/// preset run `rounds` times, spread before, between and after the tunes), and what they
-/// say side by side, per question.
+/// A `loaderbench` whose tunes are judged.
+struct Build {
+    name: String,
+    binary: PathBuf,
+}
+
+/// What one build's tunes of a preset gave.
+#[derive(Default)]
+struct Tunes {
+    runs: Vec<RunResult>,
+    /// Seconds and rounds each tune used.
+    used: Vec<(f64, usize)>,
+    /// Each config's prediction errors, over the tunes.
+    errors: BTreeMap<String, Vec<f64>>,
+}
+
+/// Grid runs and tunes of one preset by each of `builds`, against the grid and the
+/// `references` (each a preset run `rounds` times, spread before, between and after the
+/// tunes), and what they say side by side, per question.
 fn against_the_grid(
     dir: &Path,
     preset: &str,
     full: bool,
     share: f64,
     references: &[(&str, usize)],
+    builds: &[Build],
 ) {
     let (grids, tunes) = if full { (3, 5) } else { (1, 1) };
     let sets: &[&str] = if full {
@@ -93,32 +127,33 @@ fn against_the_grid(
     let shortest_s = grid_s.iter().copied().fold(f64::INFINITY, f64::min);
     let budget_s = (shortest_s * share).floor().max(5.0);
     let mut reference_runs: Vec<Vec<RunResult>> = vec![Vec::new(); references.len()];
-    let mut used = Vec::new();
-    let mut errors: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut tuned_runs = Vec::new();
+    let mut tunes_of: Vec<Tunes> = builds.iter().map(|_| Tunes::default()).collect();
     for slot in 0..=tunes {
         let slots = (slot, tunes + 1);
         common::reference_rounds(dir, preset, references, sets, slots, &mut reference_runs);
         if slot == tunes {
             break;
         }
-        let json = dir.join(format!("{preset}-tune-{slot}.json"));
-        let budget = format!("{budget_s}s");
-        let mut args = vec!["tune", preset, "--quiet", "--budget", &budget];
-        args.extend_from_slice(sets);
-        loaderbench(&args, &json);
-        let tuned = results_file::read(&json).expect("the tune's results");
-        let trail = tuned.tune.as_ref().expect("a tune's trail");
-        used.push(trail.used_s);
-        for config in &trail.configs {
-            if let Some(error) = config.prediction_error() {
-                errors
-                    .entry(tuned.labels[config.config].clone())
-                    .or_default()
-                    .push(error.abs());
+        for (index, (build, tuned)) in builds.iter().zip(&mut tunes_of).enumerate() {
+            let json = dir.join(format!("{preset}-tune-{slot}-{index}.json"));
+            let budget = format!("{budget_s}s");
+            let mut args = vec!["tune", preset, "--quiet", "--budget", &budget];
+            args.extend_from_slice(sets);
+            loaderbench_at(&build.binary, &args, &json);
+            let run = results_file::read(&json).expect("the tune's results");
+            let trail = run.tune.as_ref().expect("a tune's trail");
+            tuned.used.push((trail.used_s, trail.rounds));
+            for config in &trail.configs {
+                if let Some(error) = config.prediction_error() {
+                    tuned
+                        .errors
+                        .entry(run.labels[config.config].clone())
+                        .or_default()
+                        .push(error.abs());
+                }
             }
+            tuned.runs.push(run);
         }
-        tuned_runs.push(tuned);
     }
     let grid = undisturbed(&merged(&grid_runs));
     let mut judges = vec![grid.clone()];
@@ -140,35 +175,23 @@ fn against_the_grid(
         grid.results.len()
     );
     println!(
-        "  budget {budget_s:.0} s = {:.2} of a grid run; the tunes used {} s",
-        budget_s / grid_mean_s,
-        used.iter()
-            .map(|s| format!("{s:.1}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "  budget {budget_s:.0} s = {:.2} of a grid run",
+        budget_s / grid_mean_s
     );
+    for (build, tuned) in builds.iter().zip(&tunes_of) {
+        println!(
+            "  {}: the tunes used {} s in {} rounds",
+            build.name,
+            list(tuned.used.iter().map(|(s, _)| format!("{s:.1}"))),
+            list(tuned.used.iter().map(|(_, rounds)| rounds.to_string())),
+        );
+    }
     for (question, recommendation) in Analysis::of(&grid).recommendations.iter().enumerate() {
         let Some((judge, judged)) = common::judge(&judges, &grid, question) else {
             continue;
         };
         let (best, _) = best_set(&judged);
         let best_labels: Vec<&str> = best.iter().map(|&i| judged.labels[i].as_str()).collect();
-        let mut picks = Vec::new();
-        let mut regrets = Vec::new();
-        for tuned in &tuned_runs {
-            let answer = Analysis::of(&undisturbed(tuned))
-                .recommendations
-                .into_iter()
-                .find(|r| r.group == recommendation.group);
-            let label = answer.and_then(|a| a.label).unwrap_or("nothing".to_owned());
-            regrets.extend(regret(&judged, &label));
-            picks.push(label);
-        }
-        let in_best = picks
-            .iter()
-            .filter(|p| best_labels.contains(&p.as_str()))
-            .count();
-        let worst = regrets.iter().copied().fold(0.0, f64::max);
         println!("  {}", recommendation.group);
         println!(
             "    judged by {} rounds of {}: best set {}",
@@ -176,23 +199,58 @@ fn against_the_grid(
             judge.preset,
             names(&judged, &best)
         );
+        for (build, tuned) in builds.iter().zip(&tunes_of) {
+            let mut picks = Vec::new();
+            let mut regrets = Vec::new();
+            let mut resolved = 0;
+            for run in &tuned.runs {
+                let answer = Analysis::of(&undisturbed(run))
+                    .recommendations
+                    .into_iter()
+                    .find(|r| r.group == recommendation.group);
+                resolved += usize::from(answer.as_ref().is_some_and(|a| {
+                    a.verdict.kind != loaderbench_analysis::recommend::VerdictKind::NotResolved
+                }));
+                let label = answer.and_then(|a| a.label).unwrap_or("nothing".to_owned());
+                regrets.extend(regret(&judged, &label));
+                picks.push(label);
+            }
+            let in_best = picks
+                .iter()
+                .filter(|p| best_labels.contains(&p.as_str()))
+                .count();
+            let worst = regrets.iter().copied().fold(0.0, f64::max);
+            let indent = if builds.len() > 1 {
+                println!("    {}:", build.name);
+                "      "
+            } else {
+                "    "
+            };
+            println!(
+                "{indent}tune's pick in the best set: {in_best} of {tunes} (picks: {}; goal {tunes} \
+                 of {tunes}); its verdict resolved in {resolved} of {tunes}",
+                picks.join(", ")
+            );
+            println!(
+                "{indent}regret against the reference's fastest, per-round ratio: worst {:+.1}% \
+                 (goal within 5%)",
+                worst * 100.0
+            );
+        }
+    }
+    for (build, tuned) in builds.iter().zip(&tunes_of) {
+        let model = tuned
+            .errors
+            .iter()
+            .filter_map(|(label, e)| Some(format!("{label} {:.0}%", stats::median(e)? * 100.0)));
         println!(
-            "    tune's pick in the best set: {in_best} of {tunes} (picks: {}; goal {tunes} of \
-             {tunes})",
-            picks.join(", ")
-        );
-        println!(
-            "    regret against the reference's fastest, per-round ratio: worst {:+.1}% (goal \
-             within 5%)",
-            worst * 100.0
+            "  model error per config (median |predicted − measured| / measured), {}: {}",
+            build.name,
+            list(model)
         );
     }
-    let model: Vec<String> = errors
-        .iter()
-        .filter_map(|(label, e)| Some(format!("{label} {:.0}%", stats::median(e)? * 100.0)))
-        .collect();
-    println!(
-        "  model error per config (median |predicted − measured| / measured): {}",
-        model.join(", ")
-    );
+}
+
+fn list(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join(", ")
 }

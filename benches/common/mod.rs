@@ -93,8 +93,13 @@ pub fn merged(runs: &[RunResult]) -> RunResult {
 
 /// Runs `loaderbench ARGS --json JSON`; panics with its error output if it fails.
 pub fn loaderbench(args: &[&str], json: &Path) {
+    loaderbench_at(Path::new(env!("CARGO_BIN_EXE_loaderbench")), args, json);
+}
+
+/// [`loaderbench`] with another build's binary.
+pub fn loaderbench_at(binary: &Path, args: &[&str], json: &Path) {
     let journal = json.with_extension("jsonl");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_loaderbench"));
+    let mut command = Command::new(binary);
     if let Some(preloaded) = shared_preloaded_python() {
         preloaded.share_with(&mut command);
     }
