@@ -34,13 +34,18 @@ pub fn bench_args() -> (bool, Vec<String>) {
 
 /// The preloaded Python every run of the benchmark forks its PyTorch scripts from, as
 /// tune's rounds do, started by the first: the runs, in this process or in a
-/// `loaderbench` process of their own, then pay no `import torch` (seconds) each.
+/// `loaderbench` process of their own, then pay no `import torch` (seconds) each. The
+/// first run waits until it serves: its import, seconds of CPU on every core, ran beside
+/// the first runs of seed-light and disturbed half their measurements.
 fn shared_preloaded_python() -> Option<&'static Arc<SharedPreloadedPython>> {
     static SHARED: OnceLock<Option<Arc<SharedPreloadedPython>>> = OnceLock::new();
     SHARED
         .get_or_init(|| {
             let python = loaderbench_measure::pytorch::python_path();
-            SharedPreloadedPython::start(&python).ok()?.map(Arc::new)
+            let shared = SharedPreloadedPython::start(&python).ok()??;
+            shared
+                .wait_serving(Duration::from_secs(120))
+                .then(|| Arc::new(shared))
         })
         .as_ref()
 }
