@@ -1,17 +1,18 @@
-//! The one noise model every rule of the recommendation decides with: how far this
-//! run's measurements scatter, measured in this run, never a constant chosen per number
-//! of rounds. Two configs that shared three rounds or more are compared round by round:
-//! the mean of their per-round log ratio, with the 95% Student-t interval from those
-//! ratios' own scatter, so drift that slows a whole round cancels and a noisy third
-//! config does not hide their difference. Configs that shared fewer rounds (a tune's, a
-//! run's first) fall back on the whole question: each config's per-round log time as
-//! its level plus the round's drift plus noise (an additive model fitted by alternating
-//! means, so configs measured in different rounds still share the drift), with the
-//! residuals' scatter; with a single round there are no residuals, and the scatter of a
-//! repeat's epochs after the first stands in. An A/A check (a config measured against a
-//! copy of itself) sets a floor under either. Against the tie margin a difference is one
-//! of three things: a gain beyond the margin, a tie within it, or not resolved yet (its
-//! interval reaches across the margin), which more rounds settle.
+//! The one noise model every rule of the recommendation decides with: how far this run's
+//! measurements scatter, measured in this run, never a constant chosen per number of
+//! rounds. Two configs that shared three rounds or more are compared round by round: the
+//! mean of their per-round log ratio, with the 95% Student-t interval from those ratios'
+//! own scatter, so drift that slows a whole round cancels and a noisy third config does
+//! not hide their difference. Configs that shared fewer rounds (a tune's, a run's first)
+//! fall back on the whole question: each config's per-round log time as its level plus
+//! the round's drift plus noise (an additive model fitted by alternating means, so
+//! configs measured in different rounds still share the drift), with the residuals'
+//! scatter; with a single round there are no residuals, and the scatter of a repeat's
+//! epochs after the first stands in. An A/A check (a config measured against a copy of
+//! itself) sets a floor under either. Against the tie margin a difference is one of three
+//! things: a gain beyond the margin, a tie within it, or not resolved yet (its interval
+//! reaches across the margin), which more rounds settle: about how many, as it stands, is
+//! [`NoiseModel::settling`]'s count.
 
 use std::collections::BTreeMap;
 
@@ -109,6 +110,24 @@ pub struct Difference {
     /// [`Relation::Faster`], still open when the interval reaches inside the margin.
     pub ahead: bool,
 }
+
+/// How many more rounds a comparison still open would take to settle, as it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Settling {
+    /// About this many more rounds.
+    Within(usize),
+    /// More than this many more (up to [`SETTLE_LIMIT`] times the rounds so far): the
+    /// difference sits at the tie margin, and measuring longer narrows its interval too
+    /// slowly to tell a tie from a gain.
+    Beyond(usize),
+}
+
+/// Rounds beyond this multiple of those measured are not counted: a comparison that needs
+/// more is said to sit at the tie margin.
+pub const SETTLE_LIMIT: usize = 20;
+
+/// Shared rounds a comparison needs before it is said to sit at the tie margin.
+const SETTLE_MIN_ROUNDS: usize = 5;
 
 /// A difference against the tie margin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,9 +232,38 @@ impl NoiseModel {
         })
     }
 
+    /// About how many more rounds would settle the comparison of `a` with `b` against
+    /// the tie margin (its interval clear of the margin on one side), if their
+    /// difference and the scatter of one round's ratio stay as measured. Counted only for
+    /// configs compared round by round ([`PAIRED_ROUNDS`] shared or more), and said to be
+    /// beyond reach only from [`SETTLE_MIN_ROUNDS`]: the scatter of fewer is too rough a
+    /// guess of its own (`None` then, as where the noise is unknown).
+    pub fn settling(&self, a: usize, b: usize) -> Option<Settling> {
+        let (d, spread, rounds) = self.paired_ratios(a, b)?;
+        let distance = (d.abs() - self.margin).abs();
+        let limit = rounds * SETTLE_LIMIT;
+        let settles = |n: usize| {
+            stats::t_975(n - 1).is_some_and(|t| t * spread / (n as f64).sqrt() < distance)
+        };
+        match (rounds + 1..=limit).find(|&n| settles(n)) {
+            Some(n) => Some(Settling::Within(n - rounds)),
+            None if rounds >= SETTLE_MIN_ROUNDS => Some(Settling::Beyond(limit - rounds)),
+            None => None,
+        }
+    }
+
     /// Round by round, where `a` and `b` shared [`PAIRED_ROUNDS`]: the mean log ratio of
     /// `b` over `a` and its interval's half-width.
     fn paired(&self, a: usize, b: usize) -> Option<(f64, Option<f64>)> {
+        let (mean, spread, n) = self.paired_ratios(a, b)?;
+        let t = stats::t_975(n - 1)?;
+        Some((mean, Some(t * spread / (n as f64).sqrt())))
+    }
+
+    /// The ratios of the rounds `a` and `b` shared, where they shared
+    /// [`PAIRED_ROUNDS`]: the mean log ratio of `b` over `a`, the scatter of one round's
+    /// ratio (never below the A/A check's), and the rounds.
+    fn paired_ratios(&self, a: usize, b: usize) -> Option<(f64, f64, usize)> {
         let (a, b) = (self.logs.get(a)?, self.logs.get(b)?);
         let ratios: Vec<f64> = a
             .iter()
@@ -229,8 +277,7 @@ impl NoiseModel {
         let variance = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
         // A ratio holds two measurements' noise.
         let floor = self.aa.map_or(0.0, |(sigma, _)| 2.0 * sigma * sigma);
-        let t = stats::t_975(n - 1)?;
-        Some((mean, Some(t * (variance.max(floor) / n as f64).sqrt())))
+        Some((mean, variance.max(floor).sqrt(), n))
     }
 
     /// By the levels of the whole question's additive model and its scatter.
@@ -361,6 +408,41 @@ mod tests {
         assert!((d.gain - 0.12).abs() < 1e-9, "{d:?}");
         assert!(d.plus_minus < 1e-6, "{d:?}");
         assert_eq!(d.relation, Relation::Faster);
+    }
+
+    /// Per-round log ratios of ln 1.12 ± 0.1 (sd 0.1 over four rounds): the interval
+    /// clears the 5% margin (0.0488) once t(n − 1) · 0.1 / √n < 0.0645, at 12 rounds
+    /// (t = 2.201), eight more; a difference of exactly the margin never does.
+    #[test]
+    fn settling_counts_the_rounds_that_would_clear_the_margin_as_it_stands() {
+        let base = [1.0, 1.2, 0.9, 1.1];
+        let spread = 0.1 / (4.0f64 / 3.0).sqrt();
+        let apart = |gain: f64| -> Vec<f64> {
+            base.iter()
+                .zip([spread, -spread, spread, -spread])
+                .map(|(b, s)| b * (gain.ln() + s).exp())
+                .collect()
+        };
+        let m = model(&[&base, &apart(1.12)]);
+        assert_eq!(m.compare(0, 1).unwrap().relation, Relation::Open);
+        assert_eq!(m.settling(0, 1), Some(Settling::Within(8)));
+        // At the margin, four rounds are too few to say that no count settles it; five
+        // are not.
+        let m = model(&[&base, &apart(1.0 + DEFAULT_TIE_MARGIN)]);
+        assert_eq!(m.settling(0, 1), None);
+        let mut five = base.to_vec();
+        five.push(1.0);
+        let mut at_margin = apart(1.0 + DEFAULT_TIE_MARGIN);
+        at_margin.push(1.0 + DEFAULT_TIE_MARGIN);
+        let m = model(&[&five, &at_margin]);
+        assert_eq!(
+            m.settling(0, 1),
+            Some(Settling::Beyond(5 * SETTLE_LIMIT - 5))
+        );
+        // Two rounds shared: not counted.
+        let m = model(&[&base, &apart(1.12)[..2]]);
+        assert_eq!(m.settling(0, 1), None);
+        assert_eq!(model(&[&[1.0], &[0.5]]).settling(0, 1), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! measurements cannot yet tell two configs apart.
 
 use super::Candidate;
-use super::noise::{Difference, NoiseModel, Relation};
+use super::noise::{Difference, NoiseModel, Relation, Settling};
 
 /// Memory within this share of the least among the tied counts as the least: peaks
 /// differ by a few percent from run to run.
@@ -38,6 +38,12 @@ impl<'c, 'a> Question<'c, 'a> {
             return None;
         }
         self.noise.compare(self.position(a)?, self.position(b)?)
+    }
+
+    /// About how many rounds in all would settle the comparison of `a` with `b`, as it
+    /// stands ([`NoiseModel::settling`]).
+    pub fn settling(&self, a: &Candidate<'_>, b: &Candidate<'_>) -> Option<Settling> {
+        self.noise.settling(self.position(a)?, self.position(b)?)
     }
 
     /// True when `faster` is faster than `slower` beyond the noise, by more than the tie

@@ -2,15 +2,18 @@
 //! The pick is fastest (faster than the next by more than the tie margin, beyond the
 //! noise); or the best set is equally fast (every member within the tie margin of the
 //! pick, beyond the noise), and the tie rule picked; or the question is not resolved yet:
-//! some config could still beat the pick, or tie with it, and more rounds would say which.
-//! The verdict lists the configs the decision hinges on (the pick and every config still
-//! open against it), which `run --recommend`, the app and tune go on measuring.
+//! some config could still beat the pick, or tie with it, and more rounds would say
+//! which; the verdict then says about how many rounds in all, as the measurements stand,
+//! or, where that is beyond reach, that the difference sits at the tie margin and what
+//! taking the pick may cost. The verdict lists the configs the decision hinges on (the
+//! pick and every config still open against it), which `run --recommend`, the app and
+//! tune go on measuring.
 
 use serde::{Deserialize, Serialize};
 
 use super::Candidate;
 use super::candidates::Effort;
-use super::noise::{Difference, NoiseSource, Relation};
+use super::noise::{Difference, NoiseSource, Relation, Settling};
 use super::tie::{Question, TIE_RULE};
 
 /// What more measuring would do, in the words the verdicts use.
@@ -211,16 +214,45 @@ pub(super) fn verdict(
         } else {
             (chosen.label, other.label, d.gain)
         };
+        let at_the_margin = matches!(question.settling(chosen, other), Some(Settling::Beyond(_)));
+        // What settling the question takes: every comparison still open settled.
+        let settling = open
+            .iter()
+            .filter_map(|(c, _)| question.settling(chosen, c))
+            .max();
+        let advice = match settling {
+            Some(Settling::Within(more)) => format!(
+                "about {more} more {} would settle it as it stands: {MEASURE_LONGER} or take \
+                 {}",
+                if more == 1 { "round" } else { "rounds" },
+                chosen.label
+            ),
+            Some(Settling::Beyond(more)) if at_the_margin && slower == chosen.label => {
+                format!(
+                    "as it stands, not even {more} more rounds would settle it: take {slower}, \
+                     at most {} slower than {faster}",
+                    percent((1.0 + gain) * d.plus_minus.exp() - 1.0)
+                )
+            }
+            Some(Settling::Beyond(more)) => format!(
+                "as it stands, not even {more} more rounds would settle it: take {}",
+                chosen.label
+            ),
+            None => format!("{MEASURE_LONGER} or take {}", chosen.label),
+        };
         format!(
-            "not resolved after {after}: {faster} looks {} faster than {slower}{}; \
-             {MEASURE_LONGER} or take {}",
+            "not resolved after {after}: {faster} looks {} faster than {slower}{}{}; {advice}",
             percent(gain),
             if wide(d.plus_minus) {
                 format!(" ({})", plus_minus(gain, d.plus_minus))
             } else {
                 format!(", {}", plus_minus(gain, d.plus_minus))
             },
-            chosen.label
+            if at_the_margin {
+                format!(", at the tie margin ({})", percent(margin))
+            } else {
+                String::new()
+            },
         )
     };
     Verdict {
@@ -394,7 +426,8 @@ mod tests {
         assert!(text.contains(" s measured): "), "{text}");
         assert!(
             text.ends_with(&format!(
-                ": nw=2 looks 12% faster than nw=0, ±15%; {MEASURE_LONGER} or take nw=0"
+                ": nw=2 looks 12% faster than nw=0, ±15%; about 11 more rounds would settle it \
+                 as it stands: {MEASURE_LONGER} or take nw=0"
             )),
             "{text}"
         );
@@ -415,7 +448,8 @@ mod tests {
         assert!(r.equally_fast.is_empty(), "{}", r.text);
         assert!(
             r.verdict.text.ends_with(&format!(
-                ": nw=2 looks 12% faster than nw=0, ±10.0%; {MEASURE_LONGER} or take nw=2"
+                ": nw=2 looks 12% faster than nw=0, ±10.0%; about 4 more rounds would settle \
+                 it as it stands: {MEASURE_LONGER} or take nw=2"
             )),
             "{}",
             r.verdict.text
@@ -427,6 +461,26 @@ mod tests {
         );
     }
 
+    /// A difference of 4.8% ±2.4% against a 5% margin: its interval narrows as one over
+    /// the square root of the rounds, so telling a tie from a gain would take hundreds of
+    /// rounds. The verdict says so, and what taking the pick may cost, rather than only
+    /// "measure longer".
+    #[test]
+    fn a_difference_at_the_tie_margin_is_said_to_be_there_with_what_the_pick_may_cost() {
+        let r = measured(1.048f64.ln(), &scatter(sd_for(0.024)));
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        assert!(
+            r.verdict.text.ends_with(
+                ": nw=2 looks 4.8% faster than nw=0, ±2.4%, at the tie margin (5.0%); as it \
+                 stands, not even 95 more rounds would settle it: take nw=0, at most 7.3% slower \
+                 than nw=2"
+            ),
+            "{}",
+            r.verdict.text
+        );
+        assert_eq!(r.verdict.hinges_on, [0, 1]);
+    }
+
     #[test]
     fn a_wide_interval_is_given_by_its_ends_not_as_plus_minus() {
         // 70% faster in every round but scattering by ±68% on the log scale: read as a
@@ -436,7 +490,8 @@ mod tests {
         assert!(
             r.verdict.text.ends_with(&format!(
                 ": nw=2 looks 70% faster than nw=0 (95% interval: 16% slower to 236% \
-                 faster); {MEASURE_LONGER} or take nw=0"
+                 faster); about 3 more rounds would settle it as it stands: {MEASURE_LONGER} \
+                 or take nw=0"
             )),
             "{}",
             r.verdict.text
