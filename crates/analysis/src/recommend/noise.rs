@@ -111,22 +111,19 @@ pub struct Difference {
     pub ahead: bool,
 }
 
-/// How many more rounds a comparison still open would take to settle, as it stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// What more rounds would do to a comparison still open, as it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settling {
-    /// About this many more rounds.
+    /// About this many more rounds would settle it.
     Within(usize),
-    /// More than this many more (up to [`SETTLE_LIMIT`] times the rounds so far): the
-    /// difference sits at the tie margin, and measuring longer narrows its interval too
-    /// slowly to tell a tie from a gain.
-    Beyond(usize),
+    /// The difference measured lies within its standard error of the tie margin, and its
+    /// interval is narrower than the margin: which side of the margin it is on is as good
+    /// as unknown, and no count of rounds can be foreseen to tell a tie from a gain.
+    AtTheMargin,
 }
 
-/// Rounds beyond this multiple of those measured are not counted: a comparison that needs
-/// more is said to sit at the tie margin.
-pub const SETTLE_LIMIT: usize = 20;
-
-/// Shared rounds a comparison needs before it is said to sit at the tie margin.
+/// Shared rounds a comparison needs before it is said to sit at the tie margin: the
+/// scatter of fewer is too rough a guess of its own.
 const SETTLE_MIN_ROUNDS: usize = 5;
 
 /// A difference against the tie margin.
@@ -234,22 +231,29 @@ impl NoiseModel {
 
     /// About how many more rounds would settle the comparison of `a` with `b` against
     /// the tie margin (its interval clear of the margin on one side), if their
-    /// difference and the scatter of one round's ratio stay as measured. Counted only for
-    /// configs compared round by round ([`PAIRED_ROUNDS`] shared or more), and said to be
-    /// beyond reach only from [`SETTLE_MIN_ROUNDS`]: the scatter of fewer is too rough a
-    /// guess of its own (`None` then, as where the noise is unknown).
+    /// difference and the scatter of one round's ratio stay as measured; or that the
+    /// difference sits at the margin. Only for configs compared round by round
+    /// ([`PAIRED_ROUNDS`] shared or more), and at the margin only from
+    /// [`SETTLE_MIN_ROUNDS`]; `None` otherwise, as where the noise is unknown or the
+    /// difference is within its standard error of the margin with an interval wider than
+    /// the margin (too rough to extrapolate).
     pub fn settling(&self, a: usize, b: usize) -> Option<Settling> {
         let (d, spread, rounds) = self.paired_ratios(a, b)?;
         let distance = (d.abs() - self.margin).abs();
-        let limit = rounds * SETTLE_LIMIT;
-        let settles = |n: usize| {
-            stats::t_975(n - 1).is_some_and(|t| t * spread / (n as f64).sqrt() < distance)
-        };
-        match (rounds + 1..=limit).find(|&n| settles(n)) {
-            Some(n) => Some(Settling::Within(n - rounds)),
-            None if rounds >= SETTLE_MIN_ROUNDS => Some(Settling::Beyond(limit - rounds)),
-            None => None,
+        let standard_error = spread / (rounds as f64).sqrt();
+        if distance <= standard_error {
+            // No count can be foreseen; the difference is at the margin where its interval
+            // is narrower than the margin, else merely not yet measured well.
+            let narrow = stats::t_975(rounds - 1).is_some_and(|t| t * standard_error < self.margin);
+            return (rounds >= SETTLE_MIN_ROUNDS && narrow).then_some(Settling::AtTheMargin);
         }
+        // Beyond it, t · spread / √n falls under the distance within t² times the rounds
+        // so far.
+        (rounds + 1..)
+            .find(|&n| {
+                stats::t_975(n - 1).is_some_and(|t| t * spread / (n as f64).sqrt() < distance)
+            })
+            .map(|n| Settling::Within(n - rounds))
     }
 
     /// Round by round, where `a` and `b` shared [`PAIRED_ROUNDS`]: the mean log ratio of
@@ -412,7 +416,7 @@ mod tests {
 
     /// Per-round log ratios of ln 1.12 ± 0.1 (sd 0.1 over four rounds): the interval
     /// clears the 5% margin (0.0488) once t(n − 1) · 0.1 / √n < 0.0645, at 12 rounds
-    /// (t = 2.201), eight more; a difference of exactly the margin never does.
+    /// (t = 2.201), eight more; a difference of exactly the margin sits at it.
     #[test]
     fn settling_counts_the_rounds_that_would_clear_the_margin_as_it_stands() {
         let base = [1.0, 1.2, 0.9, 1.1];
@@ -426,19 +430,20 @@ mod tests {
         let m = model(&[&base, &apart(1.12)]);
         assert_eq!(m.compare(0, 1).unwrap().relation, Relation::Open);
         assert_eq!(m.settling(0, 1), Some(Settling::Within(8)));
-        // At the margin, four rounds are too few to say that no count settles it; five
-        // are not.
-        let m = model(&[&base, &apart(1.0 + DEFAULT_TIE_MARGIN)]);
-        assert_eq!(m.settling(0, 1), None);
-        let mut five = base.to_vec();
-        five.push(1.0);
-        let mut at_margin = apart(1.0 + DEFAULT_TIE_MARGIN);
-        at_margin.push(1.0 + DEFAULT_TIE_MARGIN);
-        let m = model(&[&five, &at_margin]);
-        assert_eq!(
-            m.settling(0, 1),
-            Some(Settling::Beyond(5 * SETTLE_LIMIT - 5))
-        );
+        // At the margin: said where five rounds or more measured it more narrowly than
+        // the margin; four rounds, or a wider interval, are too rough to say anything.
+        let at = |spread: f64, rounds: usize| -> Option<Settling> {
+            let base: Vec<f64> = (0..rounds).map(|r| 1.0 + 0.1 * (r % 3) as f64).collect();
+            let other: Vec<f64> = base
+                .iter()
+                .enumerate()
+                .map(|(r, b)| b * (1.0 + DEFAULT_TIE_MARGIN) * [spread, -spread][r % 2].exp())
+                .collect();
+            model(&[&base, &other]).settling(0, 1)
+        };
+        assert_eq!(at(0.01, 6), Some(Settling::AtTheMargin));
+        assert_eq!(at(0.01, 4), None);
+        assert_eq!(at(0.1, 6), None);
         // Two rounds shared: not counted.
         let m = model(&[&base, &apart(1.12)[..2]]);
         assert_eq!(m.settling(0, 1), None);

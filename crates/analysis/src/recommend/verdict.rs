@@ -3,11 +3,11 @@
 //! noise); or the best set is equally fast (every member within the tie margin of the
 //! pick, beyond the noise), and the tie rule picked; or the question is not resolved yet:
 //! some config could still beat the pick, or tie with it, and more rounds would say
-//! which; the verdict then says about how many rounds in all, as the measurements stand,
-//! or, where that is beyond reach, that the difference sits at the tie margin and what
-//! taking the pick may cost. The verdict lists the configs the decision hinges on (the
-//! pick and every config still open against it), which `run --recommend`, the app and
-//! tune go on measuring.
+//! which; the verdict then says about how many more rounds, as the measurements stand,
+//! or, where the difference measured lies within its standard error of the tie margin,
+//! that it sits there and what taking the pick may cost. The verdict lists the configs
+//! the decision hinges on (the pick and every config still open against it), which `run
+//! --recommend`, the app and tune go on measuring.
 
 use serde::{Deserialize, Serialize};
 
@@ -214,31 +214,37 @@ pub(super) fn verdict(
         } else {
             (chosen.label, other.label, d.gain)
         };
-        let at_the_margin = matches!(question.settling(chosen, other), Some(Settling::Beyond(_)));
-        // What settling the question takes: every comparison still open settled.
-        let settling = open
+        let at_the_margin = question.settling(chosen, other) == Some(Settling::AtTheMargin);
+        // More rounds in all: what every comparison still open needs, where each has a
+        // count.
+        let more: Option<usize> = open
             .iter()
-            .filter_map(|(c, _)| question.settling(chosen, c))
-            .max();
-        let advice = match settling {
-            Some(Settling::Within(more)) => format!(
-                "about {more} more {} would settle it as it stands: {MEASURE_LONGER} or take \
-                 {}",
-                if more == 1 { "round" } else { "rounds" },
-                chosen.label
-            ),
-            Some(Settling::Beyond(more)) if at_the_margin && slower == chosen.label => {
+            .map(|(c, _)| match question.settling(chosen, c) {
+                Some(Settling::Within(more)) => Some(more),
+                _ => None,
+            })
+            .try_fold(0, |most, more| Some(most.max(more?)));
+        let advice = if at_the_margin {
+            let cost = if slower == chosen.label {
                 format!(
-                    "as it stands, not even {more} more rounds would settle it: take {slower}, \
-                     at most {} slower than {faster}",
+                    ", at most {} slower than {faster}",
                     percent((1.0 + gain) * d.plus_minus.exp() - 1.0)
                 )
-            }
-            Some(Settling::Beyond(more)) => format!(
-                "as it stands, not even {more} more rounds would settle it: take {}",
+            } else {
+                String::new()
+            };
+            format!(
+                "more rounds may never tell a tie from a gain: take {}{cost}",
                 chosen.label
-            ),
-            None => format!("{MEASURE_LONGER} or take {}", chosen.label),
+            )
+        } else if let Some(more) = more {
+            format!(
+                "about {more} more {} would settle it as it stands: {MEASURE_LONGER} or take {}",
+                if more == 1 { "round" } else { "rounds" },
+                chosen.label
+            )
+        } else {
+            format!("{MEASURE_LONGER} or take {}", chosen.label)
         };
         format!(
             "not resolved after {after}: {faster} looks {} faster than {slower}{}{}; {advice}",
@@ -461,19 +467,20 @@ mod tests {
         );
     }
 
-    /// A difference of 4.8% ±2.4% against a 5% margin: its interval narrows as one over
-    /// the square root of the rounds, so telling a tie from a gain would take hundreds of
-    /// rounds. The verdict says so, and what taking the pick may cost, rather than only
-    /// "measure longer".
+    /// A difference of 4.8% ±2.4% against a 5% margin, over five rounds: the difference
+    /// measured is a fifth of its standard error from the margin, so whether it is a tie
+    /// or a gain is as good as unknown, and no count of rounds can be promised to tell.
+    /// The verdict says so, and what taking the pick may cost, rather than only "measure
+    /// longer".
     #[test]
     fn a_difference_at_the_tie_margin_is_said_to_be_there_with_what_the_pick_may_cost() {
         let r = measured(1.048f64.ln(), &scatter(sd_for(0.024)));
         assert_pick(&r, "nw=0", VerdictKind::NotResolved);
         assert!(
             r.verdict.text.ends_with(
-                ": nw=2 looks 4.8% faster than nw=0, ±2.4%, at the tie margin (5.0%); as it \
-                 stands, not even 95 more rounds would settle it: take nw=0, at most 7.3% slower \
-                 than nw=2"
+                ": nw=2 looks 4.8% faster than nw=0, ±2.4%, at the tie margin (5.0%); more \
+                 rounds may never tell a tie from a gain: take nw=0, at most 7.3% slower than \
+                 nw=2"
             ),
             "{}",
             r.verdict.text
