@@ -215,8 +215,7 @@ pub(super) fn verdict(
             (chosen.label, other.label, d.gain)
         };
         let at_the_margin = question.settling(chosen, other) == Some(Settling::AtTheMargin);
-        // More rounds in all: what every comparison still open needs, where each has a
-        // count.
+        // More rounds: the most any comparison still open needs, where each has a count.
         let more: Option<usize> = open
             .iter()
             .map(|(c, _)| match question.settling(chosen, c) {
