@@ -4,22 +4,21 @@
 
 use loaderbench_engine::Error;
 use loaderbench_engine::Result;
-use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Runtime;
 use loaderbench_present::compare;
 
 use super::output::print_tables;
 use super::run_command::{execute, prepare_journal};
-use super::{CompareArgs, load_preset};
+use super::{CompareArgs, load_preset, plan_of};
 
 pub fn compare(args: CompareArgs) -> Result<()> {
     let (mut preset, origin) = load_preset(&args.preset)?;
-    let plan = Plan::from_preset(&preset, Some(&origin))?;
+    let plan = plan_of(&preset, &origin, &args.preset)?;
     let runtimes = |runtime| plan.configs.iter().any(|c| c.runtime == runtime);
     if !(runtimes(Runtime::Loaderbench) && runtimes(Runtime::Pytorch)) {
         preset.set("runtime", "loaderbench,pytorch")?;
     }
-    let plan = Plan::from_preset(&preset, Some(&origin))?;
+    let plan = plan_of(&preset, &origin, &args.preset)?;
     let journal = prepare_journal(args.journal, args.append, &plan)?;
     let (result, error) = execute(&plan, journal, args.quiet, None)?;
     print_tables(&result, false);

@@ -20,13 +20,14 @@ mod shards_command;
 mod tune_command;
 mod validate_command;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
 use loaderbench_engine::Error;
 use loaderbench_engine::builtin;
+use loaderbench_engine::error::FieldPath;
 use loaderbench_engine::plan::Plan;
 use loaderbench_engine::preset::Preset;
 
@@ -294,7 +295,30 @@ fn exit_code(error: &Error) -> ExitCode {
 /// Loads the preset, applies the `--set`s and checks it all.
 fn load_plan(args: &PresetArgs) -> Result<Plan, Error> {
     let (preset, origin) = load_preset(args)?;
-    Plan::from_preset(&preset, Some(&origin))
+    plan_of(&preset, &origin, args)
+}
+
+/// Checks `preset`, loaded from `origin` with `args`' `--set`s applied, and expands its
+/// sweep. A problem with a field that a `--set` gave (or one inside it, or holding it) is
+/// said of that `--set`: the preset file holds something else there.
+fn plan_of(preset: &Preset, origin: &Path, args: &PresetArgs) -> Result<Plan, Error> {
+    Plan::from_preset(preset, Some(origin)).map_err(|error| match error {
+        Error::BadField(bad) => {
+            let given = |set: &&String| {
+                let key =
+                    FieldPath::from(set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim());
+                bad.field.is_within(&key) || key.is_within(&bad.field)
+            };
+            match args.sets.iter().rev().find(given) {
+                Some(set) => Error::value(format!(
+                    "--set {set}: field `{}`: {}",
+                    bad.field, bad.problem
+                )),
+                None => Error::BadField(bad),
+            }
+        }
+        error => error,
+    })
 }
 
 /// Loads the preset and applies the `--set`s; returns it and the path errors name.

@@ -17,7 +17,7 @@ use loaderbench_engine::plan::Plan;
 
 use super::output::{self, ExportArgs};
 use super::run_command::{prepare_journal, save_from_journal, unwritten};
-use super::{PresetArgs, interrupt, load_preset};
+use super::{PresetArgs, interrupt, load_preset, plan_of};
 
 /// A preset to tune within a budget.
 #[derive(Debug, Args)]
@@ -69,7 +69,7 @@ pub fn tune(args: TuneArgs) -> Result<()> {
         let machine = Machine::current();
         space::widen(&mut preset, machine.logical_cores, machine.cuda_devices > 0)?;
     }
-    let plan = Plan::from_preset(&preset, Some(&origin))?;
+    let plan = plan_of(&preset, &origin, &args.preset)?;
     args.exports.check_writable(args.journal.as_deref())?;
     let journal = prepare_journal(args.journal.clone(), args.append, &plan)?;
     interrupt::install()?;

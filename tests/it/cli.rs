@@ -327,6 +327,40 @@ fn set_takes_the_ron_a_preset_file_takes() {
     );
 }
 
+/// A bad value that a `--set` gave is said of that `--set`, not of the preset file, which
+/// holds something else there; a bad value the file holds is still the file's.
+#[test]
+fn a_bad_value_a_set_gave_is_said_of_the_set_not_of_the_preset_file() {
+    let line = assert_error_line(
+        &loaderbench(&["validate", "seed-light", "--set", "batch_size=0"]),
+        2,
+        &[],
+    );
+    assert_eq!(
+        line,
+        "--set batch_size=0: field `batch_size`: must be at least 1"
+    );
+    // A field inside the one the `--set` gave.
+    let std = "normalize=(mean: [0.5], std: [0.0])";
+    let line = assert_error_line(
+        &loaderbench(&["validate", "seed-light", "--set", std]),
+        2,
+        &["positive"],
+    );
+    assert!(
+        line.starts_with(&format!("--set {std}: field `normalize`")),
+        "{line}"
+    );
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("bad.ron");
+    std::fs::write(&file, "(version: 1, name: \"x\", batch_size: [0])").unwrap();
+    assert_error_line(
+        &loaderbench(&["validate", path_str(&file), "--set", "samples=64"]),
+        2,
+        &["bad.ron: field `batch_size`: must be at least 1"],
+    );
+}
+
 /// With `drop_last`, a batch larger than the samples (or than a rank's share) leaves
 /// epochs of no batch: `validate` and `run` refuse it, naming the field, where they
 /// measured empty epochs and recommended among them.
