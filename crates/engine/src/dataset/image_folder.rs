@@ -304,7 +304,7 @@ pub(super) fn height_width<'de, D: serde::Deserializer<'de>>(
         type Value = [usize; 2];
 
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("[height, width]")
+            f.write_str("[height, width] in pixels, such as [224, 224]")
         }
 
         fn visit_seq<A: serde::de::SeqAccess<'de>>(
