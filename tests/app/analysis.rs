@@ -14,7 +14,7 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::preset::{ConfigPoint, Preset};
 use loaderbench_gui::{App, Phase};
 use loaderbench_measure::results::RunResult;
 
@@ -415,12 +415,18 @@ fn the_rounds_after_a_run_are_shown_as_they_end_and_cancel_keeps_them() {
     // Two configs that are one loader (one worker hands its batches out in order either
     // way), one round each, and no tie margin: neither is faster beyond the noise, nor
     // equally fast within 0%, so the recommendation stays open. (A prefetch queue of 2
-    // or 3 batches resolved in 12–18 s.)
+    // or 3 batches resolved in 12–18 s.) The first's copy, an A/A check, floors the
+    // noise: without it, a busy machine made one of the two "fastest" by chance before
+    // the test looked, its own scatter over two or three rounds being near nothing.
     let preset = Preset {
         resolve_for_s: 600.0,
         tie_margin: 0.0,
         in_order: vec![true, false],
         num_workers: vec![1],
+        extra_configs: vec![ConfigPoint {
+            copy: Some(1),
+            ..ConfigPoint::default()
+        }],
         ..common::runs::tiny_preset(512, 2)
     };
     let mut harness = run_in_app(dir.path(), &preset);
