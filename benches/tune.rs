@@ -31,6 +31,7 @@ use loaderbench_analysis::Analysis;
 use loaderbench_measure::results::RunResult;
 use loaderbench_measure::results_file;
 use loaderbench_measure::stats;
+use loaderbench_measure::tune_trail::TuneTrail;
 
 use common::{best_set, loaderbench, loaderbench_at, merged, names, regret, undisturbed};
 
@@ -83,16 +84,6 @@ struct Build {
     binary: PathBuf,
 }
 
-/// What one build's tunes of a preset gave.
-#[derive(Default)]
-struct Tunes {
-    runs: Vec<RunResult>,
-    /// Seconds and rounds each tune used.
-    used: Vec<(f64, usize)>,
-    /// Each config's prediction errors, over the tunes.
-    errors: BTreeMap<String, Vec<f64>>,
-}
-
 /// Grid runs and tunes of one preset by each of `builds`, against the grid and the
 /// `references` (each a preset run `rounds` times, spread before, between and after the
 /// tunes), and what they say side by side, per question.
@@ -127,7 +118,8 @@ fn against_the_grid(
     let shortest_s = grid_s.iter().copied().fold(f64::INFINITY, f64::min);
     let budget_s = (shortest_s * share).floor().max(5.0);
     let mut reference_runs: Vec<Vec<RunResult>> = vec![Vec::new(); references.len()];
-    let mut tunes_of: Vec<Tunes> = builds.iter().map(|_| Tunes::default()).collect();
+    // Each build's tunes.
+    let mut tunes_of: Vec<Vec<RunResult>> = vec![Vec::new(); builds.len()];
     for slot in 0..=tunes {
         let slots = (slot, tunes + 1);
         common::reference_rounds(dir, preset, references, sets, slots, &mut reference_runs);
@@ -140,19 +132,7 @@ fn against_the_grid(
             let mut args = vec!["tune", preset, "--quiet", "--budget", &budget];
             args.extend_from_slice(sets);
             loaderbench_at(&build.binary, &args, &json);
-            let run = results_file::read(&json).expect("the tune's results");
-            let trail = run.tune.as_ref().expect("a tune's trail");
-            tuned.used.push((trail.used_s, trail.rounds));
-            for config in &trail.configs {
-                if let Some(error) = config.prediction_error() {
-                    tuned
-                        .errors
-                        .entry(run.labels[config.config].clone())
-                        .or_default()
-                        .push(error.abs());
-                }
-            }
-            tuned.runs.push(run);
+            tuned.push(results_file::read(&json).expect("the tune's results"));
         }
     }
     let grid = undisturbed(&merged(&grid_runs));
@@ -182,8 +162,8 @@ fn against_the_grid(
         println!(
             "  {}: the tunes used {} s in {} rounds",
             build.name,
-            list(tuned.used.iter().map(|(s, _)| format!("{s:.1}"))),
-            list(tuned.used.iter().map(|(_, rounds)| rounds.to_string())),
+            list(tuned.iter().map(|run| format!("{:.1}", trail(run).used_s))),
+            list(tuned.iter().map(|run| trail(run).rounds.to_string())),
         );
     }
     for (question, recommendation) in Analysis::of(&grid).recommendations.iter().enumerate() {
@@ -203,7 +183,7 @@ fn against_the_grid(
             let mut picks = Vec::new();
             let mut regrets = Vec::new();
             let mut resolved = 0;
-            for run in &tuned.runs {
+            for run in tuned {
                 let answer = Analysis::of(&undisturbed(run))
                     .recommendations
                     .into_iter()
@@ -239,8 +219,18 @@ fn against_the_grid(
         }
     }
     for (build, tuned) in builds.iter().zip(&tunes_of) {
-        let model = tuned
-            .errors
+        let mut errors: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for run in tuned {
+            for config in &trail(run).configs {
+                if let Some(error) = config.prediction_error() {
+                    errors
+                        .entry(&run.labels[config.config])
+                        .or_default()
+                        .push(error.abs());
+                }
+            }
+        }
+        let model = errors
             .iter()
             .filter_map(|(label, e)| Some(format!("{label} {:.0}%", stats::median(e)? * 100.0)));
         println!(
@@ -249,6 +239,10 @@ fn against_the_grid(
             list(model)
         );
     }
+}
+
+fn trail(run: &RunResult) -> &TuneTrail {
+    run.tune.as_ref().expect("a tune's trail")
 }
 
 fn list(items: impl Iterator<Item = String>) -> String {
