@@ -330,20 +330,59 @@ fn a_run_on_both_runtimes_shows_the_compare_view() {
     harness.get_by_label("nw=0 (light)");
 }
 
+/// Whether the menu of the knob labelled `label` is greyed out.
+fn menu_disabled(harness: &Harness<'_, App>, label: &str) -> bool {
+    harness
+        .get_by_role_and_label(Role::ComboBox, label)
+        .accesskit_node()
+        .is_disabled()
+}
+
+/// The fields a plan leaves unused are greyed out, or say why in place of the field, and
+/// come back once a config would use them: the start method without the pytorch
+/// runtime, the transfers without our engine's worker processes, and a python dataset's
+/// pipeline, normalize and where the transforms run.
 #[test]
-fn the_start_method_is_disabled_while_only_our_engine_runs() {
+fn the_fields_a_plan_leaves_unused_are_greyed_out_until_a_config_uses_them() {
     let dir = tempfile::tempdir().unwrap();
-    let harness = harness(launch(dir.path(), None));
+    let mut app = harness(launch(dir.path(), None));
     assert_eq!(
-        harness.state().preset().runtime,
+        app.state().preset().runtime,
         vec![loaderbench_engine::preset::Runtime::Loaderbench]
     );
-    assert!(
-        harness
-            .get_by_role_and_label(Role::ComboBox, "start method")
-            .accesskit_node()
-            .is_disabled()
+    for unused in ["start method", "dataset transfer", "batch transfer"] {
+        assert!(menu_disabled(&app, unused), "{unused}");
+    }
+    assert!(!menu_disabled(&app, "transform at"));
+    choose(&mut app, "worker kind", "fork");
+    app.run_steps(2);
+    assert!(!menu_disabled(&app, "dataset transfer"));
+    assert!(!menu_disabled(&app, "batch transfer"));
+
+    let mut python = Preset {
+        runtime: vec![loaderbench_engine::preset::Runtime::Pytorch],
+        ..Preset::default()
+    };
+    python.set("dataset.kind", "python").unwrap();
+    python.set("dataset.path", "my_data.py").unwrap();
+    python.set("dataset.factory", "make_dataset").unwrap();
+    let path = dir.path().join("python.ron");
+    python.save(&path).unwrap();
+    let python_app = harness(launch(dir.path(), Some(path.display().to_string())));
+    let why = "Does nothing here: a python dataset transforms its samples in its own code";
+    assert_eq!(
+        python_app.get_all_by_label(why).count(),
+        2,
+        "pipeline and normalize"
     );
+    assert!(
+        python_app
+            .query_by_role_and_label(Role::ComboBox, "pipeline")
+            .is_none()
+    );
+    assert!(python_app.query_by_label("normalize mean").is_none());
+    assert!(menu_disabled(&python_app, "transform at"));
+    assert!(!menu_disabled(&python_app, "start method"));
 }
 
 #[test]

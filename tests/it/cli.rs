@@ -256,6 +256,26 @@ fn more_workers_than_cores_warns_with_the_core_count() {
     assert_said(&output, "logical cores");
 }
 
+/// A value given to a knob that no config of the plan uses is warned of, not dropped in
+/// silence: the dataset's transfer with our engine's thread workers, until a config has
+/// worker processes.
+#[test]
+fn a_value_given_to_a_knob_no_config_uses_is_warned_of() {
+    let warning = "dataset_transfer does nothing in this plan";
+    let sets = ["--set", "dataset_transfer=reopen,copy"];
+    let threads = loaderbench(&[&["validate", "seed-light"][..], &sets].concat());
+    assert!(threads.status.success(), "{}", stderr(&threads));
+    assert_said(&threads, warning);
+    let forked = [
+        &["validate", "seed-light"][..],
+        &sets,
+        &["--set", "worker_kind=fork"],
+    ];
+    let forked = loaderbench(&forked.concat());
+    assert!(forked.status.success(), "{}", stderr(&forked));
+    assert!(!stderr(&forked).contains(warning), "{}", stderr(&forked));
+}
+
 #[test]
 fn a_hung_worker_fails_the_run_with_exit_code_1() {
     let sets = [

@@ -5,7 +5,7 @@
 
 use crate::dataset::python_dataset;
 use crate::error::{FieldError, Result};
-use crate::preset::{Cache, Preset, Runtime, WorkerKind};
+use crate::preset::{Cache, OWN_TRANSFORMS, Preset, Runtime, UnusedFields, WorkerKind};
 use crate::transform::PipelineSpec;
 
 use super::{Config, knobs};
@@ -132,7 +132,7 @@ pub(super) fn user_dataset_configs(
     if preset.pipeline != [PipelineSpec::Light] {
         return Err(field(
             "pipeline",
-            "a python dataset transforms its samples in its own code; leave pipeline out",
+            format!("{OWN_TRANSFORMS}; leave pipeline out"),
         ));
     }
     let own = PipelineSpec::Custom {
@@ -145,7 +145,9 @@ pub(super) fn user_dataset_configs(
     Ok(())
 }
 
-pub(super) fn warnings(configs: &[Config]) -> Vec<String> {
+/// What the plan of `preset` should know before it runs: more workers than cores, and
+/// values given to fields that its configs leave unused ([`UnusedFields`]).
+pub(super) fn warnings(preset: &Preset, configs: &[Config]) -> Vec<String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let most_workers = configs.iter().map(|c| c.num_workers).max().unwrap_or(0);
     let mut warnings = Vec::new();
@@ -168,5 +170,6 @@ pub(super) fn warnings(configs: &[Config]) -> Vec<String> {
             config.ranks * config.num_workers
         ));
     }
+    warnings.extend(UnusedFields::of(preset).warnings(preset));
     warnings
 }

@@ -101,7 +101,7 @@ impl Plan {
         {
             return Err(bad("runtime", &crate::step::user_step::ENGINE_REFUSAL));
         }
-        let warnings = warnings(&configs);
+        let warnings = warnings(preset, &configs);
         Ok(Plan {
             preset: preset.clone(),
             source: origin.map(Path::to_path_buf),

@@ -20,12 +20,14 @@ use crate::transform::{Normalize, PipelineSpec};
 mod knobs;
 mod overrides;
 mod paths;
+mod unused;
 mod values;
 
 pub use crate::error::FieldPath;
 pub use crate::named_values::KnobValue;
 pub use crate::transform::TransformAt;
 pub use knobs::{ConfigPoint, KnobLists, knob_defaults};
+pub use unused::{OWN_TRANSFORMS, UnusedFields};
 pub use values::{
     BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod,
     WorkerKind,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use egui::{ComboBox, DragValue, Ui};
 
 use loaderbench_engine::plan::knob;
-use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, RunOrder};
+use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, RunOrder, UnusedFields};
 
 use super::{Errors, Form, Problem, choice_field, mark, missing, parse_list, text_field};
 
@@ -58,8 +58,8 @@ pub(super) struct KnobFields<'a, 'u> {
     pub errors: &'a mut Errors,
     pub problem: Problem<'a>,
     pub cuda_devices: usize,
-    /// Whether the pytorch runtime is among the runtimes.
-    pub pytorch: bool,
+    /// The knobs the preset's plan leaves unused, whose fields are greyed out.
+    pub unused: UnusedFields,
 }
 
 impl KnobLists for KnobFields<'_, '_> {
@@ -88,21 +88,29 @@ impl KnobLists for KnobFields<'_, '_> {
             );
             return;
         };
-        let disabled = match field {
-            "pin_memory" if self.cuda_devices == 0 => {
-                Some("No CUDA device here: pinned memory only speeds up copies to a GPU")
-            }
-            "start_method" if !self.pytorch => {
-                Some("Only the pytorch runtime starts worker processes this way")
-            }
-            _ => None,
+        let disabled = if field == "pin_memory" && self.cuda_devices == 0 {
+            Some("No CUDA device here: pinned memory only speeds up copies to a GPU".to_owned())
+        } else {
+            self.unused.why(field).map(does_nothing)
         };
         if field == "worker_kind" && !cfg!(unix) {
             // Our engine's worker processes need a Unix system.
             choices.retain(|(name, _)| name == "auto" || name == "thread");
         }
-        kind_field(self.ui, knob.label, values, choices, disabled, problem);
+        kind_field(
+            self.ui,
+            knob.label,
+            values,
+            choices,
+            disabled.as_deref(),
+            problem,
+        );
     }
+}
+
+/// What the app says of a field whose value the plan leaves unused ([`UnusedFields`]).
+pub(super) fn does_nothing(why: &str) -> String {
+    format!("Does nothing here: {why}")
 }
 
 /// A text field holding a list (one value, or a comma-separated sweep).

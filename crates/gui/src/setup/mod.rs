@@ -13,7 +13,7 @@ use egui::{ComboBox, RichText, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::error::Error;
-use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, Runtime};
+use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, UnusedFields};
 
 use super::actions::{Action, Pick};
 
@@ -292,14 +292,14 @@ fn loader_fields(
     samples_field(ui, form, edited, error(&form.errors, &FieldPath::SAMPLES));
     let problem = error(&form.errors, &FieldPath::EPOCHS);
     count_field(ui, "epochs", &mut edited.epochs, problem);
-    let pytorch = edited.runtime.contains(&Runtime::Pytorch);
+    let unused = UnusedFields::of(edited);
     edited.each_knob(&mut KnobFields {
         ui,
         texts: &mut form.knobs,
         errors: &mut form.errors,
         problem: error,
         cuda_devices: cx.cuda_devices,
-        pytorch,
+        unused,
     });
     let problem = error(&form.errors, &FieldPath::REPEATS);
     count_field(ui, "repeats", &mut edited.repeats, problem);

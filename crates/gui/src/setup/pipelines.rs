@@ -4,12 +4,21 @@
 
 use egui::{ComboBox, DragValue, RichText, Ui};
 
-use loaderbench_engine::preset::{ConfigPoint, Preset};
+use loaderbench_engine::preset::{ConfigPoint, Preset, UnusedFields};
 use loaderbench_engine::transform::{Op, PipelineSpec};
 
+use super::fields::does_nothing;
 use super::{remove_button, section};
 
+/// The pipelines swept, each with its menu; where the plan uses none (a python dataset's
+/// own code transforms its samples), why, unless the preset names one anyway.
 pub(super) fn pipelines(ui: &mut Ui, preset: &mut Preset) {
+    if let Some(why) = UnusedFields::of(preset).why("pipeline")
+        && preset.pipeline == Preset::default().pipeline
+    {
+        ui.add(egui::Label::new(RichText::new(does_nothing(why)).weak()).wrap());
+        return;
+    }
     let mut remove = None;
     let many = preset.pipeline.len() > 1;
     for (index, spec) in preset.pipeline.iter_mut().enumerate() {

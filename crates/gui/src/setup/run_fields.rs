@@ -6,11 +6,12 @@
 
 use std::path::PathBuf;
 
-use egui::{DragValue, Ui};
+use egui::{DragValue, RichText, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
-use loaderbench_engine::preset::{FieldPath, Preset};
+use loaderbench_engine::preset::{FieldPath, Preset, UnusedFields};
 
+use super::fields::does_nothing;
 use super::{Errors, Problem, choice_field, mark, missing, text_field};
 
 /// The text of the fields typed as text.
@@ -178,6 +179,13 @@ fn normalize_fields(
     errors: &mut Errors,
     problem: Problem<'_>,
 ) {
+    if let Some(why) = UnusedFields::of(edited).why("normalize") {
+        let label = ui.label("normalize");
+        ui.add(egui::Label::new(RichText::new(does_nothing(why)).weak()).wrap())
+            .labelled_by(label.id);
+        ui.end_row();
+        return;
+    }
     let per_channel = |t: &str| {
         let values = parse_numbers(t)?;
         if values.is_empty() {
