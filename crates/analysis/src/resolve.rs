@@ -216,7 +216,10 @@ fn open_questions(result: &RunResult) -> Vec<Question> {
         .into_iter()
         .filter_map(|r| {
             let first = *r.verdict.hinges_on.first()?;
-            Some(Question::of(&result.configs, first, r.verdict.hinges_on))
+            let may_never_settle = r.verdict.may_never_settle;
+            Some(
+                Question::of(&result.configs, first, r.verdict.hinges_on).waiting(may_never_settle),
+            )
         })
         .collect()
 }
@@ -305,6 +308,7 @@ mod tests {
         Question {
             first,
             configs: hinges.to_vec(),
+            waits: false,
         }
     }
 

@@ -7,7 +7,11 @@
 //! one. So a question whose configs take a tenth of a second (our engine's, beside the
 //! PyTorch runtime's of seconds) is measured round after round first, until it has been
 //! charged about as much as one round of the slow one, and then both share the rounds;
-//! questions of about the same cost share every round, and its start-up.
+//! questions of about the same cost share every round, and its start-up. A question
+//! that may never settle (every comparison it is open on sits at the tie margin:
+//! [`Verdict::may_never_settle`](crate::recommend::Verdict)) waits while another open
+//! question may: its rounds would go on telling a tie from a gain, where the other's can
+//! settle an answer. It is measured again once every open question waits.
 
 use std::collections::HashMap;
 
@@ -22,6 +26,8 @@ pub(crate) struct Question {
     pub first: usize,
     /// The configs a round of it measures, the likeliest to matter first.
     pub configs: Vec<usize>,
+    /// Its verdict may never settle: it waits while another question may.
+    pub waits: bool,
 }
 
 impl Question {
@@ -33,6 +39,15 @@ impl Question {
         Question {
             first,
             configs: measures,
+            waits: false,
+        }
+    }
+
+    /// This question, waiting while another may settle where its verdict `may_never_settle`.
+    pub(crate) fn waiting(self, may_never_settle: bool) -> Question {
+        Question {
+            waits: may_never_settle,
+            ..self
         }
     }
 
@@ -60,12 +75,19 @@ pub(crate) struct TimeShares {
 impl TimeShares {
     /// The questions whose turn it is, given what a round of each would `cost`: the
     /// question whose next round would end soonest, and every question whose next round
-    /// would end within one round of that one's.
+    /// would end within one round of that one's; of the questions that do not wait, while
+    /// there are any.
     pub(crate) fn due(
         &self,
         questions: &[Question],
         cost: impl Fn(&Question) -> f64,
     ) -> Vec<Question> {
+        let settling: Vec<Question> = questions.iter().filter(|q| !q.waits).cloned().collect();
+        let questions = if settling.is_empty() {
+            questions
+        } else {
+            &settling
+        };
         let ends: Vec<(f64, f64)> = questions
             .iter()
             .map(|q| {
@@ -126,6 +148,7 @@ mod tests {
         Question {
             first,
             configs: configs.to_vec(),
+            waits: false,
         }
     }
 
@@ -151,6 +174,22 @@ mod tests {
         // A question charged a round ahead waits for the other.
         shares.charge(&questions, &[(2, 12.0)], 0.0);
         assert_eq!(shares.due(&questions, cost), questions[..1]);
+    }
+
+    /// A question that may never settle waits while another may, though its rounds are
+    /// the cheaper and it was charged less; once every question waits, they share the
+    /// rounds again.
+    #[test]
+    fn a_question_that_may_never_settle_waits_while_another_may() {
+        let at_the_margin = question(0, &[0, 1]).waiting(true);
+        let open = question(2, &[2, 3]);
+        let cost = |q: &Question| if q.first == 0 { 1.0 } else { 10.0 };
+        let mut shares = TimeShares::default();
+        shares.charge(std::slice::from_ref(&open), &[(2, 30.0)], 0.0);
+        let questions = [at_the_margin.clone(), open.clone()];
+        assert_eq!(shares.due(&questions, cost), questions[1..]);
+        let both_wait = [at_the_margin.clone(), open.waiting(true)];
+        assert_eq!(shares.due(&both_wait, cost), [at_the_margin]);
     }
 
     #[test]

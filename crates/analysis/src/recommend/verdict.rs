@@ -43,6 +43,12 @@ pub struct Verdict {
     /// resolved.
     #[serde(default)]
     pub hinges_on: Vec<usize>,
+    /// Every comparison the decision is open on sits at the tie margin
+    /// ([`Settling::AtTheMargin`]): more rounds may never settle it, so resolve and tune
+    /// measure the other open questions first ([`time_share`](crate::time_share)).
+    /// Computed from the measurements, never saved.
+    #[serde(skip)]
+    pub may_never_settle: bool,
 }
 
 impl Verdict {
@@ -90,6 +96,7 @@ impl Verdict {
             kind: VerdictKind::NotResolved,
             text,
             hinges_on,
+            may_never_settle: false,
         }
     }
 
@@ -100,6 +107,7 @@ impl Verdict {
             kind: VerdictKind::NotResolved,
             text: format!("not resolved: {reason}"),
             hinges_on,
+            may_never_settle: false,
         }
     }
 }
@@ -122,6 +130,7 @@ pub(super) fn verdict(
             kind: VerdictKind::Fastest,
             text: format!("{} is the only config of this question", chosen.label),
             hinges_on: Vec::new(),
+            may_never_settle: false,
         };
     }
     let compared: Vec<(&Candidate<'_>, Option<Difference>)> = others
@@ -157,6 +166,7 @@ pub(super) fn verdict(
             kind: VerdictKind::Fastest,
             text,
             hinges_on: Vec::new(),
+            may_never_settle: false,
         };
     }
     if open.is_empty() {
@@ -183,6 +193,7 @@ pub(super) fn verdict(
                 chosen.label
             ),
             hinges_on: Vec::new(),
+            may_never_settle: false,
         };
     }
     // The pick, then the configs most likely to change the decision: those that look
@@ -196,6 +207,9 @@ pub(super) fn verdict(
     });
     let mut hinges_on = vec![chosen.index];
     hinges_on.extend(challengers.iter().map(|(c, _)| c.index));
+    let may_never_settle = open
+        .iter()
+        .all(|(c, _)| question.settling(chosen, c) == Some(Settling::AtTheMargin));
     let text = if !question.noise.known() {
         format!(
             "not resolved after {after}: one round shows nothing of this machine's noise; \
@@ -264,6 +278,7 @@ pub(super) fn verdict(
         kind: VerdictKind::NotResolved,
         text: with_source(text, question),
         hinges_on,
+        may_never_settle,
     }
 }
 
@@ -485,6 +500,10 @@ mod tests {
             r.verdict.text
         );
         assert_eq!(r.verdict.hinges_on, [0, 1]);
+        assert!(
+            r.verdict.may_never_settle,
+            "resolve and tune measure others first"
+        );
     }
 
     #[test]
@@ -501,6 +520,10 @@ mod tests {
             )),
             "{}",
             r.verdict.text
+        );
+        assert!(
+            !r.verdict.may_never_settle,
+            "a count of rounds would settle it"
         );
     }
 

@@ -13,7 +13,7 @@ use loaderbench_measure::tune_trail::Fate;
 
 use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
 use crate::memory::MemoryReport;
-use crate::recommend::same_question;
+use crate::recommend::{Verdict, same_question};
 use crate::time_share::{Question, TimeShares};
 use crate::{Analysis, measured_configs, mib};
 
@@ -323,7 +323,8 @@ pub(super) fn open_questions(
     standings: &mut [Standing],
     on_event: &mut dyn FnMut(TuneEvent),
 ) -> Vec<Question> {
-    let hinges = hinges(result, standings);
+    let verdicts = open_verdicts(result, standings);
+    let hinges: Vec<usize> = verdicts.iter().flat_map(|v| v.hinges_on.clone()).collect();
     for &index in &hinges {
         let standing = &mut standings[index];
         if matches!(standing.fate, Some(Fate::Eliminated { .. })) {
@@ -337,6 +338,13 @@ pub(super) fn open_questions(
         .collect();
     let mut candidates = hinges.clone();
     candidates.extend(order(&others, standings, result));
+    // A question whose verdict may never settle waits, unless a candidate of it is still
+    // to be measured: that one could change the answer.
+    let waiting: Vec<usize> = verdicts
+        .iter()
+        .filter(|v| v.may_never_settle)
+        .flat_map(|v| v.hinges_on.clone())
+        .collect();
     Question::all(&result.configs, &candidates)
         .into_iter()
         .filter(|q| {
@@ -344,11 +352,24 @@ pub(super) fn open_questions(
                 .iter()
                 .any(|i| standings[*i].rounds == 0 || hinges.contains(i))
         })
+        .map(|q| {
+            let unmeasured = q.configs.iter().any(|i| standings[*i].rounds == 0);
+            let waits = !unmeasured && q.configs.iter().any(|i| waiting.contains(i));
+            q.waiting(waits)
+        })
         .collect()
 }
 
 /// The configs the verdicts over everything measured hinge on (see [`open_questions`]).
 fn hinges(result: &RunResult, standings: &[Standing]) -> Vec<usize> {
+    open_verdicts(result, standings)
+        .into_iter()
+        .flat_map(|v| v.hinges_on)
+        .collect()
+}
+
+/// The verdicts over everything measured that are open (see [`open_questions`]).
+fn open_verdicts(result: &RunResult, standings: &[Standing]) -> Vec<Verdict> {
     let mut view = result.clone();
     view.status = RunStatus::Finished;
     view.results
@@ -356,7 +377,8 @@ fn hinges(result: &RunResult, standings: &[Standing]) -> Vec<usize> {
     Analysis::of(&view)
         .recommendations
         .into_iter()
-        .flat_map(|r| r.verdict.hinges_on)
+        .map(|r| r.verdict)
+        .filter(|v| !v.hinges_on.is_empty())
         .collect()
 }
 
@@ -687,6 +709,42 @@ mod tests {
                 .map(|s| s * level)
                 .collect()
         })
+    }
+
+    /// Our engine's question at the tie margin after five rounds (nw=2 4.8% faster than
+    /// nw=0 to ±2.4%, nw=4 twice as slow), the PyTorch runtime's open (nw=2 12% faster
+    /// to about ±15%): ours waits while PyTorch's may settle, unless a candidate of ours
+    /// is still to be measured.
+    #[test]
+    fn a_question_at_the_tie_margin_waits_unless_a_candidate_of_it_is_unmeasured() {
+        let drift = [1.0, 1.3, 0.9, 1.1, 1.0];
+        let apart = |gain: f64, sd: f64| -> Vec<f64> {
+            (0..5)
+                .map(|r| drift[r] / (gain.ln() + [sd, -sd, sd, -sd, 0.0][r]).exp())
+                .collect()
+        };
+        let half_width = |plus_minus: f64| plus_minus * 5f64.sqrt() / 2.776;
+        let measured = two_questions(|i| match i {
+            0 => drift.to_vec(),
+            1 => apart(1.048, half_width(0.024)),
+            2 => drift.iter().map(|d| 2.0 * d).collect(),
+            3 => drift.iter().map(|d| 10.0 * d).collect(),
+            4 => apart(1.12, half_width(0.15))
+                .iter()
+                .map(|s| 10.0 * s)
+                .collect(),
+            _ => drift.iter().map(|d| 20.0 * d).collect(),
+        });
+        let waits = |standings: &mut [Standing]| -> Vec<(usize, bool)> {
+            open_questions(&measured, standings, &mut |_| {})
+                .into_iter()
+                .map(|q| (q.first, q.waits))
+                .collect()
+        };
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
+        assert_eq!(waits(&mut standings), [(0, true), (3, false)]);
+        standings[2].rounds = 0;
+        assert_eq!(waits(&mut standings), [(0, false), (3, false)]);
     }
 
     /// Our engine's configs take 0.1 s, the PyTorch runtime's 10 s: the next rounds
