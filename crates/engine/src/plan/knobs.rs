@@ -65,11 +65,13 @@ pub(super) fn first_values(preset: &Preset) -> Result<Config, serde_json::Error>
     extra_config(preset, &ConfigPoint::default())
 }
 
-/// For each knob, the value most of `configs` share (the last of equally common ones).
-/// Counted in one pass per knob, keyed by each value's JSON text: labels are made for
-/// every config of plans of thousands.
+/// For each knob, the value most of `configs` share; of equally common ones, the
+/// default config's where it is one of them (a label leaves out what a reader takes for
+/// granted), else the first in plan order. Counted in one pass per knob, keyed by each
+/// value's JSON text: labels are made for every config of plans of thousands.
 pub(super) fn most_common(configs: &[Config]) -> Result<Config, serde_json::Error> {
     let trees: Vec<Map<String, Value>> = configs.iter().map(to_fields).collect();
+    let default = to_fields(&Config::default());
     let mut fields = Map::new();
     for knob in &KNOBS {
         let values: Vec<&Value> = trees.iter().filter_map(|t| t.get(knob.field)).collect();
@@ -78,14 +80,18 @@ pub(super) fn most_common(configs: &[Config]) -> Result<Config, serde_json::Erro
         for key in &keys {
             *counts.entry(key.clone()).or_default() += 1;
         }
-        let mut most: Option<(usize, &Value)> = None;
-        for (value, key) in values.iter().zip(&keys) {
-            let count = counts[key];
-            if most.is_none_or(|(best, _)| count >= best) {
-                most = Some((count, value));
-            }
-        }
-        if let Some((_, value)) = most {
+        let Some(&most) = counts.values().max() else {
+            continue;
+        };
+        let default_value = default
+            .get(knob.field)
+            .filter(|v| counts.get(&v.to_string()) == Some(&most));
+        let first_of_most = values
+            .iter()
+            .zip(&keys)
+            .find(|(_, key)| counts[*key] == most)
+            .map(|(value, _)| *value);
+        if let Some(value) = default_value.or(first_of_most) {
             fields.insert(knob.field.to_owned(), value.clone());
         }
     }
@@ -211,6 +217,32 @@ mod tests {
         assert_eq!(
             config.label(&common),
             "nw=2 persistent pin bs=128 spawn ranks=2 copy 1"
+        );
+    }
+
+    /// A sweep of two values, each in half the configs: the default's is left out of the
+    /// labels (`intra_op_threads: [auto, 1]` names threads=1), else the first's.
+    #[test]
+    fn of_equally_common_values_labels_leave_out_the_default_else_the_first() {
+        let labels = |sets: &[(&str, &str)]| {
+            let mut preset = Preset {
+                num_workers: vec![0, 2],
+                ..Preset::default()
+            };
+            for (key, value) in sets {
+                preset.set(key, value).unwrap();
+            }
+            super::super::Plan::from_preset(&preset, None)
+                .unwrap()
+                .labels()
+        };
+        assert_eq!(
+            labels(&[("intra_op_threads", "1,auto")]),
+            ["nw=0 threads=1", "nw=2 threads=1", "nw=0", "nw=2"]
+        );
+        assert_eq!(
+            labels(&[("batch_size", "128,32")]),
+            ["nw=0", "nw=2", "nw=0 bs=32", "nw=2 bs=32"]
         );
     }
 
