@@ -122,8 +122,8 @@ impl Plan {
         }
         common.worker_kind = worker_kinds::common_kind(&self.configs, common.runtime);
         // One rank is the plain case: where the plan has several ranks values, every
-        // config with more than one rank says how many (a tie would otherwise leave the
-        // last value, say ranks=4, unnamed).
+        // config with more than one rank says how many, even where most configs have
+        // more (ranks [2, 4] would otherwise leave ranks=2 unnamed).
         if self.configs.iter().any(|c| c.ranks != common.ranks) {
             common.ranks = 1;
         }
