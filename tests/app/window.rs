@@ -340,8 +340,9 @@ fn menu_disabled(harness: &Harness<'_, App>, label: &str) -> bool {
 
 /// The fields a plan leaves unused are greyed out, or say why in place of the field, and
 /// come back once a config would use them: the start method without the pytorch
-/// runtime, the transfers without our engine's worker processes, and a python dataset's
-/// pipeline, normalize and where the transforms run.
+/// runtime, the transfers without our engine's worker processes, the cache of a dataset
+/// without files of its own, and a python dataset's pipeline, normalize and where the
+/// transforms run.
 #[test]
 fn the_fields_a_plan_leaves_unused_are_greyed_out_until_a_config_uses_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -350,7 +351,12 @@ fn the_fields_a_plan_leaves_unused_are_greyed_out_until_a_config_uses_them() {
         app.state().preset().runtime,
         vec![loaderbench_engine::preset::Runtime::Loaderbench]
     );
-    for unused in ["start method", "dataset transfer", "batch transfer"] {
+    for unused in [
+        "start method",
+        "dataset transfer",
+        "batch transfer",
+        "cache",
+    ] {
         assert!(menu_disabled(&app, unused), "{unused}");
     }
     assert!(!menu_disabled(&app, "transform at"));
@@ -382,6 +388,7 @@ fn the_fields_a_plan_leaves_unused_are_greyed_out_until_a_config_uses_them() {
     );
     assert!(python_app.query_by_label("normalize mean").is_none());
     assert!(menu_disabled(&python_app, "transform at"));
+    assert!(menu_disabled(&python_app, "cache"));
     assert!(!menu_disabled(&python_app, "start method"));
 }
 

@@ -2,10 +2,12 @@
 //! and where the transforms run for a python dataset (its own code transforms the
 //! samples), where the transforms run where our engine does not run, the dataset's and
 //! the batches' transfer where no config has our engine's worker processes, and the start
-//! method where the PyTorch runtime does not run. The app greys such a field out and says
-//! why; a plan warns of a value given to one, which would otherwise be dropped in
-//! silence. It errs towards "may matter": a field is unused only where no config of the
-//! grid or `extra_configs` could use it.
+//! method where the PyTorch runtime does not run, and a cold cache for a dataset without
+//! files of its own (synthetic, or a python dataset's, which only its code knows). The app
+//! greys such a field out and says why; a plan warns of a value given to one, which would
+//! otherwise be dropped in silence (a cold config of such a dataset is measured, warned of
+//! and marked `stayed warm` by the run itself). It errs towards "may matter": a field is
+//! unused only where no config of the grid or `extra_configs` could use it.
 
 use super::{Preset, Runtime, WorkerKind};
 use crate::dataset::DatasetKind;
@@ -17,6 +19,7 @@ pub const OWN_TRANSFORMS: &str = "a python dataset transforms its samples in its
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UnusedFields {
     python_dataset: bool,
+    synthetic_dataset: bool,
     our_engine: bool,
     our_worker_processes: bool,
     pytorch: bool,
@@ -36,6 +39,7 @@ impl UnusedFields {
         let our_engine = runtimes.contains(&Runtime::Loaderbench);
         UnusedFields {
             python_dataset: preset.dataset.kind == DatasetKind::Python,
+            synthetic_dataset: preset.dataset.kind == DatasetKind::Synthetic,
             our_engine,
             our_worker_processes: our_engine
                 && kinds
@@ -63,6 +67,13 @@ impl UnusedFields {
             "start_method" if !self.pytorch => {
                 Some("only the pytorch runtime starts its workers by a start method")
             }
+            "cache" if self.synthetic_dataset => {
+                Some("the synthetic dataset is made in memory: it has no files to evict")
+            }
+            "cache" if self.python_dataset => Some(
+                "a python dataset's files are its own code's to read, unknown to loaderbench: \
+                 none can be evicted",
+            ),
             _ => None,
         }
     }
@@ -108,6 +119,7 @@ mod tests {
             "dataset_transfer",
             "batch_transfer",
             "start_method",
+            "cache",
             "num_workers",
         ];
         let of = UnusedFields::of(preset);
@@ -120,20 +132,36 @@ mod tests {
         let plain = Preset::default();
         assert_eq!(
             unused(&plain),
-            ["dataset_transfer", "batch_transfer", "start_method"]
+            [
+                "dataset_transfer",
+                "batch_transfer",
+                "start_method",
+                "cache"
+            ]
         );
         let processes = Preset {
             worker_kind: vec![WorkerKind::Auto, WorkerKind::Spawn],
             runtime: vec![Runtime::Loaderbench, Runtime::Pytorch],
             ..Preset::default()
         };
-        assert_eq!(unused(&processes), [] as [&str; 0]);
+        assert_eq!(unused(&processes), ["cache"], "the synthetic dataset's");
         let pytorch = Preset {
             runtime: vec![Runtime::Pytorch],
             ..Preset::default()
         };
         assert_eq!(
             unused(&pytorch),
+            [
+                "transform_at",
+                "dataset_transfer",
+                "batch_transfer",
+                "cache"
+            ]
+        );
+        let mut files = pytorch.clone();
+        files.dataset.kind = DatasetKind::ImageFolder;
+        assert_eq!(
+            unused(&files),
             ["transform_at", "dataset_transfer", "batch_transfer"]
         );
         let mut python = pytorch.clone();
@@ -145,7 +173,8 @@ mod tests {
                 "normalize",
                 "transform_at",
                 "dataset_transfer",
-                "batch_transfer"
+                "batch_transfer",
+                "cache"
             ]
         );
         assert_eq!(
@@ -167,7 +196,7 @@ mod tests {
             ],
             ..Preset::default()
         };
-        assert_eq!(unused(&extras), [] as [&str; 0]);
+        assert_eq!(unused(&extras), ["cache"]);
     }
 
     #[test]
