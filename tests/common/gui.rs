@@ -207,7 +207,8 @@ pub fn xvfb_or_skip() -> Option<Xvfb> {
 
 /// Runs `loaderbench gui PRESET --run --exit --json JSON` (journals in `dir`) in a window
 /// on a display of its own, failing after `limit`; `None` when the test is skipped for
-/// want of Xvfb (see [`xvfb_or_skip`]).
+/// want of Xvfb (see [`xvfb_or_skip`]). Its data folder (`XDG_DATA_HOME`, where the app
+/// would remember its state) is `dir`'s [`DATA_HOME`], never the user's.
 pub fn run_in_window(preset: &Path, json: &Path, dir: &Path, limit: Duration) -> Option<Output> {
     let mut xvfb = xvfb_or_skip()?;
     let output = super::run_with_deadline(
@@ -221,9 +222,14 @@ pub fn run_in_window(preset: &Path, json: &Path, dir: &Path, limit: Duration) ->
             "--journal-dir",
             super::path_str(dir),
         ])
-        .env("DISPLAY", &xvfb.display),
+        .env("DISPLAY", &xvfb.display)
+        .env("XDG_DATA_HOME", dir.join(DATA_HOME)),
         limit,
     );
     xvfb.stop();
     Some(output)
 }
+
+/// The folder below a test's own folder that [`run_in_window`] gives the app as its
+/// `XDG_DATA_HOME`.
+pub const DATA_HOME: &str = "data-home";

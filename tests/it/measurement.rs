@@ -384,6 +384,12 @@ fn the_window_runs_a_preset_writes_json_and_exits_with_the_run_s_code() {
     let result: RunResult = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(result.status, RunStatus::Finished);
     assert_eq!(result.results.len(), 2);
+    // A scripted run is not the user's session: the app remembers nothing of it.
+    let remembered = dir.path().join(common::gui::DATA_HOME).join("loaderbench");
+    let files: Vec<_> = std::fs::read_dir(&remembered)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(files.is_empty(), "{files:?}");
 }
 
 #[test]

@@ -59,6 +59,8 @@ pub fn run(launch: Launch) -> Result<u8, eframe::Error> {
         // its per-pixel noise cost 12% of a frame, for flat colours that need none.
         renderer: eframe::Renderer::Glow,
         dithering: false,
+        // A scripted run leaves the remembered window where the user's session put it.
+        persist_window: exit.is_none(),
         ..eframe::NativeOptions::default()
     };
     eframe::run_native(

@@ -331,7 +331,15 @@ impl eframe::App for App {
         visuals.panel_fill.to_normalized_gamma_f32()
     }
 
+    /// Remembers the preset being edited for the next session; a scripted run (`--exit`)
+    /// is not the user's session and leaves what was remembered as it was.
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, eframe::APP_KEY, self.editor.saved());
+        if !self.script.exits() {
+            eframe::set_value(storage, eframe::APP_KEY, self.editor.saved());
+        }
+    }
+
+    fn persist_egui_memory(&self) -> bool {
+        !self.script.exits()
     }
 }
