@@ -211,9 +211,24 @@ pub(super) fn verdict(
         .iter()
         .all(|(c, _)| question.settling(chosen, c) == Some(Settling::AtTheMargin));
     let text = if !question.noise.known() {
+        // What was measured, though nothing says how far to trust it: the config that
+        // looks fastest, where it is not the pick.
+        let fastest = open
+            .iter()
+            .map(|(c, _)| *c)
+            .min_by(|a, b| a.projected_s.median.total_cmp(&b.projected_s.median))
+            .filter(|c| c.projected_s.median < chosen.projected_s.median);
+        let looks = fastest.map_or_else(String::new, |fastest| {
+            format!(
+                "{} looks {} faster than {}, but ",
+                fastest.label,
+                percent(chosen.projected_s.median / fastest.projected_s.median - 1.0),
+                chosen.label
+            )
+        });
         format!(
-            "not resolved after {after}: one round shows nothing of this machine's noise; \
-             {MEASURE_LONGER} or take {}",
+            "not resolved after {after}: {looks}one round shows nothing of this machine's \
+             noise; {MEASURE_LONGER} or take {}",
             chosen.label
         )
     } else {
@@ -503,6 +518,23 @@ mod tests {
         assert!(
             r.verdict.may_never_settle,
             "resolve and tune measure others first"
+        );
+    }
+
+    /// One round: the pick is still the tie rule's (nothing is beaten beyond a noise
+    /// nobody measured), and the verdict says what the round showed.
+    #[test]
+    fn one_round_says_what_looked_fastest_though_it_shows_no_noise() {
+        let r = measured(1.56f64.ln(), &[0.0]);
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        let text = &r.verdict.text;
+        assert!(text.starts_with("not resolved after 1 round ("), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                "): nw=2 looks 56% faster than nw=0, but one round shows nothing of this \
+                 machine's noise; {MEASURE_LONGER} or take nw=0"
+            )),
+            "{text}"
         );
     }
 
