@@ -6,8 +6,10 @@
 //! the members `{n:06}.{ext}` (the file's own bytes, its extension lower-cased: any of
 //! the image folder's formats)
 //! and `{n:06}.cls` (its class index). A folder that holds shards already is refused
-//! rather than mixed with new ones.
+//! rather than mixed with new ones. It ends with the `dataset` line to paste into a
+//! preset: the pattern, and the channels and most common size the images' headers give.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +21,7 @@ use rand::seq::SliceRandom;
 
 use loaderbench_engine::atomic_file;
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::dataset::{DatasetLimits, list_image_folder};
+use loaderbench_engine::dataset::{DatasetLimits, image_shape, list_image_folder};
 use loaderbench_engine::{Error, Result};
 
 /// An image folder to convert.
@@ -74,10 +76,11 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     let per_shard = usize::try_from(args.per_shard).unwrap_or(usize::MAX);
     let chunks: Vec<&[(PathBuf, i64)]> = samples.chunks(per_shard).collect();
     let extension = extension(args.compress);
+    let mut seen = ImagesSeen::default();
     for (shard, chunk) in chunks.iter().enumerate() {
         let first = shard * per_shard;
         let path = args.out.join(shard_name(shard, extension));
-        write_shard(&path, first, chunk, args.compress)?;
+        write_shard(&path, first, chunk, args.compress, &mut seen)?;
     }
     let last = chunks.len().saturating_sub(1);
     outln!(
@@ -97,12 +100,63 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     // A RON string, its quotes and backslashes escaped, so that the line pastes whole.
     let path = ron::to_string(&pattern).map_err(|err| Error::run(err.to_string()))?;
     outln!("use in a preset:");
+    let shape = match seen.most_common() {
+        Some(([height, width], count)) => {
+            if seen.sizes.len() > 1 {
+                outln!(
+                    "    // the images come in {} sizes, {width}×{height} the most common ({count} \
+                     of {}); image_size is the size every image is resized to",
+                    seen.sizes.len(),
+                    samples.len()
+                );
+            }
+            let channels = if seen.colour { 3 } else { 1 };
+            format!("channels: {channels}, image_size: ({height}, {width}), ")
+        }
+        None => {
+            outln!("    // no image header could be read here: give channels and image_size");
+            String::new()
+        }
+    };
     outln!(
-        "    dataset: (kind: shards, path: {path}, channels: 3, image_size: (64, 64), \
-         shuffle_buffer: {}),",
+        "    dataset: (kind: shards, path: {path}, {shape}shuffle_buffer: {}),",
         per_shard.min(1000)
     );
     Ok(())
+}
+
+/// What the images written hold, as their headers say: the sizes and colour the line to
+/// paste suggests.
+#[derive(Debug, Default)]
+struct ImagesSeen {
+    /// Each `[height, width]`, with its count and the order it was first met in.
+    sizes: HashMap<[u32; 2], (usize, usize)>,
+    /// Whether any image holds colour.
+    colour: bool,
+}
+
+impl ImagesSeen {
+    /// Counts the image file `bytes`, where its header can be read.
+    fn add(&mut self, bytes: &[u8]) {
+        let Some(shape) = image_shape(bytes) else {
+            return;
+        };
+        self.colour |= shape.colour;
+        let order = self.sizes.len();
+        self.sizes
+            .entry([shape.height, shape.width])
+            .or_insert((0, order))
+            .0 += 1;
+    }
+
+    /// The most common `[height, width]` (the first met of equally common ones) and its
+    /// count; `None` where no header could be read.
+    fn most_common(&self) -> Option<([u32; 2], usize)> {
+        self.sizes
+            .iter()
+            .min_by_key(|(_, (count, order))| (std::cmp::Reverse(*count), *order))
+            .map(|(size, (count, _))| (*size, *count))
+    }
 }
 
 /// `text` with what brace expansion reads (`{`, `}`, `,` and the escape itself) escaped,
@@ -154,18 +208,19 @@ fn write_shard(
     first: usize,
     chunk: &[(PathBuf, i64)],
     compress: Option<Compress>,
+    seen: &mut ImagesSeen,
 ) -> Result<()> {
     let mut unreadable = None;
     let written = atomic_file::write_with(path, |out| match compress {
         None => {
             let mut tar = tar::Builder::new(out);
-            append_samples(&mut tar, first, chunk, &mut unreadable)?;
+            append_samples(&mut tar, first, chunk, &mut unreadable, seen)?;
             tar.finish()
         }
         Some(Compress::Gz) => {
             let gzip = GzEncoder::new(out, flate2::Compression::default());
             let mut tar = tar::Builder::new(gzip);
-            append_samples(&mut tar, first, chunk, &mut unreadable)?;
+            append_samples(&mut tar, first, chunk, &mut unreadable, seen)?;
             tar.into_inner()?.finish().map(drop)
         }
     });
@@ -175,18 +230,21 @@ fn write_shard(
     }
 }
 
-/// Appends the samples `first..` of `chunk` to `tar`; an image that cannot be read is
-/// put in `unreadable` (named) as well as failing the write.
+/// Appends the samples `first..` of `chunk` to `tar`, each image's header counted in
+/// `seen`; an image that cannot be read is put in `unreadable` (named) as well as
+/// failing the write.
 fn append_samples(
     tar: &mut tar::Builder<impl Write>,
     first: usize,
     chunk: &[(PathBuf, i64)],
     unreadable: &mut Option<Error>,
+    seen: &mut ImagesSeen,
 ) -> std::io::Result<()> {
     for (n, (image, label)) in (first..).zip(chunk) {
         let bytes = std::fs::read(image).inspect_err(|err| {
             *unreadable = Some(Error::file(image, format!("cannot read: {err}")));
         })?;
+        seen.add(&bytes);
         let extension = image
             .extension()
             .map(|ext| ext.to_string_lossy().to_ascii_lowercase())

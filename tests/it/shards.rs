@@ -219,6 +219,49 @@ fn the_line_to_paste_reads_back_as_the_shards_written_whatever_the_folder_is_nam
     assert_printed(&output, "pasted.ron: ok");
 }
 
+/// The line to paste gives the images' own channels and most common size, not a fixed
+/// guess: three colour PNGs of 32×24 and two grey JPEGs of 40×30 are `channels: 3,
+/// image_size: (24, 32)`, with a comment that the sizes differ; grey images alone are
+/// `channels: 1`.
+#[test]
+fn the_line_to_paste_gives_the_images_channels_and_most_common_size() {
+    let folder = TempDir::new().unwrap();
+    for class in ["colour", "grey"] {
+        std::fs::create_dir(folder.path().join(class)).unwrap();
+    }
+    for i in 0..3 {
+        let image = RgbImage::from_pixel(32, 24, Rgb([200, 10, i]));
+        image
+            .save(folder.path().join(format!("colour/{i}.png")))
+            .unwrap();
+    }
+    for i in 0..2 {
+        let image = image::GrayImage::from_pixel(40, 30, image::Luma([i * 9]));
+        image
+            .save(folder.path().join(format!("grey/{i}.jpg")))
+            .unwrap();
+    }
+    let converted = || {
+        let out = TempDir::new().unwrap();
+        let output = loaderbench(&["shards", path_str(folder.path()), path_str(out.path())]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    };
+    let output = converted();
+    assert_printed(
+        &output,
+        "channels: 3, image_size: (24, 32), shuffle_buffer: 1000)",
+    );
+    assert_printed(&output, "come in 2 sizes, 32×24 the most common (3 of 5)");
+    std::fs::remove_dir_all(folder.path().join("colour")).unwrap();
+    let output = converted();
+    assert_printed(
+        &output,
+        "channels: 1, image_size: (30, 40), shuffle_buffer: 1000)",
+    );
+    assert!(!stdout(&output).contains("sizes"), "{}", stdout(&output));
+}
+
 #[test]
 fn converting_into_a_folder_that_holds_shards_is_refused() {
     let folder = image_folder(2, 2, 20);

@@ -260,6 +260,38 @@ pub fn check_pixels(
     )
 }
 
+/// An image's size and whether it holds colour, as its header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ImageShape {
+    pub width: u32,
+    pub height: u32,
+    /// False for grey images (with or without alpha), true for colour and palettes.
+    pub colour: bool,
+}
+
+/// The shape of the image file `bytes`, from its header through the `image` crate's
+/// decoder for its format; `None` where that cannot read it (a dataset's check names
+/// the file when it is opened).
+pub fn image_shape(bytes: &[u8]) -> Option<ImageShape> {
+    let reader = image::ImageReader::new(io::Cursor::new(bytes))
+        .with_guessed_format()
+        .ok()?;
+    let decoder = reader.into_decoder().ok()?;
+    let (width, height) = image::ImageDecoder::dimensions(&decoder);
+    let grey = matches!(
+        image::ImageDecoder::color_type(&decoder),
+        image::ColorType::L8
+            | image::ColorType::La8
+            | image::ColorType::L16
+            | image::ColorType::La16
+    );
+    Some(ImageShape {
+        width,
+        height,
+        colour: !grey,
+    })
+}
+
 /// What an image file's header says.
 #[derive(Debug, PartialEq, Eq)]
 enum Header {
