@@ -43,13 +43,17 @@ impl ImageFolder {
     ) -> Result<Self> {
         let shape = sample_shape(channels, size)?;
         let listed = list(root, limits, progress, cancel)?;
+        let mut warnings = listed.warnings;
+        if let Some((first, _)) = listed.samples.first() {
+            warnings.extend(image_header::default_shape_warning(first, channels, size));
+        }
         Ok(ImageFolder {
             root: root.to_path_buf(),
             samples: listed.samples,
             classes: listed.classes,
             shape,
             limits: *limits,
-            warnings: listed.warnings,
+            warnings,
         })
     }
 
@@ -610,6 +614,36 @@ mod tests {
             )),
             "{warnings:?}"
         );
+    }
+
+    /// A folder left at the default shape (1 × 28 × 28) whose images are not of it is
+    /// warned of, naming the first image's own shape; a shape the preset gave, or images
+    /// of the default shape, are not.
+    #[test]
+    fn images_read_at_the_default_shape_but_not_of_it_are_warned_of() {
+        let dir = write_folder();
+        let folder = open(dir.path(), 1, [28, 28]).unwrap();
+        let first = dir.path().join("cats").join("a.png");
+        assert_eq!(
+            folder.warnings(),
+            [format!(
+                "{}: 4×3 colour images (the first's header) are read as 1×28×28, the defaults \
+                 of dataset.channels and dataset.image_size; give the channels and size your \
+                 job's transforms make (channels: 3, image_size: [3, 4] keeps this one as it is)",
+                first.display()
+            )]
+        );
+        assert_eq!(
+            open(dir.path(), 3, [3, 4]).unwrap().warnings(),
+            Vec::<String>::new()
+        );
+        let mnist = TempDir::new().unwrap();
+        fs::create_dir(mnist.path().join("0")).unwrap();
+        GrayImage::from_pixel(28, 28, Luma([9]))
+            .save(mnist.path().join("0").join("a.png"))
+            .unwrap();
+        let folder = open(mnist.path(), 1, [28, 28]).unwrap();
+        assert_eq!(folder.warnings(), Vec::<String>::new());
     }
 
     #[test]

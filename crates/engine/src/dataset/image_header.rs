@@ -292,6 +292,42 @@ pub fn image_shape(bytes: &[u8]) -> Option<ImageShape> {
     })
 }
 
+/// The warning for a dataset read as `channels` × `size` where those are the defaults
+/// ([`DatasetSpec`](super::DatasetSpec): 1 × 28 × 28, FashionMNIST's) but its first image,
+/// at `path`, is not of that shape: a folder of photos left at the defaults would be
+/// measured grey and shrunk, a different job from the one it feeds. `None` where the
+/// preset gave a shape of its own, or the image has the defaults' shape, or its header
+/// cannot be read here.
+pub fn default_shape_warning(path: &Path, channels: usize, size: [usize; 2]) -> Option<String> {
+    let defaults = super::DatasetSpec::default();
+    if channels != defaults.channels || size != defaults.image_size {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let image = image_shape(&bytes)?;
+    let [height, width] = size;
+    let as_read = (image.colour, image.height as usize, image.width as usize);
+    if as_read == (channels == 3, height, width) {
+        return None;
+    }
+    let (kind, own_channels) = if image.colour {
+        ("colour", 3)
+    } else {
+        ("grey", 1)
+    };
+    Some(format!(
+        "{}: {}×{} {kind} images (the first's header) are read as {channels}×{height}×{width}, \
+         the defaults of dataset.channels and dataset.image_size; give the channels and size \
+         your job's transforms make (channels: {own_channels}, image_size: [{}, {}] keeps \
+         this one as it is)",
+        path.display(),
+        image.width,
+        image.height,
+        image.height,
+        image.width,
+    ))
+}
+
 /// What an image file's header says.
 #[derive(Debug, PartialEq, Eq)]
 enum Header {
