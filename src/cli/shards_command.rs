@@ -21,7 +21,7 @@ use rand::seq::SliceRandom;
 
 use loaderbench_engine::atomic_file;
 use loaderbench_engine::cancel::CancelToken;
-use loaderbench_engine::dataset::{DatasetLimits, image_shape, list_image_folder};
+use loaderbench_engine::dataset::{DatasetLimits, ImageShape, list_image_folder};
 use loaderbench_engine::{Error, Result};
 
 /// An image folder to convert.
@@ -138,7 +138,7 @@ struct ImagesSeen {
 impl ImagesSeen {
     /// Counts the image file `bytes`, where its header can be read.
     fn add(&mut self, bytes: &[u8]) {
-        let Some(shape) = image_shape(bytes) else {
+        let Some(shape) = ImageShape::of(bytes) else {
             return;
         };
         self.colour |= shape.colour;

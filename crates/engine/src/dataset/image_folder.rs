@@ -1,13 +1,17 @@
 //! The image-folder reader, laid out as torchvision's `ImageFolder`: one sub-folder per
 //! class, classes sorted by name and numbered by position, image files of any size and
-//! colour type inside, of the formats torchvision reads there ([`IMAGE_EXTENSIONS`]:
-//! PNG, JPEG, BMP, PPM/PGM, TIFF, WebP) (searched recursively, following links; hidden files and folders
-//! skipped, and a folder already visited, by device and inode, skipped with a warning, so
-//! a link back up the tree is walked once). Every
-//! file's header is checked at open, on several threads with progress reported
+//! colour type inside, of the formats torchvision reads there ([`IMAGE_EXTENSIONS`]: PNG,
+//! JPEG, BMP, PPM/PGM, TIFF, WebP) (searched recursively, following links; hidden files
+//! and folders skipped, and a folder already visited, by device and inode, skipped with a
+//! warning, so a link back up the tree is walked once). Every file's header is checked at
+//! open, on several threads with progress reported
 //! ([`image_header`](super::image_header)), so a corrupt file is reported before a run
-//! starts, and one over the dataset's limits is refused; `read` decodes, converts to 1 or 3 channels, resizes to the requested size and
-//! writes channels-first bytes ([`image_decode`](super::image_decode)).
+//! starts, and one over the dataset's limits is refused; `read` decodes, converts to 1 or
+//! 3 channels, resizes to the requested size and writes channels-first bytes
+//! ([`image_decode`](super::image_decode)). A folder left at the default shape (1 × 28 ×
+//! 28) whose first image is of another is warned of with that image's own
+//! ([`ImageShape`], which `loaderbench shards` also reads its suggestion from), since
+//! photos would otherwise be measured grey and shrunk in silence.
 
 use std::collections::HashSet;
 use std::fs;
@@ -45,7 +49,7 @@ impl ImageFolder {
         let listed = list(root, limits, progress, cancel)?;
         let mut warnings = listed.warnings;
         if let Some((first, _)) = listed.samples.first() {
-            warnings.extend(image_header::default_shape_warning(first, channels, size));
+            warnings.extend(default_shape_warning(first, channels, size));
         }
         Ok(ImageFolder {
             root: root.to_path_buf(),
@@ -329,6 +333,76 @@ pub(super) fn height_width<'de, D: serde::Deserializer<'de>>(
         }
     }
     deserializer.deserialize_any(HeightWidth)
+}
+
+/// An image's size and whether it holds colour, as its header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ImageShape {
+    pub width: u32,
+    pub height: u32,
+    /// False for grey images (with or without alpha), true for colour and palettes.
+    pub colour: bool,
+}
+
+impl ImageShape {
+    /// The shape of the image file `bytes`, from its header through the `image` crate's
+    /// decoder for its format; `None` where that cannot read it (a dataset's check names
+    /// the file when it is opened).
+    pub fn of(bytes: &[u8]) -> Option<ImageShape> {
+        let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .ok()?;
+        let decoder = reader.into_decoder().ok()?;
+        let (width, height) = image::ImageDecoder::dimensions(&decoder);
+        let grey = matches!(
+            image::ImageDecoder::color_type(&decoder),
+            image::ColorType::L8
+                | image::ColorType::La8
+                | image::ColorType::L16
+                | image::ColorType::La16
+        );
+        Some(ImageShape {
+            width,
+            height,
+            colour: !grey,
+        })
+    }
+}
+
+/// The warning for a dataset read as `channels` × `size` where those are the defaults
+/// ([`DatasetSpec`](super::DatasetSpec): 1 × 28 × 28, FashionMNIST's) but its first image,
+/// at `path`, is not of that shape: a folder of photos left at the defaults would be
+/// measured grey and shrunk, a different job from the one it feeds. `None` where the
+/// preset gave a shape of its own, or the image has the defaults' shape, or its header
+/// cannot be read here.
+pub fn default_shape_warning(path: &Path, channels: usize, size: [usize; 2]) -> Option<String> {
+    let defaults = super::DatasetSpec::default();
+    if channels != defaults.channels || size != defaults.image_size {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let image = ImageShape::of(&bytes)?;
+    let [height, width] = size;
+    let as_read = (image.colour, image.height as usize, image.width as usize);
+    if as_read == (channels == 3, height, width) {
+        return None;
+    }
+    let (kind, own_channels) = if image.colour {
+        ("colour", 3)
+    } else {
+        ("grey", 1)
+    };
+    Some(format!(
+        "{}: {}×{} {kind} images (the first's header) are read as {channels}×{height}×{width}, \
+         the defaults of dataset.channels and dataset.image_size; give the channels and size \
+         your job's transforms make (channels: {own_channels}, image_size: [{}, {}] keeps \
+         this one as it is)",
+        path.display(),
+        image.width,
+        image.height,
+        image.height,
+        image.width,
+    ))
 }
 
 #[cfg(test)]

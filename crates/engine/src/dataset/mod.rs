@@ -30,8 +30,8 @@ use image_folder::height_width;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;
-pub use image_folder::{IMAGE_EXTENSIONS, ImageFolderFiles, list as list_image_folder};
-pub use image_header::{BadHeader, ImageShape, check_reader as check_image_header, image_shape};
+pub use image_folder::{IMAGE_EXTENSIONS, ImageFolderFiles, ImageShape, list as list_image_folder};
+pub use image_header::{BadHeader, check_reader as check_image_header};
 pub use limits::DatasetLimits;
 pub use npy::{Dtype as NpyDtype, Kind as NpyKind, NpyHeader, parse_npy_header};
 pub use shards::check_shard_file;
