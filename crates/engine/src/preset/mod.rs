@@ -27,7 +27,7 @@ pub use crate::error::FieldPath;
 pub use crate::named_values::KnobValue;
 pub use crate::transform::TransformAt;
 pub use knobs::{ConfigPoint, KnobLists, knob_defaults};
-pub use unused::{OWN_TRANSFORMS, UnusedFields};
+pub use unused::{OWN_FILES, OWN_TRANSFORMS, UnusedFields};
 pub use values::{
     BatchTransfer, Cache, DatasetTransfer, IntraOpThreads, RunOrder, Runtime, StartMethod,
     WorkerKind,

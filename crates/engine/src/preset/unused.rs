@@ -1,19 +1,23 @@
-//! Which of a preset's fields its plan leaves unused, and why: the pipeline, normalize
-//! and where the transforms run for a python dataset (its own code transforms the
-//! samples), where the transforms run where our engine does not run, the dataset's and
-//! the batches' transfer where no config has our engine's worker processes, and the start
-//! method where the PyTorch runtime does not run, and a cold cache for a dataset without
-//! files of its own (synthetic, or a python dataset's, which only its code knows). The app
-//! greys such a field out and says why; a plan warns of a value given to one, which would
-//! otherwise be dropped in silence (a cold config of such a dataset is measured, warned of
-//! and marked `stayed warm` by the run itself). It errs towards "may matter": a field is
-//! unused only where no config of the grid or `extra_configs` could use it.
+//! Which of a preset's fields its plan leaves unused, and why: pipeline, normalize and
+//! transform_at beside a python dataset (its own code transforms the samples);
+//! transform_at without our engine; the dataset's and the batches' transfer without our
+//! engine's worker processes; the start method without the PyTorch runtime; the cache
+//! for a dataset without files of its own (synthetic, or a python dataset's, which only
+//! its code knows). The app greys such a field out and says why; a plan warns of a value
+//! given to one, which would otherwise be dropped in silence (a cold config of such a
+//! dataset is measured, warned of and marked `stayed warm` by the run itself). It errs
+//! towards "may matter": a field is unused only where no config of the grid or
+//! `extra_configs` could use it.
 
 use super::{Preset, Runtime, WorkerKind};
 use crate::dataset::DatasetKind;
 
 /// Why a python dataset leaves our pipelines out.
 pub const OWN_TRANSFORMS: &str = "a python dataset transforms its samples in its own code";
+
+/// Why a python dataset's files are neither loaded into the page cache nor evicted.
+pub const OWN_FILES: &str = "a python dataset's files are its own code's to read, unknown to \
+                             loaderbench";
 
 /// What decides which fields of one preset are unused.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,10 +74,7 @@ impl UnusedFields {
             "cache" if self.synthetic_dataset => {
                 Some("the synthetic dataset is made in memory: it has no files to evict")
             }
-            "cache" if self.python_dataset => Some(
-                "a python dataset's files are its own code's to read, unknown to loaderbench: \
-                 none can be evicted",
-            ),
+            "cache" if self.python_dataset => Some(OWN_FILES),
             _ => None,
         }
     }

@@ -18,7 +18,7 @@ use loaderbench_engine::dataset::Dataset;
 use loaderbench_engine::error::Result;
 use loaderbench_engine::page_cache;
 use loaderbench_engine::plan::Config;
-use loaderbench_engine::preset::Cache;
+use loaderbench_engine::preset::{Cache, OWN_FILES};
 
 use super::Run;
 use crate::results::ConfigResult;
@@ -61,11 +61,7 @@ impl EpochCache {
     /// Evicts the dataset's files; the line that says why some stayed, if they did.
     fn evict(&self) -> Result<Option<String>> {
         let Some(dataset) = &self.dataset else {
-            return Ok(Some(
-                "a python dataset's files are its own code's to read, unknown to \
-                 loaderbench, so none were evicted"
-                    .to_owned(),
-            ));
+            return Ok(Some(format!("{OWN_FILES}, so none were evicted")));
         };
         dataset.release_mapped_pages()?;
         let files = dataset.files();
