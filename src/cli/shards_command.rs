@@ -138,7 +138,7 @@ struct ImagesSeen {
 impl ImagesSeen {
     /// Counts the image file `bytes`, where its header can be read.
     fn add(&mut self, bytes: &[u8]) {
-        let Some(shape) = ImageShape::of(bytes) else {
+        let Some(shape) = ImageShape::of(std::io::Cursor::new(bytes)) else {
             return;
         };
         self.colour |= shape.colour;

@@ -345,13 +345,11 @@ pub struct ImageShape {
 }
 
 impl ImageShape {
-    /// The shape of the image file `bytes`, from its header through the `image` crate's
-    /// decoder for its format; `None` where that cannot read it (a dataset's check names
-    /// the file when it is opened).
-    pub fn of(bytes: &[u8]) -> Option<ImageShape> {
-        let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-            .with_guessed_format()
-            .ok()?;
+    /// The shape of the image `file` holds (its bytes, or the file itself: only the
+    /// header is read), through the `image` crate's decoder for its format; `None` where
+    /// that cannot read it (a dataset's check names the file when it is opened).
+    pub fn of(file: impl std::io::BufRead + std::io::Seek) -> Option<ImageShape> {
+        let reader = image::ImageReader::new(file).with_guessed_format().ok()?;
         let decoder = reader.into_decoder().ok()?;
         let (width, height) = image::ImageDecoder::dimensions(&decoder);
         let grey = matches!(
@@ -380,8 +378,8 @@ pub fn default_shape_warning(path: &Path, channels: usize, size: [usize; 2]) -> 
     if channels != defaults.channels || size != defaults.image_size {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
-    let image = ImageShape::of(&bytes)?;
+    let file = std::io::BufReader::new(fs::File::open(path).ok()?);
+    let image = ImageShape::of(file)?;
     let [height, width] = size;
     let as_read = (image.colour, image.height as usize, image.width as usize);
     if as_read == (channels == 3, height, width) {
