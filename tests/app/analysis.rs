@@ -14,7 +14,8 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 
-use loaderbench_engine::preset::{ConfigPoint, Preset};
+use loaderbench_engine::preset::Preset;
+use loaderbench_engine::transform::{Op, PipelineSpec};
 use loaderbench_gui::{App, Phase};
 use loaderbench_measure::results::RunResult;
 
@@ -333,6 +334,31 @@ fn measure_further_refuses_a_journal_from_another_machine() {
     );
 }
 
+/// A preset whose recommendations stay open: two pipelines, each its own question, and in
+/// each two configs that are one loader (one worker hands its batches out in order either
+/// way), with no tie margin, so neither is faster but by chance, nor equally fast within
+/// 0%. A round that settles one question by chance (one in twenty, at its 95% interval)
+/// leaves the other open; one question alone was settled by chance on a busy CI machine,
+/// an A/A copy flooring its noise or not. (A prefetch queue of 2 or 3 batches resolved in
+/// 12–18 s.)
+fn open_preset() -> Preset {
+    Preset {
+        tie_margin: 0.0,
+        in_order: vec![true, false],
+        num_workers: vec![1],
+        pipeline: vec![
+            PipelineSpec::Light,
+            PipelineSpec::Custom {
+                name: "costly".to_owned(),
+                ops: vec![Op::Cost {
+                    micros_per_sample: 200,
+                }],
+            },
+        ],
+        ..common::runs::tiny_preset(512, 2)
+    }
+}
+
 /// A journal opened alone, whose recommendation is open, is measured further with the
 /// Measure further button, within the budget field's seconds, appending to the journal;
 /// the run bar says what it measured. The same run opened from its results JSON has no
@@ -341,15 +367,10 @@ fn measure_further_refuses_a_journal_from_another_machine() {
 fn measure_further_measures_an_opened_journal_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let saved = common::runs::SavedRun::in_dir(dir.path());
-    // Two configs that are one loader, two rounds, no tie margin: neither is faster
-    // beyond the noise, nor equally fast within 0%, so the answer stays open.
     let preset = dir.path().join("open.ron");
     Preset {
         repeats: 2,
-        tie_margin: 0.0,
-        in_order: vec![true, false],
-        num_workers: vec![1],
-        ..common::runs::tiny_preset(512, 2)
+        ..open_preset()
     }
     .save(&preset)
     .unwrap();
@@ -412,22 +433,9 @@ fn measure_further_measures_an_opened_journal_within_the_budget() {
 #[test]
 fn the_rounds_after_a_run_are_shown_as_they_end_and_cancel_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
-    // Two configs that are one loader (one worker hands its batches out in order either
-    // way), one round each, and no tie margin: neither is faster beyond the noise, nor
-    // equally fast within 0%, so the recommendation stays open. (A prefetch queue of 2
-    // or 3 batches resolved in 12–18 s.) The first's copy, an A/A check, floors the
-    // noise: without it, a busy machine made one of the two "fastest" by chance before
-    // the test looked, its own scatter over two or three rounds being near nothing.
     let preset = Preset {
         resolve_for_s: 600.0,
-        tie_margin: 0.0,
-        in_order: vec![true, false],
-        num_workers: vec![1],
-        extra_configs: vec![ConfigPoint {
-            copy: Some(1),
-            ..ConfigPoint::default()
-        }],
-        ..common::runs::tiny_preset(512, 2)
+        ..open_preset()
     };
     let mut harness = run_in_app(dir.path(), &preset);
     // Cancelled once a round has begun (the rounds' process is up and listening).
