@@ -1,19 +1,20 @@
 //! Tune against the full grid, per preset (seed-light, seed-heavy and seed-light-pytorch;
-//! `cargo bench --bench tune -- NAME` for one): the full grid three times (`loaderbench
-//! run`), then tune five times (`loaderbench tune`) with a budget of a quarter of one
-//! grid run's wall time (`share=0.5` after `--`: half), each a fresh process. Each
-//! question is judged by the reference that measured its configs most: the grid, or, for
-//! seed-light-pytorch's loaderbench question, twelve rounds of seed-light (its configs, a
-//! second or two a round, spread before, between and after the tunes). Prints, per
-//! preset: the budget ratio (tune's budget over a grid run's time, and what the tunes
-//! used); per question, how often tune's recommendation is in the reference's best set
-//! (its rounds read by the recommendation's own rule; goal 5 of 5) and its worst regret,
-//! tune's pick against the reference's fastest config timed side by side in each of its
-//! rounds (the median of the per-round ratios; goal within 5%); and the model's
-//! prediction error per config, the median over the tunes. Recommendations are read as if
-//! no measurement were disturbed (the benchmark's own load is not the question); the
-//! count of disturbed ones is printed. Under `cargo test` (no `--bench`) it runs a smoke
-//! version: seed-light on 2,048 samples, the grid once, tune once.
+//! `cargo bench --bench tune -- NAME` for one, a built-in preset's name or a preset
+//! file): the full grid three times (`loaderbench run`), then tune five times
+//! (`loaderbench tune`) with a budget of a quarter of one grid run's wall time
+//! (`share=0.5` after `--`: half), each a fresh process. Each question is judged by the
+//! reference that measured its configs most: the grid, or, for seed-light-pytorch's
+//! loaderbench question, twelve rounds of seed-light (its configs, a second or two a
+//! round, spread before, between and after the tunes). Prints, per preset: the budget
+//! ratio (tune's budget over a grid run's time, and what the tunes used); per question,
+//! how often tune's recommendation is in the reference's best set (its rounds read by the
+//! recommendation's own rule; goal 5 of 5) and its worst regret, tune's pick against the
+//! reference's fastest config timed side by side in each of its rounds (the median of the
+//! per-round ratios; goal within 5%); and the model's prediction error per config, the
+//! median over the tunes. Recommendations are read as if no measurement were disturbed
+//! (the benchmark's own load is not the question); the count of disturbed ones is
+//! printed. Under `cargo test` (no `--bench`) it runs a smoke version: seed-light on
+//! 2,048 samples, the grid once, tune once.
 //!
 //! `against=PATH` after `--` judges a second build beside this one (the `loaderbench`
 //! binary of an earlier commit, copied out of `target/release`): after each reference
@@ -101,10 +102,14 @@ fn against_the_grid(
     } else {
         &["--set", "samples=2048"]
     };
+    // A preset given as a path names its files by its own name.
+    let name = Path::new(preset)
+        .file_stem()
+        .map_or(preset.into(), |stem| stem.to_string_lossy());
     let mut grid_runs = Vec::new();
     let mut grid_s = Vec::new();
     for round in 0..grids {
-        let json = dir.join(format!("{preset}-grid-{round}.json"));
+        let json = dir.join(format!("{name}-grid-{round}.json"));
         let started = Instant::now();
         let mut args = vec!["run", preset, "--quiet"];
         args.extend_from_slice(sets);
@@ -127,7 +132,7 @@ fn against_the_grid(
             break;
         }
         for (index, (build, tuned)) in builds.iter().zip(&mut tunes_of).enumerate() {
-            let json = dir.join(format!("{preset}-tune-{slot}-{index}.json"));
+            let json = dir.join(format!("{name}-tune-{slot}-{index}.json"));
             let budget = format!("{budget_s}s");
             let mut args = vec!["tune", preset, "--quiet", "--budget", &budget];
             args.extend_from_slice(sets);

@@ -2,15 +2,22 @@
 //! configs, predict every config's projected time for the planned epochs. Each anchor's
 //! epochs split into the work (the time after the first batch, plus one batch at the
 //! steady rate) and the start-up (the first batch beyond that rate: workers starting,
-//! the pipeline filling). The anchors' work against their worker counts gives an Amdahl
-//! fit ([`amdahl_fit`], no workers counting as one, workers past the cores adding
-//! nothing); their start-ups a cost per worker for each way of starting them
-//! ([`Config::worker_start`]: a spawned worker imports torch, a forked one does not), the
-//! anchors' median for a way none of them took. A persistent config pays start-up once,
-//! any other in every epoch. The model knows nothing of prefetch depth or transfers, so
-//! it ranks the configs that differ only in those alike: the measurements decide. Each
-//! runtime (each question: runtime, pipeline, ranks, cache) has its own anchors and its
-//! own fit, since our engine's anchors say nothing of PyTorch's DataLoader.
+//! the pipeline filling), and the work into the main process's own time (all it did but
+//! wait for batches: the training step, the copy to the device) and the loading. Without
+//! workers the main process loads, so an epoch is the loading and its own time one after
+//! the other; with workers the two overlap, so an epoch is the longer of them: the
+//! loading of the workers' anchors is their whole work, and the main process's time
+//! (the step, slowed as workers take its cores) is the nearest workers' anchor's. The
+//! loading against the worker counts gives an Amdahl fit ([`amdahl_fit`]: no workers'
+//! loading counting as one worker's, workers past the cores adding nothing), so a step
+//! that outlasts one worker's loading makes one worker as fast as two. Their start-ups
+//! give a cost per worker for each way of starting them ([`Config::worker_start`]: a
+//! spawned worker imports torch, a forked one does not), the anchors' median for a way
+//! none of them took. A persistent config pays start-up once, any other in every epoch.
+//! The model knows nothing of prefetch depth or transfers, so it ranks the configs that
+//! differ only in those alike: the measurements decide. Each runtime (each question:
+//! runtime, pipeline, ranks, cache) has its own anchors and its own fit, since our
+//! engine's anchors say nothing of PyTorch's DataLoader.
 
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::results::{EpochResult, RunResult};
@@ -23,11 +30,12 @@ use crate::{ConfigRuns, measured_configs};
 /// The fitted model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Model {
-    /// Work per epoch against workers; `None` when the anchors gave one worker count
-    /// (then every config does the work of the nearest anchor).
+    /// Loading per epoch against workers; `None` when the anchors gave one worker count
+    /// (then every config loads as the nearest anchor).
     fit: Option<AmdahlFit>,
-    /// (workers, work per epoch) of each anchor, for configs the fit does not cover.
-    anchors: Vec<(usize, f64)>,
+    /// Each anchor's worker count, loading per epoch (with workers, its whole work) and
+    /// the main process's own time per epoch.
+    anchors: Vec<Anchor>,
     /// Start-up seconds per worker, per epoch that starts workers, for each way of
     /// starting them the anchors took ([`Config::worker_start`]).
     startup_per_worker_s: Vec<(&'static str, f64)>,
@@ -43,10 +51,7 @@ impl Model {
     pub fn fit(result: &RunResult, config: &Config) -> Option<Model> {
         let mut measured = measured_configs(result);
         measured.retain(|runs| same_question(runs.config, config));
-        let anchors: Vec<(usize, f64)> = measured
-            .iter()
-            .filter_map(|runs| Some((runs.config.num_workers, median_work_s(runs)?)))
-            .collect();
+        let anchors: Vec<Anchor> = measured.iter().filter_map(Anchor::of).collect();
         if anchors.is_empty() {
             return None;
         }
@@ -74,7 +79,7 @@ impl Model {
         let cores = result.machine.logical_cores.max(1);
         let effective: Vec<(usize, f64)> = anchors
             .iter()
-            .map(|&(workers, work)| (workers.min(cores), work))
+            .map(|anchor| (anchor.workers.min(cores), anchor.loading_s))
             .collect();
         Some(Model {
             fit: amdahl_fit(&effective),
@@ -88,9 +93,22 @@ impl Model {
     /// `config`'s predicted time for `epochs` epochs.
     pub fn predict_s(&self, config: &Config, epochs: usize) -> f64 {
         let workers = config.num_workers;
-        let work = match &self.fit {
+        let loading = match &self.fit {
             Some(fit) => fit.time_s(workers.clamp(1, self.cores) as f64),
-            None => self.nearest_anchor_work_s(workers),
+            None => self.nearest(workers.max(1), |a| a.workers.max(1)).loading_s,
+        };
+        let work = if workers == 0 {
+            loading + self.nearest(0, |a| a.workers).main_s
+        } else {
+            // The nearest anchor with workers: its main process shared the cores with them.
+            let with_workers = |a: &Anchor| {
+                if a.workers == 0 {
+                    usize::MAX
+                } else {
+                    a.workers
+                }
+            };
+            loading.max(self.nearest(workers, with_workers).main_s)
         };
         let startups = if workers == 0 {
             0
@@ -107,18 +125,37 @@ impl Model {
         epochs as f64 * work + startups as f64 * per_worker * workers as f64
     }
 
-    fn nearest_anchor_work_s(&self, workers: usize) -> f64 {
+    /// The anchor whose `count` is nearest `workers` (the first of equals).
+    fn nearest(&self, workers: usize, count: impl Fn(&Anchor) -> usize) -> &Anchor {
         self.anchors
             .iter()
-            .min_by_key(|(anchor, _)| anchor.abs_diff(workers))
-            .map_or(0.0, |(_, work)| *work)
+            .min_by_key(|anchor| count(anchor).abs_diff(workers))
+            .expect("Model::fit makes no model without anchors")
     }
 }
 
-/// The median over a config's epochs of the work they did (see [`work_s`]).
-fn median_work_s(runs: &ConfigRuns<'_>) -> Option<f64> {
-    let work: Vec<f64> = runs.epochs().filter_map(work_s).collect();
-    stats::median(&work)
+/// What an anchor's epochs did, as medians over them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Anchor {
+    workers: usize,
+    /// Loading per epoch: without workers, the work less the main process's own time;
+    /// with them, the whole work (the loading as far as the epoch shows it).
+    loading_s: f64,
+    /// The main process's own time per epoch: the work less its waits for batches.
+    main_s: f64,
+}
+
+impl Anchor {
+    fn of(runs: &ConfigRuns<'_>) -> Option<Anchor> {
+        let work = stats::median(&runs.epochs().filter_map(work_s).collect::<Vec<_>>())?;
+        let main = stats::median(&runs.epochs().filter_map(main_s).collect::<Vec<_>>())?;
+        let workers = runs.config.num_workers;
+        Some(Anchor {
+            workers,
+            loading_s: if workers == 0 { work - main } else { work },
+            main_s: main,
+        })
+    }
 }
 
 /// An epoch's time less its start-up: the time after the first batch, plus one batch at
@@ -126,6 +163,13 @@ fn median_work_s(runs: &ConfigRuns<'_>) -> Option<f64> {
 fn work_s(epoch: &EpochResult) -> Option<f64> {
     let steady = crate::steady_batch_s(epoch)?;
     Some(epoch.seconds - epoch.first_batch_s + steady)
+}
+
+/// The main process's own time in an epoch: all it did but wait for batches (the
+/// start-up is a wait), at most the epoch's work.
+fn main_s(epoch: &EpochResult) -> Option<f64> {
+    let work = work_s(epoch)?;
+    Some((epoch.seconds - epoch.stages.wait_s).clamp(0.0, work))
 }
 
 /// What an epoch's first batch took beyond the steady rate: the workers starting.
@@ -137,15 +181,21 @@ fn startup_s(epoch: &EpochResult) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run};
+    use loaderbench_measure::fixtures::{config, epoch, epoch_with_wait, result, run};
+
+    /// An epoch of 10 batches that the main process spent waiting for: its first batch
+    /// after `first_batch_s`, the others `batch_s` apart.
+    fn loading(first_batch_s: f64, batch_s: f64) -> EpochResult {
+        epoch_with_wait(1, first_batch_s, batch_s, 10, batch_s)
+    }
 
     /// Anchors of a pipeline whose 10 batches take 0.4 s of work alone, 0.2 s with two
     /// workers (8 cores: the fixtures' machine), each worker costing 0.3 s to start.
     fn anchors() -> RunResult {
         let configs = vec![config(0, false), config(2, false)];
         let results = vec![
-            run(0, configs[0].clone(), vec![epoch(1, 0.04, 0.04, 10)]),
-            run(1, configs[1].clone(), vec![epoch(1, 0.62, 0.02, 10)]),
+            run(0, configs[0].clone(), vec![loading(0.04, 0.04)]),
+            run(1, configs[1].clone(), vec![loading(0.62, 0.02)]),
         ];
         result(configs, results)
     }
@@ -175,9 +225,9 @@ mod tests {
             pytorch(2, StartMethod::Spawn),
         ];
         let results = vec![
-            run(0, configs[0].clone(), vec![epoch(1, 0.04, 0.04, 10)]),
-            run(1, configs[1].clone(), vec![epoch(1, 0.62, 0.02, 10)]),
-            run(2, configs[2].clone(), vec![epoch(1, 6.02, 0.02, 10)]),
+            run(0, configs[0].clone(), vec![loading(0.04, 0.04)]),
+            run(1, configs[1].clone(), vec![loading(0.62, 0.02)]),
+            run(2, configs[2].clone(), vec![loading(6.02, 0.02)]),
         ];
         let model = Model::fit(&result(configs.clone(), results), &configs[0]).unwrap();
         let predict = |workers, method| model.predict_s(&pytorch(workers, method), 1);
@@ -199,5 +249,34 @@ mod tests {
             (persistent - (10.0 * 0.1 + 1.2)).abs() < 1e-9,
             "{persistent}"
         );
+    }
+
+    /// A training step of 27 ms a batch and 23 ms of loading: without workers an epoch is
+    /// both (0.5 s), with two workers the step (slowed to 0.315 s an epoch as they share
+    /// its cores), and one worker, whose loading hides behind the step as theirs does, is
+    /// predicted at the step's time, not at no workers' (it was, so a tune left out the
+    /// config a sweep picked).
+    #[test]
+    fn a_step_that_outlasts_the_loading_makes_one_worker_as_fast_as_two() {
+        let configs = vec![config(0, false), config(2, false)];
+        let results = vec![
+            run(
+                0,
+                configs[0].clone(),
+                vec![epoch_with_wait(1, 0.05, 0.05, 10, 0.02)],
+            ),
+            // The step's time between batches, none of it waiting: their first batch came
+            // 0.265 s late as the two workers started.
+            run(1, configs[1].clone(), vec![epoch(1, 0.3, 0.035, 10)]),
+        ];
+        let model = Model::fit(&result(configs, results), &config(0, false)).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let no_workers = model.predict_s(&config(0, false), 1);
+        assert!(close(no_workers, 0.5), "{no_workers}");
+        let start_one = (0.3 - 0.035) / 2.0;
+        let one = model.predict_s(&config(1, false), 1);
+        assert!(close(one, 0.315 + start_one), "{one}");
+        let two = model.predict_s(&config(2, false), 1);
+        assert!(close(two, 0.35 + 2.0 * start_one), "{two}");
     }
 }
