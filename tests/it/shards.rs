@@ -348,6 +348,34 @@ fn shard_folder(side: u32) -> (TempDir, TempDir, String) {
     (folder, out, pattern)
 }
 
+/// Shards of colour photos left at the default shape (1 × 28 × 28, FashionMNIST's) are
+/// warned of before measuring, naming the first sample's shard and member, and the line
+/// that keeps them as they are.
+#[test]
+fn shards_left_at_the_default_shape_are_warned_of() {
+    let (_folder, out, pattern) = shard_folder(20);
+    let mut preset = common::runs::tiny_preset(1_000, 1);
+    preset.samples = None;
+    preset.dataset = DatasetSpec {
+        kind: DatasetKind::Shards,
+        path: Some(pattern.into()),
+        ..DatasetSpec::default()
+    };
+    let file = out.path().join("defaults.ron");
+    preset.save(&file).unwrap();
+    let output = loaderbench(&["validate", path_str(&file)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = out.path().join("shard-000000.tar");
+    let said = format!("{}: ", first.display());
+    let printed = format!("{}{}", stdout(&output), stderr(&output));
+    let warning = printed
+        .lines()
+        .find(|line| line.contains(&said) && line.contains("colour images (the first's header)"))
+        .unwrap_or_else(|| panic!("no warning naming {said} in: {printed}"));
+    assert!(warning.contains("are read as 1×28×28"), "{warning}");
+    assert!(warning.contains("channels: 3"), "{warning}");
+}
+
 /// The shards of [`shard_folder`] served by nginx, at `bytes_per_s` (`None`: as fast
 /// as it can); `None` where nginx is not installed.
 struct ServedShards {

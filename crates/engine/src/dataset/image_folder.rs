@@ -49,7 +49,13 @@ impl ImageFolder {
         let listed = list(root, limits, progress, cancel)?;
         let mut warnings = listed.warnings;
         if let Some((first, _)) = listed.samples.first() {
-            warnings.extend(default_shape_warning(first, channels, size));
+            let header = || ImageShape::of(std::io::BufReader::new(fs::File::open(first).ok()?));
+            warnings.extend(default_shape_warning(
+                &first.display().to_string(),
+                channels,
+                size,
+                header,
+            ));
         }
         Ok(ImageFolder {
             root: root.to_path_buf(),
@@ -369,17 +375,21 @@ impl ImageShape {
 
 /// The warning for a dataset read as `channels` × `size` where those are the defaults
 /// ([`DatasetSpec`](super::DatasetSpec): 1 × 28 × 28, FashionMNIST's) but its first image,
-/// at `path`, is not of that shape: a folder of photos left at the defaults would be
-/// measured grey and shrunk, a different job from the one it feeds. `None` where the
-/// preset gave a shape of its own, or the image has the defaults' shape, or its header
-/// cannot be read here.
-pub fn default_shape_warning(path: &Path, channels: usize, size: [usize; 2]) -> Option<String> {
+/// `name`, is not of that shape as its `header` says: a folder of photos left at the
+/// defaults would be measured grey and shrunk, a different job from the one it feeds.
+/// `None` where the preset gave a shape of its own (the header is then not read), or the
+/// image has the defaults' shape, or its header cannot be read here.
+pub fn default_shape_warning(
+    name: &str,
+    channels: usize,
+    size: [usize; 2],
+    header: impl FnOnce() -> Option<ImageShape>,
+) -> Option<String> {
     let defaults = super::DatasetSpec::default();
     if channels != defaults.channels || size != defaults.image_size {
         return None;
     }
-    let file = std::io::BufReader::new(fs::File::open(path).ok()?);
-    let image = ImageShape::of(file)?;
+    let image = header()?;
     let [height, width] = size;
     let as_read = (image.colour, image.height as usize, image.width as usize);
     if as_read == (channels == 3, height, width) {
@@ -391,15 +401,11 @@ pub fn default_shape_warning(path: &Path, channels: usize, size: [usize; 2]) -> 
         ("grey", 1)
     };
     Some(format!(
-        "{}: {}×{} {kind} images (the first's header) are read as {channels}×{height}×{width}, \
+        "{name}: {}×{} {kind} images (the first's header) are read as {channels}×{height}×{width}, \
          the defaults of dataset.channels and dataset.image_size; give the channels and size \
          your job's transforms make (channels: {own_channels}, image_size: [{}, {}] keeps \
          this one as it is)",
-        path.display(),
-        image.width,
-        image.height,
-        image.height,
-        image.width,
+        image.width, image.height, image.height, image.width,
     ))
 }
 

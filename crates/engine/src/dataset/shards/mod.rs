@@ -1,12 +1,14 @@
 //! Tar shards in WebDataset's layout, read as streams. [`pattern`] turns the preset's
 //! `path` into shard locations (local files or `http(s)://` URLs); [`Shards::open`]
-//! indexes every shard once ([`index`]: one pass, several shards at a time, so bad
-//! input is named before a run starts and the dataset knows its length); `read` decodes
-//! a sample's image exactly as the image folder does, its bytes fetched by the reading
+//! indexes every shard once ([`index`]: one pass, several shards at a time, so bad input
+//! is named before a run starts and the dataset knows its length); `read` decodes a
+//! sample's image exactly as the image folder does, its bytes fetched by the reading
 //! thread's cursor ([`cursor`]) from a sequential stream on its shard ([`source`]),
-//! decompressed where the shard is compressed ([`compression`]: gzip, bzip2, xz).
-//! Samples are numbered shard by shard in member order, and [`Dataset::shards`] says
-//! which indices each shard holds, so the loader hands out whole shards.
+//! decompressed where the shard is compressed ([`compression`]: gzip, bzip2, xz). Samples
+//! are numbered shard by shard in member order, and [`Dataset::shards`] says which
+//! indices each shard holds, so the loader hands out whole shards. Opened at the default
+//! shape, it warns where its first image is of another, as the image folder does
+//! ([`image_folder::default_shape_warning`]).
 
 mod compression;
 mod cursor;
@@ -23,9 +25,9 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use super::image_folder::{self, ImageShape};
 use super::{
-    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode,
-    image_folder, image_header,
+    Dataset, DatasetLimits, OpenProgress, SampleShape, TimedRead, files, image_decode, image_header,
 };
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +95,9 @@ pub struct Shards {
     limits: DatasetLimits,
     /// Tells this dataset's cursors from another's on a reading thread.
     id: u64,
+    /// That the first image is not of the default shape the dataset is read at (found
+    /// at open; a worker's copy has none).
+    shape_warning: Option<String>,
 }
 
 impl Shards {
@@ -116,7 +121,12 @@ impl Shards {
         if let Some(limit) = limit {
             keep_first(&mut shards, limit);
         }
-        Ok(Shards::new(pattern.to_owned(), shards, shape, *limits))
+        let mut shards = Shards::new(pattern.to_owned(), shards, shape, *limits);
+        shards.shape_warning = shards.first_sample().and_then(|first| {
+            let header = || shards.first_image_shape();
+            image_folder::default_shape_warning(&first, channels, size, header)
+        });
+        Ok(shards)
     }
 
     /// The dataset a parent opened, from its [`Dataset::reopen_index`]: no shard is read.
@@ -146,7 +156,24 @@ impl Shards {
             shape,
             limits,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shape_warning: None,
         }
+    }
+
+    /// The first sample's image, named as the warnings name a member: `SHARD: MEMBER`.
+    fn first_sample(&self) -> Option<String> {
+        let shard = self.catalog.shards.first()?;
+        let member = &shard.samples.first()?.member;
+        Some(crate::secrets::redact(&format!("{}: {member}", shard.location)).into_owned())
+    }
+
+    /// The first sample's image size and colour, its bytes fetched as a read fetches them
+    /// (this thread's cursor let go of after); `None` where they cannot be read here.
+    fn first_image_shape(&self) -> Option<ImageShape> {
+        let header = |bytes: &[u8]| Ok(ImageShape::of(std::io::Cursor::new(bytes)));
+        let read = cursor::read(self.id, &self.catalog, 0, header);
+        cursor::release(self.id);
+        read.ok()?.0
     }
 }
 
@@ -187,17 +214,19 @@ impl Dataset for Shards {
     }
 
     fn warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self.shape_warning.iter().cloned().collect();
         let shards = &self.catalog.shards;
         let mut clipped = shards.iter().flat_map(|shard| {
             let clipped = shard.samples.iter().filter(|sample| sample.pil_clips);
             clipped.map(move |sample| (&shard.location, &sample.member))
         });
-        let Some((location, member)) = clipped.next() else {
-            return Vec::new();
-        };
-        let first = format!("{location}: {member}");
-        let warning = image_header::clipped_grey_warning(1 + clipped.count(), self.len(), &first);
-        vec![crate::secrets::redact(&warning).into_owned()]
+        if let Some((location, member)) = clipped.next() {
+            let first = format!("{location}: {member}");
+            let count = 1 + clipped.count();
+            let warning = image_header::clipped_grey_warning(count, self.len(), &first);
+            warnings.push(crate::secrets::redact(&warning).into_owned());
+        }
+        warnings
     }
 
     fn shards(&self) -> Option<Vec<Range<usize>>> {
@@ -406,6 +435,51 @@ mod tests {
             path.display()
         );
         assert!(warnings[0].starts_with(&first), "{warnings:?}");
+    }
+
+    /// Shards of 3×2 colour images opened at the default shape (1 × 28 × 28) are warned
+    /// of, naming the first sample's shard and member, a compressed shard's as a plain
+    /// one's; at a shape of the preset's own they are not, and the samples read the same
+    /// after the first was fetched for its header.
+    #[test]
+    fn shards_left_at_the_default_shape_are_warned_of() {
+        let dir = TempDir::new().unwrap();
+        let mut plain = Vec::new();
+        let path = dir.path().join("s-000.tar");
+        write_tar(&path, &samples(0, 4));
+        std::io::Read::read_to_end(&mut std::fs::File::open(&path).unwrap(), &mut plain).unwrap();
+        let gzipped = dir.path().join("s-000.tar.gz");
+        std::fs::write(&gzipped, compressed(&plain, Compression::Gzip)).unwrap();
+        let defaults = crate::dataset::DatasetSpec::default();
+        for path in [&path, &gzipped] {
+            let pattern = path.display().to_string();
+            let at_defaults = Shards::open(
+                &pattern,
+                &DatasetLimits::DEFAULT,
+                defaults.channels,
+                defaults.image_size,
+                None,
+                &mut |_| {},
+                &CancelToken::new(),
+            )
+            .unwrap();
+            let warnings = at_defaults.warnings();
+            let said = format!(
+                "{}: 000000.png: 3×2 colour images (the first's header)",
+                path.display()
+            );
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(warnings[0].starts_with(&said), "{warnings:?}");
+            assert!(
+                warnings[0].contains("channels: 3, image_size: [2, 3]"),
+                "{warnings:?}"
+            );
+            let own = open(&pattern, None);
+            assert_eq!(own.warnings(), Vec::<String>::new());
+            for index in 0..4 {
+                assert_eq!(read(&own, index), expected(index), "sample {index}");
+            }
+        }
     }
 
     #[test]
