@@ -719,3 +719,27 @@ fn a_reader_gone_from_standard_output_costs_neither_the_run_nor_its_exports() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(json_file(&json)["status"]["status"], "finished");
 }
+
+/// Every op of a custom pipeline as docs/presets.md writes it (`crop(size: [24, 24],
+/// padding: 2)`, with the list brackets the page uses for pairs) is a preset's: a
+/// pipeline of them all validates. The pairs read only as tuples, and the page's own
+/// examples failed with "Expected opening `(`".
+#[test]
+fn every_op_the_presets_page_lists_validates_as_written() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/presets.md"))
+            .unwrap();
+    let start = page
+        .find("- `custom(name: \"...\", ops: [...])` with ops")
+        .expect("the presets page lists the ops");
+    let listed = &page[start..];
+    let listed = &listed[..listed.find("\n\n").unwrap_or(listed.len())];
+    let ops: Vec<&str> = listed.split('`').skip(3).step_by(2).collect();
+    assert_eq!(ops.len(), 8, "every op: {ops:?}");
+    let pipeline = format!(
+        "pipeline=[custom(name: \"docs\", ops: [{}])]",
+        ops.join(", ")
+    );
+    let output = loaderbench(&["validate", "seed-light", "--set", &pipeline]);
+    assert!(output.status.success(), "{pipeline}: {}", stderr(&output));
+}

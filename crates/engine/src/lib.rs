@@ -16,6 +16,7 @@ pub mod machine;
 pub mod memory;
 mod named_values;
 pub mod page_cache;
+mod pair;
 pub mod plan;
 pub mod preset;
 pub mod python_call;

@@ -308,39 +308,6 @@ fn has_image_extension(path: &Path) -> bool {
         .is_some_and(|ext| IMAGE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
 }
 
-/// Reads `image_size` from either bracket: RON hands a `[h, w]` list and a `(h, w)` tuple
-/// to a self-describing reader alike, where `[usize; 2]`'s own reader takes the tuple only.
-pub(super) fn height_width<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<[usize; 2], D::Error> {
-    struct HeightWidth;
-    impl<'de> serde::de::Visitor<'de> for HeightWidth {
-        type Value = [usize; 2];
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("[height, width] in pixels, such as [224, 224]")
-        }
-
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut sides: A,
-        ) -> std::result::Result<Self::Value, A::Error> {
-            use serde::de::Error as _;
-            let height = sides
-                .next_element()?
-                .ok_or_else(|| A::Error::invalid_length(0, &self))?;
-            let width = sides
-                .next_element()?
-                .ok_or_else(|| A::Error::invalid_length(1, &self))?;
-            match sides.next_element::<serde::de::IgnoredAny>()? {
-                None => Ok([height, width]),
-                Some(_) => Err(A::Error::invalid_length(3, &self)),
-            }
-        }
-    }
-    deserializer.deserialize_any(HeightWidth)
-}
-
 /// An image's size and whether it holds colour, as its header says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ImageShape {

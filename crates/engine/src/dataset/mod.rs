@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use image_folder::height_width;
+use crate::pair::height_width;
 
 pub use idx::{IdxError, IdxLayout, IdxRole, idx_files, parse_idx};
 pub use image_decode::decode_sample as decode_image;

@@ -428,7 +428,7 @@ mod tests {
             )
             .unwrap_err()
             .to_string();
-            assert!(err.contains("[height, width]"), "{wrong}: {err}");
+            assert!(err.contains("[height, width] in pixels"), "{wrong}: {err}");
         }
     }
 
@@ -590,6 +590,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("no such field"), "{err}");
+        for infinite in ["inf", "1e999", "NaN", "0,inf"] {
+            let err = preset.set("window_s", infinite).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("--set window_s={infinite}: not a finite number")
+            );
+        }
+        let err = preset
+            .set(
+                "pipeline",
+                "[custom(name: \"x\", ops: [crop(size: [8], padding: 0)])]",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[height, width] in pixels"), "{err}");
+        preset
+            .set(
+                "pipeline",
+                "[custom(name: \"x\", ops: [crop(size: [8, 6], padding: 0)])]",
+            )
+            .unwrap();
     }
 
     #[test]

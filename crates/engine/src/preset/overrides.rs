@@ -23,6 +23,14 @@ impl Preset {
                 super::PRESET_VERSION
             )));
         }
+        // The JSON tree the value goes through has no infinity or NaN (it would read as
+        // `null`, and the error said "invalid type: null"); no field takes one.
+        let not_finite = |part: &str| part.trim().parse::<f64>().is_ok_and(|v| !v.is_finite());
+        if value.split(',').any(not_finite) {
+            return Err(Error::value(format!(
+                "--set {key}={value}: not a finite number"
+            )));
+        }
         let mut tree = serde_json::to_value(&*self).map_err(|err| Error::value(err.to_string()))?;
         let as_ron = ron_value(key, value);
         // A field the preset reads is there even when left out whole (`dataset.limits`,

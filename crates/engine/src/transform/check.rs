@@ -8,7 +8,7 @@ use super::{Op, PipelineSpec};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OpError {
     /// A parameter is out of range.
-    #[error("{op:?}: {problem}")]
+    #[error("{op}: {problem}")]
     BadParameter {
         /// The op, with its parameters.
         op: Op,
@@ -16,7 +16,7 @@ pub enum OpError {
         problem: &'static str,
     },
     /// The op exists only in loaderbench, so the PyTorch runtime cannot run it.
-    #[error("{op:?} has no torchvision equivalent, so the PyTorch runtime cannot run it")]
+    #[error("{op} has no torchvision equivalent, so the PyTorch runtime cannot run it")]
     NoTorchvision {
         /// The op.
         op: Op,
@@ -85,14 +85,18 @@ mod tests {
         let err = check_torchvision(&busy).unwrap_err().to_string();
         assert_eq!(
             err,
-            "Cost { micros_per_sample: 5 } has no torchvision equivalent, so the PyTorch \
-             runtime cannot run it"
+            "cost(micros_per_sample:5) has no torchvision equivalent, so the PyTorch runtime \
+             cannot run it"
         );
     }
 
     #[test]
     fn bad_parameters_name_the_op() {
         let err = check_ops(&[Op::Flip { p: 2.0 }]).unwrap_err().to_string();
-        assert_eq!(err, "Flip { p: 2.0 }: p must be between 0 and 1");
+        assert_eq!(err, "flip(p:2.0): p must be between 0 and 1");
+        let err = check_ops(&[Op::Resize { size: [0, 4] }])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "resize(size:(0,4)): size must be at least 1×1");
     }
 }

@@ -55,13 +55,24 @@ pub enum Op {
     /// torchvision's ElasticTransform: a smoothed random displacement field.
     Elastic { alpha: f64, sigma: f64 },
     /// Gaussian blur with a `kernel`-wide kernel and sigma uniform in `sigma`.
-    GaussianBlur { kernel: usize, sigma: [f64; 2] },
+    GaussianBlur {
+        kernel: usize,
+        #[serde(deserialize_with = "crate::pair::min_max")]
+        sigma: [f64; 2],
+    },
     /// Horizontal flip with probability `p`.
     Flip { p: f64 },
     /// Random crop of `size` `[height, width]` after zero-padding by `padding`.
-    Crop { size: [usize; 2], padding: usize },
+    Crop {
+        #[serde(deserialize_with = "crate::pair::height_width")]
+        size: [usize; 2],
+        padding: usize,
+    },
     /// Bilinear resize to `size` `[height, width]`.
-    Resize { size: [usize; 2] },
+    Resize {
+        #[serde(deserialize_with = "crate::pair::height_width")]
+        size: [usize; 2],
+    },
     /// Busy work of `micros_per_sample` µs per sample: models any pipeline's cost.
     Cost { micros_per_sample: u64 },
     /// Subtract the preset's mean and divide by its std, per channel.
@@ -100,6 +111,16 @@ impl Op {
             Op::Resize { .. } => "resize",
             Op::Cost { .. } => "cost",
             Op::Normalize => "normalize",
+        }
+    }
+}
+
+/// An op as a preset writes it, in RON (`resize(size:(0,0))`), for the errors that name it.
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match ron::to_string(self) {
+            Ok(text) => f.write_str(&text),
+            Err(_) => f.write_str(self.label()),
         }
     }
 }

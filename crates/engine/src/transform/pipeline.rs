@@ -146,7 +146,7 @@ fn check_finite(ops: &[Op]) -> Result<()> {
             _ => true,
         };
         if !finite {
-            return Err(Error::value(format!("{op:?}: values must be finite")));
+            return Err(Error::value(format!("{op}: values must be finite")));
         }
     }
     Ok(())
