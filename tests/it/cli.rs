@@ -743,3 +743,36 @@ fn every_op_the_presets_page_lists_validates_as_written() {
     let output = loaderbench(&["validate", "seed-light", "--set", &pipeline]);
     assert!(output.status.success(), "{pipeline}: {}", stderr(&output));
 }
+
+/// Every RON example in README.md and docs/ reads as a preset: a whole one as it is, a
+/// few fields inside `(version: 1, name: "x", …)`. A page that shows what no preset
+/// takes sends its reader to an error.
+#[test]
+fn every_ron_example_in_the_docs_reads_as_a_preset() {
+    use loaderbench_engine::preset::Preset;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    pages.extend(
+        std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md")),
+    );
+    let mut examples = 0;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for block in text.split("```ron\n").skip(1) {
+            let example = &block[..block.find("```").expect("a closed block")];
+            let preset = if example.trim_start().starts_with('(') {
+                example.to_owned()
+            } else {
+                format!("(version: 1, name: \"x\",\n{example})")
+            };
+            if let Err(err) = Preset::from_ron(&preset, &page) {
+                panic!("{}: {example}\n{err}", page.display());
+            }
+            examples += 1;
+        }
+    }
+    assert!(examples >= 4, "{examples} examples");
+}
