@@ -22,14 +22,27 @@ pub fn memory_limit(text: &str) -> Result<bytesize::ByteSize, Error> {
 /// preset's `resolve_for_s` and the app's tune budget.
 const LONGEST_TIME_LIMIT: Duration = Duration::from_secs(86_400);
 
-/// A time limit as people write one (`90s`, `5m`, `2h`), at most [`LONGEST_TIME_LIMIT`].
+/// A time limit as people write one (`90s`, `5m`, `2h`, or a bare number of seconds, as
+/// the preset's `resolve_for_s` and the app's budget field take it), at most
+/// [`LONGEST_TIME_LIMIT`].
 pub fn time_limit(text: &str) -> Result<Duration, String> {
-    let limit = humantime::parse_duration(text).map_err(|err| err.to_string())?;
-    if limit > LONGEST_TIME_LIMIT {
-        return Err(format!(
+    let too_long = || {
+        format!(
             "over a day: at most {} (see docs/limits.md)",
             humantime::format_duration(LONGEST_TIME_LIMIT)
-        ));
+        )
+    };
+    if let Ok(seconds) = text.trim().parse::<f64>() {
+        return match seconds {
+            s if s.is_nan() || s < 0.0 => Err("a time is 0 seconds or more".to_owned()),
+            s if s > LONGEST_TIME_LIMIT.as_secs_f64() => Err(too_long()),
+            s => Ok(Duration::from_secs_f64(s)),
+        };
+    }
+    let limit = humantime::parse_duration(text)
+        .map_err(|err| format!("{err} (write a time such as 90s, 5m or 2h, or seconds: 90)"))?;
+    if limit > LONGEST_TIME_LIMIT {
+        return Err(too_long());
     }
     Ok(limit)
 }
@@ -41,4 +54,31 @@ pub fn budget(text: &str) -> Result<Duration, String> {
         return Err("under a second: a tune needs at least one round".to_owned());
     }
     Ok(budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_limit_is_written_with_a_unit_or_as_seconds() {
+        assert_eq!(time_limit("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(time_limit("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(time_limit("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(time_limit("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(time_limit("86400"), Ok(LONGEST_TIME_LIMIT));
+        for over in ["86401", "1e300", "inf", "2days"] {
+            assert!(
+                time_limit(over).unwrap_err().starts_with("over a day"),
+                "{over}"
+            );
+        }
+        for negative in ["-1", "NaN"] {
+            assert_eq!(
+                time_limit(negative),
+                Err("a time is 0 seconds or more".to_owned())
+            );
+        }
+        assert!(time_limit("90x").unwrap_err().contains("or seconds: 90"));
+    }
 }

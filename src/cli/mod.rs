@@ -160,7 +160,7 @@ struct RunArgs {
     #[arg(long)]
     recommend: bool,
     /// With `--recommend`: how long to go on measuring while the recommendation is not
-    /// resolved, as people write it (`90s`, `5m`, `0s` for not at all); default the
+    /// resolved, as people write it (`90s`, `5m`, `90` seconds, `0` for not at all); default the
     /// preset's `resolve_for_s` (a minute).
     #[arg(long, value_parser = limits::time_limit, requires = "recommend")]
     resolve_for: Option<std::time::Duration>,

@@ -32,7 +32,7 @@ pub struct ResolveArgs {
     #[arg(value_name = "RUN")]
     run: PathBuf,
     /// How long to go on measuring while the recommendation is not resolved (`90s`,
-    /// `5m`); default the run's preset's `resolve_for_s` (a minute).
+    /// `5m`, or seconds: `90`); default the run's preset's `resolve_for_s` (a minute).
     #[arg(long, value_parser = super::limits::time_limit)]
     resolve_for: Option<Duration>,
     #[command(flatten)]

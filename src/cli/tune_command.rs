@@ -24,7 +24,8 @@ use super::{PresetArgs, interrupt, load_preset, plan_of};
 pub struct TuneArgs {
     #[command(flatten)]
     preset: PresetArgs,
-    /// The time the search may take, as people write it: `90s`, `2m`, `1h 30m`.
+    /// The time the search may take, as people write it: `90s`, `2m`, `1h 30m`, or
+    /// seconds (`90`).
     #[arg(long, value_parser = super::limits::budget)]
     budget: Duration,
     /// The configs to search: the preset's lists, or ranges wide for this machine

@@ -82,6 +82,12 @@ fn time_limits_and_sizes_past_their_range_are_refused_naming_the_flag() {
     assert_error_line(&output, 2, &["--budget", "over a day"]);
     let output = loaderbench(&["tune", "seed-light", "--budget", "0s"]);
     assert_error_line(&output, 2, &["--budget", "under a second"]);
+    let output = loaderbench(&["tune", "seed-light", "--budget=-5"]);
+    assert_error_line(&output, 2, &["--budget", "0 seconds or more"]);
+    let output = loaderbench(&["tune", "seed-light", "--budget", "90x"]);
+    assert_error_line(&output, 2, &["--budget", "write a time such as 90s"]);
+    let output = loaderbench(&["tune", "seed-light", "--budget", "86401"]);
+    assert_error_line(&output, 2, &["--budget", "over a day"]);
     let output = loaderbench(&["resolve", "any.jsonl", "--resolve-for", "2days"]);
     assert_error_line(&output, 2, &["--resolve-for", "over a day"]);
     let args = run_args(

@@ -101,16 +101,19 @@ fn assert_rounds_begun(trail: &serde_json::Value, err: &str) {
     assert_eq!(trail["rounds"], begun, "{err}");
 }
 
+/// The budget given as a bare number of seconds, as the preset's and the app's are.
 #[test]
 fn a_tune_whose_budget_holds_one_round_says_one_round() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
-    let mut args = vec!["tune", "seed-light", "--budget", "1s"];
+    let mut args = vec!["tune", "seed-light", "--budget", "1"];
     args.extend(["--set", "samples=20000", "--set", "epochs=1"]);
     args.extend(["--json", path_str(&json)]);
     let output = loaderbench(&args);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_rounds_begun(&read_json(&json)["tune"], &stderr(&output));
+    let trail = &read_json(&json)["tune"];
+    assert_eq!(trail["budget_s"], 1.0);
+    assert_rounds_begun(trail, &stderr(&output));
 }
 
 /// A quiet `tune seed-light --budget 5m` of 2,048 samples and 2 epochs, with `sets`
