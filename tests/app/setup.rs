@@ -142,7 +142,7 @@ fn bad_values_are_marked_with_the_problem() {
             Some(("training step", "fixed")),
             "step ms per batch",
             &["-3"],
-            "milliseconds must be zero or more",
+            "milliseconds must be a finite number, zero or more",
         ),
         (
             Some(("training step", "model")),
