@@ -129,9 +129,9 @@ impl StepSpec {
     /// Why the step cannot be used, or `None` when it can.
     pub fn problem(&self) -> Option<String> {
         match self {
-            StepSpec::Fixed(ms) if !(ms.is_finite() && *ms >= 0.0) => {
-                Some(format!("fixed({ms}): milliseconds must be a finite number, zero or more"))
-            }
+            StepSpec::Fixed(ms) if !(ms.is_finite() && *ms >= 0.0) => Some(format!(
+                "fixed({ms}): milliseconds must be a finite number, zero or more"
+            )),
             StepSpec::Mlp { hidden: 0 } => Some("mlp: hidden must be at least 1".to_owned()),
             StepSpec::Model { path, .. } if path.as_os_str().is_empty() => {
                 Some("model: give the path of a TorchScript file (.pt)".to_owned())
