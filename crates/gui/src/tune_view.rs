@@ -89,8 +89,10 @@ impl TuneProgress {
                     }
                 }
             }
+            // An anchor's prediction is the model fitted to it: the trail gives none, and
+            // neither do its rows.
             TuneEvent::Predicted { config, seconds } => {
-                if let Some(row) = self.rows.get_mut(*config) {
+                if let Some(row) = self.rows.get_mut(*config).filter(|row| !row.anchor) {
                     row.predicted_s = Some(*seconds);
                 }
             }
@@ -222,10 +224,14 @@ mod tests {
         progress.apply(&TuneEvent::Anchors {
             configs: vec![0, 1],
         });
-        progress.apply(&TuneEvent::Predicted {
-            config: 2,
-            seconds: 3.0,
-        });
+        for (config, seconds) in [(0, 2.1), (2, 3.0)] {
+            progress.apply(&TuneEvent::Predicted { config, seconds });
+        }
+        assert_eq!(
+            progress.rows[0].predicted_s, None,
+            "an anchor's is no prediction"
+        );
+        assert_eq!(progress.rows[2].predicted_s, Some(3.0));
         for config in [0, 1] {
             progress.apply(&TuneEvent::Measured {
                 config,
