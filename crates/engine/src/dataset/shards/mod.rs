@@ -444,11 +444,10 @@ mod tests {
     #[test]
     fn shards_left_at_the_default_shape_are_warned_of() {
         let dir = TempDir::new().unwrap();
-        let mut plain = Vec::new();
         let path = dir.path().join("s-000.tar");
         write_tar(&path, &samples(0, 4));
-        std::io::Read::read_to_end(&mut std::fs::File::open(&path).unwrap(), &mut plain).unwrap();
         let gzipped = dir.path().join("s-000.tar.gz");
+        let plain = std::fs::read(&path).unwrap();
         std::fs::write(&gzipped, compressed(&plain, Compression::Gzip)).unwrap();
         let defaults = crate::dataset::DatasetSpec::default();
         for path in [&path, &gzipped] {
