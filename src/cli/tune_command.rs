@@ -140,6 +140,12 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         TuneEvent::Eliminated { config, reason } => {
             errln!("  out: {} ({reason})", plan.label(*config));
         }
+        TuneEvent::SetAside { config } => {
+            errln!(
+                "  set aside: {} (in the slower half; back in if the answer comes to hinge on it)",
+                plan.label(*config)
+            );
+        }
         TuneEvent::Reinstated { config } => {
             errln!("  back in: {} (still in the best set)", plan.label(*config));
         }

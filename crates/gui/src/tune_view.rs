@@ -1,9 +1,10 @@
-//! A tune as the window shows it: a budget bar (the time used of the budget, moving
-//! while the tune runs), then a row per config of the search space as it is predicted
-//! and measured: the model's projected time, the measured one, and where it stands.
-//! Configs out of the search grey out, with the reason; when the tune ends, each row says
-//! what its trail says became of the config (in the best set, out after a round and why,
-//! or not measured and why), as the CLI's trail table does.
+//! A tune as the window shows it: a budget bar (the time used of the budget, moving while
+//! the tune runs), then a row per config of the search space as it is predicted and
+//! measured: the model's projected time, the measured one, and where it stands. Configs
+//! out of the rounds (left the search, or set aside in the slower half) grey out, saying
+//! which; when the tune ends, each row says what its trail says became of the config (in
+//! the best set, out after a round and why, or not measured and why), as the CLI's trail
+//! table does.
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,8 @@ struct Row {
     anchor: bool,
     predicted_s: Option<f64>,
     measured_s: Option<f64>,
-    /// Why it left the search, once it has.
+    /// Why it is out of the rounds, once it is: `out: slower than …` or `set aside: in
+    /// the slower half`.
     out: Option<String>,
     /// What became of it, once the tune has ended (its trail's word).
     fate: Option<Fate>,
@@ -35,7 +37,7 @@ impl Row {
     fn standing(&self) -> String {
         match (&self.fate, &self.out) {
             (Some(fate), _) => fate.describe(),
-            (None, Some(reason)) => format!("out: {reason}"),
+            (None, Some(out)) => out.clone(),
             (None, None) if self.measured_s.is_some() => "in the search".to_owned(),
             (None, None) => "predicted".to_owned(),
         }
@@ -106,7 +108,12 @@ impl TuneProgress {
             }
             TuneEvent::Eliminated { config, reason } => {
                 if let Some(row) = self.rows.get_mut(*config) {
-                    row.out = Some(reason.clone());
+                    row.out = Some(format!("out: {reason}"));
+                }
+            }
+            TuneEvent::SetAside { config } => {
+                if let Some(row) = self.rows.get_mut(*config) {
+                    row.out = Some("set aside: in the slower half".to_owned());
                 }
             }
             TuneEvent::Reinstated { config } => {
@@ -148,8 +155,9 @@ impl TuneProgress {
             .count()
     }
 
-    /// The labels of the configs out of the search, in grid order.
-    pub fn eliminated(&self) -> Vec<&str> {
+    /// The labels of the configs out of the rounds (left the search or set aside), in
+    /// grid order.
+    pub fn out_of_the_rounds(&self) -> Vec<&str> {
         self.rows
             .iter()
             .zip(&self.labels)
@@ -246,6 +254,12 @@ mod tests {
             standings(&progress),
             ["in the search", "in the search", "predicted"]
         );
+        // Halving sets a config aside, which is not the same as leaving: it may come back.
+        progress.apply(&TuneEvent::SetAside { config: 1 });
+        assert_eq!(standings(&progress)[1], "set aside: in the slower half");
+        assert_eq!(progress.out_of_the_rounds(), ["nw=2"]);
+        progress.apply(&TuneEvent::Reinstated { config: 1 });
+        assert_eq!(standings(&progress)[1], "in the search");
         let fates = [
             Fate::Best,
             Fate::Eliminated {

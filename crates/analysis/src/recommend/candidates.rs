@@ -193,6 +193,18 @@ impl std::fmt::Display for Effort {
     }
 }
 
+/// `config` as the recommendation compares it, `runs` being its measurements: a copy
+/// (an A/A check) is the same config measured again, and pin_memory is off where it had
+/// no effect. Configs alike in this are one candidate, their repeats pooled.
+pub(crate) fn as_compared(config: &Config, runs: &[&ConfigResult]) -> Config {
+    let pin_effective = runs.iter().all(|r| r.pin_memory_effective);
+    Config {
+        pin_memory: config.pin_memory && pin_effective,
+        copy: 0,
+        ..config.clone()
+    }
+}
+
 pub(crate) fn candidates<'a>(
     members: &[&ConfigRuns<'a>],
     planned_epochs: usize,
@@ -213,13 +225,7 @@ pub(crate) fn candidates<'a>(
             runs.runs.clone()
         };
         let set_aside = runs.runs.len() - kept.len();
-        let pin_effective = runs.runs.iter().all(|r| r.pin_memory_effective);
-        // A copy (an A/A check) is the same config measured again: its repeats pool.
-        let config = Config {
-            pin_memory: runs.config.pin_memory && pin_effective,
-            copy: 0,
-            ..runs.config.clone()
-        };
+        let config = as_compared(runs.config, &runs.runs);
         match candidates.iter_mut().find(|c| c.config == config) {
             Some(c) => {
                 // A copy is no knob: it only adds repeats.

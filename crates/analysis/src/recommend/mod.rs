@@ -41,7 +41,7 @@ mod tie;
 pub mod verdict;
 
 use candidates::Effort;
-pub(crate) use candidates::{Candidate, candidates, noise_input, projected_s};
+pub(crate) use candidates::{Candidate, as_compared, candidates, noise_input, projected_s};
 use noise::NoiseModel;
 pub use snippet::snippet;
 use text::paragraph;

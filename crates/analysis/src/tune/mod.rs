@@ -104,6 +104,12 @@ pub enum TuneEvent {
         config: usize,
         reason: String,
     },
+    /// A config in its question's slower half after a round waits: not measured while
+    /// its question is open, unless the answer comes to hinge on it (`Reinstated`); the
+    /// final verdict still counts what it measured.
+    SetAside {
+        config: usize,
+    },
     /// A config set aside in the slower half is a candidate again: over everything
     /// measured it is still in the best set, with too few rounds to be sure.
     Reinstated {
@@ -114,8 +120,8 @@ pub enum TuneEvent {
     },
 }
 
-/// Where one config of the space stands.
-#[derive(Debug, Clone)]
+/// Where one config of the space stands (by default: nothing known, a candidate).
+#[derive(Debug, Clone, Default)]
 struct Standing {
     /// The model's projected time for the planned epochs.
     predicted_s: Option<f64>,
@@ -152,18 +158,7 @@ pub fn tune(
     let mut journal = Journal::create(&options.journal, &result)?;
     // Every measurement, the disturbed ones set aside included: what the model fits.
     let mut seen = result.clone();
-    let mut standings = vec![
-        Standing {
-            predicted_s: None,
-            predicted_cost_s: None,
-            last_cost_s: None,
-            rounds: 0,
-            disturbed_in_a_row: 0,
-            reinstated: false,
-            fate: None,
-        };
-        plan.configs.len()
-    ];
+    let mut standings = vec![Standing::default(); plan.configs.len()];
     let anchors = anchors(plan, result.machine.logical_cores);
     on_event(TuneEvent::Anchors {
         configs: anchors.clone(),

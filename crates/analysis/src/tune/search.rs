@@ -13,7 +13,7 @@ use loaderbench_measure::tune_trail::Fate;
 
 use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
 use crate::memory::MemoryReport;
-use crate::recommend::{Verdict, same_question};
+use crate::recommend::{Verdict, as_compared, same_question};
 use crate::time_share::{Question, TimeShares};
 use crate::{Analysis, measured_configs, mib};
 
@@ -132,7 +132,7 @@ pub(super) fn eliminate(
     // reinstate it at once. A reinstated config is only eliminated when beaten: halving
     // set it aside once.
     let hinges = hinges(result, standings);
-    let mut out: Vec<(usize, String)> = candidates
+    let out: Vec<(usize, String)> = candidates
         .iter()
         .filter(|i| !best.contains(i) && !hinges.contains(i))
         .map(|&i| {
@@ -160,15 +160,6 @@ pub(super) fn eliminate(
             None => questions.push(vec![(index, seconds)]),
         }
     }
-    for mut question in questions.into_iter().filter(|q| q.len() > 2) {
-        question.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        let keep = question.len().div_ceil(2);
-        out.extend(
-            question[keep..]
-                .iter()
-                .map(|&(i, _)| (i, "in the slower half".to_owned())),
-        );
-    }
     for (index, reason) in out {
         on_event(TuneEvent::Eliminated {
             config: index,
@@ -176,7 +167,19 @@ pub(super) fn eliminate(
         });
         standings[index].fate = Some(Fate::Eliminated { round, reason });
     }
+    for mut question in questions.into_iter().filter(|q| q.len() > 2) {
+        question.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let keep = question.len().div_ceil(2);
+        for &(index, _) in &question[keep..] {
+            on_event(TuneEvent::SetAside { config: index });
+            let reason = SLOWER_HALF.to_owned();
+            standings[index].fate = Some(Fate::Eliminated { round, reason });
+        }
+    }
 }
+
+/// Why a config set aside by halving is out of the rounds, as its trail's fate says.
+const SLOWER_HALF: &str = "in the slower half";
 
 /// `result` as the search ranks it: no measurement marked disturbed, since it must go
 /// on however busy the machine (the final analysis still says which were disturbed), and
@@ -192,7 +195,9 @@ pub(super) fn undisturbed(result: &RunResult) -> RunResult {
 }
 
 /// The best set of `configs` by the recommendation's own rule, and the config its tie
-/// rule picks (the first of the set when it names none); `None` for no configs.
+/// rule picks (the first of the set when it names none); `None` for no configs. A config
+/// the recommendation counts as one with a member (an A/A copy of it, or it but for a
+/// knob measured as a no-op) is a member too: the recommendation names only one of them.
 pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, usize)> {
     let mut view = result.clone();
     view.results.retain(|r| configs.contains(&r.config_index));
@@ -213,6 +218,16 @@ pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usi
     if best.is_empty() {
         best = configs.to_vec();
     }
+    let compared = |index: usize| {
+        let runs: Vec<_> = result
+            .results
+            .iter()
+            .filter(|r| r.config_index == index)
+            .collect();
+        as_compared(&result.configs[index], &runs)
+    };
+    let members: Vec<Config> = best.iter().map(|&i| compared(i)).collect();
+    best.extend(configs.iter().filter(|&&i| members.contains(&compared(i))));
     best.sort_unstable();
     best.dedup();
     let pick = pick.or(best.first().copied())?;
@@ -419,13 +434,9 @@ mod tests {
 
     fn standing(rounds: usize, fate: Option<Fate>) -> Standing {
         Standing {
-            predicted_s: None,
-            predicted_cost_s: None,
-            last_cost_s: None,
             rounds,
-            disturbed_in_a_row: 0,
-            reinstated: false,
             fate,
+            ..Standing::default()
         }
     }
 
@@ -454,6 +465,17 @@ mod tests {
         });
         let out: Vec<usize> = (0..6).filter(|&i| standings[i].fate.is_some()).collect();
         assert_eq!(out, [2, 5], "the slowest of each question: {events:?}");
+        // Set aside, not beaten: the trail says so, apart from a config that left.
+        assert!(
+            matches!(
+                events[..],
+                [
+                    TuneEvent::SetAside { config: 2 },
+                    TuneEvent::SetAside { config: 5 }
+                ]
+            ),
+            "{events:?}"
+        );
     }
 
     #[test]

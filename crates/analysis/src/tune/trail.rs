@@ -77,9 +77,70 @@ fn unfinished(standing: &Standing, last_round: usize) -> Fate {
 
 #[cfg(test)]
 mod tests {
+    use loaderbench_engine::plan::Config;
     use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     use super::*;
+
+    fn standing(rounds: usize) -> Standing {
+        Standing {
+            rounds,
+            ..Standing::default()
+        }
+    }
+
+    /// `tune aa-check` said of the copy "out after round 1: slower than the best set
+    /// beyond the noise", though a copy is its original measured again (an A/A check),
+    /// and copies measured faster than the pick were said the same. The recommendation
+    /// counts a copy as its original, and a twin that differs only in pin_memory measured
+    /// as a no-op as the config without it: each is in the best set with it.
+    #[test]
+    fn a_copy_or_a_no_op_twin_of_a_config_in_the_best_set_is_in_it_too() {
+        let copy = Config {
+            copy: 1,
+            ..config(0, false)
+        };
+        let pinned = Config {
+            pin_memory: true,
+            ..config(0, false)
+        };
+        let configs = vec![config(0, false), copy, pinned, config(2, false)];
+        let seconds = [
+            [1.0, 1.01, 0.99],
+            [0.97, 0.98, 0.96],
+            [1.02, 1.0, 1.01],
+            [2.0, 2.1, 1.9],
+        ];
+        let mut results = Vec::new();
+        for (index, config) in configs.iter().enumerate() {
+            for (round, &s) in seconds[index].iter().enumerate() {
+                let mut measured = run(index, config.clone(), vec![epoch(1, s, s, 1)]);
+                measured.repeat = round;
+                results.push(measured);
+            }
+        }
+        let measured = result(configs, results);
+        let standings = [standing(3), standing(3), standing(3), standing(3)];
+        let trail = trail(
+            &measured,
+            &standings,
+            &[],
+            TuneStop::Settled,
+            60.0,
+            Instant::now(),
+            3,
+        );
+        let fates: Vec<String> = trail.configs.iter().map(|c| c.fate.describe()).collect();
+        assert_eq!(
+            fates,
+            [
+                "best set",
+                "best set",
+                "best set",
+                "out after round 2: slower than the best set beyond the noise"
+            ]
+        );
+    }
 
     /// nw=2 beat nw=0 in both of its rounds, 2 and 3 of a search that stopped after round
     /// 5 (its budget spent on another question): nw=0 is out after round 5, when the
@@ -100,16 +161,7 @@ mod tests {
             }
         }
         let measured = result(configs, results);
-        let standing = Standing {
-            predicted_s: None,
-            predicted_cost_s: None,
-            last_cost_s: None,
-            rounds: 2,
-            disturbed_in_a_row: 0,
-            reinstated: false,
-            fate: None,
-        };
-        let standings = [standing.clone(), standing];
+        let standings = [standing(2), standing(2)];
         let trail = trail(
             &measured,
             &standings,
