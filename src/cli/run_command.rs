@@ -137,8 +137,9 @@ pub fn resolve(
             }
             ResolveEvent::Measured { config, seconds } => {
                 errln!(
-                    "  {}: {seconds:.2} s projected over {} epochs",
+                    "  {}: {} s projected over {} epochs",
                     plan.label(config),
+                    loaderbench_engine::seconds(seconds),
                     plan.preset.planned_epochs
                 );
             }

@@ -133,8 +133,9 @@ fn progress(plan: &Plan, event: &TuneEvent, quiet: bool) {
         TuneEvent::Measured {
             config, seconds, ..
         } => errln!(
-            "  {}: {seconds:.2} s projected over {} epochs",
+            "  {}: {} s projected over {} epochs",
             plan.label(*config),
+            loaderbench_engine::seconds(*seconds),
             plan.preset.planned_epochs
         ),
         TuneEvent::Eliminated { config, reason } => {

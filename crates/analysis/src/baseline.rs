@@ -9,6 +9,7 @@
 //! shows no scatter, and its change is not judged: two runs of one config differ by 20%
 //! on a noisy machine with nothing changed, so no constant stands in.
 
+use loaderbench_engine::seconds;
 use std::fs;
 use std::path::PathBuf;
 
@@ -154,10 +155,10 @@ impl Change {
             format!("; not the same config: {}", self.knobs_differ.join(", "))
         };
         format!(
-            "{}: {:.2} s, then {:.2} s ({:+.1}%): {verdict}{differ}",
+            "{}: {} s, then {} s ({:+.1}%): {verdict}{differ}",
             self.label,
-            self.before.epoch_s.median,
-            self.after.epoch_s.median,
+            seconds(self.before.epoch_s.median),
+            seconds(self.after.epoch_s.median),
             percent(self.change)
         )
     }
@@ -274,6 +275,21 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("): faster, beyond the noise (±"), "{line}");
+    }
+
+    /// Millisecond epochs read as milliseconds: `0.0044 s`, not `0.00 s` (which every
+    /// line of seed-light's baseline said).
+    #[test]
+    fn millisecond_epochs_keep_their_digits() {
+        let measured = |batch_s: f64| {
+            let runs = vec![run(0, config(2, false), two_epochs(0.0004, batch_s, 11))];
+            result(vec![config(2, false)], runs)
+        };
+        let line = compare(&measured(0.0004), &measured(0.0002))[0].line();
+        assert!(
+            line.starts_with("nw=2: 0.0044 s, then 0.0024 s (-45."),
+            "{line}"
+        );
     }
 
     /// Log times of `seconds`, each scaled by `factor`.

@@ -3,6 +3,7 @@
 //! workers do not persist (the first batch of a later epoch beyond a steady batch) —
 //! and the break-even of persistent workers over the epochs a user plans to train.
 
+use loaderbench_engine::seconds;
 use serde::{Deserialize, Serialize};
 
 use loaderbench_measure::stats;
@@ -105,16 +106,18 @@ pub fn break_even(
             };
             let sentence = if saved > 0.0 {
                 format!(
-                    "Persistent workers save {saved:.2} s per epoch for {} ({against}); \
-                     over {planned_epochs} epochs that is {}",
+                    "Persistent workers save {} s per epoch for {} ({against}); over \
+                     {planned_epochs} epochs that is {}",
+                    seconds(saved),
                     runs.label,
                     super::duration(total)
                 )
             } else {
                 format!(
-                    "Persistent workers save nothing for {} ({against}, they were {:.2} s \
+                    "Persistent workers save nothing for {} ({against}, they were {} s \
                      per epoch slower)",
-                    runs.label, -saved
+                    runs.label,
+                    seconds(-saved)
                 )
             };
             Some(BreakEven {

@@ -204,9 +204,12 @@ pub fn steady_batch_s(epoch: &EpochResult) -> Option<f64> {
     (epoch.batches > 1).then(|| (epoch.seconds - epoch.first_batch_s) / (epoch.batches - 1) as f64)
 }
 
-/// Seconds under two minutes, else minutes, with one decimal.
+/// Seconds under two minutes, else minutes, with one decimal; under a second as
+/// [`loaderbench_engine::seconds`] writes them (`0.48 s`, `0.013 s`), not `0.0 s`.
 pub fn duration(seconds: f64) -> String {
-    if seconds.abs() < 120.0 {
+    if seconds.abs() < 1.0 {
+        format!("{} s", loaderbench_engine::seconds(seconds))
+    } else if seconds.abs() < 120.0 {
         format!("{seconds:.1} s")
     } else {
         format!("{:.1} minutes", seconds / 60.0)

@@ -5,6 +5,7 @@
 //! workers than cores is known before the run and warned about by the plan, so it is not
 //! repeated here.
 
+use loaderbench_engine::seconds;
 use loaderbench_measure::results::{EpochResult, RunResult};
 
 use loaderbench_measure::disturbance::DISTURBED_LOAD_CORES;
@@ -60,14 +61,14 @@ fn noisy(runs: &ConfigRuns<'_>) -> Option<String> {
     let range = estimate.max - estimate.min;
     (estimate.n >= 2 && estimate.spread > NOISY_SPREAD && range >= NEGLIGIBLE_S).then(|| {
         format!(
-            "noisy: {} epoch times range from {:.2} to {:.2} s, {:.0}% of their median \
-             {:.2} s, over {} measurements; close other programs or add repeats before \
-             trusting small differences",
+            "noisy: {} epoch times range from {} to {} s, {:.0}% of their median {} s, \
+             over {} measurements; close other programs or add repeats before trusting \
+             small differences",
             runs.label,
-            estimate.min,
-            estimate.max,
+            seconds(estimate.min),
+            seconds(estimate.max),
             estimate.spread * 100.0,
-            estimate.median,
+            seconds(estimate.median),
             estimate.n
         )
     })
@@ -87,9 +88,11 @@ fn slow_first_epoch(runs: &ConfigRuns<'_>) -> Option<String> {
             "caches and allocators warm up in the first epoch"
         };
         format!(
-            "first epoch slower: {} took {first:.2} s in epoch 1 but {later:.2} s (median) \
-             in later epochs, {:.1}× ({cause}); set `warmup: true` to leave it out",
+            "first epoch slower: {} took {} s in epoch 1 but {} s (median) in later \
+             epochs, {:.1}× ({cause}); set `warmup: true` to leave it out",
             runs.label,
+            seconds(first),
+            seconds(later),
             first / later
         )
     })
@@ -105,11 +108,13 @@ fn uneven_ranks(runs: &ConfigRuns<'_>) -> Option<String> {
     let epoch = stats::median(&epochs.iter().map(|e| e.seconds).collect::<Vec<_>>())?;
     (spread > UNEVEN_RANKS * epoch && spread >= NEGLIGIBLE_S).then(|| {
         format!(
-            "uneven ranks: in {} the fastest rank finished {spread:.2} s before the slowest \
-             ({:.0}% of the {epoch:.2} s epoch, median) and waited at the barrier; the ranks \
-             compete for the same cores",
+            "uneven ranks: in {} the fastest rank finished {} s before the slowest ({:.0}% \
+             of the {} s epoch, median) and waited at the barrier; the ranks compete for \
+             the same cores",
             runs.label,
-            spread / epoch * 100.0
+            seconds(spread),
+            spread / epoch * 100.0,
+            seconds(epoch)
         )
     })
 }

@@ -37,8 +37,34 @@ pub fn counted(count: usize, noun: &str) -> String {
     }
 }
 
+/// Seconds as every table and sentence writes them, without the unit: two decimals,
+/// and below 0.1 s two significant digits (`0.035`, `0.0014`), so that a millisecond
+/// reads as one rather than as `0.00`.
+pub fn seconds(s: f64) -> String {
+    if s.abs() > 0.0 && s.abs() < 0.1 && s.is_finite() {
+        let decimals = (1.0 - s.abs().log10().floor()) as usize;
+        format!("{s:.decimals$}")
+    } else {
+        format!("{s:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn seconds_keep_two_significant_digits_below_a_tenth() {
+        let written: Vec<String> = [12.345, 0.5, 0.1, 0.035, 0.0014, -0.0014, 0.0]
+            .into_iter()
+            .map(super::seconds)
+            .collect();
+        assert_eq!(
+            written,
+            [
+                "12.35", "0.50", "0.10", "0.035", "0.0014", "-0.0014", "0.00"
+            ]
+        );
+    }
+
     #[test]
     fn one_is_singular_and_every_other_count_plural() {
         assert_eq!(super::counted(1, "shard"), "1 shard");

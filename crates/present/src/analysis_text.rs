@@ -121,7 +121,10 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
     let points: Vec<String> = curve
         .points
         .iter()
-        .map(|p| format!("{} {:.2} s", workers(p.num_workers), p.steady_epoch_s))
+        .map(|p| {
+            let seconds = loaderbench_engine::seconds(p.steady_epoch_s);
+            format!("{} {seconds} s", workers(p.num_workers))
+        })
         .collect();
     let knee = match curve.knee_workers {
         Some(knee) => format!(

@@ -7,6 +7,7 @@ use super::super::input::InputBound;
 use super::super::{duration, mib};
 use super::tie::{Question, TIE_RULE};
 use super::{Candidate, Outcome, Recommendation};
+use loaderbench_engine::seconds;
 
 pub(super) fn paragraph(
     r: &Recommendation,
@@ -30,9 +31,9 @@ pub(super) fn paragraph(
         ));
     }
     text.push_str(&format!(
-        ": {:.2} s per epoch after a first epoch of {:.2} s",
-        chosen.epoch_s().unwrap_or(f64::NAN),
-        chosen.first_epoch_s().unwrap_or(f64::NAN)
+        ": {} s per epoch after a first epoch of {} s",
+        seconds(chosen.epoch_s().unwrap_or(f64::NAN)),
+        seconds(chosen.first_epoch_s().unwrap_or(f64::NAN))
     ));
     if let Some(window) = chosen.window_batches() {
         text.push_str(&format!(
@@ -44,10 +45,10 @@ pub(super) fn paragraph(
     match r.outcome {
         Outcome::Faster => {
             text.push_str(&format!(
-                ", {:.1}× as fast as {} ({:.2} s per epoch)",
+                ", {:.1}× as fast as {} ({} s per epoch)",
                 r.speedup.unwrap_or(f64::NAN),
                 baseline.label,
-                baseline.epoch_s().unwrap_or(f64::NAN)
+                seconds(baseline.epoch_s().unwrap_or(f64::NAN))
             ));
             // The tie rule may pick a config of the best set that is not the one that
             // put the baseline out of it: name the one that did.

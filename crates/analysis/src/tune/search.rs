@@ -7,6 +7,7 @@
 //! and in what order, and what of it fits in the budget.
 
 use loaderbench_engine::plan::{Config, Plan};
+use loaderbench_engine::seconds;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::Fate;
@@ -62,7 +63,8 @@ pub(super) fn predict(
         };
         if predicted > best * MODEL_KEEP {
             let reason = format!(
-                "predicted {predicted:.2} s, {:.1}× the best",
+                "predicted {} s, {:.1}× the best",
+                seconds(predicted),
                 predicted / best
             );
             on_event(TuneEvent::Eliminated {

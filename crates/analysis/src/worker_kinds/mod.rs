@@ -476,7 +476,7 @@ mod tests {
             c.text,
             "At 2 workers, threads are as fast as fork workers within the 5% tie margin \
              (2.00 s against 2.02 s per epoch, 1.01× as fast); they use 400.0 MiB less memory \
-             (400.0 MiB against 800.0 MiB) and 0.500 s less CPU time per epoch (3.00 s \
+             (400.0 MiB against 800.0 MiB) and 0.50 s less CPU time per epoch (3.00 s \
              against 3.50 s). At 4 workers, threads are 1.30× as fast as fork workers \
              beyond the noise (1.00 s against 1.30 s per epoch); they use 900.0 MiB less \
              memory (420.0 MiB against 1320.0 MiB) and 1.10 s less CPU time per epoch \
@@ -528,7 +528,7 @@ mod tests {
             c.text,
             "At 2 workers, torchdata.nodes threads take 1.18× as long as DataLoader's fork \
              workers beyond the noise (2.60 s against 2.20 s per epoch); they use 900.0 MiB \
-             less memory (700.0 MiB against 1600.0 MiB) and 0.500 s less CPU time per epoch \
+             less memory (700.0 MiB against 1600.0 MiB) and 0.50 s less CPU time per epoch \
              (4.50 s against 5.00 s). At 4 workers, torchdata.nodes threads take 2.17× as \
              long as DataLoader's fork workers beyond the noise (2.60 s against 1.20 s per \
              epoch); they use 900.0 MiB less memory (700.0 MiB against 1600.0 MiB) and \

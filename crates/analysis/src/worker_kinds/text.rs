@@ -167,13 +167,9 @@ fn gil_sentence(gil: &GilShare, c: &WorkerKindComparison, cores: usize) -> Strin
     }
 }
 
-/// Seconds with two decimals, three under a second: `1.30 s`, `0.016 s`.
+/// Seconds with their unit: `1.30 s`, `0.016 s`.
 fn seconds(s: f64) -> String {
-    if s.abs() < 1.0 {
-        format!("{s:.3} s")
-    } else {
-        format!("{s:.2} s")
-    }
+    format!("{} s", loaderbench_engine::seconds(s))
 }
 
 /// `2 and 4 workers`, `2, 4 and 8 workers`.

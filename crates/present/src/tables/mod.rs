@@ -9,18 +9,10 @@ pub mod results_table;
 pub mod stages;
 pub mod tune;
 
-/// Seconds with two decimals, and below 0.1 s with two significant digits (`0.035`,
-/// `0.0014`), so a millisecond first batch reads as one rather than as `0.00`; a dash
-/// for no value.
+/// Seconds as [`loaderbench_engine::seconds`] writes them (`0.53`, `0.0014`); a dash for
+/// no value.
 pub fn seconds(value: Option<f64>) -> String {
-    match value {
-        None => "-".to_owned(),
-        Some(s) if s > 0.0 && s < 0.1 && s.is_finite() => {
-            let decimals = (1.0 - s.log10().floor()) as usize;
-            format!("{s:.decimals$}")
-        }
-        Some(s) => format!("{s:.2}"),
-    }
+    value.map_or_else(|| "-".to_owned(), loaderbench_engine::seconds)
 }
 
 /// Seconds, followed by the interval when there is one: `0.53 [0.49, 0.58]`.
