@@ -376,6 +376,13 @@ mod tests {
             .to_string();
         assert!(err.starts_with("test.ron:"), "{err}");
         assert!(err.contains("num_wrokers"), "{err}");
+        // Inside a custom pipeline too (steps: `step::tests`).
+        let text = "(version: 1, name: \"x\", pipeline: [custom(name: \"c\", ops: [], op: [])])";
+        let err = Preset::from_ron(text, origin()).unwrap_err().to_string();
+        assert!(
+            err.contains("Unexpected field named `op` in `custom`"),
+            "{err}"
+        );
     }
 
     #[test]

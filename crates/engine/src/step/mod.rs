@@ -22,9 +22,10 @@ use crate::error::{Error, Result};
 use mlp::Mlp;
 use model::TorchScriptModel;
 
-/// The training step's cost per batch.
+/// The training step's cost per batch. A field no step has is refused, not ignored:
+/// `mlp(hidden: 64, lr: 0.1)` would train at no rate the preset gave.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum StepSpec {
     /// No step: the loop only loads, so it measures the loader alone.
     #[default]
@@ -315,6 +316,32 @@ mod tests {
         let python = read(r#"python(path: "s.py", factory: "make_step", args: {"lr": "0.05"})"#);
         assert_eq!(python.path(), Some(Path::new("s.py")));
         assert_eq!(python.describe(), "python s.py: make_step(lr=\"0.05\")");
+    }
+
+    /// A field no step has is refused, naming it: an `lr` given to an mlp, or a model's
+    /// rate misspelled, was dropped and the step ran at its own.
+    #[test]
+    fn a_field_no_step_has_is_refused_naming_it() {
+        let refusal = |step: &str| {
+            let text = format!("(version: 1, name: \"x\", step: {step})");
+            let origin = std::path::Path::new("p.ron");
+            crate::preset::Preset::from_ron(&text, origin)
+                .unwrap_err()
+                .to_string()
+        };
+        let unknown = refusal("mlp(hidden: 64, lr: 0.1)");
+        assert!(unknown.contains("Unexpected field named `lr`"), "{unknown}");
+        let unknown = refusal(r#"model(path: "m.pt", learning_rate: 0.1)"#);
+        assert!(
+            unknown.contains("Unexpected field named `learning_rate`"),
+            "{unknown}"
+        );
+        let mut preset = crate::preset::Preset::default();
+        let unknown = preset
+            .set("step", "mlp(hidden: 64, lr: -1)")
+            .unwrap_err()
+            .to_string();
+        assert!(unknown.contains("`lr`"), "{unknown}");
     }
 
     #[test]

@@ -33,9 +33,9 @@ named_values! {
     }
 }
 
-/// A pipeline as a preset names it.
+/// A pipeline as a preset names it (a field no pipeline has is refused, not ignored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PipelineSpec {
     /// To float, scale to [0, 1], normalize.
     Light,
