@@ -142,7 +142,7 @@ fn bad_values_are_marked_with_the_problem() {
             Some(("training step", "fixed")),
             "step ms per batch",
             &["-3"],
-            "milliseconds must be a finite number, zero or more",
+            "fixed(MS) -3 is out of range: it must be from 0 to 3600000 milliseconds",
         ),
         (
             Some(("training step", "model")),
@@ -233,7 +233,7 @@ fn a_model_step_is_picked_with_its_file_and_learning_rate() {
     );
     assert!(!marked(&harness, "does not exist"));
     type_into(&mut harness, "learning rate", "-1");
-    assert!(marked(&harness, "lr -1 must be a positive number"));
+    assert!(marked(&harness, "model lr -1 is out of range"));
     assert_eq!(
         preset(&harness).step,
         StepSpec::Model {

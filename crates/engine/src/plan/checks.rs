@@ -26,7 +26,7 @@ pub(super) fn check_preset(preset: &Preset) -> std::result::Result<(), FieldErro
     positive("epochs", preset.epochs)?;
     positive("repeats", preset.repeats)?;
     positive("planned_epochs", preset.planned_epochs)?;
-    if let Some(problem) = preset.step.problem() {
+    if let Some(problem) = super::step_problem(&preset.step) {
         return Err(field("step", problem));
     }
     if preset.samples == Some(0) {

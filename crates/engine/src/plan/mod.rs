@@ -13,7 +13,7 @@ mod worker_kinds;
 
 pub use config::Config;
 pub use knob_table::{Column, KNOBS, KNOBS_IN_CONFIG_ORDER, Knob, Python, knob, rank_threads};
-pub use ranges::{MOST_CONFIGS, NumberRange, RANGES, check_number};
+pub use ranges::{MOST_CONFIGS, NumberRange, RANGES, check_number, step_problem};
 
 use checks::{check_config, check_preset, check_values, user_dataset_configs, warnings};
 

@@ -105,6 +105,17 @@ fn row(field: &str, what: &str) -> &'static NumberRange {
         .expect("every checked number has its row in RANGES")
 }
 
+/// `value` as a reader takes it in: `1e25` and `1e-12` rather than 26 digits or 12
+/// decimals; anything between as Rust writes it (`86400`, `0.1`).
+fn written(value: f64) -> String {
+    let size = value.abs();
+    if size != 0.0 && size.is_finite() && !(1e-4..1e12).contains(&size) {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
+}
+
 /// Checks `value` of `field_name` (`what`, when it holds several numbers) against its row
 /// of [`RANGES`]; also for counts that a results file claims.
 pub fn check_number(field_name: &str, what: &str, value: f64) -> Result<(), FieldError> {
@@ -121,13 +132,27 @@ pub fn check_number(field_name: &str, what: &str, value: f64) -> Result<(), Fiel
         None,
         field_name,
         format!(
-            "{thing}{value} is out of range: it must be from {} to {}{}{} (see docs/limits.md)",
-            range.min,
-            range.max,
+            "{thing}{} is out of range: it must be from {} to {}{}{} (see docs/limits.md)",
+            written(value),
+            written(range.min),
+            written(range.max),
             if range.unit.is_empty() { "" } else { " " },
             range.unit
         ),
     ))
+}
+
+/// What is wrong with `step`, or `None`: its numbers against their rows of [`RANGES`]
+/// (`fixed(inf)` and `fixed(1e25)` alike), then what the step itself needs
+/// ([`StepSpec::problem`]). The plan and the app's step fields both check a step here.
+pub fn step_problem(step: &StepSpec) -> Option<String> {
+    let numbers = match step {
+        StepSpec::Fixed(ms) => check_number("step", "fixed(MS)", *ms),
+        StepSpec::Mlp { hidden } => check_number("step", "mlp hidden", *hidden as f64),
+        StepSpec::Model { lr, .. } => check_number("step", "model lr", *lr),
+        StepSpec::None | StepSpec::Python { .. } => Ok(()),
+    };
+    numbers.err().map(|e| e.problem).or_else(|| step.problem())
 }
 
 /// Checks every number `preset` holds outside its sweep lists against [`RANGES`], and
@@ -145,12 +170,6 @@ pub(super) fn check_preset_numbers(preset: &Preset) -> Result<(), FieldError> {
     check_number("resolve_for_s", "time", preset.resolve_for_s)?;
     if let Some(limit) = preset.memory_limit {
         check_number("memory_limit", "limit", limit.as_u64() as f64)?;
-    }
-    match &preset.step {
-        StepSpec::Fixed(ms) => check_number("step", "fixed(MS)", *ms)?,
-        StepSpec::Mlp { hidden } => check_number("step", "mlp hidden", count(*hidden))?,
-        StepSpec::Model { lr, .. } => check_number("step", "model lr", *lr)?,
-        StepSpec::None | StepSpec::Python { .. } => {}
     }
     for &mean in &preset.normalize.mean {
         check_number("normalize", "mean", mean)?;
@@ -256,17 +275,50 @@ mod tests {
             .to_string()
     }
 
+    /// A step's numbers have one check, the plan's and the app's: `fixed(inf)` was refused
+    /// by the step's own words and `fixed(1e25)` by the range's.
+    #[test]
+    fn a_step_s_numbers_are_checked_against_their_ranges_alone() {
+        let refused = |step: StepSpec| step_problem(&step).unwrap_or_default();
+        for ms in [f64::INFINITY, f64::NAN, -1.0, 1e25] {
+            let problem = refused(StepSpec::Fixed(ms));
+            assert!(
+                problem.starts_with("fixed(MS) ")
+                    && problem.ends_with(" is out of range: it must be from 0 to 3600000 milliseconds (see docs/limits.md)"),
+                "{problem}"
+            );
+        }
+        assert!(refused(StepSpec::Mlp { hidden: 0 }).starts_with("mlp hidden 0 is out of range"));
+        let model = |lr| StepSpec::Model {
+            path: "m.pt".into(),
+            lr,
+        };
+        assert_eq!(
+            refused(model(0.0)),
+            "model lr 0 is out of range: it must be from 1e-12 to 1000000 (see docs/limits.md)"
+        );
+        assert_eq!(step_problem(&model(0.1)), None);
+        assert!(refused(model(f64::NAN)).starts_with("model lr NaN is out of range"));
+        assert!(
+            refused(StepSpec::Model {
+                path: "".into(),
+                lr: 0.1
+            })
+            .contains("give the path")
+        );
+    }
+
     #[test]
     fn numbers_out_of_range_are_named_with_their_range() {
         assert_eq!(
             problem(|p| p.worker_timeout_s = 1e20),
-            "field `worker_timeout_s`: timeout 100000000000000000000 is out of range: it must \
-             be from 0.1 to 86400 seconds (see docs/limits.md)"
+            "field `worker_timeout_s`: timeout 1e20 is out of range: it must be from 0.1 to \
+             86400 seconds (see docs/limits.md)"
         );
         assert_eq!(
             problem(|p| p.step = StepSpec::Fixed(1e25)),
-            "field `step`: fixed(MS) 10000000000000000000000000 is out of range: it must be \
-             from 0 to 3600000 milliseconds (see docs/limits.md)"
+            "field `step`: fixed(MS) 1e25 is out of range: it must be from 0 to 3600000 \
+             milliseconds (see docs/limits.md)"
         );
         assert!(problem(|p| p.dataset.shuffle_buffer = usize::MAX).contains("shuffle_buffer"));
         assert!(problem(|p| p.window_s = f64::INFINITY).contains("window_s"));

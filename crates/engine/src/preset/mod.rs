@@ -604,6 +604,14 @@ mod tests {
                 format!("--set window_s={infinite}: not a finite number")
             );
         }
+        // Inside a value too: "invalid type: null, expected f64" named no number.
+        for inside in ["fixed(inf)", "fixed( -inf )", "fixed(NaN)"] {
+            let err = preset.set("step", inside).unwrap_err().to_string();
+            assert_eq!(err, format!("--set step={inside}: not a finite number"));
+        }
+        preset
+            .set("dataset.path", "\"/data/inf\"")
+            .expect("a word inside a string is no number");
         let err = preset
             .set(
                 "pipeline",

@@ -24,9 +24,11 @@ impl Preset {
             )));
         }
         // The JSON tree the value goes through has no infinity or NaN (it would read as
-        // `null`, and the error said "invalid type: null"); no field takes one.
-        let not_finite = |part: &str| part.trim().parse::<f64>().is_ok_and(|v| !v.is_finite());
-        if value.split(',').any(not_finite) {
+        // `null`, and the error said "invalid type: null"); no field takes one, whether
+        // it is the value or a number inside it (`fixed(inf)`, `[1, NaN]`).
+        let not_finite = |part: &str| part.parse::<f64>().is_ok_and(|v| !v.is_finite());
+        let structure = |c: char| c.is_whitespace() || ",()[]{}:".contains(c);
+        if value.split(structure).any(not_finite) {
             return Err(Error::value(format!(
                 "--set {key}={value}: not a finite number"
             )));

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use egui::{ComboBox, Ui};
 
+use loaderbench_engine::plan::step_problem;
 use loaderbench_engine::preset::{FieldPath, Preset};
 use loaderbench_engine::step::{StepKind, StepSpec};
 
@@ -129,7 +130,7 @@ fn value_field(
                     .map_err(|_| format!("`{t}` is not a whole number"))?,
             }
         };
-        step.problem().map_or(Ok(step), Err)
+        step_problem(&step).map_or(Ok(step), Err)
     };
     let field = Field {
         title,
@@ -159,7 +160,7 @@ fn lr_field(
             path: path.clone(),
             lr,
         };
-        step.problem().map_or(Ok(step), Err)
+        step_problem(&step).map_or(Ok(step), Err)
     };
     let field = Field {
         title: "learning rate",
