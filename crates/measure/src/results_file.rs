@@ -89,7 +89,9 @@ fn worker_kinds_before_auto(run: &mut RunResult) {
 /// in the middle of a number or a word fails as a syntax error, not as an early end, so a
 /// syntax error at the very end of the bytes also reads as truncated.
 fn problem(path: &Path, bytes: &[u8], err: serde_json::Error) -> Error {
-    let problem = if err.is_eof() || (err.is_syntax() && at_end(bytes, err.line(), err.column())) {
+    let problem = if bytes.trim_ascii().is_empty() {
+        "the file is empty: a results file holds one run as JSON".to_owned()
+    } else if err.is_eof() || (err.is_syntax() && at_end(bytes, err.line(), err.column())) {
         format!("the file is truncated ({err})")
     } else {
         format!("not a loaderbench results file ({err})")
@@ -153,6 +155,19 @@ mod tests {
         for saved in [fifo.as_path(), Path::new("/dev/zero")] {
             let msg = read(saved).unwrap_err().to_string();
             assert!(msg.contains("is not a regular file"), "{msg}");
+        }
+    }
+
+    /// An empty file (a run whose export never got written) is said to be empty: it
+    /// was called truncated, "EOF while parsing a value at line 1 column 0".
+    #[test]
+    fn an_empty_file_is_said_to_be_empty() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("run.json");
+        for blank in ["", " \n"] {
+            std::fs::write(&path, blank).unwrap();
+            let msg = read(&path).unwrap_err().to_string();
+            assert!(msg.contains("run.json: the file is empty"), "{msg}");
         }
     }
 
