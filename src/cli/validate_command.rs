@@ -1,10 +1,10 @@
-//! `loaderbench validate`: a preset (and its `--set`s) checked without measuring. Its
-//! dataset opens as a run opens it and every config gets a batch of it; a model step
-//! loads; a user's Python code (a Dataset, a collate, a training step) is loaded in
-//! Python as the PyTorch runtime loads it, its factory called once, so a missing factory
-//! or one that raises fails here rather than at its config in a run; a Dataset of many
-//! Python objects that forked workers would copy is warned of. Prints the configs the
-//! preset makes and the paths it resolved.
+//! `loaderbench validate`: a preset (and its `--set`s) checked without measuring. Every
+//! config's device is on this machine; its dataset opens as a run opens it and every
+//! config gets a batch of it; a model step loads; a user's Python code (a Dataset, a
+//! collate, a training step) is loaded in Python as the PyTorch runtime loads it, its
+//! factory called once, so a missing factory or one that raises fails here rather than at
+//! its config in a run; a Dataset of many Python objects that forked workers would copy
+//! is warned of. Prints the configs the preset makes and the paths it resolved.
 
 use loaderbench_analysis::memory::GROWTH_MIN_BYTES;
 use loaderbench_analysis::mib;
@@ -19,6 +19,10 @@ use super::PresetArgs;
 
 pub fn validate(args: &PresetArgs) -> Result<(), Error> {
     let plan = super::load_plan(args)?;
+    // Every config's device is on this machine, as a run checks before it opens anything.
+    for config in &plan.configs {
+        config.device.resolve()?;
+    }
     // A model is loaded once, as a run loads it; a python step's module must exist.
     plan.preset.step.check_files()?;
     let python_dataset = check_dataset(&plan)?;

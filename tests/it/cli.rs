@@ -480,8 +480,15 @@ fn a_bad_set_is_refused_naming_the_key() {
     }
 }
 
+/// A device this machine lacks is refused by `run` and `validate` alike, naming it:
+/// `validate` said "ok" of `cuda:99`, which every run then refused.
 #[test]
-fn cuda_without_a_gpu_is_refused() {
+fn a_device_this_machine_lacks_is_refused_by_run_and_validate() {
+    for command in ["validate", "run"] {
+        let sets = ["--set", "samples=64", "--set", "device=cuda:99"];
+        let output = loaderbench(&[&[command, "seed-light"][..], &sets].concat());
+        assert_error_line(&output, 2, &["device cuda:99: "]);
+    }
     if !Path::new("/dev/nvidia0").exists() {
         assert_error_line(
             &loaderbench(&[
