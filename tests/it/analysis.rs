@@ -584,7 +584,7 @@ fn a_baseline_name_that_leaves_the_folder_exits_2_before_running() {
 fn a_negative_step_exits_2_before_running() {
     assert_refused_before_running(
         &["--set", "step={\"fixed\":-1}"],
-        &["field `step`", "zero or more"],
+        &["field `step`", "fixed(MS) -1 is out of range"],
     );
 }
 
