@@ -1,9 +1,10 @@
 //! Several saved runs shown as one, to compare machines or setups side by side: every
 //! config keeps the name of the run it comes from (in [`Config::run`] and as a prefix of
 //! its label), so the table gains a run column, the plots colour each run alike and the
-//! recommendations answer each run's questions separately. Runs from different machines
-//! get a warning that names each machine. `loaderbench merge`, `loaderbench report` with
-//! several files and the app's overlay all use this one function.
+//! recommendations answer each run's questions separately. Runs from different machines,
+//! or with different training steps, get a warning that names each run's; a tune's trail
+//! stays with its own run. `loaderbench merge`, `loaderbench report` with several files
+//! and the app's overlay all use this one function.
 
 use std::path::Path;
 
@@ -60,9 +61,12 @@ pub fn overlay(runs: Vec<(String, RunResult)>) -> Option<RunResult> {
     merged.labels.clear();
     merged.results.clear();
     merged.warnings = machines_differ(&all).into_iter().collect();
+    merged.warnings.extend(steps_differ(&all));
     merged.status = RunStatus::Finished;
-    // Several presets ran; none of them sets the overlay up again.
+    // Several presets ran; none of them sets the overlay up again. A tune's trail is its
+    // own run's (what it predicted and eliminated there), no account of the overlay.
     merged.setup = None;
+    merged.tune = None;
     for (name, run) in &all {
         let offset = merged.configs.len();
         merged.configs.extend(run.configs.iter().map(|config| {
@@ -95,20 +99,39 @@ pub fn overlay(runs: Vec<(String, RunResult)>) -> Option<RunResult> {
     Some(merged)
 }
 
+/// A warning naming each run's training step when they differ: the overlay has one step,
+/// the first run's, which the analysis's input-bound and contention verdicts read for
+/// every run.
+fn steps_differ(runs: &[(String, RunResult)]) -> Option<String> {
+    let steps = differing(runs, |r| format!("ran {}", r.step.describe()))?;
+    Some(format!(
+        "training steps differ: {steps}; the input-bound and contention verdicts read every \
+         run as if it ran {}'s (report each run alone for its own)",
+        runs[0].0
+    ))
+}
+
 /// A warning naming each run's machine when they are not all the same machine.
 fn machines_differ(runs: &[(String, RunResult)]) -> Option<String> {
-    let first = runs[0].1.machine.summary();
-    if runs.iter().all(|(_, r)| r.machine.summary() == first) {
+    let machines = differing(runs, |r| format!("on {}", r.machine.summary()))?;
+    Some(format!(
+        "machines differ: {machines}; a difference between runs may be the machine's, not \
+         the config's"
+    ))
+}
+
+/// Each run's name and what `said` of it (`laptop on …; server on …`), where the runs
+/// are not all said alike; `None` where they are.
+fn differing(runs: &[(String, RunResult)], said: impl Fn(&RunResult) -> String) -> Option<String> {
+    let first = said(&runs[0].1);
+    if runs.iter().all(|(_, r)| said(r) == first) {
         return None;
     }
-    let machines: Vec<String> = runs
+    let each: Vec<String> = runs
         .iter()
-        .map(|(name, r)| format!("{name} on {}", r.machine.summary()))
+        .map(|(name, r)| format!("{name} {}", said(r)))
         .collect();
-    Some(format!(
-        "machines differ: {}; a difference between runs may be the machine's, not the config's",
-        machines.join("; ")
-    ))
+    Some(each.join("; "))
 }
 
 #[cfg(test)]
@@ -176,6 +199,34 @@ mod tests {
         assert_eq!(groups.len(), 2, "{groups:?}");
         assert!(groups[0].0.starts_with("laptop: "), "{groups:?}");
         assert!(groups[1].0.starts_with("server: "), "{groups:?}");
+    }
+
+    /// The overlay of a tune and a sweep showed the tune's trail as the overlay's ("tune:
+    /// 7 configs" over 13), its fates naming configs without their run; and a run with a
+    /// training step beside one without was read as the first's step, unsaid.
+    #[test]
+    fn an_overlay_has_no_tune_trail_and_says_where_the_steps_differ() {
+        let mut tuned = measured(0.1, 0.05);
+        tuned.tune = Some(loaderbench_measure::tune_trail::TuneTrail {
+            budget_s: 60.0,
+            used_s: 10.0,
+            stop: loaderbench_measure::tune_trail::TuneStop::Settled,
+            anchors: vec![0],
+            rounds: 2,
+            configs: Vec::new(),
+        });
+        let mut stepped = measured(0.1, 0.05);
+        stepped.step = loaderbench_engine::step::StepSpec::Mlp { hidden: 64 };
+        let merged = overlay(vec![("tuned".into(), tuned), ("stepped".into(), stepped)]).unwrap();
+        assert_eq!(merged.tune, None);
+        assert_eq!(
+            merged.warnings,
+            [
+                "training steps differ: tuned ran none; stepped ran mlp 64; the input-bound and \
+              contention verdicts read every run as if it ran tuned's (report each run alone \
+              for its own)"
+            ]
+        );
     }
 
     #[test]
