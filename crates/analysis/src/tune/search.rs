@@ -123,7 +123,7 @@ pub(super) fn eliminate(
     if candidates.is_empty() {
         return;
     }
-    let Some((best, pick)) = best_set(&undisturbed(result), &candidates) else {
+    let Some((best, picks)) = best_set(&undisturbed(result), &candidates) else {
         return;
     };
     // One measurement has no noise to be beyond: until each has two, halving alone.
@@ -138,10 +138,12 @@ pub(super) fn eliminate(
         .iter()
         .filter(|i| !best.contains(i) && !hinges.contains(i))
         .map(|&i| {
-            (
-                i,
-                format!("slower than {} beyond the noise", label(result, pick)),
-            )
+            // Beaten by its own question's pick: another runtime's says nothing of it.
+            let pick = picks
+                .iter()
+                .find(|&&p| same_question(&configs[p], &configs[i]));
+            let by = pick.map_or("the best set", |&p| label(result, p));
+            (i, format!("slower than {by} beyond the noise"))
         })
         .collect();
     let unbeaten: Vec<(usize, f64)> = best
@@ -196,18 +198,22 @@ pub(super) fn undisturbed(result: &RunResult) -> RunResult {
     ranked
 }
 
-/// The best set of `configs` by the recommendation's own rule, and the config its tie
-/// rule picks (the first of the set when it names none); `None` for no configs. A config
-/// the recommendation counts as one with a member (an A/A copy of it, or it but for a
-/// knob measured as a no-op) is a member too: the recommendation names only one of them.
-pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, usize)> {
+/// The best set of `configs` by the recommendation's own rule, and the config each
+/// question's tie rule picks; `None` for no configs. A question with no pick (nothing
+/// finished, or undecided) keeps every config of it. A config the recommendation counts
+/// as one with a member (an A/A copy of it, or it but for a knob measured as a no-op) is
+/// a member too: the recommendation names only one of them.
+pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
+    if configs.is_empty() {
+        return None;
+    }
     let mut view = result.clone();
     view.results.retain(|r| configs.contains(&r.config_index));
     let index_of = |label: &str| result.labels.iter().position(|l| l == label);
     let mut best = Vec::new();
-    let mut pick = None;
+    let mut picks = Vec::new();
     for recommendation in Analysis::of(&view).recommendations {
-        pick = pick.or(recommendation.config);
+        picks.extend(recommendation.config);
         best.extend(recommendation.config);
         best.extend(
             recommendation
@@ -216,10 +222,13 @@ pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usi
                 .filter_map(|l| index_of(l)),
         );
     }
-    // Without a recommendation (nothing finished, or undecided), every config stays.
-    if best.is_empty() {
-        best = configs.to_vec();
-    }
+    let picked = |i: usize| {
+        let question = &result.configs[i];
+        picks
+            .iter()
+            .any(|&p| same_question(&result.configs[p], question))
+    };
+    best.extend(configs.iter().filter(|&&i| !picked(i)));
     let compared = |index: usize| {
         let runs: Vec<_> = result
             .results
@@ -232,8 +241,7 @@ pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usi
     best.extend(configs.iter().filter(|&&i| members.contains(&compared(i))));
     best.sort_unstable();
     best.dedup();
-    let pick = pick.or(best.first().copied())?;
-    Some((best, pick))
+    Some((best, picks))
 }
 
 /// `candidates` by what each is expected to take over the planned epochs, fastest first.
@@ -564,7 +572,7 @@ mod tests {
         results.extend(rounds(1, 2, &nw2));
         let measured = result(configs, results);
         let mut standings = vec![standing(5, None), standing(5, None)];
-        assert_eq!(best_set(&measured, &[0, 1]), Some((vec![1], 1)));
+        assert_eq!(best_set(&measured, &[0, 1]), Some((vec![1], vec![1])));
         assert_eq!(hinges(&measured, &standings), [1, 0]);
         assert_none_eliminated(&measured, &mut standings, 5);
     }
@@ -672,7 +680,7 @@ mod tests {
         let mut results = rounds(0, 0, &[1.0, 1.2, 0.97, 1.0, 1.15]);
         results.extend(rounds(1, 2, &[1.0; 5]));
         let measured = result(configs.clone(), results);
-        assert_eq!(best_set(&measured, &[0, 1]).unwrap(), (vec![0, 1], 0));
+        assert_eq!(best_set(&measured, &[0, 1]).unwrap(), (vec![0, 1], vec![0]));
         let mut standings = vec![standing(5, Some(halved)), standing(5, None)];
         let mut events = Vec::new();
         assert!(!open_questions(&measured, &mut standings, &mut |e| events.push(e)).is_empty());
@@ -792,6 +800,35 @@ mod tests {
         let mut next = next_round(&open, &standings, &shares, 0.5);
         next.sort_unstable();
         assert_eq!(next, [0, 1, 2, 3, 4, 5]);
+    }
+
+    /// Each question's beaten configs are said to be slower than that question's pick:
+    /// the PyTorch runtime's nw=0 was "slower than nw=2 persistent", our engine's pick.
+    #[test]
+    fn a_beaten_config_names_the_pick_of_its_own_question() {
+        let measured = two_questions(|i| {
+            let scale = if i < 3 { 1.0 } else { 10.0 };
+            ours_resolved(i % 3).iter().map(|s| scale * s).collect()
+        });
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(5, None)).collect();
+        let mut events = Vec::new();
+        eliminate(&measured, &mut standings, &[0, 3], 5, &mut |e| {
+            events.push(e)
+        });
+        let reasons: Vec<(usize, &str)> = events
+            .iter()
+            .filter_map(|e| match e {
+                TuneEvent::Eliminated { config, reason } => Some((*config, reason.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                (0, "slower than nw=2 beyond the noise"),
+                (3, "slower than nw=2 pytorch beyond the noise")
+            ]
+        );
     }
 
     /// A round that measured only our engine's configs halves only their question: the
