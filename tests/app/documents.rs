@@ -152,6 +152,24 @@ fn a_corrupt_file_and_one_from_a_newer_loaderbench_are_one_error_line_each() {
     assert!(harness.state().result().is_none());
 }
 
+/// A bad file named before a good one is still said: opening the good one cleared the
+/// errors shown, the bad one's with them, and the window said only "Opened".
+#[test]
+fn a_file_that_cannot_be_opened_is_said_beside_one_that_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let good = dir.path().join("good.json");
+    std::fs::copy(&two_configs().json, &good).unwrap();
+    let harness = app(dir.path(), vec![missing, good]);
+    let errors = errors(harness.state());
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("Could not open the results: ") && errors[0].contains("missing.json"),
+        "{errors:?}"
+    );
+    assert!(harness.state().result().is_some(), "the good one is shown");
+}
+
 /// The app on the saved run as measured on a laptop and on a server, with the run's
 /// journal among the recent runs (journals in `dir`).
 fn two_machines(dir: &Path) -> Harness<'static, App> {

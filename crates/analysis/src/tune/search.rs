@@ -129,20 +129,16 @@ pub(super) fn eliminate(
     // One measurement has no noise to be beyond: until each has two, halving alone.
     let judged = candidates.iter().all(|&i| standings[i].rounds >= 2);
     let best = if judged { best } else { candidates.clone() };
-    // One the answer hinges on is neither eliminated nor halved, though out of the best
-    // set (beaten with an interval that still reaches inside the margin): `open_questions` would
-    // reinstate it at once. A reinstated config is only eliminated when beaten: halving
-    // set it aside once.
+    // One the answer hinges on is neither eliminated nor halved, though out of the best set
+    // (beaten, its interval reaching inside the margin): `open_questions` would reinstate
+    // it at once. A reinstated config is only eliminated when beaten: halving set it aside.
     let hinges = hinges(result, standings);
     let out: Vec<(usize, String)> = candidates
         .iter()
         .filter(|i| !best.contains(i) && !hinges.contains(i))
         .map(|&i| {
             // Beaten by its own question's pick: another runtime's says nothing of it.
-            let pick = picks
-                .iter()
-                .find(|&&p| same_question(&configs[p], &configs[i]));
-            let by = pick.map_or("the best set", |&p| label(result, p));
+            let by = pick_of(result, &picks, i).map_or("the best set", |p| label(result, p));
             (i, format!("slower than {by} beyond the noise"))
         })
         .collect();
@@ -215,20 +211,11 @@ pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usi
     for recommendation in Analysis::of(&view).recommendations {
         picks.extend(recommendation.config);
         best.extend(recommendation.config);
-        best.extend(
-            recommendation
-                .equally_fast
-                .iter()
-                .filter_map(|l| index_of(l)),
-        );
+        let equally_fast = recommendation.equally_fast.iter();
+        best.extend(equally_fast.filter_map(|l| index_of(l)));
     }
-    let picked = |i: usize| {
-        let question = &result.configs[i];
-        picks
-            .iter()
-            .any(|&p| same_question(&result.configs[p], question))
-    };
-    best.extend(configs.iter().filter(|&&i| !picked(i)));
+    let unpicked = |i: &&usize| pick_of(result, &picks, **i).is_none();
+    best.extend(configs.iter().filter(unpicked));
     let compared = |index: usize| {
         let runs: Vec<_> = result
             .results
@@ -242,6 +229,12 @@ pub(super) fn best_set(result: &RunResult, configs: &[usize]) -> Option<(Vec<usi
     best.sort_unstable();
     best.dedup();
     Some((best, picks))
+}
+
+/// The pick among `picks` (one per question) of config `index`'s question.
+fn pick_of(result: &RunResult, picks: &[usize], index: usize) -> Option<usize> {
+    let question = &result.configs[index];
+    (picks.iter().copied()).find(|&p| same_question(&result.configs[p], question))
 }
 
 /// `candidates` by what each is expected to take over the planned epochs, fastest first.

@@ -313,9 +313,7 @@ impl eframe::App for App {
         let ctx = ui.ctx().clone();
         let left_over = self.drain(&ctx);
         let actions = self.panels(ui);
-        for action in actions {
-            self.apply(&ctx, action);
-        }
+        self.apply_all(&ctx, actions);
         let close = self.script.close_requested();
         self.window.frame_drawn(&ctx, self.title(), close);
         // The run's events wake the window; while it measures, the next frame waits at

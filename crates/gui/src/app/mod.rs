@@ -113,9 +113,16 @@ impl App {
         // A preset named on the command line stays in the setup panel: the runs are
         // added (with none shown yet, as the first would open), which keeps the preset.
         let keep_preset = launch.preset.is_some();
-        for (index, path) in launch.results.iter().enumerate() {
-            app.open_results(path, index > 0 || keep_preset);
-        }
+        let opens = launch.results.iter().enumerate().map(|(index, path)| {
+            let add = index > 0 || keep_preset;
+            let path = path.clone();
+            if add {
+                Action::AddResults(path)
+            } else {
+                Action::OpenResults(path)
+            }
+        });
+        app.apply_all(&cc.egui_ctx, opens.collect());
         if launch.run_now {
             app.apply(&cc.egui_ctx, Action::StartRun);
         }
@@ -217,29 +224,41 @@ impl App {
         self.run_ended(ended);
     }
 
+    /// Applies a frame's `actions` in order. A saved run that cannot be opened is said
+    /// after them all: opening the next one clears the errors shown, and took with it
+    /// the one naming the file before it (`gui bad.json good.json` said nothing of
+    /// `bad.json`).
+    fn apply_all(&mut self, ctx: &egui::Context, actions: Vec<Action>) {
+        let mut unopened = Vec::new();
+        for action in actions {
+            match action {
+                Action::OpenResults(path) => unopened.extend(self.open_results(&path, false).err()),
+                Action::AddResults(path) => unopened.extend(self.open_results(&path, true).err()),
+                action => self.apply(ctx, action),
+            }
+        }
+        for error in unopened {
+            self.messages.error(error);
+        }
+    }
+
     /// Opens the saved run at `path` in place of the shown run, its preset put into the
     /// setup panel (so that the panel and the run bar describe the run shown; a file
     /// from before the preset was saved leaves the panel as it is), or beside the shown
-    /// runs when `add` (not while a run is going).
-    fn open_results(&mut self, path: &Path, add: bool) {
+    /// runs when `add` (not while a run is going); the error to show where it cannot.
+    fn open_results(&mut self, path: &Path, add: bool) -> Result<(), String> {
         if self.is_running() {
-            self.messages
-                .error("Stop the run before opening saved results.");
-            return;
+            return Err("Stop the run before opening saved results.".to_owned());
         }
-        match results_file::read(path) {
-            Ok(result) => {
-                if !add && let Some(preset) = &result.setup {
-                    self.editor.replace(preset.clone(), None);
-                }
-                let ended = self.runs.open(path, result, add, &mut self.messages);
-                self.run_ended(ended);
-                self.messages.note(format!("Opened {}", path.display()));
-            }
-            Err(err) => self
-                .messages
-                .error(format!("Could not open the results: {err}")),
+        let result =
+            results_file::read(path).map_err(|err| format!("Could not open the results: {err}"))?;
+        if !add && let Some(preset) = &result.setup {
+            self.editor.replace(preset.clone(), None);
         }
+        let ended = self.runs.open(path, result, add, &mut self.messages);
+        self.run_ended(ended);
+        self.messages.note(format!("Opened {}", path.display()));
+        Ok(())
     }
 
     /// A shown run that just ended: the saved baselines read again (it may be compared
@@ -285,8 +304,7 @@ impl App {
                 let save = self.editor.save_action();
                 self.apply(ctx, save);
             }
-            Action::OpenResults(path) => self.open_results(&path, false),
-            Action::AddResults(path) => self.open_results(&path, true),
+            Action::OpenResults(_) | Action::AddResults(_) => self.apply_all(ctx, vec![action]),
             Action::LoadRunPreset => self.load_run_preset(),
             Action::Browse(pick) => self.browse(pick),
             Action::StartRun => {
