@@ -165,7 +165,7 @@ impl Config {
     /// gives no start method, a PyTorch config's `fork` or `spawn` kind picks it. Without
     /// workers, the knobs only workers use take their value in `first` (the preset's
     /// first values), so a sweep of them measures the config without workers once, not
-    /// once per value.
+    /// once per value; so do the transfers with our engine's thread workers.
     pub(super) fn settled(mut self, preset: &Preset, first: &Config) -> Config {
         if self.num_workers == 0 {
             self.persistent_workers = first.persistent_workers;
@@ -176,6 +176,13 @@ impl Config {
             self.batch_transfer = first.batch_transfer;
         }
         self.worker_kind = worker_kinds::settled(&self);
+        // Our engine's threads share the dataset and hand batches over in memory: the
+        // transfers are worker processes' alone, so thread configs that differ only there
+        // are one config (measured four times over before).
+        if self.runtime == Runtime::Loaderbench && self.worker_kind == WorkerKind::Thread {
+            self.dataset_transfer = first.dataset_transfer;
+            self.batch_transfer = first.batch_transfer;
+        }
         let start_method_given = preset.start_method != [StartMethod::platform_default()];
         if !start_method_given && let Some(method) = worker_kinds::start_method_of_kind(&self) {
             self.start_method = method;
