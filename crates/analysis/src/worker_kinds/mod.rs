@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use loaderbench_engine::plan::Config;
+use loaderbench_engine::plan::{Config, KNOBS_IN_CONFIG_ORDER, common_config};
 use loaderbench_engine::preset::{
     BatchTransfer, DatasetTransfer, Runtime, StartMethod, WorkerKind,
 };
@@ -119,6 +119,25 @@ fn side_of(config: &Config) -> Option<(Workers, String)> {
         ),
         Runtime::Spdl => (Workers::Threads, "SPDL threads".to_owned()),
     })
+}
+
+/// What tells a comparison's process `config` apart from the run's other configs, as
+/// labels name it (`persistent`, `dataset=copy`), beside what its title says already
+/// (the worker count and kinds, the runtime and the pipeline): without it, threads
+/// against persistent fork workers and against fork workers had the same title.
+fn told_apart(config: &Config, common: &Config) -> Vec<String> {
+    const IN_THE_TITLE: [&str; 5] = [
+        "num_workers",
+        "worker_kind",
+        "start_method",
+        "runtime",
+        "pipeline",
+    ];
+    let knobs = KNOBS_IN_CONFIG_ORDER.iter();
+    knobs
+        .filter(|knob| !IN_THE_TITLE.contains(&knob.field))
+        .filter_map(|knob| (knob.tag)(config, common))
+        .collect()
 }
 
 /// The loader a runtime's configs are compared within: the Python runtimes load the
@@ -254,13 +273,19 @@ fn comparison(
         .runtime
         .runs_python()
         .then(|| gil_share(result, noise, &measured));
+    let told = told_apart(&first.config, &common_config(&result.configs));
     let mut title = format!(
-        "{} against {} ({} · {} · {})",
+        "{} against {} ({} · {} · {}{})",
         threads.name,
         processes.name,
         result.dataset,
         first.config.pipeline.name(),
-        first.config.runtime.name()
+        first.config.runtime.name(),
+        if told.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", told.join(", "))
+        }
     );
     if let Some(run) = &first.config.run {
         title = format!("{run}: {title}");
@@ -637,6 +662,43 @@ mod tests {
         );
     }
 
+    /// The comparisons of `configs`, each measured alike, and their titles.
+    fn alike(configs: &[Config]) -> (Vec<String>, Vec<WorkerKindComparison>) {
+        let results = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| measured(i, c, 1.0, 1.0, 100))
+            .collect();
+        let all = Analysis::of(&result(configs.to_vec(), results)).worker_kinds;
+        (all.iter().map(|c| c.title.clone()).collect(), all)
+    }
+
+    /// Threads against persistent fork workers, and against fork workers given a copy
+    /// of the dataset, had the same title as against plain fork workers.
+    #[test]
+    fn each_title_names_what_tells_its_configs_from_the_run_s_others() {
+        let thread = kind(Runtime::Loaderbench, WorkerKind::Thread, 2);
+        let fork = kind(Runtime::Loaderbench, WorkerKind::Fork, 2);
+        let persistent = |c: &Config| Config {
+            persistent_workers: true,
+            ..c.clone()
+        };
+        let copied = Config {
+            dataset_transfer: DatasetTransfer::Copy,
+            ..fork.clone()
+        };
+        let configs = [persistent(&thread), persistent(&fork), thread, fork, copied];
+        let (titles, _) = alike(&configs);
+        assert_eq!(
+            titles,
+            [
+                "threads against fork workers (synthetic · light · loaderbench · persistent)",
+                "threads against fork workers (synthetic · light · loaderbench)",
+                "threads against fork workers (synthetic · light · loaderbench · dataset=copy)"
+            ]
+        );
+    }
+
     #[test]
     fn only_configs_that_differ_in_how_workers_run_are_compared() {
         let thread = kind(Runtime::Loaderbench, WorkerKind::Thread, 2);
@@ -651,13 +713,7 @@ mod tests {
             ..fork.clone()
         };
         let configs = [thread, fork, spawn, bigger_batches, none];
-        let results = configs
-            .iter()
-            .enumerate()
-            .map(|(i, c)| measured(i, c, 1.0, 1.0, 100))
-            .collect();
-        let all = Analysis::of(&result(configs.to_vec(), results)).worker_kinds;
-        let titles: Vec<&str> = all.iter().map(|c| c.title.as_str()).collect();
+        let (titles, all) = alike(&configs);
         assert_eq!(
             titles,
             [

@@ -111,23 +111,9 @@ impl Plan {
     }
 
     /// The config that holds, for each knob, the value most configs share: labels leave
-    /// those values out.
+    /// those values out (see [`common_config`]).
     pub fn common_config(&self) -> Config {
-        let mut common = knobs::most_common(&self.configs)
-            .expect("the most common values are values of the plan's configs");
-        // Our loader is the common runtime wherever the plan has several, even when it
-        // measures fewer configs or none: every other runtime is then named.
-        if self.configs.iter().any(|c| c.runtime != common.runtime) {
-            common.runtime = Runtime::Loaderbench;
-        }
-        common.worker_kind = worker_kinds::common_kind(&self.configs, common.runtime);
-        // One rank is the plain case: where the plan has several ranks values, every
-        // config with more than one rank says how many, even where most configs have
-        // more (ranks [2, 4] would otherwise leave ranks=2 unnamed).
-        if self.configs.iter().any(|c| c.ranks != common.ranks) {
-            common.ranks = 1;
-        }
-        common
+        common_config(&self.configs)
     }
 
     /// The order the runner measures `(config, repeat)` pairs in, as `order` says.
@@ -193,6 +179,26 @@ fn within_extra(err: FieldError, extra: Option<usize>) -> FieldError {
 }
 
 /// Plans made from the default preset with `--set`s, for the tests of the plan's checks.
+/// The config that holds, for each knob, the value most of `configs` (a plan's, or a
+/// saved run's) share: labels leave those values out. `configs` is not empty.
+pub fn common_config(configs: &[Config]) -> Config {
+    let mut common =
+        knobs::most_common(configs).expect("the most common values are values of the configs");
+    // Our loader is the common runtime wherever the plan has several, even when it
+    // measures fewer configs or none: every other runtime is then named.
+    if configs.iter().any(|c| c.runtime != common.runtime) {
+        common.runtime = Runtime::Loaderbench;
+    }
+    common.worker_kind = worker_kinds::common_kind(configs, common.runtime);
+    // One rank is the plain case: where the plan has several ranks values, every config
+    // with more than one rank says how many, even where most configs have more (ranks
+    // [2, 4] would otherwise leave ranks=2 unnamed).
+    if configs.iter().any(|c| c.ranks != common.ranks) {
+        common.ranks = 1;
+    }
+    common
+}
+
 #[cfg(test)]
 pub(crate) mod test_plans {
     use super::Plan;
