@@ -311,7 +311,10 @@ mod tests {
         // transfers double only the worker processes' (threads share the dataset and the
         // batches): 8 thread configs, 32 spawn ones.
         assert_eq!(ours.len(), 1 + (1 << 3) + (1 << 5), "{ours:?}");
-        assert_eq!(ours[0], "nw=0 thread", "spawn is the most common kind");
+        assert_eq!(
+            ours[0], "nw=0",
+            "no kind without workers, though spawn is the common one"
+        );
         assert_eq!(ours.iter().filter(|l| l.starts_with("nw=0")).count(), 1);
         let mut sets = workers_only.to_vec();
         sets.extend([("runtime", "pytorch"), ("worker_kind", "auto,spawn")]);

@@ -78,10 +78,11 @@ pub(super) const WORKER_KIND: Knob = Knob {
     field: "worker_kind",
     label: "worker kind",
     value: |c| c.worker_kind.name().to_owned(),
-    // Each runtime's default kind compares as one, so mixing runtimes names no kind.
+    // Each runtime's default kind compares as one, so mixing runtimes names no kind;
+    // without workers there is no kind to name (`nw=0 thread` read as a kind of loop).
     tag: |c, common| {
         let differs = worker_kinds::label_kind(c) != worker_kinds::label_kind(common);
-        differs.then(|| c.worker_kind.name().to_owned())
+        (differs && c.num_workers > 0).then(|| c.worker_kind.name().to_owned())
     },
     column: Column::WhereVaries(|c| c.worker_kind.name().to_owned()),
     // Not a DataLoader argument: `thread` builds a torchdata.nodes graph instead.
