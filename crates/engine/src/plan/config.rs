@@ -172,14 +172,15 @@ impl Config {
             self.prefetch_factor = first.prefetch_factor;
             self.in_order = first.in_order;
             self.worker_kind = first.worker_kind;
-            self.dataset_transfer = first.dataset_transfer;
-            self.batch_transfer = first.batch_transfer;
         }
         self.worker_kind = worker_kinds::settled(&self);
-        // Our engine's threads share the dataset and hand batches over in memory: the
-        // transfers are worker processes' alone, so thread configs that differ only there
-        // are one config (measured four times over before).
-        if self.runtime == Runtime::Loaderbench && self.worker_kind == WorkerKind::Thread {
+        // The transfers are worker processes' alone: our engine's threads share the
+        // dataset and hand batches over in memory, so thread configs that differ only
+        // there are one config (measured four times over before), as are configs
+        // without workers.
+        let threads =
+            self.runtime == Runtime::Loaderbench && self.worker_kind == WorkerKind::Thread;
+        if self.num_workers == 0 || threads {
             self.dataset_transfer = first.dataset_transfer;
             self.batch_transfer = first.batch_transfer;
         }
