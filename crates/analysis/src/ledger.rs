@@ -67,7 +67,7 @@ pub fn row(runs: &ConfigRuns<'_>) -> LedgerRow {
     }
 }
 
-/// For every non-persistent config with workers: the saving of its persistent twin
+/// For every non-persistent config whose workers could persist: the saving of its persistent twin
 /// where one was measured (the difference of their typical epochs), else the restart
 /// cost it paid.
 pub fn break_even(
@@ -77,7 +77,7 @@ pub fn break_even(
 ) -> Vec<BreakEven> {
     configs
         .iter()
-        .filter(|runs| runs.config.num_workers > 0 && !runs.config.persistent_workers)
+        .filter(|runs| runs.config.can_persist() && !runs.config.persistent_workers)
         .filter_map(|runs| {
             let twin = configs.iter().find(|other| {
                 other.config.persistent_workers
@@ -198,5 +198,33 @@ mod tests {
         assert!((saving.saved_total_s - 90.0).abs() < 1e-9);
         assert!(saving.sentence.contains("estimated from its restart cost"));
         assert!(saving.sentence.ends_with("over 101 epochs that is 90.0 s"));
+    }
+
+    /// Threads that the runtime starts every epoch cannot persist: SPDL's pipeline
+    /// threads and torchdata.nodes' (the plan refuses them persistent), so no saving is
+    /// offered for them, however much their restart costs.
+    #[test]
+    fn threads_that_cannot_persist_are_offered_no_saving() {
+        use loaderbench_engine::plan::Config;
+        use loaderbench_engine::preset::{Runtime, WorkerKind};
+        let spdl = Config {
+            runtime: Runtime::Spdl,
+            ..config(2, false)
+        };
+        let nodes = Config {
+            runtime: Runtime::Pytorch,
+            worker_kind: WorkerKind::Thread,
+            ..config(2, false)
+        };
+        let engine = config(2, false);
+        let configs = vec![spdl.clone(), nodes.clone(), engine.clone()];
+        let runs = [spdl, nodes, engine]
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| run(i, c, two_epochs(0.5, 0.1, 11)))
+            .collect();
+        let analysis = Analysis::of(&result(configs, runs));
+        let offered: Vec<usize> = analysis.break_even.iter().map(|b| b.config).collect();
+        assert_eq!(offered, [2], "{:?}", analysis.break_even);
     }
 }

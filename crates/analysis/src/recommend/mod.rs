@@ -946,23 +946,59 @@ mod tests {
         assert!(r.snippet.unwrap().contains("torch.set_num_threads(3)\n"));
     }
 
+    /// Pasted, the lines measure the config; they name every knob it uses and leave out
+    /// those it does not (a config without workers, our engine's thread workers'
+    /// transfers), where leaving them out gives the value measured.
     #[test]
     fn preset_lines_measure_exactly_the_recommended_config() {
-        let mut chosen = config(4, true);
-        chosen.batch_size = 128;
-        chosen.intra_op_threads = IntraOpThreads::Count(2);
-        chosen.in_order = false;
+        use loaderbench_engine::preset::{DatasetTransfer, WorkerKind};
+        let mut threads = config(4, true);
+        threads.batch_size = 128;
+        threads.intra_op_threads = IntraOpThreads::Count(2);
+        threads.in_order = false;
+        let forked = Config {
+            worker_kind: WorkerKind::Fork,
+            dataset_transfer: DatasetTransfer::Copy,
+            ..config(2, false)
+        };
+        let none = config(0, false);
         let mut r = result(vec![], vec![]);
         r.drop_last = true;
-        let lines = snippet(&r, &chosen, None);
-        let text = format!("(version: 1, name: \"pasted\",\n{lines}\n)");
-        let preset = Preset::from_ron(&text, std::path::Path::new("pasted.ron"))
-            .unwrap_or_else(|e| panic!("{e}\n{text}"));
-        assert!(preset.drop_last && preset.shuffle);
-        let plan = Plan::from_preset(&preset, None).unwrap();
-        assert_eq!(plan.configs, vec![chosen]);
-        for knob in &KNOBS {
-            assert!(lines.contains(&format!("\n{}: [", knob.field)), "{lines}");
+        for (chosen, left_out) in [
+            (
+                threads,
+                &["start_method", "dataset_transfer", "batch_transfer"][..],
+            ),
+            (forked, &["start_method"][..]),
+            (
+                none,
+                &[
+                    "start_method",
+                    "worker_kind",
+                    "dataset_transfer",
+                    "batch_transfer",
+                    "persistent_workers",
+                    "prefetch_factor",
+                    "in_order",
+                ][..],
+            ),
+        ] {
+            let lines = snippet(&r, &chosen, None);
+            let text = format!("(version: 1, name: \"pasted\",\n{lines}\n)");
+            let preset = Preset::from_ron(&text, std::path::Path::new("pasted.ron"))
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert!(preset.drop_last && preset.shuffle);
+            let plan = Plan::from_preset(&preset, None).unwrap();
+            assert_eq!(plan.configs, vec![chosen], "{lines}");
+            for knob in &KNOBS {
+                let listed = lines.contains(&format!("\n{}: [", knob.field));
+                assert_eq!(
+                    listed,
+                    !left_out.contains(&knob.field),
+                    "{}: {lines}",
+                    knob.field
+                );
+            }
         }
     }
 }

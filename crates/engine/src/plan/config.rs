@@ -120,6 +120,18 @@ impl Config {
         check_config(self)
     }
 
+    /// True when the config has workers that could persist between epochs: the plan
+    /// accepts its `persistent_workers: true` twin (PyTorch's torchdata.nodes threads and
+    /// SPDL's pipeline threads are started every epoch).
+    pub fn can_persist(&self) -> bool {
+        self.num_workers > 0
+            && check_config(&Config {
+                persistent_workers: true,
+                ..self.clone()
+            })
+            .is_ok()
+    }
+
     /// Processes that load data: every rank and every worker process of each rank
     /// (thread workers count too, as they compete for the same cores).
     pub fn total_processes(&self) -> usize {
@@ -145,6 +157,26 @@ impl Config {
             self.start_method.name()
         } else {
             self.worker_kind.name()
+        }
+    }
+
+    /// True when the knob named `field` makes a difference to this config: false for
+    /// the knobs that only workers use in a config without them, for the transfers of
+    /// workers that are not our engine's processes, for the start method where it does
+    /// not matter and for where transforms run on a Python runtime (the knobs that
+    /// [`settled`](Config::settled) sets aside).
+    pub fn uses_knob(&self, field: &str) -> bool {
+        let workers = self.num_workers > 0;
+        match field {
+            "persistent_workers" | "prefetch_factor" | "in_order" | "worker_kind" => workers,
+            "dataset_transfer" | "batch_transfer" => {
+                workers
+                    && self.runtime == Runtime::Loaderbench
+                    && self.worker_kind != WorkerKind::Thread
+            }
+            "start_method" => self.uses_start_method(),
+            "transform_at" => !self.runtime.runs_python(),
+            _ => true,
         }
     }
 
