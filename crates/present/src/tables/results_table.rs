@@ -360,6 +360,40 @@ mod tests {
         assert_eq!(&table.rows[2].cells[4..6], ["pytorch", "forkserver"]);
     }
 
+    /// A config without workers has no worker kind: it neither makes the column nor
+    /// shows a kind in it.
+    #[test]
+    fn a_config_without_workers_shows_no_worker_kind() {
+        let table = |configs: Vec<Config>| {
+            let results = (0..configs.len())
+                .map(|i| run(i, configs[i].clone(), vec![epoch(1, 0.2, 0.1, 3)]))
+                .collect();
+            ResultsTable::of(&result(configs, results), "light")
+        };
+        let mut unused = config(0, false);
+        unused.worker_kind = WorkerKind::Spawn;
+        let threads = table(vec![unused.clone(), config(2, false), config(4, false)]);
+        assert!(
+            !threads.header.iter().any(|h| h == "worker kind"),
+            "{:?}",
+            threads.header
+        );
+        let mut spawned = config(2, false);
+        spawned.worker_kind = WorkerKind::Spawn;
+        let kinds = table(vec![unused, config(2, false), spawned]);
+        let column = kinds
+            .header
+            .iter()
+            .position(|h| h == "worker kind")
+            .unwrap();
+        let cells: Vec<&str> = kinds
+            .rows
+            .iter()
+            .map(|r| r.cells[column].as_str())
+            .collect();
+        assert_eq!(cells, ["-", "thread", "spawn"]);
+    }
+
     #[test]
     fn a_cold_config_shows_its_storage_reads_and_one_that_stayed_warm_says_why() {
         let cold = loaderbench_engine::plan::Config {

@@ -84,7 +84,22 @@ pub(super) const WORKER_KIND: Knob = Knob {
         let differs = worker_kinds::label_kind(c) != worker_kinds::label_kind(common);
         (differs && c.num_workers > 0).then(|| c.worker_kind.name().to_owned())
     },
-    column: Column::WhereVaries(|c| c.worker_kind.name().to_owned()),
+    // A column where configs with workers differ in it; a config without shows none.
+    column: Column::Where(
+        |c| {
+            let kind = (c.num_workers > 0).then(|| c.worker_kind.name());
+            kind.unwrap_or("-").to_owned()
+        },
+        |configs| {
+            let mut kinds = configs
+                .iter()
+                .filter(|c| c.num_workers > 0)
+                .map(|c| c.worker_kind);
+            kinds
+                .next()
+                .is_some_and(|first| kinds.any(|kind| kind != first))
+        },
+    ),
     // Not a DataLoader argument: `thread` builds a torchdata.nodes graph instead.
     python: None,
     // The script builds DataLoader's workers or torchdata.nodes' threads by it.
