@@ -82,7 +82,8 @@ pub fn save(name: &str, result: &RunResult) -> Result<()> {
     Ok(())
 }
 
-/// Prints the change of every config both runs measured.
+/// Prints the change of every config both runs measured, then the configs one run
+/// measured alone.
 pub fn print_comparison(name: &str, before: &RunResult, after: &RunResult) {
     let changes = baseline::compare(before, after);
     outln!("\nAgainst baseline `{name}` (typical epoch time, medians)");
@@ -91,5 +92,8 @@ pub fn print_comparison(name: &str, before: &RunResult, after: &RunResult) {
     }
     for change in changes {
         outln!("{}", change.line());
+    }
+    for line in baseline::unmatched(before, after) {
+        outln!("{line}");
     }
 }

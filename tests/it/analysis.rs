@@ -492,17 +492,27 @@ fn a_run_compares_each_config_with_a_baseline() {
     }
 }
 
+/// Single typical epochs are not judged; configs one side measured alone are named
+/// (the persistent extra config gives way to nw=1 here).
 #[test]
 fn a_change_of_single_typical_epochs_is_not_judged() {
     let baselines = baselines();
     let journal = baselines.path("single.jsonl");
-    let args = small_sweep(path_str(&journal), &["--baseline", "before"]);
+    let extra = [
+        "--set",
+        "extra_configs=[(num_workers: 1)]",
+        "--baseline",
+        "before",
+    ];
+    let args = small_sweep(path_str(&journal), &extra);
     let compared = in_data_dir(&baselines.path("data"), &args);
     assert!(compared.status.success(), "{}", stderr(&compared));
     assert_printed(
         &compared,
         "%): not judged: one typical epoch on a side shows no scatter; measure three epochs or more (`--set epochs=4`)",
     );
+    assert_printed(&compared, "\nnot in the baseline: nw=1\n");
+    assert_printed(&compared, "\nin the baseline only: nw=2 persistent\n");
 }
 
 #[test]

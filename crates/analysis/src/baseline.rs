@@ -171,14 +171,39 @@ pub fn compare(baseline: &RunResult, current: &RunResult) -> Vec<Change> {
     let before = measured_configs(baseline);
     measured_configs(current)
         .iter()
-        .filter_map(|now| {
-            let then = before
-                .iter()
-                .find(|b| b.config == now.config)
-                .or_else(|| before.iter().find(|b| b.label == now.label))?;
-            change(then, now, margin)
-        })
+        .filter_map(|now| change(matching(&before, now)?, now, margin))
         .collect()
+}
+
+/// What [`compare`] cannot pair, one line each side: the configs of `current` that
+/// `baseline` did not measure (`not in the baseline: nw=8`) and those of `baseline` no
+/// config of `current` matches (`in the baseline only: nw=1`); none when all pair up.
+pub fn unmatched(baseline: &RunResult, current: &RunResult) -> Vec<String> {
+    let (before, now) = (measured_configs(baseline), measured_configs(current));
+    fn alone(side: &[ConfigRuns<'_>], other: &[ConfigRuns<'_>]) -> String {
+        let side = side.iter().filter(|runs| matching(other, runs).is_none());
+        side.map(|runs| runs.label).collect::<Vec<_>>().join(", ")
+    }
+    [
+        ("not in the baseline", alone(&now, &before)),
+        ("in the baseline only", alone(&before, &now)),
+    ]
+    .into_iter()
+    .filter(|(_, labels)| !labels.is_empty())
+    .map(|(what, labels)| format!("{what}: {labels}"))
+    .collect()
+}
+
+/// The config of `other` that `runs` is compared with: the one with equal knobs, else
+/// the one with the same label.
+fn matching<'a, 'r>(
+    other: &'a [ConfigRuns<'r>],
+    runs: &ConfigRuns<'_>,
+) -> Option<&'a ConfigRuns<'r>> {
+    other
+        .iter()
+        .find(|o| o.config == runs.config)
+        .or_else(|| other.iter().find(|o| o.label == runs.label))
 }
 
 fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>, margin: f64) -> Option<Change> {
@@ -378,5 +403,28 @@ mod tests {
             let err = path(bad).unwrap_err();
             assert!(err.is_bad_input() && err.to_string().contains("baseline name"));
         }
+    }
+
+    /// Configs on one side alone are named, each side in its line; a run that pairs up
+    /// whole has none.
+    #[test]
+    fn configs_on_one_side_alone_are_named() {
+        let side = |workers: &[usize]| {
+            let configs: Vec<_> = workers.iter().map(|&w| config(w, false)).collect();
+            let runs = configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| run(i, c.clone(), two_epochs(0.1, 0.1, 11)))
+                .collect();
+            result(configs, runs)
+        };
+        assert_eq!(
+            unmatched(&side(&[0, 1, 2]), &side(&[0, 2, 4, 8])),
+            [
+                "not in the baseline: nw=4, nw=8",
+                "in the baseline only: nw=1"
+            ]
+        );
+        assert!(unmatched(&side(&[0, 2]), &side(&[2, 0])).is_empty());
     }
 }

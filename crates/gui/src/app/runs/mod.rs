@@ -226,9 +226,10 @@ impl Runs {
             Ok(before) => {
                 let changes = baseline::compare(&before, result);
                 let matched = changes.len();
+                let alone = unpaired(&before, result);
                 run.comparison = Some((name.to_owned(), changes));
                 messages.note(format!(
-                    "Compared with baseline `{name}`: {matched} config(s) matched."
+                    "Compared with baseline `{name}`: {matched} config(s) matched{alone}."
                 ));
             }
             Err(err) => messages.error(format!("Could not compare: {err}")),
@@ -247,10 +248,18 @@ impl Runs {
         };
         let changes = baseline::compare(before, after);
         let matched = changes.len();
+        let alone = unpaired(before, after);
         run.comparison = Some((names[index].clone(), changes));
         messages.note(format!(
-            "Compared {} with {}: {matched} config(s) matched.",
+            "Compared {} with {}: {matched} config(s) matched{alone}.",
             names[0], names[index]
         ));
     }
+}
+
+/// The configs one side of a comparison measured alone, as the end of a note:
+/// `; not in the baseline: nw=8`, or nothing where every config pairs up.
+fn unpaired(before: &RunResult, after: &RunResult) -> String {
+    let lines = baseline::unmatched(before, after);
+    lines.iter().map(|line| format!("; {line}")).collect()
 }
