@@ -9,15 +9,16 @@
 //! the loading of the workers' anchors is their whole work, and the main process's time
 //! (the step, slowed as workers take its cores) is the nearest workers' anchor's. The
 //! loading against the worker counts gives an Amdahl fit ([`amdahl_fit`]: no workers'
-//! loading counting as one worker's, workers past the cores adding nothing), so a step
-//! that outlasts one worker's loading makes one worker as fast as two. Their start-ups
-//! give a cost per worker for each way of starting them ([`Config::worker_start`]: a
-//! spawned worker imports torch, a forked one does not), the anchors' median for a way
-//! none of them took. A persistent config pays start-up once, any other in every epoch.
-//! The model knows nothing of prefetch depth or transfers, so it ranks the configs that
-//! differ only in those alike: the measurements decide. Each runtime (each question:
-//! runtime, pipeline, ranks, cache) has its own anchors and its own fit, since our
-//! engine's anchors say nothing of PyTorch's DataLoader.
+//! loading counting as one worker's, at the CPU time it took on the main process's
+//! intra-op threads where the run measured it, workers past the cores adding nothing), so
+//! a step that outlasts one worker's loading makes one worker as fast as two. Their
+//! start-ups give a cost per worker for each way of starting them
+//! ([`Config::worker_start`]: a spawned worker imports torch, a forked one does not), the
+//! anchors' median for a way none of them took. A persistent config pays start-up once,
+//! any other in every epoch. The model knows nothing of prefetch depth or transfers, so
+//! it ranks the configs that differ only in those alike: the measurements decide. Each
+//! runtime (each question: runtime, pipeline, ranks, cache) has its own anchors and its
+//! own fit, since our engine's anchors say nothing of PyTorch's DataLoader.
 
 use loaderbench_engine::plan::Config;
 use loaderbench_measure::results::{EpochResult, RunResult};
@@ -51,7 +52,11 @@ impl Model {
     pub fn fit(result: &RunResult, config: &Config) -> Option<Model> {
         let mut measured = measured_configs(result);
         measured.retain(|runs| same_question(runs.config, config));
-        let anchors: Vec<Anchor> = measured.iter().filter_map(Anchor::of).collect();
+        let cores = result.machine.logical_cores.max(1);
+        let anchors: Vec<Anchor> = measured
+            .iter()
+            .filter_map(|runs| Anchor::of(runs, cores))
+            .collect();
         if anchors.is_empty() {
             return None;
         }
@@ -76,10 +81,9 @@ impl Model {
             stats::median(&alike).unwrap_or(0.0)
         };
         let all: Vec<f64> = per_worker.iter().map(|(_, seconds)| *seconds).collect();
-        let cores = result.machine.logical_cores.max(1);
         let effective: Vec<(usize, f64)> = anchors
             .iter()
-            .map(|anchor| (anchor.workers.min(cores), anchor.loading_s))
+            .map(|anchor| (anchor.workers.min(cores), anchor.one_thread_loading_s))
             .collect();
         Some(Model {
             fit: amdahl_fit(&effective),
@@ -93,9 +97,12 @@ impl Model {
     /// `config`'s predicted time for `epochs` epochs.
     pub fn predict_s(&self, config: &Config, epochs: usize) -> f64 {
         let workers = config.num_workers;
-        let loading = match &self.fit {
-            Some(fit) => fit.time_s(workers.clamp(1, self.cores) as f64),
-            None => self.nearest(workers.max(1), |a| a.workers.max(1)).loading_s,
+        let without_workers = self.anchors.iter().find(|a| a.workers == 0);
+        let loading = match (&self.fit, without_workers) {
+            // The main process loads on all its intra-op threads, as its anchor did.
+            (_, Some(anchor)) if workers == 0 => anchor.loading_s,
+            (Some(fit), _) => fit.time_s(workers.clamp(1, self.cores) as f64),
+            (None, _) => self.nearest(workers.max(1), |a| a.workers.max(1)).loading_s,
         };
         let work = if workers == 0 {
             loading + self.nearest(0, |a| a.workers).main_s
@@ -141,18 +148,45 @@ struct Anchor {
     /// Loading per epoch: without workers, the work less the main process's own time;
     /// with them, the whole work (the loading as far as the epoch shows it).
     loading_s: f64,
+    /// The loading as the fit counts it: with workers, `loading_s`; without, what one
+    /// worker would take (see [`Anchor::of`]).
+    one_thread_loading_s: f64,
     /// The main process's own time per epoch: the work less its waits for batches.
     main_s: f64,
 }
 
 impl Anchor {
-    fn of(runs: &ConfigRuns<'_>) -> Option<Anchor> {
-        let work = stats::median(&runs.epochs().filter_map(work_s).collect::<Vec<_>>())?;
-        let main = stats::median(&runs.epochs().filter_map(main_s).collect::<Vec<_>>())?;
+    /// The anchor of `runs` on a machine of `cores` cores. A worker loads on one thread
+    /// (loaders set their workers' intra-op threads to one, as DataLoader does), while
+    /// the main process without workers loads on all of its own: a fused heavy pipeline
+    /// took 0.13 s an epoch on two threads there, and one worker 0.25 s, which the fit
+    /// had predicted at 0.13 s. So the loading without workers counts, for the fit, as
+    /// the CPU time it took: the epoch's CPU time less the main process's own time on
+    /// all its threads (the most the rest of the job could have used, so that the count
+    /// errs towards the loading's wall time, as before), between the loading's wall time
+    /// and that times the threads. Without CPU times it counts as its wall time.
+    fn of(runs: &ConfigRuns<'_>, cores: usize) -> Option<Anchor> {
+        let median = |values: Vec<f64>| stats::median(&values);
+        let work = median(runs.epochs().filter_map(work_s).collect())?;
+        let main = median(runs.epochs().filter_map(main_s).collect())?;
         let workers = runs.config.num_workers;
+        let loading_s = if workers == 0 { work - main } else { work };
+        let threads = runs
+            .runs
+            .first()
+            .map_or(1, |run| run.intra_op_threads.max(1));
+        let threads = (threads as usize).min(cores) as f64;
+        let cpu = median(runs.epochs().filter_map(|e| e.own_cpu_s).collect());
+        let one_thread_loading_s = match cpu {
+            Some(cpu) if workers == 0 && loading_s > 0.0 => {
+                (cpu - main * threads).clamp(loading_s, loading_s * threads)
+            }
+            _ => loading_s,
+        };
         Some(Anchor {
             workers,
-            loading_s: if workers == 0 { work - main } else { work },
+            loading_s,
+            one_thread_loading_s,
             main_s: main,
         })
     }
@@ -332,5 +366,34 @@ mod tests {
         assert!(close(each_epoch, 10.0 * 0.44), "{each_epoch}");
         let persistent = model.predict_s(&config(4, true), 10);
         assert!(close(persistent, 10.0 * 0.24 + 0.2), "{persistent}");
+    }
+
+    /// Seed-heavy's fused pipeline on two cores, measured: without workers the main
+    /// process loaded an epoch in 0.13 s on its two intra-op threads, using 0.25 s of
+    /// CPU; two workers took 0.13 s, and one worker 0.25 s. The fit counts the loading
+    /// without workers as its CPU time, so one worker is predicted at 0.25 s, not at no
+    /// workers' 0.13 s (every one-worker config was measured first, and dropped); no
+    /// workers is still predicted at what its anchor took. Without CPU times, as before.
+    #[test]
+    fn loading_on_several_threads_without_workers_counts_as_its_cpu_time() {
+        let configs = vec![config(0, false), config(2, false)];
+        let fitted = |cpu: Option<f64>| {
+            let mut alone = loading(0.013, 0.013);
+            alone.own_cpu_s = cpu;
+            let mut without = run(0, configs[0].clone(), vec![alone]);
+            without.intra_op_threads = 2;
+            let with = run(1, configs[1].clone(), vec![loading(0.013, 0.013)]);
+            let mut result = result(configs.clone(), vec![without, with]);
+            result.machine.logical_cores = 2;
+            Model::fit(&result, &configs[0]).unwrap()
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let model = fitted(Some(0.26));
+        assert!(close(model.predict_s(&config(0, false), 1), 0.13));
+        let one = model.predict_s(&config(1, false), 1);
+        assert!(close(one, 0.26), "{one}");
+        assert!(close(model.predict_s(&config(2, false), 1), 0.13));
+        let one = fitted(None).predict_s(&config(1, false), 1);
+        assert!(close(one, 0.13), "{one}");
     }
 }
