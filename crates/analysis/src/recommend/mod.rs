@@ -946,9 +946,9 @@ mod tests {
         assert!(r.snippet.unwrap().contains("torch.set_num_threads(3)\n"));
     }
 
-    /// Pasted, the lines measure the config; they name every knob it uses and leave out
+    /// Pasted, the lines measure the config: they name every knob it uses, and leave out
     /// those it does not (a config without workers, our engine's thread workers'
-    /// transfers), where leaving them out gives the value measured.
+    /// transfers), whatever values the run gave them.
     #[test]
     fn preset_lines_measure_exactly_the_recommended_config() {
         use loaderbench_engine::preset::{DatasetTransfer, WorkerKind};
@@ -961,7 +961,11 @@ mod tests {
             dataset_transfer: DatasetTransfer::Copy,
             ..config(2, false)
         };
-        let none = config(0, false);
+        // Settled to a sweep's first prefetch depth, which no config without workers uses.
+        let none = Config {
+            prefetch_factor: 1,
+            ..config(0, false)
+        };
         let mut r = result(vec![], vec![]);
         r.drop_last = true;
         for (chosen, left_out) in [
@@ -989,7 +993,11 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert!(preset.drop_last && preset.shuffle);
             let plan = Plan::from_preset(&preset, None).unwrap();
-            assert_eq!(plan.configs, vec![chosen], "{lines}");
+            assert_eq!(plan.configs.len(), 1, "{lines}");
+            for knob in KNOBS.iter().filter(|knob| chosen.uses_knob(knob.field)) {
+                let value = knob.value;
+                assert_eq!(value(&plan.configs[0]), value(&chosen), "{lines}");
+            }
             for knob in &KNOBS {
                 let listed = lines.contains(&format!("\n{}: [", knob.field));
                 assert_eq!(

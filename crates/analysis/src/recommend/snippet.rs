@@ -174,18 +174,13 @@ fn pytorch_snippet(result: &RunResult, config: &Config, intra_op_threads: Option
 
 /// The preset lines that measure exactly `config` on loaderbench's engine: a knob of
 /// the registry per line, one value each, leaving out the knobs this config does not use
-/// (a config without workers names no worker kind) where a preset that leaves them out
-/// gives the value measured.
+/// (a config without workers names no worker kind nor prefetch depth).
 fn preset_lines(result: &RunResult, config: &Config) -> String {
     let mut lines = vec![
         format!("shuffle: {},", result.shuffle),
         format!("drop_last: {},", result.drop_last),
     ];
-    let default = Config::default();
-    for knob in &KNOBS {
-        if !config.uses_knob(knob.field) && (knob.value)(config) == (knob.value)(&default) {
-            continue;
-        }
+    for knob in KNOBS.iter().filter(|knob| config.uses_knob(knob.field)) {
         let value = match knob.field {
             // Presets write these as RON values, not as the names tables show.
             "pipeline" => ron(&config.pipeline),
