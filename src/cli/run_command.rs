@@ -144,9 +144,17 @@ pub fn resolve(
                 );
             }
             ResolveEvent::NoRoom { needed_s, left_s } => errln!(
-                "not measured further: the next round would take about {needed_s:.0} s, \
-                 and {left_s:.0} s are left (`--resolve-for` gives more)"
+                "not measured further: the next round of each open question would take \
+                 about {needed_s:.0} s, and {left_s:.0} s are left (`--resolve-for` gives more)"
             ),
+            ResolveEvent::OutOfTime { unmeasured } => {
+                let labels: Vec<String> = unmeasured.iter().map(|&i| plan.label(i)).collect();
+                errln!(
+                    "not measured further: the time ran out before {} (`--resolve-for` gives \
+                     more)",
+                    labels.join(", ")
+                );
+            }
             ResolveEvent::Warning { message } => errln!("warning: {message}"),
         },
     };

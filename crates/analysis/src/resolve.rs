@@ -7,11 +7,13 @@
 //! its journal and to the result. The open questions share the time
 //! ([`time_share`](crate::time_share)): a question whose configs take a tenth of a second
 //! (our engine's, beside the PyTorch runtime's of seconds) is measured round after round
-//! first, not once per slow round. A round holds what fits in the time left (each
-//! config's last measurement): every question's pick and its likeliest challengers first;
-//! a round the limit cuts short keeps every config it finished, and a stopped one
-//! (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep finished. `run
-//! --recommend`, `loaderbench resolve` and the app's analysis all resolve through here.
+//! first, not once per slow round; a question with configs the run ended before goes
+//! first. A round holds what fits in the time left (each config's last measurement, its
+//! question's slowest for one never measured): every question's pick and its likeliest
+//! challengers first; a round the limit cuts short keeps every config it finished, and a
+//! stopped one (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep
+//! finished. `run --recommend`, `loaderbench resolve` and the app's analysis all resolve
+//! through here.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -42,11 +44,15 @@ pub enum ResolveEvent {
         config: usize,
         seconds: f64,
     },
-    /// The next round does not fit: a pick and its likeliest challenger would take
-    /// about `needed_s`, and `left_s` are left.
+    /// The next round does not fit: each open question's pick and likeliest challenger
+    /// would take about `needed_s` together, and `left_s` are left.
     NoRoom {
         needed_s: f64,
         left_s: f64,
+    },
+    /// The limit passed during a round, before these configs of it were measured.
+    OutOfTime {
+        unmeasured: Vec<usize>,
     },
     Warning {
         message: String,
@@ -101,13 +107,7 @@ pub fn resolve(
             break (ResolveEnd::Resolved, None);
         }
         let left_s = limit.as_secs_f64() - started.elapsed().as_secs_f64();
-        let due = shares.due(&questions, |q| {
-            q.configs
-                .iter()
-                .map(|&c| last_cost_s(result, c))
-                .sum::<f64>()
-                + round_overhead_s
-        });
+        let due = due(result, &questions, &shares, round_overhead_s);
         let mut configs = fitting(result, &due, left_s - round_overhead_s);
         if configs.is_empty() {
             // The questions due do not fit; the others may.
@@ -120,10 +120,10 @@ pub fn resolve(
                     q.configs
                         .iter()
                         .take(2)
-                        .map(|&c| last_cost_s(result, c))
+                        .map(|&c| cost_s(result, c))
                         .sum::<f64>()
                 })
-                .fold(f64::INFINITY, f64::min);
+                .sum::<f64>();
             on_event(ResolveEvent::NoRoom {
                 needed_s: needed_s + round_overhead_s,
                 left_s,
@@ -185,7 +185,12 @@ pub fn resolve(
         }
         match measured.end {
             RoundEnd::Done => {}
-            RoundEnd::Deadline => break (ResolveEnd::TimeLimit, None),
+            RoundEnd::Deadline => {
+                let done = |c: &usize| measured_s.iter().any(|(m, _)| m == c);
+                let unmeasured = hinges.iter().copied().filter(|c| !done(c)).collect();
+                on_event(ResolveEvent::OutOfTime { unmeasured });
+                break (ResolveEnd::TimeLimit, None);
+            }
             RoundEnd::Stopped => break (ResolveEnd::Cancelled, Some(Error::Cancelled)),
             RoundEnd::Failed(error) => break (ResolveEnd::Failed, Some(error)),
         }
@@ -206,6 +211,28 @@ pub fn resolve(
         }
         _ => (end, error),
     }
+}
+
+/// The questions whose turn it is: those with configs never measured (the run ended
+/// before them), whose verdicts are open whatever their other configs show; else as
+/// the time shares say, each round costing its configs and `overhead_s`.
+fn due(
+    result: &RunResult,
+    questions: &[Question],
+    shares: &TimeShares,
+    overhead_s: f64,
+) -> Vec<Question> {
+    let never: Vec<Question> = questions
+        .iter()
+        .filter(|q| q.configs.iter().any(|&c| last_s(result, c).is_none()))
+        .cloned()
+        .collect();
+    if !never.is_empty() {
+        return never;
+    }
+    shares.due(questions, |q| {
+        q.configs.iter().map(|&c| cost_s(result, c)).sum::<f64>() + overhead_s
+    })
 }
 
 /// The questions whose verdict is open, each measuring the configs its verdict hinges
@@ -238,7 +265,7 @@ fn fitting(result: &RunResult, questions: &[Question], left_s: f64) -> Vec<usize
             let Some(&config) = question.configs.get(position) else {
                 continue;
             };
-            let cost = last_cost_s(result, config);
+            let cost = cost_s(result, config);
             if !chosen.contains(&config) && cost <= left {
                 chosen.push(config);
                 left -= cost;
@@ -266,15 +293,33 @@ pub fn hinges(result: &RunResult) -> Vec<usize> {
     hinges
 }
 
-/// What measuring config `index` once took last time: its warm-up and epochs (a
-/// projected epoch's window).
-fn last_cost_s(result: &RunResult, index: usize) -> f64 {
-    result
-        .results
-        .iter()
-        .rev()
+/// What measuring config `index` once will take: what it took last time (its warm-up
+/// and epochs, a projected epoch's window), or for a config never measured, the longest
+/// that of its question's configs (of any config, where none of its question was
+/// measured). Counted as free, a PyTorch config the run ended before began a round with
+/// 11 s left, and the limit passed with nothing of it measured.
+fn cost_s(result: &RunResult, index: usize) -> f64 {
+    if let Some(seconds) = last_s(result, index) {
+        return seconds;
+    }
+    let config = &result.configs[index];
+    let longest = |alike: &dyn Fn(usize) -> bool| {
+        (0..result.configs.len())
+            .filter(|&i| alike(i))
+            .filter_map(|i| last_s(result, i))
+            .reduce(f64::max)
+    };
+    longest(&|i| crate::recommend::same_question(&result.configs[i], config))
+        .or_else(|| longest(&|_| true))
+        .unwrap_or(0.0)
+}
+
+/// The seconds config `index`'s last measurement took; `None` if it was never measured.
+fn last_s(result: &RunResult, index: usize) -> Option<f64> {
+    let mut measurements = result.results.iter().rev();
+    measurements
         .find(|r| r.config_index == index)
-        .map_or(0.0, measuring_s)
+        .map(measuring_s)
 }
 
 /// The seconds one measurement of a config took: its warm-up and epochs (a projected
@@ -327,5 +372,32 @@ mod tests {
         // A question that hinges on one config alone (measured while disturbed) keeps it.
         let lone = [question(0, &[0]), question(3, &[3, 4])];
         assert_eq!(fitting(&run, &lone, 40.0), [0, 3, 4]);
+    }
+
+    /// A config the run ended before costs what its question's slowest measured config
+    /// took, not nothing: a pick whose challenger was never measured does not fit in
+    /// 40 s beside 30-second configs, and the quick question's pair takes the round.
+    #[test]
+    fn a_config_never_measured_costs_its_question_s_slowest() {
+        let mut run = measured(&[30.0, 20.0, 30.0, 1.0, 1.0]);
+        run.results.retain(|r| r.config_index != 2);
+        assert_eq!(cost_s(&run, 2), 30.0);
+        let questions = [question(0, &[0, 2]), question(3, &[3, 4])];
+        assert_eq!(fitting(&run, &questions, 40.0), [3, 4]);
+        assert_eq!(fitting(&run, &questions, 62.0), [0, 3, 2, 4]);
+    }
+
+    /// A question with a config the run ended before goes first, though the quick
+    /// question's rounds would end sooner; once every config was measured, the quick
+    /// one's turn comes first again.
+    #[test]
+    fn a_question_with_a_config_never_measured_goes_first() {
+        let mut run = measured(&[30.0, 30.0, 30.0, 1.0, 1.0]);
+        run.results.retain(|r| r.config_index != 2);
+        let questions = [question(0, &[0, 2]), question(3, &[3, 4])];
+        let shares = TimeShares::default();
+        assert_eq!(due(&run, &questions, &shares, 0.0), questions[..1]);
+        let run = measured(&[30.0, 30.0, 30.0, 1.0, 1.0]);
+        assert_eq!(due(&run, &questions, &shares, 0.0), questions[1..]);
     }
 }
