@@ -74,18 +74,22 @@ impl Verdict {
         };
         let names = and_list(&names);
         let mut hinges_on = self.hinges_on;
+        if let Some(pick) = pick
+            && hinges_on.is_empty()
+        {
+            hinges_on.push(pick.index);
+        }
         let text = match pick {
-            Some(pick) => {
-                if hinges_on.is_empty() {
-                    hinges_on.push(pick.index);
-                }
+            // Resolved over what was measured: the configs left out are what keeps it open.
+            Some(pick) if self.kind != VerdictKind::NotResolved => {
                 format!(
                     "not resolved: {names} {were} not measured (the run ended before {them}); \
                      `loaderbench resolve` measures {them}, or take {}",
                     pick.label
                 )
             }
-            None => format!(
+            // Open already: what was measured says why, and the configs left out add to it.
+            Some(_) | None => format!(
                 "{}; {names} {were} not measured (the run ended before {them}), and \
                  `loaderbench resolve` measures {them}",
                 self.text
@@ -436,6 +440,32 @@ mod tests {
         cut.status = RunStatus::Finished;
         let r = Analysis::of(&cut).recommendations.remove(0);
         assert_eq!(r.verdict.kind, VerdictKind::Fastest, "{}", r.verdict.text);
+    }
+
+    /// Open over what was measured too, a cut run's verdict keeps what that showed (which
+    /// config looks faster, by how much) and adds the configs it never measured: a
+    /// resolve's first round measured nw=2 pytorch 1.8× as fast as the pick, and the
+    /// verdict had said only which configs were missing.
+    #[test]
+    fn a_cut_run_open_over_what_it_measured_says_both() {
+        let configs = vec![config(0, false), config(2, false), config(4, false)];
+        let mut cut = recorded(configs, 1.12f64.ln(), &scatter(sd_for(0.15)));
+        cut.status = RunStatus::Cancelled;
+        let r = Analysis::of(&cut).recommendations.remove(0);
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        let text = &r.verdict.text;
+        assert!(
+            text.contains(": nw=2 looks 12% faster than nw=0, ±15%;"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "or take nw=0; nw=4 was not measured (the run ended before it), and \
+                 `loaderbench resolve` measures it"
+            ),
+            "{text}"
+        );
+        assert_eq!(r.verdict.hinges_on, [0, 1, 2]);
     }
 
     #[test]
