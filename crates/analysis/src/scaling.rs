@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::{Runtime, WorkerKind};
 use loaderbench_measure::stats;
 
 use super::ConfigRuns;
@@ -63,16 +64,22 @@ pub fn curves(configs: &[ConfigRuns<'_>]) -> Vec<ScalingCurve> {
 }
 
 /// Configs grouped into families that differ only in `num_workers`, in order of first
-/// appearance.
+/// appearance. On the PyTorch runtime every process kind is DataLoader's workers (the
+/// start method tells `fork` from `spawn`), and a config without workers is settled to
+/// `auto` whatever kind the preset names: so `worker_kind: [fork]`'s configs without
+/// workers and with them make one family, as `auto`'s do.
 pub fn worker_families<'a, 'r: 'a>(
     configs: impl IntoIterator<Item = &'a ConfigRuns<'r>>,
 ) -> Vec<Vec<&'a ConfigRuns<'r>>> {
     let mut families: Vec<(Config, Vec<&ConfigRuns<'r>>)> = Vec::new();
     for runs in configs {
-        let key = Config {
+        let mut key = Config {
             num_workers: 0,
             ..runs.config.clone()
         };
+        if key.runtime == Runtime::Pytorch && key.worker_kind != WorkerKind::Thread {
+            key.worker_kind = WorkerKind::Auto;
+        }
         match families.iter_mut().find(|(k, _)| *k == key) {
             Some((_, members)) => members.push(runs),
             None => families.push((key, vec![runs])),
@@ -294,5 +301,43 @@ mod tests {
         // Least squares over 0 (as 1), 2, 4 and 8 workers: time = 0.743 + 3.694 / n.
         let serial = curve.fit.unwrap().serial_fraction;
         assert!((serial - 0.1675).abs() < 1e-3, "{serial}");
+    }
+
+    /// ddp-light's PyTorch configs: `worker_kind: [fork]` with workers, `auto` (as
+    /// settled) without; one family, whose curve starts at no workers. `spawn` workers
+    /// are a family of their own.
+    #[test]
+    fn pytorch_s_config_without_workers_heads_its_process_kind_s_curve() {
+        use loaderbench_engine::preset::StartMethod;
+        let pytorch = |workers: usize, kind: WorkerKind, method: StartMethod| Config {
+            runtime: Runtime::Pytorch,
+            worker_kind: kind,
+            start_method: method,
+            ..config(workers, false)
+        };
+        let platform = StartMethod::platform_default();
+        let configs = vec![
+            pytorch(0, WorkerKind::Auto, platform),
+            pytorch(1, WorkerKind::Fork, StartMethod::Fork),
+            pytorch(2, WorkerKind::Fork, StartMethod::Fork),
+            pytorch(1, WorkerKind::Spawn, StartMethod::Spawn),
+            pytorch(2, WorkerKind::Spawn, StartMethod::Spawn),
+        ];
+        let results = (0..configs.len())
+            .map(|i| run(i, configs[i].clone(), two_epochs(0.5, 0.1, 11)))
+            .collect();
+        let analysis = Analysis::of(&result(configs, results));
+        let families: Vec<Vec<usize>> = analysis
+            .scaling
+            .iter()
+            .map(|curve| curve.points.iter().map(|p| p.config).collect())
+            .collect();
+        // No workers joins the platform's start method's family, which comes first.
+        let expected = if platform == StartMethod::Fork {
+            [vec![0, 1, 2], vec![3, 4]]
+        } else {
+            [vec![0, 3, 4], vec![1, 2]]
+        };
+        assert_eq!(families, expected);
     }
 }
