@@ -132,16 +132,25 @@ pub fn family_name(label: &str) -> String {
     }
 }
 
-/// The first worker count from which the next one measured gains less than `gain` per
-/// added worker (`t_i / t_next − 1`, divided by the workers added); `None` if every step
-/// gains more. `points` are `(workers, seconds)` in increasing worker order.
+/// The first worker count from which no larger count measured gains `gain` per added
+/// worker (`t_i / t_later − 1`, divided by the workers added); `None` if every count
+/// before the largest is outgained by a later one. Every later count, not only the
+/// next: DataLoader's one worker is often slower than none (the batches cross processes
+/// and nothing runs beside it) and two are faster than both, which the next count alone
+/// read as a knee at no workers. `points` are `(workers, seconds)` in increasing worker
+/// order.
 pub fn knee(points: &[(usize, f64)], gain: f64) -> Option<usize> {
-    points.windows(2).find_map(|pair| {
-        let [(workers, time), (next_workers, next_time)] = [pair[0], pair[1]];
-        let added = next_workers.saturating_sub(workers).max(1) as f64;
-        let per_worker = (time / next_time - 1.0) / added;
-        (per_worker < gain).then_some(workers)
-    })
+    let last = points.len().checked_sub(1)?;
+    points[..last]
+        .iter()
+        .enumerate()
+        .find(|&(i, &(workers, time))| {
+            points[i + 1..].iter().all(|&(later_workers, later_time)| {
+                let added = later_workers.saturating_sub(workers).max(1) as f64;
+                (time / later_time - 1.0) / added < gain
+            })
+        })
+        .map(|(_, &(workers, _))| workers)
 }
 
 /// Least squares of `time = a + b / n` over every point, which is Amdahl's law scaled
@@ -206,6 +215,11 @@ mod tests {
             "slower is no gain"
         );
         assert_eq!(knee(&[(1, 1.0)], 0.10), None);
+        // ddp-light's PyTorch curve: one worker slower than none, two faster than both
+        // (19% per worker over none): still scaling, not a knee at no workers.
+        assert_eq!(knee(&[(0, 0.22), (1, 0.27), (2, 0.16)], 0.10), None);
+        // Two workers 12% faster than none is 6% a worker: the knee is at none.
+        assert_eq!(knee(&[(0, 0.224), (1, 0.27), (2, 0.2)], 0.10), Some(0));
     }
 
     #[test]

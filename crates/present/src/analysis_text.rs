@@ -128,7 +128,7 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
         .collect();
     let knee = match curve.knee_workers {
         Some(knee) => format!(
-            "knee at {} (the next count gains under {:.0}% per worker)",
+            "knee at {} (no larger count gains {:.0}% per worker)",
             workers(knee),
             KNEE_GAIN * 100.0
         ),
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(
             scaling_line(&curve),
             "num_workers: 0 workers 2.00 s, 1 worker 1.00 s, 2 workers 0.95 s; knee at 1 worker \
-             (the next count gains under 10% per worker)"
+             (no larger count gains 10% per worker)"
         );
     }
 
