@@ -145,7 +145,9 @@ pub fn resolve(
             }
             ResolveEvent::NoRoom { needed_s, left_s } => errln!(
                 "not measured further: the next round of each open question would take \
-                 about {needed_s:.0} s, and {left_s:.0} s are left (`--resolve-for` gives more)"
+                 about {} s, and {} s are left (`--resolve-for` gives more)",
+                loaderbench_engine::seconds(needed_s),
+                loaderbench_engine::seconds(left_s)
             ),
             ResolveEvent::OutOfTime { unmeasured } => {
                 let labels: Vec<String> = unmeasured.iter().map(|&i| plan.label(i)).collect();
