@@ -42,7 +42,7 @@ pub fn attach(result: &mut RunResult) -> Vec<String> {
 pub fn warnings(result: &RunResult) -> Vec<String> {
     let configs = measured_configs(result);
     let mut warnings: Vec<String> = configs.iter().filter_map(noisy).collect();
-    warnings.extend(configs.iter().filter_map(slow_first_epoch));
+    warnings.extend(slow_first_epochs(&configs));
     warnings.extend(configs.iter().filter_map(uneven_ranks));
     warnings.extend(configs.iter().filter_map(measured_whole));
     warnings.extend(disturbed(result));
@@ -74,28 +74,58 @@ fn noisy(runs: &ConfigRuns<'_>) -> Option<String> {
     })
 }
 
-fn slow_first_epoch(runs: &ConfigRuns<'_>) -> Option<String> {
+/// The configs whose first epoch took much longer than their later ones, one warning
+/// per cause (workers that persist start in it; otherwise caches and allocators warm
+/// up): a wide tune's dozen persistent configs made a dozen lines of one sentence.
+fn slow_first_epochs(configs: &[ConfigRuns<'_>]) -> Vec<String> {
+    let mut by_cause: Vec<(&str, Vec<String>)> = Vec::new();
+    for runs in configs {
+        let Some((first, later)) = slow_first_epoch(runs) else {
+            continue;
+        };
+        let cause = if runs.config.persistent_workers && runs.config.num_workers > 0 {
+            "persistent workers start only in the first epoch"
+        } else {
+            "caches and allocators warm up in the first epoch"
+        };
+        let slow = format!(
+            "{} took {} s in epoch 1 but {} s (median) in later epochs, {:.1}×",
+            runs.label,
+            seconds(first),
+            seconds(later),
+            first / later
+        );
+        match by_cause.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, slows)) => slows.push(slow),
+            None => by_cause.push((cause, vec![slow])),
+        }
+    }
+    by_cause
+        .into_iter()
+        .map(|(cause, slows)| match slows.as_slice() {
+            [one] => {
+                format!("first epoch slower: {one} ({cause}); set `warmup: true` to leave it out")
+            }
+            many => format!(
+                "first epoch slower in {} configs ({cause}): {}; set `warmup: true` to \
+                 leave it out",
+                many.len(),
+                many.join("; ")
+            ),
+        })
+        .collect()
+}
+
+/// A config's first epoch and its later ones (medians), where the first took much
+/// longer.
+fn slow_first_epoch(runs: &ConfigRuns<'_>) -> Option<(f64, f64)> {
     if !runs.has_later_epochs() {
         return None;
     }
     let first: Vec<f64> = runs.first_epochs().map(|e| e.seconds).collect();
     let later: Vec<f64> = runs.typical_epochs().map(|e| e.seconds).collect();
     let (first, later) = (stats::median(&first)?, stats::median(&later)?);
-    (first > SLOW_FIRST_EPOCH * later && first - later >= NEGLIGIBLE_S).then(|| {
-        let cause = if runs.config.persistent_workers && runs.config.num_workers > 0 {
-            "persistent workers start only in the first epoch"
-        } else {
-            "caches and allocators warm up in the first epoch"
-        };
-        format!(
-            "first epoch slower: {} took {} s in epoch 1 but {} s (median) in later \
-             epochs, {:.1}× ({cause}); set `warmup: true` to leave it out",
-            runs.label,
-            seconds(first),
-            seconds(later),
-            first / later
-        )
-    })
+    (first > SLOW_FIRST_EPOCH * later && first - later >= NEGLIGIBLE_S).then_some((first, later))
 }
 
 /// A config whose ranks finish far apart: the faster ones wait at every barrier.
@@ -260,6 +290,38 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("first epoch slower: nw=4 persistent took 2.90 s"));
         assert!(found[0].contains("2.9×") && found[0].contains("persistent workers start"));
+    }
+
+    /// Several configs slow for one cause are one warning, naming each; another cause
+    /// is a warning of its own.
+    #[test]
+    fn slow_first_epochs_of_one_cause_are_one_warning() {
+        let slow = || {
+            vec![
+                epoch(1, 2.0, 0.1, 10),
+                epoch(2, 0.1, 0.1, 10),
+                epoch(3, 0.1, 0.1, 10),
+            ]
+        };
+        let configs = vec![config(2, true), config(4, true), config(0, false)];
+        let runs = (0..3).map(|i| run(i, configs[i].clone(), slow())).collect();
+        let found = warnings(&result(configs, runs));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].starts_with(
+                "first epoch slower in 2 configs (persistent workers start only in the first \
+                 epoch): nw=2 persistent took 2.90 s in epoch 1 but 1.00 s (median) in later \
+                 epochs, 2.9×; nw=4 persistent took"
+            ),
+            "{}",
+            found[0]
+        );
+        assert!(
+            found[1].starts_with("first epoch slower: nw=0 took 2.90 s"),
+            "{}",
+            found[1]
+        );
+        assert!(found[1].contains("(caches and allocators warm up in the first epoch)"));
     }
 
     #[test]
