@@ -27,7 +27,8 @@ pub struct ExportArgs {
     /// output).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
-    /// Also write the results tables as Markdown (`-`: standard output).
+    /// Also write the results tables and each recommendation with its snippet as Markdown
+    /// (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     md: Option<PathBuf>,
     /// Also write a PNG of the app's view of the results, drawn without a window (`-`:
