@@ -1,15 +1,16 @@
 //! The analysis as text, for `loaderbench run --recommend`: the start-up ledger as a
-//! table, the break-even sentences, one line per scaling curve, the input-bound
-//! verdicts, what memory says (copy-on-access, growth across epochs, configs over the
-//! limit), thread workers against process workers, and each recommendation with its
-//! snippet.
+//! table, the break-even sentences (a table for three configs or more), one line per
+//! scaling curve, the input-bound verdicts, what memory says (copy-on-access, growth
+//! across epochs, configs over the limit), thread workers against process workers, and
+//! each recommendation with its snippet.
 
 use std::fmt::Write;
 
 use crate::tables::render;
 
 use loaderbench_analysis::scaling::{KNEE_GAIN, ScalingCurve};
-use loaderbench_analysis::{Analysis, Recommendation, workers};
+use loaderbench_analysis::{Analysis, Recommendation, duration, workers};
+use loaderbench_engine::seconds;
 
 /// The whole analysis, sections separated by blank lines.
 pub fn text(analysis: &Analysis) -> String {
@@ -17,9 +18,7 @@ pub fn text(analysis: &Analysis) -> String {
     if !analysis.ledger.is_empty() {
         let _ = writeln!(text, "Start-up ledger (milliseconds, medians)");
         text.push_str(&ledger_table(analysis));
-        for saving in &analysis.break_even {
-            let _ = writeln!(text, "{}.", saving.sentence);
-        }
+        text.push_str(&savings(analysis));
     }
     if !analysis.scaling.is_empty() {
         let _ = writeln!(text, "\nScaling (steady epoch time against num_workers)");
@@ -110,6 +109,55 @@ fn ledger_table(analysis: &Analysis) -> String {
         .collect();
     render(&header, &rows)
 }
+
+/// What persistent workers would save: a sentence per config, or, for more configs than
+/// a few sentences read well (a wide tune had 17), a table of the same figures.
+fn savings(analysis: &Analysis) -> String {
+    let savings = &analysis.break_even;
+    if savings.len() < SAVINGS_AS_TABLE {
+        return savings
+            .iter()
+            .map(|s| format!("{}.\n", s.sentence))
+            .collect();
+    }
+    let planned = analysis.planned_epochs;
+    let header = [
+        "config".to_owned(),
+        "saved per epoch".to_owned(),
+        format!("over {planned} epochs"),
+        "from".to_owned(),
+    ];
+    let rows: Vec<Vec<String>> = savings
+        .iter()
+        .map(|saving| {
+            let per_epoch = saving.saved_per_epoch_s;
+            let (per_epoch, total) = if per_epoch > 0.0 {
+                (
+                    format!("{} s", seconds(per_epoch)),
+                    duration(saving.saved_total_s),
+                )
+            } else {
+                (
+                    format!("none ({} s slower)", seconds(-per_epoch)),
+                    "-".to_owned(),
+                )
+            };
+            let twin = saving.persistent_config.and_then(|twin| {
+                let row = analysis.ledger.iter().find(|row| row.config == twin)?;
+                Some(format!("measured against {}", row.label))
+            });
+            let from = twin.unwrap_or_else(|| "its restart cost (an upper bound)".to_owned());
+            vec![saving.label.clone(), per_epoch, total, from]
+        })
+        .collect();
+    format!(
+        "\nWhat persistent workers would save\n{}",
+        render(&header, &rows)
+    )
+}
+
+/// Break-even lines from this many configs on are a table.
+const SAVINGS_AS_TABLE: usize = 3;
 
 /// Seconds as milliseconds with one decimal; a dash for no value.
 fn milliseconds(value: Option<f64>) -> String {
@@ -222,5 +270,38 @@ mod tests {
             text.trim_end().ends_with("    num_workers: [0],"),
             "the snippet closes the recommendation: {text}"
         );
+    }
+
+    /// A sentence per config for a few configs; a table of the same figures for more
+    /// (a wide tune's 17 sentences were a wall).
+    #[test]
+    fn many_savings_are_a_table() {
+        let analysed = |workers: &[usize]| {
+            let configs: Vec<_> = workers.iter().map(|&w| config(w, false)).collect();
+            let runs = configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| run(i, c.clone(), two_epochs(0.5, 0.1, 11)))
+                .collect();
+            text(&Analysis::of(&result(configs, runs)))
+        };
+        let few = analysed(&[0, 2, 4]);
+        assert!(few.contains("\nPersistent workers save "), "{few}");
+        assert!(!few.contains("What persistent workers would save"), "{few}");
+        let many = analysed(&[0, 1, 2, 4]);
+        assert!(!many.contains("\nPersistent workers save "), "{many}");
+        let (_, table) = many
+            .split_once("\n\nWhat persistent workers would save\n")
+            .unwrap_or_else(|| panic!("{many}"));
+        let rows: Vec<&str> = table.lines().take(5).collect();
+        assert!(rows[0].starts_with("| config "), "{table}");
+        assert!(rows[0].contains("| over 50 epochs |"), "{table}");
+        for (row, label) in rows[2..].iter().zip(["nw=1", "nw=2", "nw=4"]) {
+            assert!(row.starts_with(&format!("| {label} ")), "{table}");
+            assert!(
+                row.contains("| its restart cost (an upper bound) |"),
+                "{table}"
+            );
+        }
     }
 }
