@@ -272,7 +272,7 @@ fn moments(values: &[f64]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, each_once, result, run, two_epochs};
 
     fn measured(batch_s: &[f64]) -> RunResult {
         let runs = batch_s
@@ -410,13 +410,8 @@ mod tests {
     #[test]
     fn configs_on_one_side_alone_are_named() {
         let side = |workers: &[usize]| {
-            let configs: Vec<_> = workers.iter().map(|&w| config(w, false)).collect();
-            let runs = configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| run(i, c.clone(), two_epochs(0.1, 0.1, 11)))
-                .collect();
-            result(configs, runs)
+            let configs = workers.iter().map(|&w| config(w, false)).collect();
+            each_once(configs, || two_epochs(0.1, 0.1, 11))
         };
         assert_eq!(
             unmatched(&side(&[0, 1, 2]), &side(&[0, 2, 4, 8])),

@@ -199,7 +199,7 @@ pub fn amdahl_fit(points: &[(usize, f64)]) -> Option<AmdahlFit> {
 mod tests {
     use super::super::Analysis;
     use super::*;
-    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, each_once, result, run, two_epochs};
 
     #[test]
     fn knee_is_where_a_worker_stops_paying() {
@@ -337,10 +337,7 @@ mod tests {
             pytorch(1, WorkerKind::Spawn, StartMethod::Spawn),
             pytorch(2, WorkerKind::Spawn, StartMethod::Spawn),
         ];
-        let results = (0..configs.len())
-            .map(|i| run(i, configs[i].clone(), two_epochs(0.5, 0.1, 11)))
-            .collect();
-        let analysis = Analysis::of(&result(configs, results));
+        let analysis = Analysis::of(&each_once(configs, || two_epochs(0.5, 0.1, 11)));
         let families: Vec<Vec<usize>> = analysis
             .scaling
             .iter()

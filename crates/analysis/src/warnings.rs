@@ -204,7 +204,7 @@ fn disturbed(result: &RunResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, each_once, epoch, result, run, two_epochs};
 
     #[test]
     fn a_steady_run_has_no_warnings() {
@@ -304,8 +304,7 @@ mod tests {
             ]
         };
         let configs = vec![config(2, true), config(4, true), config(0, false)];
-        let runs = (0..3).map(|i| run(i, configs[i].clone(), slow())).collect();
-        let found = warnings(&result(configs, runs));
+        let found = warnings(&each_once(configs, slow));
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(
             found[0].starts_with(

@@ -103,6 +103,14 @@ pub fn with_startups(mut run: ConfigResult, epochs: &[usize], seconds: f64) -> C
     run
 }
 
+/// A finished run of `configs`, each measured once with the epochs `epochs` gives it.
+pub fn each_once(configs: Vec<Config>, epochs: impl Fn() -> Vec<EpochResult>) -> RunResult {
+    let runs = (0..configs.len())
+        .map(|i| run(i, configs[i].clone(), epochs()))
+        .collect();
+    result(configs, runs)
+}
+
 /// A finished run of `configs` with `results`, labels `nw=N[ persistent]`.
 pub fn result(configs: Vec<Config>, results: Vec<ConfigResult>) -> RunResult {
     let labels = configs

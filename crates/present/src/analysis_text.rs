@@ -192,7 +192,7 @@ pub fn scaling_line(curve: &ScalingCurve) -> String {
 mod tests {
     use super::*;
     use loaderbench_analysis::scaling::ScalingPoint;
-    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, each_once, epoch, result, run, two_epochs};
 
     #[test]
     fn one_worker_is_a_worker_in_the_scaling_line() {
@@ -277,13 +277,10 @@ mod tests {
     #[test]
     fn many_savings_are_a_table() {
         let analysed = |workers: &[usize]| {
-            let configs: Vec<_> = workers.iter().map(|&w| config(w, false)).collect();
-            let runs = configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| run(i, c.clone(), two_epochs(0.5, 0.1, 11)))
-                .collect();
-            text(&Analysis::of(&result(configs, runs)))
+            let configs = workers.iter().map(|&w| config(w, false)).collect();
+            text(&Analysis::of(&each_once(configs, || {
+                two_epochs(0.5, 0.1, 11)
+            })))
         };
         let few = analysed(&[0, 2, 4]);
         assert!(few.contains("\nPersistent workers save "), "{few}");

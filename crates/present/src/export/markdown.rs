@@ -86,7 +86,7 @@ pub fn table(result: &RunResult, pipeline: &str) -> String {
 mod tests {
     use super::*;
     use loaderbench_engine::plan::Config;
-    use loaderbench_measure::fixtures::{config, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, each_once, two_epochs};
 
     /// After the tables, each question's recommendation and its snippet: RON for our
     /// engine's preset lines, Python for the PyTorch runtime's DataLoader.
@@ -98,10 +98,7 @@ mod tests {
             ..config(0, false)
         };
         let configs = vec![config(0, false), pytorch];
-        let runs = (0..2)
-            .map(|i| run(i, configs[i].clone(), two_epochs(0.5, 0.1, 11)))
-            .collect();
-        let mut measured = result(configs, runs);
+        let mut measured = each_once(configs, || two_epochs(0.5, 0.1, 11));
         measured.setup = Some(loaderbench_engine::preset::Preset::default());
         let text = String::from_utf8(Markdown.export(&measured).unwrap()).unwrap();
         let (tables, recommendations) = text.split_once("\n## Recommendations\n").unwrap();

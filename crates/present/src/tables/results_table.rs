@@ -227,7 +227,7 @@ fn varying_knobs(configs: &[Config]) -> Vec<KnobColumn> {
 mod tests {
     use super::*;
     use loaderbench_engine::preset::{Runtime, StartMethod, WorkerKind};
-    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, each_once, epoch, result, run, two_epochs};
 
     #[test]
     fn a_classic_sweep_has_the_classic_columns() {
@@ -365,10 +365,8 @@ mod tests {
     #[test]
     fn a_config_without_workers_shows_no_worker_kind() {
         let table = |configs: Vec<Config>| {
-            let results = (0..configs.len())
-                .map(|i| run(i, configs[i].clone(), vec![epoch(1, 0.2, 0.1, 3)]))
-                .collect();
-            ResultsTable::of(&result(configs, results), "light")
+            let measured = each_once(configs, || vec![epoch(1, 0.2, 0.1, 3)]);
+            ResultsTable::of(&measured, "light")
         };
         let mut unused = config(0, false);
         unused.worker_kind = WorkerKind::Spawn;
