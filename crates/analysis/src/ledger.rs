@@ -112,12 +112,18 @@ pub fn break_even(
                     runs.label,
                     super::duration(total)
                 )
-            } else {
+            } else if saved < 0.0 {
                 format!(
                     "Persistent workers save nothing for {} ({against}, they were {} s \
                      per epoch slower)",
                     runs.label,
                     seconds(-saved)
+                )
+            } else {
+                // A restart cost of nothing: later epochs start as fast as a steady batch.
+                format!(
+                    "Persistent workers save nothing for {} ({against})",
+                    runs.label
                 )
             };
             Some(BreakEven {
@@ -200,6 +206,20 @@ mod tests {
         assert!((saving.saved_total_s - 90.0).abs() < 1e-9);
         assert!(saving.sentence.contains("estimated from its restart cost"));
         assert!(saving.sentence.ends_with("over 101 epochs that is 90.0 s"));
+        // Later epochs that start as fast as a steady batch: nothing saved, said so, not
+        // "-0.00 s per epoch slower".
+        let steady = run(
+            0,
+            config(4, false),
+            vec![epoch(1, 0.1, 0.1, 11), epoch(2, 0.1, 0.1, 11)],
+        );
+        let r = result(vec![config(4, false)], vec![steady]);
+        let saving = &Analysis::of(&r).break_even[0];
+        assert_eq!(
+            saving.sentence,
+            "Persistent workers save nothing for nw=4 (estimated from its restart cost, an \
+             upper bound)"
+        );
     }
 
     /// Threads that the runtime starts every epoch cannot persist: SPDL's pipeline
