@@ -136,11 +136,11 @@ fn savings(analysis: &Analysis) -> String {
                     format!("{} s", seconds(per_epoch)),
                     duration(saving.saved_total_s),
                 )
+            } else if per_epoch < 0.0 {
+                let slower = format!("none ({} s slower)", seconds(-per_epoch));
+                (slower, "-".to_owned())
             } else {
-                (
-                    format!("none ({} s slower)", seconds(-per_epoch)),
-                    "-".to_owned(),
-                )
+                ("none".to_owned(), "-".to_owned())
             };
             let twin = saving.persistent_config.and_then(|twin| {
                 let row = analysis.ledger.iter().find(|row| row.config == twin)?;
