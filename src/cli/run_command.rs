@@ -19,6 +19,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::Result;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::parent_gate::ParentGate;
+use loaderbench_measure::pytorch::IMPORT_LIMIT;
 use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::time_left::UnitClock;
@@ -45,7 +46,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Python: the rounds' processes would otherwise import torch once more.
     let preloaded = args
         .recommend
-        .then(|| loaderbench_measure::pytorch::share_preloaded(&plan))
+        .then(|| loaderbench_measure::pytorch::share_preloaded(&plan, IMPORT_LIMIT))
         .flatten();
     let (mut result, mut error) = execute(&plan, journal.clone(), args.quiet, preloaded.clone())?;
     if args.recommend && error.is_none() {

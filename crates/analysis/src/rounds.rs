@@ -24,6 +24,7 @@ use loaderbench_engine::Error;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Event;
 use loaderbench_measure::measuring_child::ChildRun;
+use loaderbench_measure::pytorch::IMPORT_LIMIT;
 use loaderbench_measure::pytorch::SharedPreloadedPython;
 use loaderbench_measure::results::{ConfigResult, RunResult};
 
@@ -31,10 +32,6 @@ use loaderbench_measure::results::{ConfigResult, RunResult};
 /// [`loaderbench_measure::scratch`] folder: one a killed process left is swept by the
 /// next).
 pub(crate) const SCRATCH_PREFIX: &str = "loaderbench-rounds-";
-
-/// How long the first round that runs Python waits for the preloaded Python it starts
-/// to import torch (seconds here; a cold disk can take a minute).
-const IMPORT_LIMIT: Duration = Duration::from_secs(120);
 
 /// How often a round looks at the clock and at the stop request between events.
 const POLL: Duration = Duration::from_millis(50);
@@ -134,12 +131,10 @@ impl Rounds {
         }
         self.preloaded
             .get_or_init(|| {
-                let shared = loaderbench_measure::pytorch::share_preloaded(plan)?;
                 // One that does not serve is still offered: the scripts then start
                 // their own and say why.
                 let left = deadline.saturating_duration_since(Instant::now());
-                shared.wait_serving(IMPORT_LIMIT.min(left));
-                Some(shared)
+                loaderbench_measure::pytorch::share_preloaded(plan, IMPORT_LIMIT.min(left))
             })
             .as_deref()
     }

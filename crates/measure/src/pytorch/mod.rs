@@ -62,12 +62,19 @@ fn plan_python(plan: &Plan) -> PathBuf {
     plan.preset.python.clone().unwrap_or_else(python_path)
 }
 
+/// How long a process waits for the preloaded Python it shares to import torch
+/// (seconds here; a cold disk can take a minute).
+pub const IMPORT_LIMIT: Duration = Duration::from_secs(120);
+
 /// A preloaded Python for the loaderbench processes that will measure `plan` (a tune's
-/// or a resolve's rounds) to share, where its configs run Python and preloading is
-/// wanted. Sharing only saves time: where it cannot start, each run starts its own and
-/// reports what stops it.
+/// or a resolve's rounds, a sweep and its rounds) to share, where its configs run Python
+/// and preloading is wanted, waited for until it has imported torch (at most `limit`):
+/// seconds of CPU that the meter counts as the run's own, so configs measured beside
+/// them are slowed unseen (our engine's sweep took 4 to 6 times as long under
+/// `--recommend`). Sharing only saves time: where it cannot start, or does not serve,
+/// each run starts its own and reports what stops it.
 #[cfg(unix)]
-pub fn share_preloaded(plan: &Plan) -> Option<Arc<SharedPreloadedPython>> {
+pub fn share_preloaded(plan: &Plan, limit: Duration) -> Option<Arc<SharedPreloadedPython>> {
     if !plan
         .configs
         .iter()
@@ -75,8 +82,11 @@ pub fn share_preloaded(plan: &Plan) -> Option<Arc<SharedPreloadedPython>> {
     {
         return None;
     }
-    let started = SharedPreloadedPython::start(&plan_python(plan));
-    started.ok().flatten().map(Arc::new)
+    let started = SharedPreloadedPython::start(&plan_python(plan))
+        .ok()
+        .flatten()?;
+    started.wait_serving(limit);
+    Some(Arc::new(started))
 }
 
 /// Where there is no preloaded Python (outside Unix), there is none to share: this type
@@ -96,7 +106,7 @@ impl SharedPreloadedPython {
 }
 
 #[cfg(not(unix))]
-pub fn share_preloaded(_plan: &Plan) -> Option<Arc<SharedPreloadedPython>> {
+pub fn share_preloaded(_plan: &Plan, _limit: Duration) -> Option<Arc<SharedPreloadedPython>> {
     None
 }
 
