@@ -7,7 +7,7 @@
 use loaderbench_measure::stats;
 use loaderbench_present::views::ChartId;
 
-use super::live::RunData;
+use super::live::{Phase, RunData};
 
 /// How a chart draws its series.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -93,7 +93,7 @@ pub fn first_batch(data: &RunData) -> Chart {
         title: "First-batch latency".to_owned(),
         x: EPOCH,
         y: SECONDS,
-        mark: grouped_bars(data.labels.len()),
+        mark: grouped_bars(shown(data, &data.first_batch_s).len()),
         series: per_config(data, &data.first_batch_s, true),
         highlights: Vec::new(),
     }
@@ -109,7 +109,7 @@ pub fn epoch_times(data: &RunData) -> Chart {
         x: EPOCH,
         y: SECONDS,
         mark: if bars {
-            grouped_bars(data.labels.len())
+            grouped_bars(shown(data, &data.epoch_s).len())
         } else {
             Mark::Lines
         },
@@ -275,25 +275,38 @@ pub fn grouped_bars(configs: usize) -> Mark {
     }
 }
 
-/// One series per config with a point per measured epoch (the median of the repeats);
-/// grouped bars shift each config within its epoch's group.
+/// The configs a chart of `values` shows: every one while the run measures (each keeps
+/// its place as its epochs come), those with a value once it has ended (a wide tune
+/// leaves most of its space unmeasured, and their names stood in the legend with no bar).
+fn shown(data: &RunData, values: &[Vec<Vec<f64>>]) -> Vec<usize> {
+    let measured = |config: usize| {
+        let epochs = values.get(config).map_or(&[][..], Vec::as_slice);
+        epochs.iter().any(|repeats| !repeats.is_empty())
+    };
+    let running = data.phase == Phase::Running;
+    (0..data.labels.len())
+        .filter(|&config| running || measured(config))
+        .collect()
+}
+
+/// One series per config shown with a point per measured epoch (the median of the
+/// repeats); grouped bars shift each config within its epoch's group.
 fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Series> {
-    let configs = data.labels.len();
-    let width = match grouped_bars(configs) {
+    let shown = shown(data, values);
+    let width = match grouped_bars(shown.len()) {
         Mark::Bars { width } => width,
         Mark::Stacked { .. } | Mark::Lines => 0.0,
     };
-    data.labels
+    shown
         .iter()
-        .zip(values)
         .enumerate()
-        .map(|(config, (label, epochs))| {
+        .map(|(slot, &config)| {
             let offset = if grouped {
-                (config as f64 - (configs as f64 - 1.0) / 2.0) * width
+                (slot as f64 - (shown.len() as f64 - 1.0) / 2.0) * width
             } else {
                 0.0
             };
-            let mut name = label.clone();
+            let mut name = data.labels[config].clone();
             if data.is_disturbed(config) {
                 name.push_str(" * disturbed");
             }
@@ -303,7 +316,9 @@ fn per_config(data: &RunData, values: &[Vec<Vec<f64>>], grouped: bool) -> Vec<Se
             Series {
                 name,
                 color: data.color_of(config),
-                points: epochs
+                points: values
+                    .get(config)
+                    .map_or(&[][..], Vec::as_slice)
                     .iter()
                     .enumerate()
                     .filter_map(|(epoch, repeats)| {
@@ -349,6 +364,39 @@ mod tests {
         data.result = Some(result(vec![config(0, false), config(2, false)], vec![nw2]));
         let chart = epoch_times(&data);
         chart.series.into_iter().map(|s| s.name).collect()
+    }
+
+    /// While the run measures, every config has its place; once it has ended, a config
+    /// never measured (a tune's) is not in the chart, nor its legend.
+    #[test]
+    fn an_ended_run_charts_only_the_configs_it_measured() {
+        let mut data = RunData::new(
+            vec!["nw=0".into(), "nw=1".into(), "nw=2".into()],
+            2,
+            1,
+            false,
+        );
+        data.first_batch_s[0][0] = vec![0.1];
+        data.first_batch_s[2][0] = vec![0.3];
+        let names = |data: &RunData| -> Vec<String> {
+            first_batch(data)
+                .series
+                .into_iter()
+                .map(|s| s.name)
+                .collect()
+        };
+        assert_eq!(names(&data), ["nw=0", "nw=1", "nw=2"]);
+        data.phase = Phase::Finished;
+        assert_eq!(names(&data), ["nw=0", "nw=2"]);
+        let chart = first_batch(&data);
+        assert_eq!(chart.mark, grouped_bars(2));
+        // The two bars share the group, each keeping its colour.
+        let x: Vec<f64> = chart.series.iter().map(|s| s.points[0][0]).collect();
+        assert!(
+            (x[0] - 0.8).abs() < 1e-9 && (x[1] - 1.2).abs() < 1e-9,
+            "{x:?}"
+        );
+        assert_eq!(chart.series[1].color, data.color_of(2));
     }
 
     #[test]
