@@ -1,9 +1,8 @@
-//! The scaling curve: the steady epoch time (a typical epoch once the first is over,
-//! the median of epochs 2 and later) against `num_workers`, for each family of configs
-//! that differ only in
-//! `num_workers`; its knee, where one more worker gains less than [`KNEE_GAIN`]; and the
-//! serial fraction of an Amdahl fit, the share of the work that more workers cannot
-//! spread.
+//! The scaling curve: the steady epoch time (a typical epoch once the first is over, the
+//! median of epochs 2 and later) against `num_workers`, for each family of configs that
+//! differ only in `num_workers`; its knee, the fewest workers that no larger count
+//! outgains by [`KNEE_GAIN`] per added worker; and the serial fraction of an Amdahl fit,
+//! the share of the work that more workers cannot spread.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +12,7 @@ use loaderbench_measure::stats;
 
 use super::ConfigRuns;
 
-/// One more worker must cut the steady epoch time by at least this share to be worth it.
+/// Each added worker must cut the steady epoch time by at least this share to be worth it.
 pub const KNEE_GAIN: f64 = 0.10;
 
 /// One measured point of a curve.
