@@ -1,10 +1,11 @@
 //! The search space of `tune --space wide`: the preset's lists widened to the ranges
 //! worth trying on this machine. num_workers from 0 to twice the cores in powers of two;
 //! persistent workers on and off; prefetch 1 to 8; pin_memory on and off where CUDA is
-//! present; the worker kinds (for a preset of our engine alone) and start methods (PyTorch,
-//! unless a kind pins one) this OS has. Where the preset measures the spdl runtime, which
-//! refuses persistent workers and worker processes, those two stay as the preset has
-//! them, as the batch size, the pipeline and everything else do.
+//! present; the worker kinds (for a preset of our engine alone) and start methods
+//! (PyTorch, unless a kind pins one) this OS has. Where the preset measures the spdl
+//! runtime, which refuses persistent workers and worker processes, those two stay as the
+//! preset has them, as the batch size, the pipeline and everything else do. The preset's
+//! description becomes the widened lists'.
 
 use loaderbench_engine::error::Result;
 use loaderbench_engine::preset::{Preset, Runtime, WorkerKind};
@@ -47,7 +48,42 @@ pub fn widen(preset: &mut Preset, cores: usize, cuda: bool) -> Result<()> {
     if pytorch && !pins_start_method {
         preset.set("start_method", &list(start_methods()))?;
     }
-    preset.set("extra_configs", "[]")
+    preset.set("extra_configs", "[]")?;
+    preset.description = described(preset);
+    Ok(())
+}
+
+/// The widened space in words, for the preset's description (the preset's own described
+/// lists the space no longer holds, and the app showed it beside the wide ones):
+/// `tune --space wide of seed-heavy: num_workers 0/1/2/4, persistent false/true, …`.
+fn described(preset: &Preset) -> String {
+    fn list<T>(values: &[T], name: impl Fn(&T) -> String) -> String {
+        values.iter().map(name).collect::<Vec<_>>().join("/")
+    }
+    let mut lists = vec![
+        format!(
+            "num_workers {}",
+            list(&preset.num_workers, usize::to_string)
+        ),
+        format!(
+            "persistent {}",
+            list(&preset.persistent_workers, bool::to_string)
+        ),
+        format!(
+            "prefetch {}",
+            list(&preset.prefetch_factor, usize::to_string)
+        ),
+        format!("pin_memory {}", list(&preset.pin_memory, bool::to_string)),
+        format!(
+            "worker_kind {}",
+            list(&preset.worker_kind, |k| k.name().to_owned())
+        ),
+    ];
+    if preset.runtime.contains(&Runtime::Pytorch) {
+        let methods = list(&preset.start_method, |m| m.name().to_owned());
+        lists.push(format!("start_method {methods}"));
+    }
+    format!("tune --space wide of {}: {}", preset.name, lists.join(", "))
 }
 
 /// Our engine's worker kinds here: processes exist on Unix only.
@@ -89,6 +125,16 @@ mod tests {
         );
         assert!(plan.configs.iter().any(|c| c.persistent_workers));
         assert!(plan.configs.iter().any(|c| c.prefetch_factor == 8));
+        // Its description is the space's, not the preset's own lists.
+        let kinds = worker_kinds().join("/");
+        assert_eq!(
+            preset.description,
+            format!(
+                "tune --space wide of {}: num_workers 0/1/2/4, persistent false/true, \
+                 prefetch 1/2/4/8, pin_memory false, worker_kind {kinds}",
+                preset.name
+            )
+        );
     }
 
     #[test]
