@@ -82,18 +82,18 @@ pub(super) const WORKER_KIND: Knob = Knob {
     // without workers there is no kind to name (`nw=0 thread` read as a kind of loop).
     tag: |c, common| {
         let differs = worker_kinds::label_kind(c) != worker_kinds::label_kind(common);
-        (differs && c.num_workers > 0).then(|| c.worker_kind.name().to_owned())
+        (differs && c.uses_knob("worker_kind")).then(|| c.worker_kind.name().to_owned())
     },
     // A column where configs with workers differ in it; a config without shows none.
     column: Column::Where(
         |c| {
-            let kind = (c.num_workers > 0).then(|| c.worker_kind.name());
+            let kind = c.uses_knob("worker_kind").then(|| c.worker_kind.name());
             kind.unwrap_or("-").to_owned()
         },
         |configs| {
             let mut kinds = configs
                 .iter()
-                .filter(|c| c.num_workers > 0)
+                .filter(|c| c.uses_knob("worker_kind"))
                 .map(|c| c.worker_kind);
             kinds
                 .next()
