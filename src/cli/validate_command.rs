@@ -1,10 +1,11 @@
 //! `loaderbench validate`: a preset (and its `--set`s) checked without measuring. Every
-//! config's device is on this machine; its dataset opens as a run opens it and every
-//! config gets a batch of it; a model step loads; a user's Python code (a Dataset, a
-//! collate, a training step) is loaded in Python as the PyTorch runtime loads it, its
-//! factory called once, so a missing factory or one that raises fails here rather than at
-//! its config in a run; a Dataset of many Python objects that forked workers would copy
-//! is warned of. Prints the configs the preset makes and the paths it resolved.
+//! config's device is on this machine; its dataset opens as a run opens it, fits
+//! `normalize`'s channels and gives every config a batch; a model step loads; a user's
+//! Python code (a Dataset, a collate, a training step) is loaded in Python as the PyTorch
+//! runtime loads it, its factory called once, so a missing factory or one that raises
+//! fails here rather than at its config in a run; a Dataset of many Python objects that
+//! forked workers would copy is warned of. Prints the configs the preset makes and the
+//! paths it resolved.
 
 use loaderbench_analysis::memory::GROWTH_MIN_BYTES;
 use loaderbench_analysis::mib;
@@ -69,7 +70,7 @@ fn check_dataset(plan: &Plan) -> Result<Option<LoadedDataset>, Error> {
     for warning in dataset::open_warnings(plan.preset.samples, &*opened) {
         errln!("warning: {warning}");
     }
-    engine_epoch::check_every_config_has_a_batch(plan, &*opened)?;
+    engine_epoch::check_dataset_fits(plan, &*opened)?;
     if pytorch::has_python_code(plan) {
         pytorch::load_python_code(plan, Some(&opened), &cancel)?;
     }

@@ -191,3 +191,42 @@ fn a_plan_of_thousands_of_configs_is_labelled_and_extra_configs_count_toward_the
         &["field `extra_configs`: lists 10001 configs, more than the 10000"],
     );
 }
+
+#[test]
+fn normalize_stats_for_other_channels_are_refused_after_the_warning_that_explains_them() {
+    // Colour photos with a size given but the channels left at 1, and RGB statistics:
+    // `validate` passed it and the run failed inside its first config.
+    let dir = tempfile::TempDir::new().unwrap();
+    for class in ["cat", "dog"] {
+        std::fs::create_dir(dir.path().join(class)).unwrap();
+        image::RgbImage::from_pixel(12, 10, image::Rgb([200, 30, 90]))
+            .save(dir.path().join(class).join("a.png"))
+            .unwrap();
+    }
+    let folder = format!(
+        "dataset=(kind: image_folder, path: {:?}, image_size: [8, 8])",
+        path_str(dir.path())
+    );
+    let sets = [
+        folder.as_str(),
+        "normalize=(mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25])",
+        "batch_size=[2]",
+    ];
+    let mut validate = vec!["validate", "seed-light"];
+    for set in &sets {
+        validate.extend(["--set", set]);
+    }
+    for args in [validate, run_args("seed-light", &sets, &[])] {
+        let output = loaderbench(&args);
+        assert_error_line(
+            &output,
+            2,
+            &["field `normalize`: mean has 3 values but the dataset's images have 1 channel"],
+        );
+        let said = stderr(&output);
+        let warning = said
+            .find("12×10 colour images (the first's header) are read as 1×8×8, the default of dataset.channels")
+            .unwrap_or_else(|| panic!("{said}"));
+        assert!(warning < said.find("error:").unwrap(), "{said}");
+    }
+}

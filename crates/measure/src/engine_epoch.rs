@@ -38,16 +38,22 @@ pub fn loader_settings(plan: &Plan, config: &Config, shard: Shard) -> LoaderSett
     }
 }
 
-/// Refuses `plan` when one of its configs would load no batch from `dataset` (with
-/// `drop_last`, a batch larger than the samples each rank gets): its epochs would
-/// measure nothing, and the analysis would pick among empty epochs.
-pub fn check_every_config_has_a_batch(plan: &Plan, dataset: &dyn Dataset) -> Result<()> {
+/// Refuses `plan` where the opened `dataset` does not fit it, before anything is
+/// measured: `normalize` holds neither one value nor one per channel of its images, or
+/// one of its configs would load no batch of it (with `drop_last`, a batch larger than
+/// the samples each rank gets), so that its epochs would measure nothing and the
+/// analysis would pick among empty epochs.
+pub fn check_dataset_fits(plan: &Plan, dataset: &dyn Dataset) -> Result<()> {
+    plan.preset
+        .normalize
+        .fits_channels(dataset.shape().channels)
+        .map_err(|problem| FieldError::new(plan.source.as_deref(), "normalize", problem))?;
     check_batches(plan, dataset.len(), |settings| {
         epoch_size(dataset, settings)
     })
 }
 
-/// [`check_every_config_has_a_batch`] for a dataset read by index that is known only by
+/// [`check_dataset_fits`]' batches for a dataset read by index that is known only by
 /// its `len` (a user's Python Dataset, which only the PyTorch runtime opens).
 pub fn check_every_config_has_a_batch_of(plan: &Plan, len: usize) -> Result<()> {
     check_batches(plan, len, |settings| indexed_epoch_size(len, settings))

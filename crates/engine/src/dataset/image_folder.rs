@@ -340,12 +340,13 @@ impl ImageShape {
     }
 }
 
-/// The warning for a dataset read as `channels` × `size` where those are the defaults
-/// ([`DatasetSpec`](super::DatasetSpec): 1 × 28 × 28, FashionMNIST's) but its first image,
-/// `name`, is not of that shape as its `header` says: a folder of photos left at the
-/// defaults would be measured grey and shrunk, a different job from the one it feeds.
-/// `None` where the preset gave a shape of its own (the header is then not read), or the
-/// image has the defaults' shape, or its header cannot be read here.
+/// The warning for a dataset read as `channels` × `size` where either is left at its
+/// default ([`DatasetSpec`](super::DatasetSpec): 1 channel, 28 × 28, FashionMNIST's) and
+/// its first image, `name`, is not read as it is because of that default, as its `header`
+/// says: colour images read grey, or images resized to 28 × 28. A folder of photos left
+/// at the defaults would be measured grey and shrunk, a different job from the one it
+/// feeds. `None` where the preset gave a shape of its own (the header is then not read),
+/// or the defaults it left fit the image, or its header cannot be read here.
 pub fn default_shape_warning(
     name: &str,
     channels: usize,
@@ -353,15 +354,21 @@ pub fn default_shape_warning(
     header: impl FnOnce() -> Option<ImageShape>,
 ) -> Option<String> {
     let defaults = super::DatasetSpec::default();
-    if channels != defaults.channels || size != defaults.image_size {
+    let channels_left = channels == defaults.channels;
+    let size_left = size == defaults.image_size;
+    if !channels_left && !size_left {
         return None;
     }
     let image = header()?;
     let [height, width] = size;
-    let as_read = (image.colour, image.height as usize, image.width as usize);
-    if as_read == (channels == 3, height, width) {
-        return None;
-    }
+    let greyed = channels_left && image.colour;
+    let resized = size_left && (image.height as usize, image.width as usize) != (height, width);
+    let left = match (greyed, resized) {
+        (false, false) => return None,
+        (true, true) => "the defaults of dataset.channels and dataset.image_size",
+        (true, false) => "the default of dataset.channels",
+        (false, true) => "the default of dataset.image_size",
+    };
     let (kind, own_channels) = if image.colour {
         ("colour", 3)
     } else {
@@ -369,9 +376,8 @@ pub fn default_shape_warning(
     };
     Some(format!(
         "{name}: {}×{} {kind} images (the first's header) are read as {channels}×{height}×{width}, \
-         the defaults of dataset.channels and dataset.image_size; give the channels and size \
-         your job's transforms make (channels: {own_channels}, image_size: [{}, {}] keeps \
-         this one as it is)",
+         {left}; give the channels and size your job's transforms make (channels: \
+         {own_channels}, image_size: [{}, {}] keeps this one as it is)",
         image.width, image.height, image.height, image.width,
     ))
 }
@@ -643,12 +649,12 @@ mod tests {
         for name in ["a.png", "b.tif"] {
             rgb.save(class.join(name)).unwrap();
         }
-        let folder = open(dir.path(), 1, [2, 2]).unwrap();
+        let folder = open(dir.path(), 3, [2, 2]).unwrap();
         assert_eq!(folder.warnings(), Vec::<String>::new());
         for name in ["c.png", "d.tiff"] {
             grey.save(class.join(name)).unwrap();
         }
-        let folder = open(dir.path(), 1, [2, 2]).unwrap();
+        let folder = open(dir.path(), 3, [2, 2]).unwrap();
         let warnings = folder.warnings();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         let first = class.join("c.png");
@@ -681,6 +687,23 @@ mod tests {
         assert_eq!(
             open(dir.path(), 3, [3, 4]).unwrap().warnings(),
             Vec::<String>::new()
+        );
+        // A size given but the channels left: colour photos would still be read grey.
+        assert_eq!(
+            open(dir.path(), 1, [64, 64]).unwrap().warnings(),
+            [format!(
+                "{}: 4×3 colour images (the first's header) are read as 1×64×64, the default \
+                 of dataset.channels; give the channels and size your job's transforms make \
+                 (channels: 3, image_size: [3, 4] keeps this one as it is)",
+                first.display()
+            )]
+        );
+        // The channels given but the size left: resized to 28 × 28.
+        let warnings = open(dir.path(), 3, [28, 28]).unwrap().warnings();
+        assert!(
+            warnings.len() == 1
+                && warnings[0].contains("are read as 3×28×28, the default of dataset.image_size;"),
+            "{warnings:?}"
         );
         let mnist = TempDir::new().unwrap();
         fs::create_dir(mnist.path().join("0")).unwrap();

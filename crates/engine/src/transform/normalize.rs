@@ -20,8 +20,9 @@ impl ChannelStats {
         if channels == 0 {
             return Err(Error::value("images must have at least one channel"));
         }
-        check_len("mean", normalize.mean.len(), channels)?;
-        check_len("std", normalize.std.len(), channels)?;
+        normalize
+            .fits_channels(channels)
+            .map_err(|problem| Error::value(format!("normalize: {problem}")))?;
         if let Some(bad) = normalize.mean.iter().find(|m| !m.is_finite()) {
             return Err(Error::value(format!("normalize: mean {bad} is not finite")));
         }
@@ -52,15 +53,25 @@ impl ChannelStats {
     }
 }
 
-/// A mean or std list must have one value, or one per channel.
-fn check_len(what: &str, len: usize, channels: usize) -> Result<()> {
-    if len == 1 || len == channels {
+impl Normalize {
+    /// Whether the mean and the std each hold one value, or one per channel of images
+    /// with `channels` channels; the problem, without the field's name, where not.
+    pub fn fits_channels(&self, channels: usize) -> std::result::Result<(), String> {
+        for (what, len) in [("mean", self.mean.len()), ("std", self.std.len())] {
+            if len != 1 && len != channels {
+                let values = if len == 1 { "value" } else { "values" };
+                let has = if channels == 1 {
+                    "1 channel".to_owned()
+                } else {
+                    format!("{channels} channels")
+                };
+                return Err(format!(
+                    "{what} has {len} {values} but the dataset's images have {has}: give one \
+                     value, or one per channel"
+                ));
+            }
+        }
         Ok(())
-    } else {
-        Err(Error::value(format!(
-            "normalize: {what} has {len} values but the images have {channels} channels \
-             (give 1 value or {channels})"
-        )))
     }
 }
 

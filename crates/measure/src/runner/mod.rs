@@ -246,11 +246,16 @@ impl Run {
             }
             None => result.dataset = dataset::python_dataset::describe(&self.plan.preset.dataset),
         }
+        // Before the checks below: what opening found may be why one of them fails (colour
+        // images read grey at the default channels, against three normalize means).
+        for message in &result.warnings {
+            self.warn(None, message.clone());
+        }
         for config in &self.plan.configs {
             config.device.resolve()?;
         }
         if let Some(dataset) = &dataset {
-            crate::engine_epoch::check_every_config_has_a_batch(&self.plan, &**dataset)?;
+            crate::engine_epoch::check_dataset_fits(&self.plan, &**dataset)?;
         }
         self.plan.preset.step.check_files()?;
         // Unknown until Python has built a user's dataset.
@@ -264,9 +269,6 @@ impl Run {
             result: Box::new(result.clone()),
             batches_per_epoch: batches,
         });
-        for message in &result.warnings {
-            self.warn(None, message.clone());
-        }
         let mut journal = Journal::create(&self.journal_path, result)?;
         let outcome = self.measure_configs(dataset.as_ref(), result, &mut journal);
         let status = match &outcome {
