@@ -158,6 +158,35 @@ fn cancelling_returns_to_idle() {
 }
 
 #[test]
+fn a_run_that_fails_before_its_first_epoch_says_so_instead_of_empty_plots() {
+    // Three normalize means on the one-channel synthetic images: refused when the run
+    // has opened the dataset, before any epoch. The app drew empty axes and offered to
+    // export them.
+    let dir = tempfile::tempdir().unwrap();
+    let mut preset = tiny_preset(256, 1);
+    preset.normalize.mean = vec![0.5; 3];
+    preset.normalize.std = vec![0.25; 3];
+    let file = dir.path().join("rgb.ron");
+    preset.save(&file).unwrap();
+    let mut harness = app_running(dir.path(), &file, loaderbench_gui::WINDOW_SIZE);
+    step_until_ended(&mut harness, Duration::from_secs(60));
+    assert!(
+        matches!(harness.state().phase(), Some(Phase::Failed(error)) if error.contains("normalize.mean")),
+        "{:?} {:?}",
+        harness.state().phase(),
+        harness.state().messages()
+    );
+    assert!(
+        harness
+            .query_by_label("Nothing was measured: the run failed before its first epoch.")
+            .is_some()
+    );
+    for drawn in ["First-batch latency", "PNG: plots", "Results"] {
+        assert!(harness.query_by_label(drawn).is_none(), "{drawn} is drawn");
+    }
+}
+
+#[test]
 fn a_broken_preset_file_is_reported_with_the_file_and_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let broken = dir.path().join("broken.ron");

@@ -221,7 +221,7 @@ fn normalize_stats_for_other_channels_are_refused_after_the_warning_that_explain
         assert_error_line(
             &output,
             2,
-            &["field `normalize`: mean has 3 values but the dataset's images have 1 channel"],
+            &["field `normalize.mean`: 3 values, but the dataset's images have 1 channel"],
         );
         let said = stderr(&output);
         let warning = said

@@ -82,6 +82,12 @@ pub struct RunData {
 }
 
 impl RunData {
+    /// Whether the run has ended without an epoch measured: it failed or was cancelled
+    /// before its first, and there is nothing to plot.
+    pub fn ended_empty(&self) -> bool {
+        self.phase != Phase::Running && self.epoch_s.iter().flatten().all(Vec::is_empty)
+    }
+
     /// An empty run of `labels.len()` configs.
     pub fn new(labels: Vec<String>, epochs: usize, repeats: usize, warmup: bool) -> RunData {
         let grid = || vec![vec![Vec::new(); epochs]; labels.len()];

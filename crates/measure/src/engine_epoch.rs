@@ -47,7 +47,10 @@ pub fn check_dataset_fits(plan: &Plan, dataset: &dyn Dataset) -> Result<()> {
     plan.preset
         .normalize
         .fits_channels(dataset.shape().channels)
-        .map_err(|problem| FieldError::new(plan.source.as_deref(), "normalize", problem))?;
+        .map_err(|(list, problem)| {
+            let field = format!("normalize.{list}");
+            FieldError::new(plan.source.as_deref(), field, problem)
+        })?;
     check_batches(plan, dataset.len(), |settings| {
         epoch_size(dataset, settings)
     })

@@ -22,7 +22,7 @@ impl ChannelStats {
         }
         normalize
             .fits_channels(channels)
-            .map_err(|problem| Error::value(format!("normalize: {problem}")))?;
+            .map_err(|(list, problem)| Error::value(format!("normalize.{list}: {problem}")))?;
         if let Some(bad) = normalize.mean.iter().find(|m| !m.is_finite()) {
             return Err(Error::value(format!("normalize: mean {bad} is not finite")));
         }
@@ -55,9 +55,12 @@ impl ChannelStats {
 
 impl Normalize {
     /// Whether the mean and the std each hold one value, or one per channel of images
-    /// with `channels` channels; the problem, without the field's name, where not.
-    pub fn fits_channels(&self, channels: usize) -> std::result::Result<(), String> {
-        for (what, len) in [("mean", self.mean.len()), ("std", self.std.len())] {
+    /// with `channels` channels; where not, the list (`"mean"`, `"std"`) and the problem.
+    pub fn fits_channels(
+        &self,
+        channels: usize,
+    ) -> std::result::Result<(), (&'static str, String)> {
+        for (list, len) in [("mean", self.mean.len()), ("std", self.std.len())] {
             if len != 1 && len != channels {
                 let values = if len == 1 { "value" } else { "values" };
                 let has = if channels == 1 {
@@ -65,10 +68,11 @@ impl Normalize {
                 } else {
                     format!("{channels} channels")
                 };
-                return Err(format!(
-                    "{what} has {len} {values} but the dataset's images have {has}: give one \
-                     value, or one per channel"
-                ));
+                let problem = format!(
+                    "{len} {values}, but the dataset's images have {has}: give one value, or \
+                     one per channel"
+                );
+                return Err((list, problem));
             }
         }
         Ok(())
@@ -101,7 +105,10 @@ mod tests {
     fn a_wrong_channel_count_is_named() {
         let err = ChannelStats::new(&stats(&[0.1, 0.2], &[0.2]), 3).unwrap_err();
         assert!(err.is_bad_input());
-        assert!(err.to_string().contains("mean has 2 values"), "{err}");
+        assert!(
+            err.to_string().contains("normalize.mean: 2 values"),
+            "{err}"
+        );
         assert!(err.to_string().contains("3 channels"), "{err}");
     }
 

@@ -399,7 +399,7 @@ mod tests {
         assert!(err.is_bad_input());
         assert!(
             err.to_string()
-                .contains("normalize: mean has 3 values but the dataset's images have 1 channel: give one value, or one per channel"),
+                .contains("normalize.mean: 3 values, but the dataset's images have 1 channel: give one value, or one per channel"),
             "{err}"
         );
         assert!(Pipeline::new(&PipelineSpec::Light, &rgb, 3).is_ok());

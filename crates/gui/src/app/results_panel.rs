@@ -11,7 +11,6 @@ use loaderbench_present::views::PngArea;
 
 use super::App;
 use super::areas::Drawn;
-use super::runs::Runs;
 
 impl App {
     /// The run bar above the results.
@@ -26,7 +25,7 @@ impl App {
             return;
         }
         let Some((mut charts, plots)) = self.runs.plots_ui(ui, actions) else {
-            Runs::welcome_ui(ui);
+            self.runs.placeholder_ui(ui);
             return;
         };
         let mut analysis = None;

@@ -152,27 +152,44 @@ impl Runs {
         !tune.is_running()
     }
 
-    /// What the results view says before the first run.
-    pub(in super::super) fn welcome_ui(ui: &mut Ui) {
+    /// What the results view says where there is nothing to plot: before the first run,
+    /// or after one that ended before it measured an epoch.
+    pub(in super::super) fn placeholder_ui(&self, ui: &mut Ui) {
+        let run = Command::Run.shortcut_text(ui.ctx());
+        let ended = self.live.as_ref().map(|live| &live.data.phase);
+        let (said, then) = match ended {
+            Some(Phase::Failed(_)) => (
+                "Nothing was measured: the run failed before its first epoch.".to_owned(),
+                format!("The message below says why; fix it on the left, then press Run ({run})."),
+            ),
+            Some(Phase::Cancelled) => (
+                "Nothing was measured: the run was cancelled before its first epoch.".to_owned(),
+                format!("Press Run ({run}) to start it again."),
+            ),
+            _ => (
+                format!("Set up a run on the left, then press Run ({run}), or Tune to find the best settings within the budget."),
+                "First-batch latency, epoch times and each batch's wait appear here as they are measured.".to_owned(),
+            ),
+        };
         ui.add_space(40.0);
         ui.vertical_centered(|ui| {
-            let run = Command::Run.shortcut_text(ui.ctx());
-            ui.label(RichText::new(format!("Set up a run on the left, then press Run ({run}), or Tune to find the best settings within the budget.")).size(16.0));
-            ui.label(
-                RichText::new("First-batch latency, epoch times and each batch's wait appear here as they are measured.")
-                    .weak(),
-            );
+            ui.label(RichText::new(said).size(16.0));
+            ui.label(RichText::new(then).weak());
         });
     }
 
     /// The plots, the timeline with its config and the results table of the shown run:
-    /// each chart where it was drawn, and the plots' area; `None` before the first run.
+    /// each chart where it was drawn, and the plots' area; `None` before the first run
+    /// and after one that measured nothing.
     pub(in super::super) fn plots_ui(
         &self,
         ui: &mut Ui,
         actions: &mut Vec<Action>,
     ) -> Option<(Vec<(ChartId, Rect)>, Rect)> {
         let data = &self.live.as_ref()?.data;
+        if data.ended_empty() {
+            return None;
+        }
         let mut drawn = Vec::new();
         let mut plots = ui.columns(2, |columns| {
             for (column, chart) in [charts::first_batch(data), charts::epoch_times(data)]
