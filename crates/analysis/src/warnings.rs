@@ -28,14 +28,34 @@ pub const UNEVEN_RANKS: f64 = 0.25;
 
 /// Adds to a run's result the warnings its measurements call for, and returns them for
 /// the front end to show (those not already there): the runner measures, its consumer
-/// (the CLI, the app) judges.
+/// (the CLI, the app) judges. A warning of this module's that the measurements no longer
+/// call for goes: one attached after the sweep, over 4 measurements of a config, gives
+/// way to the one over all 22 once resolving has measured more (both stood in the
+/// saved run, with their different figures), or to none where the config steadied.
 pub fn attach(result: &mut RunResult) -> Vec<String> {
-    let found: Vec<String> = warnings(result)
+    let judged = warnings(result);
+    result
+        .warnings
+        .retain(|w| !is_judgement(w) || judged.contains(w));
+    let found: Vec<String> = judged
         .into_iter()
         .filter(|w| !result.warnings.contains(w))
         .collect();
     result.warnings.extend(found.iter().cloned());
     found
+}
+
+/// Whether `warning` is one [`warnings`] makes: a judgement of the measurements, not
+/// something the runner or the plan found.
+fn is_judgement(warning: &str) -> bool {
+    const STARTS: [&str; 5] = [
+        "noisy: ",
+        "first epoch slower",
+        "uneven ranks: ",
+        "disturbed: ",
+        "outside load was not measured: ",
+    ];
+    STARTS.iter().any(|start| warning.starts_with(start)) || warning.contains(": measured whole: ")
 }
 
 /// Every warning for `result`, one sentence each.
@@ -227,6 +247,60 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("noisy: nw=0"), "{}", found[0]);
         assert!(found[0].contains("over 3 measurements"), "{}", found[0]);
+    }
+
+    #[test]
+    fn attaching_after_more_measurements_replaces_what_fewer_called_for() {
+        let repeats = |batches: &[f64]| {
+            batches
+                .iter()
+                .map(|&batch_s| run(0, config(0, false), two_epochs(0.1, batch_s, 10)))
+                .collect::<Vec<_>>()
+        };
+        let mut r = result(vec![config(0, false)], repeats(&[0.1, 0.15]));
+        r.warnings
+            .push("num_workers goes up to 4 but this machine has 2 logical cores".into());
+        let swept = attach(&mut r);
+        assert!(swept[0].contains("over 2 measurements"), "{swept:?}");
+        // Resolving measured it twelve times more, and the spread stands.
+        r.results.extend(repeats(&[0.1; 12]));
+        r.results
+            .push(run(0, config(0, false), two_epochs(0.1, 0.15, 10)));
+        let resolved = attach(&mut r);
+        assert!(resolved[0].contains("over 15 measurements"), "{resolved:?}");
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
+        assert!(r.warnings[0].starts_with("num_workers goes up to 4"));
+        assert_eq!(r.warnings[1], resolved[0]);
+        // Measured steady since: the noisy warning goes, the plan's stays.
+        r.results = repeats(&[0.1; 20]);
+        assert_eq!(attach(&mut r), Vec::<String>::new());
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn every_warning_made_here_is_known_as_a_judgement() {
+        let mut slow = two_epochs(0.5, 0.1, 10);
+        slow[0].whole_because = Some("measured whole: it slowed through its window".into());
+        let mut disturbed = run(1, config(2, false), slow.clone());
+        disturbed.disturbed = true;
+        disturbed.other_load_cores = Some(1.5);
+        let mut r = result(
+            vec![config(0, false), config(2, false)],
+            vec![
+                run(0, config(0, false), two_epochs(0.1, 0.1, 10)),
+                run(0, config(0, false), two_epochs(0.1, 0.2, 10)),
+                disturbed,
+            ],
+        );
+        r.results[0].other_load_cores = Some(0.0);
+        let found = warnings(&r);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found.iter().all(|w| is_judgement(w)), "{found:?}");
+        for result in &mut r.results {
+            result.other_load_cores = None;
+        }
+        let unmetered = warnings(&r);
+        assert!(unmetered.iter().all(|w| is_judgement(w)), "{unmetered:?}");
     }
 
     #[test]
