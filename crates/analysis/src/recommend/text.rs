@@ -60,6 +60,14 @@ pub(super) fn paragraph(
                 text.push('.');
             }
         }
+        // One round measures no noise, so nothing can be faster beyond it: said as that,
+        // not as if the other configs had been found no faster.
+        Outcome::NoneFaster | Outcome::Undecided if !question.noise.known() => {
+            text.push_str(
+                "; one round cannot show a config faster beyond the noise, which it does not \
+                 measure.",
+            );
+        }
         Outcome::NoneFaster | Outcome::Undecided => {
             let more = if chosen.config.num_workers == 0 {
                 ""

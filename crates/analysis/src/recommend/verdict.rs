@@ -562,6 +562,15 @@ mod tests {
     fn one_round_says_what_looked_fastest_though_it_shows_no_noise() {
         let r = measured(1.56f64.ln(), &[0.0]);
         assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        // Not "no config with workers was faster beyond the noise": none was measured.
+        assert!(
+            r.text.contains(
+                " s; one round cannot show a config faster beyond the noise, which it does \
+                 not measure. nw=2 is not shown slower"
+            ),
+            "{}",
+            r.text
+        );
         let text = &r.verdict.text;
         assert!(text.starts_with("not resolved after 1 round ("), "{text}");
         assert!(
