@@ -265,7 +265,6 @@ pub fn execute(
     };
     interrupt::install()?;
     let handle = loaderbench_measure::spawn(plan.clone(), options, || {});
-    progress.println(format!("journal: {}", handle.journal_path().display()));
     let mut outcome = None;
     let mut batches_done = 0;
     let started = Instant::now();
@@ -276,6 +275,9 @@ pub fn execute(
             Event::Started {
                 batches_per_epoch, ..
             } => {
+                // Once the dataset has opened and the plan fits it: the journal is made
+                // next, and a run refused before has none to name.
+                progress.println(format!("journal: {}", handle.journal_path().display()));
                 progress
                     .set_total((batches_per_epoch * runs_per_config * plan.configs.len()) as u64);
             }

@@ -228,5 +228,7 @@ fn normalize_stats_for_other_channels_are_refused_after_the_warning_that_explain
             .find("12×10 colour images (the first's header) are read as 1×8×8, the default of dataset.channels")
             .unwrap_or_else(|| panic!("{said}"));
         assert!(warning < said.find("error:").unwrap(), "{said}");
+        // Refused before a journal was made: none is named.
+        assert!(!said.contains("journal: "), "{said}");
     }
 }
