@@ -25,9 +25,17 @@ pub fn table(result: &RunResult) -> Option<String> {
             )
             .then(a.config.cmp(&b.config))
     });
-    let header: Vec<String> = ["config", "predicted", "measured", "rounds", "error", "fate"]
-        .map(str::to_owned)
-        .to_vec();
+    // Times over the planned epochs, as the recommendation projects them: a bare
+    // `6009.22` said neither.
+    let over = format!("s, {} epochs", result.planned_epochs);
+    let header: Vec<String> = vec![
+        "config".to_owned(),
+        format!("predicted ({over})"),
+        format!("measured ({over})"),
+        "rounds".to_owned(),
+        "error".to_owned(),
+        "fate".to_owned(),
+    ];
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|c| {
@@ -157,10 +165,14 @@ mod tests {
             model_errors(&run).as_deref(),
             Some("model error: loaderbench ±10% (1 config), pytorch ±50% (1 config)")
         );
+        let text = table(&run).unwrap();
+        assert!(text.contains("\nmodel error: loaderbench ±10%"), "{text}");
         assert!(
-            table(&run)
-                .unwrap()
-                .contains("\nmodel error: loaderbench ±10%")
+            text.contains(&format!(
+                "| predicted (s, {0} epochs) | measured (s, {0} epochs) |",
+                run.planned_epochs
+            )),
+            "{text}"
         );
     }
 }
