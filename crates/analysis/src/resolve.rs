@@ -243,9 +243,11 @@ fn open_questions(result: &RunResult) -> Vec<Question> {
         .into_iter()
         .filter_map(|r| {
             let first = *r.verdict.hinges_on.first()?;
-            let may_never_settle = r.verdict.may_never_settle;
+            let (waits, unknown) = (r.verdict.may_never_settle, r.verdict.noise_unknown);
             Some(
-                Question::of(&result.configs, first, r.verdict.hinges_on).waiting(may_never_settle),
+                Question::of(&result.configs, first, r.verdict.hinges_on)
+                    .waiting(waits)
+                    .noise_unknown(unknown),
             )
         })
         .collect()
@@ -354,6 +356,7 @@ mod tests {
             first,
             configs: hinges.to_vec(),
             waits: false,
+            noise_unknown: false,
         }
     }
 
