@@ -338,9 +338,7 @@ fn measuring_s(measured: &ConfigResult) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_engine::plan::Config;
-    use loaderbench_engine::preset::Runtime;
-    use loaderbench_measure::fixtures::{config, epoch, result, run, two_epochs};
+    use loaderbench_measure::fixtures::{config, epoch, result, run};
 
     /// Configs 0–4 whose last measurement took `seconds[i]` (one epoch each).
     fn measured(seconds: &[f64]) -> RunResult {
@@ -390,32 +388,6 @@ mod tests {
         let questions = [question(0, &[0, 2]), question(3, &[3, 4])];
         assert_eq!(fitting(&run, &questions, 40.0), [3, 4]);
         assert_eq!(fitting(&run, &questions, 62.0), [0, 3, 2, 4]);
-    }
-
-    /// Our engine's question measured in three rounds, the PyTorch runtime's in one:
-    /// the latter is open with its noise unknown, and so goes first.
-    #[test]
-    fn a_question_measured_in_one_round_is_open_with_its_noise_unknown() {
-        let pytorch = |workers| Config {
-            runtime: Runtime::Pytorch,
-            ..config(workers, false)
-        };
-        let configs = vec![config(0, false), config(2, false), pytorch(0), pytorch(2)];
-        let mut results = Vec::new();
-        for round in 0..3 {
-            for (i, batch_s) in [(0, 0.010 + 0.001 * round as f64), (1, 0.0104)] {
-                let mut measured = run(i, configs[i].clone(), two_epochs(0.01, batch_s, 10));
-                measured.repeat = round;
-                results.push(measured);
-            }
-        }
-        results.push(run(2, pytorch(0), two_epochs(1.0, 0.10, 10)));
-        results.push(run(3, pytorch(2), two_epochs(1.0, 0.06, 10)));
-        let flagged: Vec<(usize, bool)> = open_questions(&result(configs, results))
-            .iter()
-            .map(|q| (q.first, q.noise_unknown))
-            .collect();
-        assert_eq!(flagged, [(0, false), (2, true)]);
     }
 
     /// A question with a config the run ended before goes first, though the quick
