@@ -243,11 +243,9 @@ fn open_questions(result: &RunResult) -> Vec<Question> {
         .into_iter()
         .filter_map(|r| {
             let first = *r.verdict.hinges_on.first()?;
-            let (waits, unknown) = (r.verdict.may_never_settle, r.verdict.noise_unknown);
+            let may_never_settle = r.verdict.may_never_settle;
             Some(
-                Question::of(&result.configs, first, r.verdict.hinges_on)
-                    .waiting(waits)
-                    .noise_unknown(unknown),
+                Question::of(&result.configs, first, r.verdict.hinges_on).waiting(may_never_settle),
             )
         })
         .collect()
@@ -356,7 +354,6 @@ mod tests {
             first,
             configs: hinges.to_vec(),
             waits: false,
-            noise_unknown: false,
         }
     }
 

@@ -7,16 +7,11 @@
 //! one. So a question whose configs take a tenth of a second (our engine's, beside the
 //! PyTorch runtime's of seconds) is measured round after round first, until it has been
 //! charged about as much as one round of the slow one, and then both share the rounds;
-//! questions of about the same cost share every round, and its start-up. A question that
-//! may never settle (every comparison it is open on sits at the tie margin:
+//! questions of about the same cost share every round, and its start-up. A question
+//! that may never settle (every comparison it is open on sits at the tie margin:
 //! [`Verdict::may_never_settle`](crate::recommend::Verdict)) waits while another open
 //! question may: its rounds would go on telling a tie from a gain, where the other's can
-//! settle an answer. It is measured again once every open question waits. A question
-//! measured in one round goes before those whose noise is known, whatever it costs: a
-//! round of another cannot settle its answer, and until its second nothing tells how far
-//! its first can be trusted (a tune of 90 s gave our engine's question of 4-second rounds
-//! three more, and the PyTorch runtime's, of 36 s, none, which left its nw=2 looking 68%
-//! faster than nw=0 and the pick nw=0).
+//! settle an answer. It is measured again once every open question waits.
 
 use std::collections::HashMap;
 
@@ -33,8 +28,6 @@ pub(crate) struct Question {
     pub configs: Vec<usize>,
     /// Its verdict may never settle: it waits while another question may.
     pub waits: bool,
-    /// Its noise is not known yet (it was measured in one round): it goes first.
-    pub noise_unknown: bool,
 }
 
 impl Question {
@@ -47,7 +40,6 @@ impl Question {
             first,
             configs: measures,
             waits: false,
-            noise_unknown: false,
         }
     }
 
@@ -55,14 +47,6 @@ impl Question {
     pub(crate) fn waiting(self, may_never_settle: bool) -> Question {
         Question {
             waits: may_never_settle,
-            ..self
-        }
-    }
-
-    /// This question, going first where its noise is not known yet.
-    pub(crate) fn noise_unknown(self, noise_unknown: bool) -> Question {
-        Question {
-            noise_unknown,
             ..self
         }
     }
@@ -92,8 +76,7 @@ impl TimeShares {
     /// The questions whose turn it is, given what a round of each would `cost`: the
     /// question whose next round would end soonest, and every question whose next round
     /// would end within one round of that one's; of the questions that do not wait, while
-    /// there are any, and of those the ones whose noise is not known yet, while there are
-    /// any.
+    /// there are any.
     pub(crate) fn due(
         &self,
         questions: &[Question],
@@ -104,16 +87,6 @@ impl TimeShares {
             questions
         } else {
             &settling
-        };
-        let unknown: Vec<Question> = questions
-            .iter()
-            .filter(|q| q.noise_unknown)
-            .cloned()
-            .collect();
-        let questions = if unknown.is_empty() {
-            questions
-        } else {
-            &unknown
         };
         let ends: Vec<(f64, f64)> = questions
             .iter()
@@ -176,7 +149,6 @@ mod tests {
             first,
             configs: configs.to_vec(),
             waits: false,
-            noise_unknown: false,
         }
     }
 
@@ -218,28 +190,6 @@ mod tests {
         assert_eq!(shares.due(&questions, cost), questions[1..]);
         let both_wait = [at_the_margin.clone(), open.waiting(true)];
         assert_eq!(shares.due(&both_wait, cost), [at_the_margin]);
-    }
-
-    /// A question measured in one round goes first, though it costs ten times the other
-    /// and was charged more; once its noise is known, the time is shared again.
-    #[test]
-    fn a_question_of_one_round_goes_before_those_whose_noise_is_known() {
-        let known = question(0, &[0, 1]);
-        let one_round = question(2, &[2, 3]).noise_unknown(true);
-        let cost = |q: &Question| if q.first == 0 { 4.0 } else { 36.0 };
-        let mut shares = TimeShares::default();
-        shares.charge(
-            &[known.clone(), one_round.clone()],
-            &[(0, 2.0), (2, 18.0)],
-            0.0,
-        );
-        let questions = [known.clone(), one_round.clone()];
-        assert_eq!(
-            shares.due(&questions, cost),
-            std::slice::from_ref(&one_round)
-        );
-        let measured = [known.clone(), one_round.noise_unknown(false)];
-        assert_eq!(shares.due(&measured, cost), [known]);
     }
 
     #[test]

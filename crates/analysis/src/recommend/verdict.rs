@@ -49,12 +49,6 @@ pub struct Verdict {
     /// Computed from the measurements, never saved.
     #[serde(skip)]
     pub may_never_settle: bool,
-    /// The decision is open and the question's noise is not known (it was measured in one
-    /// round): no verdict can settle before its next round, so resolve and tune measure
-    /// it first ([`time_share`](crate::time_share)). Computed from the measurements,
-    /// never saved.
-    #[serde(skip)]
-    pub noise_unknown: bool,
 }
 
 impl Verdict {
@@ -107,7 +101,6 @@ impl Verdict {
             text,
             hinges_on,
             may_never_settle: false,
-            noise_unknown: false,
         }
     }
 
@@ -119,7 +112,6 @@ impl Verdict {
             text: format!("not resolved: {reason}"),
             hinges_on,
             may_never_settle: false,
-            noise_unknown: false,
         }
     }
 }
@@ -143,7 +135,6 @@ pub(super) fn verdict(
             text: format!("{} is the only config of this question", chosen.label),
             hinges_on: Vec::new(),
             may_never_settle: false,
-            noise_unknown: false,
         };
     }
     let compared: Vec<(&Candidate<'_>, Option<Difference>)> = others
@@ -180,7 +171,6 @@ pub(super) fn verdict(
             text,
             hinges_on: Vec::new(),
             may_never_settle: false,
-            noise_unknown: false,
         };
     }
     if open.is_empty() {
@@ -208,7 +198,6 @@ pub(super) fn verdict(
             ),
             hinges_on: Vec::new(),
             may_never_settle: false,
-            noise_unknown: false,
         };
     }
     // The pick, then the configs most likely to change the decision: those that look
@@ -309,7 +298,6 @@ pub(super) fn verdict(
         text: with_source(text, question),
         hinges_on,
         may_never_settle,
-        noise_unknown: !question.noise.known(),
     }
 }
 
@@ -574,13 +562,6 @@ mod tests {
     fn one_round_says_what_looked_fastest_though_it_shows_no_noise() {
         let r = measured(1.56f64.ln(), &[0.0]);
         assert_pick(&r, "nw=0", VerdictKind::NotResolved);
-        assert!(r.verdict.noise_unknown, "resolve and tune measure it first");
-        let two_rounds = measured(1.56f64.ln(), &[0.0, 0.1]);
-        assert!(
-            !two_rounds.verdict.noise_unknown,
-            "{}",
-            two_rounds.verdict.text
-        );
         // Not "no config with workers was faster beyond the noise": none was measured.
         assert!(
             r.text.contains(

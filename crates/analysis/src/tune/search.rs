@@ -363,12 +363,6 @@ pub(super) fn open_questions(
         .filter(|v| v.may_never_settle)
         .flat_map(|v| v.hinges_on.clone())
         .collect();
-    // One whose noise is not known yet (one round) goes first.
-    let unknown: Vec<usize> = verdicts
-        .iter()
-        .filter(|v| v.noise_unknown)
-        .flat_map(|v| v.hinges_on.clone())
-        .collect();
     Question::all(&result.configs, &candidates)
         .into_iter()
         .filter(|q| {
@@ -379,8 +373,7 @@ pub(super) fn open_questions(
         .map(|q| {
             let unmeasured = q.configs.iter().any(|i| standings[*i].rounds == 0);
             let waits = !unmeasured && q.configs.iter().any(|i| waiting.contains(i));
-            let noise_unknown = q.configs.iter().any(|i| unknown.contains(i));
-            q.waiting(waits).noise_unknown(noise_unknown)
+            q.waiting(waits)
         })
         .collect()
 }
