@@ -141,8 +141,7 @@ impl TimeShares {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_engine::preset::Runtime;
-    use loaderbench_measure::fixtures::config;
+    use loaderbench_measure::fixtures::{config, pytorch_config};
 
     fn question(first: usize, configs: &[usize]) -> Question {
         Question {
@@ -154,11 +153,12 @@ mod tests {
 
     #[test]
     fn candidates_are_grouped_by_question_in_plan_order() {
-        let pytorch = |workers| Config {
-            runtime: Runtime::Pytorch,
-            ..config(workers, false)
-        };
-        let configs = [config(0, false), pytorch(0), config(2, false), pytorch(2)];
+        let configs = [
+            config(0, false),
+            pytorch_config(0),
+            config(2, false),
+            pytorch_config(2),
+        ];
         assert_eq!(
             Question::all(&configs, &[3, 2, 1]),
             [question(0, &[2]), question(1, &[3, 1])]

@@ -36,6 +36,14 @@ pub fn config(num_workers: usize, persistent: bool) -> Config {
     }
 }
 
+/// [`config`] measured by the PyTorch runtime (its other knobs as there), not persistent.
+pub fn pytorch_config(num_workers: usize) -> Config {
+    Config {
+        runtime: Runtime::Pytorch,
+        ..config(num_workers, false)
+    }
+}
+
 /// An epoch of `batches` batches of 64 samples: the first arrives after
 /// `first_batch_s`, the rest every `batch_s`, each after waiting `wait_s`.
 pub fn epoch(number: usize, first_batch_s: f64, batch_s: f64, batches: usize) -> EpochResult {

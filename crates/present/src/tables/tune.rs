@@ -128,18 +128,17 @@ fn rank(fate: &Fate) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loaderbench_engine::plan::Config;
-    use loaderbench_engine::preset::Runtime;
-    use loaderbench_measure::fixtures::{config, result};
+    use loaderbench_measure::fixtures::{config, pytorch_config, result};
     use loaderbench_measure::tune_trail::TunedConfig;
 
     #[test]
     fn the_model_s_error_is_given_per_runtime() {
-        let pytorch = |workers| Config {
-            runtime: Runtime::Pytorch,
-            ..config(workers, false)
-        };
-        let configs = vec![config(0, false), config(2, false), pytorch(0), pytorch(2)];
+        let configs = vec![
+            config(0, false),
+            config(2, false),
+            pytorch_config(0),
+            pytorch_config(2),
+        ];
         let mut run = result(configs, Vec::new());
         let tuned = |config, predicted_s, measured_s| TunedConfig {
             config,
