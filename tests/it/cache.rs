@@ -35,6 +35,10 @@ fn run(folder: &Path, cache: &str, num_workers: &str) -> (std::process::Output, 
         ),
     )
     .unwrap();
+    // A spawned worker is a fresh process of this program: where its binary's pages have
+    // left the page cache (a build just rewrote it), a warm epoch counts their reads too
+    // (232 kB seen against a limit of 237 kB). The test is about the folder's reads.
+    std::fs::read(env!("CARGO_BIN_EXE_loaderbench")).expect("the loaderbench binary");
     let saved = SavedRun::in_dir(out.path());
     let output = loaderbench(&saved.run_args(path_str(&preset), &[]));
     assert!(output.status.success(), "{}", stderr(&output));
