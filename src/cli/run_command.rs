@@ -308,6 +308,7 @@ pub fn execute(
                 error,
                 bad_input,
                 result,
+                ..
             } => {
                 let error = if bad_input {
                     Error::value(error)

@@ -162,25 +162,28 @@ fn cancelling_returns_to_idle() {
     assert!(run_button.is_some_and(|b| !b.accesskit_node().is_disabled()));
 }
 
-#[test]
-fn a_run_that_fails_before_its_first_epoch_says_so_instead_of_empty_plots() {
-    // Three normalize means on the one-channel synthetic images: refused when the run
-    // has opened the dataset, before any epoch. The app drew empty axes and offered to
-    // export them.
-    let dir = tempfile::tempdir().unwrap();
+/// The app after a run refused once it opened the dataset, before any epoch: three
+/// normalize means on the one-channel synthetic images. Returns the run's error.
+fn refused_run(dir: &Path) -> (Harness<'static, App>, String) {
     let mut preset = tiny_preset(256, 1);
     preset.normalize.mean = vec![0.5; 3];
     preset.normalize.std = vec![0.25; 3];
-    let file = dir.path().join("rgb.ron");
+    let file = dir.join("rgb.ron");
     preset.save(&file).unwrap();
-    let mut harness = app_running(dir.path(), &file, loaderbench_gui::WINDOW_SIZE);
+    let mut harness = app_running(dir, &file, loaderbench_gui::WINDOW_SIZE);
     step_until_ended(&mut harness, Duration::from_secs(60));
-    assert!(
-        matches!(harness.state().phase(), Some(Phase::Failed(error)) if error.contains("normalize.mean")),
-        "{:?} {:?}",
-        harness.state().phase(),
-        harness.state().messages()
-    );
+    let error = match harness.state().phase() {
+        Some(Phase::Failed(error)) if error.contains("normalize.mean") => error.clone(),
+        phase => panic!("{phase:?} {:?}", harness.state().messages()),
+    };
+    (harness, error)
+}
+
+#[test]
+fn a_run_that_fails_before_its_first_epoch_says_so_instead_of_empty_plots() {
+    // The app drew empty axes and offered to export them.
+    let dir = tempfile::tempdir().unwrap();
+    let (harness, _) = refused_run(dir.path());
     assert!(
         harness
             .query_by_label("Nothing was measured: the run failed before its first epoch.")
@@ -189,6 +192,26 @@ fn a_run_that_fails_before_its_first_epoch_says_so_instead_of_empty_plots() {
     for drawn in ["First-batch latency", "PNG: plots", "Results"] {
         assert!(harness.query_by_label(drawn).is_none(), "{drawn} is drawn");
     }
+}
+
+#[test]
+fn a_run_refused_on_a_field_marks_that_field_until_the_preset_changes() {
+    // The check needs the dataset open, so only the run finds it; the app said it only
+    // in the message line at the bottom ("The run failed: …").
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, error) = refused_run(dir.path());
+    let mark = harness.get_by_label(&error).rect();
+    let mean = harness.get_by_label("normalize mean").rect();
+    let std = harness.get_by_label("normalize std").rect();
+    assert!(
+        mean.top() < mark.top() && mark.top() < std.top(),
+        "the mark at {mark:?}, normalize mean at {mean:?}, std at {std:?}"
+    );
+    type_into(&mut harness, "num_workers", "1");
+    assert!(
+        harness.query_by_label(&error).is_none(),
+        "{error} still marked"
+    );
 }
 
 #[test]

@@ -298,6 +298,7 @@ fn a_measuring_process_killed_before_it_starts_ends_the_run_failed() {
     let Event::Failed {
         error,
         bad_input,
+        field,
         result,
     } = event
     else {
@@ -308,6 +309,7 @@ fn a_measuring_process_killed_before_it_starts_ends_the_run_failed() {
         "{error}"
     );
     assert!(!bad_input);
+    assert_eq!(field, None);
     assert!(result.results.is_empty());
     assert_eq!(result.configs.len(), plan.configs.len());
 }

@@ -184,7 +184,7 @@ fn a_memory_limit_between_two_configs_keeps_the_bigger_out_of_the_recommendation
 fn a_memory_limit_that_is_no_size_or_out_of_range_is_refused() {
     for (limit, problem) in [
         ("lots", "--memory-limit lots:"),
-        ("1KiB", "--memory-limit 1KiB: 1024 is out of range"),
+        ("1KiB", "--memory-limit 1KiB: 1.0 KiB is out of range"),
     ] {
         let output = loaderbench(&["validate", "seed-light", "--memory-limit", limit]);
         assert_error_line(&output, 2, &[problem]);

@@ -226,6 +226,7 @@ impl Rounds {
                     error,
                     bad_input,
                     result,
+                    ..
                 } => {
                     round_state.dataset = Some(result.dataset);
                     round_state.end = RoundEnd::Failed(if bad_input {

@@ -15,6 +15,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::secrets::redact;
 
 /// The error that caused another, shared so that errors stay cheap to clone.
@@ -180,7 +182,8 @@ impl fmt::Display for FieldError {
 /// `extra_configs[2]`. It is how a [`FieldError`] names its field and how a form keys the
 /// marks beside its fields, so the two meet on one type; the fields a form marks by name
 /// are the constants here, which the checks that find their problems use too.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct FieldPath(Cow<'static, str>);
 
 impl FieldPath {

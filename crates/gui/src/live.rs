@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use loaderbench_engine::plan::Config;
+use loaderbench_engine::preset::FieldPath;
 use loaderbench_measure::Event;
 use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::time_left::{UnitClock, clock};
@@ -73,6 +74,8 @@ pub struct RunData {
     pub running: Option<RunningEpoch>,
     /// The run failed because the user's input was wrong.
     pub bad_input: bool,
+    /// The preset's field to blame, where the run failed on one.
+    pub failed_field: Option<FieldPath>,
     /// Batches of the epochs that have finished.
     batches_finished: usize,
     /// When each unit (a repeat of a config) started and how long the finished ones
@@ -103,6 +106,7 @@ impl RunData {
             progress: RunProgress::default(),
             running: None,
             bad_input: false,
+            failed_field: None,
             batches_finished: 0,
             clock: UnitClock::default(),
             warnings: Vec::new(),
@@ -294,8 +298,10 @@ impl RunData {
                 error,
                 result,
                 bad_input,
+                field,
             } => {
                 self.bad_input = bad_input;
+                self.failed_field = field;
                 self.end(Phase::Failed(error), *result);
             }
         }
@@ -379,6 +385,7 @@ fn ending(result: RunResult) -> Event {
         RunStatus::Failed { error } => Event::Failed {
             error,
             bad_input: false,
+            field: None,
             result: Box::new(result),
         },
         RunStatus::Running => Event::Failed {
@@ -386,6 +393,7 @@ fn ending(result: RunResult) -> Event {
                     measured when opened"
                 .to_owned(),
             bad_input: false,
+            field: None,
             result: Box::new(result),
         },
     }

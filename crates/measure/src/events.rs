@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::results::{BatchRecord, ConfigResult, EpochResult, RunResult};
+use loaderbench_engine::error::FieldPath;
 use loaderbench_engine::loader::WorkerStartup;
 
 /// Batch events are sent at most this often (and for every epoch's first batch): enough
@@ -53,10 +54,13 @@ pub enum Event {
     },
     /// The run finished.
     Finished { result: Box<RunResult> },
-    /// The run stopped with an error; `bad_input` when the user's input is to blame.
+    /// The run stopped with an error; `bad_input` when the user's input is to blame,
+    /// and `field` when one field of the preset is.
     Failed {
         error: String,
         bad_input: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field: Option<FieldPath>,
         result: Box<RunResult>,
     },
     /// The run was cancelled.

@@ -263,6 +263,7 @@ impl Follower {
             let event = Event::Failed {
                 error,
                 bad_input: false,
+                field: None,
                 result: Box::new(result),
             };
             let _ = self.sender.send(event.clone());

@@ -128,18 +128,32 @@ pub fn check_number(field_name: &str, what: &str, value: f64) -> Result<(), Fiel
     } else {
         format!("{} ", range.what)
     };
+    // Sizes as they are typed (`16MiB`), other numbers with their unit after the range.
+    let (write, unit): (fn(f64) -> String, &str) = match range.unit {
+        "bytes" => (written_size, ""),
+        unit => (written, unit),
+    };
     Err(FieldError::new(
         None,
         field_name,
         format!(
-            "{thing}{} is out of range: it must be from {} to {}{}{} (see docs/limits.md)",
-            written(value),
-            written(range.min),
-            written(range.max),
-            if range.unit.is_empty() { "" } else { " " },
-            range.unit
+            "{thing}{} is out of range: it must be from {} to {}{}{unit} (see docs/limits.md)",
+            write(value),
+            write(range.min),
+            write(range.max),
+            if unit.is_empty() { "" } else { " " },
         ),
     ))
+}
+
+/// A size in bytes as a reader takes it in: `16.0 MiB`, `1000 B`; a fraction of a byte
+/// or a size past any machine's as a number.
+fn written_size(bytes: f64) -> String {
+    if bytes.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&bytes) {
+        bytesize::ByteSize::b(bytes as u64).to_string()
+    } else {
+        written(bytes)
+    }
 }
 
 /// What is wrong with `step`, or `None`: its numbers against their rows of [`RANGES`]
@@ -319,6 +333,11 @@ mod tests {
             problem(|p| p.step = StepSpec::Fixed(1e25)),
             "field `step`: fixed(MS) 1e25 is out of range: it must be from 0 to 3600000 \
              milliseconds (see docs/limits.md)"
+        );
+        assert_eq!(
+            problem(|p| p.memory_limit = Some(bytesize::ByteSize::kib(1))),
+            "field `memory_limit`: 1.0 KiB is out of range: it must be from 16.0 MiB to 1.0 \
+             PiB (see docs/limits.md)"
         );
         assert!(problem(|p| p.dataset.shuffle_buffer = usize::MAX).contains("shuffle_buffer"));
         assert!(problem(|p| p.window_s = f64::INFINITY).contains("window_s"));

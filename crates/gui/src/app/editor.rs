@@ -1,7 +1,8 @@
 //! The preset editor's part: the preset being edited and what is remembered between
 //! sessions ([`Saved`]), the setup panel's form, the path fields, and the plan the
-//! preset makes (or why it makes none). It opens, saves and replaces the preset, takes
-//! the paths file dialogs picked, and marks the title when there are unsaved edits.
+//! preset makes (or why it makes none, or which field its last run was refused on). It
+//! opens, saves and replaces the preset, takes the paths file dialogs picked, and marks
+//! the title when there are unsaved edits.
 
 use std::path::{Path, PathBuf};
 
@@ -9,11 +10,11 @@ use egui::{Key, Ui};
 use serde::{Deserialize, Serialize};
 
 use crate::actions::{Action, Pick};
-use crate::setup::{self, Form};
+use crate::setup::{self, Form, Refusal};
 use loaderbench_engine::builtin;
 use loaderbench_engine::error::Error;
 use loaderbench_engine::plan::Plan;
-use loaderbench_engine::preset::Preset;
+use loaderbench_engine::preset::{FieldPath, Preset};
 
 use super::messages::Messages;
 
@@ -57,7 +58,17 @@ pub(super) struct PresetEditor {
     paths: PathFields,
     /// The edited preset as a plan, or why it is not one.
     plan: Result<Plan, Error>,
+    /// The last run's failure on one of the preset's fields.
+    run_failure: Option<RunFailure>,
     cuda_devices: usize,
+}
+
+/// A run that failed on one field of the preset, with the preset it measured: the mark
+/// beside the field stays while the preset is that one.
+struct RunFailure {
+    field: FieldPath,
+    error: String,
+    preset: Preset,
 }
 
 impl PresetEditor {
@@ -91,6 +102,7 @@ impl PresetEditor {
                 export: saved.export_path.display().to_string(),
             },
             plan: Plan::from_preset(&saved.preset, saved.preset_path.as_deref()),
+            run_failure: None,
             saved,
             cuda_devices: loaderbench_engine::device::cuda_device_count(),
         }
@@ -135,14 +147,18 @@ impl PresetEditor {
     }
 
     /// The plan to measure; `None` (with a message saying why) while a field is marked
-    /// or the preset is no plan.
-    pub(super) fn plan_to_measure(&self, messages: &mut Messages) -> Option<Plan> {
+    /// or the preset is no plan. A run's failure marked beside a field is forgotten: the
+    /// new run says again whether it holds.
+    pub(super) fn plan_to_measure(&mut self, messages: &mut Messages) -> Option<Plan> {
         if self.has_marked_fields() {
             messages.error("Fix the fields marked in the side panel first.");
             return None;
         }
         match &self.plan {
-            Ok(plan) => Some(plan.clone()),
+            Ok(plan) => {
+                self.run_failure = None;
+                Some(plan.clone())
+            }
             Err(error) => {
                 messages.error(format!("The preset cannot run: {error}"));
                 None
@@ -264,11 +280,29 @@ impl PresetEditor {
         self.saved.export_path = path;
     }
 
+    /// Marks `field` with the error a run of the preset as it is failed on (a check that
+    /// needed the dataset open), until the preset is edited or run again.
+    pub(super) fn run_failed_on(&mut self, field: FieldPath, error: String) {
+        self.run_failure = Some(RunFailure {
+            field,
+            error,
+            preset: self.saved.preset.clone(),
+        });
+    }
+
     /// The setup panel, not editable while something runs.
     pub(super) fn setup_ui(&mut self, ui: &mut Ui, running: bool, actions: &mut Vec<Action>) {
+        let run_failure = self
+            .run_failure
+            .as_ref()
+            .filter(|failure| failure.preset == self.saved.preset)
+            .map(|failure| Refusal {
+                field: Some(&failure.field),
+                problem: failure.error.clone(),
+            });
         let cx = setup::Context {
             cuda_devices: self.cuda_devices,
-            plan_error: self.plan.as_ref().err(),
+            refusal: self.plan.as_ref().err().map(Refusal::of).or(run_failure),
             running,
         };
         ui.add_enabled_ui(!cx.running, |ui| {

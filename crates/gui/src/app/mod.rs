@@ -265,6 +265,9 @@ impl App {
     /// with one), and a scripted run's end.
     fn run_ended(&mut self, ended: Option<RunEnded>) {
         if let Some(ended) = ended {
+            if let (Phase::Failed(error), Some(field)) = (&ended.phase, &ended.field) {
+                self.editor.run_failed_on(field.clone(), error.clone());
+            }
             self.baselines.refresh();
             let result = self.runs.result();
             self.script.run_ended(&ended, result, &mut self.messages);

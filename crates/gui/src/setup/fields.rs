@@ -1,6 +1,7 @@
 //! The side panel's field widgets: one field per knob of the knob table (the text
 //! fields that hold a list, the named-choice menus, the device checkboxes), the run
-//! order, the Python path and the sample count.
+//! order, the Python path and the sample count; and the sweep lists' text, written from
+//! a knob's values and parsed back.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use egui::{ComboBox, DragValue, Ui};
 use loaderbench_engine::plan::knob;
 use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, RunOrder, UnusedFields};
 
-use super::{Errors, Form, Problem, choice_field, mark, missing, parse_list, text_field};
+use super::{Errors, Form, Problem, choice_field, mark, missing, text_field};
 
 pub(super) fn samples_field(
     ui: &mut Ui,
@@ -307,5 +308,54 @@ fn cuda_missing(name: &str, cuda_devices: usize) -> bool {
         Ok(loaderbench_engine::device::DeviceSpec::Cuda(index)) => index >= cuda_devices,
         Ok(loaderbench_engine::device::DeviceSpec::Cpu) => false,
         Err(_) => true,
+    }
+}
+
+/// The text of each knob typed as text, by field.
+pub(super) fn knob_texts(preset: &Preset) -> BTreeMap<&'static str, String> {
+    struct Texts(BTreeMap<&'static str, String>);
+    impl KnobLists for Texts {
+        fn list<T: KnobValue>(&mut self, field: &'static str, values: &mut Vec<T>) {
+            if T::choices().is_none() {
+                self.0.insert(field, list_text(values));
+            }
+        }
+    }
+    let mut texts = Texts(BTreeMap::new());
+    preset.clone().each_knob(&mut texts);
+    texts.0
+}
+
+/// `0,2,4` from a list.
+fn list_text<T: KnobValue>(values: &[T]) -> String {
+    values.iter().map(T::text).collect::<Vec<_>>().join(",")
+}
+
+/// Parses `0, 2,4` into a list of values (whole numbers, for most knobs).
+fn parse_list<T: KnobValue>(text: &str) -> Result<Vec<T>, String> {
+    let values = text
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(T::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    if values.is_empty() {
+        return Err("give at least one value, e.g. 0,2,4".to_owned());
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sweep_lists() {
+        assert_eq!(parse_list("0, 2,4,8"), Ok(vec![0_usize, 2, 4, 8]));
+        assert_eq!(parse_list("4"), Ok(vec![4_usize]));
+        assert!(parse_list::<usize>("0,x").unwrap_err().contains("`x`"));
+        assert!(parse_list::<usize>(" ").is_err());
+        use loaderbench_engine::preset::IntraOpThreads::{Auto, Count};
+        assert_eq!(parse_list("auto, 2"), Ok(vec![Auto, Count(2)]));
     }
 }

@@ -13,7 +13,7 @@ use egui::{ComboBox, RichText, Ui};
 
 use loaderbench_engine::dataset::DatasetKind;
 use loaderbench_engine::error::Error;
-use loaderbench_engine::preset::{FieldPath, KnobLists, KnobValue, Preset, UnusedFields};
+use loaderbench_engine::preset::{FieldPath, Preset, UnusedFields};
 
 use super::actions::{Action, Pick};
 
@@ -24,7 +24,7 @@ mod run_fields;
 mod shard_check;
 mod step_fields;
 
-use fields::{KnobFields, count_field, order_field, python_path_field, samples_field};
+use fields::{KnobFields, count_field, knob_texts, order_field, python_path_field, samples_field};
 use pipelines::{extra_configs, pipelines};
 use python_fields::{args_text, python_fields};
 use run_fields::{RunText, dataset_extras, identity, run_fields};
@@ -100,43 +100,26 @@ type Problem<'a> = &'a dyn Fn(&Errors, &FieldPath) -> Option<String>;
 /// What the panel needs to know besides the preset.
 pub struct Context<'a> {
     pub cuda_devices: usize,
-    /// The plan's validation error, if the preset does not make a valid plan.
-    pub plan_error: Option<&'a Error>,
+    /// Why the preset cannot run as it is, marked beside its field where it has one.
+    pub refusal: Option<Refusal<'a>>,
     pub running: bool,
 }
 
-/// The text of each knob typed as text, by field.
-fn knob_texts(preset: &Preset) -> BTreeMap<&'static str, String> {
-    struct Texts(BTreeMap<&'static str, String>);
-    impl KnobLists for Texts {
-        fn list<T: KnobValue>(&mut self, field: &'static str, values: &mut Vec<T>) {
-            if T::choices().is_none() {
-                self.0.insert(field, list_text(values));
-            }
+/// Why the preset cannot run: the plan's error, or the last run's failure on a field of
+/// this same preset (a check that needs the dataset open, which only a run makes).
+pub struct Refusal<'a> {
+    pub field: Option<&'a FieldPath>,
+    pub problem: String,
+}
+
+impl<'a> Refusal<'a> {
+    /// The plan's error, with the field it names.
+    pub fn of(error: &'a Error) -> Refusal<'a> {
+        Refusal {
+            field: error.field(),
+            problem: error.to_string(),
         }
     }
-    let mut texts = Texts(BTreeMap::new());
-    preset.clone().each_knob(&mut texts);
-    texts.0
-}
-
-/// `0,2,4` from a list.
-fn list_text<T: KnobValue>(values: &[T]) -> String {
-    values.iter().map(T::text).collect::<Vec<_>>().join(",")
-}
-
-/// Parses `0, 2,4` into a list of values (whole numbers, for most knobs).
-pub fn parse_list<T: KnobValue>(text: &str) -> Result<Vec<T>, String> {
-    let values = text
-        .split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(T::parse)
-        .collect::<Result<Vec<_>, _>>()?;
-    if values.is_empty() {
-        return Err("give at least one value, e.g. 0,2,4".to_owned());
-    }
-    Ok(values)
 }
 
 /// Draws the panel.
@@ -148,15 +131,15 @@ pub fn draw(
     actions: &mut Vec<Action>,
 ) {
     let mut edited = preset.clone();
-    let plan_field = cx.plan_error.and_then(Error::field);
-    // Whether the plan's error was marked beside its field; if not, it goes at the end.
+    // Whether the refusal was marked beside its field; if not, it goes at the end.
     let marked = std::cell::Cell::new(false);
     let error = |errors: &Errors, field: &FieldPath| -> Option<String> {
         errors.get(field).cloned().or_else(|| {
             let problem = cx
-                .plan_error
-                .filter(|_| plan_field == Some(field))
-                .map(ToString::to_string);
+                .refusal
+                .as_ref()
+                .filter(|refusal| refusal.field == Some(field))
+                .map(|refusal| refusal.problem.clone());
             marked.set(marked.get() || problem.is_some());
             problem
         })
@@ -188,8 +171,8 @@ pub fn draw(
     });
     extra_configs(ui, &mut edited);
 
-    if let Some(problem) = cx.plan_error.filter(|_| !marked.get()) {
-        mark(ui, Some(problem.to_string()));
+    if let Some(refusal) = cx.refusal.as_ref().filter(|_| !marked.get()) {
+        mark(ui, Some(refusal.problem.clone()));
     }
     if edited != *preset {
         actions.push(Action::Edit(Box::new(edited)));
@@ -412,19 +395,4 @@ pub fn missing_file(preset: &Preset) -> Option<String> {
         .or_else(|| missing(labels))
         .or_else(|| missing(preset.python.as_deref()))
         .or_else(|| missing(step))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_sweep_lists() {
-        assert_eq!(parse_list("0, 2,4,8"), Ok(vec![0_usize, 2, 4, 8]));
-        assert_eq!(parse_list("4"), Ok(vec![4_usize]));
-        assert!(parse_list::<usize>("0,x").unwrap_err().contains("`x`"));
-        assert!(parse_list::<usize>(" ").is_err());
-        use loaderbench_engine::preset::IntraOpThreads::{Auto, Count};
-        assert_eq!(parse_list("auto, 2"), Ok(vec![Auto, Count(2)]));
-    }
 }

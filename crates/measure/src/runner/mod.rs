@@ -210,6 +210,7 @@ impl Run {
                 Event::Failed {
                     error: error.to_string(),
                     bad_input: error.is_bad_input(),
+                    field: error.field().cloned(),
                     result: Box::new(result),
                 }
             }

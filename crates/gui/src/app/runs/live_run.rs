@@ -119,6 +119,7 @@ impl LiveRun {
         Some(RunEnded {
             phase: self.data.phase.clone(),
             bad_input: self.data.bad_input,
+            field: self.data.failed_field.clone(),
         })
     }
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use loaderbench_analysis::Analysis;
 use loaderbench_analysis::baseline;
+use loaderbench_engine::preset::FieldPath;
 use loaderbench_measure::results::RunResult;
 
 use crate::actions::Action;
@@ -51,6 +52,8 @@ pub(super) struct RunEnded {
     pub(super) phase: Phase,
     /// It failed on the user's input (`loaderbench run`'s exit code 2).
     pub(super) bad_input: bool,
+    /// The preset's field it failed on, where one was to blame.
+    pub(super) field: Option<FieldPath>,
 }
 
 /// The runs the window shows and measures.
