@@ -5,7 +5,8 @@
 //! arrays hold no Python object per record and it says nothing. Meanwhile the test reads the workers' private
 //! memory from /proc itself, and loaderbench's growth per worker must be within 20% of
 //! what it saw (from its first reading, at most 50 ms after the fork). Persistent workers
-//! are counted in a last epoch too short for any periodic sweep.
+//! are counted in a last epoch too short for any periodic sweep. A `samples` cut that ends
+//! the epoch before the copies reach 32 MiB a worker is named from its projection.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -187,6 +188,45 @@ fn an_index_of_dicts_grows_in_forked_workers_and_is_named_copy_on_access() {
     );
     let nw4 = common::table_row(&text, "| 4 ");
     assert!(nw4.contains("(workers "), "{nw4}");
+}
+
+/// A `samples` cut of a twentieth ends the epoch before the dicts' workers have copied
+/// 32 MiB each (15 MiB at 600,000 records; 195 MiB over the whole epoch): judged on what
+/// they grew, copy-on-access went unnamed and the config was projected at what it measured.
+#[test]
+fn copy_on_access_is_named_from_a_samples_cut_that_ends_before_it_shows() {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = index_preset(
+        dir.path(),
+        "make_dicts",
+        r#"{"size": 300000}"#,
+        "num_workers: [2], samples: Some(15000),",
+    );
+    let saved = SavedRun::in_dir(dir.path());
+    let args = recommend_args(&saved, &preset);
+    let output = loaderbench_command(&args)
+        .output()
+        .expect("loaderbench runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let exported = saved.exported();
+    let config = &exported["analysis"]["memory"]["configs"][0];
+    let number = |field: &str| config[field].as_u64().unwrap_or(0);
+    assert!(
+        number("worker_growth_bytes") < 32 << 20,
+        "the cut shows under the mark: {config}"
+    );
+    assert_eq!(config["copy_on_access"], true, "{config}");
+    assert!(
+        number("projected_growth_bytes") > 4 * number("worker_growth_bytes")
+            && number("projected_bytes") > number("measured_bytes"),
+        "{config}"
+    );
+    assert!(
+        stdout(&output).contains("\nCopy-on-access: "),
+        "{}",
+        stdout(&output)
+    );
 }
 
 /// Workers that copy the whole index while making their last batch of an epoch grow

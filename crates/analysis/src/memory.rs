@@ -14,6 +14,8 @@
 //! epoch, capped at a whole copy of the main process's private memory and at what it
 //! measured plus the dataset's Python objects (growth is not linear: that first garbage
 //! collection copies every object's page at once, so after a short window the cap binds).
+//! Copy-on-access is judged on the projection: a `samples` cut can end an epoch before
+//! its workers have copied enough to show.
 //! A config projected past the memory limit (the preset's `memory_limit`, else the memory
 //! available when the run started) does not fit, and the recommendation never picks it.
 
@@ -94,7 +96,8 @@ pub struct ConfigMemory {
     /// How much a forked worker's private memory grew within an epoch (the median over
     /// workers and epochs); `None` without forked workers.
     pub worker_growth_bytes: Option<u64>,
-    /// That growth at the end of an epoch of the whole dataset, per worker.
+    /// That growth at the end of an epoch of the whole dataset, per worker, where it is
+    /// copy-on-access (else as measured).
     pub projected_growth_bytes: Option<u64>,
     /// The config's memory at the end of an epoch of the whole dataset.
     pub projected_bytes: u64,
@@ -282,21 +285,24 @@ fn config_memory(runs: &ConfigRuns<'_>, limit: Option<MemoryLimit>) -> Option<Co
         .then(|| median(runs.runs.iter().flat_map(|r| worker_growths(r))))
         .flatten();
     let objects = runs.runs.iter().find_map(|r| r.dataset_object_bytes);
-    let copy_on_access = growth.is_some_and(|g| g >= GROWTH_MIN_BYTES)
-        && objects.is_some_and(|b| b >= GROWTH_MIN_BYTES);
     let share = measured_share(runs);
     // A worker copies at most its parent's private pages, and past what it has copied,
     // at most the pages of the dataset's objects.
     let main = runs.runs.iter().filter_map(|r| main_private(r)).max();
-    let projected_growth = growth.map(|g| {
-        let whole = if copy_on_access {
-            g as f64 / share
-        } else {
-            g as f64
-        };
+    let whole_epoch_growth = growth.map(|g| {
+        let whole = g as f64 / share;
         let cap = [main, objects.map(|o| g + o)].into_iter().flatten().min();
         cap.map_or(whole, |cap| whole.min(cap as f64).max(g as f64)) as u64
     });
+    // Judged on the whole epoch's growth: a `samples` cut or a window can end an epoch
+    // before its workers have copied enough to show.
+    let copy_on_access = whole_epoch_growth.is_some_and(|g| g >= GROWTH_MIN_BYTES)
+        && objects.is_some_and(|b| b >= GROWTH_MIN_BYTES);
+    let projected_growth = if copy_on_access {
+        whole_epoch_growth
+    } else {
+        growth
+    };
     let workers = runs.config.num_workers as u64 * runs.config.ranks.max(1) as u64;
     let more = match (growth, projected_growth) {
         (Some(g), Some(p)) if copy_on_access => workers * p.saturating_sub(g),
@@ -552,8 +558,39 @@ mod tests {
     }
 
     #[test]
+    fn growth_over_part_of_the_dataset_is_judged_on_the_whole_epoch_s() {
+        // A twentieth of the dataset: each worker grew by 15 MiB, under the 32 MiB that
+        // would name it, and by 300 MiB (a whole copy) over a whole epoch.
+        let mut result = two_configs(10, None);
+        for run in &mut result.results {
+            run.dataset_samples = Some(640 * 20);
+        }
+        let analysis = Analysis::of(&result);
+        let nw2 = &analysis.memory.configs[1];
+        assert_eq!(nw2.worker_growth_bytes, Some(15 * MIB));
+        assert!(nw2.copy_on_access);
+        assert_eq!(
+            nw2.projected_growth_bytes,
+            Some(215 * MIB),
+            "the objects' copy"
+        );
+        assert_eq!(nw2.projected_bytes, nw2.measured_bytes + 2 * 200 * MIB);
+        let text = analysis.memory.paragraphs(50).join(" ");
+        assert!(text.contains("per worker by 15.0 MiB at nw=2"), "{text}");
+        assert!(
+            text.contains("that is about 215.0 MiB per worker"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn workers_that_keep_to_their_own_memory_get_no_word() {
-        let analysis = Analysis::of(&two_configs(4, None));
+        // The whole dataset's epoch: 9 MiB is all a worker grows.
+        let mut result = two_configs(4, None);
+        for run in &mut result.results {
+            run.dataset_samples = Some(640);
+        }
+        let analysis = Analysis::of(&result);
         assert!(!analysis.memory.configs[1].copy_on_access);
         assert_eq!(
             analysis.memory.configs[1].projected_bytes,
