@@ -669,6 +669,13 @@ mod tests {
             recommendation.text
         );
         assert!(!limited.memory.fits(1) && limited.memory.fits(0));
+        assert!(
+            recommendation
+                .text
+                .contains("Verdict: nw=0 is the only config of this question that fits"),
+            "{}",
+            recommendation.text
+        );
         // Nothing fits: nothing is named.
         let none = Analysis::of(&two_configs(100, Some(100)));
         assert_eq!(none.recommendations[0].label, None);

@@ -229,6 +229,7 @@ fn recommend_one(
             &noise_input(members, &candidates, result.planned_epochs),
             tie_margin(result),
         ),
+        too_big: all.len() - candidates.len(),
     };
     let best = question.best_set();
     let chosen = tie::tie_break(&best)?;

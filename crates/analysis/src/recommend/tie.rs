@@ -25,6 +25,8 @@ pub const TIE_RULE: &str =
 pub(super) struct Question<'c, 'a> {
     pub candidates: &'c [Candidate<'a>],
     pub noise: NoiseModel,
+    /// The question's configs left out of `candidates` for not fitting the memory limit.
+    pub too_big: usize,
 }
 
 impl<'c, 'a> Question<'c, 'a> {

@@ -130,9 +130,14 @@ pub(super) fn verdict(
         .filter(|c| c.index != chosen.index)
         .collect();
     if others.is_empty() {
+        let fits = if question.too_big > 0 {
+            " that fits the memory limit"
+        } else {
+            ""
+        };
         return Verdict {
             kind: VerdictKind::Fastest,
-            text: format!("{} is the only config of this question", chosen.label),
+            text: format!("{} is the only config of this question{fits}", chosen.label),
             hinges_on: Vec::new(),
             may_never_settle: false,
         };
