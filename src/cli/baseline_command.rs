@@ -77,8 +77,12 @@ pub fn save(name: &str, result: &RunResult) -> Result<()> {
             "baseline `{name}`: the result has no measured config"
         )));
     }
-    let path = baseline::save(name, result)?;
-    outln!("saved baseline `{name}`: {}", path.display());
+    let saved = baseline::save(name, result)?;
+    outln!(
+        "saved baseline `{name}`{}: {}",
+        saved.replacing(),
+        saved.path.display()
+    );
     Ok(())
 }
 

@@ -460,6 +460,22 @@ fn a_run_saves_a_baseline_in_the_data_dir() {
 }
 
 #[test]
+fn saving_a_baseline_under_a_taken_name_says_it_replaced_it() {
+    let json = baselines().path("r.json");
+    let data = tempfile::tempdir().unwrap();
+    let save = || in_data_dir(data.path(), &["baseline", "save", "twice", path_str(&json)]);
+    let (first, second) = (stdout(&save()), stdout(&save()));
+    assert!(
+        first.starts_with("saved baseline `twice`: ") && !first.contains("in place of"),
+        "{first}"
+    );
+    assert!(
+        second.starts_with("saved baseline `twice` (in place of the one saved before): "),
+        "{second}"
+    );
+}
+
+#[test]
 fn a_run_compares_each_config_with_a_baseline() {
     let baselines = baselines();
     // A journal of its own: the saved sweep's is read by the tests that save from it.

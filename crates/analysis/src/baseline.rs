@@ -41,9 +41,28 @@ pub fn path(name: &str) -> Result<PathBuf> {
     Ok(data_dir().join("baselines").join(format!("{name}.json")))
 }
 
+/// Where a baseline was saved, and whether it took the place of one of that name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub path: PathBuf,
+    pub replaced: bool,
+}
+
+impl Saved {
+    /// What to say after the name where it took another's place.
+    pub fn replacing(&self) -> &'static str {
+        if self.replaced {
+            " (in place of the one saved before)"
+        } else {
+            ""
+        }
+    }
+}
+
 /// Saves `result` as baseline `name`, replacing any baseline of that name.
-pub fn save(name: &str, result: &RunResult) -> Result<PathBuf> {
+pub fn save(name: &str, result: &RunResult) -> Result<Saved> {
     let path = path(name)?;
+    let replaced = path.exists();
     let dir = path
         .parent()
         .ok_or_else(|| Error::file(&path, "no parent directory"))?;
@@ -52,7 +71,7 @@ pub fn save(name: &str, result: &RunResult) -> Result<PathBuf> {
         serde_json::to_vec_pretty(result).map_err(|err| Error::run_caused(err.to_string(), err))?;
     bytes.push(b'\n');
     loaderbench_engine::atomic_file::write(&path, &bytes)?;
-    Ok(path)
+    Ok(Saved { path, replaced })
 }
 
 /// Loads baseline `name`.
@@ -120,6 +139,9 @@ pub enum ChangeVerdict {
     NotResolved { interval: f64 },
     /// A side has one typical epoch: no scatter to judge by.
     NotJudged,
+    /// The sides' epochs held different numbers of samples (`samples`, or another
+    /// dataset): their times measure different work.
+    OtherWork { before: usize, after: usize },
 }
 
 impl Change {
@@ -148,6 +170,11 @@ impl Change {
             ChangeVerdict::NotJudged => "not judged: one typical epoch on a side shows no \
                 scatter; measure three epochs or more (`--set epochs=4`)"
                 .to_owned(),
+            ChangeVerdict::OtherWork { before, after } => format!(
+                "not judged: an epoch held {before} samples in the baseline and {after} now, \
+                 so their times measure different work; measure with the baseline's \
+                 `samples`"
+            ),
         };
         let differ = if self.knobs_differ.is_empty() {
             String::new()
@@ -214,7 +241,13 @@ fn change(then: &ConfigRuns<'_>, now: &ConfigRuns<'_>, margin: f64) -> Option<Ch
             .filter(|l| l.is_finite())
             .collect()
     };
-    let verdict = judge(&logs(then), &logs(now), margin);
+    let samples = |runs: &ConfigRuns<'_>| runs.typical_epochs().map(|e| e.samples).max();
+    let verdict = match (samples(then), samples(now)) {
+        (Some(before), Some(after)) if before != after => {
+            ChangeVerdict::OtherWork { before, after }
+        }
+        _ => judge(&logs(then), &logs(now), margin),
+    };
     let knobs_differ = KNOBS_IN_CONFIG_ORDER
         .iter()
         .filter_map(|knob| {
@@ -372,6 +405,32 @@ mod tests {
         assert_eq!(
             judge(&logs(&TIGHT, 1.0), &logs(&[1.0], 1.0), 0.05),
             ChangeVerdict::NotJudged
+        );
+    }
+
+    /// Epochs of different sizes are not compared: a baseline of whole epochs against a
+    /// run with `samples` set was "-94.5%".
+    #[test]
+    fn epochs_of_other_sizes_are_not_judged() {
+        let before = measured(&[0.1, 0.1, 0.1]);
+        let mut after = measured(&[0.05, 0.05, 0.05]);
+        for epoch in after.results.iter_mut().flat_map(|r| &mut r.epochs) {
+            epoch.samples /= 2;
+        }
+        let change = &compare(&before, &after)[0];
+        let (before, after) = (
+            before.results[0].epochs[1].samples,
+            after.results[0].epochs[1].samples,
+        );
+        assert_eq!(change.verdict, ChangeVerdict::OtherWork { before, after });
+        assert!(
+            change.line().ends_with(&format!(
+                "(-45.5%): not judged: an epoch held {before} samples in the baseline and \
+                 {after} now, so their times measure different work; measure with the \
+                 baseline's `samples`"
+            )),
+            "{}",
+            change.line()
         );
     }
 

@@ -30,9 +30,13 @@ impl BaselineForm {
             return;
         };
         match baseline::save(name, result) {
-            Ok(path) => {
+            Ok(saved) => {
                 self.refresh();
-                messages.note(format!("Saved baseline `{name}`: {}", path.display()));
+                messages.note(format!(
+                    "Saved baseline `{name}`{}: {}",
+                    saved.replacing(),
+                    saved.path.display()
+                ));
             }
             Err(err) => messages.error(format!("Could not save the baseline: {err}")),
         }
