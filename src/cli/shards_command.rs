@@ -22,7 +22,7 @@ use rand::seq::SliceRandom;
 use loaderbench_engine::atomic_file;
 use loaderbench_engine::cancel::CancelToken;
 use loaderbench_engine::dataset::{DatasetLimits, ImageShape, list_image_folder};
-use loaderbench_engine::{Error, Result};
+use loaderbench_engine::{Error, Result, counted};
 
 /// An image folder to convert.
 #[derive(Debug, Args)]
@@ -84,10 +84,10 @@ pub fn shards(args: ShardsArgs) -> Result<()> {
     }
     let last = chunks.len().saturating_sub(1);
     outln!(
-        "wrote {} samples of {} classes as {} shards in {}",
-        samples.len(),
-        listed.classes,
-        chunks.len(),
+        "wrote {} of {} as {} in {}",
+        counted(samples.len(), "sample"),
+        counted(listed.classes, "class"),
+        counted(chunks.len(), "shard"),
         args.out.display()
     );
     // Absolute: a preset's relative paths are read against the preset's own folder,

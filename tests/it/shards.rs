@@ -191,6 +191,7 @@ fn the_pattern_to_paste_is_absolute_whatever_folder_it_was_written_from() {
         here.path().join("out").display()
     );
     assert_printed(&output, &expected);
+    assert_printed(&output, "wrote 4 samples of 2 classes as 1 shard in out");
 }
 
 #[test]
