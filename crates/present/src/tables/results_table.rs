@@ -68,11 +68,17 @@ impl ResultsTable {
         header.extend(extra.iter().map(|(name, _)| (*name).to_owned()));
         header.push("first batch".to_owned());
         header.extend((1..=result.epochs).map(|e| format!("epoch {e}")));
-        let workers_vary = result
-            .configs
-            .iter()
-            .any(|c| c.num_workers != result.configs[0].num_workers);
-        if workers_vary {
+        // Memory where the configs run other processes: another worker count, runtime,
+        // worker kind, start method or rank count.
+        let processes_vary = result.configs.iter().any(|c| {
+            let first = &result.configs[0];
+            c.num_workers != first.num_workers
+                || c.runtime != first.runtime
+                || c.worker_kind != first.worker_kind
+                || c.start_method != first.start_method
+                || c.ranks != first.ranks
+        });
+        if processes_vary {
             header.push("memory".to_owned());
         }
         let summary = result.summary();
@@ -91,7 +97,7 @@ impl ResultsTable {
                     .then(|| row.config.run.clone().unwrap_or_default())
                     .into_iter()
                     .chain(cells(row, &extra))
-                    .chain(workers_vary.then(|| memory(result, row.config_index)))
+                    .chain(processes_vary.then(|| memory(result, row.config_index)))
                     .chain(reads_shown.then(|| storage_read(row)))
                     .collect(),
                 disturbed: row.disturbed,
@@ -287,11 +293,17 @@ mod tests {
             Some("200.0 MiB RSS")
         );
         let same = vec![config(2, false), config(2, true)];
-        let plain = ResultsTable::of(&result(same, vec![]), "light");
+        let plain = ResultsTable::of(&result(same.clone(), vec![]), "light");
         assert!(
             !plain.header.contains(&"memory".to_owned()),
             "workers alike"
         );
+        // Two workers each, on our engine's threads and in DataLoader's processes.
+        let mut runtimes = same;
+        runtimes[1].persistent_workers = false;
+        runtimes[1].runtime = Runtime::Pytorch;
+        let table = ResultsTable::of(&result(runtimes, vec![]), "light");
+        assert_eq!(table.header.last().map(String::as_str), Some("memory"));
     }
 
     #[test]
@@ -345,7 +357,8 @@ mod tests {
                 "runtime",
                 "start method",
                 "first batch",
-                "epoch 1"
+                "epoch 1",
+                "memory"
             ]
         );
         let row = &table.rows[1].cells;
