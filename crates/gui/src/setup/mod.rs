@@ -3,8 +3,9 @@
 //! knob table gets its field from the table ([`Preset::each_knob`]). Fields typed as
 //! text (lists such as `0,2,4,8`, paths) keep their text in a [`Form`], the panel's own
 //! widget state, so half-typed input is never reformatted; a text that does not parse is
-//! marked beside its field, and so is the field named by the plan's validation error. A
-//! shard pattern is checked off the frame ([`shard_check`]).
+//! marked beside its field, and so is the field named by the plan's validation error or
+//! by the last run's refusal of this same preset ([`Refusal`]). A shard pattern is
+//! checked off the frame ([`shard_check`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
