@@ -293,6 +293,13 @@ pub(super) fn verdict(
             },
             if at_the_margin {
                 format!(", at the tie margin ({})", percent(margin))
+            } else if (1.0 + gain) * (-d.plus_minus).exp() > 1.0 {
+                // Faster beyond the noise, which the pick's sentence says: what is open
+                // is whether by the margin.
+                format!(
+                    ": beyond the noise, but perhaps not by the tie margin ({})",
+                    percent(margin)
+                )
             } else {
                 String::new()
             },
@@ -523,8 +530,9 @@ mod tests {
         assert!(r.equally_fast.is_empty(), "{}", r.text);
         assert!(
             r.verdict.text.ends_with(&format!(
-                ": nw=2 looks 12% faster than nw=0, ±10.0%; about 4 more rounds would settle \
-                 it as it stands: {MEASURE_LONGER} or take nw=2"
+                ": nw=2 looks 12% faster than nw=0, ±10.0%: beyond the noise, but perhaps \
+                 not by the tie margin (5.0%); about 4 more rounds would settle it as it \
+                 stands: {MEASURE_LONGER} or take nw=2"
             )),
             "{}",
             r.verdict.text
