@@ -1,6 +1,7 @@
 //! The comparison's paragraph: a sentence per worker count (how the threads stand
-//! against the processes, their typical epochs, memory and CPU time), what to do where
-//! the noise leaves a count open, then what the GIL estimate says and how it was made.
+//! against the processes, their typical epochs, memory and CPU time), where threads fall
+//! further behind than the GIL can put them, what to do where the noise leaves a count
+//! open, then what the GIL estimate says and how it was made.
 
 use super::super::recommend::{MEMORY_TIE_SHARE, RERUN};
 use super::super::{mib, workers};
@@ -16,6 +17,7 @@ pub(super) fn paragraph(
         .iter()
         .map(|p| count_sentence(comparison, p, tie_margin))
         .collect();
+    sentences.extend(hand_off_sentence(comparison, cores));
     let open = |p: &KindPoint| matches!(p.threads_are, Standing::NotResolved | Standing::Disturbed);
     if comparison.points.iter().any(open) {
         sentences.push(format!("To decide, {RERUN}."));
@@ -93,6 +95,36 @@ fn count_sentence(c: &WorkerKindComparison, p: &KindPoint, tie_margin: f64) -> S
     }
     sentence.push('.');
     sentence
+}
+
+/// Where threads fall further behind than the GIL can put them. It runs them one at a
+/// time, so against process workers spread over `min(workers, cores)` cores they take at
+/// most that many times as long; beyond the noise past that, what holds them back is
+/// handing each sample to a thread (SPDL's event loop: about 0.5 ms a sample on this
+/// project's 2-core VMs, docs/runtimes.md).
+fn hand_off_sentence(c: &WorkerKindComparison, cores: usize) -> Option<String> {
+    let spread = |p: &KindPoint| p.num_workers.min(cores).max(1);
+    let p = c.points.iter().find(|p| {
+        p.threads_are == Standing::Slower
+            && p.plus_minus
+                .is_some_and(|half| 1.0 / (p.speedup * half.exp()) > spread(p) as f64)
+    })?;
+    let how = if c.threads.starts_with("SPDL") {
+        " (SPDL hands each through its event loop: docs/runtimes.md, the SPDL runtime)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "At {}, {} take longer than the GIL alone can make them (it runs them one at a \
+         time, so at most {}× as long as {} spread over {}): handing each sample to a \
+         thread costs more than loading it{how}, whatever the sample does, so threads pay \
+         where a sample takes milliseconds, not microseconds.",
+        workers(p.num_workers),
+        c.threads,
+        spread(p),
+        c.processes,
+        loaderbench_engine::counted(spread(p), "core"),
+    ))
 }
 
 /// `900.0 MiB less memory (312.0 MiB against 1212.0 MiB)`, or about the same within
