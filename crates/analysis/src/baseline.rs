@@ -7,7 +7,8 @@
 //! resolved) from the scatter the two runs' own epochs show: the 95% Welch interval of
 //! the difference of their mean log epoch times. A side with a single typical epoch
 //! shows no scatter, and its change is not judged: two runs of one config differ by 20%
-//! on a noisy machine with nothing changed, so no constant stands in.
+//! on a noisy machine with nothing changed, so no constant stands in. Nor is a config
+//! whose epochs held another number of samples than the baseline's: other work.
 
 use loaderbench_engine::seconds;
 use std::fs;

@@ -560,7 +560,8 @@ mod tests {
     #[test]
     fn growth_over_part_of_the_dataset_is_judged_on_the_whole_epoch_s() {
         // A twentieth of the dataset: each worker grew by 15 MiB, under the 32 MiB that
-        // would name it, and by 300 MiB (a whole copy) over a whole epoch.
+        // would name it; in proportion, 300 MiB over a whole epoch, capped at what it
+        // grew plus the dataset's 200 MiB of objects.
         let mut result = two_configs(10, None);
         for run in &mut result.results {
             run.dataset_samples = Some(640 * 20);

@@ -294,8 +294,7 @@ pub(super) fn verdict(
             if at_the_margin {
                 format!(", at the tie margin ({})", percent(margin))
             } else if (1.0 + gain) * (-d.plus_minus).exp() > 1.0 {
-                // Faster beyond the noise, which the pick's sentence says: what is open
-                // is whether by the margin.
+                // Faster beyond the noise: what is open is whether by the margin.
                 format!(
                     ": beyond the noise, but perhaps not by the tie margin ({})",
                     percent(margin)
