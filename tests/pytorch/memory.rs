@@ -76,6 +76,21 @@ fn index_preset(dir: &Path, factory: &str, args: &str, knobs: &str) -> PathBuf {
     preset
 }
 
+/// `run --recommend` of a preset of one config over `factory` ([`index_preset`]): what it
+/// printed, and the analysis's memory of the config.
+fn one_config_memory(factory: &str, args: &str, knobs: &str) -> (Output, serde_json::Value) {
+    let _turn = python_turn();
+    let dir = TempDir::new().unwrap();
+    let preset = index_preset(dir.path(), factory, args, knobs);
+    let saved = SavedRun::in_dir(dir.path());
+    let output = loaderbench_command(&recommend_args(&saved, &preset))
+        .output()
+        .expect("loaderbench runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let config = saved.exported()["analysis"]["memory"]["configs"][0].clone();
+    (output, config)
+}
+
 /// A run of `preset` saved in `saved`, with the analysis and no resolving rounds.
 fn recommend_args<'a>(saved: &'a SavedRun, preset: &'a Path) -> Vec<&'a str> {
     let mut args = saved.run_args(path_str(preset), &[]);
@@ -195,22 +210,8 @@ fn an_index_of_dicts_grows_in_forked_workers_and_is_named_copy_on_access() {
 /// they grew, copy-on-access went unnamed and the config was projected at what it measured.
 #[test]
 fn copy_on_access_is_named_from_a_samples_cut_that_ends_before_it_shows() {
-    let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let preset = index_preset(
-        dir.path(),
-        "make_dicts",
-        r#"{"size": 300000}"#,
-        "num_workers: [2], samples: Some(15000),",
-    );
-    let saved = SavedRun::in_dir(dir.path());
-    let args = recommend_args(&saved, &preset);
-    let output = loaderbench_command(&args)
-        .output()
-        .expect("loaderbench runs");
-    assert!(output.status.success(), "{}", stderr(&output));
-    let exported = saved.exported();
-    let config = &exported["analysis"]["memory"]["configs"][0];
+    let knobs = "num_workers: [2], samples: Some(15000),";
+    let (output, config) = one_config_memory("make_dicts", r#"{"size": 300000}"#, knobs);
     let number = |field: &str| config[field].as_u64().unwrap_or(0);
     assert!(
         number("worker_growth_bytes") < 32 << 20,
@@ -234,22 +235,11 @@ fn copy_on_access_is_named_from_a_samples_cut_that_ends_before_it_shows() {
 /// for after its last batch, before DataLoader ends them, sees that growth.
 #[test]
 fn workers_that_grow_in_their_last_batch_are_swept_before_they_end() {
-    let _turn = python_turn();
-    let dir = TempDir::new().unwrap();
-    let preset = index_preset(
-        dir.path(),
+    let (_, config) = one_config_memory(
         "make_dicts_read_at_the_end",
         r#"{"size": 300000, "batch_size": 1024}"#,
         "num_workers: [2], shuffle: false,",
     );
-    let saved = SavedRun::in_dir(dir.path());
-    let args = recommend_args(&saved, &preset);
-    let output = loaderbench_command(&args)
-        .output()
-        .expect("loaderbench runs");
-    assert!(output.status.success(), "{}", stderr(&output));
-    let exported = saved.exported();
-    let config = &exported["analysis"]["memory"]["configs"][0];
     let objects = config["dataset_object_bytes"].as_u64().unwrap() as f64;
     let growth = config["worker_growth_bytes"].as_u64().unwrap_or(0) as f64;
     assert!(

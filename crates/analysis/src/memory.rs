@@ -525,6 +525,14 @@ mod tests {
         r
     }
 
+    /// `result` as measured on a dataset of `samples` (its epochs hold 640).
+    fn of_a_dataset(mut result: RunResult, samples: usize) -> RunResult {
+        for run in &mut result.results {
+            run.dataset_samples = Some(samples);
+        }
+        result
+    }
+
     #[test]
     fn forked_workers_that_grow_are_copy_on_access_projected_to_the_whole_dataset() {
         let analysis = Analysis::of(&two_configs(100, None));
@@ -562,11 +570,7 @@ mod tests {
         // A twentieth of the dataset: each worker grew by 15 MiB, under the 32 MiB that
         // would name it; in proportion, 300 MiB over a whole epoch, capped at what it
         // grew plus the dataset's 200 MiB of objects.
-        let mut result = two_configs(10, None);
-        for run in &mut result.results {
-            run.dataset_samples = Some(640 * 20);
-        }
-        let analysis = Analysis::of(&result);
+        let analysis = Analysis::of(&of_a_dataset(two_configs(10, None), 640 * 20));
         let nw2 = &analysis.memory.configs[1];
         assert_eq!(nw2.worker_growth_bytes, Some(15 * MIB));
         assert!(nw2.copy_on_access);
@@ -587,11 +591,7 @@ mod tests {
     #[test]
     fn workers_that_keep_to_their_own_memory_get_no_word() {
         // The whole dataset's epoch: 9 MiB is all a worker grows.
-        let mut result = two_configs(4, None);
-        for run in &mut result.results {
-            run.dataset_samples = Some(640);
-        }
-        let analysis = Analysis::of(&result);
+        let analysis = Analysis::of(&of_a_dataset(two_configs(4, None), 640));
         assert!(!analysis.memory.configs[1].copy_on_access);
         assert_eq!(
             analysis.memory.configs[1].projected_bytes,
