@@ -88,6 +88,9 @@ pub enum Standing {
     Disturbed,
 }
 
+/// What SPDL's thread workers are called; the text says how they hand samples on.
+const SPDL_THREADS: &str = "SPDL threads";
+
 /// How a config's workers run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Workers {
@@ -117,7 +120,7 @@ fn side_of(config: &Config) -> Option<(Workers, String)> {
             Workers::Processes,
             format!("DataLoader's {} workers", config.start_method.name()),
         ),
-        Runtime::Spdl => (Workers::Threads, "SPDL threads".to_owned()),
+        Runtime::Spdl => (Workers::Threads, SPDL_THREADS.to_owned()),
     })
 }
 

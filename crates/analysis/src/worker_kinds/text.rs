@@ -5,7 +5,7 @@
 
 use super::super::recommend::{MEMORY_TIE_SHARE, RERUN};
 use super::super::{mib, workers};
-use super::{GilShare, KindPoint, Standing, WorkerKindComparison};
+use super::{GilShare, KindPoint, SPDL_THREADS, Standing, WorkerKindComparison};
 
 pub(super) fn paragraph(
     comparison: &WorkerKindComparison,
@@ -109,7 +109,7 @@ fn hand_off_sentence(c: &WorkerKindComparison, cores: usize) -> Option<String> {
             && p.plus_minus
                 .is_some_and(|half| 1.0 / (p.speedup * half.exp()) > spread(p) as f64)
     })?;
-    let how = if c.threads.starts_with("SPDL") {
+    let how = if c.threads == SPDL_THREADS {
         " (SPDL hands each through its event loop: docs/runtimes.md, the SPDL runtime)"
     } else {
         ""
