@@ -33,6 +33,8 @@ use super::progress::BatchBar;
 use super::{RunArgs, load_plan};
 
 pub fn run(args: RunArgs) -> Result<()> {
+    // A signal from here on stops the run with its exports written, however early.
+    interrupt::install()?;
     let plan = load_plan(&args.preset)?;
     let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
     if let Some(name) = &args.save_baseline {
