@@ -108,6 +108,7 @@ fn step_noise_input(alone: &ConfigRuns<'_>, runs: &ConfigRuns<'_>) -> NoiseInput
         rounds: vec![by_round(alone), by_round(runs)],
         later_epochs: alone.runs.iter().chain(&runs.runs).map(later).collect(),
         aa_ratios: Vec::new(),
+        others: Vec::new(),
     }
 }
 

@@ -147,6 +147,7 @@ pub(crate) fn noise_input(
         rounds,
         later_epochs,
         aa_ratios,
+        others: Vec::new(),
     }
 }
 

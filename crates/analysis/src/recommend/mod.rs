@@ -42,7 +42,7 @@ pub mod verdict;
 
 use candidates::Effort;
 pub(crate) use candidates::{Candidate, as_compared, candidates, noise_input, projected_s};
-use noise::NoiseModel;
+use noise::{NoiseInput, NoiseModel, Residuals};
 pub use snippet::snippet;
 use text::paragraph;
 pub use tie::MEMORY_TIE_SHARE;
@@ -111,9 +111,26 @@ pub fn recommend(
             None => groups.push(vec![runs]),
         }
     }
+    // Each question's residuals between rounds, for the alike questions to borrow.
+    let residuals: Vec<Option<Residuals>> = groups
+        .iter()
+        .map(|members| {
+            let all = candidates(members, result.planned_epochs);
+            Residuals::of(&noise_input(members, &all, result.planned_epochs))
+        })
+        .collect();
     groups
         .iter()
-        .filter_map(|members| recommend_one(result, members, input_bound, memory))
+        .enumerate()
+        .filter_map(|(question, members)| {
+            let others = (groups.iter().zip(&residuals).enumerate())
+                .filter(|(other, (group, _))| {
+                    *other != question && group[0].config.runtime == members[0].config.runtime
+                })
+                .filter_map(|(_, (_, residuals))| *residuals)
+                .collect();
+            recommend_one(result, members, input_bound, memory, others)
+        })
         .collect()
 }
 
@@ -144,6 +161,7 @@ fn recommend_one(
     members: &[&ConfigRuns<'_>],
     input_bound: &[InputBound],
     memory: &MemoryReport,
+    others: Vec<Residuals>,
 ) -> Option<Recommendation> {
     let all = candidates(members, result.planned_epochs);
     let first = all.first()?;
@@ -226,7 +244,10 @@ fn recommend_one(
     let question = Question {
         candidates: &candidates,
         noise: NoiseModel::fit(
-            &noise_input(members, &candidates, result.planned_epochs),
+            &NoiseInput {
+                others,
+                ..noise_input(members, &candidates, result.planned_epochs)
+            },
             tie_margin(result),
         ),
         too_big: all.len() - candidates.len(),
@@ -612,6 +633,58 @@ mod tests {
         let r = only(&result(configs, shuffled));
         assert_eq!(r.outcome, Outcome::NoneFaster, "{}", r.text);
         assert_eq!(r.label.as_deref(), Some("nw=0"));
+    }
+
+    /// Three questions (ranks 1, 2 and 4) of two rounds of two configs, nw=2 25% faster
+    /// in each round but for a 1% wobble: alone, a question has one residual degree of
+    /// freedom (t = 12.7) and its gain stays open; pooled, three (t = 3.2) resolve it.
+    /// Questions of alike times on another runtime lend nothing.
+    #[test]
+    fn questions_of_two_rounds_pool_their_noise_on_one_runtime() {
+        let first_question = |others_on: Runtime| -> Recommendation {
+            let mut configs = Vec::new();
+            let mut results = Vec::new();
+            for ranks in [1, 2, 4] {
+                for (workers, level, wobble) in [(0, 1.0, 0.01f64), (2, 0.8, -0.01)] {
+                    let mut config = match others_on {
+                        Runtime::Pytorch if ranks > 1 => pytorch(workers, false, StartMethod::Fork),
+                        _ => config(workers, false),
+                    };
+                    config.ranks = ranks;
+                    let seconds = [level * wobble.exp(), 1.1 * level * (-wobble).exp()];
+                    results.extend(rounds(configs.len(), &config, &seconds));
+                    configs.push(config);
+                }
+            }
+            Analysis::of(&result(configs, results))
+                .recommendations
+                .remove(0)
+        };
+        let pooled = first_question(Runtime::Loaderbench);
+        assert_eq!(pooled.verdict.kind, VerdictKind::Fastest, "{}", pooled.text);
+        assert!(
+            pooled
+                .verdict
+                .text
+                .starts_with("nw=2 is fastest: 25% faster than nw=0")
+                && pooled.verdict.text.ends_with(
+                    "(the noise pooled with the run's questions of alike times on this runtime)"
+                ),
+            "{}",
+            pooled.verdict.text
+        );
+        let alone = first_question(Runtime::Pytorch);
+        assert_eq!(
+            alone.verdict.kind,
+            VerdictKind::NotResolved,
+            "{}",
+            alone.text
+        );
+        assert!(
+            !alone.verdict.text.contains("pooled"),
+            "{}",
+            alone.verdict.text
+        );
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub(super) fn verdict(
         };
         return Verdict {
             kind: VerdictKind::Fastest,
-            text,
+            text: with_source(text, question),
             hinges_on: Vec::new(),
             may_never_settle: false,
         };
@@ -193,13 +193,16 @@ pub(super) fn verdict(
             .fold(0.0, f64::max);
         return Verdict {
             kind: VerdictKind::EquallyFast,
-            text: format!(
-                "{} are equally fast: within ±{}, measured to ±{}; {} is picked by the tie \
-                 rule ({TIE_RULE})",
-                and_list(&names),
-                percent(margin),
-                percent(measured_to),
-                chosen.label
+            text: with_source(
+                format!(
+                    "{} are equally fast: within ±{}, measured to ±{}; {} is picked by the \
+                     tie rule ({TIE_RULE})",
+                    and_list(&names),
+                    percent(margin),
+                    percent(measured_to),
+                    chosen.label
+                ),
+                question,
             ),
             hinges_on: Vec::new(),
             may_never_settle: false,
@@ -321,10 +324,14 @@ fn no_difference() -> Difference {
     }
 }
 
-/// Says where the noise came from when an A/A check set it.
+/// Says where the noise came from when an A/A check set it, or the run's alike questions
+/// lent theirs.
 fn with_source(text: String, question: &Question<'_, '_>) -> String {
     match question.noise.source() {
         Some(NoiseSource::AaCheck) => format!("{text} (the noise is the A/A check's)"),
+        Some(NoiseSource::PooledRounds) => format!(
+            "{text} (the noise pooled with the run's questions of alike times on this runtime)"
+        ),
         _ => text,
     }
 }

@@ -7,8 +7,13 @@
 //! fall back on the whole question: each config's per-round log time as its level plus
 //! the round's drift plus noise (an additive model fitted by alternating means, so
 //! configs measured in different rounds still share the drift), with the residuals'
-//! scatter; with a single round there are no residuals, and the scatter of a repeat's
-//! epochs after the first stands in. An A/A check (a config measured against a copy of
+//! scatter. Residuals with fewer than [`BORROW_BELOW_DF`](scatter::BORROW_BELOW_DF) degrees of freedom (two rounds
+//! of two or three configs: a t of 4.3 to 12.7) are pooled with those of the run's other
+//! questions on the same runtime whose times are alike (within [`LIKE_TIMES`](scatter::LIKE_TIMES) of each
+//! other), as a one-way layout pools its cells' variances: the scatter is the machine's,
+//! and this run's other questions measured it too. With a single round and nothing to
+//! borrow there are no residuals, and the scatter of a repeat's epochs after the first
+//! stands in. An A/A check (a config measured against a copy of
 //! itself) sets a floor under either. Against the tie margin a difference is one of three
 //! things: a gain beyond the margin, a tie within it, or not resolved yet (its interval
 //! reaches across the margin), which more rounds settle: about how many, as it stands, is
@@ -19,27 +24,23 @@ use std::collections::BTreeMap;
 use loaderbench_measure::results::ConfigResult;
 use loaderbench_measure::stats;
 
+mod scatter;
+
+pub use scatter::Residuals;
+use scatter::{Level, Scatter, aa_scatter, additive_fit, logs, typical, within_round_scatter};
+
 /// Rounds two configs must share to be compared by their own per-round ratios: two
 /// rounds give one degree of freedom, whose t (12.7) makes every interval useless, where
 /// the whole question's scatter has many more.
 const PAIRED_ROUNDS: usize = 3;
-
-/// Rounds of backfitting: the additive model converges in a few for the designs a run
-/// or a tune makes (balanced, or nearly).
-const FIT_ITERATIONS: usize = 200;
-
-/// A scatter: the standard deviation of one measurement's log time, with the degrees of
-/// freedom it was estimated with.
-type Scatter = (f64, usize);
-
-/// A config's level: its mean log time, drift taken out, with the rounds behind it.
-type Level = (f64, usize);
 
 /// Where the scatter came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoiseSource {
     /// Residuals between rounds.
     Rounds,
+    /// Residuals between rounds, pooled with the run's alike questions'.
+    PooledRounds,
     /// A single round: the scatter between a repeat's epochs after the first.
     Epochs,
     /// An A/A check's copies, where they scattered more than the model (or alone).
@@ -74,6 +75,9 @@ pub struct NoiseInput {
     pub later_epochs: Vec<Vec<f64>>,
     /// Per round of an A/A check, the copy's projected time over the original's.
     pub aa_ratios: Vec<f64>,
+    /// The residuals of the run's other questions on the same runtime, to pool with
+    /// where this question's own are too few.
+    pub others: Vec<Residuals>,
 }
 
 impl NoiseInput {
@@ -156,22 +160,14 @@ impl Relation {
 impl NoiseModel {
     /// Fits the model; `tie_margin` is a share (0.05 for 5%).
     pub fn fit(input: &NoiseInput, tie_margin: f64) -> NoiseModel {
-        let logs: Vec<BTreeMap<usize, f64>> = input
-            .rounds
-            .iter()
-            .map(|rounds| {
-                rounds
-                    .iter()
-                    .filter(|(_, s)| s.is_finite() && **s > 0.0)
-                    .map(|(&r, &s)| (r, s.ln()))
-                    .collect()
-            })
-            .collect();
-        let (levels, between) = additive_fit(&logs);
+        let logs = logs(input);
+        let (levels, own) = additive_fit(&logs);
+        let between = Residuals::pooled(own, typical(&levels), &input.others);
         let within = within_round_scatter(&input.later_epochs);
         let aa = aa_scatter(&input.aa_ratios);
         let (main, main_source) = match (between, within) {
-            (Some(b), _) => (Some(b), Some(NoiseSource::Rounds)),
+            (Some((b, false)), _) => (Some(b), Some(NoiseSource::Rounds)),
+            (Some((b, true)), _) => (Some(b), Some(NoiseSource::PooledRounds)),
             (None, Some(w)) => (Some(w), Some(NoiseSource::Epochs)),
             (None, None) => (None, None),
         };
@@ -296,95 +292,6 @@ impl NoiseModel {
     }
 }
 
-/// The additive model `log t = level[config] + drift[round] + noise`, fitted by
-/// alternating means; returns each config's level with its rounds, and the residuals'
-/// scatter with its degrees of freedom (observations less configs less rounds plus one)
-/// where there are any.
-fn additive_fit(logs: &[BTreeMap<usize, f64>]) -> (Vec<Option<Level>>, Option<Scatter>) {
-    let mut drift: BTreeMap<usize, f64> = logs
-        .iter()
-        .flat_map(|rounds| rounds.keys().map(|&r| (r, 0.0)))
-        .collect();
-    let mut levels: Vec<Option<f64>> = vec![None; logs.len()];
-    for _ in 0..FIT_ITERATIONS {
-        for (level, rounds) in levels.iter_mut().zip(logs) {
-            *level = mean(rounds.iter().map(|(r, y)| y - drift[r]));
-        }
-        for (round, value) in &mut drift {
-            let residuals = logs
-                .iter()
-                .zip(&levels)
-                .filter_map(|(rounds, level)| Some(rounds.get(round)? - (*level)?));
-            *value = mean(residuals).unwrap_or(0.0);
-        }
-        // The drift is only known up to a constant: centred, the levels stay in seconds.
-        let centre = mean(drift.values().copied()).unwrap_or(0.0);
-        for value in drift.values_mut() {
-            *value -= centre;
-        }
-    }
-    let observations: usize = logs.iter().map(BTreeMap::len).sum();
-    let configs = logs.iter().filter(|r| !r.is_empty()).count();
-    let df = (observations + 1).saturating_sub(configs + drift.len());
-    let drift = &drift;
-    let squares: f64 = logs
-        .iter()
-        .zip(&levels)
-        .flat_map(|(rounds, level)| {
-            rounds
-                .iter()
-                .filter_map(move |(r, y)| Some((y - (*level)? - drift[r]).powi(2)))
-        })
-        .sum();
-    let scatter = (df > 0).then(|| ((squares / df as f64).sqrt(), df));
-    let levels = logs
-        .iter()
-        .zip(levels)
-        .map(|(rounds, level)| Some((level?, rounds.len())))
-        .collect();
-    (levels, scatter)
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    (n > 0).then(|| sum / n as f64)
-}
-
-/// The pooled scatter of log epoch times around their repeat's mean, over repeats with
-/// two epochs after the first or more.
-fn within_round_scatter(later_epochs: &[Vec<f64>]) -> Option<Scatter> {
-    let mut squares = 0.0;
-    let mut df = 0;
-    for epochs in later_epochs {
-        let logs: Vec<f64> = epochs
-            .iter()
-            .filter(|s| s.is_finite() && **s > 0.0)
-            .map(|s| s.ln())
-            .collect();
-        if logs.len() < 2 {
-            continue;
-        }
-        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-        squares += logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>();
-        df += logs.len() - 1;
-    }
-    (df > 0).then(|| ((squares / df as f64).sqrt(), df))
-}
-
-/// The scatter one measurement has by an A/A check: a copy and its original differ by
-/// two measurements' noise and nothing else.
-fn aa_scatter(ratios: &[f64]) -> Option<Scatter> {
-    let logs: Vec<f64> = ratios
-        .iter()
-        .filter(|r| r.is_finite() && **r > 0.0)
-        .map(|r| r.ln())
-        .collect();
-    (!logs.is_empty()).then(|| {
-        let squares: f64 = logs.iter().map(|l| l * l).sum();
-        ((squares / (2.0 * logs.len() as f64)).sqrt(), logs.len())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,11 +381,120 @@ mod tests {
         let input = NoiseInput {
             rounds: vec![rounds(&[1.0]), rounds(&[0.5])],
             later_epochs: vec![vec![1.0, 1.02, 0.98], vec![0.5, 0.51, 0.49]],
-            aa_ratios: Vec::new(),
+            ..NoiseInput::default()
         };
         let m = NoiseModel::fit(&input, DEFAULT_TIE_MARGIN);
         assert_eq!(m.source(), Some(NoiseSource::Epochs));
         assert_eq!(m.compare(1, 0).unwrap().relation, Relation::Faster);
+    }
+
+    /// Two rounds of three configs, one of which the time left out of the second, as
+    /// `ddp-light`'s PyTorch questions had: one residual degree of freedom, so t = 12.7
+    /// and a log half-width of 2.5 around a 5% difference ("254% slower to 283% faster"
+    /// there); lent the residuals of two alike questions (1.5× and 1.9× its times, one
+    /// degree each), t(3) = 3.2 and the half-width falls by a factor of four. A question
+    /// 3× slower, or one with enough residuals of its own, borrows nothing.
+    #[test]
+    fn a_question_with_too_few_residuals_pools_them_with_alike_questions() {
+        let question = |scale: f64, wobble: f64| -> NoiseInput {
+            let drift = [1.0, 1.1];
+            let config = |level: f64, sign: f64| -> BTreeMap<usize, f64> {
+                drift
+                    .iter()
+                    .enumerate()
+                    .map(|(r, d)| {
+                        (
+                            r,
+                            scale * level * d * (sign * wobble * [1.0, -1.0][r]).exp(),
+                        )
+                    })
+                    .collect()
+            };
+            // The third config's second round did not fit in the time.
+            let mut once = config(2.3, 0.0);
+            once.remove(&1);
+            NoiseInput {
+                rounds: vec![config(2.2, 1.0), config(2.25, -1.0), once],
+                ..NoiseInput::default()
+            }
+        };
+        let alone = question(1.0, 0.08);
+        let m = NoiseModel::fit(&alone, DEFAULT_TIE_MARGIN);
+        assert_eq!(m.source(), Some(NoiseSource::Rounds));
+        let wide = m.compare(0, 2).unwrap();
+        assert!(wide.plus_minus > 2.0, "{wide:?}");
+        let others: Vec<Residuals> = [question(1.5, 0.06), question(1.9, 0.1)]
+            .iter()
+            .map(|q| Residuals::of(q).unwrap())
+            .collect();
+        let pooled = NoiseModel::fit(
+            &NoiseInput {
+                others: others.clone(),
+                ..alone.clone()
+            },
+            DEFAULT_TIE_MARGIN,
+        );
+        assert_eq!(pooled.source(), Some(NoiseSource::PooledRounds));
+        let narrow = pooled.compare(0, 2).unwrap();
+        assert!(
+            narrow.plus_minus < wide.plus_minus / 3.0,
+            "{narrow:?} against {wide:?}"
+        );
+        assert!(narrow.plus_minus > 0.5, "{narrow:?}");
+        // Unlike times lend nothing.
+        let slower = Residuals::of(&question(3.0, 0.03)).unwrap();
+        let unlike = NoiseModel::fit(
+            &NoiseInput {
+                others: vec![slower],
+                ..alone.clone()
+            },
+            DEFAULT_TIE_MARGIN,
+        );
+        assert_eq!(unlike.source(), Some(NoiseSource::Rounds));
+        assert_eq!(unlike.compare(0, 2), Some(wide));
+        // Five rounds of two configs: four degrees of freedom of its own, none borrowed.
+        let own = NoiseInput {
+            rounds: vec![
+                rounds(&[1.0, 1.1, 0.9, 1.2, 1.0]),
+                rounds(&[1.0, 1.0, 1.0, 1.1, 1.1]),
+            ],
+            others,
+            ..NoiseInput::default()
+        };
+        assert_eq!(
+            NoiseModel::fit(&own, DEFAULT_TIE_MARGIN).source(),
+            Some(NoiseSource::Rounds)
+        );
+    }
+
+    /// A question measured in one round, beside alike questions measured in two, takes
+    /// their scatter between rounds rather than its epochs' within one.
+    #[test]
+    fn a_single_round_borrows_the_rounds_of_alike_questions_before_its_epochs() {
+        let others = vec![
+            Residuals::of(&NoiseInput {
+                rounds: vec![rounds(&[1.0, 1.2]), rounds(&[1.1, 1.1])],
+                ..NoiseInput::default()
+            })
+            .unwrap(),
+        ];
+        let input = NoiseInput {
+            rounds: vec![rounds(&[1.0]), rounds(&[1.05])],
+            later_epochs: vec![vec![1.0, 1.001, 0.999], vec![1.05, 1.051, 1.049]],
+            others,
+            ..NoiseInput::default()
+        };
+        let m = NoiseModel::fit(&input, DEFAULT_TIE_MARGIN);
+        assert_eq!(m.source(), Some(NoiseSource::PooledRounds));
+        assert_eq!(m.compare(1, 0).unwrap().relation, Relation::Open);
+        let epochs_only = NoiseModel::fit(
+            &NoiseInput {
+                others: Vec::new(),
+                ..input
+            },
+            DEFAULT_TIE_MARGIN,
+        );
+        assert_eq!(epochs_only.source(), Some(NoiseSource::Epochs));
     }
 
     #[test]
