@@ -60,12 +60,13 @@ pub(super) fn paragraph(
                 text.push('.');
             }
         }
-        // One round measures no noise, so nothing can be faster beyond it: said as that,
-        // not as if the other configs had been found no faster.
+        // One round measures no noise (nor do rounds in which no two configs met), so
+        // nothing can be faster beyond it: said as that, not as if the other configs had
+        // been found no faster.
         Outcome::NoneFaster | Outcome::Undecided if !question.noise.known() => {
             text.push_str(
-                "; one round cannot show a config faster beyond the noise, which it does not \
-                 measure.",
+                "; what was measured shows nothing of the noise, so no config can be shown \
+                 faster beyond it.",
             );
         }
         Outcome::NoneFaster | Outcome::Undecided => {

@@ -238,9 +238,14 @@ pub(super) fn verdict(
                 chosen.label
             )
         });
+        // Rounds in which the configs were measured apart show no more than one does.
+        let nothing = if after.rounds > 1 {
+            "no two configs shared two rounds, so nothing shows this machine's noise yet"
+        } else {
+            "one round shows nothing of this machine's noise"
+        };
         format!(
-            "not resolved after {after}: {looks}one round shows nothing of this machine's \
-             noise; {MEASURE_LONGER} or take {}",
+            "not resolved after {after}: {looks}{nothing}; {MEASURE_LONGER} or take {}",
             chosen.label
         )
     } else {
@@ -584,8 +589,8 @@ mod tests {
         // Not "no config with workers was faster beyond the noise": none was measured.
         assert!(
             r.text.contains(
-                " s; one round cannot show a config faster beyond the noise, which it does \
-                 not measure. nw=2 is not shown slower"
+                " s; what was measured shows nothing of the noise, so no config can be \
+                 shown faster beyond it. nw=2 is not shown slower"
             ),
             "{}",
             r.text
@@ -597,6 +602,28 @@ mod tests {
                 "): nw=2 looks 56% faster than nw=0, but one round shows nothing of this \
                  machine's noise; {MEASURE_LONGER} or take nw=0"
             )),
+            "{text}"
+        );
+    }
+
+    /// A tune's rounds: nw=0 measured in rounds 0 and 1, nw=2 only in round 0. Two
+    /// rounds, but the second's drift takes all of what it measured: still no noise, and
+    /// the verdict says why rather than "one round".
+    #[test]
+    fn rounds_in_which_no_two_configs_met_twice_show_no_noise_either() {
+        let mut measured = recorded(vec![config(0, false), config(2, false)], 0.5, &[0.0, 0.0]);
+        measured
+            .results
+            .retain(|r| r.repeat == 0 || r.config_index == 0);
+        let r = Analysis::of(&measured).recommendations.remove(0);
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        let text = &r.verdict.text;
+        assert!(
+            text.starts_with("not resolved after 2 rounds (")
+                && text.contains(
+                    "): nw=2 looks 90% faster than nw=0, but no two configs shared two rounds, \
+                     so nothing shows this machine's noise yet;"
+                ),
             "{text}"
         );
     }

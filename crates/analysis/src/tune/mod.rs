@@ -1,33 +1,35 @@
 //! Tune: the best settings within a time budget, and the same answer every time. Three
-//! stages. The model first ([`model`]): a few anchor configs of each runtime are
-//! measured, every other config predicted from its runtime's, and those predicted far
-//! behind the best ([`MODEL_KEEP`]) left out. Then successive halving, question by
-//! question (each runtime, pipeline, rank count and cache its own): a round measures the
-//! candidates of the questions whose turn it is, one after another, the open questions
-//! sharing the time ([`time_share`](crate::time_share)), so that our engine's configs of
-//! a tenth of a second get their rounds beside the PyTorch runtime's of seconds; each
-//! question's pick and its likeliest challengers go first, so that a round the budget
-//! cuts short measures what decides the answer. After each round, of the questions it
-//! measured, the candidates that another beats beyond the noise drop out, and of the rest
-//! each question's slower half (none the open answer hinges on). A question is settled,
-//! and leaves the rounds, once every candidate of it is measured and the recommendation's
+//! stages. The model first ([`model`]): a few anchor configs of each runtime are measured,
+//! every other config predicted from its runtime's, and those predicted far behind the best
+//! ([`MODEL_KEEP`]) left out. Then successive halving, question by question (each runtime,
+//! pipeline, rank count and cache its own): a round measures the candidates of the
+//! questions whose turn it is, one after another, the open questions sharing the time
+//! ([`time_share`](crate::time_share)), so that our engine's configs of a tenth of a second
+//! get their rounds beside the PyTorch runtime's of seconds; each question's pick and its
+//! likeliest challengers go first, in pairs (a config alone in a round compares with
+//! nothing, so a question with room for one gives it back), so that a round the budget cuts
+//! short measures what decides the answer. After each round, of the questions it measured,
+//! the candidates that another beats beyond the noise drop out, and of the rest each
+//! question's slower half (none the open answer hinges on). A question is settled, and
+//! leaves the rounds, once every candidate of it is measured and the recommendation's
 //! verdict over everything measured (those set aside in the slower half included) is
-//! resolved: the pick fastest or equally fast as the rest of the best set beyond this
-//! run's noise ([`recommend::noise`](crate::recommend::noise)). A config the decision
-//! still hinges on is reinstated if it was set aside and measured until then, since
-//! halving on one or two noisy rounds decides only who goes first, never the answer. The
-//! search stops once every question is settled, when the next round does not fit in what
-//! is left of the budget, or when the user stops it. Every measurement goes through the
-//! runner (the interference meter included): a disturbed measurement is dropped, and its
-//! config measured again in the next round of its question (the second in a row is kept,
-//! marked; a config with nothing but such measurements is one the decision hinges on, so
-//! the search does not settle on it). The result is a run like any other, its configs'
-//! repeats numbered by round, with the trail
+//! resolved: the pick fastest or equally fast as the rest of the best set beyond this run's
+//! noise ([`recommend::noise`](crate::recommend::noise)). A config the decision still
+//! hinges on is reinstated if it was set aside and measured until then, since halving on
+//! one or two noisy rounds decides only who goes first, never the answer. The search stops
+//! once every question is settled, when the next round does not fit in what is left of the
+//! budget, or when the user stops it. Every measurement goes through the runner (the
+//! interference meter included): a disturbed measurement is dropped, and its config
+//! measured again in the next round of its question (the second in a row is kept, marked; a
+//! config with nothing but such measurements is one the decision hinges on, so the search
+//! does not settle on it). The result is a run like any other, its configs' repeats
+//! numbered by round, with the trail
 //! ([`TuneTrail`](loaderbench_measure::tune_trail::TuneTrail)) saying what was predicted,
 //! measured and eliminated; the recommendation's best set and tie rule name the config to
 //! use.
 
 mod model;
+mod round_plan;
 mod search;
 pub mod space;
 mod trail;
@@ -173,9 +175,10 @@ pub fn tune(
     let mut shares = TimeShares::default();
     let (stop, error) = loop {
         let remaining_s = budget_s - started.elapsed().as_secs_f64();
-        let mut configs = search::fitting(&queue, &standings, remaining_s, round);
+        let mut configs =
+            round_plan::fitting(&queue, &plan.configs, &standings, remaining_s, round);
         if configs.is_empty() {
-            configs = search::fitting(&open, &standings, remaining_s, round);
+            configs = round_plan::fitting(&open, &plan.configs, &standings, remaining_s, round);
         }
         if configs.is_empty() {
             break (TuneStop::Budget, None);
@@ -255,8 +258,8 @@ pub fn tune(
             break (TuneStop::Settled, None);
         }
         round += 1;
-        queue = search::next_round(&questions, &standings, &shares, round_overhead_s);
-        open = search::in_turn(&questions);
+        queue = round_plan::next_round(&questions, &standings, &shares, round_overhead_s);
+        open = round_plan::in_turn(&questions);
     };
     result.status = match (&stop, &error) {
         (TuneStop::Cancelled, _) => RunStatus::Cancelled,

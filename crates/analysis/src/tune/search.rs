@@ -3,8 +3,7 @@
 //! beaten beyond the noise by the recommendation's own best set, once each has two
 //! measurements; then each question's slower half of those the open answer does not
 //! hinge on), which questions are still open (who is reinstated until their verdict is
-//! resolved), which of them the next round measures (their turn in the time they share)
-//! and in what order, and what of it fits in the budget.
+//! resolved); which of them the next round measures is [`round_plan`](super::round_plan)'s.
 
 use loaderbench_engine::plan::{Config, Plan};
 use loaderbench_engine::seconds;
@@ -12,10 +11,10 @@ use loaderbench_measure::results::{RunResult, RunStatus};
 use loaderbench_measure::stats;
 use loaderbench_measure::tune_trail::Fate;
 
-use super::{CONFIG_OVERHEAD_S, MODEL_KEEP, Model, Standing, TuneEvent, UNKNOWN_COST_S};
+use super::{MODEL_KEEP, Model, Standing, TuneEvent};
 use crate::memory::MemoryReport;
 use crate::recommend::{Verdict, as_compared, same_question};
-use crate::time_share::{Question, TimeShares};
+use crate::time_share::Question;
 use crate::{Analysis, measured_configs, mib};
 
 /// Fits a model per question (each runtime's own anchors) and predicts every config from
@@ -249,82 +248,6 @@ fn order(candidates: &[usize], standings: &[Standing], result: &RunResult) -> Ve
     ordered
 }
 
-/// The next round's configs: those of the questions due ([`TimeShares::due`]) among the
-/// `open` ones, each question's round costing what its candidates' measurements are
-/// expected to take and the round's `overhead_s`, taken in turn from the questions (see
-/// [`in_turn`]).
-pub(super) fn next_round(
-    open: &[Question],
-    standings: &[Standing],
-    shares: &TimeShares,
-    overhead_s: f64,
-) -> Vec<usize> {
-    let cost = |q: &Question| {
-        let configs: f64 = q.configs.iter().map(|&i| cost_s(standings, i)).sum();
-        configs + overhead_s
-    };
-    in_turn(&shares.due(open, cost))
-}
-
-/// The configs of `questions` taken from each in turn: every question's first, then every
-/// one's second, and so on; so a round the budget cuts short measures each question's
-/// likeliest configs.
-pub(super) fn in_turn(questions: &[Question]) -> Vec<usize> {
-    let longest = questions.iter().map(|q| q.configs.len()).max().unwrap_or(0);
-    (0..longest)
-        .flat_map(|position| {
-            questions
-                .iter()
-                .filter_map(move |q| q.configs.get(position))
-        })
-        .copied()
-        .collect()
-}
-
-/// What measuring config `index` is expected to take: its last measurement, else the
-/// model's epochs and a loader's set-up, else the typical config's.
-fn cost_s(standings: &[Standing], index: usize) -> f64 {
-    let known: Vec<f64> = standings.iter().filter_map(|s| s.last_cost_s).collect();
-    let typical = stats::median(&known).unwrap_or(UNKNOWN_COST_S);
-    standings[index]
-        .last_cost_s
-        .or(standings[index]
-            .predicted_cost_s
-            .map(|s| s + CONFIG_OVERHEAD_S))
-        .unwrap_or(typical)
-}
-
-/// The configs of `queue` that fit in `remaining_s`, taken in order, then turned by the
-/// round number so that no config always runs first; the anchors' round is always tried
-/// as it is (nothing is known of their cost yet).
-pub(super) fn fitting(
-    queue: &[usize],
-    standings: &[Standing],
-    remaining_s: f64,
-    round: usize,
-) -> Vec<usize> {
-    if round == 0 {
-        return queue.to_vec();
-    }
-    // Taken as they come: a round that runs over is stopped at the deadline, so the
-    // budget is used to its end rather than left over by a cautious estimate.
-    let mut left = remaining_s;
-    let mut chosen = Vec::new();
-    for &index in queue {
-        let cost = cost_s(standings, index);
-        if cost > left {
-            break;
-        }
-        left -= cost;
-        chosen.push(index);
-    }
-    if !chosen.is_empty() {
-        let turn = round % chosen.len();
-        chosen.rotate_left(turn);
-    }
-    chosen
-}
-
 /// The questions still open, each with its candidates, the likeliest to matter first:
 /// those the verdict hinges on (the pick, then the likeliest to change the decision),
 /// then the rest by what each is expected to take ([`order`]). None once the answer is
@@ -420,7 +343,9 @@ mod tests {
     use loaderbench_measure::fixtures::{config, epoch, result, run};
     use loaderbench_measure::results::ConfigResult;
 
+    use super::super::round_plan::{fitting, in_turn, next_round};
     use super::*;
+    use crate::time_share::TimeShares;
 
     /// Config `index` measured in rounds `0..seconds.len()`, `seconds[r]` an epoch.
     fn rounds(index: usize, workers: usize, seconds: &[f64]) -> Vec<ConfigResult> {
@@ -881,9 +806,32 @@ mod tests {
         for standing in &mut standings[3..] {
             standing.last_cost_s = Some(5.0);
         }
-        let mut round = fitting(&in_turn(&open), &standings, 11.0, 3);
+        let mut round = fitting(&in_turn(&open), &measured.configs, &standings, 11.0, 3);
         round.sort_unstable();
         assert_eq!(round, [4, 5]);
+    }
+
+    /// Two questions of two configs each, 5 s a measurement, and 16 s left: the round
+    /// measures the first question's pair and gives the second's pick back rather than
+    /// measure it alone (one by one, it took 0, 1 and 3). A question with a single config
+    /// queued (measured again after a disturbance) keeps it.
+    #[test]
+    fn a_round_measures_no_question_s_config_alone() {
+        let measured = two_questions(|_| Vec::new());
+        let mut standings: Vec<Standing> = (0..6).map(|_| standing(1, None)).collect();
+        for standing in &mut standings {
+            standing.last_cost_s = Some(5.0);
+        }
+        let queue = in_turn(&Question::all(&measured.configs, &[0, 3, 1, 4]));
+        assert_eq!(queue, [0, 1, 3, 4]);
+        let sorted = |mut round: Vec<usize>| {
+            round.sort_unstable();
+            round
+        };
+        let round = fitting(&queue, &measured.configs, &standings, 16.0, 1);
+        assert_eq!(sorted(round), [0, 1]);
+        let round = fitting(&[0, 1, 3], &measured.configs, &standings, 16.0, 1);
+        assert_eq!(sorted(round), [0, 1, 3]);
     }
 
     /// Four configs of 5 s a measurement, projected to take 1 to 4 s, and 11 s left: the
@@ -903,11 +851,17 @@ mod tests {
         let queue = order(&[0, 1, 2, 3], &standings, &measured);
         assert_eq!(queue, [3, 2, 1, 0]);
         for round in 1..5 {
-            let mut chosen = fitting(&queue, &standings, 11.0, round);
+            let mut chosen = fitting(&queue, &measured.configs, &standings, 11.0, round);
             chosen.sort_unstable();
             assert_eq!(chosen, [2, 3], "round {round}");
         }
-        assert_eq!(fitting(&queue, &standings, 11.0, 1), [2, 3]);
-        assert_eq!(fitting(&queue, &standings, 11.0, 2), [3, 2]);
+        assert_eq!(
+            fitting(&queue, &measured.configs, &standings, 11.0, 1),
+            [2, 3]
+        );
+        assert_eq!(
+            fitting(&queue, &measured.configs, &standings, 11.0, 2),
+            [3, 2]
+        );
     }
 }
