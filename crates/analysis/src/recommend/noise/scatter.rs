@@ -21,12 +21,14 @@ pub const LIKE_TIMES: f64 = 2.0;
 /// Rounds of backfitting: the additive model converges in a few for the designs a run
 /// or a tune makes (balanced, or nearly).
 const FIT_ITERATIONS: usize = 200;
+
 /// A scatter: the standard deviation of one measurement's log time, with the degrees of
 /// freedom it was estimated with.
 pub(super) type Scatter = (f64, usize);
 
 /// A config's level: its mean log time, drift taken out, with the rounds behind it.
 pub(super) type Level = (f64, usize);
+
 /// A question's residuals between rounds, for the run's other questions to borrow: their
 /// sum of squares and degrees of freedom, with the question's typical level (the median
 /// of its configs' levels, log seconds).
@@ -67,6 +69,7 @@ impl Residuals {
         (df > 0).then(|| (((squares / df as f64).sqrt(), df), borrowed))
     }
 }
+
 /// Each config's log times by round, of the finite positive times measured.
 pub(super) fn logs(input: &NoiseInput) -> Vec<BTreeMap<usize, f64>> {
     input
