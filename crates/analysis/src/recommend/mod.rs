@@ -111,25 +111,25 @@ pub fn recommend(
             None => groups.push(vec![runs]),
         }
     }
+    let all: Vec<Vec<Candidate<'_>>> = groups
+        .iter()
+        .map(|members| candidates(members, result.planned_epochs))
+        .collect();
     // Each question's residuals between rounds, for the alike questions to borrow.
     let residuals: Vec<Option<Residuals>> = groups
         .iter()
-        .map(|members| {
-            let all = candidates(members, result.planned_epochs);
-            Residuals::of(&noise_input(members, &all, result.planned_epochs))
-        })
+        .zip(&all)
+        .map(|(members, all)| Residuals::of(&noise_input(members, all, result.planned_epochs)))
         .collect();
-    groups
-        .iter()
-        .enumerate()
-        .filter_map(|(question, members)| {
+    (groups.iter().zip(all).enumerate())
+        .filter_map(|(question, (members, all))| {
             let others = (groups.iter().zip(&residuals).enumerate())
                 .filter(|(other, (group, _))| {
                     *other != question && group[0].config.runtime == members[0].config.runtime
                 })
                 .filter_map(|(_, (_, residuals))| *residuals)
                 .collect();
-            recommend_one(result, members, input_bound, memory, others)
+            recommend_one(result, members, all, input_bound, memory, others)
         })
         .collect()
 }
@@ -159,11 +159,11 @@ fn unmeasured(result: &RunResult, question: &Config) -> Vec<usize> {
 fn recommend_one(
     result: &RunResult,
     members: &[&ConfigRuns<'_>],
+    all: Vec<Candidate<'_>>,
     input_bound: &[InputBound],
     memory: &MemoryReport,
     others: Vec<Residuals>,
 ) -> Option<Recommendation> {
-    let all = candidates(members, result.planned_epochs);
     let first = all.first()?;
     let mut group = format!(
         "{} · {} · {}",
