@@ -132,6 +132,45 @@ mod on_a_quiet_machine {
         );
         assert!(text.contains(&format!("\nlight — {dataset}\n")), "{text}");
     }
+
+    /// Two questions whose configs differ some thirty times in cost: the light pipeline's
+    /// and the heavy one's. The anchors' round measures each question's first anchor, then
+    /// the light one's others, and ends before the heavy one's: the light question has
+    /// its rounds before the heavy one's other anchors, rather than waiting for them (a
+    /// 60 s tune of `seed-heavy-pytorch` spent its budget on the PyTorch runtime's
+    /// anchors and measured our engine's question in one round).
+    #[test]
+    fn a_quick_question_has_its_rounds_before_a_slow_one_s_anchors() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("t.json");
+        let mut args = vec!["tune", "seed-light", "--budget", "15s"];
+        args.extend([
+            "--set",
+            "pipeline=[light, heavy]",
+            "--json",
+            path_str(&json),
+        ]);
+        let output = loaderbench(&args);
+        let err = stderr(&output);
+        assert!(output.status.success(), "{err}");
+        let result = read_json(&json);
+        let labels = result["labels"].as_array().unwrap();
+        let rounds_of = |label: &str| -> Vec<u64> {
+            let results = result["results"].as_array().unwrap();
+            (results.iter())
+                .filter(|r| labels[r["config_index"].as_u64().unwrap() as usize] == label)
+                .map(|r| r["repeat"].as_u64().unwrap())
+                .collect()
+        };
+        let heavy_second = rounds_of("nw=2 heavy").into_iter().min();
+        let light_rounds = rounds_of("nw=0");
+        assert!(
+            light_rounds
+                .iter()
+                .any(|&r| r > 0 && heavy_second.is_none_or(|h| r < h)),
+            "light in rounds {light_rounds:?}, heavy's second anchor first in {heavy_second:?}: {err}"
+        );
+    }
 }
 
 /// The trail counts the rounds that ran, each announced as it began: it counted one

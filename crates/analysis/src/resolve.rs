@@ -26,7 +26,7 @@ use loaderbench_measure::Journal;
 use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult, RunStatus};
 
 use crate::Analysis;
-use crate::rounds::{RoundEnd, Rounds, RoundsOptions};
+use crate::rounds::{RoundEnd, RoundStops, Rounds, RoundsOptions};
 use crate::time_share::{Question, TimeShares};
 
 /// What resolving reports as it goes (as JSON lines too, for the app).
@@ -151,29 +151,26 @@ pub fn resolve(
         let mut unjournaled = None;
         // Each config's seconds measured (its warm-up and epochs).
         let mut measured_s: Vec<(usize, f64)> = Vec::new();
-        let mut measured = rounds.measure(
-            plan,
-            &hinges,
-            round,
+        let stops = RoundStops {
             deadline,
             stop_requested,
-            &mut |config| {
-                measured_s.push((config.config_index, measuring_s(&config)));
-                if unjournaled.is_none()
-                    && let Err(error) = journal.config(&config)
-                {
-                    unjournaled = Some(error);
-                }
-                if let Some(seconds) = crate::recommend::projected_s(&config, result.planned_epochs)
-                {
-                    on_event(ResolveEvent::Measured {
-                        config: config.config_index,
-                        seconds,
-                    });
-                }
-                result.results.push(config);
-            },
-        );
+            end_before: &|_, _| false,
+        };
+        let mut measured = rounds.measure(plan, &hinges, round, &stops, &mut |config| {
+            measured_s.push((config.config_index, measuring_s(&config)));
+            if unjournaled.is_none()
+                && let Err(error) = journal.config(&config)
+            {
+                unjournaled = Some(error);
+            }
+            if let Some(seconds) = crate::recommend::projected_s(&config, result.planned_epochs) {
+                on_event(ResolveEvent::Measured {
+                    config: config.config_index,
+                    seconds,
+                });
+            }
+            result.results.push(config);
+        });
         for message in measured.new_warnings(result) {
             on_event(ResolveEvent::Warning { message });
         }
@@ -184,7 +181,7 @@ pub fn resolve(
             break (ResolveEnd::Failed, Some(error));
         }
         match measured.end {
-            RoundEnd::Done => {}
+            RoundEnd::Done | RoundEnd::Cut => {}
             RoundEnd::Deadline => {
                 let done = |c: &usize| measured_s.iter().any(|(m, _)| m == c);
                 let unmeasured = hinges.iter().copied().filter(|c| !done(c)).collect();

@@ -11,8 +11,8 @@
 //! that the recommendation compares configs round by round. The rounds' processes share
 //! one preloaded Python ([`SharedPreloadedPython`]): each forks its scripts from it
 //! rather than importing torch again, the scripts as fresh as ever. The round stops
-//! early, keeping every config it finished, when the budget's deadline passes or the user
-//! asks to stop; a measuring process that does not stop within [`CANCEL_GRACE`] of being
+//! early, keeping every config it finished, when the budget's deadline passes, the user
+//! asks to stop, or the caller ends it between two configs; a measuring process that does not stop within [`CANCEL_GRACE`] of being
 //! asked is ended.
 
 use std::sync::{Arc, OnceLock};
@@ -58,6 +58,8 @@ pub(crate) enum RoundEnd {
     Done,
     /// The deadline passed.
     Deadline,
+    /// The caller ended it between two configs (see [`Rounds::measure`]).
+    Cut,
     /// The user asked to stop.
     Stopped,
     /// The run failed (a worker died, the user's code raised).
@@ -76,6 +78,22 @@ impl Round {
         }
         added
     }
+}
+
+/// Asked as each config of a round finishes, given the seconds each finished config took
+/// and the next config's index in the plan: true ends the round before that one (the
+/// measuring process is stopped as it starts it).
+pub(crate) type EndBefore<'a> = &'a dyn Fn(&[(usize, f64)], usize) -> bool;
+
+/// What ends a round before each of its configs is measured.
+#[derive(Clone, Copy)]
+pub(crate) struct RoundStops<'a> {
+    /// The budget's end: the config under way is stopped.
+    pub deadline: Instant,
+    /// The user's stop.
+    pub stop_requested: &'a dyn Fn() -> bool,
+    /// Whether the round ends before its next config.
+    pub end_before: EndBefore<'a>,
 }
 
 /// Waited on before each epoch a round measures, while the measuring process waits at
@@ -143,16 +161,20 @@ impl Rounds {
     /// runner's journal going to a file of the round's in the scratch folder; each
     /// config goes to `finished` as soon as it is measured (numbered in the search
     /// space), so that the caller journals it then: a process killed mid-round keeps
-    /// the configs the round finished.
+    /// the configs the round finished; `stops` may end the round sooner.
     pub(crate) fn measure(
         &self,
         plan: &Plan,
         configs: &[usize],
         round: usize,
-        deadline: Instant,
-        stop_requested: &dyn Fn() -> bool,
+        stops: &RoundStops,
         finished: &mut dyn FnMut(ConfigResult),
     ) -> Round {
+        let RoundStops {
+            deadline,
+            stop_requested,
+            end_before,
+        } = *stops;
         let journal = Some(self.scratch.path().join(format!("round-{round}.jsonl")));
         let mut sub = plan.clone();
         sub.configs = configs.iter().map(|&i| plan.configs[i].clone()).collect();
@@ -220,6 +242,14 @@ impl Rounds {
                         .push((index, config_started.elapsed().as_secs_f64()));
                     finished(result);
                     config_started = Instant::now();
+                    let next = configs.get(round_state.seconds.len()).copied();
+                    if asked.is_none()
+                        && next.is_some_and(|next| end_before(&round_state.seconds, next))
+                    {
+                        round_state.end = RoundEnd::Cut;
+                        handle.cancel();
+                        asked = Some(Instant::now());
+                    }
                 }
                 Event::Warning { message, .. } => round_state.warnings.push(message),
                 Event::Failed {

@@ -266,9 +266,7 @@ mod tests {
                 round: 1,
                 reason: "slower than nw=0 beyond the noise".to_owned(),
             },
-            Fate::NotMeasured {
-                reason: "the search stopped first".to_owned(),
-            },
+            Fate::stopped_first(),
         ];
         let trail = TuneTrail {
             budget_s: 60.0,

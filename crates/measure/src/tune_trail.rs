@@ -70,7 +70,23 @@ pub enum Fate {
     NotMeasured { reason: String },
 }
 
+/// Why a config the search never came to is not measured.
+const STOPPED_FIRST: &str = "the search stopped first";
+
 impl Fate {
+    /// A config still a candidate, never measured, when the search stopped.
+    pub fn stopped_first() -> Fate {
+        Fate::NotMeasured {
+            reason: STOPPED_FIRST.to_owned(),
+        }
+    }
+
+    /// True for [`Fate::stopped_first`]: a config that the search's end, not its rules,
+    /// left unmeasured.
+    pub fn is_stopped_first(&self) -> bool {
+        matches!(self, Fate::NotMeasured { reason } if reason == STOPPED_FIRST)
+    }
+
     /// `best`, `out in round 2: …`, `not measured: …`.
     pub fn describe(&self) -> String {
         match self {

@@ -144,16 +144,20 @@ pub(crate) fn same_question(a: &Config, b: &Config) -> bool {
 }
 
 /// The configs of `question`'s question that a run which ended early (cancelled,
-/// failed, or cut off: a journal with no end) never measured. A tune leaves configs
-/// unmeasured by design, so it has none here.
+/// failed, or cut off: a journal with no end) never measured; of a tune, those its search
+/// stopped before (it leaves the configs its model predicted slow unmeasured by design).
 fn unmeasured(result: &RunResult, question: &Config) -> Vec<usize> {
-    if result.tune.is_some() || result.status == RunStatus::Finished {
-        return Vec::new();
-    }
-    (0..result.configs.len())
+    let never_measured = |i: &usize| !result.results.iter().any(|r| r.config_index == *i);
+    let of_question = (0..result.configs.len())
         .filter(|&i| same_question(&result.configs[i], question))
-        .filter(|&i| !result.results.iter().any(|r| r.config_index == i))
-        .collect()
+        .filter(never_measured);
+    match &result.tune {
+        Some(trail) => of_question
+            .filter(|&i| (trail.configs.iter()).any(|c| c.config == i && c.fate.is_stopped_first()))
+            .collect(),
+        None if result.status == RunStatus::Finished => Vec::new(),
+        None => of_question.collect(),
+    }
 }
 
 fn recommend_one(

@@ -457,18 +457,64 @@ mod tests {
     fn a_run_that_ended_before_a_config_was_measured_is_not_resolved_and_hinges_on_it() {
         // nw=2 is 12% faster than nw=0 to ±4%, as in the test below.
         let mut cut = cut_before_nw_4(0.04);
+        assert_open_for_nw_4(&Analysis::of(&cut).recommendations.remove(0));
+        // Finished, a run that measured every config it planned says what it measured.
+        cut.status = RunStatus::Finished;
         let r = Analysis::of(&cut).recommendations.remove(0);
-        assert_pick(&r, "nw=2", VerdictKind::NotResolved);
+        assert_eq!(r.verdict.kind, VerdictKind::Fastest, "{}", r.verdict.text);
+    }
+
+    /// A tune whose budget ended before nw=4 (its fate "the search stopped first") is not
+    /// resolved, and names it; nw=8, which its model predicted slow, is left out by
+    /// design and not named. A 60 s tune of `seed-heavy-pytorch` measured one PyTorch
+    /// config of eight, and its verdict read "nw=0 pytorch is the only config of this
+    /// question".
+    #[test]
+    fn a_tune_stopped_before_a_config_is_not_resolved_but_names_none_its_model_left_out() {
+        use loaderbench_measure::tune_trail::{Fate, TuneStop, TuneTrail, TunedConfig};
+        let configs = vec![
+            config(0, false),
+            config(2, false),
+            config(4, false),
+            config(8, false),
+        ];
+        let mut tuned = recorded(configs, 1.12f64.ln(), &scatter(sd_for(0.04)));
+        let fates = [
+            Fate::Best,
+            Fate::Best,
+            Fate::stopped_first(),
+            Fate::NotMeasured {
+                reason: "predicted 3.0 s, 2.0× the best".to_owned(),
+            },
+        ];
+        tuned.tune = Some(TuneTrail {
+            budget_s: 60.0,
+            used_s: 60.0,
+            stop: TuneStop::Budget,
+            anchors: vec![0, 1],
+            rounds: 5,
+            configs: (fates.into_iter().enumerate())
+                .map(|(config, fate)| TunedConfig {
+                    config,
+                    predicted_s: None,
+                    measured_s: None,
+                    rounds: 0,
+                    fate,
+                })
+                .collect(),
+        });
+        assert_open_for_nw_4(&Analysis::of(&tuned).recommendations.remove(0));
+    }
+
+    /// Asserts that nw=2, 12% faster than nw=0 to ±4%, is not resolved for want of nw=4.
+    fn assert_open_for_nw_4(r: &Recommendation) {
+        assert_pick(r, "nw=2", VerdictKind::NotResolved);
         assert_eq!(
             r.verdict.text,
             "not resolved: nw=4 was not measured (the run ended before it); `loaderbench \
              resolve` measures it, or take nw=2"
         );
         assert_eq!(r.verdict.hinges_on, [1, 2]);
-        // Finished, a run that measured every config it planned says what it measured.
-        cut.status = RunStatus::Finished;
-        let r = Analysis::of(&cut).recommendations.remove(0);
-        assert_eq!(r.verdict.kind, VerdictKind::Fastest, "{}", r.verdict.text);
     }
 
     /// Open over what was measured too, a cut run's verdict keeps what that showed (which

@@ -1,29 +1,33 @@
 //! Tune: the best settings within a time budget, and the same answer every time. Three
-//! stages. The model first ([`model`]): a few anchor configs of each runtime are measured,
-//! every other config predicted from its runtime's, and those predicted far behind the best
-//! ([`MODEL_KEEP`]) left out. Then successive halving, question by question (each runtime,
-//! pipeline, rank count and cache its own): a round measures the candidates of the
-//! questions whose turn it is, one after another, the open questions sharing the time
-//! ([`time_share`](crate::time_share)), so that our engine's configs of a tenth of a second
-//! get their rounds beside the PyTorch runtime's of seconds; each question's pick and its
-//! likeliest challengers go first, in pairs (a config alone in a round compares with
-//! nothing, so a question with room for one gives it back), so that a round the budget cuts
-//! short measures what decides the answer. After each round, of the questions it measured,
-//! the candidates that another beats beyond the noise drop out, and of the rest each
-//! question's slower half (none the open answer hinges on). A question is settled, and
-//! leaves the rounds, once every candidate of it is measured and the recommendation's
-//! verdict over everything measured (those set aside in the slower half included) is
-//! resolved: the pick fastest or equally fast as the rest of the best set beyond this run's
-//! noise ([`recommend::noise`](crate::recommend::noise)). A config the decision still
-//! hinges on is reinstated if it was set aside and measured until then, since halving on
-//! one or two noisy rounds decides only who goes first, never the answer. The search stops
-//! once every question is settled, when the next round does not fit in what is left of the
-//! budget, or when the user stops it. Every measurement goes through the runner (the
-//! interference meter included): a disturbed measurement is dropped, and its config
-//! measured again in the next round of its question (the second in a row is kept, marked; a
-//! config with nothing but such measurements is one the decision hinges on, so the search
-//! does not settle on it). The result is a run like any other, its configs' repeats
-//! numbered by round, with the trail
+//! stages. The model first ([`model`]): a few anchor configs of each question are measured,
+//! every other config predicted from its question's once they are, and those predicted far
+//! behind the best ([`MODEL_KEEP`]) left out; the anchors' round, each question's first
+//! anchor before any one's others, ends before a question's next anchor once that question
+//! is no longer due beside the others ([`round_plan`]), so that a question whose anchors
+//! take a tenth of a second has its rounds before the rest of one whose anchors take half a
+//! minute, which measures them in a round of its own. Then successive halving, question by
+//! question (each runtime, pipeline, rank count and cache its own): a round measures the
+//! candidates of the questions whose turn it is, one after another, the open questions
+//! sharing the time ([`time_share`](crate::time_share)), so that our engine's configs of a
+//! tenth of a second get their rounds beside the PyTorch runtime's of seconds; each
+//! question's pick and its likeliest challengers go first, in pairs (a config alone in a
+//! round compares with nothing, so a question with room for one gives it back), so that a
+//! round the budget cuts short measures what decides the answer. After each round, of the
+//! questions it measured, the candidates that another beats beyond the noise drop out, and
+//! of the rest each question's slower half (none the open answer hinges on). A question is
+//! settled, and leaves the rounds, once every candidate of it is measured and the
+//! recommendation's verdict over everything measured (those set aside in the slower half
+//! included) is resolved: the pick fastest or equally fast as the rest of the best set
+//! beyond this run's noise ([`recommend::noise`](crate::recommend::noise)). A config the
+//! decision still hinges on is reinstated if it was set aside and measured until then,
+//! since halving on one or two noisy rounds decides only who goes first, never the answer.
+//! The search stops once every question is settled, when the next round does not fit in
+//! what is left of the budget, or when the user stops it. Every measurement goes through
+//! the runner (the interference meter included): a disturbed measurement is dropped, and
+//! its config measured again in the next round of its question (the second in a row is
+//! kept, marked; a config with nothing but such measurements is one the decision hinges on,
+//! so the search does not settle on it). The result is a run like any other, its configs'
+//! repeats numbered by round, with the trail
 //! ([`TuneTrail`](loaderbench_measure::tune_trail::TuneTrail)) saying what was predicted,
 //! measured and eliminated; the recommendation's best set and tie rule name the config to
 //! use.
@@ -47,7 +51,7 @@ use loaderbench_measure::tune_trail::{Fate, TuneStop};
 
 use serde::{Deserialize, Serialize};
 
-use crate::rounds::{RoundEnd, RoundGate, Rounds, RoundsOptions};
+use crate::rounds::{RoundEnd, RoundGate, RoundStops, Rounds, RoundsOptions};
 use crate::time_share::{Question, TimeShares};
 pub use model::Model;
 
@@ -55,7 +59,7 @@ pub use model::Model;
 /// measured.
 pub const MODEL_KEEP: f64 = 1.5;
 
-/// What a config's measurement is taken to cost while nothing of any is known.
+/// What a config's measurement is taken to cost while nothing of its question's is known.
 const UNKNOWN_COST_S: f64 = 0.5;
 
 /// What a config's measurement costs beyond the model's epochs: its loader's set-up.
@@ -168,7 +172,10 @@ pub fn tune(
     let mut round = 0;
     // Rounds that ran: `round` is the next one's number once a round is done.
     let mut rounds_run = 0;
-    let mut queue = anchors.clone();
+    let by_question = Question::all(&plan.configs, &anchors);
+    let mut queue = round_plan::anchors_round(&plan.configs, &anchors);
+    // The questions whose model is fitted (their anchors all measured).
+    let mut modelled: Vec<usize> = Vec::new();
     // The open questions' candidates, for a round when those of the questions due do not
     // fit in the budget.
     let mut open: Vec<usize> = Vec::new();
@@ -191,39 +198,40 @@ pub fn tune(
         // keeping everything measured for the caller's tables and exports.
         let mut unjournaled = None;
         let round_started = Instant::now();
-        let mut measured = rounds.measure(
-            plan,
-            &configs,
-            round,
+        let anchors_round = |seconds: &[(usize, f64)], next: usize| {
+            round == 0 && round_plan::ends_anchors_before(&plan.configs, &anchors, seconds, next)
+        };
+        let stops = RoundStops {
             deadline,
             stop_requested,
-            &mut |config| {
-                seen.results.push(config.clone());
-                let standing = &mut standings[config.config_index];
-                // A disturbed measurement says little of the config: it is measured
-                // again, up to the limit.
-                if config.disturbed && standing.disturbed_in_a_row + 1 < DISTURBED_LIMIT {
-                    standing.disturbed_in_a_row += 1;
-                    return;
-                }
-                standing.disturbed_in_a_row = 0;
-                standing.rounds += 1;
-                if unjournaled.is_none()
-                    && let Err(error) = journal.config(&config)
-                {
-                    unjournaled = Some(error);
-                }
-                let index = config.config_index;
-                result.results.push(config);
-                if let Some(seconds) = search::projected_s(&result, index) {
-                    on_event(TuneEvent::Measured {
-                        config: index,
-                        round,
-                        seconds,
-                    });
-                }
-            },
-        );
+            end_before: &anchors_round,
+        };
+        let mut measured = rounds.measure(plan, &configs, round, &stops, &mut |config| {
+            seen.results.push(config.clone());
+            let standing = &mut standings[config.config_index];
+            // A disturbed measurement says little of the config: it is measured
+            // again, up to the limit.
+            if config.disturbed && standing.disturbed_in_a_row + 1 < DISTURBED_LIMIT {
+                standing.disturbed_in_a_row += 1;
+                return;
+            }
+            standing.disturbed_in_a_row = 0;
+            standing.rounds += 1;
+            if unjournaled.is_none()
+                && let Err(error) = journal.config(&config)
+            {
+                unjournaled = Some(error);
+            }
+            let index = config.config_index;
+            result.results.push(config);
+            if let Some(seconds) = search::projected_s(&result, index) {
+                on_event(TuneEvent::Measured {
+                    config: index,
+                    round,
+                    seconds,
+                });
+            }
+        });
         rounds_run += 1;
         let configs_s: f64 = measured.seconds.iter().map(|(_, s)| s).sum();
         // What the round took beyond its configs (starting its measuring process).
@@ -243,22 +251,39 @@ pub fn tune(
             break (TuneStop::Failed, Some(error));
         }
         match measured.end {
-            RoundEnd::Done => {}
+            RoundEnd::Done | RoundEnd::Cut => {}
             RoundEnd::Deadline => break (TuneStop::Budget, None),
             RoundEnd::Stopped => break (TuneStop::Cancelled, Some(Error::Cancelled)),
             RoundEnd::Failed(error) => break (TuneStop::Failed, Some(error)),
         }
-        if round == 0 {
-            search::predict(plan, &seen, &mut standings, on_event);
-        } else {
+        let seen_all = |q: &&Question| {
+            let seen_one = |a: &usize| seen.results.iter().any(|r| r.config_index == *a);
+            q.configs.iter().all(seen_one)
+        };
+        for question in by_question.iter().filter(seen_all) {
+            if !modelled.contains(&question.first) {
+                search::predict(plan, &seen, &mut standings, question.first, on_event);
+                modelled.push(question.first);
+            }
+        }
+        if round > 0 {
             search::eliminate(&result, &mut standings, &configs, round, on_event);
         }
-        let questions = search::open_questions(&result, &mut standings, on_event);
+        let questions: Vec<Question> = search::open_questions(&result, &mut standings, on_event)
+            .into_iter()
+            .map(|q| round_plan::anchors_first(q, &anchors, &seen))
+            .collect();
         if questions.is_empty() {
             break (TuneStop::Settled, None);
         }
         round += 1;
-        queue = round_plan::next_round(&questions, &standings, &shares, round_overhead_s);
+        queue = round_plan::next_round(
+            &questions,
+            &plan.configs,
+            &standings,
+            &shares,
+            round_overhead_s,
+        );
         open = round_plan::in_turn(&questions);
     };
     result.status = match (&stop, &error) {

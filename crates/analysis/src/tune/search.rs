@@ -17,28 +17,24 @@ use crate::recommend::{Verdict, as_compared, same_question};
 use crate::time_share::Question;
 use crate::{Analysis, measured_configs, mib};
 
-/// Fits a model per question (each runtime's own anchors) and predicts every config from
-/// its question's; leaves out those predicted beyond [`MODEL_KEEP`] times the best of
-/// their question.
+/// Fits the model of config `question`'s question to its anchors and predicts each of its
+/// configs from it; leaves out those predicted beyond [`MODEL_KEEP`] times the best of
+/// the question.
 pub(super) fn predict(
     plan: &Plan,
     result: &RunResult,
     standings: &mut [Standing],
+    question: usize,
     on_event: &mut dyn FnMut(TuneEvent),
 ) {
-    let mut models: Vec<(&Config, Option<Model>)> = Vec::new();
-    for (index, config) in plan.configs.iter().enumerate() {
-        let model = match models.iter().find(|(c, _)| same_question(c, config)) {
-            Some((_, model)) => model.clone(),
-            None => {
-                let model = Model::fit(result, config);
-                models.push((config, model.clone()));
-                model
-            }
-        };
-        let Some(model) = model else {
-            continue;
-        };
+    let Some(model) = Model::fit(result, &plan.configs[question]) else {
+        return;
+    };
+    let members: Vec<usize> = (0..plan.configs.len())
+        .filter(|&i| same_question(&plan.configs[i], &plan.configs[question]))
+        .collect();
+    for &index in &members {
+        let config = &plan.configs[index];
         let seconds = model.predict_s(config, result.planned_epochs);
         standings[index].predicted_s = Some(seconds);
         standings[index].predicted_cost_s = Some(model.predict_s(config, plan.preset.epochs));
@@ -47,17 +43,14 @@ pub(super) fn predict(
             seconds,
         });
     }
-    let expected: Vec<Option<f64>> = (0..standings.len())
-        .map(|i| projected_s(result, i).or(standings[i].predicted_s))
-        .collect();
-    for (index, standing) in standings.iter_mut().enumerate() {
-        let best = (0..expected.len())
-            .filter(|&j| same_question(&plan.configs[j], &plan.configs[index]))
-            .filter_map(|j| expected[j])
-            .fold(f64::INFINITY, f64::min);
+    let expected = |i: usize| projected_s(result, i).or(standings[i].predicted_s);
+    let best = (members.iter())
+        .filter_map(|&j| expected(j))
+        .fold(f64::INFINITY, f64::min);
+    for &index in &members {
         // An anchor was measured (perhaps set aside as disturbed): the model came from it.
         let measured = result.results.iter().any(|r| r.config_index == index);
-        let Some(predicted) = standing.predicted_s.filter(|_| !measured) else {
+        let Some(predicted) = standings[index].predicted_s.filter(|_| !measured) else {
             continue;
         };
         if predicted > best * MODEL_KEEP {
@@ -70,7 +63,7 @@ pub(super) fn predict(
                 config: index,
                 reason: reason.clone(),
             });
-            standing.fate = Some(Fate::NotMeasured { reason });
+            standings[index].fate = Some(Fate::NotMeasured { reason });
         }
     }
 }
@@ -709,13 +702,13 @@ mod tests {
         }
         let open = Question::all(&measured.configs, &[0, 1, 2, 3, 4, 5]);
         let mut shares = TimeShares::default();
-        let mut next = next_round(&open, &standings, &shares, 0.5);
+        let mut next = next_round(&open, &measured.configs, &standings, &shares, 0.5);
         next.sort_unstable();
         assert_eq!(next, [0, 1, 2]);
         // Ours charged 29 s (their rounds and start-ups): a round of PyTorch's would end
         // within one of ours, and both are measured.
         shares.charge(&open, &[(0, 9.0), (1, 10.0), (2, 10.0)], 0.0);
-        let mut next = next_round(&open, &standings, &shares, 0.5);
+        let mut next = next_round(&open, &measured.configs, &standings, &shares, 0.5);
         next.sort_unstable();
         assert_eq!(next, [0, 1, 2, 3, 4, 5]);
     }

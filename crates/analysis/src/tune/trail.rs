@@ -64,9 +64,7 @@ fn unfinished(standing: &Standing, last_round: usize) -> Fate {
                 .to_owned(),
         }
     } else if standing.rounds == 0 {
-        Fate::NotMeasured {
-            reason: "the search stopped first".to_owned(),
-        }
+        Fate::stopped_first()
     } else {
         Fate::Eliminated {
             round: last_round,
