@@ -33,13 +33,15 @@ impl Row {
     }
 
     /// Where the config stands: its fate once the tune has ended, else whether it is
-    /// still in the search.
+    /// still in the search, predicted, or (an anchor, whose question's turn has not come)
+    /// still to be measured.
     fn standing(&self) -> String {
         match (&self.fate, &self.out) {
             (Some(fate), _) => fate.describe(),
             (None, Some(out)) => out.clone(),
             (None, None) if self.measured_s.is_some() => "in the search".to_owned(),
-            (None, None) => "predicted".to_owned(),
+            (None, None) if self.predicted_s.is_some() => "predicted".to_owned(),
+            (None, None) => "to be measured".to_owned(),
         }
     }
 
@@ -240,16 +242,22 @@ mod tests {
             "an anchor's is no prediction"
         );
         assert_eq!(progress.rows[2].predicted_s, Some(3.0));
-        for config in [0, 1] {
-            progress.apply(&TuneEvent::Measured {
-                config,
-                round: 0,
-                seconds: 2.0 + config as f64,
-            });
-        }
+        progress.apply(&TuneEvent::Measured {
+            config: 0,
+            round: 0,
+            seconds: 2.0,
+        });
         let standings = |progress: &TuneProgress| -> Vec<String> {
             progress.rows.iter().map(Row::standing).collect()
         };
+        // An anchor the anchors' round ended before: not predicted, still to be measured
+        // (it read "predicted").
+        assert_eq!(standings(&progress)[1], "to be measured");
+        progress.apply(&TuneEvent::Measured {
+            config: 1,
+            round: 1,
+            seconds: 3.0,
+        });
         assert_eq!(
             standings(&progress),
             ["in the search", "in the search", "predicted"]
