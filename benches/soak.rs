@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use loaderbench_engine::builtin;
 use loaderbench_engine::loader::process::WORKER_EXE_VAR;
 use loaderbench_engine::plan::Plan;
-use loaderbench_measure::results::{EpochResult, TimelineBudget};
+use loaderbench_measure::results::EpochResult;
+use loaderbench_measure::timeline_budget::TimelineBudget;
 use loaderbench_measure::{Event, RunOptions};
 
 /// The allowed growth of each figure from the second sample to the last.

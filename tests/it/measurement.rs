@@ -67,6 +67,32 @@ fn a_persistent_config_cut_after_its_window_keeps_its_workers() {
     );
 }
 
+/// Each config's result says what measuring it took, from its start to its end: more
+/// than its epochs' measured seconds, which leave out its loader's set-up and the rest
+/// before each epoch (a PyTorch config's windows measured 10 s of the 22 s it took), and
+/// what `resolve` fits its rounds to and the verdicts count more measuring in.
+#[test]
+fn each_config_s_result_says_what_measuring_it_took() {
+    let dir = TempDir::new().unwrap();
+    let plan = Plan::from_preset(&tiny_preset(6400, 2), None).unwrap();
+    let started = Instant::now();
+    let result = run_to_end(plan, dir.path());
+    let run_s = started.elapsed().as_secs_f64();
+    assert_eq!(result.status, RunStatus::Finished);
+    assert_eq!(result.results.len(), 2);
+    for measured in &result.results {
+        let epochs_s: f64 = (measured.warmup.iter().chain(&measured.epochs))
+            .map(|e| e.measured_s())
+            .sum();
+        let took_s = measured.took_s.expect("what measuring it took");
+        assert!(
+            epochs_s < took_s && took_s < run_s,
+            "{epochs_s} {took_s} {run_s}"
+        );
+        assert_eq!(measured.cost_s(), took_s);
+    }
+}
+
 /// Keeps one core busy until dropped.
 struct BusyLoop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
 

@@ -11,7 +11,8 @@
 //! Two parts measure as they analyse: [`tune`], the best settings within a budget, and
 //! [`resolve`], which measures a finished run's undecided configs further; both measure
 //! in rounds ([`rounds`]) that share their time between the open questions
-//! ([`time_share`]).
+//! ([`time_share`]), each config counted at what measuring it last took
+//! ([`recommend::measuring_cost`]), as an open verdict counts how long to measure on.
 
 pub mod aa;
 pub mod baseline;
@@ -219,4 +220,25 @@ pub fn duration(seconds: f64) -> String {
 /// Bytes as MiB with one decimal.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// A share as a percentage: one decimal below 10%, none above.
+pub fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if !p.is_finite() {
+        "∞%".to_owned()
+    } else if p.abs() < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub(crate) fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }

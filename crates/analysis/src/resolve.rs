@@ -7,8 +7,8 @@
 //! its journal and to the result. The open questions share the time
 //! ([`time_share`](crate::time_share)): a question whose configs take a tenth of a second
 //! (our engine's, beside the PyTorch runtime's of seconds) is measured round after round
-//! first, not once per slow round; a question with configs the run ended before goes
-//! first. A round holds what fits in the time left (each config's last measurement, its
+//! first, not once per slow round, each question's round costed at what of it fits in
+//! the time left; a question with configs the run ended before goes first. A round holds what fits in the time left (each config's last measurement, its
 //! question's slowest for one never measured): every question's pick and its likeliest
 //! challengers first; a round the limit cuts short keeps every config it finished, and a
 //! stopped one (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep
@@ -23,9 +23,10 @@ use serde::{Deserialize, Serialize};
 use loaderbench_engine::Error;
 use loaderbench_engine::plan::Plan;
 use loaderbench_measure::Journal;
-use loaderbench_measure::results::{ConfigResult, EpochResult, RunResult, RunStatus};
+use loaderbench_measure::results::{RunResult, RunStatus};
 
 use crate::Analysis;
+use crate::recommend::measuring_cost;
 use crate::rounds::{RoundEnd, RoundStops, Rounds, RoundsOptions};
 use crate::time_share::{Question, TimeShares};
 
@@ -97,8 +98,8 @@ pub fn resolve(
         Err(error) => return (ResolveEnd::Failed, Some(error)),
     };
     let mut turn = 0;
-    // What a round takes beyond its configs' epochs (opening the dataset, the process's
-    // warm-up, each config's loader), as the last round measured it.
+    // What a round takes beyond its configs (starting its process, opening the dataset,
+    // the process's warm-up), as the last round measured it.
     let mut round_overhead_s = 0.0;
     let mut shares = TimeShares::default();
     let (end, error) = loop {
@@ -107,11 +108,12 @@ pub fn resolve(
             break (ResolveEnd::Resolved, None);
         }
         let left_s = limit.as_secs_f64() - started.elapsed().as_secs_f64();
-        let due = due(result, &questions, &shares, round_overhead_s);
-        let mut configs = fitting(result, &due, left_s - round_overhead_s);
+        let room_s = left_s - round_overhead_s;
+        let due = due(result, &questions, &shares, (round_overhead_s, room_s));
+        let mut configs = fitting(result, &due, room_s);
         if configs.is_empty() {
             // The questions due do not fit; the others may.
-            configs = fitting(result, &questions, left_s - round_overhead_s);
+            configs = fitting(result, &questions, room_s);
         }
         if configs.is_empty() {
             let needed_s = questions
@@ -120,7 +122,7 @@ pub fn resolve(
                     q.configs
                         .iter()
                         .take(2)
-                        .map(|&c| cost_s(result, c))
+                        .map(|&c| measuring_cost::of(result, c))
                         .sum::<f64>()
                 })
                 .sum::<f64>();
@@ -149,7 +151,7 @@ pub fn resolve(
         // A config is journaled as it finishes; a journal that cannot be written ends
         // resolving as a failure, keeping what was measured.
         let mut unjournaled = None;
-        // Each config's seconds measured (its warm-up and epochs).
+        // What each config took.
         let mut measured_s: Vec<(usize, f64)> = Vec::new();
         let stops = RoundStops {
             deadline,
@@ -157,7 +159,7 @@ pub fn resolve(
             end_before: &|_, _| false,
         };
         let mut measured = rounds.measure(plan, &hinges, round, &stops, &mut |config| {
-            measured_s.push((config.config_index, measuring_s(&config)));
+            measured_s.push((config.config_index, config.cost_s()));
             if unjournaled.is_none()
                 && let Err(error) = journal.config(&config)
             {
@@ -174,8 +176,8 @@ pub fn resolve(
         for message in measured.new_warnings(result) {
             on_event(ResolveEvent::Warning { message });
         }
-        let epochs_s: f64 = measured_s.iter().map(|(_, s)| s).sum();
-        round_overhead_s = (round_started.elapsed().as_secs_f64() - epochs_s).max(0.0);
+        let configs_s: f64 = measured_s.iter().map(|(_, s)| s).sum();
+        round_overhead_s = (round_started.elapsed().as_secs_f64() - configs_s).max(0.0);
         shares.charge(&questions, &measured_s, round_overhead_s);
         if let Some(error) = unjournaled {
             break (ResolveEnd::Failed, Some(error));
@@ -212,23 +214,38 @@ pub fn resolve(
 
 /// The questions whose turn it is: those with configs never measured (the run ended
 /// before them), whose verdicts are open whatever their other configs show; else as
-/// the time shares say, each round costing its configs and `overhead_s`.
+/// the time shares say, each round costing `overhead_s` and the configs of it that fit
+/// in `room_s`, as the round would measure them ([`fitting`]): all of them where there
+/// is time, else the pick and its likeliest challengers. Costed whole, a PyTorch
+/// question's nine configs (2.3 minutes) were never due in `run --recommend`'s minute,
+/// which went to our engine's question, and its pick stayed one round's tie-rule guess
+/// beside a config that looked 54% faster.
 fn due(
     result: &RunResult,
     questions: &[Question],
     shares: &TimeShares,
-    overhead_s: f64,
+    (overhead_s, room_s): (f64, f64),
 ) -> Vec<Question> {
     let never: Vec<Question> = questions
         .iter()
-        .filter(|q| q.configs.iter().any(|&c| last_s(result, c).is_none()))
+        .filter(|q| {
+            q.configs
+                .iter()
+                .any(|&c| measuring_cost::last(result, c).is_none())
+        })
         .cloned()
         .collect();
     if !never.is_empty() {
         return never;
     }
     shares.due(questions, |q| {
-        q.configs.iter().map(|&c| cost_s(result, c)).sum::<f64>() + overhead_s
+        let fits = fitting(result, std::slice::from_ref(q), room_s);
+        let round = if fits.is_empty() { &q.configs } else { &fits };
+        round
+            .iter()
+            .map(|&c| measuring_cost::of(result, c))
+            .sum::<f64>()
+            + overhead_s
     })
 }
 
@@ -262,7 +279,7 @@ fn fitting(result: &RunResult, questions: &[Question], left_s: f64) -> Vec<usize
             let Some(&config) = question.configs.get(position) else {
                 continue;
             };
-            let cost = cost_s(result, config);
+            let cost = measuring_cost::of(result, config);
             if !chosen.contains(&config) && cost <= left {
                 chosen.push(config);
                 left -= cost;
@@ -288,46 +305,6 @@ pub fn hinges(result: &RunResult) -> Vec<usize> {
     hinges.sort_unstable();
     hinges.dedup();
     hinges
-}
-
-/// What measuring config `index` once will take: what it took last time (its warm-up
-/// and epochs, a projected epoch's window), or for a config never measured, the longest
-/// that of its question's configs (of any config, where none of its question was
-/// measured). Counted as free, a PyTorch config the run ended before began a round with
-/// 11 s left, and the limit passed with nothing of it measured.
-fn cost_s(result: &RunResult, index: usize) -> f64 {
-    if let Some(seconds) = last_s(result, index) {
-        return seconds;
-    }
-    let config = &result.configs[index];
-    let longest = |alike: &dyn Fn(usize) -> bool| {
-        (0..result.configs.len())
-            .filter(|&i| alike(i))
-            .filter_map(|i| last_s(result, i))
-            .reduce(f64::max)
-    };
-    longest(&|i| crate::recommend::same_question(&result.configs[i], config))
-        .or_else(|| longest(&|_| true))
-        .unwrap_or(0.0)
-}
-
-/// The seconds config `index`'s last measurement took; `None` if it was never measured.
-fn last_s(result: &RunResult, index: usize) -> Option<f64> {
-    let mut measurements = result.results.iter().rev();
-    measurements
-        .find(|r| r.config_index == index)
-        .map(measuring_s)
-}
-
-/// The seconds one measurement of a config took: its warm-up and epochs (a projected
-/// epoch's window).
-fn measuring_s(measured: &ConfigResult) -> f64 {
-    measured
-        .warmup
-        .iter()
-        .chain(&measured.epochs)
-        .map(EpochResult::measured_s)
-        .sum()
 }
 
 #[cfg(test)]
@@ -378,10 +355,32 @@ mod tests {
     fn a_config_never_measured_costs_its_question_s_slowest() {
         let mut run = measured(&[30.0, 20.0, 30.0, 1.0, 1.0]);
         run.results.retain(|r| r.config_index != 2);
-        assert_eq!(cost_s(&run, 2), 30.0);
+        assert_eq!(measuring_cost::of(&run, 2), 30.0);
         let questions = [question(0, &[0, 2]), question(3, &[3, 4])];
         assert_eq!(fitting(&run, &questions, 40.0), [3, 4]);
         assert_eq!(fitting(&run, &questions, 62.0), [0, 3, 2, 4]);
+    }
+
+    /// A slow question whose whole round does not fit in the time left is costed at
+    /// what of it fits (its pick and likeliest challenger), so that it is due once the
+    /// quick question has been charged about that much, not a whole round of it: in
+    /// `run --recommend`'s minute, a PyTorch question of nine configs (2.3 minutes) was
+    /// never due.
+    #[test]
+    fn a_slow_question_whose_round_does_not_fit_is_due_for_what_of_it_fits() {
+        // Configs 0–4 take 30 s each (150 s a round), 5 and 6 a second.
+        let run = measured(&[30.0, 30.0, 30.0, 30.0, 30.0, 1.0, 1.0]);
+        let questions = [question(0, &[0, 1, 2, 3, 4]), question(5, &[5, 6])];
+        let mut shares = TimeShares::default();
+        shares.charge(&questions, &[(5, 35.0), (6, 35.0)], 0.0);
+        // With time for the whole round, it would end after the quick one's next.
+        assert_eq!(
+            due(&run, &questions, &shares, (0.0, 1000.0)),
+            questions[1..]
+        );
+        // With 65 s left, its round is its pick and challenger (60 s): due beside it.
+        assert_eq!(due(&run, &questions, &shares, (0.0, 65.0)), questions);
+        assert_eq!(fitting(&run, &questions, 65.0), [0, 5, 1, 6]);
     }
 
     /// A question with a config the run ended before goes first, though the quick
@@ -393,8 +392,14 @@ mod tests {
         run.results.retain(|r| r.config_index != 2);
         let questions = [question(0, &[0, 2]), question(3, &[3, 4])];
         let shares = TimeShares::default();
-        assert_eq!(due(&run, &questions, &shares, 0.0), questions[..1]);
+        assert_eq!(
+            due(&run, &questions, &shares, (0.0, f64::INFINITY)),
+            questions[..1]
+        );
         let run = measured(&[30.0, 30.0, 30.0, 1.0, 1.0]);
-        assert_eq!(due(&run, &questions, &shares, 0.0), questions[1..]);
+        assert_eq!(
+            due(&run, &questions, &shares, (0.0, f64::INFINITY)),
+            questions[1..]
+        );
     }
 }

@@ -116,13 +116,22 @@ mod tests {
         if !cfg!(target_os = "linux") {
             return;
         }
-        assert!(reset_peak_rss());
-        let before = peak_rss_bytes().unwrap();
+        // The peak is the whole process's: another test's thread that allocates and frees
+        // between the reset and the first reading raises it beyond what the block adds.
+        // Such a spike is seldom twice in a row; a peak that does not follow is never.
+        let rose = |_| {
+            assert!(reset_peak_rss());
+            let before = peak_rss_bytes().unwrap();
+            let block = vec![1u8; 64 << 20];
+            std::hint::black_box(&block);
+            let after = peak_rss_bytes().unwrap();
+            (after >= before + (60 << 20), format!("{before} -> {after}"))
+        };
+        let tries: Vec<(bool, String)> = (0..3).map(rose).collect();
+        assert!(tries.iter().any(|(rose, _)| *rose), "{tries:?}");
+        assert!(rss_bytes().unwrap() > 0);
         let block = vec![1u8; 64 << 20];
         std::hint::black_box(&block);
-        let after = peak_rss_bytes().unwrap();
-        assert!(after >= before + (60 << 20), "{before} -> {after}");
-        assert!(rss_bytes().unwrap() > 0);
         let own = process_memory(std::process::id()).unwrap();
         assert!(own.rss_bytes > 0 && own.pss_bytes.unwrap() > 0, "{own:?}");
         // The block is written by this process alone: its pages are private.

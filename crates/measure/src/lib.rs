@@ -30,6 +30,7 @@ pub mod stats;
 pub mod storage_reads;
 pub mod summary;
 pub mod time_left;
+pub mod timeline_budget;
 pub mod tune_trail;
 pub mod window;
 

@@ -44,8 +44,8 @@ pub struct EpochResult {
     pub stages: StageTimes,
     /// Workers started for this epoch.
     pub worker_startups: Vec<WorkerStartup>,
-    /// The epoch's batches in order; past its config's [`TIMELINE_BATCHES`], only the
-    /// first (see [`TimelineBudget`]).
+    /// The epoch's batches in order; past its config's budget, only the first (see
+    /// [`TimelineBudget`](crate::timeline_budget::TimelineBudget)).
     pub timeline: Vec<BatchRecord>,
     /// Batches counted in the totals above but left out of `timeline`.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -222,31 +222,6 @@ impl EpochResult {
     }
 }
 
-/// The batch records a config keeps in its epochs' timelines. A record takes about 200
-/// bytes of JSON, so a config's timelines stay under about 4 MB however many epochs it
-/// runs; past them, an epoch keeps its totals and its first batch.
-pub const TIMELINE_BATCHES: usize = 20_000;
-
-/// Keeps one config's timelines within [`TIMELINE_BATCHES`] records, applied to its
-/// epochs in order as they finish. Once the budget is spent an epoch keeps only its
-/// first batch (whose wait the input-bound analysis takes apart from the rest) and counts
-/// the others in [`EpochResult::summarised_batches`].
-#[derive(Debug, Default)]
-pub struct TimelineBudget {
-    kept: usize,
-}
-
-impl TimelineBudget {
-    pub fn apply(&mut self, epoch: &mut EpochResult) {
-        let room = TIMELINE_BATCHES.saturating_sub(self.kept).max(1);
-        if epoch.timeline.len() > room {
-            epoch.summarised_batches += epoch.timeline.len() - room;
-            epoch.timeline.truncate(room);
-        }
-        self.kept += epoch.timeline.len();
-    }
-}
-
 fn is_zero(count: &usize) -> bool {
     *count == 0
 }
@@ -304,6 +279,12 @@ pub struct ConfigResult {
     /// Every process of the config (main, workers, ranks), sampled through each epoch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<ProcessMemory>,
+    /// Seconds measuring the config took, from its start to its end: its loader (or
+    /// script) and workers set up, its warm-up, the rests before its epochs, and each
+    /// epoch to its end, where a projected one measured only a window of its batches.
+    /// `None` in results saved before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_s: Option<f64>,
 }
 
 impl ConfigResult {
@@ -311,6 +292,18 @@ impl ConfigResult {
     /// it is the only one.
     pub fn typical_epochs(&self) -> impl Iterator<Item = &EpochResult> {
         self.epochs.iter().skip(usize::from(self.epochs.len() > 1))
+    }
+
+    /// What measuring the config once takes: [`took_s`](Self::took_s), or, in results
+    /// saved before it was recorded, its warm-up's and epochs' measured seconds (a
+    /// projected epoch's window), which leave out its set-up: a PyTorch config whose
+    /// windows measured 10 s took 22 s.
+    pub fn cost_s(&self) -> f64 {
+        self.took_s.unwrap_or_else(|| {
+            (self.warmup.iter().chain(&self.epochs))
+                .map(EpochResult::measured_s)
+                .sum()
+        })
     }
 
     /// The config's memory: the measured epoch whose processes' PSS summed the highest
@@ -442,48 +435,11 @@ mod tests {
     }
 
     #[test]
-    fn a_config_keeps_whole_timelines_until_its_budget_is_spent() {
-        let mut budget = TimelineBudget::default();
-        let per_epoch = 3_000;
-        let mut epochs: Vec<EpochResult> = (1..=10)
-            .map(|number| fixtures::epoch(number, 0.5, 0.01, per_epoch))
-            .collect();
-        for epoch in &mut epochs {
-            budget.apply(epoch);
-        }
-        let kept: usize = epochs.iter().map(|e| e.timeline.len()).sum();
-        assert_eq!(epochs[0].timeline.len(), per_epoch);
-        assert_eq!(epochs[6].timeline.len(), TIMELINE_BATCHES - 6 * per_epoch);
-        assert_eq!(
-            epochs[9].timeline.len(),
-            1,
-            "past the budget, the first batch"
-        );
-        assert_eq!(kept, TIMELINE_BATCHES + 3);
-        for epoch in &epochs {
-            assert_eq!(epoch.timeline.len() + epoch.summarised_batches, per_epoch);
-            assert_eq!(epoch.batches, per_epoch, "the totals stay whole");
-            assert_eq!(epoch.timeline[0].index, 0);
-        }
-    }
-
-    #[test]
     fn an_epoch_with_its_whole_timeline_writes_no_summarised_count() {
         let epoch = fixtures::epoch(1, 0.5, 0.01, 4);
         let json = serde_json::to_string(&epoch).unwrap();
         assert!(!json.contains("summarised_batches"), "{json}");
         let read: EpochResult = serde_json::from_str(&json).unwrap();
         assert_eq!(read, epoch);
-    }
-
-    #[test]
-    fn a_batch_record_takes_about_the_json_the_budget_assumes() {
-        let epoch = fixtures::epoch(1, 0.5, 0.012_345_678, 1_000);
-        let bytes = serde_json::to_string(&epoch.timeline).unwrap().len();
-        let per_record = bytes / 1_000;
-        assert!(
-            (100..=300).contains(&per_record),
-            "{per_record} bytes a record"
-        );
     }
 }

@@ -32,6 +32,7 @@ use super::input::InputBound;
 use super::memory::MemoryReport;
 
 mod candidates;
+pub(crate) mod measuring_cost;
 mod nodes_snippet;
 pub mod noise;
 mod python_code;
@@ -238,12 +239,7 @@ fn recommend_one(
     let unmeasured = unmeasured(result, &first.config);
     let disturbed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.disturbed()).collect();
     if !disturbed.is_empty() {
-        return Some(undecided(
-            group,
-            &disturbed,
-            samples,
-            (&unmeasured, &result.labels),
-        ));
+        return Some(undecided(group, &disturbed, samples, &unmeasured, result));
     }
     let question = Question {
         candidates: &candidates,
@@ -271,8 +267,9 @@ fn recommend_one(
     } else {
         Outcome::Faster
     };
-    let verdict = verdict::verdict(&question, &best, chosen, Effort::of(&candidates))
-        .unless_unmeasured(&unmeasured, &result.labels, Some(chosen));
+    let cost_s = |index| measuring_cost::of(result, index);
+    let verdict = verdict::verdict(&question, &best, chosen, Effort::of(&candidates), &cost_s)
+        .unless_unmeasured(&unmeasured, &result.labels, Some(chosen), &cost_s);
     let equally_fast: Vec<String> = best
         .iter()
         .filter(|c| c.index != chosen.index)
@@ -339,12 +336,13 @@ fn threads_swept(candidates: &[Candidate<'_>], chosen: &Candidate<'_>) -> Option
 }
 
 /// No config named while every measurement of `disturbed` was; the verdict hinges on
-/// them, and on the configs `unmeasured` (with the run's labels) where there are any.
+/// them, and on the configs of `result` it left `unmeasured` where there are any.
 fn undecided(
     group: String,
     disturbed: &[&Candidate<'_>],
     samples: usize,
-    (unmeasured, labels): (&[usize], &[String]),
+    unmeasured: &[usize],
+    result: &RunResult,
 ) -> Recommendation {
     let names: Vec<String> = disturbed
         .iter()
@@ -370,7 +368,9 @@ fn undecided(
         ),
         disturbed.iter().map(|c| c.index).collect(),
     )
-    .unless_unmeasured(unmeasured, labels, None);
+    .unless_unmeasured(unmeasured, &result.labels, None, &|index| {
+        measuring_cost::of(result, index)
+    });
     no_winner(group, samples, text, verdict)
 }
 

@@ -4,9 +4,10 @@
 //! pick, beyond the noise), and the tie rule picked; or the question is not resolved yet:
 //! some config could still beat the pick, or tie with it, and more rounds would say
 //! which; the verdict then says about how many more rounds, as the measurements stand,
-//! or, where the difference measured lies within its standard error of the tie margin,
-//! that it sits there and what taking the pick may cost. The verdict lists the configs
-//! the decision hinges on (the pick and every config still open against it), which `run
+//! and how long to measure on for them, from what measuring its configs took, or, where
+//! the difference measured lies within its standard error of the tie margin, that it
+//! sits there and what taking the pick may cost. The verdict lists the configs the
+//! decision hinges on (the pick and every config still open against it), which `run
 //! --recommend`, the app and tune go on measuring.
 
 use serde::{Deserialize, Serialize};
@@ -15,10 +16,36 @@ use super::Candidate;
 use super::candidates::Effort;
 use super::noise::{Difference, NoiseSource, Relation, Settling};
 use super::tie::{Question, TIE_RULE};
+use crate::{and_list, percent};
 
-/// What more measuring would do, in the words the verdicts use.
-pub const MEASURE_LONGER: &str =
-    "measure longer (`run --recommend --resolve-for 5m`, or `tune --budget 10m`)";
+/// The rounds a verdict counts on where nothing yet shows this machine's noise: five
+/// rounds give a comparison's interval four degrees of freedom.
+const ROUNDS_TO_SHOW_THE_NOISE: usize = 5;
+
+/// What measuring longer takes, in the words the verdicts use: `rounds` more rounds of
+/// the configs the decision hinges on, each round taking `round_s` as they last did, as
+/// a limit for `run --recommend` and `loaderbench resolve` (whole minutes, at least one:
+/// resolving stops once the question is resolved). A fixed "5 minutes" was 25 rounds of
+/// a light pipeline's question and two of a 12 s-epoch job's.
+fn measure_longer(round_s: f64, rounds: usize) -> String {
+    let limit = resolve_for(round_s * rounds as f64);
+    format!(
+        "measure longer (rounds of about {}: `run --recommend --resolve-for {limit}`, or \
+         `loaderbench resolve --resolve-for {limit}` on its journal)",
+        crate::duration(round_s)
+    )
+}
+
+/// `seconds` as a `--resolve-for` value: whole minutes rounded up, at least one, or
+/// whole hours beyond two.
+fn resolve_for(seconds: f64) -> String {
+    let minutes = (seconds / 60.0).ceil().max(1.0);
+    if minutes <= 120.0 {
+        format!("{minutes}m")
+    } else {
+        format!("{}h", (minutes / 60.0).ceil())
+    }
+}
 
 /// Whether a question is resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,12 +81,14 @@ pub struct Verdict {
 impl Verdict {
     /// This verdict where the run ended before `unmeasured` (configs of the question)
     /// were measured: nothing is resolved while they might be faster, and the decision
-    /// hinges on them too, so resolving measures them. `pick` is the config named, if any.
+    /// hinges on them too, so resolving measures them, for about what a round of the
+    /// configs it hinges on takes (`cost_s` of each). `pick` is the config named, if any.
     pub(super) fn unless_unmeasured(
         self,
         unmeasured: &[usize],
         labels: &[String],
         pick: Option<&Candidate<'_>>,
+        cost_s: &dyn Fn(usize) -> f64,
     ) -> Verdict {
         if unmeasured.is_empty() {
             return self;
@@ -79,23 +108,28 @@ impl Verdict {
         {
             hinges_on.push(pick.index);
         }
+        hinges_on.extend_from_slice(unmeasured);
+        let round_s: f64 = hinges_on.iter().map(|&i| cost_s(i)).sum();
+        let resolve = format!(
+            "`loaderbench resolve --resolve-for {}`",
+            resolve_for(round_s)
+        );
         let text = match pick {
             // Resolved over what was measured: the configs left out are what keeps it open.
             Some(pick) if self.kind != VerdictKind::NotResolved => {
                 format!(
                     "not resolved: {names} {were} not measured (the run ended before {them}); \
-                     `loaderbench resolve` measures {them}, or take {}",
+                     {resolve} measures {them}, or take {}",
                     pick.label
                 )
             }
             // Open already: what was measured says why, and the configs left out add to it.
             Some(_) | None => format!(
                 "{}; {names} {were} not measured (the run ended before {them}), and \
-                 `loaderbench resolve` measures {them}",
+                 {resolve} measures {them}",
                 self.text
             ),
         };
-        hinges_on.extend_from_slice(unmeasured);
         Verdict {
             kind: VerdictKind::NotResolved,
             text,
@@ -117,12 +151,13 @@ impl Verdict {
 }
 
 /// The verdict on `chosen`, the tie rule's pick of `best`, `after` measuring the
-/// question for that long.
+/// question for that long; measuring config `i` once more takes about `cost_s(i)`.
 pub(super) fn verdict(
     question: &Question<'_, '_>,
     best: &[&Candidate<'_>],
     chosen: &Candidate<'_>,
     after: Effort,
+    cost_s: &dyn Fn(usize) -> f64,
 ) -> Verdict {
     let others: Vec<&Candidate<'_>> = question
         .candidates
@@ -222,6 +257,7 @@ pub(super) fn verdict(
     let may_never_settle = open
         .iter()
         .all(|(c, _)| question.settling(chosen, c) == Some(Settling::AtTheMargin));
+    let round_s: f64 = hinges_on.iter().map(|&i| cost_s(i)).sum();
     let text = if !question.noise.known() {
         // What was measured, though nothing says how far to trust it: the config that
         // looks fastest, where it is not the pick.
@@ -245,7 +281,8 @@ pub(super) fn verdict(
             "one round shows nothing of this machine's noise"
         };
         format!(
-            "not resolved after {after}: {looks}{nothing}; {MEASURE_LONGER} or take {}",
+            "not resolved after {after}: {looks}{nothing}; {} or take {}",
+            measure_longer(round_s, ROUNDS_TO_SHOW_THE_NOISE),
             chosen.label
         )
     } else {
@@ -284,12 +321,17 @@ pub(super) fn verdict(
             )
         } else if let Some(more) = more {
             format!(
-                "about {more} more {} would settle it as it stands: {MEASURE_LONGER} or take {}",
+                "about {more} more {} would settle it as it stands: {} or take {}",
                 if more == 1 { "round" } else { "rounds" },
+                measure_longer(round_s, more),
                 chosen.label
             )
         } else {
-            format!("{MEASURE_LONGER} or take {}", chosen.label)
+            format!(
+                "{} or take {}",
+                measure_longer(round_s, ROUNDS_TO_SHOW_THE_NOISE),
+                chosen.label
+            )
         };
         format!(
             "not resolved after {after}: {faster} looks {} faster than {slower}{}{}; {advice}",
@@ -341,18 +383,6 @@ fn with_source(text: String, question: &Question<'_, '_>) -> String {
     }
 }
 
-/// A share as a percentage: one decimal below 10%, none above.
-pub fn percent(share: f64) -> String {
-    let p = share * 100.0;
-    if !p.is_finite() {
-        "∞%".to_owned()
-    } else if p.abs() < 10.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.0}%")
-    }
-}
-
 /// Log half-widths beyond this are given as the interval's ends: `±68%` beside a 70% gain
 /// reads as "at least 2% faster", where the interval runs from 16% slower to 236% faster.
 const WIDE_HALF_WIDTH: f64 = 0.2;
@@ -378,15 +408,6 @@ fn plus_minus(gain: f64, half: f64) -> String {
 /// True when a log half-width is given by the interval's ends.
 fn wide(half: f64) -> bool {
     half.is_finite() && half > WIDE_HALF_WIDTH
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn and_list(names: &[&str]) -> String {
-    match names {
-        [] => String::new(),
-        [one] => (*one).to_owned(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
 }
 
 #[cfg(test)]
@@ -436,6 +457,14 @@ mod tests {
     /// The standard deviation that gives a half-width of `plus_minus` over five rounds.
     fn sd_for(plus_minus: f64) -> f64 {
         plus_minus * 5f64.sqrt() / 2.776
+    }
+
+    /// What the verdicts ask for where a round takes `round` and settling it `limit`.
+    fn longer(round: &str, limit: &str) -> String {
+        format!(
+            "measure longer (rounds of about {round}: `run --recommend --resolve-for {limit}`, \
+             or `loaderbench resolve --resolve-for {limit}` on its journal)"
+        )
     }
 
     /// Asserts the recommendation's pick and its verdict's kind.
@@ -512,7 +541,7 @@ mod tests {
         assert_eq!(
             r.verdict.text,
             "not resolved: nw=4 was not measured (the run ended before it); `loaderbench \
-             resolve` measures it, or take nw=2"
+             resolve --resolve-for 1m` measures it, or take nw=2"
         );
         assert_eq!(r.verdict.hinges_on, [1, 2]);
     }
@@ -535,11 +564,52 @@ mod tests {
         assert!(
             text.ends_with(
                 "or take nw=0; nw=4 was not measured (the run ended before it), and \
-                 `loaderbench resolve` measures it"
+                 `loaderbench resolve --resolve-for 1m` measures it"
             ),
             "{text}"
         );
         assert_eq!(r.verdict.hinges_on, [0, 1, 2]);
+    }
+
+    /// How much longer to measure is counted from what the configs the decision hinges
+    /// on took, set-up and all: a job whose configs take 100 s each is told 37 minutes
+    /// for 11 rounds of two, and a minute for resolving a config never measured would
+    /// not measure it. "5 minutes" was said to every run, of 0.2 s epochs or of minutes.
+    #[test]
+    fn how_much_longer_to_measure_is_counted_from_what_the_configs_took() {
+        let took_100_s = |mut result: RunResult| {
+            for measured in &mut result.results {
+                measured.took_s = Some(100.0);
+            }
+            result
+        };
+        let configs = vec![config(0, false), config(2, false)];
+        let slow = took_100_s(recorded(configs, 1.12f64.ln(), &scatter(sd_for(0.15))));
+        let r = Analysis::of(&slow).recommendations.remove(0);
+        assert_pick(&r, "nw=0", VerdictKind::NotResolved);
+        assert!(
+            r.verdict.text.ends_with(&format!(
+                "about 11 more rounds would settle it as it stands: {} or take nw=0",
+                longer("3.3 minutes", "37m")
+            )),
+            "{}",
+            r.verdict.text
+        );
+        // A round of the pick and nw=4, which costs what its question's slowest took.
+        let r = Analysis::of(&took_100_s(cut_before_nw_4(0.04)))
+            .recommendations
+            .remove(0);
+        assert!(
+            r.verdict
+                .text
+                .contains("`loaderbench resolve --resolve-for 4m` measures it"),
+            "{}",
+            r.verdict.text
+        );
+        assert_eq!(resolve_for(0.2), "1m");
+        assert_eq!(resolve_for(61.0), "2m");
+        assert_eq!(resolve_for(7200.0), "120m");
+        assert_eq!(resolve_for(7201.0), "3h");
     }
 
     #[test]
@@ -566,7 +636,8 @@ mod tests {
         assert!(
             text.ends_with(&format!(
                 ": nw=2 looks 12% faster than nw=0, ±15%; about 11 more rounds would settle it \
-                 as it stands: {MEASURE_LONGER} or take nw=0"
+                 as it stands: {} or take nw=0",
+                longer("3.8 s", "1m")
             )),
             "{text}"
         );
@@ -589,7 +660,8 @@ mod tests {
             r.verdict.text.ends_with(&format!(
                 ": nw=2 looks 12% faster than nw=0, ±10.0%: beyond the noise, but perhaps \
                  not by the tie margin (5.0%); about 4 more rounds would settle it as it \
-                 stands: {MEASURE_LONGER} or take nw=2"
+                 stands: {} or take nw=2",
+                longer("3.8 s", "1m")
             )),
             "{}",
             r.verdict.text
@@ -646,7 +718,8 @@ mod tests {
         assert!(
             text.ends_with(&format!(
                 "): nw=2 looks 56% faster than nw=0, but one round shows nothing of this \
-                 machine's noise; {MEASURE_LONGER} or take nw=0"
+                 machine's noise; {} or take nw=0",
+                longer("3.3 s", "1m")
             )),
             "{text}"
         );
@@ -683,8 +756,8 @@ mod tests {
         assert!(
             r.verdict.text.ends_with(&format!(
                 ": nw=2 looks 70% faster than nw=0 (95% interval: 16% slower to 236% \
-                 faster); about 3 more rounds would settle it as it stands: {MEASURE_LONGER} \
-                 or take nw=0"
+                 faster); about 3 more rounds would settle it as it stands: {} or take nw=0",
+                longer("3.2 s", "1m")
             )),
             "{}",
             r.verdict.text

@@ -207,10 +207,7 @@ fn seconds(s: f64) -> String {
 /// `2 and 4 workers`, `2, 4 and 8 workers`.
 fn workers_list(workers: &[usize]) -> String {
     let names: Vec<String> = workers.iter().map(usize::to_string).collect();
-    let listed = match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => names.concat(),
-    };
+    let listed = crate::and_list(&names.iter().map(String::as_str).collect::<Vec<_>>());
     let plural = if workers == [1] { "worker" } else { "workers" };
     format!("{listed} {plural}")
 }

@@ -296,12 +296,11 @@ impl PytorchScript {
                 torchvision: v.torchvision,
                 spdl: v.spdl,
             }),
-            // The runner marks it when the files stayed.
-            stayed_warm: None,
-            partly_cold: None,
             dataset_samples: ready.dataset_samples,
             dataset_object_bytes: ready.dataset_object_bytes,
             processes,
+            // The runner marks the page cache it had and times the whole config.
+            ..ConfigResult::default()
         })
     }
 

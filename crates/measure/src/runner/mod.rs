@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
@@ -307,9 +307,11 @@ impl Run {
                 config: index,
                 repeat,
             });
-            let measured = runtimes
+            let started = Instant::now();
+            let mut measured = runtimes
                 .for_config(&self.plan.configs[index])?
                 .measure(self, index, repeat)?;
+            measured.took_s = Some(started.elapsed().as_secs_f64());
             // In the result before the journal: a journal that cannot be written fails
             // the run, and the exports still hold every config measured.
             result.results.push(measured.clone());
