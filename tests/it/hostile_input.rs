@@ -142,6 +142,14 @@ fn a_results_file_whose_measurements_no_run_gives_is_refused_naming_the_value() 
         2,
         &["seconds is 1e307, not a time a run measures (0 to 1e7 s)"],
     );
+    // What measuring a config took: resolve would fit no round beside it, and the
+    // verdict would ask for "infh" of measuring.
+    let output = edited(&|run| run["results"][0]["took_s"] = 1e308.into());
+    assert_error_line(
+        &output,
+        2,
+        &["results[0]: took_s is 1e308, not a time a run measures"],
+    );
     let output = edited(&|run| {
         run["results"][0]["epochs"][0]["batches"] = u64::MAX.into();
     });

@@ -1,19 +1,20 @@
 //! Resolve: a finished run whose recommendation is not resolved is measured further,
-//! round after round, until it is or a time limit passes. Each round measures the configs
-//! the verdicts hinge on (the pick and every config that could still beat it or tie with
-//! it: [`Verdict::hinges_on`](crate::recommend::Verdict)), once each, one after another,
-//! as `run` measures them ([`rounds`](crate::rounds)), their order turned each round so
-//! that none always runs first; the new repeats are numbered after the run's, appended to
-//! its journal and to the result. The open questions share the time
-//! ([`time_share`](crate::time_share)): a question whose configs take a tenth of a second
-//! (our engine's, beside the PyTorch runtime's of seconds) is measured round after round
-//! first, not once per slow round, each question's round costed at what of it fits in
-//! the time left; a question with configs the run ended before goes first. A round holds what fits in the time left (each config's last measurement, its
+//! round after round, until it is or a time limit passes. Each round measures the
+//! configs the verdicts hinge on (the pick and every config that could still beat it or
+//! tie with it: [`Verdict::hinges_on`](crate::recommend::Verdict)), once each, one
+//! after another, as `run` measures them ([`rounds`](crate::rounds)), their order
+//! turned each round so that none always runs first; the new repeats are numbered after
+//! the run's, appended to its journal and to the result. The open questions share the
+//! time ([`time_share`](crate::time_share)): a question whose configs take a tenth of a
+//! second (our engine's, beside the PyTorch runtime's of seconds) is measured round
+//! after round first, not once per slow round, each question's round costed at what of
+//! it fits in the time left; a question with configs the run ended before goes first. A
+//! round holds what fits in the time left (each config's last measurement, its
 //! question's slowest for one never measured): every question's pick and its likeliest
-//! challengers first; a round the limit cuts short keeps every config it finished, and a
-//! stopped one (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep
-//! finished. `run --recommend`, `loaderbench resolve` and the app's analysis all resolve
-//! through here.
+//! challengers first; a round the limit cuts short keeps every config it finished, and
+//! a stopped one (Ctrl-C, the app's Cancel) keeps them and the run's status: its sweep
+//! finished. `run --recommend`, `loaderbench resolve` and the app's analysis all
+//! resolve through here.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -34,8 +34,8 @@ pub fn unix_now_s() -> u64 {
 
 impl RunResult {
     /// Checks what each measured config of a run read from `path` holds: the config it
-    /// names is one of the run's, and its times and counts are ones a run gives (times
-    /// finite, from 0 to [`LONGEST_MEASURED_S`]).
+    /// names is one of the run's, and its times (what measuring it took, its epochs') and
+    /// counts are ones a run gives (times finite, from 0 to [`LONGEST_MEASURED_S`]).
     fn check_measurements(&self, path: &Path) -> Result<()> {
         for (index, result) in self.results.iter().enumerate() {
             let bad = |problem: String| Error::file(path, format!("results[{index}]: {problem}"));
@@ -44,6 +44,18 @@ impl RunResult {
                     "names config {} of a run of {} configs",
                     result.config_index,
                     self.configs.len()
+                )));
+            }
+            // 1e307 as that, not as 308 digits.
+            let shown = |value: f64| match value.abs() < 1e9 {
+                true => value.to_string(),
+                false => format!("{value:e}"),
+            };
+            let a_time = |value: f64| (0.0..=LONGEST_MEASURED_S).contains(&value);
+            if let Some(took) = result.took_s.filter(|&took| !a_time(took)) {
+                return Err(bad(format!(
+                    "took_s is {}, not a time a run measures (0 to {LONGEST_MEASURED_S:e} s)",
+                    shown(took)
                 )));
             }
             for epoch in result.warmup.iter().chain(&result.epochs) {
@@ -64,16 +76,12 @@ impl RunResult {
                     ]
                 });
                 for (what, value) in times.into_iter().chain(timeline).chain(projected) {
-                    if !(0.0..=LONGEST_MEASURED_S).contains(&value) {
-                        // 1e307 as that, not as 308 digits.
-                        let shown = match value.abs() < 1e9 {
-                            true => value.to_string(),
-                            false => format!("{value:e}"),
-                        };
+                    if !a_time(value) {
                         return Err(bad(format!(
-                            "epoch {}: {what} is {shown}, not a time a run measures (0 to \
+                            "epoch {}: {what} is {}, not a time a run measures (0 to \
                              {LONGEST_MEASURED_S:e} s)",
-                            epoch.epoch
+                            epoch.epoch,
+                            shown(value)
                         )));
                     }
                 }
