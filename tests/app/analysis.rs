@@ -426,6 +426,55 @@ fn measure_further_measures_an_opened_journal_within_the_budget() {
     );
 }
 
+/// An opened journal whose verdicts are open offers, beside the budget field, how long
+/// they ask to be measured further (each question's `--resolve-for`, from what its
+/// configs took, summed); clicking it sets the budget, and the offer goes. The verdicts
+/// said "--resolve-for 5m" to every run, which an app user had to read and type.
+#[test]
+fn measure_further_offers_the_budget_the_open_verdicts_ask_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = common::runs::SavedRun::in_dir(dir.path());
+    let preset = dir.path().join("open.ron");
+    open_preset().save(&preset).unwrap();
+    let output = common::loaderbench(&saved.run_args(common::path_str(&preset), &[]));
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    // As measured on a quiet machine: a config measured only while disturbed names no
+    // config, and asks for a quiet machine rather than for time.
+    let journal = std::fs::read_to_string(&saved.journal).unwrap();
+    let quiet: Vec<String> = (journal.lines())
+        .map(|line| {
+            let mut entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(disturbed) = entry.pointer_mut("/result/disturbed") {
+                *disturbed = false.into();
+            }
+            entry.to_string()
+        })
+        .collect();
+    std::fs::write(&saved.journal, quiet.join("\n") + "\n").unwrap();
+    let mut harness = measuring_app_on(dir.path(), &saved.journal);
+    let shown = harness.state().result().expect("the run").clone();
+    let recommendations = loaderbench_analysis::Analysis::of(&shown).recommendations;
+    let asked: f64 = (recommendations.iter())
+        .filter_map(|r| r.verdict.measure_for_s)
+        .sum();
+    // Configs of a tenth of a second: a minute for each open question.
+    assert!(asked >= 60.0 && asked % 60.0 == 0.0, "{recommendations:#?}");
+    let budget = |harness: &Harness<'_, App>| {
+        let field = harness.get_by_role_and_label(Role::SpinButton, "budget s");
+        field.accesskit_node().numeric_value()
+    };
+    common::gui::type_into_role(&mut harness, Role::SpinButton, "budget s", "5");
+    assert_eq!(budget(&harness), Some(5.0));
+    let offer = format!("{asked} s, as the verdicts ask");
+    common::gui::click(&mut harness, &offer);
+    harness.run_steps(2);
+    assert_eq!(budget(&harness), Some(asked));
+    assert!(
+        harness.query_by_label_contains(&offer).is_none(),
+        "offered once set"
+    );
+}
+
 /// While the app measures a finished run further, the rounds that have ended are shown,
 /// with the analysis redone (it showed the sweep's "after 1 round" until the resolve
 /// ended). Cancel stops the rounds and keeps them; the run stays finished (its sweep

@@ -2,7 +2,7 @@
 //! from its start to its end, set-up and all ([`ConfigResult::cost_s`]), or for a config
 //! never measured, what its question's slowest took. Resolve fits its rounds into the
 //! time left by it, and a verdict that is not resolved counts by it how long to measure
-//! on.
+//! on, in the words and the `--resolve-for` it says that in ([`measure_longer`]).
 
 use loaderbench_measure::results::{ConfigResult, RunResult};
 
@@ -33,4 +33,35 @@ pub(crate) fn last(result: &RunResult, index: usize) -> Option<f64> {
     measurements
         .find(|r| r.config_index == index)
         .map(ConfigResult::cost_s)
+}
+
+/// The rounds a verdict counts on where nothing yet shows this machine's noise: five
+/// rounds give a comparison's interval four degrees of freedom.
+pub(super) const ROUNDS_TO_SHOW_THE_NOISE: usize = 5;
+
+/// What measuring longer takes, in the words the verdicts use, and that limit in
+/// seconds: `rounds` more rounds of the configs the decision hinges on, each round taking
+/// `round_s` as they last did, as a limit for `run --recommend` and `loaderbench resolve`
+/// ([`resolve_for`]). A fixed "5 minutes" was 25 rounds of a light pipeline's question
+/// and two of a 12 s-epoch job's.
+pub(super) fn measure_longer(round_s: f64, rounds: usize) -> (String, f64) {
+    let (limit, limit_s) = resolve_for(round_s * rounds as f64);
+    let text = format!(
+        "measure longer (rounds of about {}: `run --recommend --resolve-for {limit}`, or \
+         `loaderbench resolve --resolve-for {limit}` on its journal)",
+        crate::duration(round_s)
+    );
+    (text, limit_s)
+}
+
+/// `seconds` as a `--resolve-for` value, and its seconds: whole minutes rounded up, at
+/// least one (resolving stops once the question is resolved), or whole hours beyond two.
+pub(super) fn resolve_for(seconds: f64) -> (String, f64) {
+    let minutes = (seconds / 60.0).ceil().max(1.0);
+    if minutes <= 120.0 {
+        (format!("{minutes}m"), minutes * 60.0)
+    } else {
+        let hours = (minutes / 60.0).ceil();
+        (format!("{hours}h"), hours * 3600.0)
+    }
 }

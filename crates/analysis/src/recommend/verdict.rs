@@ -14,38 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::Candidate;
 use super::candidates::Effort;
+use super::measuring_cost::{ROUNDS_TO_SHOW_THE_NOISE, measure_longer, resolve_for};
 use super::noise::{Difference, NoiseSource, Relation, Settling};
 use super::tie::{Question, TIE_RULE};
 use crate::{and_list, percent};
-
-/// The rounds a verdict counts on where nothing yet shows this machine's noise: five
-/// rounds give a comparison's interval four degrees of freedom.
-const ROUNDS_TO_SHOW_THE_NOISE: usize = 5;
-
-/// What measuring longer takes, in the words the verdicts use: `rounds` more rounds of
-/// the configs the decision hinges on, each round taking `round_s` as they last did, as
-/// a limit for `run --recommend` and `loaderbench resolve` (whole minutes, at least one:
-/// resolving stops once the question is resolved). A fixed "5 minutes" was 25 rounds of
-/// a light pipeline's question and two of a 12 s-epoch job's.
-fn measure_longer(round_s: f64, rounds: usize) -> String {
-    let limit = resolve_for(round_s * rounds as f64);
-    format!(
-        "measure longer (rounds of about {}: `run --recommend --resolve-for {limit}`, or \
-         `loaderbench resolve --resolve-for {limit}` on its journal)",
-        crate::duration(round_s)
-    )
-}
-
-/// `seconds` as a `--resolve-for` value: whole minutes rounded up, at least one, or
-/// whole hours beyond two.
-fn resolve_for(seconds: f64) -> String {
-    let minutes = (seconds / 60.0).ceil().max(1.0);
-    if minutes <= 120.0 {
-        format!("{minutes}m")
-    } else {
-        format!("{}h", (minutes / 60.0).ceil())
-    }
-}
 
 /// Whether a question is resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +48,11 @@ pub struct Verdict {
     /// Computed from the measurements, never saved.
     #[serde(skip)]
     pub may_never_settle: bool,
+    /// How long the verdict asks to measure on (its `--resolve-for`, in seconds), where
+    /// it asks; the app offers it as the budget of Measure further. Computed from the
+    /// measurements, never saved.
+    #[serde(skip)]
+    pub measure_for_s: Option<f64>,
 }
 
 impl Verdict {
@@ -110,10 +87,8 @@ impl Verdict {
         }
         hinges_on.extend_from_slice(unmeasured);
         let round_s: f64 = hinges_on.iter().map(|&i| cost_s(i)).sum();
-        let resolve = format!(
-            "`loaderbench resolve --resolve-for {}`",
-            resolve_for(round_s)
-        );
+        let (limit, limit_s) = resolve_for(round_s);
+        let resolve = format!("`loaderbench resolve --resolve-for {limit}`");
         let text = match pick {
             // Resolved over what was measured: the configs left out are what keeps it open.
             Some(pick) if self.kind != VerdictKind::NotResolved => {
@@ -135,6 +110,7 @@ impl Verdict {
             text,
             hinges_on,
             may_never_settle: false,
+            measure_for_s: Some(self.measure_for_s.unwrap_or(0.0).max(limit_s)),
         }
     }
 
@@ -146,6 +122,7 @@ impl Verdict {
             text: format!("not resolved: {reason}"),
             hinges_on,
             may_never_settle: false,
+            measure_for_s: None,
         }
     }
 }
@@ -175,6 +152,7 @@ pub(super) fn verdict(
             text: format!("{} is the only config of this question{fits}", chosen.label),
             hinges_on: Vec::new(),
             may_never_settle: false,
+            measure_for_s: None,
         };
     }
     let compared: Vec<(&Candidate<'_>, Option<Difference>)> = others
@@ -211,6 +189,7 @@ pub(super) fn verdict(
             text: with_source(text, question),
             hinges_on: Vec::new(),
             may_never_settle: false,
+            measure_for_s: None,
         };
     }
     if open.is_empty() {
@@ -241,6 +220,7 @@ pub(super) fn verdict(
             ),
             hinges_on: Vec::new(),
             may_never_settle: false,
+            measure_for_s: None,
         };
     }
     // The pick, then the configs most likely to change the decision: those that look
@@ -258,6 +238,12 @@ pub(super) fn verdict(
         .iter()
         .all(|(c, _)| question.settling(chosen, c) == Some(Settling::AtTheMargin));
     let round_s: f64 = hinges_on.iter().map(|&i| cost_s(i)).sum();
+    let mut measure_for_s = None;
+    let mut longer = |rounds: usize| {
+        let (text, limit_s) = measure_longer(round_s, rounds);
+        measure_for_s = Some(limit_s);
+        text
+    };
     let text = if !question.noise.known() {
         // What was measured, though nothing says how far to trust it: the config that
         // looks fastest, where it is not the pick.
@@ -282,7 +268,7 @@ pub(super) fn verdict(
         };
         format!(
             "not resolved after {after}: {looks}{nothing}; {} or take {}",
-            measure_longer(round_s, ROUNDS_TO_SHOW_THE_NOISE),
+            longer(ROUNDS_TO_SHOW_THE_NOISE),
             chosen.label
         )
     } else {
@@ -323,13 +309,13 @@ pub(super) fn verdict(
             format!(
                 "about {more} more {} would settle it as it stands: {} or take {}",
                 if more == 1 { "round" } else { "rounds" },
-                measure_longer(round_s, more),
+                longer(more),
                 chosen.label
             )
         } else {
             format!(
                 "{} or take {}",
-                measure_longer(round_s, ROUNDS_TO_SHOW_THE_NOISE),
+                longer(ROUNDS_TO_SHOW_THE_NOISE),
                 chosen.label
             )
         };
@@ -359,6 +345,7 @@ pub(super) fn verdict(
         text: with_source(text, question),
         hinges_on,
         may_never_settle,
+        measure_for_s,
     }
 }
 
@@ -595,6 +582,11 @@ mod tests {
             "{}",
             r.verdict.text
         );
+        assert_eq!(
+            r.verdict.measure_for_s,
+            Some(37.0 * 60.0),
+            "what the app offers"
+        );
         // A round of the pick and nw=4, which costs what its question's slowest took.
         let r = Analysis::of(&took_100_s(cut_before_nw_4(0.04)))
             .recommendations
@@ -606,10 +598,11 @@ mod tests {
             "{}",
             r.verdict.text
         );
-        assert_eq!(resolve_for(0.2), "1m");
-        assert_eq!(resolve_for(61.0), "2m");
-        assert_eq!(resolve_for(7200.0), "120m");
-        assert_eq!(resolve_for(7201.0), "3h");
+        assert_eq!(r.verdict.measure_for_s, Some(240.0));
+        assert_eq!(resolve_for(0.2), ("1m".to_owned(), 60.0));
+        assert_eq!(resolve_for(61.0), ("2m".to_owned(), 120.0));
+        assert_eq!(resolve_for(7200.0), ("120m".to_owned(), 7200.0));
+        assert_eq!(resolve_for(7201.0), ("3h".to_owned(), 10800.0));
     }
 
     #[test]

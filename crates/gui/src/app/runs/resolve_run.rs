@@ -144,6 +144,18 @@ impl Runs {
             })
     }
 
+    /// How long the shown run's open verdicts ask to be measured further, in whole
+    /// seconds: each question's own `--resolve-for`, summed, since measuring further
+    /// shares its time between the questions; `None` when none asks.
+    pub(in super::super) fn asked_to_measure_s(&self) -> Option<u32> {
+        let analysis = self.live.as_ref()?.analysis.as_ref()?;
+        let recommendations = analysis.recommendations.iter();
+        let asked: f64 = recommendations
+            .filter_map(|r| r.verdict.measure_for_s)
+            .sum();
+        (asked >= 1.0).then(|| asked.min(f64::from(u32::MAX)) as u32)
+    }
+
     /// Measures the shown run further for up to the budget field's seconds, as
     /// `loaderbench resolve` does, appending to its journal (the Measure further button).
     pub(in super::super) fn measure_further(

@@ -1,5 +1,6 @@
 //! The runs drawn: the run bar (Run or Cancel, Tune, Measure further and their budget,
-//! the plan's size, how the run stands, its progress), the tune's progress, the live
+//! with the budget the open verdicts ask for on offer, the plan's size, how the run
+//! stands, its progress), the tune's progress, the live
 //! plots with the timeline, the results table, and the analysis of an ended run.
 
 use egui::{Rect, RichText, Ui};
@@ -16,6 +17,9 @@ use loaderbench_engine::plan::Plan;
 use loaderbench_present::views::ChartId;
 
 use super::Runs;
+
+/// The longest budget the field takes: a day.
+const MOST_BUDGET_S: u32 = 86_400;
 
 /// Why Run and Tune are greyed out.
 const FIX_FIELDS: &str = "Fix the fields marked in the side panel first";
@@ -102,10 +106,25 @@ impl Runs {
         let mut budget = self.tune_budget_s;
         let label = ui.label("budget s");
         let field = ui
-            .add(egui::DragValue::new(&mut budget).range(1..=86_400))
+            .add(egui::DragValue::new(&mut budget).range(1..=MOST_BUDGET_S))
             .labelled_by(label.id);
         if field.changed() {
             actions.push(Action::TuneBudget(budget));
+        }
+        let asked = (self
+            .asked_to_measure_s()
+            .map(|asked| asked.min(MOST_BUDGET_S)))
+        .filter(|&asked| asked != self.tune_budget_s && self.can_measure_further());
+        if let Some(asked) = asked {
+            let offer = ui
+                .small_button(format!("{asked} s, as the verdicts ask"))
+                .on_hover_text(
+                    "How long the open verdicts reckon measuring further takes to settle \
+                     them, from what their configs took: sets the budget",
+                );
+            if offer.clicked() {
+                actions.push(Action::TuneBudget(asked));
+            }
         }
     }
 
