@@ -359,6 +359,16 @@ fn open_preset() -> Preset {
     }
 }
 
+/// `preset` run by the CLI as a process, saved in `dir` (its journal and results).
+fn measured_by_the_cli(dir: &Path, preset: Preset) -> common::runs::SavedRun {
+    let saved = common::runs::SavedRun::in_dir(dir);
+    let path = dir.join("open.ron");
+    preset.save(&path).unwrap();
+    let output = common::loaderbench(&saved.run_args(common::path_str(&path), &[]));
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    saved
+}
+
 /// A journal opened alone, whose recommendation is open, is measured further with the
 /// Measure further button, within the budget field's seconds, appending to the journal;
 /// the run bar says what it measured. The same run opened from its results JSON has no
@@ -366,16 +376,13 @@ fn open_preset() -> Preset {
 #[test]
 fn measure_further_measures_an_opened_journal_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let saved = common::runs::SavedRun::in_dir(dir.path());
-    let preset = dir.path().join("open.ron");
-    Preset {
-        repeats: 2,
-        ..open_preset()
-    }
-    .save(&preset)
-    .unwrap();
-    let output = common::loaderbench(&saved.run_args(common::path_str(&preset), &[]));
-    assert!(output.status.success(), "{}", common::stderr(&output));
+    let saved = measured_by_the_cli(
+        dir.path(),
+        Preset {
+            repeats: 2,
+            ..open_preset()
+        },
+    );
     let read = |path: &Path| loaderbench_measure::results_file::read(path).unwrap();
     let before = read(&saved.journal).results.len();
     let further_disabled = |harness: &Harness<'_, App>| {
@@ -433,11 +440,7 @@ fn measure_further_measures_an_opened_journal_within_the_budget() {
 #[test]
 fn measure_further_offers_the_budget_the_open_verdicts_ask_for() {
     let dir = tempfile::tempdir().unwrap();
-    let saved = common::runs::SavedRun::in_dir(dir.path());
-    let preset = dir.path().join("open.ron");
-    open_preset().save(&preset).unwrap();
-    let output = common::loaderbench(&saved.run_args(common::path_str(&preset), &[]));
-    assert!(output.status.success(), "{}", common::stderr(&output));
+    let saved = measured_by_the_cli(dir.path(), open_preset());
     // As measured on a quiet machine: a config measured only while disturbed names no
     // config, and asks for a quiet machine rather than for time.
     let journal = std::fs::read_to_string(&saved.journal).unwrap();
